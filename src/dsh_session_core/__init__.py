@@ -1,0 +1,95 @@
+"""dsh-session: a durable, typed, event-sourced session log for LLM agent harnesses.
+
+A :class:`Session` is an append-only log of typed events; the LLM message history is
+derived from it (:meth:`Session.derive_messages`), never stored. A
+:class:`SessionStore` creates and forks sessions and wires them to plugins, which
+contribute event types and listen to appends through pluggy hooks found in the
+``dsh_session.plugins`` entry-point group::
+
+    from dsh_session_core import SessionStore
+
+    store = SessionStore()
+    session = store.create(cwd="/work")
+    session.append("turn/start", {"turn": 1, "trigger": {"kind": "message",
+                                                       "source": {"kind": "user"}}})
+    session.append("user/message", {"content": [{"type": "text", "text": "hi"}],
+                                    "source": {"kind": "user"}}, surface_op="append")
+    session.derive_messages()
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import errors, events, hookspecs, vocabulary
+from ._codec import encode_event, encode_events
+from ._core_plugin import core_registry
+from ._header import SESSION_FORMAT_VERSION, SessionHeader
+from ._json import JsonObject, JsonValue
+from ._names import ENTRY_POINT_GROUP, PROJECT_NAME
+from ._plugins import PluginManager, create_plugin_manager, hookimpl
+from ._registry import EventRegistry, EventSpec, RegisteredEvent
+from ._repair import interrupted_turn_closers
+from ._request_header import (
+    apply_header_delta,
+    canonical_header,
+    diff_header,
+    fold_request_header,
+    header_equals,
+)
+from ._session import EventsView, Session
+from ._store import SessionStore
+from ._surface import Surface, SurfaceNode
+from ._tool_pairing import is_tool_pairing_balanced
+from .events import SURFACE_TYPES, Event, OpaqueEvent, ReplaceOp, SurfaceEvent, SurfaceOp
+from .vocabulary import Message
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "PROJECT_NAME",
+    "SESSION_FORMAT_VERSION",
+    "SURFACE_TYPES",
+    "Event",
+    "EventRegistry",
+    "EventSpec",
+    "EventsView",
+    "JsonObject",
+    "JsonValue",
+    "Message",
+    "OpaqueEvent",
+    "PluginManager",
+    "RegisteredEvent",
+    "ReplaceOp",
+    "Session",
+    "SessionHeader",
+    "SessionStore",
+    "Surface",
+    "SurfaceEvent",
+    "SurfaceNode",
+    "SurfaceOp",
+    "apply_header_delta",
+    "canonical_header",
+    "core_registry",
+    "create_plugin_manager",
+    "diff_header",
+    "encode_event",
+    "encode_events",
+    "errors",
+    "events",
+    "fold_request_header",
+    "header_equals",
+    "hookimpl",
+    "hookspecs",
+    "interrupted_turn_closers",
+    "is_tool_pairing_balanced",
+    "vocabulary",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from importlib.metadata import version
+
+        return version("dsh-session")
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)

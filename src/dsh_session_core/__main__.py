@@ -1,0 +1,7 @@
+"""``python -m dsh_session_core`` runs the ``dsh-session`` command."""
+
+from __future__ import annotations
+
+from ._cli import main
+
+main()

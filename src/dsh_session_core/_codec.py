@@ -1,0 +1,61 @@
+"""Encoding events and headers to their log lines.
+
+A typed event encodes, in one msgspec call, to exactly its reference log line (field
+order and camelCase names are declared on the classes). An opaque event encodes its
+verbatim ``wire`` object. Nothing here depends on the registry, so encoding never needs
+the plugins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from ._json import enc_hook
+from .events import Event, OpaqueEvent
+
+__all__ = ["ENCODER", "encode_event", "encode_events", "json_string"]
+
+#: The one encoder: compact separators, UTF-8 written raw, key order as declared or
+#: logged, and frozen JSON objects unwrapped. Its output matches JS ``JSON.stringify``
+#: byte for byte for every value a reference log can hold, except floats whose JS form
+#: differs (JS writes ``1e+21`` and ``1`` where Python has ``1e21`` and ``1.0``).
+ENCODER = msgspec.json.Encoder(enc_hook=enc_hook)
+
+_encode = ENCODER.encode
+
+
+def json_string(value: object) -> str:
+    """The JSON text of ``value`` as a ``str`` (non-ASCII kept raw, like JS)."""
+    return _encode(value).decode()
+
+
+def encode_event(event: Event) -> bytes:
+    """One event's log line, without the newline."""
+    if type(event) is OpaqueEvent:
+        return _encode(event.wire)
+    return _encode(event)
+
+
+def encode_events(events: Sequence[Event]) -> bytes:
+    """The log lines of ``events``, each ending with ``\\n``.
+
+    Typed runs are encoded by msgspec in one call each; only opaque events (rare: logs
+    from plugins not installed here) cost a Python-level step.
+    """
+    if not events:
+        return b""
+    parts: list[bytes] = []
+    start = 0
+    for i, ev in enumerate(events):
+        if type(ev) is OpaqueEvent:
+            if i > start:
+                parts.append(ENCODER.encode_lines(events[start:i]))
+            parts.append(_encode(ev.wire) + b"\n")
+            start = i + 1
+    if start == 0:
+        return ENCODER.encode_lines(events)
+    if start < len(events):
+        parts.append(ENCODER.encode_lines(events[start:]))
+    return b"".join(parts)

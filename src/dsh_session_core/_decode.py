@@ -1,0 +1,155 @@
+"""Turning log lines (or wire-shape dicts) into events.
+
+The fast path decodes a whole run of lines in one msgspec call into typed events. When
+any line does not fit a registered schema, the run is decoded line by line, and each
+line that does not fit becomes an :class:`OpaqueEvent`, kept verbatim. Untyped payload
+fields (``Any`` in a schema) are frozen so that no event can be changed after the fact.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+
+from ._json import JsonObject, find_non_json, freeze
+from ._registry import EventRegistry, RegisteredEvent
+from .errors import LogFormatError
+from .events import Event, OpaqueEvent
+
+__all__ = ["decode_line", "decode_lines", "decode_wire", "freeze_untyped", "opaque_from_wire"]
+
+_generic = msgspec.json.Decoder()
+
+
+def _deep_freeze(value: Any) -> Any:
+    """Freeze the untyped parts of a (possibly typed) value; unchanged values stay."""
+    t = type(value)
+    if t is dict or t is list:
+        return freeze(value)
+    if t is tuple:
+        items = tuple(_deep_freeze(v) for v in value)
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if isinstance(value, msgspec.Struct):
+        changes = {}
+        for name in value.__struct_fields__:
+            old = getattr(value, name)
+            new = _deep_freeze(old)
+            if new is not old:
+                changes[name] = new
+        return msgspec.structs.replace(value, **changes) if changes else value
+    return value
+
+
+def freeze_untyped(entry: RegisteredEvent, payload: Any) -> Any:
+    """``payload`` with its untyped fields frozen (a new Struct only when needed)."""
+    changes = {}
+    for name in entry.untyped_fields:
+        old = getattr(payload, name)
+        new = _deep_freeze(old)
+        if new is not old:
+            changes[name] = new
+    return msgspec.structs.replace(payload, **changes) if changes else payload
+
+
+def _fix_untyped(registry: EventRegistry, events: list[Event]) -> None:
+    # Only a few types have untyped fields; find their events at C speed first.
+    untyped = {r.event: r for r in registry if r.untyped_fields}
+    if not untyped:
+        return
+    for i, cls in enumerate(map(type, events)):
+        entry = untyped.get(cls)
+        if entry is not None:
+            ev = events[i]
+            data = freeze_untyped(entry, ev.data)
+            if data is not ev.data:
+                events[i] = msgspec.structs.replace(ev, data=data)
+
+
+def opaque_from_wire(wire: object) -> OpaqueEvent:
+    """An opaque event from one parsed log entry (any JSON value)."""
+    frozen = freeze(wire)
+    if isinstance(frozen, JsonObject):
+        seq, time, data = frozen.get("seq"), frozen.get("time"), frozen.get("data")
+    else:
+        seq = time = data = None
+        frozen = JsonObject({"": frozen})  # not an object: keep it, it will fail seeding
+    return OpaqueEvent(seq, time, data, wire=frozen)  # type: ignore[arg-type]
+
+
+def _parse_generic(line: bytes) -> Any:
+    try:
+        return _generic.decode(line)
+    except msgspec.DecodeError:
+        # msgspec refuses lone surrogate escapes, which JS writes for lone surrogates in
+        # strings; the stdlib parser keeps them. Only such rare lines come here.
+        return json.loads(line.decode("utf-8", "surrogatepass"))
+
+
+def decode_line(registry: EventRegistry, line: bytes) -> Event:
+    """One log line as an event: typed when a schema fits, else opaque.
+
+    :raises LogFormatError: the line is not JSON.
+    """
+    try:
+        event: Event = registry.line_decoder.decode(line)
+    except msgspec.ValidationError:
+        pass
+    except msgspec.DecodeError:
+        try:
+            return opaque_from_wire(_parse_generic(line))
+        except (ValueError, UnicodeDecodeError) as exc:
+            msg = f"unparsable log line: {exc}"
+            raise LogFormatError(msg) from exc
+    else:
+        entry = registry.get(event.type)
+        if entry is not None and entry.untyped_fields:
+            data = freeze_untyped(entry, event.data)
+            if data is not event.data:
+                event = msgspec.structs.replace(event, data=data)
+        return event
+    return opaque_from_wire(_generic.decode(line))
+
+
+def decode_lines(registry: EventRegistry, lines: list[bytes]) -> list[Event]:
+    """Complete log lines (no newlines) as events, in one C call when all are typed.
+
+    :raises LogFormatError: a line is not JSON; ``line`` is its index in ``lines``.
+    """
+    if not lines:
+        return []
+    try:
+        events: list[Event] = registry.list_decoder.decode(b"[" + b",".join(lines) + b"]")
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        events = []
+        for i, line in enumerate(lines):
+            try:
+                events.append(decode_line(registry, line))
+            except LogFormatError as exc:
+                raise LogFormatError(str(exc), line=i) from exc
+        return events
+    _fix_untyped(registry, events)
+    return events
+
+
+def decode_wire(registry: EventRegistry, obj: object) -> Event:
+    """An event from its wire shape as plain builtins (a parsed log entry).
+
+    :raises LogFormatError: ``obj`` holds a value that JSON cannot carry.
+    """
+    if isinstance(obj, Event):
+        return obj
+    bad = find_non_json(obj)
+    if bad is not None:
+        msg = f"log entry holds a non-JSON value at {bad}"
+        raise LogFormatError(msg)
+    try:
+        event: Event = msgspec.convert(obj, registry.line_decoder.type)
+    except msgspec.ValidationError:
+        return opaque_from_wire(obj)
+    entry = registry.get(event.type)
+    if entry is not None and entry.untyped_fields:
+        event = msgspec.structs.replace(event, data=freeze_untyped(entry, event.data))
+    return event
+

@@ -1,0 +1,148 @@
+"""Lossless JSON values: the check ``append`` runs on untyped data, and the read-only forms
+(``JsonObject``, tuples) that untyped data is frozen into once it is in the log.
+
+Only data without a schema comes here (unknown event types, payloads outside their
+schema, ``Any``-typed fields such as ``tool/result.meta``); typed payloads are checked by
+msgspec, in C. The walk is iterative, so deep but valid values never hit the recursion
+limit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import msgspec
+
+if TYPE_CHECKING:
+    JsonValue: TypeAlias = (
+        "None | bool | int | float | str | tuple[JsonValue, ...] | JsonObject"
+    )
+else:
+    # msgspec reads annotations at run time; to it an untyped JSON field is ``Any``.
+    JsonValue = Any
+
+#: JS numbers are doubles: integers beyond this lose precision in the reference.
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
+class JsonObject(Mapping[str, "JsonValue"]):
+    """A read-only JSON object: untyped log data, frozen so the log cannot be changed
+    through it. Compares equal to a ``dict`` with the same items."""
+
+    __slots__ = ("_d",)
+
+    def __init__(self, items: dict[str, JsonValue]) -> None:
+        self._d = items
+
+    def __getitem__(self, key: str) -> JsonValue:
+        return self._d[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._d)
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def __repr__(self) -> str:
+        return f"JsonObject({self._d!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, JsonObject):
+            return self._d == other._d
+        if isinstance(other, dict):
+            return self._d == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to dicts, which are unhashable
+
+
+def json_path(parts: list[str | int]) -> str:
+    """Render a path as msgspec does: ``$.a[0].b``."""
+    out = "$"
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else f".{p}"
+    return out
+
+
+def find_non_json(value: object) -> str | None:
+    """Return the path of the first value JSON cannot carry losslessly, or ``None``.
+
+    Accepts exactly ``None``, ``bool``, ``int``, finite ``float``, ``str``, ``list`` and
+    ``dict`` with ``str`` keys (exact types, not subclasses), plus the frozen forms
+    :class:`JsonObject` with tuples inside it, the read-only form the log itself hands
+    out (so logged data can be appended again). Rejects NaN and infinities, sets, bytes,
+    tuples in plain data (JSON would silently turn them into lists), non-str keys, and
+    cycles (a value on its own descent path). A value shared by two branches is fine.
+    """
+    # Each stack entry is (value, path, frozen, leaving): ``frozen`` marks values inside a
+    # JsonObject, where tuples are the array form; ``leaving`` pops a container off the
+    # current descent path once all its children were checked.
+    on_path: set[int] = set()
+    stack: list[tuple[object, list[str | int], bool, bool]] = [(value, [], False, False)]
+    while stack:
+        v, path, frozen, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(v))
+            continue
+        t = type(v)
+        if v is None or t is bool or t is str or t is int:
+            continue
+        if t is float:
+            if not math.isfinite(v):  # type: ignore[arg-type]
+                return json_path(path)
+            continue
+        if t is dict or t is JsonObject:
+            if id(v) in on_path:
+                return json_path(path)
+            on_path.add(id(v))
+            stack.append((v, path, frozen, True))
+            inner = t is JsonObject
+            items = v._d if inner else v  # type: ignore[attr-defined]
+            for k, child in items.items():
+                if type(k) is not str:
+                    return json_path([*path, repr(k)])
+                stack.append((child, [*path, k], inner, False))
+            continue
+        if t is list or (t is tuple and frozen):
+            if id(v) in on_path:
+                return json_path(path)
+            on_path.add(id(v))
+            stack.append((v, path, frozen, True))
+            for i, child in enumerate(v):  # type: ignore[arg-type]
+                stack.append((child, [*path, i], frozen, False))
+            continue
+        if isinstance(v, msgspec.Struct):
+            # A schema Struct nested in untyped data: check it in its wire shape.
+            stack.append((msgspec.to_builtins(v, enc_hook=enc_hook), path, False, False))
+            continue
+        return json_path(path)
+    return None
+
+
+def freeze(value: Any) -> JsonValue:
+    """Deep-copy a JSON value into its read-only form (dicts become :class:`JsonObject`,
+    lists become tuples). The input must already have passed :func:`find_non_json`."""
+    t = type(value)
+    if t is dict or t is JsonObject:
+        items = value._d if t is JsonObject else value
+        return JsonObject({k: freeze(v) for k, v in items.items()})
+    if t is list or t is tuple:
+        return tuple(freeze(v) for v in value)
+    if isinstance(value, msgspec.Struct):
+        return freeze(msgspec.to_builtins(value, enc_hook=enc_hook))
+    return value  # type: ignore[no-any-return]
+
+
+def thaw(value: Any) -> Any:
+    """The plain-builtin (``dict``/``list``) deep copy of a frozen or Struct value."""
+    return msgspec.to_builtins(value, enc_hook=enc_hook)
+
+
+def enc_hook(obj: object) -> object:
+    """msgspec encoder hook: frozen JSON objects encode as the dicts they wrap."""
+    if type(obj) is JsonObject:
+        return obj._d
+    msg = f"{type(obj).__name__} is not a JSON value"
+    raise NotImplementedError(msg)

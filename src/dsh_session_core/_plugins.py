@@ -1,0 +1,182 @@
+"""Plugin discovery and the typed facade over pluggy.
+
+:func:`create_plugin_manager` builds a manager with no import-time side effects: it adds
+the hookspecs, registers core's own event types, applies the block list, refuses
+entry-point name clashes, then loads the ``dsh_session.plugins`` group. :class:`PluginHooks`
+is the only code that calls hooks; everything else gets typed results from it.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, final
+
+import pluggy
+
+from . import hookspecs
+from ._names import DISABLE_AUTOLOAD_ENV, DISABLE_PLUGINS_ENV, ENTRY_POINT_GROUP, PROJECT_NAME
+from ._registry import EventRegistry, EventSpec
+from .errors import PluginConflictError, PluginError
+
+if TYPE_CHECKING:
+    from ._session import Session
+    from .events import Event
+
+__all__ = [
+    "CORE_PLUGIN_NAME",
+    "PluginHooks",
+    "PluginManager",
+    "create_plugin_manager",
+    "hookimpl",
+]
+
+#: Marks a function as a dsh-session hook implementation.
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+#: The name core's own implementations are registered under.
+CORE_PLUGIN_NAME = "core"
+
+Listener = Callable[..., None]
+
+
+class PluginManager(pluggy.PluginManager):
+    """A pluggy manager that counts its changes, so callers can cache what they derive
+    from it (the listener list on the append path) and notice when it is stale."""
+
+    def __init__(self) -> None:
+        super().__init__(PROJECT_NAME)
+        self.generation = 0
+
+    def register(self, plugin: object, name: str | None = None) -> str | None:
+        result = super().register(plugin, name)
+        self.generation += 1
+        return result
+
+    def unregister(self, plugin: object | None = None, name: str | None = None) -> Any:
+        result = super().unregister(plugin, name)
+        self.generation += 1
+        return result
+
+
+def _blocked_from_env() -> list[str]:
+    raw = os.environ.get(DISABLE_PLUGINS_ENV, "")
+    return [n.strip() for n in raw.split(",") if n.strip()]
+
+
+def _check_entry_point_clashes(blocked: set[str]) -> None:
+    """Refuse two distributions claiming one entry-point name (pluggy would silently keep
+    whichever it met first)."""
+    owners: dict[str, set[str]] = {}
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in blocked:
+            continue
+        dist = ep.dist.name if ep.dist is not None else "<unknown distribution>"
+        owners.setdefault(ep.name, set()).add(dist)
+    for name, dists in owners.items():
+        if len(dists) > 1:
+            raise PluginConflictError(name, tuple(sorted(dists)))
+
+
+def create_plugin_manager(
+    *, autoload: bool = True, blocked: Iterable[str] = ()
+) -> PluginManager:
+    """Build a plugin manager: hookspecs, core's event types, then the installed plugins.
+
+    :param autoload: load the ``dsh_session.plugins`` entry-point group. Also turned off
+        by setting ``DSH_SESSION_DISABLE_PLUGIN_AUTOLOAD``.
+    :param blocked: plugin names (entry-point names) not to load, added to those listed
+        in ``DSH_SESSION_DISABLE_PLUGINS``.
+    :returns: a ready manager; register more plugins on it by hand if you like.
+    :raises PluginConflictError: two distributions use one entry-point name.
+    """
+    from . import _core_plugin
+
+    pm = PluginManager()
+    pm.add_hookspecs(hookspecs)
+    pm.register(_core_plugin, name=CORE_PLUGIN_NAME)
+    names = {*blocked, *_blocked_from_env()}
+    for name in names:
+        pm.set_blocked(name)
+    if autoload and not os.environ.get(DISABLE_AUTOLOAD_ENV):
+        _check_entry_point_clashes(names)
+        try:
+            pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+        except ValueError as exc:  # pluggy: one module under two names
+            msg = f"could not load the {ENTRY_POINT_GROUP} plugins: {exc}"
+            raise PluginError(msg) from exc
+    pm.check_pending()
+    return pm
+
+
+@final
+class PluginHooks:
+    """Typed calls into a plugin manager. Core never calls ``pm.hook`` anywhere else."""
+
+    __slots__ = ("_listener_gen", "_listeners", "pm")
+
+    def __init__(self, pm: PluginManager) -> None:
+        self.pm = pm
+        self._listeners: tuple[tuple[str, Listener], ...] = ()
+        self._listener_gen = -1
+
+    def register_event_types(self) -> list[tuple[str, EventSpec]]:
+        """Every plugin's event specs, each paired with the declaring plugin's name."""
+        entries: list[tuple[str, EventSpec]] = []
+        # Per implementation, not through pluggy's loop, to keep each entry's provenance.
+        for impl in self.pm.hook.register_event_types.get_hookimpls():
+            for spec in impl.function() or ():
+                if not isinstance(spec, EventSpec):
+                    msg = (
+                        f"plugin {impl.plugin_name!r}: register_event_types must return "
+                        f"EventSpec entries, got {spec!r}"
+                    )
+                    raise PluginError(msg)
+                entries.append((impl.plugin_name, spec))
+        return entries
+
+    def build_registry(self) -> EventRegistry:
+        """A frozen registry of every registered plugin's event types."""
+        return EventRegistry(self.register_event_types())
+
+    def session_event_listeners(self) -> tuple[tuple[str, Listener], ...]:
+        """``(plugin name, function)`` of every ``session_event`` implementation, in the
+        order pluggy would call them; recomputed only when the manager changed."""
+        if self._listener_gen != self.pm.generation:
+            impls = self.pm.hook.session_event.get_hookimpls()
+            for impl in impls:
+                if impl.hookwrapper or impl.wrapper:
+                    msg = (
+                        f"plugin {impl.plugin_name!r} wraps session_event; it is called on "
+                        f"the append path, where wrappers are not supported: implement it "
+                        f"as a plain hook"
+                    )
+                    raise PluginError(msg)
+            # pluggy calls the last-registered implementation first.
+            self._listeners = tuple((i.plugin_name, i.function) for i in reversed(impls))
+            self._listener_gen = self.pm.generation
+        return self._listeners
+
+    def session_created(self, session: Session) -> None:
+        """Announce a new session to every plugin (the first error propagates)."""
+        self.pm.hook.session_created(session=session)
+
+    def session_flush(self, session: Session) -> tuple[list[Awaitable[None]], list[Exception]]:
+        """Run every ``session_flush`` implementation; none can stop the others.
+
+        :returns: the awaitables implementations returned (for ``aflush`` to await) and
+            the exceptions they raised, each noted with its plugin's name.
+        """
+        awaitables: list[Awaitable[None]] = []
+        errors: list[Exception] = []
+        for impl in reversed(self.pm.hook.session_flush.get_hookimpls()):
+            try:
+                result = impl.function(session=session)
+            except Exception as exc:  # noqa: BLE001  # collected and re-raised by the caller
+                exc.add_note(f"raised by session_flush of plugin {impl.plugin_name!r}")
+                errors.append(exc)
+            else:
+                if result is not None:
+                    awaitables.append(result)
+        return awaitables, errors

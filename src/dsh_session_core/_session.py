@@ -1,0 +1,456 @@
+"""The Session: an append-only log of typed events, its surface, and its derived history.
+
+``append`` validates before anything changes: the payload must be a lossless JSON value
+matching its type's registered schema, and the surface op must fit. A refused append
+leaves the log and its seq untouched. A logged event is immutable and is delivered to the
+session's listener in seq order, even when the listener appends re-entrantly or raises.
+"""
+
+from __future__ import annotations
+
+import re
+import time as _time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, overload
+
+import msgspec
+from msgspec import UNSET
+
+from ._codec import ENCODER
+from ._decode import decode_wire, freeze_untyped
+from ._derive import Derivation, project_opaque
+from ._header import SESSION_FORMAT_VERSION, SessionHeader
+from ._json import JsonObject, find_non_json, freeze, thaw
+from ._registry import EventRegistry, RegisteredEvent
+from ._request_header import RequestHeaderFold
+from ._surface import Surface
+from .errors import (
+    NotJsonError,
+    SchemaError,
+    SeedError,
+    SurfaceError,
+    SurfaceIntentError,
+)
+from .events import Event, OpaqueEvent, ReplaceOp, SurfaceOp
+from .vocabulary import Message
+
+__all__ = ["EventsView", "Session", "now_ms"]
+
+Clock = Callable[[], int]
+Listener = Callable[[Event], None]
+
+
+def now_ms() -> int:
+    """Wall-clock epoch milliseconds (the default clock)."""
+    return _time.time_ns() // 1_000_000
+
+
+class EventsView(Sequence[Event]):
+    """A read-only, live view of a session's log: later appends show through it."""
+
+    __slots__ = ("_events",)
+
+    def __init__(self, events: list[Event]) -> None:
+        self._events = events
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Event]: ...
+    def __getitem__(self, index: int | slice) -> Event | Sequence[Event]:
+        return self._events[index]
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self._events)
+
+    def __repr__(self) -> str:
+        return f"<EventsView of {len(self._events)} events>"
+
+
+# msgspec says where a value failed as "... - at `$.a[0].b`"; unknown keys and unknown
+# kinds (tags) of merge-extensible unions are extensions, not schema errors.
+_AT = re.compile(r" - at `(\$[^`]*)`$")
+_UNKNOWN_FIELD = re.compile(r"^Object contains unknown field `([^`]*)`")
+_UNKNOWN_TAG = re.compile(r"^Invalid value '[^']*'")
+_PATH_PART = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+
+
+def _path_parts(path: str) -> list[str | int]:
+    return [k if k else int(i) for k, i in _PATH_PART.findall(path[1:])]
+
+
+def _at(value: Any, parts: list[str | int]) -> Any:
+    for p in parts:
+        value = value[p]
+    return value
+
+
+class Session:
+    """An append-only, event-sourced session log.
+
+    :param id: the session id (any string; the store mints ``session-<n>`` ids).
+    :param seed: complete events to start from (a reloaded or forked log), as events or
+        in their wire shape. Checked as the reference checks seeds; no listener fires
+        for them. Replace ops in a seed are checked lazily, when the surface is read.
+    :param header: the immutable header; synthesized as ``{version: 0, id, createdAt:
+        now}`` when absent.
+    :param registry: the event types to validate against; core's types by default.
+    :param clock: returns epoch milliseconds; injectable for tests and replays.
+    """
+
+    __slots__ = (
+        "_derivation",
+        "_dispatching",
+        "_events",
+        "_header",
+        "_header_fold",
+        "_id",
+        "_queue",
+        "_registry",
+        "_surface",
+        "_view",
+        "clock",
+        "on_append",
+    )
+
+    def __init__(
+        self,
+        id: str,  # noqa: A002  # the reference's name for it
+        seed: Iterable[Event | Mapping[str, Any]] | None = None,
+        header: SessionHeader | None = None,
+        *,
+        registry: EventRegistry | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        if registry is None:
+            from ._core_plugin import core_registry
+
+            registry = core_registry()
+        self._id = id
+        self._registry = registry
+        self.clock: Clock = clock if clock is not None else now_ms
+        self._header = (
+            header
+            if header is not None
+            else SessionHeader(version=SESSION_FORMAT_VERSION, id=id, created_at=self.clock())
+        )
+        self._events: list[Event] = _check_seed(registry, seed) if seed is not None else []
+        self._view = EventsView(self._events)
+        self._surface = Surface(self._events)
+        self._derivation = Derivation(self._events, self._surface)
+        self._header_fold = RequestHeaderFold()
+        #: Called with each appended event (the store wires its plugins here).
+        self.on_append: Listener | None = None
+        self._queue: deque[Event] = deque()
+        self._dispatching = False
+
+    # --- identity and state -------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """The session id."""
+        return self._id
+
+    @property
+    def header(self) -> SessionHeader:
+        """The immutable header."""
+        return self._header
+
+    @property
+    def registry(self) -> EventRegistry:
+        """The event types this session validates against."""
+        return self._registry
+
+    @property
+    def events(self) -> EventsView:
+        """The log: a read-only live view."""
+        return self._view
+
+    @property
+    def seq(self) -> int:
+        """The seq the next event will get (the log's length)."""
+        return len(self._events)
+
+    @property
+    def surface(self) -> Surface:
+        """The surface linked list."""
+        return self._surface
+
+    def __repr__(self) -> str:
+        return f"<Session {self._id!r} with {len(self._events)} events>"
+
+    # --- appending ----------------------------------------------------------------------
+
+    def append(
+        self,
+        type: str,  # noqa: A002  # the log's own field name
+        data: Any,
+        *,
+        surface_op: SurfaceOp | Mapping[str, Any] | None = None,
+        source_event_seqs: Iterable[int] | None = None,
+    ) -> Event:
+        """Validate and append one event; return the logged (immutable) event.
+
+        :param type: the event type, e.g. ``"user/message"``.
+        :param data: the payload, as a dict in the wire shape (camelCase keys) or as the
+            type's payload Struct.
+        :param surface_op: required on surface types, refused on others: ``"append"``,
+            or ``ReplaceOp(start, end)`` (also as ``{"op": "replace", ...}``) naming live
+            surface nodes in order.
+        :param source_event_seqs: provenance seqs (surface types only).
+        :raises NotJsonError: ``data`` holds a value JSON cannot carry losslessly.
+        :raises SchemaError: ``data`` does not match the registered schema.
+        :raises SurfaceIntentError: the surface op is missing, misplaced or does not fit.
+        """
+        seq = len(self._events)
+        entry = self._registry.get(type)
+        payload: Any = None
+        if entry is not None:
+            try:
+                if data.__class__ is dict:
+                    payload = msgspec.convert(data, entry.payload)
+                elif data.__class__ is entry.payload:
+                    # Struct constructors do not validate: round-trip to check (and copy).
+                    payload = msgspec.json.decode(ENCODER.encode(data), type=entry.payload)
+            except (msgspec.ValidationError, TypeError):
+                payload = None
+            if payload is not None and entry.untyped_fields:
+                payload = self._checked_untyped(entry, payload, type, seq)
+        if payload is None:
+            opaque_data = self._untyped_payload(entry, type, data, seq)
+            return self._append_opaque(entry, type, opaque_data, surface_op, source_event_seqs)
+        cls = entry.event  # type: ignore[union-attr]  # payload set implies entry
+        if entry.surface:  # type: ignore[union-attr]
+            if surface_op is None:
+                raise _missing_op(type, seq)
+            op = self._checked_op(type, surface_op, seq)
+            seqs = _checked_seqs(type, source_event_seqs, seq)
+            event: Event = cls(seq, self.clock(), payload, seqs, op)  # type: ignore[call-arg]
+        else:
+            if surface_op is not None or source_event_seqs is not None:
+                raise _misplaced_op(type, seq, surface_op)
+            event = cls(seq, self.clock(), payload)
+        self._events.append(event)
+        if self.on_append is not None:
+            self._dispatch(event)
+        return event
+
+    def _checked_untyped(
+        self, entry: RegisteredEvent, payload: Any, type: str, seq: int  # noqa: A002
+    ) -> Any:
+        # msgspec passes Any-typed values through by reference: check them as JSON here.
+        for name in entry.untyped_fields:
+            bad = find_non_json(getattr(payload, name))
+            if bad is not None:
+                raise _not_json(type, seq, f"$.{name}{bad[1:]}")
+        return freeze_untyped(entry, payload)
+
+    def _untyped_payload(
+        self, entry: RegisteredEvent | None, type: str, data: Any, seq: int  # noqa: A002
+    ) -> Any:
+        """Check data no schema accepted; return its frozen form, or raise."""
+        bad = find_non_json(data)
+        if bad is not None:
+            raise _not_json(type, seq, bad)
+        if entry is None:
+            return freeze(data)
+        work = thaw(data)
+        # Strip what extends the schema (unknown keys; kinds no schema knows) and check
+        # the rest, so a typo in a known field is still an error.
+        for _ in range(10_000):
+            try:
+                msgspec.convert(work, entry.payload)
+            except msgspec.ValidationError as exc:
+                text = str(exc)
+                m = _AT.search(text)
+                path = m.group(1) if m else "$"
+                head = text[: m.start()] if m else text
+                unknown = _UNKNOWN_FIELD.match(head)
+                if unknown is not None:
+                    del _at(work, _path_parts(path))[unknown.group(1)]
+                    continue
+                if _UNKNOWN_TAG.match(head) and path.rsplit(".", 1)[-1] in ("type", "kind"):
+                    break  # a kind no schema knows: kept as is, not checked further
+                msg = (
+                    f'session event "{type}" does not match the schema '
+                    f"{entry.payload.__name__} registered by plugin {entry.plugin!r}: {head} "
+                    f"at {path}; fix the payload, or check the event type"
+                )
+                raise SchemaError(
+                    msg, event_type=type, seq=seq, path=path, plugin=entry.plugin
+                ) from None
+            break
+        return freeze(data)
+
+    def _append_opaque(
+        self,
+        entry: RegisteredEvent | None,
+        type: str,  # noqa: A002
+        data: Any,
+        surface_op: Any,
+        source_event_seqs: Iterable[int] | None,
+    ) -> Event:
+        seq = len(self._events)
+        surface = entry.surface if entry is not None else type in self._registry.surface_types
+        wire: dict[str, Any] = {"type": type, "seq": seq, "time": self.clock(), "data": data}
+        if surface:
+            if surface_op is None:
+                raise _missing_op(type, seq)
+            op = self._checked_op(type, surface_op, seq)
+            seqs = _checked_seqs(type, source_event_seqs, seq)
+            if seqs is not UNSET:
+                wire["sourceEventSeqs"] = seqs
+            wire["surfaceOp"] = op if op == "append" else freeze(msgspec.to_builtins(op))
+        elif surface_op is not None or source_event_seqs is not None:
+            raise _misplaced_op(type, seq, surface_op)
+        frozen = JsonObject(wire)
+        event = OpaqueEvent(seq, wire["time"], data, wire=frozen)
+        self._events.append(event)
+        if self.on_append is not None:
+            self._dispatch(event)
+        return event
+
+    def _checked_op(self, type: str, op: Any, seq: int) -> SurfaceOp:  # noqa: A002
+        if op == "append":
+            return "append"
+        if op.__class__ is not ReplaceOp:
+            try:
+                op = msgspec.convert(op, ReplaceOp)
+            except (msgspec.ValidationError, TypeError):
+                msg = (
+                    f'session event "{type}" has an invalid surfaceOp {op!r}: use "append" '
+                    f"or ReplaceOp(start, end)"
+                )
+                raise SurfaceIntentError(msg, event_type=type, seq=seq) from None
+        try:
+            problem = self._surface.check(op)
+        except SurfaceError as exc:
+            problem = f"the surface is broken by an earlier replace: {exc}"
+        if problem is not None:
+            msg = f'session event "{type}" cannot be appended: {problem}'
+            raise SurfaceIntentError(msg, event_type=type, seq=seq)
+        return op  # type: ignore[no-any-return]
+
+    def _dispatch(self, event: Event) -> None:
+        """Deliver ``event`` to the listener; nested appends queue behind it."""
+        queue = self._queue
+        queue.append(event)
+        if self._dispatching:
+            return
+        self._dispatching = True
+        errors: list[Exception] = []
+        try:
+            while queue:
+                ev = queue.popleft()
+                listener = self.on_append
+                if listener is None:
+                    continue
+                try:
+                    listener(ev)
+                except Exception as exc:  # noqa: BLE001  # raised once all have run
+                    errors.append(exc)
+        finally:
+            self._dispatching = False
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            msg = f"{len(errors)} session_event listeners failed"
+            raise ExceptionGroup(msg, errors)
+
+    # --- deriving -----------------------------------------------------------------------
+
+    def derive_messages(self) -> list[Message]:
+        """The LLM message history derived from the surface (new list, shared messages).
+
+        :raises SurfaceError: a seeded replace op does not fit the surface.
+        """
+        return self._derivation.messages()
+
+    @staticmethod
+    def derive_event_message(event: Event) -> Message | None:
+        """One event's projection, whether or not it is on the surface."""
+        if type(event) is OpaqueEvent:
+            return project_opaque(event)
+        return event.message()
+
+    def request_header(self) -> JsonObject | None:
+        """The folded request header (read-only, wire shape), or ``None`` before any.
+
+        :raises RequestHeaderError: a delta precedes every snapshot.
+        """
+        self._header_fold.advance(self._events)
+        return self._header_fold.current()
+
+
+# --- checks shared by append and seeding ---------------------------------------------------
+
+
+def _not_json(type: str, seq: int, path: str) -> NotJsonError:  # noqa: A002
+    msg = f'session event "{type}" carries non-JSON-serializable data'
+    return NotJsonError(f"{msg} (at {path})", event_type=type, seq=seq, path=path)
+
+
+def _missing_op(type: str, seq: int) -> SurfaceIntentError:  # noqa: A002
+    msg = f'session event "{type}" is surface-eligible and requires a surfaceOp marker'
+    return SurfaceIntentError(msg, event_type=type, seq=seq)
+
+
+def _misplaced_op(type: str, seq: int, surface_op: object) -> SurfaceIntentError:  # noqa: A002
+    field = "surfaceOp" if surface_op is not None else "sourceEventSeqs"
+    msg = (
+        f"{type} cannot carry {field} (non-surface event); only surface types "
+        f"(user/message, assistant/message, tool/result, context/message, steering/message) "
+        f"join the surface"
+    )
+    return SurfaceIntentError(msg, event_type=type, seq=seq)
+
+
+def _checked_seqs(
+    type: str, seqs: Iterable[int] | None, seq: int  # noqa: A002
+) -> tuple[int, ...] | Any:
+    if seqs is None:
+        return UNSET
+    out = tuple(seqs)
+    for s in out:
+        if s.__class__ is not int:
+            msg = f'session event "{type}" has a non-integer sourceEventSeqs entry {s!r}'
+            raise SurfaceIntentError(msg, event_type=type, seq=seq)
+    return out
+
+
+def _check_seed(registry: EventRegistry, seed: Iterable[Event | Mapping[str, Any]]) -> list[Event]:
+    events: list[Event] = []
+    surface_types = registry.surface_types
+    for i, item in enumerate(seed):
+        try:
+            ev = item if isinstance(item, Event) else decode_wire(registry, item)
+        except ValueError:
+            etype = item.get("type") if isinstance(item, Mapping) else None
+            seq = item.get("seq") if isinstance(item, Mapping) else None
+            msg = f'seed event "{etype}" (seq {seq}) carries non-JSON-serializable data'
+            raise SeedError(msg, index=i, event_type=str(etype)) from None
+        if ev.seq != i or ev.seq.__class__ is not int:
+            msg = (
+                f"seed event at index {i} has seq {ev.seq} (expected {i}); seed must be "
+                f"contiguous from 0"
+            )
+            raise SeedError(msg, index=i, event_type=ev.type)
+        if type(ev) is OpaqueEvent:
+            if ev.type in surface_types and ev.surface_op is UNSET:
+                raise _seed_no_op(ev, i)
+        elif ev.surface and ev.surface_op is UNSET:  # type: ignore[attr-defined]
+            raise _seed_no_op(ev, i)
+        events.append(ev)
+    return events
+
+
+def _seed_no_op(ev: Event, index: int) -> SeedError:
+    msg = (
+        f'seed event "{ev.type}" (seq {ev.seq}) is surface-eligible but carries no '
+        f"surfaceOp marker"
+    )
+    return SeedError(msg, index=index, event_type=ev.type)

@@ -1,0 +1,321 @@
+"""The SessionStore: creates, registers, forks and announces sessions, and wires each
+registered session's appends to the plugins' ``session_event`` hook.
+
+Sessions created inside a :meth:`SessionStore.scope` are detached when the scope exits
+(the Python shape of the reference's fiber-owned effects): they leave the store, and
+their later appends reach no plugin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from ._header import SESSION_FORMAT_VERSION, SessionHeader
+from ._plugins import PluginHooks, PluginManager, create_plugin_manager
+from ._registry import EventRegistry
+from ._session import Clock, Session, now_ms
+from .errors import SessionCwdError, SessionExistsError, SessionForkError
+from .events import Event
+
+__all__ = ["SessionStore"]
+
+_MAX_SAFE_INTEGER = 2**53 - 1
+
+Detach = Callable[[], None]
+
+
+class SessionStore:
+    """Holds the live sessions of one process.
+
+    :param plugin_manager: where plugins (and their event types) come from; by default
+        :func:`~dsh_session_core.create_plugin_manager` with the installed plugins.
+    :param clock: epoch-milliseconds clock for every session created here.
+    """
+
+    def __init__(
+        self, plugin_manager: PluginManager | None = None, *, clock: Clock | None = None
+    ) -> None:
+        self._pm = plugin_manager if plugin_manager is not None else create_plugin_manager()
+        self._hooks = PluginHooks(self._pm)
+        self._registry = self._hooks.build_registry()
+        self._hooks.session_event_listeners()  # refuse wrappers now, not at first append
+        self._sessions: dict[str, Session] = {}
+        self._counter = 0
+        self._clock: Clock = clock if clock is not None else now_ms
+        self._scopes: list[list[Detach]] = []
+
+    @property
+    def plugin_manager(self) -> PluginManager:
+        """The plugin manager this store calls."""
+        return self._pm
+
+    @property
+    def registry(self) -> EventRegistry:
+        """The frozen event types of this store's plugins."""
+        return self._registry
+
+    # --- the lifecycle primitives -------------------------------------------------------
+
+    def prepare(
+        self,
+        id: str | None = None,  # noqa: A002
+        *,
+        seed: Iterable[Event | Mapping[str, Any]] | None = None,
+        cwd: str | None = None,
+        parent_session: str | None = None,
+        created_at: int | None = None,
+        seed_length: int | None = None,
+    ) -> Session:
+        """Validate the id and cwd and build the session, without registering it.
+
+        :raises SessionExistsError: the id is live (checked first).
+        :raises SessionCwdError: ``cwd`` is not an absolute path.
+        :raises SeedError: the seed breaks a seeding rule.
+        """
+        if id is None:
+            self._counter += 1  # used up even if the id turns out to be taken
+            id = f"session-{self._counter}"  # noqa: A001
+        if id in self._sessions:
+            raise SessionExistsError(id)
+        if cwd is not None and not cwd.startswith("/"):
+            raise SessionCwdError(cwd)
+        header = SessionHeader(
+            version=SESSION_FORMAT_VERSION,
+            id=id,
+            created_at=created_at if created_at is not None else self._clock(),
+            **({"cwd": cwd} if cwd is not None else {}),
+            **({"parent_session": parent_session} if parent_session is not None else {}),
+            **({"seed_length": seed_length} if seed_length is not None else {}),
+        )
+        return Session(id, seed, header, registry=self._registry, clock=self._clock)
+
+    def enter(self, session: Session) -> Detach:
+        """Register ``session`` and wire its appends to ``session_event``.
+
+        :returns: the detach function: unwires and unregisters the session.
+        :raises SessionExistsError: a session with its id is already live.
+        """
+        if session.id in self._sessions:
+            raise SessionExistsError(session.id)
+        hooks = self._hooks
+
+        def notify(event: Event) -> None:
+            errors: list[Exception] = []
+            for plugin, fn in hooks.session_event_listeners():
+                try:
+                    fn(session=session, event=event)
+                except Exception as exc:  # noqa: BLE001  # every listener runs first
+                    exc.add_note(
+                        f"raised by session_event of plugin {plugin!r} for {event.type} "
+                        f"seq {event.seq}"
+                    )
+                    errors.append(exc)
+            if len(errors) == 1:
+                raise errors[0]
+            if errors:
+                msg = f"{len(errors)} session_event listeners failed on seq {event.seq}"
+                raise ExceptionGroup(msg, errors)
+
+        session.on_append = notify
+        self._sessions[session.id] = session
+
+        def detach() -> None:
+            if session.on_append is notify:
+                session.on_append = None
+            if self._sessions.get(session.id) is session:
+                del self._sessions[session.id]
+
+        return detach
+
+    def announce(self, session: Session) -> None:
+        """Fire ``session_created`` for an entered session."""
+        self._hooks.session_created(session)
+
+    # --- the common case ----------------------------------------------------------------
+
+    def create(
+        self,
+        id: str | None = None,  # noqa: A002
+        *,
+        seed: Iterable[Event | Mapping[str, Any]] | None = None,
+        cwd: str | None = None,
+        parent_session: str | None = None,
+        created_at: int | None = None,
+        seed_length: int | None = None,
+    ) -> Session:
+        """Create, register and announce a session.
+
+        :param id: the id; ``session-<n>`` is minted when omitted.
+        :param seed: events to start from (a reloaded or forked log).
+        :param cwd: absolute working directory, stored in the header.
+        :param parent_session: lineage, stored in the header.
+        :param created_at: keep a persisted session's creation time on reload.
+        :param seed_length: the persisted seed boundary on reload (not ``len(seed)``).
+        :raises SessionExistsError: the id is live.
+        :raises SessionCwdError: ``cwd`` is not absolute.
+        :raises SeedError: the seed breaks a seeding rule.
+        """
+        session = self.prepare(
+            id,
+            seed=seed,
+            cwd=cwd,
+            parent_session=parent_session,
+            created_at=created_at,
+            seed_length=seed_length,
+        )
+        detach = self.enter(session)
+        try:
+            self.announce(session)
+        except BaseException:
+            detach()
+            raise
+        if self._scopes:
+            self._scopes[-1].append(detach)
+        return session
+
+    def get(self, id: str) -> Session | None:  # noqa: A002
+        """The live session with this id, or ``None``."""
+        return self._sessions.get(id)
+
+    def list(self) -> list[Session]:
+        """The live sessions, in creation order (a new list)."""
+        return list(self._sessions.values())
+
+    def detach(self, session: Session) -> None:
+        """Take ``session`` out of the store; its later appends reach no plugin."""
+        if self._sessions.get(session.id) is session:
+            del self._sessions[session.id]
+        session.on_append = None
+
+    @contextlib.contextmanager
+    def scope(self) -> Iterator[None]:
+        """Sessions created inside the ``with`` block are detached when it exits."""
+        detachers: list[Detach] = []
+        self._scopes.append(detachers)
+        try:
+            yield
+        finally:
+            self._scopes.remove(detachers)
+            for detach in reversed(detachers):
+                detach()
+
+    # --- durability checkpoints ---------------------------------------------------------
+
+    def flush(self, session: Session) -> None:
+        """Run every ``session_flush`` implementation (synchronous backends).
+
+        :raises Exception: the implementation's error, after all implementations ran
+            (an ``ExceptionGroup`` when several failed).
+        :raises TypeError: an implementation returned an awaitable: use :meth:`aflush`.
+        """
+        awaitables, errors = self._hooks.session_flush(session)
+        for aw in awaitables:
+            close = getattr(aw, "close", None)
+            if close is not None:
+                close()  # never awaited: close it so Python does not warn
+            errors.append(TypeError("a session_flush hook returned an awaitable; use aflush"))
+        _raise_all(errors, "session_flush implementations failed")
+
+    async def aflush(self, session: Session) -> None:
+        """Run every ``session_flush`` implementation and await those that are async."""
+        awaitables, errors = self._hooks.session_flush(session)
+        results = await asyncio.gather(*awaitables, return_exceptions=True)
+        errors.extend(r for r in results if isinstance(r, Exception))
+        _raise_all(errors, "session_flush implementations failed")
+
+    # --- forking ------------------------------------------------------------------------
+
+    def fork(
+        self,
+        source: Session | str,
+        boundary: int | None = None,
+        child_id: str | None = None,
+    ) -> Session:
+        """Create a child session seeded with ``source``'s log up to a ``turn/end``.
+
+        :param source: the live session (or its id) to fork.
+        :param boundary: the seq of a ``turn/end`` to cut after; the last event when
+            omitted (an empty source gives an empty child).
+        :param child_id: the child's id; minted when omitted.
+        :raises SessionForkError: with ``code`` saying why (see the reference's codes).
+        """
+        if child_id is not None and child_id in self._sessions:
+            msg = f'session "{child_id}" already exists'
+            raise SessionForkError(msg, "SESSION_ALREADY_EXISTS")
+        src = self._resolve(source)
+        events = src.events
+        if boundary is None and len(events) == 0:
+            seed: list[Event] = []
+        else:
+            b: Any = boundary if boundary is not None else events[-1].seq
+            if not _safe_index(b):
+                msg = (
+                    f'fork boundary for session "{src.id}" must be a non-negative safe '
+                    f"integer, got {_js_number(b)}"
+                )
+                raise SessionForkError(msg, "INVALID_BOUNDARY")
+            b = int(b)
+            if b >= len(events):
+                last = events[-1].seq if len(events) else "none"
+                msg = f'fork boundary {b} does not exist in session "{src.id}" (last seq: {last})'
+                raise SessionForkError(msg, "INVALID_BOUNDARY")
+            at = events[b]
+            if at.seq != b:
+                msg = (
+                    f"fork boundary {b} does not match a contiguous event seq in session "
+                    f'"{src.id}"'
+                )
+                raise SessionForkError(msg, "INVALID_BOUNDARY")
+            if at.type != "turn/end":
+                msg = f'fork boundary {b} in session "{src.id}" must be turn/end, got {at.type}'
+                raise SessionForkError(msg, "OPEN_TURN")
+            # Events are immutable, so parent and child can share them safely.
+            seed = list(events[: b + 1])
+        cwd = src.header.cwd
+        return self.create(
+            child_id,
+            seed=seed,
+            cwd=cwd if isinstance(cwd, str) else None,
+            parent_session=src.id,
+            seed_length=len(seed),
+        )
+
+    def _resolve(self, source: Session | str) -> Session:
+        sid = source if isinstance(source, str) else source.id
+        live = self._sessions.get(sid)
+        if live is None:
+            msg = f'session "{sid}" not found'
+            raise SessionForkError(msg, "SESSION_NOT_FOUND")
+        if not isinstance(source, str) and live is not source:
+            msg = f'session "{sid}" is not the live store instance'
+            raise SessionForkError(msg, "SESSION_NOT_LIVE")
+        return live
+
+
+def _safe_index(value: object) -> bool:
+    return (
+        value.__class__ is int and 0 <= value <= _MAX_SAFE_INTEGER  # type: ignore[operator]
+    ) or (
+        value.__class__ is float and value.is_integer() and 0 <= value <= _MAX_SAFE_INTEGER  # type: ignore[attr-defined,operator]
+    )
+
+
+def _js_number(value: object) -> str:
+    """Render a number as JS ``String(n)`` would (``-1``, ``0.5``, ``NaN``)."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if value.is_integer():
+            return str(int(value))
+    return str(value)
+
+
+def _raise_all(errors: list[Exception], message: str) -> None:
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise ExceptionGroup(message, errors)

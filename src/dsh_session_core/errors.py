@@ -1,0 +1,257 @@
+"""Every error dsh-session raises, as one hierarchy.
+
+Each error carries the data a caller needs to act on it (event type, seq, plugin, path)
+as attributes, and its message says what went wrong and what to do about it::
+
+    DshSessionError
+    ├── AppendError (ValueError)           an append was refused; the log is untouched
+    │   ├── NotJsonError                   the payload is not a lossless JSON value
+    │   ├── SchemaError                    the payload does not match its registered schema
+    │   └── SurfaceIntentError             missing, misplaced or invalid surface op
+    ├── SurfaceError (ValueError)          the surface of a seeded log cannot be folded
+    ├── SeedError (ValueError)             a seed log breaks the seeding rules
+    ├── SessionExistsError (KeyError)      a session id is already live in the store
+    ├── SessionCwdError (ValueError)       a session cwd is not an absolute path
+    ├── SessionForkError                   a fork was refused (with a ``code``)
+    ├── RequestHeaderError (ValueError)    the request-header fold met a corrupt log
+    ├── ToolPairingError (ValueError)      the surface holds a result with no call
+    ├── InvariantError                     the opt-in dev invariants saw a violation
+    ├── LogFormatError (ValueError)        a JSONL log file cannot be read
+    └── PluginError
+        ├── PluginConflictError (RuntimeError)   two distributions use one entry-point name
+        └── DuplicateEventTypeError (ValueError) two plugins declare one event type
+
+Messages quoting the reference implementation keep its exact wording (tests match on
+them), so that a log rejected by one implementation is rejected for the same reason by
+the other.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AppendError",
+    "DshSessionError",
+    "DuplicateEventTypeError",
+    "InvariantError",
+    "LogFormatError",
+    "NotJsonError",
+    "PluginConflictError",
+    "PluginError",
+    "RequestHeaderError",
+    "SchemaError",
+    "SeedError",
+    "SessionCwdError",
+    "SessionExistsError",
+    "SessionForkError",
+    "SurfaceError",
+    "SurfaceIntentError",
+    "ToolPairingError",
+]
+
+from typing import Literal
+
+ForkErrorCode = Literal[
+    "SESSION_NOT_FOUND",
+    "SESSION_NOT_LIVE",
+    "SESSION_ALREADY_EXISTS",
+    "INVALID_BOUNDARY",
+    "OPEN_TURN",
+]
+
+
+class DshSessionError(Exception):
+    """Base of every error raised by dsh-session."""
+
+
+class AppendError(DshSessionError, ValueError):
+    """An append was refused before anything changed: the log and its seq are untouched.
+
+    :ivar event_type: the type the caller tried to append.
+    :ivar seq: the seq the event would have had.
+    """
+
+    def __init__(self, message: str, *, event_type: str, seq: int) -> None:
+        super().__init__(message)
+        self.event_type = event_type
+        self.seq = seq
+
+
+class NotJsonError(AppendError):
+    """The payload holds a value JSON cannot carry losslessly (NaN, a set, bytes, a cycle...).
+
+    :ivar path: where the first bad value sits, as ``$.a[0].b``.
+    """
+
+    def __init__(self, message: str, *, event_type: str, seq: int, path: str) -> None:
+        super().__init__(message, event_type=event_type, seq=seq)
+        self.path = path
+
+
+class SchemaError(AppendError):
+    """The payload is JSON but does not match the schema registered for its type.
+
+    :ivar path: the msgspec path of the mismatch, as ``$.content[0].text``.
+    :ivar plugin: the plugin that registered the event type.
+    """
+
+    def __init__(
+        self, message: str, *, event_type: str, seq: int, path: str, plugin: str
+    ) -> None:
+        super().__init__(message, event_type=event_type, seq=seq)
+        self.path = path
+        self.plugin = plugin
+
+
+class SurfaceIntentError(AppendError):
+    """A surface op is missing on a surface type, present on another type, or names
+    surface nodes that are not live, or not in order."""
+
+
+class SurfaceError(DshSessionError, ValueError):
+    """A seeded (loaded) log holds a replace op that does not fit its surface.
+
+    The reference accepts such a log and fails whenever its surface is read; so do we,
+    with the same message, on every read.
+
+    :ivar seq: the seq of the replace event.
+    """
+
+    def __init__(self, message: str, *, seq: int) -> None:
+        super().__init__(message)
+        self.seq = seq
+
+
+class SeedError(DshSessionError, ValueError):
+    """A seed log breaks a seeding rule (non-contiguous seq, non-JSON data, missing op).
+
+    :ivar index: the index of the offending event in the seed.
+    :ivar event_type: its type, when it has one.
+    """
+
+    def __init__(self, message: str, *, index: int, event_type: str | None = None) -> None:
+        super().__init__(message)
+        self.index = index
+        self.event_type = event_type
+
+
+class SessionExistsError(DshSessionError, KeyError):
+    """A session with this id is already live in the store; pick another id or ``get`` it.
+
+    :ivar session_id: the id that clashed.
+    """
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f'session "{session_id}" already exists')
+        self.session_id = session_id
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
+
+
+class SessionCwdError(DshSessionError, ValueError):
+    """A session cwd must be an absolute path.
+
+    :ivar cwd: the rejected value.
+    """
+
+    def __init__(self, cwd: str) -> None:
+        super().__init__(f'session cwd must be an absolute path, got "{cwd}"')
+        self.cwd = cwd
+
+
+class SessionForkError(DshSessionError):
+    """A fork was refused. ``code`` says why, as the reference does.
+
+    :ivar code: one of ``SESSION_NOT_FOUND``, ``SESSION_NOT_LIVE``,
+        ``SESSION_ALREADY_EXISTS``, ``INVALID_BOUNDARY``, ``OPEN_TURN``.
+    """
+
+    def __init__(self, message: str, code: ForkErrorCode) -> None:
+        super().__init__(message)
+        self.code: ForkErrorCode = code
+
+
+class RequestHeaderError(DshSessionError, ValueError):
+    """A ``request/header-delta`` came before any ``request/header`` snapshot.
+
+    :ivar seq: the seq of the orphan delta.
+    """
+
+    def __init__(self, message: str, *, seq: int) -> None:
+        super().__init__(message)
+        self.seq = seq
+
+
+class ToolPairingError(DshSessionError, ValueError):
+    """The surface holds a ``tool/result`` with no tool call before it.
+
+    :ivar seq: the seq of the unmatched result.
+    """
+
+    def __init__(self, message: str, *, seq: int) -> None:
+        super().__init__(message)
+        self.seq = seq
+
+
+class InvariantError(DshSessionError):
+    """The opt-in dev invariants plugin saw an event that breaks turn enclosure or
+    provenance. The event is already in the log (the check runs as a listener).
+
+    :ivar detail: what was violated, without the ``invariant violated:`` prefix.
+    """
+
+    code = "INVARIANT"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"invariant violated: {detail}")
+        self.detail = detail
+
+
+class LogFormatError(DshSessionError, ValueError):
+    """A JSONL log cannot be read.
+
+    :ivar path: the file, when the log came from one.
+    :ivar line: the 1-based line number in the file, when one line is to blame.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
+
+
+class PluginError(DshSessionError):
+    """A plugin could not be loaded or registered."""
+
+
+class PluginConflictError(PluginError, RuntimeError):
+    """Two installed distributions use the same entry-point name in ``dsh_session.plugins``.
+
+    :ivar name: the entry-point name.
+    :ivar distributions: the distributions that both claim it.
+    """
+
+    def __init__(self, name: str, distributions: tuple[str, ...]) -> None:
+        dists = " and ".join(repr(d) for d in distributions)
+        super().__init__(
+            f"plugin name {name!r} is claimed by {dists}; uninstall one of them, or block "
+            f"the name with DSH_SESSION_DISABLE_PLUGINS={name}"
+        )
+        self.name = name
+        self.distributions = distributions
+
+
+class DuplicateEventTypeError(PluginError, ValueError):
+    """Two plugins declare the same event type.
+
+    :ivar event_type: the contested type string.
+    :ivar plugins: the two plugins, the first registrant first.
+    """
+
+    def __init__(self, event_type: str, plugins: tuple[str, str]) -> None:
+        super().__init__(
+            f"event type {event_type!r} is declared by both plugin {plugins[0]!r} and plugin "
+            f"{plugins[1]!r}; block one of them with DSH_SESSION_DISABLE_PLUGINS"
+        )
+        self.event_type = event_type
+        self.plugins = plugins

@@ -1,0 +1,104 @@
+"""The hook specifications of dsh-session: what a plugin can implement.
+
+A plugin is a module (or object) with functions decorated by
+``dsh_session_core.hookimpl`` and named after a hook below. It is found through the
+``dsh_session.plugins`` entry-point group, or registered by hand on a manager made by
+:func:`dsh_session_core.create_plugin_manager`.
+
+The hooks are named as the design card names them (``session_event`` rather than
+``dsh_session_event``): they are the public vocabulary of the log, and the project name
+already scopes them, since pluggy only matches implementations marked with the
+``dsh_session`` marker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Iterable
+from typing import TYPE_CHECKING
+
+import pluggy
+
+from ._names import PROJECT_NAME
+
+if TYPE_CHECKING:
+    from ._registry import EventSpec
+    from ._session import Session
+    from .events import Event
+
+__all__ = ["register_event_types", "session_created", "session_event", "session_flush"]
+
+_spec = pluggy.HookspecMarker(PROJECT_NAME)
+
+# --- registration ----------------------------------------------------------------------
+
+
+@_spec
+def register_event_types() -> Iterable[EventSpec]:
+    """Declare the event types this plugin contributes to the log vocabulary.
+
+    Called once per plugin when a registry is built; each returned entry is recorded
+    with this plugin as its declaring plugin. The registry is frozen afterwards, so a
+    plugin registered later contributes nothing to registries already built.
+
+    :returns: the :class:`~dsh_session_core.EventSpec` entries, one per event type.
+        Two plugins declaring the same type make the build fail naming both.
+
+    Implementations are called one by one (not through pluggy's call loop) so that
+    each entry is attributed to its plugin; hook wrappers on this hook are not run.
+
+    .. versionadded:: 0.1
+    """
+
+
+# --- the session lifecycle ---------------------------------------------------------------
+
+
+@_spec
+def session_created(session: Session) -> None:
+    """A session was created in a store (``SessionStore.create`` or ``fork``).
+
+    Fired after the session is registered and wired, before ``create`` returns; seeded
+    events are already in ``session.events`` (no ``session_event`` fires for them). If
+    an implementation raises, the session is detached again and ``create`` raises.
+
+    :param session: the new session.
+
+    .. versionadded:: 0.1
+    """
+
+
+@_spec
+def session_event(session: Session, event: Event) -> None:
+    """An event was appended to a store-registered session.
+
+    Called synchronously, once per appended event, for every implementation, in seq
+    order for each implementation, even when an implementation appends re-entrantly
+    (the nested event is delivered after the current one has reached everybody) or
+    raises (the others still run; the error reaches the caller of ``append`` after all
+    implementations ran, with the event already logged). Keep it cheap: it is on the
+    append path. Durable backends buffer here and write on ``session_flush``.
+
+    :param session: the session appended to.
+    :param event: the logged event itself (immutable).
+
+    Implementations are called directly, in pluggy's order; hook wrappers on this hook
+    are refused when the store is built.
+
+    .. versionadded:: 0.1
+    """
+
+
+@_spec
+def session_flush(session: Session) -> Awaitable[None] | None:
+    """Durability checkpoint: make every event appended so far durable.
+
+    Harnesses call it at every ``turn/end`` through ``SessionStore.flush`` (synchronous)
+    or ``SessionStore.aflush`` (asyncio). Every implementation runs and none can veto;
+    failures are raised after all ran. A failed flush is never recorded as an event,
+    since the turn is already closed.
+
+    :param session: the session to make durable.
+    :returns: ``None`` when done, or an awaitable for ``aflush`` to await.
+
+    .. versionadded:: 0.1
+    """

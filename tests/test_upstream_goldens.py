@@ -1,0 +1,94 @@
+"""Differential tests against the reference: every shared log derives to the reference's
+messages (or fails where the reference failed), and exports back byte for byte."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from conftest import UPSTREAM
+
+_decode = msgspec.json.decode
+
+
+def _logs(*folders: str) -> list[Path]:
+    if not UPSTREAM.is_dir():
+        return []
+    return sorted(p for f in folders for p in (UPSTREAM / f).rglob("*.jsonl"))
+
+
+def _golden(log: Path, kind: str) -> Path:
+    rel = log.relative_to(UPSTREAM)
+    return UPSTREAM / "goldens" / rel.with_suffix(f".{kind}.json")
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "dsh_session_core", *args], capture_output=True, check=False
+    )
+
+
+DERIVE_INPUTS = _logs("fixtures", "random", "synthetic")
+EXPORT_INPUTS = _logs("fixtures", "random")
+
+
+def test_inventory(upstream: Path) -> None:
+    # The acceptance counts: 354 derive inputs, 353 reference logs that export.
+    assert len(DERIVE_INPUTS) == 354
+    assert len(EXPORT_INPUTS) == 353
+
+
+def test_derive_jsonl_equals_every_golden(upstream: Path) -> None:
+    proc = _cli("derive", "--jsonl", *map(str, DERIVE_INPUTS))
+    assert proc.returncode == 0, proc.stderr.decode()
+    rows = [_decode(line) for line in proc.stdout.splitlines()]
+    assert [Path(r["file"]) for r in rows] == DERIVE_INPUTS
+    mismatched = []
+    for row in rows:
+        golden = _decode(_golden(Path(row["file"]), "messages").read_bytes())
+        if isinstance(golden, dict) and "error" in golden:
+            ok = "error" in row and "messages" not in row
+        else:
+            ok = row.get("messages") == golden
+        if not ok:
+            mismatched.append(row["file"])
+    assert mismatched == []
+
+
+def test_failures_are_exactly_the_references(upstream: Path) -> None:
+    expected = sum(
+        1 for p in DERIVE_INPUTS if "error" in _decode(_golden(p, "messages").read_bytes())
+    )
+    # 39 invalid replaces, 2 seeds starting at seq 1, the torn synthetic log.
+    assert expected == 42
+
+
+@pytest.mark.parametrize(
+    "log", EXPORT_INPUTS, ids=[str(p.relative_to(UPSTREAM)) for p in EXPORT_INPUTS]
+)
+def test_export_reproduces_the_log_byte_for_byte(log: Path) -> None:
+    from dsh_session_core._cli import _registry
+    from dsh_session_core._logfile import dump_log, parse_log
+
+    data = log.read_bytes()
+    parsed = parse_log(data, _registry())
+    assert dump_log(parsed.header, parsed.events) == data
+
+
+def test_export_cli_round_trip(upstream: Path) -> None:
+    log = EXPORT_INPUTS[0]
+    proc = _cli("export", str(log))
+    assert proc.returncode == 0
+    assert proc.stdout == log.read_bytes()
+
+
+def test_derive_rejects_a_torn_log_with_one_line(upstream: Path) -> None:
+    proc = _cli("derive", str(UPSTREAM / "synthetic" / "crash-after-tool-call.jsonl"))
+    assert proc.returncode == 1
+    err = proc.stderr.decode()
+    assert err.count("\n") == 1
+    assert "line 62" in err
