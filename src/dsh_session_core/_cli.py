@@ -53,11 +53,9 @@ def _read(path: str) -> bytes:
 
 
 def _load_session(path: str, registry: EventRegistry) -> Session:
-    from ._logfile import parse_log
-    from ._session import Session
+    from ._logfile import open_session, parse_log
 
-    log = parse_log(_read(path), registry, path=path)
-    return Session(log.header.id, log.events, log.header, registry=registry)
+    return open_session(parse_log(_read(path), registry, path=path), registry)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -98,8 +98,8 @@ def find_non_json(value: object) -> str | None:
                 return json_path(path)
             on_path.add(id(v))
             stack.append((v, path, frozen, True))
-            inner = t is JsonObject
-            items = v._d if inner else v  # type: ignore[attr-defined]
+            inner = frozen or t is JsonObject
+            items = v._d if t is JsonObject else v  # type: ignore[attr-defined]
             for k, child in items.items():
                 if type(k) is not str:
                     return json_path([*path, repr(k)])
@@ -114,8 +114,9 @@ def find_non_json(value: object) -> str | None:
                 stack.append((child, [*path, i], frozen, False))
             continue
         if isinstance(v, msgspec.Struct):
-            # A schema Struct nested in untyped data: check it in its wire shape.
-            stack.append((msgspec.to_builtins(v, enc_hook=enc_hook), path, False, False))
+            # A schema Struct nested in untyped data: check it in its wire shape (where
+            # its typed arrays are tuples).
+            stack.append((msgspec.to_builtins(v, enc_hook=enc_hook), path, True, False))
             continue
         return json_path(path)
     return None
@@ -137,7 +138,7 @@ def freeze(value: Any) -> JsonValue:
 
 def thaw(value: Any) -> Any:
     """The plain-builtin (``dict``/``list``) deep copy of a frozen or Struct value."""
-    return msgspec.to_builtins(value, enc_hook=enc_hook)
+    return msgspec.json.decode(msgspec.json.encode(value, enc_hook=enc_hook))
 
 
 def enc_hook(obj: object) -> object:

@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from ._codec import ENCODER, encode_events
-from ._decode import decode_lines
+from ._decode import decode_body
 from ._header import SessionHeader
 from ._registry import EventRegistry
 from .errors import LogFormatError
 from .events import Event
 
-__all__ = ["ParsedLog", "dump_log", "parse_log"]
+if TYPE_CHECKING:
+    from ._session import Session
+
+__all__ = ["ParsedLog", "dump_log", "open_session", "parse_header", "parse_log"]
 
 _header_decoder = msgspec.json.Decoder(SessionHeader)
 
@@ -31,6 +35,9 @@ class ParsedLog:
 
     header: SessionHeader
     events: list[Event]
+    #: The event lines exactly as read (``\\n``-ended), to seed a session without
+    #: re-encoding them.
+    jsonl: bytes
 
 
 def parse_header(line: bytes, *, path: str | None = None) -> SessionHeader:
@@ -57,20 +64,29 @@ def parse_log(data: bytes, registry: EventRegistry, *, path: str | None = None) 
     :raises LogFormatError: empty log, bad header, or a line that is not JSON (with its
         1-based line number in the file).
     """
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    if not lines:
+    if not data.strip(b"\n"):
         msg = "empty or header-less session log"
         raise LogFormatError(msg, path=path)
-    header = parse_header(lines[0], path=path)
+    end = data.find(b"\n")
+    if end < 0:
+        end = len(data)
+    header = parse_header(data[:end], path=path)
+    body = data[end + 1 :]
     try:
-        events = decode_lines(registry, lines[1:])
+        events = decode_body(registry, body)
     except LogFormatError as exc:
         line = (exc.line or 0) + 2
         msg = f"unparsable event at line {line}: {exc}"
         raise LogFormatError(msg, path=path, line=line) from exc
-    return ParsedLog(header, events)
+    return ParsedLog(header, events, body if body.endswith(b"\n") else body + b"\n")
+
+def open_session(log: ParsedLog, registry: EventRegistry) -> Session:
+    """A bare session seeded with a parsed log (its lines are not re-encoded)."""
+    from ._session import Session
+
+    return Session(
+        log.header.id, log.events, log.header, registry=registry, seed_jsonl=log.jsonl
+    )
 
 
 def dump_log(header: SessionHeader, events: Sequence[Event]) -> bytes:

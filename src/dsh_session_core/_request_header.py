@@ -47,6 +47,7 @@ from .events import Event
 _ABSENT: Any = object()
 
 _encode = msgspec.json.Encoder(enc_hook=enc_hook).encode
+_decode = msgspec.json.Decoder().decode
 
 
 def _json_text(value: Any) -> bytes:
@@ -417,7 +418,8 @@ def record_request_header(
     :param first: whether this is the first header this loop instance records.
     :returns: the appended event, or ``None`` when nothing was appended.
     """
-    wire = thaw(header) if isinstance(header, msgspec.Struct) else header
+    # A Struct header goes through JSON so that it appends as plain dicts and lists.
+    wire = _decode(_encode(header)) if isinstance(header, msgspec.Struct) else header
     canonical = canonical_header(wire)
     baseline = session.request_header()
     if first or baseline is None:

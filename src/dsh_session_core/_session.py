@@ -8,6 +8,8 @@ session's listener in seq order, even when the listener appends re-entrantly or 
 
 from __future__ import annotations
 
+import itertools
+import operator
 import re
 import time as _time
 from collections import deque
@@ -17,7 +19,7 @@ from typing import Any, overload
 import msgspec
 from msgspec import UNSET
 
-from ._codec import ENCODER
+from ._codec import ENCODER, encode_events
 from ._decode import decode_wire, freeze_untyped
 from ._derive import Derivation, project_opaque
 from ._header import SESSION_FORMAT_VERSION, SessionHeader
@@ -37,7 +39,10 @@ from .vocabulary import Message
 
 __all__ = ["EventsView", "Session", "now_ms"]
 
+_seq_of = operator.attrgetter("seq")
+
 Clock = Callable[[], int]
+_encode = ENCODER.encode
 Listener = Callable[[Event], None]
 
 
@@ -100,15 +105,21 @@ class Session:
         now}`` when absent.
     :param registry: the event types to validate against; core's types by default.
     :param clock: returns epoch milliseconds; injectable for tests and replays.
+    :param seed_jsonl: the JSONL bytes of exactly the seed events, when the caller has
+        them (a log read from disk): the session then never re-encodes its seeded part.
     """
 
     __slots__ = (
         "_derivation",
+        "_candidates",
         "_dispatching",
         "_events",
         "_header",
         "_header_fold",
         "_id",
+        "_lines",
+        "_prefix",
+        "_prefix_len",
         "_queue",
         "_registry",
         "_surface",
@@ -125,6 +136,7 @@ class Session:
         *,
         registry: EventRegistry | None = None,
         clock: Clock | None = None,
+        seed_jsonl: bytes | None = None,
     ) -> None:
         if registry is None:
             from ._core_plugin import core_registry
@@ -138,9 +150,23 @@ class Session:
             if header is not None
             else SessionHeader(version=SESSION_FORMAT_VERSION, id=id, created_at=self.clock())
         )
-        self._events: list[Event] = _check_seed(registry, seed) if seed is not None else []
+        candidates: list[int] = []
+        if seed is not None:
+            self._events, candidates = _check_seed(registry, seed)
+        else:
+            self._events = []
         self._view = EventsView(self._events)
-        self._surface = Surface(self._events)
+        # Each event's log line is encoded once: the seeded part as one block (given, or
+        # made on first use), then one line per append, made as the event is appended.
+        self._prefix: memoryview | None = None
+        if not self._events:
+            self._prefix = memoryview(b"")
+        elif seed_jsonl is not None:
+            self._prefix = memoryview(seed_jsonl)
+        self._prefix_len = len(self._events)
+        self._lines: list[bytes] = []
+        self._candidates = candidates
+        self._surface = Surface(self._events, candidates)
         self._derivation = Derivation(self._events, self._surface)
         self._header_fold = RequestHeaderFold()
         #: Called with each appended event (the store wires its plugins here).
@@ -230,11 +256,13 @@ class Session:
             op = self._checked_op(type, surface_op, seq)
             seqs = _checked_seqs(type, source_event_seqs, seq)
             event: Event = cls(seq, self.clock(), payload, seqs, op)  # type: ignore[call-arg]
+            self._candidates.append(seq)
         else:
             if surface_op is not None or source_event_seqs is not None:
                 raise _misplaced_op(type, seq, surface_op)
             event = cls(seq, self.clock(), payload)
         self._events.append(event)
+        self._lines.append(_encode(event))
         if self.on_append is not None:
             self._dispatch(event)
         return event
@@ -244,7 +272,10 @@ class Session:
     ) -> Any:
         # msgspec passes Any-typed values through by reference: check them as JSON here.
         for name in entry.untyped_fields:
-            bad = find_non_json(getattr(payload, name))
+            value = getattr(payload, name)
+            if value is UNSET:
+                continue
+            bad = find_non_json(value)
             if bad is not None:
                 raise _not_json(type, seq, f"$.{name}{bad[1:]}")
         return freeze_untyped(entry, payload)
@@ -305,11 +336,13 @@ class Session:
             if seqs is not UNSET:
                 wire["sourceEventSeqs"] = seqs
             wire["surfaceOp"] = op if op == "append" else freeze(msgspec.to_builtins(op))
+            self._candidates.append(seq)
         elif surface_op is not None or source_event_seqs is not None:
             raise _misplaced_op(type, seq, surface_op)
         frozen = JsonObject(wire)
         event = OpaqueEvent(seq, wire["time"], data, wire=frozen)
         self._events.append(event)
+        self._lines.append(_encode(frozen))
         if self.on_append is not None:
             self._dispatch(event)
         return event
@@ -360,6 +393,42 @@ class Session:
         if errors:
             msg = f"{len(errors)} session_event listeners failed"
             raise ExceptionGroup(msg, errors)
+
+    # --- serializing --------------------------------------------------------------------
+
+    def jsonl(self, start: int = 0) -> bytes:
+        """The log lines of ``events[start:]`` as JSONL (each line ``\\n``-ended).
+
+        Lines are encoded once, when an event is appended (or read), so this only joins.
+        """
+        parts = self._line_parts(start)
+        if not parts:
+            return b""
+        parts.append(b"")
+        return b"\n".join(parts)
+
+    def to_jsonl(self) -> bytes:
+        """The whole log in the reference's JSONL format: header line, then events."""
+        parts = self._line_parts(0)
+        parts.insert(0, _encode(self._header))
+        parts.append(b"")
+        return b"\n".join(parts)
+
+    def _line_parts(self, start: int) -> list[bytes | memoryview]:
+        # One join over views and lines makes one allocation: copying a 16 MB log
+        # twice costs more than encoding it (fresh pages fault in).
+        parts: list[bytes | memoryview] = []
+        if start < self._prefix_len:
+            if start == 0:
+                if self._prefix is None:
+                    self._prefix = memoryview(encode_events(self._events[: self._prefix_len]))
+                block = self._prefix
+            else:
+                block = memoryview(encode_events(self._events[start : self._prefix_len]))
+            if len(block):
+                parts.append(block[:-1])  # drop its last newline: the join puts it back
+        parts.extend(self._lines[max(0, start - self._prefix_len) :])
+        return parts
 
     # --- deriving -----------------------------------------------------------------------
 
@@ -422,30 +491,75 @@ def _checked_seqs(
     return out
 
 
-def _check_seed(registry: EventRegistry, seed: Iterable[Event | Mapping[str, Any]]) -> list[Event]:
-    events: list[Event] = []
+def _check_seed(
+    registry: EventRegistry, seed: Iterable[Event | Mapping[str, Any]]
+) -> tuple[list[Event], list[int]]:
+    """Check a seed as the reference does; return its events and the indices of the
+    events that may sit on the surface (so the first fold skips the rest).
+
+    The checks run over whole lists at C speed (``map``/``compress``), since a reloaded
+    log has a hundred thousand events; the first failing event is then reported.
+    """
+    items = list(seed)
+    if all(issubclass(t, Event) for t in set(map(type, items))):
+        events: list[Event] = items  # type: ignore[assignment]  # checked just above
+    else:
+        events = _events_of(registry, items)
+    n = len(events)
+    first_gap = n
+    if list(map(_seq_of, events)) != list(range(n)):
+        first_gap = next(i for i, ev in enumerate(events) if ev.seq != i)
+    candidates = frozenset(r.event for r in registry if r.surface) | {OpaqueEvent}
+    hint = list(itertools.compress(range(n), map(candidates.__contains__, map(type, events))))
     surface_types = registry.surface_types
-    for i, item in enumerate(seed):
+    first_bare = n
+    for i in hint:
+        if i >= first_gap:
+            break
+        ev = events[i]
+        if type(ev) is OpaqueEvent:
+            if ev.seq.__class__ is not int:  # a JSON 1.0 or true is not seq 1
+                first_gap = i
+                break
+            if ev.type in surface_types and ev.surface_op is UNSET:
+                first_bare = i
+                break
+        elif ev.surface_op is UNSET:  # type: ignore[attr-defined]
+            first_bare = i
+            break
+    if first_gap < n and first_gap <= first_bare:
+        ev = events[first_gap]
+        raise _seed_gap(first_gap, ev.seq, ev.type)
+    if first_bare < n:
+        raise _seed_no_op(events[first_bare], first_bare)
+    return events, hint
+
+
+def _events_of(registry: EventRegistry, items: list[Any]) -> list[Event]:
+    """Seed items given in their wire shape, as events (checked as JSON first)."""
+    events: list[Event] = []
+    for i, item in enumerate(items):
+        if isinstance(item, Event):
+            events.append(item)
+            continue
         try:
-            ev = item if isinstance(item, Event) else decode_wire(registry, item)
+            events.append(decode_wire(registry, item))
         except ValueError:
             etype = item.get("type") if isinstance(item, Mapping) else None
             seq = item.get("seq") if isinstance(item, Mapping) else None
+            if seq != i:
+                raise _seed_gap(i, seq, str(etype)) from None
             msg = f'seed event "{etype}" (seq {seq}) carries non-JSON-serializable data'
             raise SeedError(msg, index=i, event_type=str(etype)) from None
-        if ev.seq != i or ev.seq.__class__ is not int:
-            msg = (
-                f"seed event at index {i} has seq {ev.seq} (expected {i}); seed must be "
-                f"contiguous from 0"
-            )
-            raise SeedError(msg, index=i, event_type=ev.type)
-        if type(ev) is OpaqueEvent:
-            if ev.type in surface_types and ev.surface_op is UNSET:
-                raise _seed_no_op(ev, i)
-        elif ev.surface and ev.surface_op is UNSET:  # type: ignore[attr-defined]
-            raise _seed_no_op(ev, i)
-        events.append(ev)
     return events
+
+
+def _seed_gap(index: int, seq: object, event_type: str) -> SeedError:
+    msg = (
+        f"seed event at index {index} has seq {seq} (expected {index}); seed must be "
+        f"contiguous from 0"
+    )
+    return SeedError(msg, index=index, event_type=event_type)
 
 
 def _seed_no_op(ev: Event, index: int) -> SeedError:

@@ -50,13 +50,19 @@ def _replace_bounds(op: object) -> tuple[object, object]:
 class Surface:
     """The surface of one session's log. Built by the session; read through it."""
 
-    __slots__ = ("_error", "_events", "_folded", "_generation", "_live", "_order")
+    __slots__ = ("_candidates", "_cursor", "_error", "_events", "_generation", "_live",
+                 "_order")
 
-    def __init__(self, events: Sequence[Event]) -> None:
+    def __init__(self, events: Sequence[Event], candidates: list[int]) -> None:
+        """:param events: the session's live log.
+        :param candidates: the indices, ascending, of every event that may be a surface
+            node; the session keeps it up to date as it appends, so folding costs time
+            proportional to the message events, not to the log."""
         self._events = events
+        self._candidates = candidates
+        self._cursor = 0
         self._order: list[int] = []
         self._live: set[int] = set()
-        self._folded = 0
         self._generation = 0
         self._error: SurfaceError | None = None
 
@@ -64,7 +70,7 @@ class Surface:
 
     def order(self) -> list[int]:
         """The node seqs, head to tail, after folding new events. Internal: not a copy."""
-        if self._folded != len(self._events) or self._error is not None:
+        if self._cursor != len(self._candidates) or self._error is not None:
             self._fold()
         return self._order
 
@@ -95,7 +101,7 @@ class Surface:
         """Forget the fold; the next read refolds the whole log (recounting replaces)."""
         self._order = []
         self._live = set()
-        self._folded = 0
+        self._cursor = 0
         self._error = None
         self._generation += 1
 
@@ -105,6 +111,7 @@ class Surface:
         """Why ``op`` cannot be applied to the surface as it stands, or ``None``."""
         if op == "append":
             return None
+        self.order()  # fold what was appended since the last read (may raise)
         try:
             self._positions(op)
         except SurfaceError as exc:
@@ -134,13 +141,11 @@ class Surface:
         if self._error is not None:
             raise self._error
         events = self._events
+        candidates = self._candidates
         order = self._order
         live = self._live
-        n = len(events)
-        i = self._folded
-        while i < n:
-            ev = events[i]
-            i += 1
+        for k in range(self._cursor, len(candidates)):
+            ev = events[candidates[k]]
             if not ev.surface:
                 continue
             op = ev.surface_op  # type: ignore[attr-defined]
@@ -154,8 +159,8 @@ class Surface:
             try:
                 a, b = self._positions(op)
             except SurfaceError as exc:
-                # Remember where the fold stopped; every later read fails the same way.
-                self._folded = i - 1
+                # Stop before this event; every later read fails the same way.
+                self._cursor = k
                 self._error = SurfaceError(str(exc), seq=seq)
                 raise self._error from None
             for s in order[a : b + 1]:
@@ -163,4 +168,4 @@ class Surface:
             order[a : b + 1] = [seq]
             live.add(seq)
             self._generation += 1
-        self._folded = n
+        self._cursor = len(candidates)

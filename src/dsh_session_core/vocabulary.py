@@ -67,7 +67,9 @@ _MAX = 1.7976931348623157e308
 Number: TypeAlias = int | Annotated[float, Meta(ge=-_MAX, le=_MAX)]
 
 
-class _Value(Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True):
+class _Value(
+    Struct, frozen=True, gc=False, kw_only=True, rename="camel", forbid_unknown_fields=True
+):
     """Base of every vocabulary Struct: immutable, camelCase on the wire, and strict about
     unknown keys (a value with extra keys is kept verbatim as opaque data instead)."""
 

@@ -1,0 +1,250 @@
+"""Benchmark of the core on the standard workload (../shared/reference/performance.md).
+
+The workload: 2,084 turns x 48 events = 100,032 events (turn/start, user/message,
+step/start, 40 assistant/chunk text deltas, assistant/message with a text block, a
+tool-call block and usage, tool/call, tool/result, step/end, turn/end), about 16 MB of
+JSONL, deriving to 6,252 messages.
+
+Each figure is the median of several runs, and each limit is measured in the same run on
+the same data, so ratios hold from machine to machine::
+
+    python bench/run.py            # a table with the targets
+    python bench/run.py --json     # one JSON object
+
+This is a benchmark, not a test: it asserts nothing and is never run by the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from dsh_session_core import (
+    PluginManager,
+    Session,
+    SessionStore,
+    create_plugin_manager,
+    encode_events,
+    hookimpl,
+)
+from dsh_session_core._logfile import dump_log, open_session, parse_log
+
+TURNS = 2084
+CHUNKS = 40
+
+Append = tuple[str, dict[str, Any], dict[str, Any]]
+
+
+def turn_appends(turn: int, base: int) -> list[Append]:
+    """The 48 appends of one standard turn, starting at seq ``base``."""
+    call_id = f"call-{turn}"
+    text = f"turn {turn}: the quick brown fox jumps over the lazy dog"
+    out: list[Append] = [
+        ("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": {"kind": "user"}}},
+         {}),
+        ("user/message", {"content": [{"type": "text", "text": f"question {turn}"}],
+                          "source": {"kind": "user"}}, {"surface_op": "append"}),
+        ("step/start", {"turn": turn, "step": 1}, {}),
+    ]
+    for i in range(CHUNKS):
+        out.append(("assistant/chunk", {"turn": turn, "step": 1, "chunk": {
+            "type": "text-delta", "index": 0, "text": f"tok{i} "}}, {}))
+    chunk_seqs = list(range(base + 3, base + 3 + CHUNKS))
+    out.append(("assistant/message", {
+        "turn": turn, "step": 1,
+        "content": [{"type": "text", "text": text},
+                    {"type": "tool-call", "id": call_id, "name": "bash",
+                     "arguments": '{"command":"ls"}'}],
+        "usage": {"inputTokens": 1200, "outputTokens": 80, "cacheReadTokens": 1000},
+    }, {"surface_op": "append", "source_event_seqs": chunk_seqs}))
+    call_seq = base + 3 + CHUNKS + 1
+    out.append(("tool/call", {"turn": turn, "step": 1, "callId": call_id, "name": "bash",
+                              "arguments": '{"command":"ls"}'}, {}))
+    out.append(("tool/result", {"turn": turn, "step": 1, "callId": call_id,
+                                "content": [{"type": "text", "text": "a.txt\nb.txt\n"}],
+                                "isError": False},
+                {"surface_op": "append", "source_event_seqs": [call_seq]}))
+    out.append(("step/end", {"turn": turn, "step": 1}, {}))
+    out.append(("turn/end", {"turn": turn, "reason": {"kind": "completed"}}, {}))
+    return out
+
+
+def workload(turns: int = TURNS) -> list[Append]:
+    appends: list[Append] = []
+    for t in range(1, turns + 1):
+        appends.extend(turn_appends(t, len(appends)))
+    return appends
+
+
+def _clock() -> int:
+    return 1_783_000_000_000
+
+
+def fill(session: Session, appends: list[Append]) -> None:
+    append = session.append
+    for etype, data, kw in appends:
+        append(etype, data, **kw)
+
+
+def median_ms(fn: Callable[[], object], repeat: int = 5) -> float:
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+class _Listener:
+    def __init__(self) -> None:
+        self.count = 0
+
+    @hookimpl
+    def session_event(self, session: Session, event: object) -> None:
+        self.count += 1
+
+
+def store_with_listener() -> SessionStore:
+    pm: PluginManager = create_plugin_manager(autoload=False)
+    pm.register(_Listener())
+    return SessionStore(pm, clock=_clock)
+
+
+class _RawEnvelope(msgspec.Struct):
+    type: str
+    seq: int
+    time: int
+    data: msgspec.Raw
+    sourceEventSeqs: list[int] | None = None  # noqa: N815  # wire name
+    surfaceOp: Any = None  # noqa: N815
+
+
+def rss_of_loaded_session(path: str) -> float:
+    """RSS (MB) of a fresh process holding the loaded standard session."""
+    code = (
+        "import gc,sys\n"
+        "from dsh_session_core import Session, core_registry\n"
+        "from dsh_session_core._logfile import open_session, parse_log\n"
+        f"data=open({path!r},'rb').read()\n"
+        "log=parse_log(data, core_registry()); del data\n"
+        "s=open_session(log, core_registry()); del log\n"
+        "m=s.derive_messages(); gc.collect()\n"
+        "rss=[l for l in open('/proc/self/status') if l.startswith('VmRSS')][0]\n"
+        "print(int(rss.split()[1]) / 1024)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
+    return float(out.stdout)
+
+
+def run() -> dict[str, float]:
+    appends = workload()
+    n = len(appends)
+    results: dict[str, float] = {}
+
+    # Appends: a bare session, then a store session with one session_event listener.
+    ms = median_ms(lambda: fill(Session("bench", clock=_clock), appends), repeat=3)
+    results["append_bare_eps"] = n / (ms / 1000)
+
+    def store_fill() -> None:
+        store = store_with_listener()
+        fill(store.create("bench"), appends)
+
+    ms = median_ms(store_fill, repeat=3)
+    results["append_store_eps"] = n / (ms / 1000)
+
+    # Derivation: cold on a freshly built session, then after one more turn.
+    sessions = []
+    for _ in range(5):
+        s = Session("bench", clock=_clock)
+        fill(s, appends)
+        sessions.append(s)
+    cold = []
+    for s in sessions:
+        t0 = time.perf_counter()
+        msgs = s.derive_messages()
+        cold.append((time.perf_counter() - t0) * 1000)
+    results["derive_cold_ms"] = statistics.median(cold)
+    results["derived_messages"] = len(msgs)
+    incremental = []
+    for i, s in enumerate(sessions):
+        fill(s, turn_appends(TURNS + 1 + i, s.seq))
+        t0 = time.perf_counter()
+        s.derive_messages()
+        incremental.append((time.perf_counter() - t0) * 1000)
+    results["derive_incremental_ms"] = statistics.median(incremental)
+
+    # Serialization against the raw encode of the same payloads.
+    session = Session("bench", clock=_clock)
+    fill(session, appends)
+    events = list(session.events)
+    # Lines are encoded once, as events are appended: serializing only joins them.
+    results["serialize_ms"] = median_ms(session.to_jsonl)
+    results["reencode_ms"] = median_ms(lambda: encode_events(events))
+    payloads = [a[1] for a in appends]
+    limit_encoder = msgspec.json.Encoder()
+    results["serialize_limit_ms"] = median_ms(lambda: limit_encoder.encode_lines(payloads))
+
+    # Load: parse + validate + build + cold derive, against a raw line decode.
+    data = dump_log(session.header, events)
+    results["log_mb"] = len(data) / 1e6
+    registry = session.registry
+
+    def load() -> None:
+        open_session(parse_log(data, registry), registry).derive_messages()
+
+    results["load_ms"] = median_ms(load)
+    raw = msgspec.json.Decoder(_RawEnvelope)
+
+    def load_limit() -> None:
+        for line in data.split(b"\n")[1:-1]:
+            raw.decode(line)
+
+    results["load_limit_ms"] = median_ms(load_limit)
+
+    path = "/tmp/dsh-session-bench.jsonl"
+    with open(path, "wb") as f:
+        f.write(data)
+    results["rss_mb"] = rss_of_loaded_session(path)
+    return results
+
+
+TARGETS: dict[str, tuple[str, Callable[[dict[str, float]], float], float]] = {
+    "append_bare_eps": (">=", lambda r: r["append_bare_eps"], 509_000),
+    "append_store_eps": (">=", lambda r: r["append_store_eps"], 400_000),
+    "derive_cold_ms": ("<=", lambda r: r["derive_cold_ms"], 12),
+    "derive_incremental_ms": ("<=", lambda r: r["derive_incremental_ms"], 0.1),
+    "load_ms / load_limit_ms": ("<=", lambda r: r["load_ms"] / r["load_limit_ms"], 3),
+    "serialize_ms / serialize_limit_ms": (
+        "<=", lambda r: r["serialize_ms"] / r["serialize_limit_ms"], 1.5),
+    "rss_mb": ("<=", lambda r: r["rss_mb"], 150),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args()
+    results = run()
+    if args.json:
+        sys.stdout.buffer.write(msgspec.json.encode(results) + b"\n")
+        return
+    for name, value in results.items():
+        print(f"{name:24} {value:14,.3f}")
+    print()
+    for name, (op, get, target) in TARGETS.items():
+        value = get(results)
+        ok = value >= target if op == ">=" else value <= target
+        print(f"{name:36} {value:14,.3f}  target {op} {target:<10,} {'ok' if ok else 'MISS'}")
+
+
+if __name__ == "__main__":
+    main()
