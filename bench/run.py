@@ -124,8 +124,8 @@ class _RawEnvelope(msgspec.Struct):
     seq: int
     time: int
     data: msgspec.Raw
-    sourceEventSeqs: list[int] | None = None  # noqa: N815  # wire name
-    surfaceOp: Any = None  # noqa: N815
+    sourceEventSeqs: list[int] | None = None  # wire name
+    surfaceOp: Any = None
 
 
 def rss_of_loaded_session(path: str) -> float:

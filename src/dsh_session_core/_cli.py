@@ -80,7 +80,8 @@ def _cmd_derive(args: argparse.Namespace) -> int:
         try:
             messages = _load_session(args.files[0], registry).derive_messages()
         except DshSessionError as exc:
-            raise _Failure(f"{args.files[0]}: {_one_line(exc)}") from exc
+            msg = f"{args.files[0]}: {_one_line(exc)}"
+            raise _Failure(msg) from exc
         out.write(ENCODER.encode(messages) + b"\n")
         return EXIT_OK
     status = EXIT_OK
@@ -105,7 +106,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
     try:
         log = parse_log(_read(args.file), registry, path=args.file)
     except DshSessionError as exc:
-        raise _Failure(f"{args.file}: {_one_line(exc)}") from exc
+        msg = f"{args.file}: {_one_line(exc)}"
+        raise _Failure(msg) from exc
     sys.stdout.buffer.write(dump_log(log.header, log.events))
     return EXIT_OK
 

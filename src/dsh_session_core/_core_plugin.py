@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import cache
 
+import pluggy
+
 from ._names import PROJECT_NAME
 from ._registry import EventRegistry, EventSpec
 from .events import (
@@ -24,8 +26,6 @@ from .events import (
     TurnStart,
     UserMessage,
 )
-
-import pluggy
 
 __all__ = ["CORE_EVENT_SPECS", "core_registry", "register_event_types"]
 

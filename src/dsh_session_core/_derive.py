@@ -26,8 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Derivation", "project_opaque"]
 
-_blocks_decoder = msgspec.json.Decoder(tuple[ContentBlock, ...])
-
 
 def _typed_blocks(content: object) -> tuple[Any, ...]:
     """Content as typed blocks when every block fits a schema, else as logged."""
@@ -40,8 +38,8 @@ def _typed_blocks(content: object) -> tuple[Any, ...]:
 def _envelope(tag: str, data: JsonObject) -> Message:
     source = data["source"]
     kind = source["kind"] if isinstance(source, JsonObject) else None
-    opened = freeze({"type": "text", "text": f"<{tag} source={json_string(kind)}>"})
-    closed = freeze({"type": "text", "text": f"</{tag}>"})
+    opened: Any = freeze({"type": "text", "text": f"<{tag} source={json_string(kind)}>"})
+    closed: Any = freeze({"type": "text", "text": f"</{tag}>"})
     content = _typed_blocks(data.get("content", ()))
     return Message(role="user", content=(opened, *content, closed))
 

@@ -17,7 +17,7 @@ import msgspec
 
 if TYPE_CHECKING:
     JsonValue: TypeAlias = (
-        "None | bool | int | float | str | tuple[JsonValue, ...] | JsonObject"
+        "bool | int | float | str | tuple[JsonValue, ...] | JsonObject | None"
     )
 else:
     # msgspec reads annotations at run time; to it an untyped JSON field is ``Any``.
@@ -99,7 +99,7 @@ def find_non_json(value: object) -> str | None:
             on_path.add(id(v))
             stack.append((v, path, frozen, True))
             inner = frozen or t is JsonObject
-            items = v._d if t is JsonObject else v  # type: ignore[attr-defined]
+            items: dict[Any, Any] = v._d if t is JsonObject else v  # type: ignore[attr-defined,assignment]
             for k, child in items.items():
                 if type(k) is not str:
                     return json_path([*path, repr(k)])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, cast, final
 
 import pluggy
 
@@ -22,7 +22,6 @@ from .errors import PluginConflictError, PluginError
 
 if TYPE_CHECKING:
     from ._session import Session
-    from .events import Event
 
 __all__ = [
     "CORE_PLUGIN_NAME",
@@ -126,7 +125,8 @@ class PluginHooks:
         entries: list[tuple[str, EventSpec]] = []
         # Per implementation, not through pluggy's loop, to keep each entry's provenance.
         for impl in self.pm.hook.register_event_types.get_hookimpls():
-            for spec in impl.function() or ():
+            specs = cast(Iterable[object], impl.function() or ())
+            for spec in specs:
                 if not isinstance(spec, EventSpec):
                     msg = (
                         f"plugin {impl.plugin_name!r}: register_event_types must return "
@@ -154,7 +154,9 @@ class PluginHooks:
                     )
                     raise PluginError(msg)
             # pluggy calls the last-registered implementation first.
-            self._listeners = tuple((i.plugin_name, i.function) for i in reversed(impls))
+            self._listeners = tuple(
+                (i.plugin_name, cast(Listener, i.function)) for i in reversed(impls)
+            )
             self._listener_gen = self.pm.generation
         return self._listeners
 
@@ -173,10 +175,10 @@ class PluginHooks:
         for impl in reversed(self.pm.hook.session_flush.get_hookimpls()):
             try:
                 result = impl.function(session=session)
-            except Exception as exc:  # noqa: BLE001  # collected and re-raised by the caller
+            except Exception as exc:  # collected and re-raised by the caller
                 exc.add_note(f"raised by session_flush of plugin {impl.plugin_name!r}")
                 errors.append(exc)
             else:
                 if result is not None:
-                    awaitables.append(result)
+                    awaitables.append(cast(Awaitable[None], result))
         return awaitables, errors

@@ -8,6 +8,7 @@ Building it also builds, once, the decoders every load and append use.
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 from collections.abc import Iterable, Iterator
 from types import MappingProxyType
@@ -43,8 +44,8 @@ class RegisteredEvent:
     """One registry entry, with its provenance."""
 
     type: str
-    event: type[Event]
-    payload: type[msgspec.Struct]
+    event: builtins.type[Event]
+    payload: builtins.type[msgspec.Struct]
     surface: bool
     doc: str
     plugin: str
@@ -103,7 +104,7 @@ def _holds_untyped(info: mi.Type, seen: set[int]) -> bool:
 
 def _untyped_fields(payload: type[msgspec.Struct]) -> tuple[str, ...]:
     info = mi.type_info(payload)
-    assert isinstance(info, mi.StructType)  # noqa: S101  # narrowing: payload is a Struct
+    assert isinstance(info, mi.StructType)  # narrowing: payload is a Struct
     return tuple(f.name for f in info.fields if _holds_untyped(f.type, {id(payload)}))
 
 
@@ -145,7 +146,7 @@ class EventRegistry:
         classes: tuple[type[Event], ...] = tuple(r.event for r in by_type.values())
         union: Any = Union[classes] if classes else OpaqueEvent  # noqa: UP007  # runtime tuple
         self._line_decoder = msgspec.json.Decoder(union)
-        self._list_decoder = msgspec.json.Decoder(list[union])  # type: ignore[valid-type]
+        self._list_decoder = msgspec.json.Decoder(list[union])
 
     # --- the read-only mapping face -----------------------------------------------------
 

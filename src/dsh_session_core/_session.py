@@ -110,8 +110,8 @@ class Session:
     """
 
     __slots__ = (
-        "_derivation",
         "_candidates",
+        "_derivation",
         "_dispatching",
         "_events",
         "_header",
@@ -130,7 +130,7 @@ class Session:
 
     def __init__(
         self,
-        id: str,  # noqa: A002  # the reference's name for it
+        id: str,  # the reference's name for it
         seed: Iterable[Event | Mapping[str, Any]] | None = None,
         header: SessionHeader | None = None,
         *,
@@ -213,7 +213,7 @@ class Session:
 
     def append(
         self,
-        type: str,  # noqa: A002  # the log's own field name
+        type: str,  # the log's own field name
         data: Any,
         *,
         surface_op: SurfaceOp | Mapping[str, Any] | None = None,
@@ -268,7 +268,7 @@ class Session:
         return event
 
     def _checked_untyped(
-        self, entry: RegisteredEvent, payload: Any, type: str, seq: int  # noqa: A002
+        self, entry: RegisteredEvent, payload: Any, type: str, seq: int
     ) -> Any:
         # msgspec passes Any-typed values through by reference: check them as JSON here.
         for name in entry.untyped_fields:
@@ -281,7 +281,7 @@ class Session:
         return freeze_untyped(entry, payload)
 
     def _untyped_payload(
-        self, entry: RegisteredEvent | None, type: str, data: Any, seq: int  # noqa: A002
+        self, entry: RegisteredEvent | None, type: str, data: Any, seq: int
     ) -> Any:
         """Check data no schema accepted; return its frozen form, or raise."""
         bad = find_non_json(data)
@@ -320,7 +320,7 @@ class Session:
     def _append_opaque(
         self,
         entry: RegisteredEvent | None,
-        type: str,  # noqa: A002
+        type: str,
         data: Any,
         surface_op: Any,
         source_event_seqs: Iterable[int] | None,
@@ -347,7 +347,7 @@ class Session:
             self._dispatch(event)
         return event
 
-    def _checked_op(self, type: str, op: Any, seq: int) -> SurfaceOp:  # noqa: A002
+    def _checked_op(self, type: str, op: Any, seq: int) -> SurfaceOp:
         if op == "append":
             return "append"
         if op.__class__ is not ReplaceOp:
@@ -384,7 +384,7 @@ class Session:
                     continue
                 try:
                     listener(ev)
-                except Exception as exc:  # noqa: BLE001  # raised once all have run
+                except Exception as exc:  # raised once all have run
                     errors.append(exc)
         finally:
             self._dispatching = False
@@ -458,17 +458,17 @@ class Session:
 # --- checks shared by append and seeding ---------------------------------------------------
 
 
-def _not_json(type: str, seq: int, path: str) -> NotJsonError:  # noqa: A002
+def _not_json(type: str, seq: int, path: str) -> NotJsonError:
     msg = f'session event "{type}" carries non-JSON-serializable data'
     return NotJsonError(f"{msg} (at {path})", event_type=type, seq=seq, path=path)
 
 
-def _missing_op(type: str, seq: int) -> SurfaceIntentError:  # noqa: A002
+def _missing_op(type: str, seq: int) -> SurfaceIntentError:
     msg = f'session event "{type}" is surface-eligible and requires a surfaceOp marker'
     return SurfaceIntentError(msg, event_type=type, seq=seq)
 
 
-def _misplaced_op(type: str, seq: int, surface_op: object) -> SurfaceIntentError:  # noqa: A002
+def _misplaced_op(type: str, seq: int, surface_op: object) -> SurfaceIntentError:
     field = "surfaceOp" if surface_op is not None else "sourceEventSeqs"
     msg = (
         f"{type} cannot carry {field} (non-surface event); only surface types "
@@ -479,7 +479,7 @@ def _misplaced_op(type: str, seq: int, surface_op: object) -> SurfaceIntentError
 
 
 def _checked_seqs(
-    type: str, seqs: Iterable[int] | None, seq: int  # noqa: A002
+    type: str, seqs: Iterable[int] | None, seq: int
 ) -> tuple[int, ...] | Any:
     if seqs is None:
         return UNSET

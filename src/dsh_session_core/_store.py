@@ -14,6 +14,8 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from msgspec import UNSET
+
 from ._header import SESSION_FORMAT_VERSION, SessionHeader
 from ._plugins import PluginHooks, PluginManager, create_plugin_manager
 from ._registry import EventRegistry
@@ -62,7 +64,7 @@ class SessionStore:
 
     def prepare(
         self,
-        id: str | None = None,  # noqa: A002
+        id: str | None = None,
         *,
         seed: Iterable[Event | Mapping[str, Any]] | None = None,
         cwd: str | None = None,
@@ -78,7 +80,7 @@ class SessionStore:
         """
         if id is None:
             self._counter += 1  # used up even if the id turns out to be taken
-            id = f"session-{self._counter}"  # noqa: A001
+            id = f"session-{self._counter}"
         if id in self._sessions:
             raise SessionExistsError(id)
         if cwd is not None and not cwd.startswith("/"):
@@ -87,9 +89,9 @@ class SessionStore:
             version=SESSION_FORMAT_VERSION,
             id=id,
             created_at=created_at if created_at is not None else self._clock(),
-            **({"cwd": cwd} if cwd is not None else {}),
-            **({"parent_session": parent_session} if parent_session is not None else {}),
-            **({"seed_length": seed_length} if seed_length is not None else {}),
+            cwd=cwd if cwd is not None else UNSET,
+            parent_session=parent_session if parent_session is not None else UNSET,
+            seed_length=seed_length if seed_length is not None else UNSET,
         )
         return Session(id, seed, header, registry=self._registry, clock=self._clock)
 
@@ -108,7 +110,7 @@ class SessionStore:
             for plugin, fn in hooks.session_event_listeners():
                 try:
                     fn(session=session, event=event)
-                except Exception as exc:  # noqa: BLE001  # every listener runs first
+                except Exception as exc:  # every listener runs first
                     exc.add_note(
                         f"raised by session_event of plugin {plugin!r} for {event.type} "
                         f"seq {event.seq}"
@@ -139,7 +141,7 @@ class SessionStore:
 
     def create(
         self,
-        id: str | None = None,  # noqa: A002
+        id: str | None = None,
         *,
         seed: Iterable[Event | Mapping[str, Any]] | None = None,
         cwd: str | None = None,
@@ -177,7 +179,7 @@ class SessionStore:
             self._scopes[-1].append(detach)
         return session
 
-    def get(self, id: str) -> Session | None:  # noqa: A002
+    def get(self, id: str) -> Session | None:
         """The live session with this id, or ``None``."""
         return self._sessions.get(id)
 
@@ -298,9 +300,9 @@ class SessionStore:
 
 def _safe_index(value: object) -> bool:
     return (
-        value.__class__ is int and 0 <= value <= _MAX_SAFE_INTEGER  # type: ignore[operator]
+        value.__class__ is int and 0 <= value <= _MAX_SAFE_INTEGER
     ) or (
-        value.__class__ is float and value.is_integer() and 0 <= value <= _MAX_SAFE_INTEGER  # type: ignore[attr-defined,operator]
+        value.__class__ is float and value.is_integer() and 0 <= value <= _MAX_SAFE_INTEGER
     )
 
 

@@ -127,8 +127,8 @@ class Surface:
         if end not in live:
             msg = f"surface replace: end seq {_js(end)} not found in surface"
             raise SurfaceError(msg, seq=-1)
-        i = self._order.index(start)  # type: ignore[arg-type]
-        j = self._order.index(end)  # type: ignore[arg-type]
+        i = self._order.index(start)
+        j = self._order.index(end)
         if i > j:
             msg = (
                 f"surface replace: start seq {start} (index {i}) is after end seq {end} "

@@ -127,7 +127,7 @@ class Event(
         return None
 
 
-class SurfaceEvent(Event):
+class SurfaceEvent(Event, frozen=True):
     """A message-producing event: it says how it joins the surface list."""
 
     source_event_seqs: tuple[int, ...] | UnsetType = UNSET
@@ -136,7 +136,7 @@ class SurfaceEvent(Event):
     surface: ClassVar[bool] = True
 
 
-class OpaqueEvent(Event, tag="\x00opaque"):
+class OpaqueEvent(Event, tag="\x00opaque", frozen=True):
     """An event kept verbatim because no registered schema fits it.
 
     ``wire`` is the whole log entry, read-only, in its original key order; ``data`` is its
@@ -176,40 +176,40 @@ class _Payload(Struct, frozen=True, gc=False, kw_only=True, rename="camel",
     pass
 
 
-class TurnStartData(_Payload, kw_only=True):
+class TurnStartData(_Payload, kw_only=True, frozen=True):
     turn: int
     trigger: TurnTrigger
 
 
-class TurnStart(Event, tag="turn/start"):
+class TurnStart(Event, tag="turn/start", frozen=True):
     """Opens turn ``turn``; ``trigger`` records what started it."""
 
     data: TurnStartData
 
 
-class TurnEndData(_Payload, kw_only=True):
+class TurnEndData(_Payload, kw_only=True, frozen=True):
     turn: int
     reason: TurnEndReason
 
 
-class TurnEnd(Event, tag="turn/end"):
+class TurnEnd(Event, tag="turn/end", frozen=True):
     """Closes turn ``turn`` with the reason it ended. The durable-commit boundary."""
 
     data: TurnEndData
 
 
-class StepData(_Payload, kw_only=True):
+class StepData(_Payload, kw_only=True, frozen=True):
     turn: int
     step: int
 
 
-class StepStart(Event, tag="step/start"):
+class StepStart(Event, tag="step/start", frozen=True):
     """Opens step ``step`` of turn ``turn``: one model call plus the tools it requested."""
 
     data: StepData
 
 
-class StepEnd(Event, tag="step/end"):
+class StepEnd(Event, tag="step/end", frozen=True):
     """Closes step ``step`` of turn ``turn``."""
 
     data: StepData
@@ -230,12 +230,12 @@ def _json_string(value: object) -> str:
     return json_string(value)
 
 
-class UserMessageData(_Payload, kw_only=True):
+class UserMessageData(_Payload, kw_only=True, frozen=True):
     content: tuple[ContentBlock, ...]
     source: MessageSource
 
 
-class UserMessage(SurfaceEvent, tag="user/message"):
+class UserMessage(SurfaceEvent, tag="user/message", frozen=True):
     """A user-visible prompt (a queued message drained at turn start)."""
 
     data: UserMessageData
@@ -244,24 +244,24 @@ class UserMessage(SurfaceEvent, tag="user/message"):
         return Message(role="user", content=self.data.content)
 
 
-class PromptBlockedData(_Payload, kw_only=True):
+class PromptBlockedData(_Payload, kw_only=True, frozen=True):
     content: tuple[ContentBlock, ...]
     source: MessageSource
     reason: str
 
 
-class PromptBlocked(Event, tag="prompt/blocked"):
+class PromptBlocked(Event, tag="prompt/blocked", frozen=True):
     """A queued prompt a hook vetoed, with the veto text; it never becomes a message."""
 
     data: PromptBlockedData
 
 
-class ContextMessageData(_Payload, kw_only=True):
+class ContextMessageData(_Payload, kw_only=True, frozen=True):
     content: tuple[ContentBlock, ...]
     source: MessageSource
 
 
-class ContextMessage(SurfaceEvent, tag="context/message"):
+class ContextMessage(SurfaceEvent, tag="context/message", frozen=True):
     """In-session context injection, rendered as ``<context source="...">`` user content."""
 
     data: ContextMessageData
@@ -270,13 +270,13 @@ class ContextMessage(SurfaceEvent, tag="context/message"):
         return _envelope("context", self.data.source, self.data.content)
 
 
-class SteeringMessageData(_Payload, kw_only=True):
+class SteeringMessageData(_Payload, kw_only=True, frozen=True):
     turn: int
     content: tuple[ContentBlock, ...]
     source: MessageSource
 
 
-class SteeringMessage(SurfaceEvent, tag="steering/message"):
+class SteeringMessage(SurfaceEvent, tag="steering/message", frozen=True):
     """Steering content injected between steps of a running turn."""
 
     data: SteeringMessageData
@@ -285,26 +285,26 @@ class SteeringMessage(SurfaceEvent, tag="steering/message"):
         return _envelope("steering", self.data.source, self.data.content)
 
 
-class AssistantChunkData(_Payload, kw_only=True):
+class AssistantChunkData(_Payload, kw_only=True, frozen=True):
     turn: int
     step: int
     chunk: StreamChunk
 
 
-class AssistantChunk(Event, tag="assistant/chunk"):
+class AssistantChunk(Event, tag="assistant/chunk", frozen=True):
     """One raw stream chunk, kept for token-level replay; derivation skips it."""
 
     data: AssistantChunkData
 
 
-class AssistantMessageData(_Payload, kw_only=True):
+class AssistantMessageData(_Payload, kw_only=True, frozen=True):
     turn: int
     step: int
     content: tuple[ContentBlock, ...]
     usage: TokenUsage | UnsetType = UNSET
 
 
-class AssistantMessage(SurfaceEvent, tag="assistant/message"):
+class AssistantMessage(SurfaceEvent, tag="assistant/message", frozen=True):
     """The assembled assistant message of one step, with its token usage. An empty one
     only hosts usage and projects to no message."""
 
@@ -318,7 +318,7 @@ class AssistantMessage(SurfaceEvent, tag="assistant/message"):
 # --- tools -------------------------------------------------------------------------------
 
 
-class ToolCallData(_Payload, kw_only=True):
+class ToolCallData(_Payload, kw_only=True, frozen=True):
     turn: int
     step: int
     call_id: str
@@ -326,18 +326,18 @@ class ToolCallData(_Payload, kw_only=True):
     arguments: str
 
 
-class ToolCall(Event, tag="tool/call"):
+class ToolCall(Event, tag="tool/call", frozen=True):
     """The model requested one tool invocation; ``call_id`` pairs it with its result."""
 
     data: ToolCallData
 
 
-class ToolError(_Payload, kw_only=True):
+class ToolError(_Payload, kw_only=True, frozen=True):
     name: str
     code: str
 
 
-class ToolResultData(_Payload, kw_only=True):
+class ToolResultData(_Payload, kw_only=True, frozen=True):
     turn: int
     step: int
     call_id: str
@@ -347,7 +347,7 @@ class ToolResultData(_Payload, kw_only=True):
     meta: JsonValue | UnsetType = UNSET
 
 
-class ToolResult(SurfaceEvent, tag="tool/result"):
+class ToolResult(SurfaceEvent, tag="tool/result", frozen=True):
     """A completed tool call's model-facing result, plus an optional tool-private ``meta``."""
 
     data: ToolResultData
@@ -358,7 +358,7 @@ class ToolResult(SurfaceEvent, tag="tool/result"):
         return Message(role="user", content=(block,))
 
 
-class ToolCodeDispatchData(_Payload, kw_only=True):
+class ToolCodeDispatchData(_Payload, kw_only=True, frozen=True):
     parent_call_id: str
     sub_call_id: str
     name: str
@@ -367,7 +367,7 @@ class ToolCodeDispatchData(_Payload, kw_only=True):
     result_summary: str
 
 
-class ToolCodeDispatch(Event, tag="tool/code-dispatch"):
+class ToolCodeDispatch(Event, tag="tool/code-dispatch", frozen=True):
     """One sub-dispatch made by a ``run_code`` program; log-only."""
 
     data: ToolCodeDispatchData
@@ -376,25 +376,25 @@ class ToolCodeDispatch(Event, tag="tool/code-dispatch"):
 # --- the request header ------------------------------------------------------------------
 
 
-class RequestHeaderData(_Payload, kw_only=True):
+class RequestHeaderData(_Payload, kw_only=True, frozen=True):
     header: EpochHeader
     reason: Literal["initial", "resume", "fallback"]
 
 
-class RequestHeader(Event, tag="request/header"):
+class RequestHeader(Event, tag="request/header", frozen=True):
     """A full snapshot of the header the next request is built under."""
 
     data: RequestHeaderData
 
 
-class RequestHeaderDeltaData(_Payload, kw_only=True):
+class RequestHeaderDeltaData(_Payload, kw_only=True, frozen=True):
     system: SystemDelta | UnsetType = UNSET
     tools: ToolsDelta | UnsetType = UNSET
     config: LlmCallConfig | UnsetType = UNSET
     message_prefix: tuple[Message, ...] | UnsetType = UNSET
 
 
-class RequestHeaderDelta(Event, tag="request/header-delta"):
+class RequestHeaderDelta(Event, tag="request/header-delta", frozen=True):
     """An amendment to the folded request header; always round-trips."""
 
     data: RequestHeaderDeltaData

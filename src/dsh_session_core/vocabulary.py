@@ -77,23 +77,23 @@ class _Value(
 # --- content blocks and messages --------------------------------------------------------
 
 
-class _Block(_Value, tag_field="type"):
+class _Block(_Value, tag_field="type", frozen=True):
     pass
 
 
-class TextBlock(_Block, tag="text", kw_only=True):
+class TextBlock(_Block, tag="text", kw_only=True, frozen=True):
     """Plain text."""
 
     text: str
 
 
-class ReasoningBlock(_Block, tag="reasoning", kw_only=True):
+class ReasoningBlock(_Block, tag="reasoning", kw_only=True, frozen=True):
     """The model's reasoning text."""
 
     text: str
 
 
-class ToolCallBlock(_Block, tag="tool-call", kw_only=True):
+class ToolCallBlock(_Block, tag="tool-call", kw_only=True, frozen=True):
     """A tool call requested by the model. ``arguments`` is the raw JSON text the model
     produced, never parsed."""
 
@@ -102,7 +102,7 @@ class ToolCallBlock(_Block, tag="tool-call", kw_only=True):
     arguments: str
 
 
-class ToolResultBlock(_Block, tag="tool-result", kw_only=True):
+class ToolResultBlock(_Block, tag="tool-result", kw_only=True, frozen=True):
     """A tool's model-facing result, as derivation renders a ``tool/result`` event."""
 
     tool_call_id: str
@@ -113,7 +113,7 @@ class ToolResultBlock(_Block, tag="tool-result", kw_only=True):
 ContentBlock: TypeAlias = TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock
 
 
-class Message(_Value, kw_only=True):
+class Message(_Value, kw_only=True, frozen=True):
     """One LLM message. Derived messages are only ever ``user`` or ``assistant``."""
 
     role: Literal["system", "user", "assistant"]
@@ -123,15 +123,15 @@ class Message(_Value, kw_only=True):
 # --- where a message came from, what started and ended a turn ---------------------------
 
 
-class _Kinded(_Value, tag_field="kind"):
+class _Kinded(_Value, tag_field="kind", frozen=True):
     pass
 
 
-class UserSource(_Kinded, tag="user", kw_only=True):
+class UserSource(_Kinded, tag="user", kw_only=True, frozen=True):
     """The message came from the user."""
 
 
-class PluginSource(_Kinded, tag="plugin", kw_only=True):
+class PluginSource(_Kinded, tag="plugin", kw_only=True, frozen=True):
     """The message came from a plugin (named; the name is not rendered into messages)."""
 
     plugin: str
@@ -140,13 +140,13 @@ class PluginSource(_Kinded, tag="plugin", kw_only=True):
 MessageSource: TypeAlias = UserSource | PluginSource
 
 
-class MessageTrigger(_Kinded, tag="message", kw_only=True):
+class MessageTrigger(_Kinded, tag="message", kw_only=True, frozen=True):
     """A drained batch of queued messages started the turn."""
 
     source: MessageSource
 
 
-class InjectionTrigger(_Kinded, tag="injection", kw_only=True):
+class InjectionTrigger(_Kinded, tag="injection", kw_only=True, frozen=True):
     """An idle-time context injection, wrapped in its own one-shot turn."""
 
     source: MessageSource
@@ -155,17 +155,17 @@ class InjectionTrigger(_Kinded, tag="injection", kw_only=True):
 TurnTrigger: TypeAlias = MessageTrigger | InjectionTrigger
 
 
-class CompletedReason(_Kinded, tag="completed", kw_only=True):
+class CompletedReason(_Kinded, tag="completed", kw_only=True, frozen=True):
     """The turn ran to its natural end."""
 
 
-class AbortedReason(_Kinded, tag="aborted", kw_only=True):
+class AbortedReason(_Kinded, tag="aborted", kw_only=True, frozen=True):
     """The turn was cancelled, usually by the user."""
 
     reason: str | UnsetType = UNSET
 
 
-class ErrorReason(_Kinded, tag="error", kw_only=True):
+class ErrorReason(_Kinded, tag="error", kw_only=True, frozen=True):
     """A step failed; ``step`` is where, ``code`` the error's code when it had one."""
 
     step: int
@@ -173,21 +173,21 @@ class ErrorReason(_Kinded, tag="error", kw_only=True):
     code: str | UnsetType = UNSET
 
 
-class DisposedReason(_Kinded, tag="disposed", kw_only=True):
+class DisposedReason(_Kinded, tag="disposed", kw_only=True, frozen=True):
     """The agent was disposed while the turn ran."""
 
 
-class MaxTokensReason(_Kinded, tag="max-tokens", kw_only=True):
+class MaxTokensReason(_Kinded, tag="max-tokens", kw_only=True, frozen=True):
     """A step of the turn was cut short by the token limit."""
 
 
-class RejectedReason(_Kinded, tag="rejected", kw_only=True):
+class RejectedReason(_Kinded, tag="rejected", kw_only=True, frozen=True):
     """A hook blocked the turn's whole prompt batch; no step ran."""
 
     reason: str
 
 
-class InterruptedReason(_Kinded, tag="interrupted", kw_only=True):
+class InterruptedReason(_Kinded, tag="interrupted", kw_only=True, frozen=True):
     """The process died mid-turn; crash repair closed the turn on reload."""
 
 
@@ -205,7 +205,7 @@ TurnEndReason: TypeAlias = (
 # --- streaming ---------------------------------------------------------------------------
 
 
-class TokenUsage(_Value, kw_only=True):
+class TokenUsage(_Value, kw_only=True, frozen=True):
     """Token accounting of one model call. The counts do not overlap: ``input_tokens``
     covers uncached input only."""
 
@@ -216,23 +216,23 @@ class TokenUsage(_Value, kw_only=True):
     reasoning_tokens: int | UnsetType = UNSET
 
 
-class StopFinish(_Kinded, tag="stop", kw_only=True):
+class StopFinish(_Kinded, tag="stop", kw_only=True, frozen=True):
     """The model stopped on its own."""
 
 
-class ToolCallsFinish(_Kinded, tag="tool-calls", kw_only=True):
+class ToolCallsFinish(_Kinded, tag="tool-calls", kw_only=True, frozen=True):
     """The model stopped to call tools."""
 
 
-class MaxTokensFinish(_Kinded, tag="max-tokens", kw_only=True):
+class MaxTokensFinish(_Kinded, tag="max-tokens", kw_only=True, frozen=True):
     """The model hit its token limit."""
 
 
-class AbortedFinish(_Kinded, tag="aborted", kw_only=True):
+class AbortedFinish(_Kinded, tag="aborted", kw_only=True, frozen=True):
     """The call was aborted."""
 
 
-class ErrorFinish(_Kinded, tag="error", kw_only=True):
+class ErrorFinish(_Kinded, tag="error", kw_only=True, frozen=True):
     """The model reported a failure."""
 
     message: str
@@ -244,32 +244,32 @@ FinishReason: TypeAlias = (
 )
 
 
-class _Chunk(_Value, tag_field="type"):
+class _Chunk(_Value, tag_field="type", frozen=True):
     pass
 
 
-class BlockStartChunk(_Chunk, tag="block-start", kw_only=True):
+class BlockStartChunk(_Chunk, tag="block-start", kw_only=True, frozen=True):
     """A content block of ``block_type`` opens at ``index``."""
 
     index: int
     block_type: str
 
 
-class TextDeltaChunk(_Chunk, tag="text-delta", kw_only=True):
+class TextDeltaChunk(_Chunk, tag="text-delta", kw_only=True, frozen=True):
     """More text for the text block at ``index``."""
 
     index: int
     text: str
 
 
-class ReasoningDeltaChunk(_Chunk, tag="reasoning-delta", kw_only=True):
+class ReasoningDeltaChunk(_Chunk, tag="reasoning-delta", kw_only=True, frozen=True):
     """More reasoning for the reasoning block at ``index``."""
 
     index: int
     text: str
 
 
-class ToolCallDeltaChunk(_Chunk, tag="tool-call-delta", kw_only=True):
+class ToolCallDeltaChunk(_Chunk, tag="tool-call-delta", kw_only=True, frozen=True):
     """More argument text for the tool call at ``index``."""
 
     index: int
@@ -278,20 +278,20 @@ class ToolCallDeltaChunk(_Chunk, tag="tool-call-delta", kw_only=True):
     arguments_delta: str
 
 
-class BlockEndChunk(_Chunk, tag="block-end", kw_only=True):
+class BlockEndChunk(_Chunk, tag="block-end", kw_only=True, frozen=True):
     """The block at ``index`` is complete; ``block`` is its assembled form."""
 
     index: int
     block: ContentBlock
 
 
-class UsageChunk(_Chunk, tag="usage", kw_only=True):
+class UsageChunk(_Chunk, tag="usage", kw_only=True, frozen=True):
     """The call's token accounting."""
 
     usage: TokenUsage
 
 
-class FinishChunk(_Chunk, tag="finish", kw_only=True):
+class FinishChunk(_Chunk, tag="finish", kw_only=True, frozen=True):
     """The call finished, for ``reason``."""
 
     reason: FinishReason
@@ -311,7 +311,7 @@ StreamChunk: TypeAlias = (
 # --- the request header ------------------------------------------------------------------
 
 
-class LlmCallConfig(_Value, kw_only=True):
+class LlmCallConfig(_Value, kw_only=True, frozen=True):
     """Model call settings. Compared field by field; an empty ``stop`` is not an absent one."""
 
     model: str
@@ -320,7 +320,7 @@ class LlmCallConfig(_Value, kw_only=True):
     stop: tuple[str, ...] | UnsetType = UNSET
 
 
-class ToolSchema(_Value, kw_only=True):
+class ToolSchema(_Value, kw_only=True, frozen=True):
     """A tool as offered to the model; ``parameters`` is a JSON Schema object."""
 
     name: str
@@ -328,7 +328,7 @@ class ToolSchema(_Value, kw_only=True):
     parameters: dict[str, Any]
 
 
-class EpochHeader(_Value, kw_only=True):
+class EpochHeader(_Value, kw_only=True, frozen=True):
     """What a request is built under: config, system prompt, tools, session prefix.
 
     ``tools`` is also allowed to be a string: the reference's snapshot recorder writes the
@@ -341,7 +341,7 @@ class EpochHeader(_Value, kw_only=True):
     message_prefix: tuple[Message, ...] | UnsetType = UNSET
 
 
-class SystemDelta(_Value, kw_only=True):
+class SystemDelta(_Value, kw_only=True, frozen=True):
     """A line edit of the system prompt: keep a prefix and a suffix, insert between."""
 
     keep_start: int
@@ -349,7 +349,7 @@ class SystemDelta(_Value, kw_only=True):
     insert: tuple[str, ...]
 
 
-class ToolsDelta(_Value, kw_only=True):
+class ToolsDelta(_Value, kw_only=True, frozen=True):
     """A tool-list edit keyed by name: removed names, changed tools, tools added at the end."""
 
     added: tuple[ToolSchema, ...]
