@@ -41,6 +41,7 @@ from ._session import EventsView, Session
 from ._store import SessionStore
 from ._surface import Surface, SurfaceNode
 from ._tool_pairing import is_tool_pairing_balanced
+from ._validate import Problem, check_events
 from .events import SURFACE_TYPES, Event, OpaqueEvent, ReplaceOp, SurfaceEvent, SurfaceOp
 from .vocabulary import Message
 
@@ -58,6 +59,7 @@ __all__ = [
     "Message",
     "OpaqueEvent",
     "PluginManager",
+    "Problem",
     "RegisteredEvent",
     "ReplaceOp",
     "Session",
@@ -69,6 +71,7 @@ __all__ = [
     "SurfaceOp",
     "apply_header_delta",
     "canonical_header",
+    "check_events",
     "core_registry",
     "create_plugin_manager",
     "diff_header",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import operator
-import re
 import time as _time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -23,10 +22,11 @@ from ._codec import ENCODER, encode_events
 from ._decode import decode_wire, freeze_untyped
 from ._derive import Derivation, project_opaque
 from ._header import SESSION_FORMAT_VERSION, SessionHeader
-from ._json import JsonObject, find_non_json, freeze, thaw
+from ._json import JsonObject, find_non_json, freeze
 from ._registry import EventRegistry, RegisteredEvent
 from ._request_header import RequestHeaderFold
 from ._surface import Surface
+from ._validate import schema_problem
 from .errors import (
     NotJsonError,
     SchemaError,
@@ -74,24 +74,6 @@ class EventsView(Sequence[Event]):
 
     def __repr__(self) -> str:
         return f"<EventsView of {len(self._events)} events>"
-
-
-# msgspec says where a value failed as "... - at `$.a[0].b`"; unknown keys and unknown
-# kinds (tags) of merge-extensible unions are extensions, not schema errors.
-_AT = re.compile(r" - at `(\$[^`]*)`$")
-_UNKNOWN_FIELD = re.compile(r"^Object contains unknown field `([^`]*)`")
-_UNKNOWN_TAG = re.compile(r"^Invalid value '[^']*'")
-_PATH_PART = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
-
-
-def _path_parts(path: str) -> list[str | int]:
-    return [k if k else int(i) for k, i in _PATH_PART.findall(path[1:])]
-
-
-def _at(value: Any, parts: list[str | int]) -> Any:
-    for p in parts:
-        value = value[p]
-    return value
 
 
 class Session:
@@ -289,32 +271,15 @@ class Session:
             raise _not_json(type, seq, bad)
         if entry is None:
             return freeze(data)
-        work = thaw(data)
-        # Strip what extends the schema (unknown keys; kinds no schema knows) and check
-        # the rest, so a typo in a known field is still an error.
-        for _ in range(10_000):
-            try:
-                msgspec.convert(work, entry.payload)
-            except msgspec.ValidationError as exc:
-                text = str(exc)
-                m = _AT.search(text)
-                path = m.group(1) if m else "$"
-                head = text[: m.start()] if m else text
-                unknown = _UNKNOWN_FIELD.match(head)
-                if unknown is not None:
-                    del _at(work, _path_parts(path))[unknown.group(1)]
-                    continue
-                if _UNKNOWN_TAG.match(head) and path.rsplit(".", 1)[-1] in ("type", "kind"):
-                    break  # a kind no schema knows: kept as is, not checked further
-                msg = (
-                    f'session event "{type}" does not match the schema '
-                    f"{entry.payload.__name__} registered by plugin {entry.plugin!r}: {head} "
-                    f"at {path}; fix the payload, or check the event type"
-                )
-                raise SchemaError(
-                    msg, event_type=type, seq=seq, path=path, plugin=entry.plugin
-                ) from None
-            break
+        problem = schema_problem(entry, data)
+        if problem is not None:
+            path, head = problem
+            msg = (
+                f'session event "{type}" does not match the schema '
+                f"{entry.payload.__name__} registered by plugin {entry.plugin!r}: {head} "
+                f"at {path}; fix the payload, or check the event type"
+            )
+            raise SchemaError(msg, event_type=type, seq=seq, path=path, plugin=entry.plugin)
         return freeze(data)
 
     def _append_opaque(
