@@ -33,6 +33,8 @@ Deviations from the reference plugin (edc065666f):
   only fire for seeded (loaded) logs, whose events the core keeps as they were written.
 - A violating event never enters the plugin's trace: the next event is judged against
   the state before it (the reference's later versions do the same).
+- "Surface type" means a surface type of the session's registry (the five core types,
+  plus any a plugin registers), not a fixed list.
 """
 
 from __future__ import annotations
@@ -259,7 +261,7 @@ def _check(trace: _Trace, event: Event, surface_types: frozenset[str]) -> _Trans
     op = _envelope_field(event, "surface_op")
 
     # 2-4: the surface fields.
-    if False:
+    if etype not in surface_types:
         if seqs is not _MISSING:
             msg = f"{etype} cannot carry sourceEventSeqs (non-surface event)"
             raise InvariantError(msg)
@@ -372,6 +374,11 @@ def _replay(trace: _Trace, events: Iterable[Event], surface_types: frozenset[str
 class InvariantsPlugin:
     """Checks every event of every session of the stores built on the manager it is
     registered on; one instance keeps one trace per session id.
+
+    A trace belongs to one session object: when another session shows up under a known
+    id (re-created after a detach, or a second store on the same manager minting the same
+    id), its log is replayed and the new trace replaces the old one. Traces are never
+    dropped (no hook says a session is gone), so keep this plugin to development runs.
 
     :param freeze: accepted for compatibility with the reference's option and ignored:
         logged events are immutable msgspec Structs with read-only JSON data already,

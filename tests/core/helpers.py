@@ -65,7 +65,7 @@ def text(t: str) -> dict[str, JSON]:
     return {"type": "text", "text": t}
 
 
-def CALL(call_id: str, name: str = "bash") -> dict[str, JSON]:  # noqa: N802
+def CALL(call_id: str, name: str = "bash") -> dict[str, JSON]:
     return {"type": "tool-call", "id": call_id, "name": name, "arguments": "{}"}
 
 
@@ -116,39 +116,39 @@ def chunk_data(t: int, s: int, delta: str = "hi") -> dict[str, JSON]:
 # --- appenders -------------------------------------------------------------------------
 
 
-def TS(s: Session, n: int) -> Event:  # noqa: N802
+def TS(s: Session, n: int) -> Event:
     return s.append("turn/start", ts_data(n))
 
 
-def TE(s: Session, n: int, reason: dict[str, JSON] | None = None) -> Event:  # noqa: N802
+def TE(s: Session, n: int, reason: dict[str, JSON] | None = None) -> Event:
     return s.append("turn/end", te_data(n, reason))
 
 
-def SS(s: Session, t: int, st: int) -> Event:  # noqa: N802
+def SS(s: Session, t: int, st: int) -> Event:
     return s.append("step/start", step_data(t, st))
 
 
-def SE(s: Session, t: int, st: int) -> Event:  # noqa: N802
+def SE(s: Session, t: int, st: int) -> Event:
     return s.append("step/end", step_data(t, st))
 
 
-def U(s: Session, x: str) -> Event:  # noqa: N802
+def U(s: Session, x: str) -> Event:
     return s.append("user/message", u_data(x), surface_op="append")
 
 
-def A(s: Session, t: int, st: int, blocks: Sequence[dict[str, JSON]]) -> Event:  # noqa: N802
+def A(s: Session, t: int, st: int, blocks: Sequence[dict[str, JSON]]) -> Event:
     return s.append("assistant/message", a_data(t, st, blocks), surface_op="append")
 
 
-def TC(s: Session, t: int, st: int, call_id: str) -> Event:  # noqa: N802
+def TC(s: Session, t: int, st: int, call_id: str) -> Event:
     return s.append("tool/call", tc_data(t, st, call_id))
 
 
-def TR(s: Session, t: int, st: int, call_id: str, out: str) -> Event:  # noqa: N802
+def TR(s: Session, t: int, st: int, call_id: str, out: str) -> Event:
     return s.append("tool/result", tr_data(t, st, call_id, out), surface_op="append")
 
 
-def REP(start: int, end: int) -> dict[str, JSON]:  # noqa: N802
+def REP(start: int, end: int) -> dict[str, JSON]:
     """A replace op in its wire shape."""
     return {"op": "replace", "start": start, "end": end}
 

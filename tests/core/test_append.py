@@ -134,9 +134,7 @@ def test_a5_replace_op_is_copied() -> None:
     s = Session("s")
     U(s, "a")
     op = {"op": "replace", "start": 0, "end": 0}
-    s.append(
-        "assistant/message", a_data(1, 1, [text("b")]), surface_op=op, source_event_seqs=[0]
-    )
+    s.append("assistant/message", a_data(1, 1, [text("b")]), surface_op=op, source_event_seqs=[0])
     op["start"] = 99
     assert wire(s.events[1])["surfaceOp"] == {"op": "replace", "start": 0, "end": 0}
     assert s.events[1].surface_op == ReplaceOp(0, 0)  # type: ignore[attr-defined]
@@ -147,8 +145,10 @@ def test_a6_data_is_copied_and_the_logged_event_is_immutable() -> None:
     """Deviation 4: the returned event is the logged one and is immutable, so instead of
     checking that changing it changes the log, check that changing it raises."""
     s = Session("s")
-    data: dict[str, Any] = {"content": [{"type": "text", "text": "original"}],
-                            "source": {"kind": "user"}}
+    data: dict[str, Any] = {
+        "content": [{"type": "text", "text": "original"}],
+        "source": {"kind": "user"},
+    }
     ev = s.append("user/message", data, surface_op="append")
     data["content"][0]["text"] = "HACKED"
     data["injected"] = True
@@ -202,8 +202,12 @@ def test_a8_the_last_todo_write_wins() -> None:
     s.append("todo/write", {"todos": [{"content": "first", "status": "pending"}]})
     s.append(
         "todo/write",
-        {"todos": [{"content": "first", "status": "completed"},
-                   {"content": "second", "status": "in_progress"}]},
+        {
+            "todos": [
+                {"content": "first", "status": "completed"},
+                {"content": "second", "status": "in_progress"},
+            ]
+        },
     )
     last = [e for e in s.events if e.type == "todo/write"][-1]
     assert wire(last)["data"]["todos"] == [
@@ -248,8 +252,12 @@ def test_a11_unknown_types_are_accepted() -> None:
     assert ev.seq == 0
     assert ev.type == "compaction/marker"
     assert ev.data == {"foo": "bar"}
-    assert wire(ev) == {"type": "compaction/marker", "seq": 0, "time": ev.time,
-                        "data": {"foo": "bar"}}
+    assert wire(ev) == {
+        "type": "compaction/marker",
+        "seq": 0,
+        "time": ev.time,
+        "data": {"foo": "bar"},
+    }
     assert len(s.events) == 1
 
 
@@ -380,8 +388,7 @@ def test_b18_nested_arrays_and_objects_are_accepted() -> None:
 def test_b22_shared_acyclic_value_is_accepted() -> None:
     s = Session("s")
     o = {"k": 1}
-    ev = s.append("user/message", {**u_data("x"), "extra": {"x": o, "y": o}},
-                  surface_op="append")
+    ev = s.append("user/message", {**u_data("x"), "extra": {"x": o, "y": o}}, surface_op="append")
     assert len(s.events) == 1
     assert wire(ev)["data"]["extra"] == {"x": {"k": 1}, "y": {"k": 1}}
 
@@ -439,15 +446,19 @@ TYPED_BAD: list[tuple[str, str, Callable[[], dict[str, Any]], dict[str, Any]]] =
     (
         "usage-nan",
         "assistant/message",
-        lambda: {**a_data(1, 1, [text("h")]),
-                 "usage": {"inputTokens": float("nan"), "outputTokens": 0}},
+        lambda: {
+            **a_data(1, 1, [text("h")]),
+            "usage": {"inputTokens": float("nan"), "outputTokens": 0},
+        },
         {"surface_op": "append"},
     ),
     (
         "temperature-inf",
         "request/header",
-        lambda: {"header": {"config": {"model": "m", "temperature": float("inf")}},
-                 "reason": "initial"},
+        lambda: {
+            "header": {"config": {"model": "m", "temperature": float("inf")}},
+            "reason": "initial",
+        },
         {},
     ),
     (
@@ -500,8 +511,9 @@ def test_c27_missing_marker_is_rejected() -> None:
     TS(s, 1)
     with pytest.raises(
         SurfaceIntentError,
-        match=exact('session event "user/message" is surface-eligible and requires a '
-                    "surfaceOp marker"),
+        match=exact(
+            'session event "user/message" is surface-eligible and requires a surfaceOp marker'
+        ),
     ):
         s.append("user/message", {"content": [text("hi")], "source": {"kind": "user"}})
     assert len(s.events) == 1

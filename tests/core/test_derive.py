@@ -5,6 +5,7 @@ and of the projection rules (§3, §4)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -38,7 +39,7 @@ from helpers import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_session_core import OpaqueEvent, Session, encode_event
+from dsh_session_core import Event, OpaqueEvent, Session, encode_event
 from dsh_session_core.events import UserMessage, UserMessageData
 from dsh_session_core.vocabulary import TextBlock, UserSource
 
@@ -73,8 +74,10 @@ def test_f54_context_envelope_renders_only_the_kind() -> None:
     s = Session("s")
     s.append(
         "context/message",
-        {"content": [text("file changed: a.ts")],
-         "source": {"kind": "plugin", "plugin": "watcher"}},
+        {
+            "content": [text("file changed: a.ts")],
+            "source": {"kind": "plugin", "plugin": "watcher"},
+        },
         surface_op="append",
     )
     assert messages(s) == [
@@ -175,8 +178,12 @@ def test_f60_source_error_meta_never_reach_messages() -> None:
     assert msgs[0] == {"role": "user", "content": [text("hi")]}
     assert list(msgs[0]) == ["role", "content"]
     block = msgs[1]["content"][0]
-    assert block == {"type": "tool-result", "toolCallId": "c9", "content": [text("bad")],
-                     "isError": True}
+    assert block == {
+        "type": "tool-result",
+        "toolCallId": "c9",
+        "content": [text("bad")],
+        "isError": True,
+    }
     assert list(block) == ["type", "toolCallId", "content", "isError"]
 
 
@@ -200,7 +207,7 @@ def _noise(s: Session, kind: str) -> None:
 
 
 def _five(s: Session, gaps: list[list[str]]) -> None:
-    steps = [
+    steps: list[Callable[[], Event]] = [
         lambda: U(s, "a"),
         lambda: A(s, 1, 1, [text("b")]),
         lambda: TR(s, 1, 1, "c1", "c"),
@@ -225,8 +232,17 @@ def test_f61_the_five_messages() -> None:
     assert _plain_five() == [
         {"role": "user", "content": [text("a")]},
         {"role": "assistant", "content": [text("b")]},
-        {"role": "user", "content": [{"type": "tool-result", "toolCallId": "c1",
-                                      "content": [text("c")], "isError": False}]},
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool-result",
+                    "toolCallId": "c1",
+                    "content": [text("c")],
+                    "isError": False,
+                }
+            ],
+        },
         {"role": "user", "content": [text("d")]},
         {"role": "assistant", "content": [text("e")]},
     ]
@@ -246,8 +262,12 @@ def test_f61_noise_does_not_change_the_derivation(gaps: list[list[str]]) -> None
 def test_f62_replace_derivation() -> None:
     s = Session("s")
     U(s, "original")
-    s.append("assistant/message", a_data(1, 1, [text("compacted")]), surface_op=REP(0, 0),
-             source_event_seqs=[0])
+    s.append(
+        "assistant/message",
+        a_data(1, 1, [text("compacted")]),
+        surface_op=REP(0, 0),
+        source_event_seqs=[0],
+    )
     assert messages(s) == [{"role": "assistant", "content": [text("compacted")]}]
 
 
@@ -259,7 +279,7 @@ def test_f63_derived_messages_are_immutable() -> None:
     snapshot = wires(s)
     msgs = s.derive_messages()
     with pytest.raises(AttributeError):
-        msgs[0].content[0].text = "HACKED"  # type: ignore[misc]
+        msgs[0].content[0].text = "HACKED"  # type: ignore[misc,union-attr]
     with pytest.raises(AttributeError):
         msgs[1].content[0].content.append(text("more"))  # type: ignore[union-attr]
     with pytest.raises(AttributeError):
@@ -311,8 +331,12 @@ def test_f65_replace_rebuilds_and_old_lists_stay() -> None:
     after = messages(s)
     assert len(after) == 1
     assert after == scratch(s)
-    assert after == [{"role": "user", "content": [
-        text('<context source="user">'), text("summary"), text("</context>")]}]
+    assert after == [
+        {
+            "role": "user",
+            "content": [text('<context source="user">'), text("summary"), text("</context>")],
+        }
+    ]
     assert len(before) == 2
     assert as_json(before) == [
         {"role": "user", "content": [text("one")]},
@@ -343,7 +367,7 @@ def test_f67_derive_event_message_of_one_event() -> None:
     assert m == s.derive_messages()[-1]
     assert as_json(m) == {"role": "user", "content": [text("hi")]}
     with pytest.raises(AttributeError):
-        m.content[0].text = "HACKED"  # type: ignore[misc]
+        m.content[0].text = "HACKED"  # type: ignore[misc,union-attr]
     with pytest.raises(TypeError):
         m.content[0] = TextBlock(text="HACKED")  # type: ignore[index]
     assert messages(s) == [{"role": "user", "content": [text("hi")]}]
@@ -381,8 +405,9 @@ def test_f68_log_only_types_project_to_none() -> None:
         SS(s, 1, 1),
         s.append("assistant/chunk", chunk_data(1, 1)),
         s.append("tool/call", tc_data(1, 1, "c1")),
-        s.append("prompt/blocked", {"content": [text("x")], "source": {"kind": "user"},
-                                    "reason": "no"}),
+        s.append(
+            "prompt/blocked", {"content": [text("x")], "source": {"kind": "user"}, "reason": "no"}
+        ),
         s.append("todo/write", {"todos": []}),
         s.append("request/header", {"header": {"config": {"model": "m"}}, "reason": "initial"}),
         s.append("compaction/marker", {"foo": "bar"}),
@@ -412,8 +437,12 @@ def test_f_opaque_tool_result_projects_the_four_keys() -> None:
     s.append("tool/result", {**tr_data(1, 1, "c1", "out"), "extra": 1}, surface_op="append")
     (msg,) = messages(s)
     block = msg["content"][0]
-    assert block == {"type": "tool-result", "toolCallId": "c1", "content": [text("out")],
-                     "isError": False}
+    assert block == {
+        "type": "tool-result",
+        "toolCallId": "c1",
+        "content": [text("out")],
+        "isError": False,
+    }
     assert list(block) == ["type", "toolCallId", "content", "isError"]
 
 
@@ -430,8 +459,11 @@ def test_f_envelope_kind_is_json_encoded() -> None:
     so these events are opaque, and still projected."""
     s = Session("s")
     for kind in ('we"ird', "back\\slash", "ünïcödé"):
-        s.append("context/message", {"content": [text("x")], "source": {"kind": kind}},
-                 surface_op="append")
+        s.append(
+            "context/message",
+            {"content": [text("x")], "source": {"kind": kind}},
+            surface_op="append",
+        )
     opens = [m["content"][0]["text"] for m in messages(s)]
     assert opens == [
         '<context source="we\\"ird">',
@@ -477,16 +509,22 @@ def test_f_derivation_never_changes_the_log() -> None:
 # node projects as §4 says, from the event's wire form. After every step the session must
 # agree with the model, with a from-scratch derivation, and with a re-encoded replay.
 
-SURFACE_KINDS = ("user", "assistant", "assistant-empty", "tool", "context", "steering",
-                 "opaque-user")
+SURFACE_KINDS = (
+    "user",
+    "assistant",
+    "assistant-empty",
+    "tool",
+    "context",
+    "steering",
+    "opaque-user",
+)
 NOISE = ("ts", "te", "ss", "se", "chunk", "call", "todo", "unknown")
 
-_word = st.text(alphabet="abcxyz <>\"\\é", max_size=6)
+_word = st.text(alphabet='abcxyz <>"\\é', max_size=6)
 _block = st.one_of(
     st.builds(lambda t: {"type": "text", "text": t}, _word),
     st.builds(lambda t: {"type": "reasoning", "text": t}, _word),
-    st.builds(lambda i: {"type": "tool-call", "id": i, "name": "bash", "arguments": "{}"},
-              _word),
+    st.builds(lambda i: {"type": "tool-call", "id": i, "name": "bash", "arguments": "{}"}, _word),
 )
 _content = st.lists(_block, max_size=3)
 _source = st.one_of(
@@ -517,14 +555,23 @@ def _payload(kind: str, content: list[Any], source: dict[str, Any]) -> tuple[str
         case "opaque-user":
             return "user/message", {"content": content, "source": source, "extra": [1, None]}
         case "assistant":
-            return "assistant/message", {"turn": 1, "step": 1,
-                                         "content": content or [text("x")]}
+            return "assistant/message", {"turn": 1, "step": 1, "content": content or [text("x")]}
         case "assistant-empty":
-            return "assistant/message", {"turn": 1, "step": 1, "content": [],
-                                         "usage": {"inputTokens": 1, "outputTokens": 2}}
+            return "assistant/message", {
+                "turn": 1,
+                "step": 1,
+                "content": [],
+                "usage": {"inputTokens": 1, "outputTokens": 2},
+            }
         case "tool":
-            return "tool/result", {"turn": 1, "step": 1, "callId": "c", "content": content,
-                                   "isError": bool(len(content) % 2), "meta": {"m": content}}
+            return "tool/result", {
+                "turn": 1,
+                "step": 1,
+                "callId": "c",
+                "content": content,
+                "isError": bool(len(content) % 2),
+                "meta": {"m": content},
+            }
         case "context":
             return "context/message", {"content": content, "source": source}
         case _:
@@ -559,14 +606,24 @@ def _model_project(ev: dict[str, Any]) -> dict[str, Any] | None:
     if t == "assistant/message":
         return None if not d["content"] else {"role": "assistant", "content": d["content"]}
     if t == "tool/result":
-        return {"role": "user", "content": [{"type": "tool-result", "toolCallId": d["callId"],
-                                              "content": d["content"],
-                                              "isError": d["isError"]}]}
+        return {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool-result",
+                    "toolCallId": d["callId"],
+                    "content": d["content"],
+                    "isError": d["isError"],
+                }
+            ],
+        }
     if t in ("context/message", "steering/message"):
         tag = t.split("/")[0]
         kind = json.dumps(d["source"]["kind"], ensure_ascii=False)
-        return {"role": "user", "content": [text(f"<{tag} source={kind}>"), *d["content"],
-                                            text(f"</{tag}>")]}
+        return {
+            "role": "user",
+            "content": [text(f"<{tag} source={kind}>"), *d["content"], text(f"</{tag}>")],
+        }
     return None
 
 
@@ -606,8 +663,9 @@ def _run(steps: list[tuple[Any, ...]]) -> tuple[Session, list[int]]:
                 j = i + b % (len(order) - i)
                 start, end = order[i], order[j]
                 type_, data = _payload(kind, content, source)
-                ev = s.append(type_, data, surface_op=REP(start, end),
-                              source_event_seqs=order[i : j + 1])
+                ev = s.append(
+                    type_, data, surface_op=REP(start, end), source_event_seqs=order[i : j + 1]
+                )
                 order[i : j + 1] = [ev.seq]
             case ("replace", *_):
                 pass  # nothing on the surface yet

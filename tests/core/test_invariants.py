@@ -498,6 +498,18 @@ def test_traces_are_kept_per_session(store: SessionStore) -> None:
     violates(b, "turn/start", ts(2), "turn/start 2 while turn 1 is still open")
 
 
+def test_a_trace_belongs_to_one_session_object(pm: PluginManager) -> None:
+    # Two stores on one manager both mint "session-1": each is judged by its own log.
+    pm.register(InvariantsPlugin())
+    first, second = SessionStore(pm).create(), SessionStore(pm).create()
+    assert first.id == second.id
+    first.append("turn/start", ts(1))
+    second.append("turn/start", ts(1))
+    first.append("turn/end", te(1))
+    violates(second, "turn/start", ts(2), "turn/start 2 while turn 1 is still open")
+    violates(first, "turn/end", te(1), "turn/end 1 does not match open turn null")
+
+
 def test_fork_replays_the_parent_prefix(store: SessionStore) -> None:
     parent = store.create()
     parent.append("turn/start", ts(1))

@@ -81,8 +81,9 @@ def test_d32_error_reaches_the_caller_and_the_event_stays(pm: PluginManager) -> 
     store = SessionStore(pm)
     s = store.create("s")
     n = len(s.events)
-    with pytest.raises(RuntimeError, match="^boom$"):
+    with pytest.raises(RuntimeError) as info:
         U(s, "x")
+    assert info.value.args == ("boom",)
     assert len(s.events) == n + 1
     assert s.events[n].type == "user/message"
     assert s.seq == n + 1
@@ -101,12 +102,13 @@ def test_d32_every_listener_sees_the_event_even_when_one_raises(
     called first whatever order the store uses."""
     raiser = Raiser(times=1)
     other = Recorder()
-    for plugin in ((raiser, other) if raiser_first else (other, raiser)):
+    for plugin in (raiser, other) if raiser_first else (other, raiser):
         pm.register(plugin)
     store = SessionStore(pm)
     s = store.create("s")
-    with pytest.raises(RuntimeError, match="^boom$"):
+    with pytest.raises(RuntimeError) as info:
         U(s, "x")
+    assert info.value.args == ("boom",)
     assert len(s.events) == 1
     assert [e for _, e in other.calls] == [s.events[0]]
     assert [e for _, e in raiser.calls] == [s.events[0]]
@@ -158,9 +160,16 @@ def test_d34_scope_exit_by_exception_also_detaches(pm: PluginManager) -> None:
     rec = Recorder()
     pm.register(rec)
     store = SessionStore(pm)
-    with pytest.raises(KeyError), store.scope():
-        s = store.create("scoped")
-        raise KeyError("leave")
+    created: list[Session] = []
+
+    def body() -> None:
+        with store.scope():
+            created.append(store.create("scoped"))
+            raise KeyError("leave")
+
+    with pytest.raises(KeyError):
+        body()
+    (s,) = created
     assert store.get("scoped") is None
     U(s, "late")
     assert rec.calls == []
@@ -194,15 +203,14 @@ def test_d35_reentrant_events_reach_every_listener_in_seq_order(
     order (the nested event is delivered after the current one reached everybody)."""
     appender = TodoOnStepStart()
     watcher = Recorder()
-    for plugin in ((appender, watcher) if appender_first else (watcher, appender)):
+    for plugin in (appender, watcher) if appender_first else (watcher, appender):
         pm.register(plugin)
     store = SessionStore(pm)
     s = store.create("s")
     TS(s, 1)
     SS(s, 1, 1)
     U(s, "after")
-    assert [e.type for e in s.events] == ["turn/start", "step/start", "todo/write",
-                                          "user/message"]
+    assert [e.type for e in s.events] == ["turn/start", "step/start", "todo/write", "user/message"]
     for listener in (appender, watcher):
         assert listener.seqs == [0, 1, 2, 3]
         assert [e for _, e in listener.calls] == list(s.events)

@@ -38,8 +38,9 @@ def test_g70_non_json_seed_data() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", [float("nan"), {1, 2}, (1, 2), b"x", {1: "a"}], ids=["nan", "set", "tuple", "bytes",
-                                                               "int-key"]
+    "bad",
+    [float("nan"), {1, 2}, (1, 2), b"x", {1: "a"}],
+    ids=["nan", "set", "tuple", "bytes", "int-key"],
 )
 def test_g70_python_non_json_seed_data(bad: Any) -> None:
     seed = [
@@ -54,8 +55,14 @@ def test_g70_python_non_json_seed_data(bad: Any) -> None:
 
 
 def test_g70_non_json_in_a_typed_field() -> None:
-    seed = [raw("user/message", 0, {"content": [{"type": "text", "text": b"x"}],
-                                    "source": {"kind": "user"}}, surface_op="append")]
+    seed = [
+        raw(
+            "user/message",
+            0,
+            {"content": [{"type": "text", "text": b"x"}], "source": {"kind": "user"}},
+            surface_op="append",
+        )
+    ]
     with pytest.raises(
         SeedError,
         match=exact('seed event "user/message" (seq 0) carries non-JSON-serializable data'),
@@ -67,8 +74,7 @@ def test_g71_seed_must_be_contiguous() -> None:
     seed = [raw("turn/start", 0, ts_data(1)), raw("turn/end", 5, te_data(1))]
     with pytest.raises(
         SeedError,
-        match=exact("seed event at index 1 has seq 5 (expected 1); seed must be contiguous "
-                    "from 0"),
+        match=exact("seed event at index 1 has seq 5 (expected 1); seed must be contiguous from 0"),
     ):
         Session("s", seed=seed)
 
@@ -77,8 +83,7 @@ def test_g71_seed_must_start_at_zero() -> None:
     seed = [raw("turn/start", 1, ts_data(1))]
     with pytest.raises(
         SeedError,
-        match=exact("seed event at index 0 has seq 1 (expected 0); seed must be contiguous "
-                    "from 0"),
+        match=exact("seed event at index 0 has seq 1 (expected 0); seed must be contiguous from 0"),
     ):
         Session("s", seed=seed)
 
@@ -91,8 +96,7 @@ def test_g71_seq_check_comes_before_the_json_check() -> None:
     ]
     with pytest.raises(
         SeedError,
-        match=exact("seed event at index 1 has seq 5 (expected 1); seed must be contiguous "
-                    "from 0"),
+        match=exact("seed event at index 1 has seq 5 (expected 1); seed must be contiguous from 0"),
     ):
         Session("s", seed=seed)
 
@@ -105,8 +109,9 @@ def test_g72_seed_surface_event_without_marker() -> None:
     ]
     with pytest.raises(
         SeedError,
-        match=exact('seed event "user/message" (seq 1) is surface-eligible but carries no '
-                    "surfaceOp marker"),
+        match=exact(
+            'seed event "user/message" (seq 1) is surface-eligible but carries no surfaceOp marker'
+        ),
     ):
         Session("s", seed=seed)
 
@@ -125,8 +130,9 @@ def test_g72_opaque_surface_event_without_marker() -> None:
     seed = [raw("user/message", 0, {**u_data("x"), "extra": 1})]
     with pytest.raises(
         SeedError,
-        match=exact('seed event "user/message" (seq 0) is surface-eligible but carries no '
-                    "surfaceOp marker"),
+        match=exact(
+            'seed event "user/message" (seq 0) is surface-eligible but carries no surfaceOp marker'
+        ),
     ):
         Session("s", seed=seed)
 
@@ -155,8 +161,14 @@ def test_g73_empty_seed_is_fine() -> None:
 
 def test_g73_seed_keeps_its_key_order() -> None:
     """§1: seeded events keep the seed's key order when written again."""
-    line = {"type": "user/message", "seq": 0, "time": 1, "data": u_data("x"),
-            "surfaceOp": "append", "sourceEventSeqs": []}
+    line = {
+        "type": "user/message",
+        "seq": 0,
+        "time": 1,
+        "data": u_data("x"),
+        "surfaceOp": "append",
+        "sourceEventSeqs": [],
+    }
     s = Session("s", seed=[line])
     assert list(wires(s)[0]) == ["type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs"]
 
@@ -226,8 +238,11 @@ def test_g77_seeded_missing_start_fails_lazily() -> None:
     s = Session("s", seed=seed)
     assert len(s.events) == 2
     for _ in range(3):
-        with pytest.raises(SurfaceError, match=r"surface replace: start seq \d+ not found in "
-                                               r"surface"):
+        with pytest.raises(
+            SurfaceError,
+            match=r"surface replace: start seq \d+ not found in "
+            r"surface",
+        ):
             s.derive_messages()
     with pytest.raises(SurfaceError, match=exact("surface replace: start seq 7 not found")):
         _ = s.surface.nodes

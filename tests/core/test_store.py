@@ -154,7 +154,8 @@ def test_h84_relative_cwd_is_rejected(store: SessionStore, watch: Watch) -> None
 
 
 def test_h84_empty_cwd_is_rejected(store: SessionStore) -> None:
-    with pytest.raises(SessionCwdError, match=exact('session cwd must be an absolute path, got ""')):
+    msg = 'session cwd must be an absolute path, got ""'
+    with pytest.raises(SessionCwdError, match=exact(msg)):
         store.create("rel", cwd="")
     assert store.get("rel") is None
 
@@ -214,7 +215,7 @@ def test_h86_failing_created_listener_detaches(pm: PluginManager) -> None:
         def session_created(self, session: Session) -> None:
             if not self.failed:
                 self.failed = True
-                assert store.get(session.id) is session  # already registered and wired
+                assert the_store.get(session.id) is session  # already registered and wired
                 assert session.on_append is not None
                 raise RuntimeError("boom created listener")
 
@@ -222,13 +223,13 @@ def test_h86_failing_created_listener_detaches(pm: PluginManager) -> None:
     pm.register(watch)
     fail = FailOnce()
     pm.register(fail)
-    store = SessionStore(pm)
+    the_store = SessionStore(pm)
     with pytest.raises(RuntimeError, match=exact("boom created listener")):
-        store.create("fixed")
-    assert store.get("fixed") is None
-    assert store.list() == []
-    s = store.create("fixed")
-    assert store.get("fixed") is s
+        the_store.create("fixed")
+    assert the_store.get("fixed") is None
+    assert the_store.list() == []
+    s = the_store.create("fixed")
+    assert the_store.get("fixed") is s
     ev = U(s, "x")
     assert watch.events == [(s, ev)]
 

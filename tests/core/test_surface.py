@@ -30,7 +30,7 @@ from dsh_session_core import ReplaceOp, Session, SurfaceNode
 from dsh_session_core.errors import SurfaceError, SurfaceIntentError
 
 
-def N(seq: int, prev: int | None, nxt: int | None) -> SurfaceNode:  # noqa: N802
+def N(seq: int, prev: int | None, nxt: int | None) -> SurfaceNode:
     return SurfaceNode(seq=seq, prev=prev, next=nxt)
 
 
@@ -38,8 +38,9 @@ def links(s: Session) -> list[tuple[int, int | None, int | None]]:
     return [(n.seq, n.prev, n.next) for n in s.surface.nodes]
 
 
-def rep_assistant(s: Session, start: int, end: int, sources: list[int] | None = None,
-                  body: str = "r") -> Any:
+def rep_assistant(
+    s: Session, start: int, end: int, sources: list[int] | None = None, body: str = "r"
+) -> Any:
     """An assistant message appended with ``REP(start, end)``."""
     return s.append(
         "assistant/message",
@@ -104,8 +105,12 @@ def test_e39_replace_after_reading_the_nodes() -> None:
     s = Session("s")
     e36(s)
     assert node_seqs(s) == [1, 2]
-    s.append("assistant/message", a_data(2, 1, [text("summary")]),
-             surface_op=REP(1, 2), source_event_seqs=[1, 2])
+    s.append(
+        "assistant/message",
+        a_data(2, 1, [text("summary")]),
+        surface_op=REP(1, 2),
+        source_event_seqs=[1, 2],
+    )
     assert s.surface.nodes == (N(4, None, None),)
     assert messages(s) == [{"role": "assistant", "content": [text("summary")]}]
 
@@ -242,7 +247,7 @@ def test_e_invalid_surface_op_value_is_refused() -> None:
     s = Session("s")
     U(s, "a")
     with pytest.raises(SurfaceIntentError):
-        s.append("user/message", u_data("b"), surface_op="apend")
+        s.append("user/message", u_data("b"), surface_op="apend")  # type: ignore[arg-type]
     with pytest.raises(SurfaceIntentError):
         s.append("user/message", u_data("b"), surface_op={"op": "replace", "start": 0})
     assert len(s.events) == 1
@@ -411,8 +416,11 @@ def test_e52_seeding_replays_replaces() -> None:
     U(s, "b")
     U(s, "c")
     rep_assistant(s, 0, 1, [0, 1])
-    s.append("tool/result", {"turn": 1, "step": 1, "callId": "c", "content": [], "isError": True},
-             surface_op=ReplaceOp(3, 2))
+    s.append(
+        "tool/result",
+        {"turn": 1, "step": 1, "callId": "c", "content": [], "isError": True},
+        surface_op=ReplaceOp(3, 2),
+    )
     t = Session("t", seed=list(s.events))
     assert node_seqs(t) == node_seqs(s) == [4]
     assert messages(t) == messages(s)
