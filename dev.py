@@ -37,7 +37,7 @@ def _environment() -> str:
     if not python.exists():
         try:
             venv.EnvBuilder(with_pip=True).create(VENV)
-        except Exception as exc:  # noqa: BLE001  # e.g. Debian without python3-venv
+        except Exception as exc:  # e.g. Debian without python3-venv
             print(f"dev.py: no virtual environment ({exc}); using {sys.executable}")
             python = Path(sys.executable)
     stamp = VENV / ".installed"

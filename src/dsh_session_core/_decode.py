@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
-from ._json import JsonObject, find_non_json, freeze
+from ._json import JsonObject, find_non_json, freeze, thaw
 from ._registry import EventRegistry, RegisteredEvent
 from .errors import LogFormatError
 from .events import Event, OpaqueEvent
@@ -26,9 +28,24 @@ __all__ = [
     "decode_wire",
     "freeze_untyped",
     "opaque_from_wire",
+    "ops_first",
 ]
 
 _generic = msgspec.json.Decoder()
+
+# The reference's crash repair writes ``surfaceOp`` before ``sourceEventSeqs``; typed
+# classes always encode the other way round, so such lines are kept verbatim (opaque).
+_OPS_FIRST = re.compile(rb'"surfaceOp":(?:"append"|\{[^{}]*\}),"sourceEventSeqs":')
+
+
+def ops_first(event: Event) -> OpaqueEvent:
+    """``event`` (a surface event) kept verbatim with its surface keys in the order the
+    reference's crash repair writes them: ``surfaceOp`` before ``sourceEventSeqs``."""
+    wire = thaw(event)
+    ordered = {k: wire[k] for k in ("type", "seq", "time", "data", "surfaceOp") if k in wire}
+    if "sourceEventSeqs" in wire:
+        ordered["sourceEventSeqs"] = wire["sourceEventSeqs"]
+    return opaque_from_wire(ordered)
 
 
 def _deep_freeze(value: Any) -> Any:
@@ -99,6 +116,8 @@ def decode_line(registry: EventRegistry, line: bytes) -> Event:
 
     :raises LogFormatError: the line is not JSON.
     """
+    if _OPS_FIRST.search(line):
+        return opaque_from_wire(_parse_generic(line))
     try:
         event: Event = registry.line_decoder.decode(line)
     except msgspec.ValidationError:
@@ -152,6 +171,8 @@ def decode_body(registry: EventRegistry, body: bytes) -> list[Event]:
         body = body[:-1]
     if not body:
         return []
+    if _OPS_FIRST.search(body):
+        return decode_lines(registry, body.split(b"\n"))
     try:
         events: list[Event] = registry.list_decoder.decode(
             b"[" + body.replace(b"\n", b",") + b"]"
@@ -173,6 +194,10 @@ def decode_wire(registry: EventRegistry, obj: object) -> Event:
     if bad is not None:
         msg = f"log entry holds a non-JSON value at {bad}"
         raise LogFormatError(msg)
+    if isinstance(obj, Mapping) and "surfaceOp" in obj and "sourceEventSeqs" in obj:
+        keys = list(obj)
+        if keys.index("surfaceOp") < keys.index("sourceEventSeqs"):
+            return opaque_from_wire(obj)
     try:
         event: Event = msgspec.convert(obj, registry.line_decoder.type)
     except msgspec.ValidationError:

@@ -15,8 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from msgspec import UNSET
-
+from ._decode import ops_first
 from ._json import thaw
 from .events import (
     Event,
@@ -123,12 +122,19 @@ def interrupted_turn_closers(events: Iterable[Event]) -> list[Event]:
             is_error=True,
             error=ToolError(name="InterruptedError", code="interrupted"),
         )
-        sources = UNSET if call.call_seq is None else (call.call_seq,)
-        closers.append(
-            ToolResult(
-                seq=seq, time=time, data=result, source_event_seqs=sources, surface_op="append"
+        closer: Event = ToolResult(seq=seq, time=time, data=result, surface_op="append")
+        if call.call_seq is not None:
+            # Written as the reference writes it (surfaceOp first), so kept verbatim.
+            closer = ops_first(
+                ToolResult(
+                    seq=seq,
+                    time=time,
+                    data=result,
+                    source_event_seqs=(call.call_seq,),
+                    surface_op="append",
+                )
             )
-        )
+        closers.append(closer)
         seq += 1
     # The results come first, so the step is balanced before it closes.
     if open_step is not None:

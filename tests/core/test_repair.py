@@ -10,7 +10,8 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_session_core._json import JsonObject, enc_hook, freeze
+from dsh_session_core import encode_event
+from dsh_session_core._json import JsonObject, freeze
 from dsh_session_core._repair import interrupted_turn_closers
 from dsh_session_core.events import (
     AssistantMessage,
@@ -94,7 +95,7 @@ def TR(t: int, s: int, call_id: str, out: str) -> dict[str, Any]:
 
 def wire(events: list[Event]) -> list[Any]:
     """Events in their wire shape: plain dicts and lists, absent keys left out."""
-    return [msgspec.json.decode(msgspec.json.encode(e, enc_hook=enc_hook)) for e in events]
+    return [msgspec.json.decode(encode_event(e)) for e in events]
 
 
 def synthetic(turn: int, step: int, call_id: str) -> dict[str, Any]:
