@@ -112,7 +112,7 @@ def _untyped_fields(payload: type[msgspec.Struct]) -> tuple[str, ...]:
 class EventRegistry:
     """The frozen set of known event types. Iterates in sorted type order."""
 
-    __slots__ = ("_by_type", "_line_decoder", "_list_decoder", "_surface_types")
+    __slots__ = ("_by_type", "_line_decoder", "_list_decoder", "_lookup", "_surface_types")
 
     def __init__(self, entries: Iterable[tuple[str, EventSpec]]) -> None:
         by_type: dict[str, RegisteredEvent] = {}
@@ -141,7 +141,9 @@ class EventRegistry:
                 plugin=plugin,
                 untyped_fields=_untyped_fields(payload),
             )
-        self._by_type = MappingProxyType(dict(sorted(by_type.items())))
+        # A plain dict for the append path (a mapping proxy's get costs a call more).
+        self._lookup: dict[str, RegisteredEvent] = dict(sorted(by_type.items()))
+        self._by_type = MappingProxyType(self._lookup)
         self._surface_types = frozenset(t for t, r in by_type.items() if r.surface)
         classes: tuple[type[Event], ...] = tuple(r.event for r in by_type.values())
         union: Any = Union[classes] if classes else OpaqueEvent  # noqa: UP007  # runtime tuple

@@ -100,6 +100,7 @@ class Session:
         "_header_fold",
         "_id",
         "_lines",
+        "_lookup",
         "_prefix",
         "_prefix_len",
         "_queue",
@@ -126,6 +127,7 @@ class Session:
             registry = core_registry()
         self._id = id
         self._registry = registry
+        self._lookup = registry._lookup
         self.clock: Clock = clock if clock is not None else now_ms
         self._header = (
             header
@@ -215,7 +217,7 @@ class Session:
         :raises SurfaceIntentError: the surface op is missing, misplaced or does not fit.
         """
         seq = len(self._events)
-        entry = self._registry.get(type)
+        entry = self._lookup.get(type)
         payload: Any = None
         if entry is not None:
             try:

@@ -273,3 +273,25 @@ def test_g_seed_does_not_check_non_surface_fields_or_time() -> None:
     assert len(s.events) == 3
     assert node_seqs(s) == [2]
     assert wires(s) == seed
+
+
+def test_g72_seq_check_comes_before_the_marker_check() -> None:
+    """§6.1: on one event, a wrong seq is reported before a missing marker."""
+    seed = [raw("turn/start", 0, ts_data(1)), raw("user/message", 5, u_data("x"))]
+    with pytest.raises(
+        SeedError,
+        match=exact("seed event at index 1 has seq 5 (expected 1); seed must be contiguous from 0"),
+    ):
+        Session("s", seed=seed)
+
+
+def test_g72_first_failing_event_is_reported() -> None:
+    """§6.1: events are checked in index order; the first failure wins."""
+    seed = [raw("user/message", 0, u_data("x")), raw("turn/end", 5, te_data(1))]
+    with pytest.raises(
+        SeedError,
+        match=exact(
+            'seed event "user/message" (seq 0) is surface-eligible but carries no surfaceOp marker'
+        ),
+    ):
+        Session("s", seed=seed)
