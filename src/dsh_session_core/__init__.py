@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import errors, events, hookspecs, vocabulary
-from ._codec import encode_event, encode_events
+from ._codec import encode_event, encode_events, to_wire
 from ._core_plugin import core_registry
 from ._header import SESSION_FORMAT_VERSION, SessionHeader
 from ._json import JsonObject, JsonValue
@@ -42,7 +42,16 @@ from ._store import SessionStore
 from ._surface import Surface, SurfaceNode
 from ._tool_pairing import is_tool_pairing_balanced
 from ._validate import Problem, check_events
-from .events import SURFACE_TYPES, Event, OpaqueEvent, ReplaceOp, SurfaceEvent, SurfaceOp
+from .events import (
+    SURFACE_TYPES,
+    Event,
+    OpaqueEvent,
+    ReplaceOp,
+    SurfaceEvent,
+    SurfaceOp,
+    is_surface_eligible_type,
+    is_surface_event,
+)
 from .vocabulary import Message
 
 __all__ = [
@@ -84,7 +93,10 @@ __all__ = [
     "hookimpl",
     "hookspecs",
     "interrupted_turn_closers",
+    "is_surface_eligible_type",
+    "is_surface_event",
     "is_tool_pairing_balanced",
+    "to_wire",
     "vocabulary",
 ]
 

@@ -9,13 +9,14 @@ the plugins.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 
 from ._json import enc_hook
 from .events import Event, OpaqueEvent
 
-__all__ = ["ENCODER", "encode_event", "encode_events", "json_string"]
+__all__ = ["ENCODER", "encode_event", "encode_events", "json_string", "to_wire"]
 
 #: The one encoder: compact separators, UTF-8 written raw, key order as declared or
 #: logged, and frozen JSON objects unwrapped. Its output matches JS ``JSON.stringify``
@@ -24,6 +25,7 @@ __all__ = ["ENCODER", "encode_event", "encode_events", "json_string"]
 ENCODER = msgspec.json.Encoder(enc_hook=enc_hook)
 
 _encode = ENCODER.encode
+_decode = msgspec.json.Decoder().decode
 
 
 def json_string(value: object) -> str:
@@ -36,6 +38,15 @@ def encode_event(event: Event) -> bytes:
     if type(event) is OpaqueEvent:
         return _encode(event.wire)
     return _encode(event)
+
+
+def to_wire(value: object) -> Any:
+    """Any event, message, payload or frozen value in its wire shape, as plain builtins
+    (``dict``, ``list``...) with the log's camelCase keys: what the reference would hold
+    after ``JSON.parse`` of its log line. A fresh copy, free to change."""
+    if isinstance(value, Event):
+        return _decode(encode_event(value))
+    return _decode(_encode(value))
 
 
 def encode_events(events: Sequence[Event]) -> bytes:

@@ -53,8 +53,11 @@ __all__ = [
     "TurnStartData",
     "UserMessage",
     "UserMessageData",
+    "is_surface_eligible_type",
+    "is_surface_event",
 ]
 
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, TypeAlias
 
 from msgspec import UNSET, Struct, UnsetType
@@ -81,6 +84,23 @@ from .vocabulary import (
 SURFACE_TYPES: frozenset[str] = frozenset(
     {"user/message", "assistant/message", "tool/result", "context/message", "steering/message"}
 )
+
+
+def is_surface_eligible_type(event_type: str) -> bool:
+    """Whether ``event_type`` is one of the five core message-producing types."""
+    return event_type in SURFACE_TYPES
+
+
+def is_surface_event(event: object) -> bool:
+    """Whether ``event`` joins the surface: a surface type carrying a ``surfaceOp``.
+
+    Accepts a logged :class:`Event` or a wire-shape mapping (a parsed log entry).
+    """
+    if isinstance(event, Event):
+        return event.type in SURFACE_TYPES and getattr(event, "surface_op", UNSET) is not UNSET
+    if isinstance(event, Mapping):
+        return event.get("type") in SURFACE_TYPES and event.get("surfaceOp") is not None
+    return False
 
 
 class ReplaceOp(Struct, frozen=True, gc=False, tag_field="op", tag="replace"):

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from dsh_session_core import Event, Session, encode_event
+from dsh_session_core import Event, Session, core_registry, encode_event
 
 JSON = Any
 
@@ -178,3 +178,7 @@ def exact(message: str) -> str:
 
 def fixed_clock() -> int:
     return 1234
+
+
+#: The union of every core event class, as msgspec decodes a log entry into one.
+CORE_EVENT: Any = core_registry().line_decoder.type

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from helpers import CORE_EVENT
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -14,30 +15,12 @@ from dsh_session_core import encode_event
 from dsh_session_core._json import JsonObject, freeze
 from dsh_session_core._repair import interrupted_turn_closers
 from dsh_session_core.events import (
-    AssistantMessage,
     Event,
     OpaqueEvent,
-    StepEnd,
-    StepStart,
-    ToolCall,
-    ToolResult,
-    TurnEnd,
-    TurnStart,
-    UserMessage,
 )
 
 # --- builders (spec §11 shorthands; the raw repair fixtures carry no surfaceOp) -----------
 
-_CORE_EVENT = (
-    TurnStart
-    | TurnEnd
-    | StepStart
-    | StepEnd
-    | UserMessage
-    | AssistantMessage
-    | ToolCall
-    | ToolResult
-)
 _USER = {"kind": "user"}
 INTERRUPTED = "Tool call interrupted by a crash; no result was recorded."
 
@@ -51,7 +34,7 @@ def log(*entries: dict[str, Any], times: dict[int, int] | None = None) -> list[E
     events: list[Event] = []
     for seq, entry in enumerate(entries):
         wire = {"seq": seq, "time": (times or {}).get(seq, seq), **entry}
-        events.append(msgspec.convert(wire, type=_CORE_EVENT))
+        events.append(msgspec.convert(wire, type=CORE_EVENT))
     return events
 
 
@@ -195,7 +178,7 @@ def test_j111_idempotent() -> None:
 
 
 def test_j112_seq_follows_the_last_event_not_the_length() -> None:
-    only = msgspec.convert({"seq": 10, "time": 500, **TS(1)}, type=_CORE_EVENT)
+    only = msgspec.convert({"seq": 10, "time": 500, **TS(1)}, type=CORE_EVENT)
     (closer,) = wire(interrupted_turn_closers([only]))
     assert (closer["seq"], closer["time"]) == (11, 500)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from helpers import CORE_EVENT
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -30,49 +31,19 @@ from dsh_session_core._request_header import (
 )
 from dsh_session_core.errors import RequestHeaderError
 from dsh_session_core.events import (
-    AssistantChunk,
-    AssistantMessage,
-    ContextMessage,
     Event,
     OpaqueEvent,
-    PromptBlocked,
-    RequestHeader,
-    RequestHeaderDelta,
-    SteeringMessage,
-    StepEnd,
-    StepStart,
-    ToolCall,
-    ToolResult,
-    TurnEnd,
-    TurnStart,
-    UserMessage,
 )
 from dsh_session_core.vocabulary import EpochHeader
 
 # --- builders ----------------------------------------------------------------------------
 
-_CORE_EVENT = (
-    TurnStart
-    | TurnEnd
-    | StepStart
-    | StepEnd
-    | UserMessage
-    | PromptBlocked
-    | ContextMessage
-    | SteeringMessage
-    | AssistantChunk
-    | AssistantMessage
-    | ToolCall
-    | ToolResult
-    | RequestHeader
-    | RequestHeaderDelta
-)
 
 
 def ev(type: str, seq: int, data: Any, **surface: Any) -> Event:
     """A typed event from its wire shape (``time`` = ``seq``; surface keys camelCase)."""
     wire = {"type": type, "seq": seq, "time": seq, "data": data, **surface}
-    event: Event = msgspec.convert(wire, type=_CORE_EVENT)
+    event: Event = msgspec.convert(wire, type=CORE_EVENT)
     return event
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from helpers import CORE_EVENT
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -16,34 +17,12 @@ from dsh_session_core._json import JsonObject, freeze
 from dsh_session_core._tool_pairing import is_tool_pairing_balanced
 from dsh_session_core.errors import ToolPairingError
 from dsh_session_core.events import (
-    AssistantMessage,
-    ContextMessage,
     Event,
     OpaqueEvent,
-    SteeringMessage,
-    StepEnd,
-    StepStart,
-    ToolCall,
-    ToolResult,
-    TurnEnd,
-    TurnStart,
-    UserMessage,
 )
 
 # --- builders (spec §11 shorthands; seq = index in the list) -----------------------------
 
-_CORE_EVENT = (
-    TurnStart
-    | TurnEnd
-    | StepStart
-    | StepEnd
-    | UserMessage
-    | ContextMessage
-    | SteeringMessage
-    | AssistantMessage
-    | ToolCall
-    | ToolResult
-)
 _USER = {"kind": "user"}
 
 
@@ -56,7 +35,7 @@ def log(*entries: dict[str, Any]) -> list[Event]:
     events: list[Event] = []
     for seq, entry in enumerate(entries):
         wire = {"seq": seq, "time": seq, **entry}
-        events.append(msgspec.convert(wire, type=_CORE_EVENT))
+        events.append(msgspec.convert(wire, type=CORE_EVENT))
     return events
 
 
