@@ -143,19 +143,16 @@ def decode_lines(registry: EventRegistry, lines: list[bytes]) -> list[Event]:
 
     :raises LogFormatError: a line is not JSON; ``line`` is its index in ``lines``.
     """
-    if not lines:
-        return []
-    try:
-        events: list[Event] = registry.list_decoder.decode(b"[" + b",".join(lines) + b"]")
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        events = []
-        for i, line in enumerate(lines):
-            try:
-                events.append(decode_line(registry, line))
-            except LogFormatError as exc:
-                raise LogFormatError(str(exc), line=i) from exc
-        return events
-    _fix_untyped(registry, events)
+    return decode_body(registry, b"\n".join(lines)) if lines else []
+
+
+def _decode_each(registry: EventRegistry, lines: list[bytes]) -> list[Event]:
+    events = []
+    for i, line in enumerate(lines):
+        try:
+            events.append(decode_line(registry, line))
+        except LogFormatError as exc:
+            raise LogFormatError(str(exc), line=i) from exc
     return events
 
 
@@ -167,18 +164,18 @@ def decode_body(registry: EventRegistry, body: bytes) -> list[Event]:
 
     :raises LogFormatError: a line is not JSON; ``line`` is its 0-based index.
     """
-    if body.endswith(b"\n"):
-        body = body[:-1]
     if not body:
         return []
-    if _OPS_FIRST.search(body):
-        return decode_lines(registry, body.split(b"\n"))
+    if body.endswith(b"\n"):
+        body = body[:-1]
+    if not body or _OPS_FIRST.search(body):  # one empty line; or lines to keep verbatim
+        return _decode_each(registry, body.split(b"\n"))
     try:
         events: list[Event] = registry.list_decoder.decode(
             b"[" + body.replace(b"\n", b",") + b"]"
         )
     except (msgspec.ValidationError, msgspec.DecodeError):
-        return decode_lines(registry, body.split(b"\n"))
+        return _decode_each(registry, body.split(b"\n"))
     _fix_untyped(registry, events)
     return events
 
