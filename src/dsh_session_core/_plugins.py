@@ -105,6 +105,8 @@ def create_plugin_manager(
         except ValueError as exc:  # pluggy: one module under two names
             msg = f"could not load the {ENTRY_POINT_GROUP} plugins: {exc}"
             raise PluginError(msg) from exc
+    # Historic: plugins registered by hand later get the call too.
+    pm.hook.add_hookspecs.call_historic(kwargs={"plugin_manager": pm})
     pm.check_pending()
     return pm
 

@@ -21,15 +21,39 @@ import pluggy
 from ._names import PROJECT_NAME
 
 if TYPE_CHECKING:
+    from ._plugins import PluginManager
     from ._registry import EventSpec
     from ._session import Session
     from .events import Event
 
-__all__ = ["register_event_types", "session_created", "session_event", "session_flush"]
+__all__ = [
+    "add_hookspecs",
+    "register_event_types",
+    "session_created",
+    "session_event",
+    "session_flush",
+]
 
 _spec = pluggy.HookspecMarker(PROJECT_NAME)
 
 # --- registration ----------------------------------------------------------------------
+
+
+@_spec(historic=True)
+def add_hookspecs(plugin_manager: PluginManager) -> None:
+    """Add hook specifications that this plugin defines for other plugins to implement.
+
+    Call ``plugin_manager.add_hookspecs(module_or_class)`` here (for example, the
+    compaction plugin publishes the summarizer hook this way), so that core need not
+    know the hooks of every plugin.
+
+    :param plugin_manager: the manager being set up.
+
+    Called for plugins registered later as well (historic).
+
+    .. versionadded:: 0.1
+    """
+
 
 
 @_spec
