@@ -54,3 +54,17 @@ def test_private_modules_start_with_an_underscore() -> None:
         name = module.stem
         assert name.startswith("_") or name in public, name
     assert (src / "py.typed").is_file()
+
+
+def test_the_cli_starts_without_loading_the_heavy_parts() -> None:
+    # `dsh-session --help` must stay fast: plugins, pluggy and msgspec load on use only.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, dsh_session_core._cli\n"
+        "print(sorted(m for m in ('pluggy', 'msgspec', 'importlib.metadata', 'asyncio')"
+        " if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

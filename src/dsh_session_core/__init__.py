@@ -19,40 +19,90 @@ contribute event types and listen to appends through pluggy hooks found in the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import errors, events, hookspecs, vocabulary
-from ._codec import encode_event, encode_events, to_wire
-from ._core_plugin import core_registry
-from ._header import SESSION_FORMAT_VERSION, SessionHeader
-from ._json import JsonObject, JsonValue
-from ._names import ENTRY_POINT_GROUP, PROJECT_NAME
-from ._plugins import PluginManager, create_plugin_manager, hookimpl
-from ._registry import EventRegistry, EventSpec, RegisteredEvent
-from ._repair import interrupted_turn_closers
-from ._request_header import (
-    apply_header_delta,
-    canonical_header,
-    diff_header,
-    fold_request_header,
-    header_equals,
-)
-from ._session import EventsView, Session
-from ._store import SessionStore
-from ._surface import Surface, SurfaceNode
-from ._tool_pairing import is_tool_pairing_balanced
-from ._validate import Problem, check_events
-from .events import (
-    SURFACE_TYPES,
-    Event,
-    OpaqueEvent,
-    ReplaceOp,
-    SurfaceEvent,
-    SurfaceOp,
-    is_surface_eligible_type,
-    is_surface_event,
-)
-from .vocabulary import Message
+# The package imports lazily (PEP 562): ``dsh-session --help`` and other light uses do
+# not pay for msgspec classes, pluggy and importlib.metadata until a name is used.
+# Type checkers see the real imports below.
+if TYPE_CHECKING:
+    from . import errors, events, hookspecs, vocabulary
+    from ._codec import encode_event, encode_events, to_wire
+    from ._core_plugin import core_registry
+    from ._header import SESSION_FORMAT_VERSION, SessionHeader
+    from ._json import JsonObject, JsonValue
+    from ._names import ENTRY_POINT_GROUP, PROJECT_NAME
+    from ._plugins import PluginManager, create_plugin_manager, hookimpl
+    from ._registry import EventRegistry, EventSpec, RegisteredEvent
+    from ._repair import interrupted_turn_closers
+    from ._request_header import (
+        apply_header_delta,
+        canonical_header,
+        diff_header,
+        fold_request_header,
+        header_equals,
+    )
+    from ._session import EventsView, Session
+    from ._store import SessionStore
+    from ._surface import Surface, SurfaceNode
+    from ._tool_pairing import is_tool_pairing_balanced
+    from ._validate import Problem, check_events
+    from .events import (
+        SURFACE_TYPES,
+        Event,
+        OpaqueEvent,
+        ReplaceOp,
+        SurfaceEvent,
+        SurfaceOp,
+        is_surface_eligible_type,
+        is_surface_event,
+    )
+    from .vocabulary import Message
+
+_LAZY: dict[str, str] = {
+    "ENTRY_POINT_GROUP": "._names",
+    "Event": ".events",
+    "EventRegistry": "._registry",
+    "EventSpec": "._registry",
+    "EventsView": "._session",
+    "JsonObject": "._json",
+    "JsonValue": "._json",
+    "Message": ".vocabulary",
+    "OpaqueEvent": ".events",
+    "PROJECT_NAME": "._names",
+    "PluginManager": "._plugins",
+    "Problem": "._validate",
+    "RegisteredEvent": "._registry",
+    "ReplaceOp": ".events",
+    "SESSION_FORMAT_VERSION": "._header",
+    "SURFACE_TYPES": ".events",
+    "Session": "._session",
+    "SessionHeader": "._header",
+    "SessionStore": "._store",
+    "Surface": "._surface",
+    "SurfaceEvent": ".events",
+    "SurfaceNode": "._surface",
+    "SurfaceOp": ".events",
+    "apply_header_delta": "._request_header",
+    "canonical_header": "._request_header",
+    "check_events": "._validate",
+    "core_registry": "._core_plugin",
+    "create_plugin_manager": "._plugins",
+    "diff_header": "._request_header",
+    "encode_event": "._codec",
+    "encode_events": "._codec",
+    "errors": ".errors",
+    "events": ".events",
+    "fold_request_header": "._request_header",
+    "header_equals": "._request_header",
+    "hookimpl": "._plugins",
+    "hookspecs": ".hookspecs",
+    "interrupted_turn_closers": "._repair",
+    "is_surface_eligible_type": ".events",
+    "is_surface_event": ".events",
+    "is_tool_pairing_balanced": "._tool_pairing",
+    "to_wire": "._codec",
+    "vocabulary": ".vocabulary",
+}
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -102,9 +152,21 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is not None:
+        import importlib
+
+        imported = importlib.import_module(module, __name__)
+        value = imported if module == f".{name}" else getattr(imported, name)
+        globals()[name] = value  # later lookups skip this function
+        return value
     if name == "__version__":
         from importlib.metadata import version
 
         return version("dsh-session")
     msg = f"module {__name__!r} has no attribute {name!r}"
     raise AttributeError(msg)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -8,7 +8,6 @@ is the only code that calls hooks; everything else gets typed results from it.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast, final
@@ -67,6 +66,8 @@ def _blocked_from_env() -> list[str]:
 def _check_entry_point_clashes(blocked: set[str]) -> None:
     """Refuse two distributions claiming one entry-point name (pluggy would silently keep
     whichever it met first)."""
+    import importlib.metadata  # costs ~20 ms: only when plugins are actually loaded
+
     owners: dict[str, set[str]] = {}
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         if ep.name in blocked:

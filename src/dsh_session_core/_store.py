@@ -8,7 +8,6 @@ their later appends reach no plugin.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -224,6 +223,8 @@ class SessionStore:
 
     async def aflush(self, session: Session) -> None:
         """Run every ``session_flush`` implementation and await those that are async."""
+        import asyncio  # only asyncio hosts pay for importing it
+
         awaitables, errors = self._hooks.session_flush(session)
         results = await asyncio.gather(*awaitables, return_exceptions=True)
         errors.extend(r for r in results if isinstance(r, Exception))
