@@ -1,0 +1,118 @@
+"""``dsh-session plugins`` and ``events``: what is installed, and the event catalog."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ._cli_support import EXIT_OK, EXIT_REJECTED, Failure, plugin_manager, registry, write
+
+__all__ = ["add_commands"]
+
+CATALOG = "docs/persistence-catalog.md"
+
+
+def _plugin_rows() -> list[dict[str, Any]]:
+    from ._names import ENTRY_POINT_GROUP
+
+    pm = plugin_manager()
+    reg = registry()
+    dists = {id(plugin): dist for plugin, dist in pm.list_plugin_distributions()}
+    rows = []
+    for name, plugin in pm.list_name_plugin():
+        if plugin is None:
+            continue  # blocked
+        dist = dists.get(id(plugin))
+        hooks = sorted(
+            caller.name for caller in pm.get_hookcallers(plugin) or ()
+            if caller.name != "add_hookspecs" or name != "core"
+        )
+        rows.append({
+            "name": name,
+            "distribution": dist.metadata["Name"] if dist is not None else "dsh-session",
+            "version": dist.version if dist is not None else _own_version(),
+            "source": f"entry point in {ENTRY_POINT_GROUP}" if dist is not None else "built in",
+            "hooks": hooks,
+            "event_types": sorted(r.type for r in reg if r.plugin == name),
+        })
+    return rows
+
+
+def _own_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dsh-session")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _plugins(args: argparse.Namespace) -> int:
+    from ._codec import ENCODER
+
+    rows = _plugin_rows()
+    if args.json:
+        write(ENCODER.encode(rows) + b"\n")
+        return EXIT_OK
+    if len(rows) == 1:
+        write("no plugins found in entry-point group dsh_session.plugins; is the project "
+              "installed?\n")
+    for row in rows:
+        write(f"{row['name']}  ({row['distribution']} {row['version']}, {row['source']})\n")
+        write(f"    hooks:       {', '.join(row['hooks']) or '-'}\n")
+        write(f"    event types: {', '.join(row['event_types']) or '-'}\n")
+    return EXIT_OK
+
+
+def _events(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ._catalog import event_rows, payload_schemas, render_catalog
+    from ._codec import ENCODER
+
+    reg = registry()
+    if args.check is not None:
+        path = Path(args.check)
+        expected = render_catalog(reg)
+        try:
+            current = path.read_text(encoding="utf-8")
+        except OSError:
+            current = None
+        if current != expected:
+            msg = (
+                f"{path} is stale: regenerate it with "
+                f"`dsh-session events --markdown > {path}` and commit it"
+            )
+            raise Failure(msg, EXIT_REJECTED)
+        write(f"{path} is up to date.\n")
+        return EXIT_OK
+    if args.markdown:
+        write(render_catalog(reg))
+    elif args.schema:
+        write(ENCODER.encode(payload_schemas(reg)) + b"\n")
+    elif args.json:
+        write(ENCODER.encode(event_rows(reg)) + b"\n")
+    else:
+        for row in event_rows(reg):
+            badge = "surface" if row["surface"] else "log-only"
+            write(f"{row['type']:<22} {badge:<8}  {row['plugin']:<8}  {row['doc']}\n")
+    return EXIT_OK
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    plugins = sub.add_parser("plugins", help="list the installed plugins")
+    plugins.add_argument("--json", action="store_true", help="print JSON")
+    plugins.set_defaults(run=_plugins)
+
+    events = sub.add_parser("events", help="list every registered event type")
+    mode = events.add_mutually_exclusive_group()
+    mode.add_argument("--json", action="store_true", help="print JSON rows")
+    mode.add_argument("--markdown", action="store_true", help="print the event catalog")
+    mode.add_argument(
+        "--check", nargs="?", const=CATALOG, metavar="PATH",
+        help=f"exit 1 when the committed catalog (default {CATALOG}) is stale",
+    )
+    mode.add_argument(
+        "--schema", action="store_true", help="print the JSON Schema of every payload"
+    )
+    events.set_defaults(run=_events)

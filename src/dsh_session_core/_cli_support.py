@@ -1,0 +1,100 @@
+"""What every ``dsh-session`` command shares: failures, exit codes, loading logs."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._logfile import ParsedLog
+    from ._plugins import PluginManager
+    from ._registry import EventRegistry
+    from ._session import Session
+
+__all__ = [
+    "EXIT_OK",
+    "EXIT_REJECTED",
+    "EXIT_USAGE",
+    "Failure",
+    "load_session",
+    "one_line",
+    "plugin_manager",
+    "read_file",
+    "read_log",
+    "registry",
+    "write",
+]
+
+#: Success.
+EXIT_OK = 0
+#: The input was read and rejected (a bad log, a failed check, a stale catalog).
+EXIT_REJECTED = 1
+#: The command line was wrong.
+EXIT_USAGE = 2
+
+
+class Failure(Exception):
+    """A user-facing failure: one line, and the exit status to leave with."""
+
+    def __init__(self, message: str, status: int = EXIT_REJECTED) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+_pm: PluginManager | None = None
+
+
+def plugin_manager() -> PluginManager:
+    """The installed plugins, loaded once per process."""
+    global _pm  # one manager per CLI run
+    if _pm is None:
+        from ._plugins import create_plugin_manager
+
+        _pm = create_plugin_manager()
+    return _pm
+
+
+def registry() -> EventRegistry:
+    """The frozen registry of the installed plugins' event types."""
+    from ._plugins import PluginHooks
+
+    return PluginHooks(plugin_manager()).build_registry()
+
+
+def read_file(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        msg = f"cannot read {path}: {exc.strerror or exc}"
+        raise Failure(msg) from exc
+
+
+def one_line(exc: BaseException) -> str:
+    """An error as one line: its class, its message, and the event seq it is about."""
+    text = " ".join(str(exc).split())
+    seq = getattr(exc, "seq", None)
+    if isinstance(seq, int) and seq >= 0:
+        text += f" (at event seq {seq})"
+    return f"{type(exc).__name__}: {text}"
+
+
+def read_log(path: str, reg: EventRegistry) -> ParsedLog:
+    """A log file, parsed as is (a rejection is a :class:`~.errors.DshSessionError`)."""
+    from ._logfile import parse_log
+
+    return parse_log(read_file(path), reg, path=path)
+
+
+def load_session(path: str, reg: EventRegistry) -> Session:
+    """A bare session seeded with a log file."""
+    from ._logfile import open_session
+
+    return open_session(read_log(path, reg), reg)
+
+
+def write(data: bytes | str) -> None:
+    """Write to stdout (bytes as they are)."""
+    if isinstance(data, str):
+        data = data.encode()
+    sys.stdout.buffer.write(data)
