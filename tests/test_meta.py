@@ -68,3 +68,84 @@ def test_the_cli_starts_without_loading_the_heavy_parts() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# --- hooks: every hookspec is tested and documented ------------------------------------
+
+PLUGINS = ("dsh_session_compact", "dsh_session_hooks", "dsh_session_mode", "dsh_session_todo")
+DOCS = TESTS.parent / "docs"
+
+
+def _hookspecs() -> dict[str, object]:
+    import importlib
+    import inspect
+
+    from dsh_session_core import hookspecs
+
+    modules = [hookspecs]
+    for plugin in PLUGINS:
+        try:
+            modules.append(importlib.import_module(f"{plugin}.hookspecs"))
+        except ModuleNotFoundError:
+            continue
+    found: dict[str, object] = {}
+    for module in modules:
+        for name, fn in vars(module).items():
+            if inspect.isfunction(fn) and hasattr(fn, "dsh_session_spec"):
+                found[name] = fn
+    return found
+
+
+def _signature(fn: object) -> str:
+    import inspect
+
+    sig = str(inspect.signature(fn)).replace("'", "")  # type: ignore[arg-type]
+    return f"{fn.__name__}{sig}"  # type: ignore[attr-defined]
+
+
+def test_every_hookspec_has_a_documentation_entry_with_its_signature() -> None:
+    specs = _hookspecs()
+    assert {"register_event_types", "session_event", "session_flush"} <= set(specs)
+    doc = (DOCS / "hooks.md").read_text()
+    missing = [_signature(fn) for fn in specs.values() if f"### `{_signature(fn)}`" not in doc]
+    assert missing == []
+
+
+def test_every_hookspec_has_a_test_implementing_it() -> None:
+    sources = "\n".join(p.read_text() for p in TESTS.rglob("*.py"))
+    untested = [name for name in _hookspecs() if f"def {name}(" not in sources]
+    assert untested == []
+
+
+# --- import hygiene: plugins reach core only through its public API --------------------
+
+
+def test_no_plugin_imports_another_plugin_or_a_private_core_module() -> None:
+    src = Path(dsh_session_core.__file__).parent.parent
+    offences = []
+    for plugin in PLUGINS:
+        for path in (src / plugin).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                names: list[str] = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                    if node.module == "dsh_session_core":
+                        names += [f"dsh_session_core.{a.name}" for a in node.names]
+                for name in names:
+                    parts = name.split(".")
+                    private_core = parts[0] == "dsh_session_core" and any(
+                        p.startswith("_") for p in parts[1:]
+                    )
+                    other_plugin = parts[0] in PLUGINS and parts[0] != plugin
+                    if private_core or other_plugin:
+                        offences.append(f"{path.relative_to(src)}: {name}")
+    assert offences == []
+
+
+def test_core_imports_no_plugin() -> None:
+    src = Path(dsh_session_core.__file__).parent
+    for path in src.rglob("*.py"):
+        for plugin in PLUGINS:
+            assert plugin not in path.read_text(), path

@@ -116,6 +116,7 @@ class EventRegistry:
 
     def __init__(self, entries: Iterable[tuple[str, EventSpec]]) -> None:
         by_type: dict[str, RegisteredEvent] = {}
+        undocumented: list[str] = []
         for plugin, spec in entries:
             cls = spec.event
             if not (isinstance(cls, type) and issubclass(cls, Event)) or cls is OpaqueEvent:
@@ -126,11 +127,7 @@ class EventRegistry:
                 raise DuplicateEventTypeError(etype, (by_type[etype].plugin, plugin))
             doc = spec.doc or _first_paragraph(cls.__doc__)
             if not doc:
-                msg = (
-                    f"plugin {plugin!r} registered {etype!r} without a doc line; give the "
-                    f"event class a docstring or pass EventSpec(doc=...)"
-                )
-                raise PluginError(msg)
+                undocumented.append(f"{etype!r} (plugin {plugin!r})")
             payload = _payload_of(cls)
             by_type[etype] = RegisteredEvent(
                 type=etype,
@@ -144,6 +141,14 @@ class EventRegistry:
         # A plain dict for the append path (a mapping proxy's get costs a call more).
         self._lookup: dict[str, RegisteredEvent] = dict(sorted(by_type.items()))
         self._by_type = MappingProxyType(self._lookup)
+        if undocumented:
+            # All at once, as the catalog generator reports them: fix them in one go.
+            msg = (
+                f"{len(undocumented)} event type(s) without a doc line (the catalog needs "
+                f"one; give the event class a docstring or pass EventSpec(doc=...)): "
+                + ", ".join(undocumented)
+            )
+            raise PluginError(msg)
         self._surface_types = frozenset(t for t, r in by_type.items() if r.surface)
         classes: tuple[type[Event], ...] = tuple(r.event for r in by_type.values())
         union: Any = Union[classes] if classes else OpaqueEvent  # noqa: UP007  # runtime tuple

@@ -243,7 +243,9 @@ def test_type_without_doc_line_is_refused(pm: PluginManager) -> None:
         data: PingData
 
     pm.register(PingPlugin(EventSpec(Mute)), name="mute")
-    with pytest.raises(PluginError, match=r"'mute'.*'test/mute'.*doc line"):
+    with pytest.raises(
+        PluginError, match=r"1 event type\(s\) without a doc line.*'test/mute' \(plugin 'mute'\)"
+    ):
         SessionStore(pm)
 
 
