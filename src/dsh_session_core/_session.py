@@ -363,12 +363,12 @@ class Session:
 
     # --- serializing --------------------------------------------------------------------
 
-    def jsonl(self, start: int = 0) -> bytes:
-        """The log lines of ``events[start:]`` as JSONL (each line ``\\n``-ended).
+    def jsonl(self, start: int = 0, stop: int | None = None) -> bytes:
+        """The log lines of ``events[start:stop]`` as JSONL (each line ``\\n``-ended).
 
         Lines are encoded once, when an event is appended (or read), so this only joins.
         """
-        parts = self._line_parts(start)
+        parts = self._line_parts(start, len(self._events) if stop is None else stop)
         if not parts:
             return b""
         parts.append(b"")
@@ -376,25 +376,27 @@ class Session:
 
     def to_jsonl(self) -> bytes:
         """The whole log in the reference's JSONL format: header line, then events."""
-        parts = self._line_parts(0)
+        parts = self._line_parts(0, len(self._events))
         parts.insert(0, _encode(self._header))
         parts.append(b"")
         return b"\n".join(parts)
 
-    def _line_parts(self, start: int) -> list[bytes | memoryview]:
+    def _line_parts(self, start: int, stop: int) -> list[bytes | memoryview]:
         # One join over views and lines makes one allocation: copying a 16 MB log
         # twice costs more than encoding it (fresh pages fault in).
         parts: list[bytes | memoryview] = []
-        if start < self._prefix_len:
-            if start == 0:
+        seeded = self._prefix_len
+        if start < min(stop, seeded):
+            if start == 0 and stop >= seeded:
                 if self._prefix is None:
-                    self._prefix = memoryview(encode_events(self._events[: self._prefix_len]))
+                    self._prefix = memoryview(encode_events(self._events[:seeded]))
                 block = self._prefix
             else:
-                block = memoryview(encode_events(self._events[start : self._prefix_len]))
+                block = memoryview(encode_events(self._events[start : min(stop, seeded)]))
             if len(block):
                 parts.append(block[:-1])  # drop its last newline: the join puts it back
-        parts.extend(self._lines[max(0, start - self._prefix_len) :])
+        if stop > seeded:
+            parts.extend(self._lines[max(0, start - seeded) : stop - seeded])
         return parts
 
     # --- deriving -----------------------------------------------------------------------

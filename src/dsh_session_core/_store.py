@@ -70,6 +70,7 @@ class SessionStore:
         parent_session: str | None = None,
         created_at: int | None = None,
         seed_length: int | None = None,
+        seed_jsonl: bytes | None = None,
     ) -> Session:
         """Validate the id and cwd and build the session, without registering it.
 
@@ -92,7 +93,9 @@ class SessionStore:
             parent_session=parent_session if parent_session is not None else UNSET,
             seed_length=seed_length if seed_length is not None else UNSET,
         )
-        return Session(id, seed, header, registry=self._registry, clock=self._clock)
+        return Session(
+            id, seed, header, registry=self._registry, clock=self._clock, seed_jsonl=seed_jsonl
+        )
 
     def enter(self, session: Session) -> Detach:
         """Register ``session`` and wire its appends to ``session_event``.
@@ -147,6 +150,7 @@ class SessionStore:
         parent_session: str | None = None,
         created_at: int | None = None,
         seed_length: int | None = None,
+        seed_jsonl: bytes | None = None,
     ) -> Session:
         """Create, register and announce a session.
 
@@ -156,6 +160,7 @@ class SessionStore:
         :param parent_session: lineage, stored in the header.
         :param created_at: keep a persisted session's creation time on reload.
         :param seed_length: the persisted seed boundary on reload (not ``len(seed)``).
+        :param seed_jsonl: the seed's log lines as stored, when known (spares encoding).
         :raises SessionExistsError: the id is live.
         :raises SessionCwdError: ``cwd`` is not absolute.
         :raises SeedError: the seed breaks a seeding rule.
@@ -167,6 +172,7 @@ class SessionStore:
             parent_session=parent_session,
             created_at=created_at,
             seed_length=seed_length,
+            seed_jsonl=seed_jsonl,
         )
         detach = self.enter(session)
         try:
@@ -222,10 +228,14 @@ class SessionStore:
         _raise_all(errors, "session_flush implementations failed")
 
     async def aflush(self, session: Session) -> None:
-        """Run every ``session_flush`` implementation and await those that are async."""
+        """Run every ``session_flush`` implementation and await those that are async.
+
+        Synchronous implementations (file and database writes) run in a worker thread,
+        so the event loop is never blocked on an fsync.
+        """
         import asyncio  # only asyncio hosts pay for importing it
 
-        awaitables, errors = self._hooks.session_flush(session)
+        awaitables, errors = await asyncio.to_thread(self._hooks.session_flush, session)
         results = await asyncio.gather(*awaitables, return_exceptions=True)
         errors.extend(r for r in results if isinstance(r, Exception))
         _raise_all(errors, "session_flush implementations failed")

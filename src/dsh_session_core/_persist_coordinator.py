@@ -1,0 +1,366 @@
+"""The persistence coordinator: write-behind durability for a store's live sessions.
+
+Registered on a store's plugin manager, it buffers each appended event
+(``session_event``) and writes the buffer durably on ``session_flush``, which harnesses
+call at every ``turn/end``. It also offers the backend service directly (``create``,
+``append``, ``load``, ``list``). It owns what every backend shares (spec
+plugins-persistence §8.4):
+
+- per-session serialization (one lock per session id);
+- the four adoption cases of a newly created live session (new, adopt a stored prefix,
+  collision, claim a state made by ``create``/``load``);
+- crash repair on load: the torn tail is cut and an interrupted turn is durably closed;
+- the exclusive writer lock (beyond the reference): a session is written by one writer,
+  taken when this coordinator first writes or binds the session, held until
+  :meth:`PersistencePlugin.close`.
+
+Everything is synchronous (file and SQLite I/O are); ``SessionStore.aflush`` runs the
+flush in a worker thread so an asyncio loop is never blocked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._codec import encode_events
+from ._decode import decode_wire
+from ._header import SESSION_FORMAT_VERSION, SessionHeader
+from ._json import find_non_json
+from ._persist_base import Backend, StoredLog, WriterLock
+from ._plugins import hookimpl
+from ._registry import EventRegistry
+from ._repair import interrupted_turn_closers
+from .errors import DshSessionError
+from .events import Event
+
+if TYPE_CHECKING:
+    from ._session import Session
+
+__all__ = ["PersistenceError", "PersistencePlugin"]
+
+
+class PersistenceError(DshSessionError):
+    """A persistence operation was refused (collision, seq mismatch, unknown session...).
+
+    :ivar session_id: the session concerned.
+    """
+
+    def __init__(self, message: str, *, session_id: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+
+
+@dataclasses.dataclass(slots=True)
+class _State:
+    header: SessionHeader
+    cursor: int  # the next seq to store
+    materialized: bool
+    owner: Session | None = None
+    lock: WriterLock | None = None
+
+
+class PersistencePlugin:
+    """Make a store's sessions durable through ``backend``.
+
+    :param backend: where logs are stored (JSONL files, SQLite, ...).
+    :param registry: the event types logs decode into; the store's registry.
+    """
+
+    def __init__(self, backend: Backend, registry: EventRegistry) -> None:
+        self.backend = backend
+        self.registry = registry
+        self._states: dict[str, _State] = {}
+        self._buffers: dict[Session, list[Event]] = {}
+        self._inited: set[int] = set()
+        self._id_locks: dict[str, threading.RLock] = {}
+        self._guard = threading.Lock()
+        self._closed = False
+
+    # --- per-session serialization ------------------------------------------------------
+
+    def _serial(self, session_id: str) -> threading.RLock:
+        with self._guard:
+            lock = self._id_locks.get(session_id)
+            if lock is None:
+                lock = self._id_locks[session_id] = threading.RLock()
+            return lock
+
+    def _own(self, state: _State) -> None:
+        """Take the session's writer lock before this coordinator writes to it."""
+        if state.lock is None:
+            state.lock = self.backend.acquire(state.header)
+
+    # --- the service --------------------------------------------------------------------
+
+    def create(self, header: SessionHeader) -> None:
+        """Register a new session; nothing is written until its first event.
+
+        :raises PersistenceError: the id is known here, or already stored anywhere.
+        """
+        sid = header.id
+        with self._serial(sid):
+            if sid in self._states:
+                msg = f'session "{sid}" already exists in this backend'
+                raise PersistenceError(msg, session_id=sid)
+            if self.backend.load_stored(sid, self.registry) is not None:
+                msg = (
+                    f'session "{sid}" already has a persisted log on disk; load/resume it '
+                    f"instead of creating"
+                )
+                raise PersistenceError(msg, session_id=sid)
+            self._states[sid] = _State(header, 0, False)
+
+    def append(self, session_id: str, events: Iterable[Event | Mapping[str, Any]]) -> None:
+        """Durably append a contiguous batch (events or their wire shape); return once
+        durable. An id unknown here but stored is adopted (loaded and repaired) first.
+
+        :raises PersistenceError: a seq does not continue the stored log.
+        """
+        batch = self._checked(events)  # checked and copied now, as the caller sees it
+        if not batch:
+            return
+        with self._serial(session_id):
+            self._append_core(session_id, batch, None)
+
+    def load(self, session_id: str) -> StoredLog:
+        """The stored log, with its torn tail cut and an interrupted turn durably closed.
+
+        :raises PersistenceError: nothing is stored under this id, or it is of another
+            format version.
+        """
+        with self._serial(session_id):
+            return self._load_core(session_id)
+
+    def list(self) -> list[SessionHeader]:
+        """Every materialized session's header (metadata only)."""
+        return self.backend.list()
+
+    # --- the write path (plugin hooks) --------------------------------------------------
+
+    @hookimpl
+    def session_created(self, session: Session) -> None:
+        self.init(session)
+
+    @hookimpl
+    def session_event(self, session: Session, event: Event) -> None:
+        # The append path: keep it to one dict lookup. Events are immutable: no copy.
+        try:
+            self._buffers[session].append(event)
+        except KeyError:
+            self._buffers[session] = [event]
+
+    @hookimpl
+    def session_flush(self, session: Session) -> None:
+        self.flush(session)
+
+    def init(self, session: Session) -> None:
+        """Bind a live session to its stored log (the four adoption cases). Idempotent.
+
+        :raises PersistenceError: its id collides with a stored or bound session.
+        """
+        if id(session) in self._inited:
+            return
+        seed = list(session.events)
+        self._buffers.setdefault(session, [])
+        self._on_created(session, seed)
+        self._inited.add(id(session))
+
+    def flush(self, session: Session) -> None:
+        """Durably write what ``session`` appended since the last flush."""
+        if id(session) not in self._inited:
+            self.init(session)
+        sid = session.id
+        with self._serial(sid):
+            buffer = self._buffers.get(session)
+            if not buffer:
+                return
+            batch = list(buffer)
+            state = self._states.get(sid)
+            cursor = state.cursor if state is not None else 0
+            fresh = [e for e in batch if e.seq >= cursor]
+            if fresh:
+                lines = session.jsonl(fresh[0].seq, fresh[-1].seq + 1)
+                self._append_core(sid, fresh, lines)
+            del buffer[: len(batch)]  # events appended meanwhile stay for the next flush
+
+    def close(self) -> None:
+        """Flush every buffered session, release the writer locks, close the backend.
+
+        :raises ExceptionGroup: ``<backend name> dispose failed``, with every failure.
+        """
+        if self._closed:
+            return
+        errors: list[Exception] = []
+        for session, buffer in list(self._buffers.items()):
+            if buffer:
+                try:
+                    self.flush(session)
+                except Exception as exc:  # noqa: BLE001  # aggregated below
+                    errors.append(exc)
+        for state in self._states.values():
+            if state.lock is not None:
+                state.lock.release()
+                state.lock = None
+        self._closed = True
+        try:
+            self.backend.close()
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+        if errors:
+            raise ExceptionGroup(f"{self.backend.name} dispose failed", errors)
+
+    # --- internals ----------------------------------------------------------------------
+
+    def _checked(self, events: Iterable[Event | Mapping[str, Any]]) -> list[Event]:
+        batch: list[Event] = []
+        for item in events:
+            if isinstance(item, Event):
+                batch.append(item)
+                continue
+            bad = find_non_json(item.get("data")) if isinstance(item, Mapping) else "$"
+            if bad is not None:
+                etype = item.get("type") if isinstance(item, Mapping) else None
+                seq = item.get("seq") if isinstance(item, Mapping) else None
+                msg = f'event "{etype}" carries non-JSON-serializable data (seq {seq})'
+                raise PersistenceError(msg, session_id="")
+            batch.append(decode_wire(self.registry, item))
+        return batch
+
+    def _append_core(self, sid: str, events: Sequence[Event], lines: bytes | None) -> None:
+        state = self._states.get(sid)
+        if state is None:
+            self._load_core(sid)  # adopt: repair first, so the batch continues the repair
+            state = self._states[sid]
+        for i, ev in enumerate(events):
+            if ev.seq != state.cursor + i:
+                msg = (
+                    f'append seq mismatch for "{sid}": expected {state.cursor + i} at index '
+                    f"{i}, got {ev.seq}"
+                )
+                raise PersistenceError(msg, session_id=sid)
+        self._own(state)
+        jsonl = lines if lines is not None else encode_events(events)
+        self.backend.append_batch(state.header, events, jsonl, state.materialized)
+        state.materialized = True
+        state.cursor += len(events)
+
+    def _load_core(self, sid: str) -> StoredLog:
+        stored = self.backend.load_stored(sid, self.registry)
+        if stored is None:
+            msg = f'session "{sid}" not found'
+            raise PersistenceError(msg, session_id=sid)
+        self._check_version(stored.header)
+        closers = interrupted_turn_closers(stored.events)
+        state = self._states.get(sid)
+        if state is None:
+            state = _State(stored.header, len(stored.events), True)
+        if stored.torn is not None or closers:
+            self._own(state)
+            self.backend.commit_repair(stored.header, stored.torn, closers, encode_events(closers))
+        # A load re-anchors the state and drops any previous owner, as the reference does.
+        self._states[sid] = _State(
+            stored.header, len(stored.events) + len(closers), True, None, state.lock
+        )
+        jsonl = None
+        if stored.jsonl is not None:
+            jsonl = stored.jsonl + encode_events(closers) if closers else stored.jsonl
+        return StoredLog(stored.header, [*stored.events, *closers], None, jsonl)
+
+    def _check_version(self, header: SessionHeader) -> None:
+        if header.version != SESSION_FORMAT_VERSION:
+            msg = (
+                f"unsupported session format version {header.version} for \"{header.id}\" "
+                f"(only v{SESSION_FORMAT_VERSION} is supported)"
+            )
+            raise PersistenceError(msg, session_id=header.id)
+
+    def _on_created(self, session: Session, seed: list[Event]) -> None:
+        sid = session.header.id
+        with self._serial(sid):
+            state = self._states.get(sid)
+            if state is not None:
+                if state.owner is session:
+                    return
+                if state.owner is None:
+                    self._claim(session, state, seed)
+                    return
+                if state.materialized or self._buffers.get(state.owner):
+                    msg = (
+                        f'session "{sid}" is already bound to a different live session in '
+                        f"this backend (id collision)"
+                    )
+                    raise PersistenceError(msg, session_id=sid)
+                # An abandoned, never-written id: reclaim it.
+                if state.lock is not None:
+                    state.lock.release()
+                del self._states[sid]
+            stored = self.backend.load_live(sid, _cwd(session.header), self.registry)
+            if stored is not None:
+                self._adopt_live_prefix(session, stored, seed)
+                return
+        # Case 4: nothing stored at this cwd (``create`` refuses an id stored elsewhere).
+        header = session.header
+        self.create(header)
+        with self._serial(sid):
+            state = self._states[sid]
+            state.owner = session
+            self._own(state)
+            if seed:
+                self._append_core(sid, seed, session.jsonl(0, len(seed)))
+
+    def _claim(self, session: Session, state: _State, seed: list[Event]) -> None:
+        sid = state.header.id
+        persisted, live = _cwd(state.header), _cwd(session.header)
+        if persisted != live:
+            msg = (
+                f'session "{sid}" is already persisted at a different cwd (persisted: '
+                f"{persisted or 'undefined'}, live: {live or 'undefined'}) (id collision)"
+            )
+            raise PersistenceError(msg, session_id=sid)
+        if state.cursor > 0:
+            stored = self.backend.load_stored(sid, self.registry)
+            prefix = stored.events[: state.cursor] if stored is not None else []
+            if not _covers(seed, prefix):
+                msg = (
+                    f'session "{sid}" is already persisted with {state.cursor} event(s) that '
+                    f"do not match this live session (id collision)"
+                )
+                raise PersistenceError(msg, session_id=sid)
+        state.owner = session
+        self._own(state)
+        if len(seed) > state.cursor:
+            self._append_core(sid, seed[state.cursor :], session.jsonl(state.cursor, len(seed)))
+
+    def _adopt_live_prefix(self, session: Session, stored: StoredLog, seed: list[Event]) -> None:
+        sid = stored.header.id
+        self._check_version(stored.header)
+        if not _covers(seed, stored.events):
+            msg = (
+                f'session "{sid}" already has a persisted log on disk that does not match '
+                f"this live session (id collision)"
+            )
+            raise PersistenceError(msg, session_id=sid)
+        state = _State(stored.header, len(stored.events), True, session)
+        self._own(state)
+        if stored.torn is not None:
+            # Truncate only: the live session is still the authority for its open turn.
+            self.backend.commit_repair(stored.header, stored.torn, [], b"")
+        self._states[sid] = state
+        if len(seed) > len(stored.events):
+            start = len(stored.events)
+            self._append_core(sid, seed[start:], session.jsonl(start, len(seed)))
+
+
+def _cwd(header: SessionHeader) -> str | None:
+    cwd = header.cwd
+    return cwd if isinstance(cwd, str) else None
+
+
+def _covers(seed: Sequence[Event], prefix: Sequence[Event]) -> bool:
+    """Whether ``seed`` starts with ``prefix`` event for event (same log lines)."""
+    if len(prefix) > len(seed):
+        return False
+    return encode_events(seed[: len(prefix)]) == encode_events(prefix)

@@ -1,0 +1,181 @@
+"""Durable stores: a SessionStore whose sessions are written through a backend, and
+:func:`open_store`, which picks the backend from a URL (or the embedded default).
+
+The embedded default is the JSONL backend under the user's data folder
+(``$XDG_DATA_HOME/dsh-session/sessions``, else ``~/.local/share/dsh-session/sessions``),
+overridden by the ``DSH_SESSION_STORE`` environment variable or the ``url`` argument.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ._header import SessionHeader
+from ._persist_base import Backend
+from ._persist_coordinator import PersistencePlugin
+from ._plugins import PluginManager, create_plugin_manager
+from ._session import Clock, Session
+from ._store import SessionStore
+from .events import Event
+
+__all__ = ["STORE_ENV", "DurableStore", "backend_for", "default_store_url", "open_store"]
+
+#: Where ``open_store()`` stores by default: a URL or a folder path.
+STORE_ENV = "DSH_SESSION_STORE"
+
+
+class DurableStore(SessionStore):
+    """A :class:`SessionStore` whose sessions are durable.
+
+    Appends are buffered; :meth:`flush` (call it at every ``turn/end``) makes them
+    durable. :meth:`open` resumes a stored session, repairing a crash. Use it as a
+    context manager, or call :meth:`close`, to flush what is left and release the
+    sessions' writer locks.
+
+    :param backend: where logs live.
+    :param plugin_manager: plugins, as for :class:`SessionStore`.
+    :param clock: epoch-milliseconds clock.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        plugin_manager: PluginManager | None = None,
+        *,
+        clock: Clock | None = None,
+    ) -> None:
+        pm = plugin_manager if plugin_manager is not None else create_plugin_manager()
+        super().__init__(pm, clock=clock)
+        self.persistence = PersistencePlugin(backend, self.registry)
+        pm.register(self.persistence, name="persistence")
+
+    @property
+    def backend(self) -> Backend:
+        """The backend this store writes through."""
+        return self.persistence.backend
+
+    def prepare(
+        self,
+        id: str | None = None,  # noqa: A002
+        *,
+        seed: Iterable[Event | Mapping[str, Any]] | None = None,
+        cwd: str | None = None,
+        parent_session: str | None = None,
+        created_at: int | None = None,
+        seed_length: int | None = None,
+        seed_jsonl: bytes | None = None,
+    ) -> Session:
+        # Minted ids are UUIDs here: session-<n> would collide with earlier processes'.
+        return super().prepare(
+            id if id is not None else str(uuid.uuid4()),
+            seed=seed,
+            cwd=cwd,
+            parent_session=parent_session,
+            created_at=created_at,
+            seed_length=seed_length,
+            seed_jsonl=seed_jsonl,
+        )
+
+    def open(self, session_id: str) -> Session:
+        """Resume a stored session as a live one: its torn tail is cut and an
+        interrupted turn is closed (durably) before it is returned.
+
+        :raises PersistenceError: nothing is stored under this id.
+        """
+        stored = self.persistence.load(session_id)
+        h = stored.header
+        return self.create(
+            session_id,
+            seed=stored.events,
+            seed_jsonl=stored.jsonl,
+            cwd=h.cwd if isinstance(h.cwd, str) else None,
+            parent_session=h.parent_session if isinstance(h.parent_session, str) else None,
+            created_at=h.created_at,  # type: ignore[arg-type]  # a number, as stored
+            seed_length=h.seed_length if isinstance(h.seed_length, int) else None,
+        )
+
+    def stored(self) -> list[SessionHeader]:
+        """The headers of every stored session (including ones not open here)."""
+        return self.persistence.list()
+
+    def append_stored(
+        self, session_id: str, events: Iterable[Event | Mapping[str, Any]]
+    ) -> None:
+        """Durably append events to a stored session that is not live here."""
+        self.persistence.append(session_id, events)
+
+    def close(self) -> None:
+        """Flush every session, release the writer locks, close the backend."""
+        self.persistence.close()
+
+    def __enter__(self) -> DurableStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def default_store_url() -> str:
+    """The embedded default: ``$DSH_SESSION_STORE``, else a JSONL folder in the user's
+    data directory."""
+    configured = os.environ.get(STORE_ENV)
+    if configured:
+        return configured
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return str(Path(data) / "dsh-session" / "sessions")
+
+
+def backend_for(url: str) -> Backend:
+    """The backend a store URL names.
+
+    - ``sqlite:///abs/path.db``, ``sqlite:relative.db`` or ``sqlite::memory:``: SQLite;
+    - ``memory:``: in memory (tests, throwaway sessions);
+    - ``jsonl:///abs/folder``, ``file:///abs/folder`` or a plain folder path: JSONL.
+
+    :raises ValueError: an unknown scheme, with the ones that are known.
+    """
+    scheme, sep, rest = url.partition(":")
+    if not sep or len(scheme) == 1:  # a plain path (or a Windows drive letter)
+        from ._persist_jsonl import JsonlBackend
+
+        return JsonlBackend(url)
+    if scheme == "memory":
+        from ._persist_memory import MemoryBackend
+
+        return MemoryBackend()
+    path = rest[2:] if rest.startswith("//") else rest
+    if scheme == "sqlite":
+        from ._persist_sqlite import SqliteBackend
+
+        return SqliteBackend(path or ":memory:")
+    if scheme in ("jsonl", "file"):
+        from ._persist_jsonl import JsonlBackend
+
+        return JsonlBackend(path)
+    msg = (
+        f"unknown store URL scheme {scheme!r} in {url!r}: use a folder path, jsonl:///path, "
+        f"sqlite:///path.db or memory:"
+    )
+    raise ValueError(msg)
+
+
+def open_store(
+    url: str | os.PathLike[str] | None = None,
+    *,
+    plugin_manager: PluginManager | None = None,
+    clock: Clock | None = None,
+) -> DurableStore:
+    """Open a durable store: the embedded default (JSONL in the user's data folder) when
+    ``url`` is omitted, else the backend the URL names (see :func:`backend_for`)."""
+    target = os.fspath(url) if url is not None else default_store_url()
+    return DurableStore(backend_for(target), plugin_manager, clock=clock)

@@ -1,0 +1,91 @@
+"""The backend contract fixtures: every backend runs the same suite.
+
+A new backend is tested by adding one entry to ``BACKENDS``: a factory that opens a
+fresh backend instance over the storage of one test (as a second process would).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_session_core import SessionHeader, core_registry
+from dsh_session_core._persist_base import Backend
+
+Factory = Callable[[], Backend]
+
+
+def _memory(tmp: Path) -> Factory:
+    from dsh_session_core._persist_memory import MemoryBackend
+
+    shared = MemoryBackend()  # the storage is the object itself
+    return lambda: shared
+
+
+def _jsonl(tmp: Path) -> Factory:
+    module: Any = importlib.import_module("dsh_session_core._persist_jsonl")
+    return lambda: module.JsonlBackend(tmp / "root")  # type: ignore[no-any-return]
+
+
+def _sqlite(tmp: Path) -> Factory:
+    module: Any = importlib.import_module("dsh_session_core._persist_sqlite")
+    return lambda: module.SqliteBackend(tmp / "sessions.db")  # type: ignore[no-any-return]
+
+
+BACKENDS: dict[str, Callable[[Path], Factory]] = {
+    "memory": _memory,
+    "jsonl": _jsonl,
+    "sqlite": _sqlite,
+}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Factory:
+    """Opens fresh backend instances over one storage."""
+    return BACKENDS[request.param](tmp_path)
+
+
+@pytest.fixture
+def registry() -> Any:
+    return core_registry()
+
+
+def meta(session_id: str, cwd: str | None = None, **extra: Any) -> SessionHeader:
+    """The spec's ``meta(id, cwd?)``: ``{version: 0, id, createdAt: 1000[, cwd]}``."""
+    fields: dict[str, Any] = {"version": 0, "id": session_id, "created_at": 1000}
+    if cwd is not None:
+        fields["cwd"] = cwd
+    fields.update(extra)
+    return SessionHeader(**fields)
+
+
+USER = {"kind": "user"}
+
+
+def TS(seq: int, turn: int, time: int | None = None) -> dict[str, Any]:
+    return {"type": "turn/start", "seq": seq, "time": seq + 1 if time is None else time,
+            "data": {"turn": turn, "trigger": {"kind": "message", "source": USER}}}
+
+
+def TE(seq: int, turn: int, kind: str = "completed", time: int | None = None) -> dict[str, Any]:
+    return {"type": "turn/end", "seq": seq, "time": seq + 1 if time is None else time,
+            "data": {"turn": turn, "reason": {"kind": kind}}}
+
+
+# The §9.2 one-turn log: seqs 0-5, time = seq + 1.
+ONE_TURN: list[dict[str, Any]] = [
+    TS(0, 1),
+    {"type": "user/message", "seq": 1, "time": 2,
+     "data": {"content": [{"type": "text", "text": "hi"}], "source": USER},
+     "surfaceOp": "append"},
+    {"type": "step/start", "seq": 2, "time": 3, "data": {"turn": 1, "step": 1}},
+    {"type": "assistant/message", "seq": 3, "time": 4,
+     "data": {"turn": 1, "step": 1, "content": [{"type": "text", "text": "hello"}]},
+     "surfaceOp": "append"},
+    {"type": "step/end", "seq": 4, "time": 5, "data": {"turn": 1, "step": 1}},
+    TE(5, 1, time=6),
+]

@@ -1,0 +1,278 @@
+"""The persistence contract (spec plugins-persistence §8.2, scenarios 1-24): what every
+backend must satisfy, run against each backend of ``conftest.BACKENDS``."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from conftest import ONE_TURN, TE, TS, Factory, meta
+
+from dsh_session_core import core_registry, to_wire
+from dsh_session_core._persist_coordinator import PersistenceError, PersistencePlugin
+
+
+def coordinator(storage: Factory) -> PersistencePlugin:
+    return PersistencePlugin(storage(), core_registry())
+
+
+def wire(events: Any) -> list[Any]:
+    return [to_wire(e) for e in events]
+
+
+def ids(p: PersistencePlugin) -> set[str]:
+    return {h.id for h in p.list()}
+
+
+def test_s1_round_trip(storage: Factory) -> None:
+    p = coordinator(storage)
+    p.create(meta("s1", "/work"))
+    p.append("s1", ONE_TURN)
+    loaded = p.load("s1")
+    assert to_wire(loaded.header) == {"type": "session", "version": 0, "id": "s1",
+                                      "createdAt": 1000, "cwd": "/work"}
+    assert wire(loaded.events) == ONE_TURN
+
+
+def test_s2_s3_lazy_create_then_materialize(storage: Factory) -> None:
+    p = coordinator(storage)
+    p.create(meta("empty"))
+    assert "empty" not in ids(p)
+    p.append("empty", ONE_TURN)
+    assert "empty" in ids(p)
+
+
+def test_s4_s5_empty_batches(storage: Factory) -> None:
+    p = coordinator(storage)
+    p.create(meta("eb", "/w"))
+    p.append("eb", [])
+    assert "eb" not in ids(p)
+    p.append("never-created", [])  # no adoption, no error
+
+
+def test_s6_re_append_rejected(storage: Factory) -> None:
+    p = coordinator(storage)
+    p.create(meta("s1", "/work"))
+    p.append("s1", ONE_TURN)
+    with pytest.raises(PersistenceError, match=r'^append seq mismatch for "s1": expected 6 at '
+                                               r"index 0, got 0$"):
+        p.append("s1", ONE_TURN)
+    assert len(p.load("s1").events) == 6
+
+
+def test_s7_mid_batch_gap_stores_nothing(storage: Factory) -> None:
+    p = coordinator(storage)
+    p.create(meta("s4"))
+    step = {"type": "step/start", "seq": 2, "time": 2, "data": {"turn": 1, "step": 1}}
+    with pytest.raises(PersistenceError, match=r'expected 1 at index 1, got 2'):
+        p.append("s4", [TS(0, 1), step])
+    assert "s4" not in ids(p)
+
+
+class _Cyclic(dict[str, Any]):
+    pass
+
+
+def _cycle() -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    d["self"] = d
+    return d
+
+
+@pytest.mark.parametrize("bad", [set(), lambda: 0, object(), float("inf"), float("nan"),
+                                 {1: "x"}, _cycle(), (1, 2)],
+                         ids=["set", "lambda", "object", "inf", "nan", "int-key", "cycle",
+                              "tuple"])
+def test_s8_non_serializable_data(storage: Factory, bad: Any) -> None:
+    p = coordinator(storage)
+    p.create(meta("s5"))
+    event = {"type": "user/message", "seq": 0, "time": 1,
+             "data": {"content": [{"type": "text", "text": "x"}], "source": {"kind": "user"},
+                      "extra": bad}}
+    with pytest.raises(PersistenceError, match=r'^event "user/message" carries '
+                                               r"non-JSON-serializable data \(seq 0\)$"):
+        p.append("s5", [event])
+    assert "s5" not in ids(p)
+
+
+def test_s9_accepted_json(storage: Factory) -> None:
+    p = coordinator(storage)
+    p.create(meta("s9"))
+    event = {"type": "user/message", "seq": 0, "time": 1,
+             "data": {"content": [{"type": "text", "text": "x"}], "source": {"kind": "user"},
+                      "extra": {"a": None, "b": True, "c": [1, 2, {"d": "nested"}]}},
+             "surfaceOp": "append"}
+    p.append("s9", [event])
+    assert "s9" in ids(p)
+    assert wire(p.load("s9").events)[0] == event
+
+
+def test_s10_append_snapshots_at_call_time(storage: Factory) -> None:
+    # Python calls return once durable; the snapshot rule shows as: later changes to
+    # the caller's list and dicts never reach the store.
+    batch = copy.deepcopy(ONE_TURN)
+    p = coordinator(storage)
+    p.create(meta("snapshot"))
+    p.append("snapshot", batch)
+    batch.append(TS(6, 2))
+    batch[1]["data"]["content"] = [{"type": "text", "text": "MUTATED"}]
+    loaded = wire(p.load("snapshot").events)
+    assert [e["seq"] for e in loaded] == [0, 1, 2, 3, 4, 5]
+    assert loaded[1]["data"]["content"][0]["text"] == "hi"
+
+
+def test_s12_duplicate_create_in_memory(storage: Factory) -> None:
+    p = coordinator(storage)
+    p.create(meta("dup", "/w"))
+    with pytest.raises(PersistenceError, match=r'^session "dup" already exists in this backend$'):
+        p.create(meta("dup", "/w"))
+
+
+def test_s13_duplicate_create_against_storage(storage: Factory) -> None:
+    a = coordinator(storage)
+    a.create(meta("dup", "/w"))
+    a.append("dup", ONE_TURN)
+    a.close()
+    b = coordinator(storage)
+    with pytest.raises(PersistenceError, match=r'^session "dup" already has a persisted log on '
+                                               r"disk; load/resume it instead of creating$"):
+        b.create(meta("dup", "/w"))
+
+
+def test_s14_load_missing(storage: Factory) -> None:
+    p = coordinator(storage)
+    with pytest.raises(PersistenceError, match=r'^session "nope" not found$'):
+        p.load("nope")
+    p.create(meta("nope"))
+    with pytest.raises(PersistenceError, match="not found"):
+        p.load("nope")
+
+
+def test_s15_unknown_version(storage: Factory) -> None:
+    p = coordinator(storage)
+    p.create(meta("v99", "/w", version=99, created_at=1))
+    p.append("v99", ONE_TURN)
+    assert {h.id: h.version for h in p.list()}["v99"] == 99
+    with pytest.raises(PersistenceError, match=r'^unsupported session format version 99 for '
+                                               r'"v99" \(only v0 is supported\)$'):
+        p.load("v99")
+
+
+def test_s16_lineage(storage: Factory) -> None:
+    p = coordinator(storage)
+    p.create(meta("forked-child", "/w", created_at=1, parent_session="the-parent",
+                  seed_length=3))
+    p.append("forked-child", ONE_TURN)
+    header = p.load("forked-child").header
+    assert (header.parent_session, header.seed_length) == ("the-parent", 3)
+
+
+def _open_turn_2() -> list[dict[str, Any]]:
+    return [TS(6, 2, time=7), {"type": "step/start", "seq": 7, "time": 8,
+                               "data": {"turn": 2, "step": 1}}]
+
+
+def test_s17_s18_interrupted_turn_closed_durably(storage: Factory) -> None:
+    p = coordinator(storage)
+    p.create(meta("s17"))
+    p.append("s17", ONE_TURN)
+    p.append("s17", _open_turn_2())
+    loaded = wire(p.load("s17").events)
+    assert [e["type"] for e in loaded] == [
+        "turn/start", "user/message", "step/start", "assistant/message", "step/end",
+        "turn/end", "turn/start", "step/start", "step/end", "turn/end"]
+    assert [e["seq"] for e in loaded] == list(range(10))
+    assert loaded[8] == {"type": "step/end", "seq": 8, "time": 8, "data": {"turn": 2, "step": 1}}
+    assert loaded[9] == {"type": "turn/end", "seq": 9, "time": 8,
+                         "data": {"turn": 2, "reason": {"kind": "interrupted"}}}
+    # 18: the closers are stored, not synthesized again.
+    p.append("s17", [TS(10, 3), TE(11, 3)])
+    assert [e.seq for e in p.load("s17").events] == list(range(12))
+    p.close()
+    assert len(coordinator(storage).load("s17").events) == 12
+
+
+def _orphan_call() -> list[dict[str, Any]]:
+    return [TS(6, 2), {"type": "step/start", "seq": 7, "time": 8, "data": {"turn": 2, "step": 1}},
+            {"type": "assistant/message", "seq": 8, "time": 9,
+             "data": {"turn": 2, "step": 1, "content": [
+                 {"type": "tool-call", "id": "call-x", "name": "bash", "arguments": "{}"}]},
+             "surfaceOp": "append"}]
+
+
+INTERRUPTED_RESULT = {
+    "turn": 2, "step": 1, "callId": "call-x",
+    "content": [{"type": "text", "text": "Tool call interrupted by a crash; no result was recorded."}],
+    "isError": True, "error": {"name": "InterruptedError", "code": "interrupted"},
+}
+
+
+def test_s19_orphaned_tool_call(storage: Factory) -> None:
+    p = coordinator(storage)
+    p.create(meta("s19"))
+    p.append("s19", [*ONE_TURN, *_orphan_call()])
+    tail = wire(p.load("s19").events)[9:]
+    assert tail[0] == {"type": "tool/result", "seq": 9, "time": 9, "data": INTERRUPTED_RESULT,
+                       "surfaceOp": "append"}
+    assert [(e["type"], e["seq"], e["time"]) for e in tail[1:]] == [
+        ("step/end", 10, 9), ("turn/end", 11, 9)]
+
+
+def test_s20_orphaned_call_with_its_tool_call_event(storage: Factory) -> None:
+    p = coordinator(storage)
+    p.create(meta("s20"))
+    call = {"type": "tool/call", "seq": 9, "time": 10,
+            "data": {"turn": 2, "step": 1, "callId": "call-x", "name": "bash", "arguments": "{}"}}
+    p.append("s20", [*ONE_TURN, *_orphan_call(), call])
+    tail = wire(p.load("s20").events)[10:]
+    assert tail[0] == {"type": "tool/result", "seq": 10, "time": 10, "data": INTERRUPTED_RESULT,
+                       "surfaceOp": "append", "sourceEventSeqs": [9]}
+    assert list(tail[0]) == ["type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs"]
+    assert [(e["type"], e["seq"], e["time"]) for e in tail[1:]] == [
+        ("step/end", 11, 10), ("turn/end", 12, 10)]
+    # The closer keeps its key order in storage too.
+    p.close()
+    again = coordinator(storage).load("s20").events[10]
+    assert list(to_wire(again)) == ["type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs"]
+
+
+def test_s21_balanced_log_needs_no_repair(storage: Factory) -> None:
+    p = coordinator(storage)
+    p.create(meta("s1", "/work"))
+    p.append("s1", ONE_TURN)
+    assert len(p.load("s1").events) == 6
+    assert len(p.load("s1").events) == 6
+
+
+def test_s22_all_tail_session(storage: Factory) -> None:
+    p = coordinator(storage)
+    p.create(meta("tail"))
+    bare = {"type": "user/message", "seq": 1, "time": 2,
+            "data": {"content": [{"type": "text", "text": "hi"}], "source": {"kind": "user"}}}
+    p.append("tail", [TS(0, 1), bare])  # no surfaceOp: persistence does not check it
+    assert [e.type for e in p.load("tail").events] == ["turn/start", "user/message", "turn/end"]
+    assert "tail" in ids(p)
+
+
+def test_s23_adopt_on_append(storage: Factory) -> None:
+    a = coordinator(storage)
+    a.create(meta("adopt-append", "/w"))
+    a.append("adopt-append", ONE_TURN)
+    a.close()
+    b = coordinator(storage)
+    b.append("adopt-append", [TS(6, 2), TE(7, 2)])
+    assert [e.seq for e in b.load("adopt-append").events] == list(range(8))
+
+
+def test_s24_load_result_isolation(storage: Factory) -> None:
+    p = coordinator(storage)
+    p.create(meta("meta-copy", "/proj"))
+    p.append("meta-copy", ONE_TURN)
+    loaded = p.load("meta-copy")
+    with pytest.raises(AttributeError):
+        loaded.header.cwd = "/evil"  # type: ignore[misc]  # headers are immutable
+    p.append("meta-copy", [TS(6, 2), TE(7, 2)])
+    again = p.load("meta-copy")
+    assert again.header.cwd == "/proj"
+    assert [e.seq for e in again.events] == list(range(8))
