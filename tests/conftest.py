@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +24,15 @@ def upstream_dir() -> Path:
 @pytest.fixture
 def upstream() -> Path:
     return upstream_dir()
+
+
+@pytest.fixture(params=["jsonl", "memory", "sqlite"])
+def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Any]:
+    """Opens fresh backend instances over one storage (the persistence contract runs on
+    every backend of ``persist_support.BACKENDS``)."""
+    from persist_support import BACKENDS
+
+    return BACKENDS[request.param](tmp_path)
 
 
 @pytest.fixture

@@ -26,6 +26,13 @@ from typing import TYPE_CHECKING, Any
 # Type checkers see the real imports below.
 if TYPE_CHECKING:
     from . import errors, events, hookspecs, vocabulary
+    from ._code_dispatch import (
+        CodeDispatcher,
+        SubDispatch,
+        ToolArgumentsError,
+        normalize_tool_arguments,
+        summarize_tool_result,
+    )
     from ._codec import encode_event, encode_events, to_wire
     from ._core_plugin import core_registry
     from ._header import SESSION_FORMAT_VERSION, SessionHeader
@@ -59,6 +66,11 @@ if TYPE_CHECKING:
     from .vocabulary import Message
 
 _LAZY: dict[str, str] = {
+    "CodeDispatcher": "._code_dispatch",
+    "SubDispatch": "._code_dispatch",
+    "ToolArgumentsError": "._code_dispatch",
+    "normalize_tool_arguments": "._code_dispatch",
+    "summarize_tool_result": "._code_dispatch",
     "ENTRY_POINT_GROUP": "._names",
     "Event": ".events",
     "EventRegistry": "._registry",
@@ -109,6 +121,7 @@ __all__ = [
     "PROJECT_NAME",
     "SESSION_FORMAT_VERSION",
     "SURFACE_TYPES",
+    "CodeDispatcher",
     "Event",
     "EventRegistry",
     "EventSpec",
@@ -124,10 +137,12 @@ __all__ = [
     "Session",
     "SessionHeader",
     "SessionStore",
+    "SubDispatch",
     "Surface",
     "SurfaceEvent",
     "SurfaceNode",
     "SurfaceOp",
+    "ToolArgumentsError",
     "apply_header_delta",
     "canonical_header",
     "check_events",
@@ -146,6 +161,8 @@ __all__ = [
     "is_surface_eligible_type",
     "is_surface_event",
     "is_tool_pairing_balanced",
+    "normalize_tool_arguments",
+    "summarize_tool_result",
     "to_wire",
     "vocabulary",
 ]

@@ -44,7 +44,13 @@ regenerate this file to list them.
 
 # Annotation text -> catalog text: arrays, optional markers, and friendly names.
 _ARRAY = re.compile(r"tuple\[([^\[\]]+?), \.\.\.\]")
-_FRIENDLY = {"Number": "number", "JsonValue": "JSON", "dict[str, Any]": "object", "bool": "boolean"}
+_FRIENDLY = {
+    "Number": "number",
+    "JsonValue": "JSON",
+    "dict[str, Any]": "object",
+    "bool": "boolean",
+    "str": "string",
+}
 
 
 def _annotation_text(annotation: str) -> tuple[str, bool]:

@@ -8,6 +8,7 @@ the plugins.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +17,7 @@ import msgspec
 from ._json import enc_hook
 from .events import Event, OpaqueEvent
 
-__all__ = ["ENCODER", "encode_event", "encode_events", "json_string", "to_wire"]
+__all__ = ["ENCODER", "encode_event", "encode_events", "encode_line", "json_string", "to_wire"]
 
 #: The one encoder: compact separators, UTF-8 written raw, key order as declared or
 #: logged, and frozen JSON objects unwrapped. Its output matches JS ``JSON.stringify``
@@ -25,7 +26,31 @@ __all__ = ["ENCODER", "encode_event", "encode_events", "json_string", "to_wire"]
 ENCODER = msgspec.json.Encoder(enc_hook=enc_hook)
 
 _encode = ENCODER.encode
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _decode = msgspec.json.Decoder().decode
+
+
+def _escape_lone_surrogates(text: str) -> str:
+    # A Python str holds a surrogate only when it is unpaired (pairs are one code
+    # point); JS JSON.stringify writes such a one as a \udxxx escape.
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _encode_slow(value: object) -> bytes:
+    """Encode a value holding a lone surrogate, which msgspec refuses, as JS would."""
+    import json
+
+    builtins = msgspec.to_builtins(value, enc_hook=enc_hook)
+    text = json.dumps(builtins, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _escape_lone_surrogates(text).encode("utf-8")
+
+
+def encode_line(value: object) -> bytes:
+    """One value's compact JSON (an event's log line, a header line...)."""
+    try:
+        return _encode(value)
+    except UnicodeEncodeError:
+        return _encode_slow(value)
 
 
 def json_string(value: object) -> str:
@@ -36,8 +61,8 @@ def json_string(value: object) -> str:
 def encode_event(event: Event) -> bytes:
     """One event's log line, without the newline."""
     if type(event) is OpaqueEvent:
-        return _encode(event.wire)
-    return _encode(event)
+        return encode_line(event.wire)
+    return encode_line(event)
 
 
 def to_wire(value: object) -> Any:
@@ -57,6 +82,13 @@ def encode_events(events: Sequence[Event]) -> bytes:
     """
     if not events:
         return b""
+    try:
+        return _encode_events(events)
+    except UnicodeEncodeError:  # a lone surrogate somewhere: line by line
+        return b"".join(encode_event(e) + b"\n" for e in events)
+
+
+def _encode_events(events: Sequence[Event]) -> bytes:
     parts: list[bytes] = []
     start = 0
     for i, ev in enumerate(events):

@@ -198,7 +198,7 @@ class PersistencePlugin:
             if buffer:
                 try:
                     self.flush(session)
-                except Exception as exc:  # noqa: BLE001  # aggregated below
+                except Exception as exc:  # aggregated below
                     errors.append(exc)
         for state in self._states.values():
             if state.lock is not None:
@@ -207,10 +207,11 @@ class PersistencePlugin:
         self._closed = True
         try:
             self.backend.close()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             errors.append(exc)
         if errors:
-            raise ExceptionGroup(f"{self.backend.name} dispose failed", errors)
+            msg = f"{self.backend.name} dispose failed"
+            raise ExceptionGroup(msg, errors)
 
     # --- internals ----------------------------------------------------------------------
 

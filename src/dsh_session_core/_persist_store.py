@@ -61,7 +61,7 @@ class DurableStore(SessionStore):
 
     def prepare(
         self,
-        id: str | None = None,  # noqa: A002
+        id: str | None = None,
         *,
         seed: Iterable[Event | Mapping[str, Any]] | None = None,
         cwd: str | None = None,

@@ -18,7 +18,7 @@ from typing import Any, overload
 import msgspec
 from msgspec import UNSET
 
-from ._codec import ENCODER, encode_events
+from ._codec import ENCODER, encode_events, encode_line
 from ._decode import decode_wire, freeze_untyped
 from ._derive import Derivation, project_opaque
 from ._header import SESSION_FORMAT_VERSION, SessionHeader
@@ -42,7 +42,7 @@ __all__ = ["EventsView", "Session", "now_ms"]
 _seq_of = operator.attrgetter("seq")
 
 Clock = Callable[[], int]
-_encode = ENCODER.encode
+_encode = encode_line
 Listener = Callable[[Event], None]
 
 
@@ -245,8 +245,9 @@ class Session:
             if surface_op is not None or source_event_seqs is not None:
                 raise _misplaced_op(type, seq, surface_op)
             event = cls(seq, self.clock(), payload)
+        line = _encode(event)  # before anything changes: it may refuse a value
         self._events.append(event)
-        self._lines.append(_encode(event))
+        self._lines.append(line)
         if self.on_append is not None:
             self._dispatch(event)
         return event
@@ -308,8 +309,9 @@ class Session:
             raise _misplaced_op(type, seq, surface_op)
         frozen = JsonObject(wire)
         event = OpaqueEvent(seq, wire["time"], data, wire=frozen)
+        line = _encode(frozen)
         self._events.append(event)
-        self._lines.append(_encode(frozen))
+        self._lines.append(line)
         if self.on_append is not None:
             self._dispatch(event)
         return event

@@ -7,7 +7,7 @@ import copy
 from typing import Any
 
 import pytest
-from conftest import ONE_TURN, TE, TS, Factory, meta
+from persist_support import ONE_TURN, TE, TS, Factory, meta
 
 from dsh_session_core import core_registry, to_wire
 from dsh_session_core._persist_coordinator import PersistenceError, PersistencePlugin
@@ -203,7 +203,8 @@ def _orphan_call() -> list[dict[str, Any]]:
 
 INTERRUPTED_RESULT = {
     "turn": 2, "step": 1, "callId": "call-x",
-    "content": [{"type": "text", "text": "Tool call interrupted by a crash; no result was recorded."}],
+    "content": [{"type": "text",
+                 "text": "Tool call interrupted by a crash; no result was recorded."}],
     "isError": True, "error": {"name": "InterruptedError", "code": "interrupted"},
 }
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import ONE_TURN, TE, TS, Factory, meta
+from persist_support import ONE_TURN, TE, TS, Factory, meta
 
 from dsh_session_core import Session, create_plugin_manager, to_wire
 from dsh_session_core._persist_coordinator import PersistenceError, PersistencePlugin

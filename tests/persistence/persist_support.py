@@ -1,7 +1,8 @@
-"""The backend contract fixtures: every backend runs the same suite.
+"""Shared pieces of the persistence tests: backend factories, the spec's log fixtures.
 
 A new backend is tested by adding one entry to ``BACKENDS``: a factory that opens a
-fresh backend instance over the storage of one test (as a second process would).
+fresh backend instance over the storage of one test (as a second process would). The
+``storage`` fixture (in tests/conftest.py) runs every contract test on each of them.
 """
 
 from __future__ import annotations
@@ -11,9 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from dsh_session_core import SessionHeader, core_registry
+from dsh_session_core import SessionHeader
 from dsh_session_core._persist_base import Backend
 
 Factory = Callable[[], Backend]
@@ -41,17 +40,6 @@ BACKENDS: dict[str, Callable[[Path], Factory]] = {
     "jsonl": _jsonl,
     "sqlite": _sqlite,
 }
-
-
-@pytest.fixture(params=sorted(BACKENDS))
-def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Factory:
-    """Opens fresh backend instances over one storage."""
-    return BACKENDS[request.param](tmp_path)
-
-
-@pytest.fixture
-def registry() -> Any:
-    return core_registry()
 
 
 def meta(session_id: str, cwd: str | None = None, **extra: Any) -> SessionHeader:

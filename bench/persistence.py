@@ -1,0 +1,169 @@
+"""Benchmark of durable persistence on the standard workload (see bench/run.py).
+
+Durable appends, one flush per turn (2,084 flushes of 48 events), for the JSONL and the
+SQLite backend, against a plain loop of ``os.write`` + ``os.fsync`` of the same bytes in
+the same batches, measured in the same run; and the cold load of the 100k-event session
+from disk (read, scan, repair check, build the session, derive), against the in-memory
+load of the same bytes (``load_ms`` of bench/run.py)::
+
+    python bench/persistence.py            # a table with the targets
+    python bench/persistence.py --json     # one JSON object
+
+A benchmark, not a test: it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from run import Append, median_ms, turn_appends, workload  # noqa: E402
+
+from dsh_session_core import Session, core_registry, create_plugin_manager  # noqa: E402
+from dsh_session_core._logfile import open_session, parse_log  # noqa: E402
+from dsh_session_core._persist_store import DurableStore, backend_for  # noqa: E402
+
+
+def _clock() -> int:
+    return 1_783_000_000_000
+
+
+def _turns(appends: list[Append]) -> list[list[Append]]:
+    return [appends[i : i + 48] for i in range(0, len(appends), 48)]
+
+
+def durable_fill(url: str, appends: list[Append]) -> tuple[float, float, Session]:
+    """Seconds for the whole run (appends and flushes) and for the flushes alone (the
+    durable writes), appending the workload with one flush per turn."""
+    store = DurableStore(backend_for(url), create_plugin_manager(autoload=False), clock=_clock)
+    session = store.create("bench", cwd="/bench")
+    append = session.append
+    flush = store.flush
+    flushing = 0.0
+    t0 = time.perf_counter()
+    for turn in _turns(appends):
+        for etype, data, kw in turn:
+            append(etype, data, **kw)
+        t1 = time.perf_counter()
+        flush(session)
+        flushing += time.perf_counter() - t1
+    elapsed = time.perf_counter() - t0
+    store.close()
+    return elapsed, flushing, session
+
+
+def plain_write_fsync(path: Path, batches: list[bytes]) -> float:
+    """Seconds for the limit: one ``os.write`` + ``os.fsync`` per batch."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    t0 = time.perf_counter()
+    for batch in batches:
+        os.write(fd, batch)
+        os.fsync(fd)
+    elapsed = time.perf_counter() - t0
+    os.close(fd)
+    return elapsed
+
+
+def cold_load_ms(url: str, repeat: int = 5) -> float:
+    def load() -> None:
+        store = DurableStore(backend_for(url), create_plugin_manager(autoload=False))
+        store.open("bench").derive_messages()
+        store.close()
+
+    return median_ms(load, repeat)
+
+
+def run() -> dict[str, float]:
+    appends = workload()
+    n = len(appends)
+    results: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="dsh-bench-") as tmp:
+        root = Path(tmp)
+        for name in ("jsonl", "sqlite"):
+            totals, flushes = [], []
+            for i in range(3):
+                url = (str(root / f"jsonl-{i}") if name == "jsonl"
+                       else f"sqlite:///{root / f'db-{i}.sqlite'}")
+                elapsed, flushing, session = durable_fill(url, appends)
+                totals.append(elapsed)
+                flushes.append(flushing)
+            # End to end (validated appends + durable flushes), and the durable writes
+            # alone: the part to hold against a plain write + fsync loop.
+            results[f"{name}_end_to_end_eps"] = n / statistics.median(totals)
+            results[f"{name}_durable_eps"] = n / statistics.median(flushes)
+            results[f"{name}_load_ms"] = cold_load_ms(url)
+        # The limit: the same bytes, the same batches, plain write + fsync.
+        lines = session.jsonl()
+        offsets = [0]
+        for turn in _turns(appends):
+            offsets.append(offsets[-1] + len(turn))
+        batches = [session.jsonl(a, b) for a, b in zip(offsets, offsets[1:], strict=False)]
+        assert b"".join(batches) == lines
+        limit = [plain_write_fsync(root / f"plain-{i}.jsonl", batches) for i in range(3)]
+        results["write_fsync_limit_eps"] = n / statistics.median(limit)
+        # The in-memory load of the same log (bench/run.py's load_ms).
+        data = session.to_jsonl()
+        registry = core_registry()
+        results["memory_load_ms"] = median_ms(
+            lambda: open_session(parse_log(data, registry), registry).derive_messages()
+        )
+    results["extra_turn_flush_ms"] = _one_more_turn_ms(appends)
+    return results
+
+
+def _one_more_turn_ms(appends: list[Append]) -> float:
+    """Append and flush one turn on a durable 100k-event session (JSONL)."""
+    with tempfile.TemporaryDirectory(prefix="dsh-bench-") as tmp:
+        durable_fill(tmp, appends)
+        store = DurableStore(backend_for(tmp), create_plugin_manager(autoload=False))
+        session = store.open("bench")
+        t0 = time.perf_counter()
+        for etype, data, kw in turn_appends(9999, session.seq):
+            session.append(etype, data, **kw)
+        store.flush(session)
+        elapsed = (time.perf_counter() - t0) * 1000
+        store.close()
+        return elapsed
+
+
+TARGETS: dict[str, tuple[Callable[[dict[str, float]], float], str, float]] = {
+    "jsonl_durable_eps / write_fsync_limit_eps": (
+        lambda r: r["jsonl_durable_eps"] / r["write_fsync_limit_eps"], ">=", 0.8),
+    "sqlite_durable_eps / write_fsync_limit_eps": (
+        lambda r: r["sqlite_durable_eps"] / r["write_fsync_limit_eps"], ">=", 0.8),
+    "jsonl_load_ms / memory_load_ms": (
+        lambda r: r["jsonl_load_ms"] / r["memory_load_ms"], "<=", 1.5),
+    "sqlite_load_ms / memory_load_ms": (
+        lambda r: r["sqlite_load_ms"] / r["memory_load_ms"], "<=", 1.5),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args()
+    results = run()
+    if args.json:
+        sys.stdout.buffer.write(msgspec.json.encode(results) + b"\n")
+        return
+    for name, value in results.items():
+        print(f"{name:28} {value:14,.3f}")
+    print()
+    for name, (get, op, target) in TARGETS.items():
+        value = get(results)
+        ok = value >= target if op == ">=" else value <= target
+        print(f"{name:44} {value:8.3f}  target {op} {target:<6} {'ok' if ok else 'MISS'}")
+
+
+if __name__ == "__main__":
+    main()

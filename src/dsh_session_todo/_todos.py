@@ -1,0 +1,195 @@
+"""The ``todo_write`` tool and the current-list read.
+
+There is no tool registry here, so the tool is :func:`todo_write`, a function a harness
+calls with the model's ``todos`` argument. Its result is a :class:`ToolOutcome`: the text
+and error flag of the ``tool/result`` to log, rendered as the reference's registry renders
+a tool's return value or exception (``Error: <message>``).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "TodoCallCard",
+    "ToolOutcome",
+    "current_todos",
+    "present_todo_call",
+    "todo_write",
+    "validate_todos",
+]
+
+import dataclasses
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, TypedDict
+
+import msgspec
+
+from dsh_session_core import Event, OpaqueEvent, Session, to_wire
+from dsh_session_core.vocabulary import TextBlock
+
+from ._errors import TodoSnapshotError, TodoValidationError
+from .events import TodoItem, TodoWrite, TodoWriteData
+
+# JavaScript's String.prototype.trim() set (WhiteSpace and LineTerminator). Python's
+# str.strip() differs: it also strips U+001C-U+001F and U+0085, and keeps U+FEFF.
+_JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+_SURROGATES = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """A tool's model-facing result: the ``content`` and ``isError`` of its ``tool/result``.
+
+    :param text: the result text; an error's text starts with ``Error: ``, as the
+        reference's registry renders a tool's exception.
+    :param is_error: whether the call failed.
+    """
+
+    text: str
+    is_error: bool = False
+
+    @classmethod
+    def error(cls, message: str) -> ToolOutcome:
+        """An error result for ``message``: text ``Error: <message>``."""
+        return cls(text=f"Error: {message}", is_error=True)
+
+    @property
+    def content(self) -> tuple[TextBlock, ...]:
+        """The result as content blocks (one text block)."""
+        return (TextBlock(text=self.text),)
+
+
+def _js_quote(text: str) -> str:
+    """``JSON.stringify(text)``: non-ASCII kept raw, lone surrogates escaped."""
+
+    def fix(m: re.Match[str]) -> str:
+        s = m.group()
+        if len(s) == 2:  # a pair held as two code points is one character to JS
+            return s.encode("utf-16", "surrogatepass").decode("utf-16")
+        return f"\\u{ord(s):04x}"
+
+    # json.dumps escapes exactly the characters JSON.stringify escapes (quote, backslash,
+    # C0 controls, named ones as \n etc., the rest as lowercase \u00xx), except that it
+    # leaves surrogates raw.
+    return _SURROGATES.sub(fix, json.dumps(text, ensure_ascii=False))
+
+
+def _parse(todos: object) -> tuple[TodoItem, ...]:
+    """The argument's shape, as a tool registry checks it against the tool's schema before
+    the tool runs: an array of ``{content: str, status: <one of three>}`` objects."""
+    try:
+        # Through builtins first: a Struct passed in is not re-validated by convert (and
+        # a Struct's constructor validates nothing).
+        return msgspec.convert(msgspec.to_builtins({"todos": todos}), TodoWriteData).todos
+    except (msgspec.ValidationError, TypeError) as exc:
+        msg = f"invalid todo_write arguments: {exc}"
+        raise TodoValidationError(msg) from None
+
+
+def validate_todos(todos: Sequence[TodoItem | Mapping[str, Any]]) -> tuple[TodoItem, ...]:
+    """Check a list against the ``todo_write`` rules and return it with trimmed content.
+
+    :param todos: the items, as :class:`TodoItem` or in their wire shape
+        (``{"content": ..., "status": ...}``).
+    :returns: the items with ``content`` trimmed (JavaScript's ``trim()``), in order. An
+        empty list is valid.
+    :raises TodoValidationError: the list is not an array of well-formed items (a
+        registry's schema check); or, with the reference's messages, an item's content is
+        blank (``invalid todo: `content` must be a non-empty string``), repeats an
+        earlier one after trimming (``invalid todos: duplicate content "<content>"``), or
+        more than one item is in progress (``invalid todos: at most one task may be
+        in_progress, got <n>``).
+    """
+    items = _parse(todos)
+    seen: set[str] = set()
+    trimmed: list[TodoItem] = []
+    for item in items:
+        content = item.content.strip(_JS_WHITESPACE)
+        if not content:
+            msg = "invalid todo: `content` must be a non-empty string"
+            raise TodoValidationError(msg)
+        if content in seen:
+            msg = f"invalid todos: duplicate content {_js_quote(content)}"
+            raise TodoValidationError(msg)
+        seen.add(content)
+        trimmed.append(TodoItem(content=content, status=item.status))
+    in_progress = sum(1 for item in trimmed if item.status == "in_progress")
+    if in_progress > 1:
+        msg = f"invalid todos: at most one task may be in_progress, got {in_progress}"
+        raise TodoValidationError(msg)
+    return tuple(trimmed)
+
+
+def todo_write(session: Session | None, todos: Any) -> ToolOutcome:
+    """Run the ``todo_write`` tool: validate the list, then log it as one ``todo/write``.
+
+    The list is validated before the session is looked at, as in the reference, so a
+    bad list is reported even to an agent-less caller.
+
+    :param session: the calling agent's session, or ``None`` for an agent-less call.
+    :param todos: the model's ``todos`` argument (any JSON value; checked here).
+    :returns: ``Updated todo list: <p> pending, <i> in progress, <c> completed.``, or an
+        error result (``Error: <message>``, see :func:`validate_todos`;
+        ``Error: todo_write requires an owning agent session`` without a session), in
+        which case nothing is logged.
+    :raises Exception: what ``session.append`` raises (a listener's error, after the
+        event was logged).
+    """
+    try:
+        items = validate_todos(todos)
+    except TodoValidationError as exc:
+        return ToolOutcome.error(str(exc))
+    if session is None:
+        return ToolOutcome.error("todo_write requires an owning agent session")
+    # The wire shape, not a TodoWriteData: it appends (as an opaque event) even to a
+    # session whose registry lacks the todo plugin.
+    wire = [{"content": item.content, "status": item.status} for item in items]
+    session.append("todo/write", {"todos": wire})
+    counts = {"pending": 0, "in_progress": 0, "completed": 0}
+    for item in items:
+        counts[item.status] += 1
+    return ToolOutcome(
+        f"Updated todo list: {counts['pending']} pending, {counts['in_progress']} in "
+        f"progress, {counts['completed']} completed."
+    )
+
+
+def current_todos(events: Sequence[Event]) -> tuple[TodoItem, ...] | None:
+    """The current todo list: the latest ``todo/write`` in the log, as logged.
+
+    :param events: the log, e.g. ``session.events``.
+    :returns: its items (not re-validated: a log may hold what the tool would refuse),
+        or ``None`` when the log holds no ``todo/write``.
+    :raises TodoSnapshotError: the latest ``todo/write`` does not fit the schema (a
+        foreign log); an earlier list is not a substitute for it.
+    """
+    for i in range(len(events) - 1, -1, -1):
+        event = events[i]
+        if type(event) is TodoWrite:
+            return event.data.todos
+        if type(event) is OpaqueEvent and event.type == "todo/write":
+            # Untyped when the todo plugin is not in the session's registry.
+            try:
+                return msgspec.convert(to_wire(event)["data"], TodoWriteData).todos
+            except msgspec.ValidationError as exc:
+                msg = f"todo/write at seq {event.seq} does not fit the todo schema: {exc}"
+                raise TodoSnapshotError(msg, seq=event.seq) from None
+    return None
+
+
+class TodoCallCard(TypedDict):
+    """How a UI shows a ``todo_write`` call (``presentCall``)."""
+
+    card: Literal["generic"]
+    title: Literal["Update todo list"]
+    kind: Literal["other"]
+    rawInput: Any
+
+
+def present_todo_call(todos: Any) -> TodoCallCard:
+    """The call card: ``Update todo list``, with the raw ``todos`` argument as input."""
+    return {"card": "generic", "title": "Update todo list", "kind": "other", "rawInput": todos}

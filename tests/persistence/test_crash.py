@@ -1,0 +1,195 @@
+"""Crash and concurrency tests on real files: writers killed with SIGKILL at random
+points, several processes at once. Every event a completed flush reported durable must
+be there after a reload, a reload must always succeed, and an open turn comes back
+closed as interrupted.
+
+Writers are forked children (no interpreter start-up per crash), killed by the parent the
+moment they report a chosen flush, so the kill lands somewhere in the next turn: between
+appends, inside a flush, or in the middle of a write.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from dsh_session_core import create_plugin_manager, encode_events
+from dsh_session_core._persist_base import SessionLockedError
+from dsh_session_core._persist_store import DurableStore, backend_for
+
+KILLS = 100
+SID = "crash"
+
+
+@pytest.fixture(params=["jsonl", "sqlite"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "jsonl":
+        return str(tmp_path / "root")
+    return f"sqlite:///{tmp_path / 'sessions.db'}"
+
+
+def _store(url: str) -> DurableStore:
+    return DurableStore(backend_for(url), create_plugin_manager(autoload=False))
+
+
+def _turn(store: DurableStore, session_id: str, rng: random.Random) -> int:
+    """Append one turn (a random number of chunks, sometimes a tool call) and flush."""
+    s = store.get(session_id)
+    assert s is not None
+    turn = sum(1 for e in s.events if e.type == "turn/start") + 1
+    s.append("turn/start", {"turn": turn, "trigger": {"kind": "message",
+                                                      "source": {"kind": "user"}}})
+    s.append("user/message", {"content": [{"type": "text", "text": f"q{turn}"}],
+                              "source": {"kind": "user"}}, surface_op="append")
+    s.append("step/start", {"turn": turn, "step": 1})
+    for i in range(rng.randrange(1, 60)):
+        s.append("assistant/chunk", {"turn": turn, "step": 1, "chunk": {
+            "type": "text-delta", "index": 0, "text": f"t{i} " * rng.randrange(1, 40)}})
+    call = rng.random() < 0.5
+    content = [{"type": "text", "text": f"a{turn}"}]
+    if call:
+        content.append({"type": "tool-call", "id": f"c{turn}", "name": "bash", "arguments": "{}"})
+    s.append("assistant/message", {"turn": turn, "step": 1, "content": content},
+             surface_op="append")
+    if call:
+        s.append("tool/result", {"turn": turn, "step": 1, "callId": f"c{turn}",
+                                 "content": [{"type": "text", "text": "ok"}], "isError": False},
+                 surface_op="append")
+    s.append("step/end", {"turn": turn, "step": 1})
+    s.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+    store.flush(s)
+    return s.seq
+
+
+def _writer(url: str, seed: int, report: int) -> None:
+    """Child: resume (or create) the session and write turns forever, reporting each
+    durable length on the pipe."""
+    rng = random.Random(seed)
+    store = _store(url)
+    try:
+        store.open(SID)
+    except Exception:  # first run: nothing stored yet
+        store.create(SID, cwd="/crash")
+    while True:
+        n = _turn(store, SID, rng)
+        os.write(report, f"{n}\n".encode())
+
+
+@pytest.fixture
+def fork() -> Iterator[Callable[[Callable[[int], None]], tuple[int, int]]]:
+    """Start ``target(write_fd)`` in a forked child; returns ``(pid, read_fd)``."""
+    children: list[int] = []
+
+    def start(target: Callable[[int], None]) -> tuple[int, int]:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child never returns into pytest
+            code = 0
+            try:
+                os.close(r)
+                target(w)
+            except BaseException:
+                code = 1
+            os._exit(code)
+        os.close(w)
+        children.append(pid)
+        return pid, r
+
+    yield start
+    for pid in children:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+
+def _read_lines(fd: int, count: int) -> list[int]:
+    """Block until ``count`` reports arrived; return them."""
+    buf = b""
+    while buf.count(b"\n") < count:
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        buf += chunk
+    return [int(x) for x in buf.split(b"\n")[:count] if x]
+
+
+def test_writers_killed_at_random_points_lose_nothing_durable(
+    url: str, fork: Callable[[Callable[[int], None]], tuple[int, int]]
+) -> None:
+    rng = random.Random(20261130)
+    previous = b""
+    for round_ in range(KILLS):
+        wanted = rng.randrange(1, 4)
+        pid, r = fork(lambda w, seed=round_: _writer(url, seed, w))
+        reports = _read_lines(r, wanted)
+        os.kill(pid, signal.SIGKILL)  # lands somewhere in the next turn
+        os.waitpid(pid, 0)
+        os.close(r)
+        assert len(reports) == wanted, "the writer died before reporting"
+        durable = reports[-1]
+        st = _store(url)
+        s = st.open(SID)  # must always succeed, repairing what the kill left
+        events = list(s.events)
+        lines = encode_events(events)
+        assert len(events) >= durable
+        assert lines.startswith(previous), f"round {round_}: durable events changed"
+        assert events[-1].type == "turn/end"
+        reasons = {e.data.reason.kind for e in events if e.type == "turn/end"}  # type: ignore[attr-defined]
+        assert reasons <= {"completed", "interrupted"}
+        previous = lines
+        st.close()
+
+
+def test_a_second_process_cannot_write_a_session_being_written(
+    url: str, fork: Callable[[Callable[[int], None]], tuple[int, int]]
+) -> None:
+    pid, r = fork(lambda w: _writer(url, 1, w))
+    assert _read_lines(r, 1)  # the child owns the session now
+    st = _store(url)
+    with pytest.raises(SessionLockedError, match='session "crash" is being written by another'):
+        st.open(SID)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    os.close(r)
+    # The dead writer's lock died with it.
+    s = st.open(SID)
+    assert s.events[-1].type == "turn/end"
+    st.close()
+
+
+def test_many_processes_writing_distinct_sessions_lose_nothing(
+    url: str, fork: Callable[[Callable[[int], None]], tuple[int, int]]
+) -> None:
+    writers, turns = 6, 15
+
+    def write(index: int, w: int) -> None:
+        rng = random.Random(index)
+        st = _store(url)
+        st.create(f"w{index}", cwd="/many")
+        total = 0
+        for _ in range(turns):
+            total = _turn(st, f"w{index}", rng)
+        st.close()
+        os.write(w, f"{total}\n".encode())
+
+    started = [fork(lambda w, i=i: write(i, w)) for i in range(writers)]
+    totals = {}
+    for i, (pid, r) in enumerate(started):
+        (total,) = _read_lines(r, 1)
+        _, status = os.waitpid(pid, 0)
+        os.close(r)
+        assert status == 0
+        totals[f"w{i}"] = total
+    st = _store(url)
+    for sid, total in totals.items():
+        events = st.persistence.load(sid).events
+        assert [e.seq for e in events] == list(range(total))
+        assert sum(1 for e in events if e.type == "turn/end") == turns
+    st.close()
