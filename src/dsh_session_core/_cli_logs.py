@@ -1,8 +1,9 @@
-"""``dsh-session derive``, ``export`` and ``validate``: commands on log files."""
+"""``dsh-session derive``, ``export``, ``validate`` and ``repair``: commands on log files."""
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from ._cli_support import (
     EXIT_OK,
@@ -11,12 +12,47 @@ from ._cli_support import (
     Failure,
     load_session,
     one_line,
+    read_file,
     read_log,
     registry,
     write,
 )
 
+if TYPE_CHECKING:
+    from ._persist_jsonl import ScanResult
+    from ._registry import EventRegistry
+    from .events import Event
+    from .vocabulary import Message
+
 __all__ = ["add_commands"]
+
+
+def _recovered(path: str, reg: EventRegistry) -> tuple[ScanResult, list[Event]]:
+    """A log file read by the JSONL backend's load rules: its scan (torn tail dropped)
+    and the closers that close an interrupted turn (nothing is written)."""
+    from ._header import SESSION_FORMAT_VERSION
+    from ._persist_coordinator import PersistenceError
+    from ._persist_jsonl import scan_log
+    from ._repair import interrupted_turn_closers
+
+    scan = scan_log(read_file(path), reg, path=path)
+    if scan.header.version != SESSION_FORMAT_VERSION:
+        msg = (
+            f"unsupported session format version {scan.header.version} for "
+            f'"{scan.header.id}" (only v{SESSION_FORMAT_VERSION} is supported)'
+        )
+        raise PersistenceError(msg, session_id=scan.header.id)
+    return scan, interrupted_turn_closers(scan.events)
+
+
+def _derive_one(path: str, reg: EventRegistry, recover: bool) -> list[Message]:
+    if not recover:
+        return load_session(path, reg).derive_messages()
+    from ._session import Session
+
+    scan, closers = _recovered(path, reg)
+    events = [*scan.events, *closers]
+    return Session(scan.header.id, events, scan.header, registry=reg).derive_messages()
 
 
 def _derive(args: argparse.Namespace) -> int:
@@ -29,7 +65,7 @@ def _derive(args: argparse.Namespace) -> int:
             msg = "derive takes one FILE; use --jsonl for several"
             raise Failure(msg, EXIT_USAGE)
         try:
-            messages = load_session(args.files[0], reg).derive_messages()
+            messages = _derive_one(args.files[0], reg, args.recover)
         except DshSessionError as exc:
             msg = f"{args.files[0]}: {one_line(exc)}"
             raise Failure(msg) from exc
@@ -39,7 +75,7 @@ def _derive(args: argparse.Namespace) -> int:
     for path in args.files:
         row: dict[str, object] = {"file": path}
         try:
-            row["messages"] = load_session(path, reg).derive_messages()
+            row["messages"] = _derive_one(path, reg, args.recover)
         except DshSessionError as exc:
             row["error"] = one_line(exc)
         except Failure as exc:
@@ -88,13 +124,76 @@ def _validate(args: argparse.Namespace) -> int:
     return EXIT_REJECTED if failed else EXIT_OK
 
 
+def _repair(args: argparse.Namespace) -> int:
+    import fcntl
+    import os
+
+    from ._codec import encode_events
+    from .errors import DshSessionError
+
+    path = args.file
+    try:
+        scan, closers = _recovered(path, registry())
+    except DshSessionError as exc:
+        msg = f"{path}: {one_line(exc)}"
+        raise Failure(msg) from exc
+    size = os.path.getsize(path)
+    torn = size - scan.committed_bytes
+    if not torn and not closers:
+        write(f"{path}: nothing to repair ({len(scan.events)} events, last turn closed)\n")
+        return EXIT_OK
+    would = "would " if args.dry_run else ""
+    if torn:
+        write(f"{path}: {would}cut a torn tail of {torn} byte(s) after event seq "
+              f"{len(scan.events) - 1}\n")
+    if closers:
+        kinds = ", ".join(f"{c.type} (seq {c.seq})" for c in closers)
+        write(f"{path}: {would}close the interrupted turn with {kinds}\n")
+    if args.dry_run:
+        return EXIT_OK
+    # The writer lock the JSONL backend takes (<log>.lock): never repair under a writer.
+    lock = os.open(os.path.splitext(path)[0] + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            msg = f"{path}: a writer holds this session's lock; stop it before repairing"
+            raise Failure(msg) from None
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        try:
+            os.ftruncate(fd, scan.committed_bytes)
+            os.fsync(fd)
+            data = encode_events(closers)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    finally:
+        os.close(lock)
+    write(f"{path}: repaired\n")
+    return EXIT_OK
+
+
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     derive = sub.add_parser("derive", help="print the messages derived from a log")
     derive.add_argument("files", nargs="+", metavar="FILE", help="a JSONL session log")
     derive.add_argument(
         "--jsonl", action="store_true", help="one JSON line per file, errors included"
     )
+    derive.add_argument(
+        "--recover", action="store_true",
+        help="read as a durable backend loads: drop a torn tail, close an open turn",
+    )
     derive.set_defaults(run=_derive)
+
+    repair = sub.add_parser(
+        "repair", help="cut a log's torn tail and close its interrupted turn, durably"
+    )
+    repair.add_argument("file", metavar="FILE", help="a JSONL session log")
+    repair.add_argument("--dry-run", action="store_true", help="say what would change")
+    repair.set_defaults(run=_repair)
 
     export = sub.add_parser("export", help="parse a log and write it back as JSONL")
     export.add_argument("file", metavar="FILE", help="a JSONL session log")
