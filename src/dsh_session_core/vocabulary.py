@@ -35,6 +35,7 @@ __all__ = [
     "Message",
     "MessageSource",
     "MessageTrigger",
+    "Number",
     "PluginSource",
     "ReasoningBlock",
     "ReasoningDeltaChunk",

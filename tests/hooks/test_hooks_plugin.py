@@ -1,0 +1,200 @@
+"""The ``hooks`` plugin as installed: found through its entry point, removable by the
+block list, declaring two log-only types with the catalog's doc lines, and decoding every
+hook/* record of the reference logs as typed events, byte for byte. Also the package's
+shape: explicit exports, an entry-point module of hook implementations only, and imports
+of core's public names only."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import inspect
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from hooks_support import HOOK_SNAPSHOTS, hooks_store
+
+import dsh_session_hooks
+import dsh_session_hooks.plugin
+from dsh_session_core import (
+    ENTRY_POINT_GROUP,
+    Event,
+    OpaqueEvent,
+    Session,
+    SessionStore,
+    create_plugin_manager,
+    encode_event,
+)
+from dsh_session_hooks import HookInvoked, HookInvokedData, HookResult, HookResultData
+
+HOOK_TYPES: dict[str, type[Event]] = {"hook/invoked": HookInvoked, "hook/result": HookResult}
+
+# The reference's catalog lines (seeds, persistence-log catalog), verbatim.
+INVOKED_DOC = (
+    "A hook command was invoked at a hook point — log-only provenance (like `compact/*`; NOT "
+    "a SurfaceEventType, carries no `surfaceOp`). `dialect` is the bridge that ran it "
+    "(`claude`/`codex`), `point` the hook point (`PreToolUse`, `Stop`, …), `matcher` the "
+    "matcher-group pattern that selected it (absent for match-all), `handlerId` a stable id "
+    "for the command (so an invoked/result pair correlates). `turn` is the open turn the "
+    "invocation lives inside."
+)
+RESULT_DOC = (
+    "A hook command's outcome — log-only, paired with a prior `hook/invoked` (same "
+    "`handlerId`). `decision` is the dialect-neutral outcome derived by `appendHookResult` "
+    "(which owns the rule): the hook's parsed decision (`approve`/`allow`/`block`/`deny`/"
+    "`ask`), else `'stop'` when it asked to halt via `continue:false`, else `'pass'`. "
+    "`exitCode` is the process exit (absent if it never ran), `stderrSummary` the trimmed "
+    "stderr truncated to the bridge's configured cap (the block reason source on exit 2), "
+    "`durationMs` the wall-clock runtime (audit timing; snapshot replay normalizes it). "
+    "`turn` matches the `hook/invoked`."
+)
+
+
+def _other_plugins() -> list[str]:
+    """Every other installed plugin name: blocked so this test is about ``hooks`` only."""
+    names = {ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    return sorted(names - {"hooks"})
+
+
+@pytest.fixture(autouse=True)
+def _no_env_block_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DSH_SESSION_DISABLE_PLUGINS", raising=False)
+    monkeypatch.delenv("DSH_SESSION_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+
+
+# --- discovery -----------------------------------------------------------------------------------
+
+
+def test_found_through_its_entry_point() -> None:
+    pm = create_plugin_manager(blocked=_other_plugins())
+    assert pm.get_plugin("hooks") is dsh_session_hooks.plugin
+    registry = SessionStore(pm).registry
+    for etype, cls in HOOK_TYPES.items():
+        entry = registry.get(etype)
+        assert entry is not None
+        assert (entry.plugin, entry.event, entry.surface) == ("hooks", cls, False)
+    assert registry.get("hook/invoked").payload is HookInvokedData  # type: ignore[union-attr]
+    assert registry.get("hook/result").payload is HookResultData  # type: ignore[union-attr]
+    assert registry.get("hook/invoked").doc == INVOKED_DOC  # type: ignore[union-attr]
+    assert registry.get("hook/result").doc == RESULT_DOC  # type: ignore[union-attr]
+
+
+def test_blocked_by_name() -> None:
+    pm = create_plugin_manager(blocked=["hooks", *_other_plugins()])
+    assert pm.get_plugin("hooks") is None
+    assert pm.is_blocked("hooks")
+    store = SessionStore(pm)
+    assert "hook/invoked" not in store.registry
+    assert "hook/result" not in store.registry
+    # Its records still load, kept verbatim as opaque events.
+    line = (
+        b'{"type":"hook/invoked","seq":0,"time":1,"data":{"turn":1,"point":"Stop",'
+        b'"dialect":"codex","handlerId":"codex:Stop:1"}}'
+    )
+    session = store.create(seed=[msgspec.json.decode(line)])
+    assert type(session.events[0]) is OpaqueEvent
+    assert encode_event(session.events[0]) == line
+
+
+def test_blocked_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DSH_SESSION_DISABLE_PLUGINS", "hooks")
+    pm = create_plugin_manager(blocked=_other_plugins())
+    assert pm.get_plugin("hooks") is None
+    assert "hook/result" not in SessionStore(pm).registry
+
+
+# --- the reference logs --------------------------------------------------------------------------
+
+
+def _hook_logs() -> list[Path]:
+    return sorted(HOOK_SNAPSHOTS.glob("hook-*/session.jsonl"))
+
+
+def test_every_reference_hook_record_decodes_typed_and_round_trips() -> None:
+    logs = _hook_logs()
+    if not logs:
+        pytest.skip(f"reference logs not found under {HOOK_SNAPSHOTS}")
+    assert len(logs) == 13
+    store = hooks_store()
+    seen: list[Any] = []
+    for log in logs:
+        lines = log.read_bytes().splitlines()[1:]  # line 1 is the session header
+        session = store.create(seed=[msgspec.json.decode(line) for line in lines])
+        for line, event in zip(lines, session.events, strict=True):
+            wire = msgspec.json.decode(line)
+            if not wire["type"].startswith("hook/"):
+                continue
+            assert type(event) is HOOK_TYPES[wire["type"]], (log.parent.name, line)
+            assert encode_event(event) == line  # key order and numbers as logged
+            seen.append(event.data)
+        store.detach(session)
+    assert len(seen) == 40
+    # Both shapes of each optional key, and both kinds of duration, are in there.
+    invoked = [d for d in seen if isinstance(d, HookInvokedData)]
+    results = [d for d in seen if isinstance(d, HookResultData)]
+    assert {d.dialect for d in invoked} == {"claude", "codex"}
+    assert {d.matcher for d in invoked} == {"bash", msgspec.UNSET}
+    assert {type(d.duration_ms) for d in results} == {int, float}
+    assert {d.stderr_summary is msgspec.UNSET for d in results} == {True, False}
+    assert {d.decision for d in results} == {"block", "pass", "ask"}
+
+
+def test_an_off_schema_reference_record_stays_opaque() -> None:
+    # The snapshot suite's blocked-log fixture holds a hook/result without turn, point or
+    # handlerId: it is kept verbatim rather than refused.
+    line = b'{"type":"hook/result","seq":0,"time":13,"data":{"decision":"block","durationMs":99}}'
+    session = Session("s", seed=[msgspec.json.decode(line)], registry=hooks_store().registry)
+    assert type(session.events[0]) is OpaqueEvent
+    assert encode_event(session.events[0]) == line
+
+
+# --- package shape -------------------------------------------------------------------------------
+
+SRC = Path(dsh_session_hooks.__file__).resolve().parent
+
+
+def test_exports_are_explicit_sorted_and_exist() -> None:
+    names = dsh_session_hooks.__all__
+    assert len(names) == len(set(names))
+    for name in names:
+        assert hasattr(dsh_session_hooks, name), name
+    public = {n for n in vars(dsh_session_hooks) if not n.startswith("_")}
+    assert public - set(names) <= {"annotations", "plugin"}
+
+
+def test_entry_point_module_holds_hook_implementations_only() -> None:
+    functions = inspect.getmembers(dsh_session_hooks.plugin, inspect.isfunction)
+    own = [f for _, f in functions if f.__module__ == dsh_session_hooks.plugin.__name__]
+    assert [f.__name__ for f in own] == ["register_event_types"]
+    for f in own:
+        assert hasattr(f, "dsh_session_impl"), f.__name__
+    classes = inspect.getmembers(dsh_session_hooks.plugin, inspect.isclass)
+    assert [c for _, c in classes if c.__module__ == dsh_session_hooks.plugin.__name__] == []
+
+
+def test_imports_only_public_core_names() -> None:
+    for path in sorted(SRC.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            modules: list[str] = []
+            if isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules = [node.module]
+                if node.module.startswith("dsh_session_core"):
+                    private = [a.name for a in node.names if a.name.startswith("_")]
+                    assert private == [], (path.name, private)
+            for module in modules:
+                top, *rest = module.split(".")
+                assert top in {"dsh_session_core", "dsh_session_hooks"} or not top.startswith(
+                    "dsh_session"
+                ), (path.name, module)
+                assert not any(part.startswith("_") for part in rest), (path.name, module)
+
+
+def test_private_modules_start_with_an_underscore() -> None:
+    public = {"__init__", "plugin", "events"}
+    for module in SRC.glob("*.py"):
+        assert module.stem.startswith("_") or module.stem in public, module.name
+    assert (SRC / "py.typed").is_file()
