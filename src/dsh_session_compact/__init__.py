@@ -1,8 +1,83 @@
-"""dsh-session plugin ``compact``: compaction of a surface range into a summary: the
-compact/* events, the lock, the tool-pairing rule, transcript rendering, token
-estimation and the pluggable summarizer.
+"""dsh-session plugin ``compact``: compaction of a surface range into a summary.
+
+Compaction replaces the head of a long history with one checkpoint ``user/message``
+holding a summary; the shadowed events stay in the log, so replaying the log derives
+the same messages. The plugin contributes the ``compact/*`` events (the lock and the
+provenance), the ``compact_summarize`` hook, transcript rendering, token estimation,
+and the basic backend::
+
+    from dsh_session_core import SessionStore
+    from dsh_session_compact import Compactor, ExtractiveSummarizer
+
+    store = SessionStore()  # loads the installed plugins, `compact` among them
+    store.plugin_manager.register(ExtractiveSummarizer())  # or your LLM summarizer
+    compactor = Compactor(
+        {"contextWindow": 128_000, "thresholdRatio": 0.8, "retainTokens": 20_000,
+         "summarizationModel": "", "maxTokens": 8192, "compactionRetries": 1},
+        plugin_manager=store.plugin_manager,
+    )
+    # before each step of a turn:
+    compactor.auto_compact(session, system_prompt=system, model="my-model")
+
+See :func:`compact_region` for the rules a compaction follows.
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Any
+
+from . import errors, events, hookspecs
+from ._compactor import Compactor, acompact_if_needed, compact_if_needed
+from ._config import BasicCompactConfig, resolve_config
+from ._extractive import ExtractiveSummarizer
+from ._framing import PREAMBLE, frame_summary
+from ._region import CHECKPOINT_SOURCE, CompactionResult, acompact_region, compact_region
+from ._render import render_content_blocks, render_transcript
+from ._scan import compaction_in_progress, open_turn
+from ._summarizer import (
+    SUMMARIZATION_SYSTEM_PROMPT,
+    Summarizer,
+    SummaryRequest,
+    SummaryResult,
+    summary_prompt,
+)
+from ._tokens import TokenEstimator
+from .events import ShadowedRange
+
+__all__ = [
+    "CHECKPOINT_SOURCE",
+    "PREAMBLE",
+    "SUMMARIZATION_SYSTEM_PROMPT",
+    "BasicCompactConfig",
+    "CompactionResult",
+    "Compactor",
+    "ExtractiveSummarizer",
+    "ShadowedRange",
+    "Summarizer",
+    "SummaryRequest",
+    "SummaryResult",
+    "TokenEstimator",
+    "acompact_if_needed",
+    "acompact_region",
+    "compact_if_needed",
+    "compact_region",
+    "compaction_in_progress",
+    "errors",
+    "events",
+    "frame_summary",
+    "hookspecs",
+    "open_turn",
+    "render_content_blocks",
+    "render_transcript",
+    "resolve_config",
+    "summary_prompt",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from importlib.metadata import version
+
+        return version("dsh-session")
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)
