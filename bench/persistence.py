@@ -15,6 +15,7 @@ A benchmark, not a test: it asserts nothing.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import sys
@@ -27,11 +28,10 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run import Append, median_ms, turn_appends, workload  # noqa: E402
-
-from dsh_session_core import Session, core_registry, create_plugin_manager  # noqa: E402
-from dsh_session_core._logfile import open_session, parse_log  # noqa: E402
-from dsh_session_core._persist_store import DurableStore, backend_for  # noqa: E402
+from dsh_session_core import Session, core_registry, create_plugin_manager
+from dsh_session_core._logfile import open_session, parse_log
+from dsh_session_core._persist_store import DurableStore, backend_for
+from run import Append, median_ms, turn_appends, workload
 
 
 def _clock() -> int:
@@ -107,7 +107,7 @@ def run() -> dict[str, float]:
         offsets = [0]
         for turn in _turns(appends):
             offsets.append(offsets[-1] + len(turn))
-        batches = [session.jsonl(a, b) for a, b in zip(offsets, offsets[1:], strict=False)]
+        batches = [session.jsonl(a, b) for a, b in itertools.pairwise(offsets)]
         assert b"".join(batches) == lines
         limit = [plain_write_fsync(root / f"plain-{i}.jsonl", batches) for i in range(3)]
         results["write_fsync_limit_eps"] = n / statistics.median(limit)

@@ -202,7 +202,10 @@ class TurnStartData(_Payload, kw_only=True, frozen=True):
 
 
 class TurnStart(Event, tag="turn/start", frozen=True):
-    """Opens turn ``turn``; ``trigger`` records what started it."""
+    """Opens turn `turn`. `trigger` records what started it — a drained message batch or an
+    idle-time injection. The turn is the durability/replay boundary: every event sits
+    between a `turn/start` and its matching `turn/end` (the turn-enclosure invariant).
+    """
 
     data: TurnStartData
 
@@ -213,7 +216,10 @@ class TurnEndData(_Payload, kw_only=True, frozen=True):
 
 
 class TurnEnd(Event, tag="turn/end", frozen=True):
-    """Closes turn ``turn`` with the reason it ended. The durable-commit boundary."""
+    """Closes turn `turn` with the TurnEndReason that ended it. The loop fires the awaited
+    `session/flush` checkpoint at every turn end, so the turn boundary is also the
+    durable-commit boundary.
+    """
 
     data: TurnEndData
 
@@ -224,13 +230,15 @@ class StepData(_Payload, kw_only=True, frozen=True):
 
 
 class StepStart(Event, tag="step/start", frozen=True):
-    """Opens step ``step`` of turn ``turn``: one model call plus the tools it requested."""
+    """Opens step `step` of turn `turn` — one model call plus the tool executions it
+    requested.
+    """
 
     data: StepData
 
 
 class StepEnd(Event, tag="step/end", frozen=True):
-    """Closes step ``step`` of turn ``turn``."""
+    """Closes step `step` of turn `turn`."""
 
     data: StepData
 
@@ -256,7 +264,7 @@ class UserMessageData(_Payload, kw_only=True, frozen=True):
 
 
 class UserMessage(SurfaceEvent, tag="user/message", frozen=True):
-    """A user-visible prompt (a queued message drained at turn start)."""
+    """A user-visible prompt (queued message drained at turn start)."""
 
     data: UserMessageData
 
@@ -271,7 +279,15 @@ class PromptBlockedData(_Payload, kw_only=True, frozen=True):
 
 
 class PromptBlocked(Event, tag="prompt/blocked", frozen=True):
-    """A queued prompt a hook vetoed, with the veto text; it never becomes a message."""
+    """A queued prompt an `agent/prompt-submit` listener VETOED — the durable record of a
+    blocked prompt and why. Appended in place of the `user/message` the prompt would
+    have become, so the block survives replay even in a MIXED batch where another queued
+    prompt is allowed (there the turn does not end `rejected`, so the boundary reason
+    alone would not preserve it). `content` is the original prompt the listener
+    rejected; `reason` is the veto text (PromptDecision `block.reason`). NOT a
+    SurfaceEventType: a blocked prompt produces no LLM message and never reaches
+    `deriveMessages()`.
+    """
 
     data: PromptBlockedData
 
@@ -282,7 +298,10 @@ class ContextMessageData(_Payload, kw_only=True, frozen=True):
 
 
 class ContextMessage(SurfaceEvent, tag="context/message", frozen=True):
-    """In-session context injection, rendered as ``<context source="...">`` user content."""
+    """In-session context injection (file-change notices, subdir AGENTS.md, skill content,
+    cron notifications, …). Rendered into the derived history as tagged synthetic
+    context — NOT a user prompt.
+    """
 
     data: ContextMessageData
 
@@ -312,7 +331,7 @@ class AssistantChunkData(_Payload, kw_only=True, frozen=True):
 
 
 class AssistantChunk(Event, tag="assistant/chunk", frozen=True):
-    """One raw stream chunk, kept for token-level replay; derivation skips it."""
+    """Raw stream chunk — token-level replay fidelity."""
 
     data: AssistantChunkData
 
@@ -325,8 +344,11 @@ class AssistantMessageData(_Payload, kw_only=True, frozen=True):
 
 
 class AssistantMessage(SurfaceEvent, tag="assistant/message", frozen=True):
-    """The assembled assistant message of one step, with its token usage. An empty one
-    only hosts usage and projects to no message."""
+    """Assembled assistant message for one step (derived history uses this). Carries the
+    step's `usage` when the adapter reported token accounting, so the model output and
+    its accounting travel together (there is no separate usage record). `usage` is
+    absent when the adapter reported none.
+    """
 
     data: AssistantMessageData
 
@@ -347,7 +369,10 @@ class ToolCallData(_Payload, kw_only=True, frozen=True):
 
 
 class ToolCall(Event, tag="tool/call", frozen=True):
-    """The model requested one tool invocation; ``call_id`` pairs it with its result."""
+    """The model requested one tool invocation: `name` with the raw `arguments` JSON string
+    exactly as the model produced it (unparsed). `callId` pairs the call with its
+    `tool/result`.
+    """
 
     data: ToolCallData
 
@@ -368,7 +393,14 @@ class ToolResultData(_Payload, kw_only=True, frozen=True):
 
 
 class ToolResult(SurfaceEvent, tag="tool/result", frozen=True):
-    """A completed tool call's model-facing result, plus an optional tool-private ``meta``."""
+    """A completed tool call's model-facing result, plus an optional tool-private `meta`
+    presentation payload. `meta` is opaque to the core (`unknown` — the producing tool
+    owns its shape and reads it back in `presentResult`) but MUST be JSON-serializable:
+    `Session.append` runtime-validates all event data with `isJsonValue`, so a non-
+    serializable `meta` is rejected at the source, and the durable log reproduces the
+    identical card on replay. Absent unless the tool attaches one (e.g. `dsh-tool-fs`
+    carries its result-time contextual diff here).
+    """
 
     data: ToolResultData
 
@@ -388,7 +420,15 @@ class ToolCodeDispatchData(_Payload, kw_only=True, frozen=True):
 
 
 class ToolCodeDispatch(Event, tag="tool/code-dispatch", frozen=True):
-    """One sub-dispatch made by a ``run_code`` program; log-only."""
+    """One bridged sub-dispatch from a `run_code` program: the parent `run_code` call id,
+    the deterministic sub-call id (`<parent>:code:<n>`), the tool `name` with its JSON-
+    normalized `arguments` — the exact value dispatched, normalized BEFORE dispatch, so
+    this append can never fail on payload shape — whether the sub-call errored, and a
+    bounded `resultSummary` of its model-facing text. Log-only: `deriveMessages()`
+    ignores it, so sub-calls never re-enter model context; persistence and UIs get every
+    call. Appended inside the parent `run_code`'s execution (the bridge drains its queue
+    before returning), so the turn-enclosure invariant holds by construction.
+    """
 
     data: ToolCodeDispatchData
 
@@ -402,7 +442,16 @@ class RequestHeaderData(_Payload, kw_only=True, frozen=True):
 
 
 class RequestHeader(Event, tag="request/header", frozen=True):
-    """A full snapshot of the header the next request is built under."""
+    """Full snapshot of the EpochHeader the NEXT request is built under, with the
+    RequestHeaderReason it was recorded whole. Appended by the loop inside the step,
+    before dispatch, on a loop instance's first request-building step
+    (`'initial'`/`'resume'`) or when a delta failed its round-trip guard (`'fallback'`);
+    always records what the request actually used, post-`agent/request`. Anchors the
+    header fold: reconstruction reads the latest snapshot and applies the deltas after
+    it. NOT a SurfaceEventType: it produces no LLM message — it is the request envelope,
+    logged so every request is a pure function of the session log (the
+    reconstructability RFC).
+    """
 
     data: RequestHeaderData
 
@@ -415,6 +464,17 @@ class RequestHeaderDeltaData(_Payload, kw_only=True, frozen=True):
 
 
 class RequestHeaderDelta(Event, tag="request/header-delta", frozen=True):
-    """An amendment to the folded request header; always round-trips."""
+    """Amendment to the folded EpochHeader: at least one of a SystemDelta, a ToolsDelta, a
+    whole replacement LlmCallConfig (four scalars — not worth diffing), or a whole
+    replacement session prefix (`messagePrefix` — small advisory content, replaced
+    whole; an EMPTY array encodes the transition to "none", mirroring the canonical
+    form's absent field — the loop never produces one in practice: the prefix is
+    composed once per instance and anchored by that instance's snapshot, so this arm
+    exists for codec totality). Appended by the loop inside the step, before dispatch,
+    when the header for this request differs from the fold of the log so far; the writer
+    verifies `applyHeaderDelta(previous, delta)` reproduces the new header exactly and
+    falls back to a `'fallback'` `request/header` snapshot when it cannot, so a logged
+    delta ALWAYS round-trips. NOT a SurfaceEventType.
+    """
 
     data: RequestHeaderDeltaData

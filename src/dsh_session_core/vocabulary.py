@@ -79,7 +79,10 @@ class _Value(
 
 
 class _Block(_Value, tag_field="type", frozen=True):
-    pass
+    @property
+    def type(self) -> str:
+        """Its kind on the wire (the tag), e.g. ``"text"``."""
+        return self.__struct_config__.tag  # type: ignore[return-value]
 
 
 class TextBlock(_Block, tag="text", kw_only=True, frozen=True):
@@ -125,7 +128,10 @@ class Message(_Value, kw_only=True, frozen=True):
 
 
 class _Kinded(_Value, tag_field="kind", frozen=True):
-    pass
+    @property
+    def kind(self) -> str:
+        """Its kind on the wire (the tag), e.g. ``"completed"``."""
+        return self.__struct_config__.tag  # type: ignore[return-value]
 
 
 class UserSource(_Kinded, tag="user", kw_only=True, frozen=True):
@@ -246,7 +252,10 @@ FinishReason: TypeAlias = (
 
 
 class _Chunk(_Value, tag_field="type", frozen=True):
-    pass
+    @property
+    def type(self) -> str:
+        """Its kind on the wire (the tag), e.g. ``"text-delta"``."""
+        return self.__struct_config__.tag  # type: ignore[return-value]
 
 
 class BlockStartChunk(_Chunk, tag="block-start", kw_only=True, frozen=True):
