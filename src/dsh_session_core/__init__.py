@@ -38,6 +38,12 @@ if TYPE_CHECKING:
     from ._header import SESSION_FORMAT_VERSION, SessionHeader
     from ._json import JsonObject, JsonValue
     from ._names import ENTRY_POINT_GROUP, PROJECT_NAME
+    from ._persist_base import Backend, SessionLockedError, StoredLog, WriterLock
+    from ._persist_coordinator import PersistenceError, PersistencePlugin
+    from ._persist_jsonl import JsonlBackend
+    from ._persist_memory import MemoryBackend
+    from ._persist_sqlite import SqliteBackend
+    from ._persist_store import DurableStore, open_store
     from ._plugins import PluginManager, create_plugin_manager, hookimpl
     from ._registry import EventRegistry, EventSpec, RegisteredEvent
     from ._repair import interrupted_turn_closers
@@ -66,6 +72,17 @@ if TYPE_CHECKING:
     from .vocabulary import Message
 
 _LAZY: dict[str, str] = {
+    "Backend": "._persist_base",
+    "SessionLockedError": "._persist_base",
+    "StoredLog": "._persist_base",
+    "WriterLock": "._persist_base",
+    "PersistenceError": "._persist_coordinator",
+    "PersistencePlugin": "._persist_coordinator",
+    "JsonlBackend": "._persist_jsonl",
+    "MemoryBackend": "._persist_memory",
+    "SqliteBackend": "._persist_sqlite",
+    "DurableStore": "._persist_store",
+    "open_store": "._persist_store",
     "CodeDispatcher": "._code_dispatch",
     "SubDispatch": "._code_dispatch",
     "ToolArgumentsError": "._code_dispatch",
@@ -121,28 +138,38 @@ __all__ = [
     "PROJECT_NAME",
     "SESSION_FORMAT_VERSION",
     "SURFACE_TYPES",
+    "Backend",
     "CodeDispatcher",
+    "DurableStore",
     "Event",
     "EventRegistry",
     "EventSpec",
     "EventsView",
     "JsonObject",
     "JsonValue",
+    "JsonlBackend",
+    "MemoryBackend",
     "Message",
     "OpaqueEvent",
+    "PersistenceError",
+    "PersistencePlugin",
     "PluginManager",
     "Problem",
     "RegisteredEvent",
     "ReplaceOp",
     "Session",
     "SessionHeader",
+    "SessionLockedError",
     "SessionStore",
+    "SqliteBackend",
+    "StoredLog",
     "SubDispatch",
     "Surface",
     "SurfaceEvent",
     "SurfaceNode",
     "SurfaceOp",
     "ToolArgumentsError",
+    "WriterLock",
     "apply_header_delta",
     "canonical_header",
     "check_events",
@@ -162,6 +189,7 @@ __all__ = [
     "is_surface_event",
     "is_tool_pairing_balanced",
     "normalize_tool_arguments",
+    "open_store",
     "summarize_tool_result",
     "to_wire",
     "vocabulary",

@@ -108,7 +108,14 @@ def _parse_generic(line: bytes) -> Any:
     except msgspec.DecodeError:
         # msgspec refuses lone surrogate escapes, which JS writes for lone surrogates in
         # strings; the stdlib parser keeps them. Only such rare lines come here.
-        return json.loads(line.decode("utf-8", "surrogatepass"))
+        # ``parse_constant``: the stdlib also reads NaN and Infinity, which JSON (and
+        # the reference's JSON.parse) refuses.
+        return json.loads(line.decode("utf-8", "surrogatepass"), parse_constant=_no_constant)
+
+
+def _no_constant(name: str) -> Any:
+    msg = f"{name} is not JSON"
+    raise ValueError(msg)
 
 
 def decode_line(registry: EventRegistry, line: bytes) -> Event:
@@ -135,7 +142,13 @@ def decode_line(registry: EventRegistry, line: bytes) -> Event:
             if data is not event.data:
                 event = msgspec.structs.replace(event, data=data)
         return event
-    return opaque_from_wire(_generic.decode(line))
+    # An unknown type (or a known type whose payload does not fit) can still hold a line
+    # msgspec cannot read, such as a lone surrogate escape.
+    try:
+        return opaque_from_wire(_parse_generic(line))
+    except (ValueError, UnicodeDecodeError) as exc:
+        msg = f"unparsable log line: {exc}"
+        raise LogFormatError(msg) from exc
 
 
 def decode_lines(registry: EventRegistry, lines: list[bytes]) -> list[Event]:

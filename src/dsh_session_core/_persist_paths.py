@@ -1,0 +1,102 @@
+"""Where the JSONL backend keeps a session: the reference's on-disk layout (spec §9.1).
+
+::
+
+    <root>/cwd-<first 12 hex of sha256(cwd)>/<encode_segment(id)>.jsonl   sessions with a cwd
+    <root>/_no-cwd/<encode_segment(id)>.jsonl                              sessions without
+
+A session id is any string, so it is encoded into one safe file name: ``[A-Za-z0-9._-]``
+stay, every other UTF-16 code unit (``~`` included) becomes ``~`` and four uppercase hex
+digits. Escaping ``~`` itself and using a fixed width makes the encoding injective, and
+no id can name a path outside its bucket (``/``, ``\\0``, ``.`` and ``..`` never survive).
+The encoding works on UTF-16 code units, not code points, because that is what the
+reference's JavaScript strings are made of: an emoji is two escapes, and the file names
+of the two implementations agree.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+
+__all__ = ["bucket_name", "encode_segment", "lock_path", "log_path", "session_dir"]
+
+#: The bucket of sessions that have no cwd.
+NO_CWD = "_no-cwd"
+
+_SAFE = re.compile(r"[A-Za-z0-9._-]+")
+_KEEP = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+
+
+def encode_segment(raw: str) -> str:
+    """``raw`` as one file-name segment, reversibly and without path syntax.
+
+    ``.`` and ``..`` are escaped whole (they are made of kept characters but would name a
+    directory); anything else keeps ``[A-Za-z0-9._-]`` and escapes each other UTF-16
+    code unit as ``~XXXX``: ``"a/b"`` → ``"a~002Fb"``, ``"😀"`` → ``"~D83D~DE00"``.
+
+    :raises ValueError: ``raw`` is empty (an empty name would be the bucket itself).
+    """
+    if not raw:
+        msg = "cannot encode an empty path segment"
+        raise ValueError(msg)
+    if raw == ".":
+        return "~002E"
+    if raw == "..":
+        return "~002E~002E"
+    if _SAFE.fullmatch(raw):  # the common case (uuids, slugs): nothing to escape
+        return raw
+    out: list[str] = []
+    for ch in raw:
+        if ch in _KEEP:
+            out.append(ch)
+            continue
+        code = ord(ch)
+        if code > 0xFFFF:  # an astral character is a surrogate pair in UTF-16
+            code -= 0x10000
+            out.append(f"~{0xD800 + (code >> 10):04X}~{0xDC00 + (code & 0x3FF):04X}")
+        else:
+            out.append(f"~{code:04X}")
+    return "".join(out)
+
+
+def _utf8_as_js(text: str) -> bytes:
+    """``text`` in UTF-8 as Node encodes a JS string: a lone surrogate (which Python's
+    strict codec refuses) becomes U+FFFD, a surrogate pair the character it stands for."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        units = text.encode("utf-16-le", "surrogatepass")
+        return units.decode("utf-16-le", "replace").encode()
+
+
+@functools.lru_cache(maxsize=256)
+def bucket_name(cwd: str | None) -> str:
+    """The bucket directory name of a cwd: ``cwd-`` + 12 hex of its SHA-256, or
+    ``_no-cwd``. (Cached: the append path recomputes it for every batch.)"""
+    if cwd is None:
+        return NO_CWD
+    return "cwd-" + hashlib.sha256(_utf8_as_js(cwd)).hexdigest()[:12]
+
+
+def session_dir(root: str | os.PathLike[str], cwd: str | None) -> str:
+    """The bucket directory of ``cwd`` under ``root`` (``None``: the no-cwd bucket)."""
+    return os.path.join(os.fspath(root), bucket_name(cwd))
+
+
+@functools.lru_cache(maxsize=1024)
+def _file_in_bucket(root: str, cwd: str | None, session_id: str, suffix: str) -> str:
+    return os.path.join(root, bucket_name(cwd), encode_segment(session_id) + suffix)
+
+
+def log_path(root: str | os.PathLike[str], cwd: str | None, session_id: str) -> str:
+    """The log file of a session: ``<bucket>/<encode_segment(id)>.jsonl``."""
+    return _file_in_bucket(os.fspath(root), cwd, session_id, ".jsonl")
+
+
+def lock_path(root: str | os.PathLike[str], cwd: str | None, session_id: str) -> str:
+    """The writer-lock file of a session, beside its log: ``<bucket>/<encoded id>.lock``
+    (not a ``.jsonl`` name, so listing never reads it)."""
+    return _file_in_bucket(os.fspath(root), cwd, session_id, ".lock")
