@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 from ._header import SessionHeader
 from ._registry import EventRegistry
-from .errors import DshSessionError
+from .errors import SessionLockedError
 from .events import Event
 
 __all__ = ["Backend", "SessionLockedError", "StoredLog", "WriterLock"]
@@ -39,21 +39,6 @@ class StoredLog:
     jsonl: bytes | None = None
 
 
-class SessionLockedError(DshSessionError):
-    """Another writer (usually another process) holds this session's writer lock.
-
-    :ivar session_id: the session.
-    :ivar holder: what is known of the holder (a lock path, a pid), for the message.
-    """
-
-    def __init__(self, session_id: str, holder: str) -> None:
-        super().__init__(
-            f'session "{session_id}" is being written by another writer ({holder}); '
-            f"only one writer per session is allowed: stop the other writer, or open the "
-            f"session read-only"
-        )
-        self.session_id = session_id
-        self.holder = holder
 
 
 @runtime_checkable

@@ -20,7 +20,10 @@ flush in a worker thread so an asyncio loop is never blocked.
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
+import itertools
+import operator
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -33,7 +36,7 @@ from ._persist_base import Backend, StoredLog, WriterLock
 from ._plugins import hookimpl
 from ._registry import EventRegistry
 from ._repair import interrupted_turn_closers
-from .errors import DshSessionError
+from .errors import PersistenceError
 from .events import Event
 
 if TYPE_CHECKING:
@@ -41,16 +44,9 @@ if TYPE_CHECKING:
 
 __all__ = ["PersistenceError", "PersistencePlugin"]
 
+_seq_of = operator.attrgetter("seq")
 
-class PersistenceError(DshSessionError):
-    """A persistence operation was refused (collision, seq mismatch, unknown session...).
 
-    :ivar session_id: the session concerned.
-    """
-
-    def __init__(self, message: str, *, session_id: str) -> None:
-        super().__init__(message)
-        self.session_id = session_id
 
 
 @dataclasses.dataclass(slots=True)
@@ -60,6 +56,9 @@ class _State:
     materialized: bool
     owner: Session | None = None
     lock: WriterLock | None = None
+    #: The events ``load`` returned, until a live session claims the state: a seed made
+    #: of these very objects covers the stored log without reading it again.
+    loaded: list[Event] | None = None
 
 
 class PersistencePlugin:
@@ -73,7 +72,7 @@ class PersistencePlugin:
         self.backend = backend
         self.registry = registry
         self._states: dict[str, _State] = {}
-        self._buffers: dict[Session, list[Event]] = {}
+        self._buffers: dict[Session, builtins.list[Event]] = {}
         self._inited: set[int] = set()
         self._id_locks: dict[str, threading.RLock] = {}
         self._guard = threading.Lock()
@@ -119,7 +118,7 @@ class PersistencePlugin:
 
         :raises PersistenceError: a seq does not continue the stored log.
         """
-        batch = self._checked(events)  # checked and copied now, as the caller sees it
+        batch = self._checked(events, session_id)  # checked now, as the caller sees it
         if not batch:
             return
         with self._serial(session_id):
@@ -134,7 +133,7 @@ class PersistencePlugin:
         with self._serial(session_id):
             return self._load_core(session_id)
 
-    def list(self) -> list[SessionHeader]:
+    def list(self) -> builtins.list[SessionHeader]:
         """Every materialized session's header (metadata only)."""
         return self.backend.list()
 
@@ -180,7 +179,9 @@ class PersistencePlugin:
             batch = list(buffer)
             state = self._states.get(sid)
             cursor = state.cursor if state is not None else 0
-            fresh = [e for e in batch if e.seq >= cursor]
+            # Usually nothing is stale (the buffer starts at the cursor); a seed written
+            # at init, or a failed flush's retry, can leave events already stored.
+            fresh = batch if batch[0].seq >= cursor else [e for e in batch if e.seq >= cursor]
             if fresh:
                 lines = session.jsonl(fresh[0].seq, fresh[-1].seq + 1)
                 self._append_core(sid, fresh, lines)
@@ -193,7 +194,7 @@ class PersistencePlugin:
         """
         if self._closed:
             return
-        errors: list[Exception] = []
+        errors: builtins.list[Exception] = []
         for session, buffer in list(self._buffers.items()):
             if buffer:
                 try:
@@ -215,18 +216,21 @@ class PersistencePlugin:
 
     # --- internals ----------------------------------------------------------------------
 
-    def _checked(self, events: Iterable[Event | Mapping[str, Any]]) -> list[Event]:
-        batch: list[Event] = []
+    def _checked(
+        self, events: Iterable[Event | Mapping[str, Any]], session_id: str
+    ) -> builtins.list[Event]:
+        """The batch as events, each checked as JSON now, as the caller sees it."""
+        batch: builtins.list[Event] = []
         for item in events:
             if isinstance(item, Event):
                 batch.append(item)
                 continue
-            bad = find_non_json(item.get("data")) if isinstance(item, Mapping) else "$"
-            if bad is not None:
-                etype = item.get("type") if isinstance(item, Mapping) else None
-                seq = item.get("seq") if isinstance(item, Mapping) else None
-                msg = f'event "{etype}" carries non-JSON-serializable data (seq {seq})'
-                raise PersistenceError(msg, session_id="")
+            if find_non_json(item.get("data")) is not None:
+                msg = (
+                    f'event "{item.get("type")}" carries non-JSON-serializable data '
+                    f"(seq {item.get('seq')})"
+                )
+                raise PersistenceError(msg, session_id=session_id)
             batch.append(decode_wire(self.registry, item))
         return batch
 
@@ -235,13 +239,14 @@ class PersistencePlugin:
         if state is None:
             self._load_core(sid)  # adopt: repair first, so the batch continues the repair
             state = self._states[sid]
-        for i, ev in enumerate(events):
-            if ev.seq != state.cursor + i:
-                msg = (
-                    f'append seq mismatch for "{sid}": expected {state.cursor + i} at index '
-                    f"{i}, got {ev.seq}"
-                )
-                raise PersistenceError(msg, session_id=sid)
+        cursor = state.cursor
+        if not all(map(operator.eq, map(_seq_of, events), itertools.count(cursor))):
+            i, ev = next((i, e) for i, e in enumerate(events) if e.seq != cursor + i)
+            msg = (
+                f'append seq mismatch for "{sid}": expected {cursor + i} at index {i}, '
+                f"got {ev.seq}"
+            )
+            raise PersistenceError(msg, session_id=sid)
         self._own(state)
         jsonl = lines if lines is not None else encode_events(events)
         self.backend.append_batch(state.header, events, jsonl, state.materialized)
@@ -261,14 +266,15 @@ class PersistencePlugin:
         if stored.torn is not None or closers:
             self._own(state)
             self.backend.commit_repair(stored.header, stored.torn, closers, encode_events(closers))
+        events = [*stored.events, *closers] if closers else stored.events
         # A load re-anchors the state and drops any previous owner, as the reference does.
         self._states[sid] = _State(
-            stored.header, len(stored.events) + len(closers), True, None, state.lock
+            stored.header, len(events), True, None, state.lock, loaded=events
         )
         jsonl = None
         if stored.jsonl is not None:
             jsonl = stored.jsonl + encode_events(closers) if closers else stored.jsonl
-        return StoredLog(stored.header, [*stored.events, *closers], None, jsonl)
+        return StoredLog(stored.header, events, None, jsonl)
 
     def _check_version(self, header: SessionHeader) -> None:
         if header.version != SESSION_FORMAT_VERSION:
@@ -278,7 +284,7 @@ class PersistencePlugin:
             )
             raise PersistenceError(msg, session_id=header.id)
 
-    def _on_created(self, session: Session, seed: list[Event]) -> None:
+    def _on_created(self, session: Session, seed: builtins.list[Event]) -> None:
         sid = session.header.id
         with self._serial(sid):
             state = self._states.get(sid)
@@ -312,7 +318,7 @@ class PersistencePlugin:
             if seed:
                 self._append_core(sid, seed, session.jsonl(0, len(seed)))
 
-    def _claim(self, session: Session, state: _State, seed: list[Event]) -> None:
+    def _claim(self, session: Session, state: _State, seed: builtins.list[Event]) -> None:
         sid = state.header.id
         persisted, live = _cwd(state.header), _cwd(session.header)
         if persisted != live:
@@ -321,7 +327,7 @@ class PersistencePlugin:
                 f"{persisted or 'undefined'}, live: {live or 'undefined'}) (id collision)"
             )
             raise PersistenceError(msg, session_id=sid)
-        if state.cursor > 0:
+        if state.cursor > 0 and not _same(seed, state.loaded, state.cursor):
             stored = self.backend.load_stored(sid, self.registry)
             prefix = stored.events[: state.cursor] if stored is not None else []
             if not _covers(seed, prefix):
@@ -331,11 +337,13 @@ class PersistencePlugin:
                 )
                 raise PersistenceError(msg, session_id=sid)
         state.owner = session
+        state.loaded = None
         self._own(state)
         if len(seed) > state.cursor:
-            self._append_core(sid, seed[state.cursor :], session.jsonl(state.cursor, len(seed)))
+            rest = session.jsonl(state.cursor, len(seed))
+            self._append_core(sid, seed[state.cursor :], rest)
 
-    def _adopt_live_prefix(self, session: Session, stored: StoredLog, seed: list[Event]) -> None:
+    def _adopt_live_prefix(self, session: Session, stored: StoredLog, seed: builtins.list[Event]) -> None:
         sid = stored.header.id
         self._check_version(stored.header)
         if not _covers(seed, stored.events):
@@ -358,6 +366,14 @@ class PersistencePlugin:
 def _cwd(header: SessionHeader) -> str | None:
     cwd = header.cwd
     return cwd if isinstance(cwd, str) else None
+
+
+def _same(seed: Sequence[Event], loaded: Sequence[Event] | None, n: int) -> bool:
+    """Whether the first ``n`` seed events are the very objects ``load`` returned (events
+    are immutable, so then they are the stored log); checked at C speed."""
+    if loaded is None or len(seed) < n or len(loaded) < n:
+        return False
+    return all(map(operator.is_, itertools.islice(seed, n), itertools.islice(loaded, n)))
 
 
 def _covers(seed: Sequence[Event], prefix: Sequence[Event]) -> bool:

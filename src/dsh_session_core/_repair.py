@@ -11,7 +11,8 @@ from __future__ import annotations
 
 __all__ = ["INTERRUPTED_TOOL_TEXT", "interrupted_turn_closers"]
 
-from collections.abc import Iterable
+import itertools
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,12 +71,22 @@ def interrupted_turn_closers(events: Iterable[Event]) -> list[Event]:
         open, then ``turn/end`` (reason ``interrupted``). Their seqs follow the *last
         event's seq* (not the log's length) and they all carry the last event's time.
     """
+    log = events if isinstance(events, Sequence) else list(events)
+    if not log:
+        return []
+    # A turn/end resets the whole scan state, so only what follows the last one counts:
+    # a reloaded log of any length costs the length of its tail (nothing, when balanced).
+    start = len(log)
+    while start > 0 and log[start - 1].type != "turn/end":
+        start -= 1
+    if start == len(log):
+        return []
     open_turn: Any = None
     open_step: Any = None
     # Insertion-ordered: a re-announced id keeps its first position (and loses its call).
     pending: dict[str, _Pending] = {}
     last: Event | None = None
-    for event in events:
+    for event in itertools.islice(log, start, None):
         last = event
         t = event.type
         if t == "turn/end":

@@ -17,6 +17,10 @@ as attributes, and its message says what went wrong and what to do about it::
     ├── ToolPairingError (ValueError)      the surface holds a result with no call
     ├── InvariantError                     the opt-in dev invariants saw a violation
     ├── LogFormatError (ValueError)        a JSONL log file cannot be read
+    ├── PersistenceError                   a durable store refused (collision, seq mismatch)
+    ├── SessionLockedError                 another writer holds the session's writer lock
+    ├── SchemaVersionError (RuntimeError)  a SQLite database of another schema version
+    ├── UnstorableError (ValueError)       a value the SQLite schema cannot store losslessly
     └── PluginError
         ├── PluginConflictError (RuntimeError)   two distributions use one entry-point name
         └── DuplicateEventTypeError (ValueError) two plugins declare one event type
@@ -35,17 +39,21 @@ __all__ = [
     "InvariantError",
     "LogFormatError",
     "NotJsonError",
+    "PersistenceError",
     "PluginConflictError",
     "PluginError",
     "RequestHeaderError",
     "SchemaError",
+    "SchemaVersionError",
     "SeedError",
     "SessionCwdError",
     "SessionExistsError",
     "SessionForkError",
+    "SessionLockedError",
     "SurfaceError",
     "SurfaceIntentError",
     "ToolPairingError",
+    "UnstorableError",
 ]
 
 from typing import Literal
@@ -255,3 +263,64 @@ class DuplicateEventTypeError(PluginError, ValueError):
         )
         self.event_type = event_type
         self.plugins = plugins
+
+
+# --- persistence ------------------------------------------------------------------------
+
+
+class SessionLockedError(DshSessionError):
+    """Another writer (usually another process) holds this session's writer lock.
+
+    :ivar session_id: the session.
+    :ivar holder: what is known of the holder (a lock path, a pid), for the message.
+    """
+
+    def __init__(self, session_id: str, holder: str) -> None:
+        super().__init__(
+            f'session "{session_id}" is being written by another writer ({holder}); '
+            f"only one writer per session is allowed: stop the other writer, or open the "
+            f"session read-only"
+        )
+        self.session_id = session_id
+        self.holder = holder
+
+
+class PersistenceError(DshSessionError):
+    """A persistence operation was refused (collision, seq mismatch, unknown session...).
+
+    :ivar session_id: the session concerned.
+    """
+
+    def __init__(self, message: str, *, session_id: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+
+
+class SchemaVersionError(DshSessionError, RuntimeError):
+    """The database belongs to another schema version; there is no migration.
+
+    :ivar path: the database file.
+    :ivar version: its ``user_version``.
+    """
+
+    def __init__(self, path: str, version: int) -> None:
+        super().__init__(
+            f'session database at "{path}" has schema version {version}, incompatible '
+            f"with this build (4)"
+        )
+        self.path = path
+        self.version = version
+
+
+class UnstorableError(DshSessionError, ValueError):
+    """An event or a header holds a value the SQLite schema cannot store losslessly
+    (nothing of its batch was written).
+
+    :ivar session_id: the session.
+    :ivar seq: the event's seq, or ``None`` when the header is to blame.
+    """
+
+    def __init__(self, message: str, *, session_id: str, seq: int | None) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.seq = seq

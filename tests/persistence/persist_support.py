@@ -27,12 +27,12 @@ def _memory(tmp: Path) -> Factory:
 
 def _jsonl(tmp: Path) -> Factory:
     module: Any = importlib.import_module("dsh_session_core._persist_jsonl")
-    return lambda: module.JsonlBackend(tmp / "root")  # type: ignore[no-any-return]
+    return lambda: module.JsonlBackend(tmp / "root")
 
 
 def _sqlite(tmp: Path) -> Factory:
     module: Any = importlib.import_module("dsh_session_core._persist_sqlite")
-    return lambda: module.SqliteBackend(tmp / "sessions.db")  # type: ignore[no-any-return]
+    return lambda: module.SqliteBackend(tmp / "sessions.db")
 
 
 BACKENDS: dict[str, Callable[[Path], Factory]] = {

@@ -10,6 +10,7 @@ appends, inside a flush, or in the middle of a write.
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import signal
@@ -127,7 +128,7 @@ def test_writers_killed_at_random_points_lose_nothing_durable(
     previous = b""
     for round_ in range(KILLS):
         wanted = rng.randrange(1, 4)
-        pid, r = fork(lambda w, seed=round_: _writer(url, seed, w))
+        pid, r = fork(functools.partial(_writer, url, round_))
         reports = _read_lines(r, wanted)
         os.kill(pid, signal.SIGKILL)  # lands somewhere in the next turn
         os.waitpid(pid, 0)
@@ -141,7 +142,7 @@ def test_writers_killed_at_random_points_lose_nothing_durable(
         assert len(events) >= durable
         assert lines.startswith(previous), f"round {round_}: durable events changed"
         assert events[-1].type == "turn/end"
-        reasons = {e.data.reason.kind for e in events if e.type == "turn/end"}  # type: ignore[attr-defined]
+        reasons = {e.data.reason.kind for e in events if e.type == "turn/end"}
         assert reasons <= {"completed", "interrupted"}
         previous = lines
         st.close()
@@ -179,7 +180,7 @@ def test_many_processes_writing_distinct_sessions_lose_nothing(
         st.close()
         os.write(w, f"{total}\n".encode())
 
-    started = [fork(lambda w, i=i: write(i, w)) for i in range(writers)]
+    started = [fork(functools.partial(write, i)) for i in range(writers)]
     totals = {}
     for i, (pid, r) in enumerate(started):
         (total,) = _read_lines(r, 1)

@@ -63,7 +63,7 @@ def test_s27_buffered_events_cannot_change(storage: Factory) -> None:
         ev = s.append("user/message", {"content": [{"type": "text", "text": "original"}],
                                        "source": USER}, surface_op="append")
         with pytest.raises(AttributeError):
-            ev.data.content[0].text = "HACKED"  # type: ignore[attr-defined]
+            ev.data.content[0].text = "HACKED"
         s.append("turn/end", TE(2, 1)["data"])
         st.flush(s)
         assert to_wire(st.persistence.load("snap").events[1])["data"]["content"][0]["text"] == (
