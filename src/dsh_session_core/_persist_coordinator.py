@@ -343,7 +343,9 @@ class PersistencePlugin:
             rest = session.jsonl(state.cursor, len(seed))
             self._append_core(sid, seed[state.cursor :], rest)
 
-    def _adopt_live_prefix(self, session: Session, stored: StoredLog, seed: builtins.list[Event]) -> None:
+    def _adopt_live_prefix(
+        self, session: Session, stored: StoredLog, seed: builtins.list[Event]
+    ) -> None:
         sid = stored.header.id
         self._check_version(stored.header)
         if not _covers(seed, stored.events):
