@@ -43,6 +43,8 @@ _seq_of = operator.attrgetter("seq")
 
 Clock = Callable[[], int]
 _encode = encode_line
+_encode_fast = ENCODER.encode
+_convert = msgspec.convert
 Listener = Callable[[Event], None]
 
 
@@ -216,13 +218,14 @@ class Session:
         :raises SchemaError: ``data`` does not match the registered schema.
         :raises SurfaceIntentError: the surface op is missing, misplaced or does not fit.
         """
-        seq = len(self._events)
+        events = self._events
+        seq = len(events)
         entry = self._lookup.get(type)
         payload: Any = None
         if entry is not None:
             try:
                 if data.__class__ is dict:
-                    payload = msgspec.convert(data, entry.payload)
+                    payload = _convert(data, entry.payload)
                 elif data.__class__ is entry.payload:
                     # Struct constructors do not validate: round-trip to check (and copy).
                     payload = msgspec.json.decode(ENCODER.encode(data), type=entry.payload)
@@ -233,21 +236,27 @@ class Session:
         if payload is None:
             opaque_data = self._untyped_payload(entry, type, data, seq)
             return self._append_opaque(entry, type, opaque_data, surface_op, source_event_seqs)
-        cls = entry.event  # type: ignore[union-attr]  # payload set implies entry
-        if entry.surface:  # type: ignore[union-attr]
+        surface = entry.surface  # type: ignore[union-attr]  # payload set implies entry
+        if surface:
             if surface_op is None:
                 raise _missing_op(type, seq)
             op = self._checked_op(type, surface_op, seq)
             seqs = _checked_seqs(type, source_event_seqs, seq)
-            event: Event = cls(seq, self.clock(), payload, seqs, op)  # type: ignore[call-arg]
-            self._candidates.append(seq)
+            event: Event = entry.event(  # type: ignore[union-attr,call-arg]
+                seq, self.clock(), payload, seqs, op
+            )
         else:
             if surface_op is not None or source_event_seqs is not None:
                 raise _misplaced_op(type, seq, surface_op)
-            event = cls(seq, self.clock(), payload)
-        line = _encode(event)  # before anything changes: it may refuse a value
-        self._events.append(event)
+            event = entry.event(seq, self.clock(), payload)  # type: ignore[union-attr]
+        try:  # before anything changes: encoding may refuse a value
+            line = _encode_fast(event)
+        except UnicodeEncodeError:  # a lone surrogate: encoded as JS does, slowly
+            line = encode_line(event)
+        events.append(event)
         self._lines.append(line)
+        if surface:
+            self._candidates.append(seq)
         if self.on_append is not None:
             self._dispatch(event)
         return event
@@ -304,7 +313,6 @@ class Session:
             if seqs is not UNSET:
                 wire["sourceEventSeqs"] = seqs
             wire["surfaceOp"] = op if op == "append" else freeze(msgspec.to_builtins(op))
-            self._candidates.append(seq)
         elif surface_op is not None or source_event_seqs is not None:
             raise _misplaced_op(type, seq, surface_op)
         frozen = JsonObject(wire)
@@ -312,6 +320,8 @@ class Session:
         line = _encode(frozen)
         self._events.append(event)
         self._lines.append(line)
+        if surface:
+            self._candidates.append(seq)
         if self.on_append is not None:
             self._dispatch(event)
         return event
