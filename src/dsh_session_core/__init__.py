@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from ._session import EventsView, Session
     from ._store import SessionStore
     from ._surface import Surface, SurfaceNode
+    from ._tool_outcome import ToolOutcome
     from ._tool_pairing import is_tool_pairing_balanced
     from ._validate import Problem, check_events
     from .events import (
@@ -72,6 +73,7 @@ if TYPE_CHECKING:
     from .vocabulary import Message
 
 _LAZY: dict[str, str] = {
+    "ToolOutcome": "._tool_outcome",
     "Backend": "._persist_base",
     "SessionLockedError": "._persist_base",
     "StoredLog": "._persist_base",
@@ -169,6 +171,7 @@ __all__ = [
     "SurfaceNode",
     "SurfaceOp",
     "ToolArgumentsError",
+    "ToolOutcome",
     "WriterLock",
     "apply_header_delta",
     "canonical_header",

@@ -29,8 +29,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Final, Literal, TypedDict
 
-from dsh_session_core import Session
-from dsh_session_core.vocabulary import TextBlock
+from dsh_session_core import Session, ToolOutcome
 
 from ._config import DEFAULT_MODE, EXIT_PLAN_MODE, PLAN_MODE
 from ._service import Modes
@@ -42,27 +41,6 @@ APPROVE_LABEL: Final = "Approve"
 KEEP_PLANNING_LABEL: Final = "Keep planning"
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class ToolOutcome:
-    """A tool's model-facing result: the ``content`` and ``isError`` of its ``tool/result``.
-
-    :param text: the result text; an error's text starts with ``Error: ``, as the
-        reference's registry renders a tool's exception.
-    :param is_error: whether the call failed.
-    """
-
-    text: str
-    is_error: bool = False
-
-    @classmethod
-    def error(cls, message: str) -> ToolOutcome:
-        """An error result for ``message``: text ``Error: <message>``."""
-        return cls(text=f"Error: {message}", is_error=True)
-
-    @property
-    def content(self) -> tuple[TextBlock, ...]:
-        """The result as content blocks (one text block)."""
-        return (TextBlock(text=self.text),)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

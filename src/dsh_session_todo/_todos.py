@@ -17,7 +17,6 @@ __all__ = [
     "validate_todos",
 ]
 
-import dataclasses
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -25,8 +24,7 @@ from typing import Any, Literal, TypedDict
 
 import msgspec
 
-from dsh_session_core import Event, OpaqueEvent, Session, to_wire
-from dsh_session_core.vocabulary import TextBlock
+from dsh_session_core import Event, OpaqueEvent, Session, ToolOutcome, to_wire
 
 from ._errors import TodoSnapshotError, TodoValidationError
 from .events import TodoItem, TodoWrite, TodoWriteData
@@ -40,27 +38,6 @@ _JS_WHITESPACE = (
 _SURROGATES = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class ToolOutcome:
-    """A tool's model-facing result: the ``content`` and ``isError`` of its ``tool/result``.
-
-    :param text: the result text; an error's text starts with ``Error: ``, as the
-        reference's registry renders a tool's exception.
-    :param is_error: whether the call failed.
-    """
-
-    text: str
-    is_error: bool = False
-
-    @classmethod
-    def error(cls, message: str) -> ToolOutcome:
-        """An error result for ``message``: text ``Error: <message>``."""
-        return cls(text=f"Error: {message}", is_error=True)
-
-    @property
-    def content(self) -> tuple[TextBlock, ...]:
-        """The result as content blocks (one text block)."""
-        return (TextBlock(text=self.text),)
 
 
 def _js_quote(text: str) -> str:
