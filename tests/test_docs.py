@@ -1,0 +1,82 @@
+"""Every code example in docs/ runs: the docs cannot go stale.
+
+- ```python blocks of a page run top to bottom in one namespace, in a temporary folder
+  with its own data directory (so the embedded default store lands there);
+- ```console blocks hold ``$ command`` lines, each followed by its expected output
+  (a line ``...`` matches any lines); ``dsh-session`` runs this checkout's CLI;
+- a block preceded by ``<!-- file: PATH -->`` must equal that file of the repository.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+FENCE = re.compile(r"(?:<!-- file: (?P<file>[^ ]+) -->\n)?```(?P<lang>\w*)\n(?P<body>.*?)```",
+                   re.S)
+
+
+def _pages() -> list[Path]:
+    return sorted(DOCS.glob("*.md"))
+
+
+def _blocks(page: Path) -> list[tuple[str, str, str | None]]:
+    return [(m["lang"], m["body"], m["file"]) for m in FENCE.finditer(page.read_text())]
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.delenv("DSH_SESSION_STORE", raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    return tmp_path
+
+
+def _matches(expected: list[str], actual: list[str]) -> bool:
+    if not expected:
+        return not actual
+    if expected[0] == "...":
+        return any(_matches(expected[1:], actual[i:]) for i in range(len(actual) + 1))
+    return bool(actual) and actual[0] == expected[0] and _matches(expected[1:], actual[1:])
+
+
+def _run_console(body: str, cwd: Path) -> None:
+    commands: list[tuple[str, list[str]]] = []
+    for line in body.rstrip("\n").split("\n"):
+        if line.startswith("$ "):
+            commands.append((line[2:], []))
+        elif commands:
+            commands[-1][1].append(line)
+    for command, expected in commands:
+        argv = shlex.split(command)
+        if argv[0] == "dsh-session":
+            argv = [sys.executable, "-m", "dsh_session_core", *argv[1:]]
+        # Commands show what a user sees: the test suite's example plugin is blocked.
+        env = {**os.environ, "DSH_SESSION_DISABLE_PLUGINS": "example"}
+        proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False,
+                              env=env)
+        actual = (proc.stdout + proc.stderr).rstrip("\n").split("\n")
+        assert _matches(expected, actual if proc.stdout or proc.stderr else []), (
+            f"$ {command}\n--- expected\n" + "\n".join(expected) + "\n--- got\n"
+            + "\n".join(actual))
+
+
+@pytest.mark.parametrize("page", _pages(), ids=lambda p: p.name)
+def test_examples_run(page: Path, sandbox: Path) -> None:
+    namespace: dict[str, object] = {"__name__": f"docs.{page.stem}"}
+    for lang, body, file in _blocks(page):
+        if file is not None:
+            assert body == (ROOT / file).read_text(), f"{page.name}: {file} differs"
+        elif lang == "python":
+            exec(compile(body, f"{page.name}", "exec"), namespace)  # noqa: S102
+        elif lang == "console":
+            _run_console(body, sandbox)
