@@ -77,6 +77,6 @@ def test_examples_run(page: Path, sandbox: Path) -> None:
         if file is not None:
             assert body == (ROOT / file).read_text(), f"{page.name}: {file} differs"
         elif lang == "python":
-            exec(compile(body, f"{page.name}", "exec"), namespace)  # noqa: S102
+            exec(compile(body, f"{page.name}", "exec"), namespace)
         elif lang == "console":
             _run_console(body, sandbox)
