@@ -133,7 +133,7 @@ def decode_line(registry: EventRegistry, line: bytes) -> Event:
         try:
             return opaque_from_wire(_parse_generic(line))
         except (ValueError, UnicodeDecodeError) as exc:
-            msg = f"unparsable log line: {exc}"
+            msg = f"not JSON ({exc})"
             raise LogFormatError(msg) from exc
     else:
         entry = registry.get(event.type)
@@ -147,7 +147,7 @@ def decode_line(registry: EventRegistry, line: bytes) -> Event:
     try:
         return opaque_from_wire(_parse_generic(line))
     except (ValueError, UnicodeDecodeError) as exc:
-        msg = f"unparsable log line: {exc}"
+        msg = f"not JSON ({exc})"
         raise LogFormatError(msg) from exc
 
 
