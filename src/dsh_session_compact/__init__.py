@@ -24,25 +24,57 @@ See :func:`compact_region` for the rules a compaction follows.
 
 from __future__ import annotations
 
-from typing import Any
+import typing as _typing
 
-from . import errors, events, hookspecs
-from ._compactor import Compactor, acompact_if_needed, compact_if_needed
-from ._config import BasicCompactConfig, resolve_config
-from ._extractive import ExtractiveSummarizer
-from ._framing import PREAMBLE, frame_summary
-from ._region import CHECKPOINT_SOURCE, CompactionResult, acompact_region, compact_region
-from ._render import render_content_blocks, render_transcript
-from ._scan import compaction_in_progress, open_turn
-from ._summarizer import (
-    SUMMARIZATION_SYSTEM_PROMPT,
-    Summarizer,
-    SummaryRequest,
-    SummaryResult,
-    summary_prompt,
-)
-from ._tokens import TokenEstimator
-from .events import ShadowedRange
+# Imported lazily (PEP 562): loading the plugin through its entry point (and so
+# every store and CLI command) does not pay for what it does not use.
+if _typing.TYPE_CHECKING:
+    from . import errors, events, hookspecs
+    from ._compactor import Compactor, acompact_if_needed, compact_if_needed
+    from ._config import BasicCompactConfig, resolve_config
+    from ._extractive import ExtractiveSummarizer
+    from ._framing import PREAMBLE, frame_summary
+    from ._region import CHECKPOINT_SOURCE, CompactionResult, acompact_region, compact_region
+    from ._render import render_content_blocks, render_transcript
+    from ._scan import compaction_in_progress, open_turn
+    from ._summarizer import (
+        SUMMARIZATION_SYSTEM_PROMPT,
+        Summarizer,
+        SummaryRequest,
+        SummaryResult,
+        summary_prompt,
+    )
+    from ._tokens import TokenEstimator
+    from .events import ShadowedRange
+
+_LAZY: dict[str, str] = {
+    "BasicCompactConfig": "._config",
+    "CHECKPOINT_SOURCE": "._region",
+    "CompactionResult": "._region",
+    "Compactor": "._compactor",
+    "ExtractiveSummarizer": "._extractive",
+    "PREAMBLE": "._framing",
+    "SUMMARIZATION_SYSTEM_PROMPT": "._summarizer",
+    "ShadowedRange": ".events",
+    "Summarizer": "._summarizer",
+    "SummaryRequest": "._summarizer",
+    "SummaryResult": "._summarizer",
+    "TokenEstimator": "._tokens",
+    "acompact_if_needed": "._compactor",
+    "acompact_region": "._region",
+    "compact_if_needed": "._compactor",
+    "compact_region": "._region",
+    "compaction_in_progress": "._scan",
+    "errors": ".errors",
+    "events": ".events",
+    "frame_summary": "._framing",
+    "hookspecs": ".hookspecs",
+    "open_turn": "._scan",
+    "render_content_blocks": "._render",
+    "render_transcript": "._render",
+    "resolve_config": "._config",
+    "summary_prompt": "._summarizer",
+}
 
 __all__ = [
     "CHECKPOINT_SOURCE",
@@ -74,10 +106,22 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     if name == "__version__":
         from importlib.metadata import version
 
         return version("dsh-session")
-    msg = f"module {__name__!r} has no attribute {name!r}"
-    raise AttributeError(msg)
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    import importlib
+
+    imported = importlib.import_module(module, __name__)
+    value = imported if module == f".{name}" else getattr(imported, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

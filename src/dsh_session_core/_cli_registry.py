@@ -17,19 +17,18 @@ def _plugin_rows() -> list[dict[str, Any]]:
 
     pm = plugin_manager()
     reg = registry()
-    dists = {id(plugin): dist for plugin, dist in pm.list_plugin_distributions()}
     rows = []
     for name, plugin in pm.list_name_plugin():
         if plugin is None:
             continue  # blocked
-        dist = dists.get(id(plugin))
+        dist = pm.distributions.get(name)
         hooks = sorted(
             caller.name for caller in pm.get_hookcallers(plugin) or ()
             if caller.name != "add_hookspecs" or name != "core"
         )
         rows.append({
             "name": name,
-            "distribution": dist.metadata["Name"] if dist is not None else "dsh-session",
+            "distribution": dist.distribution if dist is not None else "dsh-session",
             "version": dist.version if dist is not None else _own_version(),
             "source": f"entry point in {ENTRY_POINT_GROUP}" if dist is not None else "built in",
             "hooks": hooks,

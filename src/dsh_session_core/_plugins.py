@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast, final
 import pluggy
 
 from . import hookspecs
+from ._entry_points import EntryPoint, find_entry_points
 from ._names import DISABLE_AUTOLOAD_ENV, DISABLE_PLUGINS_ENV, ENTRY_POINT_GROUP, PROJECT_NAME
 from ._registry import EventRegistry, EventSpec
 from .errors import PluginConflictError, PluginError
@@ -46,6 +47,8 @@ class PluginManager(pluggy.PluginManager):
     def __init__(self) -> None:
         super().__init__(PROJECT_NAME)
         self.generation = 0
+        #: The entry point each installed plugin was loaded from, by plugin name.
+        self.distributions: dict[str, EntryPoint] = {}
 
     def register(self, plugin: object, name: str | None = None) -> str | None:
         result = super().register(plugin, name)
@@ -63,20 +66,17 @@ def _blocked_from_env() -> list[str]:
     return [n.strip() for n in raw.split(",") if n.strip()]
 
 
-def _check_entry_point_clashes(blocked: set[str]) -> None:
-    """Refuse two distributions claiming one entry-point name (pluggy would silently keep
-    whichever it met first)."""
-    import importlib.metadata  # costs ~20 ms: only when plugins are actually loaded
-
+def _entry_points(blocked: set[str]) -> list[EntryPoint]:
+    """The group's entry points, refusing two distributions that claim one name (pluggy
+    would silently keep whichever it met first)."""
     owners: dict[str, set[str]] = {}
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name in blocked:
-            continue
-        dist = ep.dist.name if ep.dist is not None else "<unknown distribution>"
-        owners.setdefault(ep.name, set()).add(dist)
+    found = [ep for ep in find_entry_points(ENTRY_POINT_GROUP) if ep.name not in blocked]
+    for ep in found:
+        owners.setdefault(ep.name, set()).add(ep.distribution or "<unknown distribution>")
     for name, dists in owners.items():
         if len(dists) > 1:
             raise PluginConflictError(name, tuple(sorted(dists)))
+    return found
 
 
 def create_plugin_manager(
@@ -100,12 +100,15 @@ def create_plugin_manager(
     for name in names:
         pm.set_blocked(name)
     if autoload and not os.environ.get(DISABLE_AUTOLOAD_ENV):
-        _check_entry_point_clashes(names)
-        try:
-            pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
-        except ValueError as exc:  # pluggy: one module under two names
-            msg = f"could not load the {ENTRY_POINT_GROUP} plugins: {exc}"
-            raise PluginError(msg) from exc
+        for ep in _entry_points(names):
+            if pm.has_plugin(ep.name):
+                continue  # one distribution found twice on sys.path
+            try:
+                pm.register(ep.load(), name=ep.name)
+            except ValueError as exc:  # pluggy: one module under two names
+                msg = f"could not load the {ENTRY_POINT_GROUP} plugin {ep.name!r}: {exc}"
+                raise PluginError(msg) from exc
+            pm.distributions[ep.name] = ep
     # Historic: plugins registered by hand later get the call too.
     pm.hook.add_hookspecs.call_historic(kwargs={"plugin_manager": pm})
     pm.check_pending()

@@ -33,28 +33,63 @@ records are appended untyped, as opaque events.
 
 from __future__ import annotations
 
-from . import events
-from ._codec import HookDecision, HookOutput, parse_hook_output
-from ._decision import (
-    DEFAULT_STDERR_SUMMARY_MAX_CHARS,
-    HookArgumentError,
-    append_hook_invoked,
-    append_hook_result,
-    hook_result_decision,
-    summarize_stderr,
-)
-from ._matcher import MatcherMode, matches_matcher
-from ._merge import MergedDecision, MergedHookOutput, merge_hook_outputs
-from ._runner import (
-    DEFAULT_HOOK_TIMEOUT_MS,
-    CommandHook,
-    HookExecutor,
-    HookProcessResult,
-    HookRunRequest,
-    RunHookResult,
-    run_hook,
-)
-from .events import HookDialect, HookInvoked, HookInvokedData, HookResult, HookResultData
+import typing as _typing
+
+# Imported lazily (PEP 562): loading the plugin through its entry point (and so
+# every store and CLI command) does not pay for what it does not use.
+if _typing.TYPE_CHECKING:
+    from . import events
+    from ._codec import HookDecision, HookOutput, parse_hook_output
+    from ._decision import (
+        DEFAULT_STDERR_SUMMARY_MAX_CHARS,
+        HookArgumentError,
+        append_hook_invoked,
+        append_hook_result,
+        hook_result_decision,
+        summarize_stderr,
+    )
+    from ._matcher import MatcherMode, matches_matcher
+    from ._merge import MergedDecision, MergedHookOutput, merge_hook_outputs
+    from ._runner import (
+        DEFAULT_HOOK_TIMEOUT_MS,
+        CommandHook,
+        HookExecutor,
+        HookProcessResult,
+        HookRunRequest,
+        RunHookResult,
+        run_hook,
+    )
+    from .events import HookDialect, HookInvoked, HookInvokedData, HookResult, HookResultData
+
+_LAZY: dict[str, str] = {
+    "CommandHook": "._runner",
+    "DEFAULT_HOOK_TIMEOUT_MS": "._runner",
+    "DEFAULT_STDERR_SUMMARY_MAX_CHARS": "._decision",
+    "HookArgumentError": "._decision",
+    "HookDecision": "._codec",
+    "HookDialect": ".events",
+    "HookExecutor": "._runner",
+    "HookInvoked": ".events",
+    "HookInvokedData": ".events",
+    "HookOutput": "._codec",
+    "HookProcessResult": "._runner",
+    "HookResult": ".events",
+    "HookResultData": ".events",
+    "HookRunRequest": "._runner",
+    "MatcherMode": "._matcher",
+    "MergedDecision": "._merge",
+    "MergedHookOutput": "._merge",
+    "RunHookResult": "._runner",
+    "append_hook_invoked": "._decision",
+    "append_hook_result": "._decision",
+    "events": ".events",
+    "hook_result_decision": "._decision",
+    "matches_matcher": "._matcher",
+    "merge_hook_outputs": "._merge",
+    "parse_hook_output": "._codec",
+    "run_hook": "._runner",
+    "summarize_stderr": "._decision",
+}
 
 __all__ = [
     "DEFAULT_HOOK_TIMEOUT_MS",
@@ -85,3 +120,19 @@ __all__ = [
     "run_hook",
     "summarize_stderr",
 ]
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    import importlib
+
+    imported = importlib.import_module(module, __name__)
+    value = imported if module == f".{name}" else getattr(imported, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -14,35 +14,72 @@ last ``mode/set`` wins, so resume and fork restore it. ``plan`` is built in::
 
 from __future__ import annotations
 
-from ._config import (
-    DEFAULT_MODE,
-    EXIT_PLAN_MODE,
-    PLAN_MODE,
-    PLAN_SECTION,
-    PLAN_TOOLS,
-    ModeConfig,
-    ModeDefinition,
-    resolve_config,
-)
-from ._errors import ModeConfigError, UnknownModeError
-from ._exit_plan import (
-    APPROVE_LABEL,
-    KEEP_PLANNING_LABEL,
-    PLAN_REVIEW_QUESTION,
-    ExitPlanCallCard,
-    ExitPlanResultCard,
-    Question,
-    QuestionAnswer,
-    QuestionOption,
-    ToolOutcome,
-    exit_plan_mode,
-    plan_title,
-    present_exit_plan_call,
-    present_exit_plan_result,
-)
-from ._fold import fold_mode, mode_at_last_header
-from ._service import Modes, ModeState
-from .events import ModeSet, ModeSetData
+import typing as _typing
+
+# Imported lazily (PEP 562): loading the plugin through its entry point (and so
+# every store and CLI command) does not pay for what it does not use.
+if _typing.TYPE_CHECKING:
+    from ._config import (
+        DEFAULT_MODE,
+        EXIT_PLAN_MODE,
+        PLAN_MODE,
+        PLAN_SECTION,
+        PLAN_TOOLS,
+        ModeConfig,
+        ModeDefinition,
+        resolve_config,
+    )
+    from ._errors import ModeConfigError, UnknownModeError
+    from ._exit_plan import (
+        APPROVE_LABEL,
+        KEEP_PLANNING_LABEL,
+        PLAN_REVIEW_QUESTION,
+        ExitPlanCallCard,
+        ExitPlanResultCard,
+        Question,
+        QuestionAnswer,
+        QuestionOption,
+        ToolOutcome,
+        exit_plan_mode,
+        plan_title,
+        present_exit_plan_call,
+        present_exit_plan_result,
+    )
+    from ._fold import fold_mode, mode_at_last_header
+    from ._service import Modes, ModeState
+    from .events import ModeSet, ModeSetData
+
+_LAZY: dict[str, str] = {
+    "APPROVE_LABEL": "._exit_plan",
+    "DEFAULT_MODE": "._config",
+    "EXIT_PLAN_MODE": "._config",
+    "ExitPlanCallCard": "._exit_plan",
+    "ExitPlanResultCard": "._exit_plan",
+    "KEEP_PLANNING_LABEL": "._exit_plan",
+    "ModeConfig": "._config",
+    "ModeConfigError": "._errors",
+    "ModeDefinition": "._config",
+    "ModeSet": ".events",
+    "ModeSetData": ".events",
+    "ModeState": "._service",
+    "Modes": "._service",
+    "PLAN_MODE": "._config",
+    "PLAN_REVIEW_QUESTION": "._exit_plan",
+    "PLAN_SECTION": "._config",
+    "PLAN_TOOLS": "._config",
+    "Question": "._exit_plan",
+    "QuestionAnswer": "._exit_plan",
+    "QuestionOption": "._exit_plan",
+    "ToolOutcome": "._exit_plan",
+    "UnknownModeError": "._errors",
+    "exit_plan_mode": "._exit_plan",
+    "fold_mode": "._fold",
+    "mode_at_last_header": "._fold",
+    "plan_title": "._exit_plan",
+    "present_exit_plan_call": "._exit_plan",
+    "present_exit_plan_result": "._exit_plan",
+    "resolve_config": "._config",
+}
 
 __all__ = [
     "APPROVE_LABEL",
@@ -75,3 +112,19 @@ __all__ = [
     "present_exit_plan_result",
     "resolve_config",
 ]
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    import importlib
+
+    imported = importlib.import_module(module, __name__)
+    value = imported if module == f".{name}" else getattr(imported, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

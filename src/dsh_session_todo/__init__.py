@@ -12,16 +12,36 @@ Each ``todo/write`` carries the whole list; the latest one is the current list::
 
 from __future__ import annotations
 
-from ._errors import TodoSnapshotError, TodoValidationError
-from ._todos import (
-    TodoCallCard,
-    ToolOutcome,
-    current_todos,
-    present_todo_call,
-    todo_write,
-    validate_todos,
-)
-from .events import TodoItem, TodoStatus, TodoWrite, TodoWriteData
+import typing as _typing
+
+# Imported lazily (PEP 562): loading the plugin through its entry point (and so
+# every store and CLI command) does not pay for what it does not use.
+if _typing.TYPE_CHECKING:
+    from ._errors import TodoSnapshotError, TodoValidationError
+    from ._todos import (
+        TodoCallCard,
+        ToolOutcome,
+        current_todos,
+        present_todo_call,
+        todo_write,
+        validate_todos,
+    )
+    from .events import TodoItem, TodoStatus, TodoWrite, TodoWriteData
+
+_LAZY: dict[str, str] = {
+    "TodoCallCard": "._todos",
+    "TodoItem": ".events",
+    "TodoSnapshotError": "._errors",
+    "TodoStatus": ".events",
+    "TodoValidationError": "._errors",
+    "TodoWrite": ".events",
+    "TodoWriteData": ".events",
+    "ToolOutcome": "._todos",
+    "current_todos": "._todos",
+    "present_todo_call": "._todos",
+    "todo_write": "._todos",
+    "validate_todos": "._todos",
+}
 
 __all__ = [
     "TodoCallCard",
@@ -37,3 +57,19 @@ __all__ = [
     "todo_write",
     "validate_todos",
 ]
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    import importlib
+
+    imported = importlib.import_module(module, __name__)
+    value = imported if module == f".{name}" else getattr(imported, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

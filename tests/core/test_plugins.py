@@ -4,8 +4,9 @@ environment variable) disables plugins by name; two distributions using one entr
 name fail naming both; ``session_event`` takes no wrappers and its listener list follows
 registrations; ``session_flush`` runs every implementation.
 
-Entry points are faked by replacing ``importlib.metadata.entry_points`` (which the clash
-check reads) and ``importlib.metadata.distributions`` (which pluggy's loader reads): no
+Entry points are faked by replacing the factory's entry-point scan
+(``dsh_session_core._plugins.find_entry_points``, which reads ``entry_points.txt`` files
+on ``sys.path``): no
 in-repo plugin is installed yet, and a real third-party distribution is tested elsewhere.
 """
 
@@ -14,19 +15,18 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gc
-import importlib.metadata
 import subprocess
 import sys
 import textwrap
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
 
 import msgspec
 import pluggy
 import pytest
 
 import dsh_session_core
+import dsh_session_core._plugins as plugins_module
 from dsh_session_core import (
     ENTRY_POINT_GROUP,
     Event,
@@ -82,6 +82,14 @@ class FakeEntryPoint:
     def value(self) -> str:
         return f"fake_{self.name}:plugin"
 
+    @property
+    def distribution(self) -> str:
+        return self.dist.name if self.dist is not None else ""
+
+    @property
+    def version(self) -> str:
+        return self.dist.version if self.dist is not None else ""
+
     def load(self) -> object:
         self.loads += 1
         return self.plugin
@@ -104,18 +112,14 @@ class FakeDist:
 
 @dataclasses.dataclass
 class Installed:
-    """What ``importlib.metadata`` reports while a test runs."""
+    """What the entry-point scan reports while a test runs."""
 
     dists: list[FakeDist]
     entry_point_calls: int = 0
 
-    def entry_points(self, **params: Any) -> list[FakeEntryPoint]:
+    def entry_points(self, group: str) -> list[FakeEntryPoint]:
         self.entry_point_calls += 1
-        group = params.get("group")
-        return [ep for d in self.dists for ep in d.entry_points if group in (None, ep.group)]
-
-    def distributions(self, **params: Any) -> list[FakeDist]:
-        return list(self.dists)
+        return [ep for d in self.dists for ep in d.entry_points if ep.group == group]
 
 
 @pytest.fixture(autouse=True)
@@ -131,8 +135,7 @@ Install = Callable[..., Installed]
 def install(monkeypatch: pytest.MonkeyPatch) -> Install:
     def _install(*dists: FakeDist) -> Installed:
         installed = Installed(list(dists))
-        monkeypatch.setattr(importlib.metadata, "entry_points", installed.entry_points)
-        monkeypatch.setattr(importlib.metadata, "distributions", installed.distributions)
+        monkeypatch.setattr(plugins_module, "find_entry_points", installed.entry_points)
         return installed
 
     return _install
@@ -233,11 +236,12 @@ def test_importing_the_package_loads_no_entry_point() -> None:
     code = textwrap.dedent(
         """
         import importlib.metadata as md
+        import dsh_session_core._entry_points as scan
 
         def refuse(*args, **kwargs):
-            raise AssertionError("importlib.metadata queried at import time")
+            raise AssertionError("entry points read at import time")
 
-        md.entry_points = md.distributions = refuse
+        md.entry_points = md.distributions = scan.find_entry_points = refuse
         import dsh_session_core
         import dsh_session_core.errors, dsh_session_core.events, dsh_session_core.hookspecs
         import dsh_session_core.invariants, dsh_session_core.vocabulary

@@ -1,0 +1,129 @@
+"""Finding the ``dsh_session.plugins`` entry points without importlib.metadata.
+
+importlib.metadata costs about 40 ms to import and scan (it parses every distribution's
+metadata with the email package); every command that needs the registry would pay it.
+Installed distributions keep their entry points in ``<dist>.dist-info/entry_points.txt``
+on ``sys.path``; reading just those files, in path order, takes a millisecond. Anything
+unusual (a zip file on ``sys.path``) falls back to importlib.metadata.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import sys
+
+__all__ = ["EntryPoint", "find_entry_points"]
+
+_SECTION = re.compile(r"^\[(?P<name>[^\]]+)\]\s*$")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EntryPoint:
+    """One entry point: ``name = module:attr`` from ``distribution`` at ``version``."""
+
+    name: str
+    value: str
+    distribution: str
+    version: str
+
+    def load(self) -> object:
+        """Import the module (and attribute) the entry point names."""
+        import importlib
+
+        module, _, attr = self.value.partition(":")
+        target: object = importlib.import_module(module.strip())
+        for part in filter(None, attr.strip().split(".")):
+            target = getattr(target, part)
+        return target
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _metadata(dist_dir: str) -> tuple[str, str]:
+    """(Name, Version) from the METADATA (or PKG-INFO) header, read to its first blank line."""
+    name = version = ""
+    for filename in ("METADATA", "PKG-INFO"):
+        try:
+            with open(os.path.join(dist_dir, filename), encoding="utf-8") as f:
+                for line in f:
+                    if not line.strip():
+                        break
+                    key, _, value = line.partition(":")
+                    if key == "Name":
+                        name = value.strip()
+                    elif key == "Version":
+                        version = value.strip()
+        except OSError:
+            continue
+        break
+    return name, version
+
+
+def _group(text: str, group: str) -> list[tuple[str, str]]:
+    """``name = value`` pairs of one section of an entry_points.txt (INI format)."""
+    found: list[tuple[str, str]] = []
+    inside = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        section = _SECTION.match(line)
+        if section is not None:
+            inside = section["name"].strip() == group
+            continue
+        if inside and "=" in line:
+            name, _, value = line.partition("=")
+            found.append((name.strip(), value.strip()))
+    return found
+
+
+def _with_importlib(group: str) -> list[EntryPoint]:
+    import importlib.metadata
+
+    return [
+        EntryPoint(
+            ep.name,
+            ep.value,
+            ep.dist.metadata["Name"] if ep.dist is not None else "",
+            ep.dist.version if ep.dist is not None else "",
+        )
+        for ep in importlib.metadata.entry_points(group=group)
+    ]
+
+
+def find_entry_points(group: str) -> list[EntryPoint]:
+    """Every entry point of ``group`` of the distributions on ``sys.path``, in path order
+    (a distribution found twice counts once, where it is found first, as importlib does)."""
+    found: list[EntryPoint] = []
+    seen: set[str] = set()
+    for entry in sys.path:
+        folder = entry or "."
+        if not os.path.isdir(folder):
+            if os.path.isfile(folder):  # a zip on sys.path: let importlib read it
+                return _with_importlib(group)
+            continue
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith((".dist-info", ".egg-info")):
+                continue
+            dist_dir = os.path.join(folder, name)
+            key = _normalized(name.rsplit(".", 1)[0].split("-", 1)[0])
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                with open(os.path.join(dist_dir, "entry_points.txt"), encoding="utf-8") as f:
+                    pairs = _group(f.read(), group)
+            except OSError:
+                continue
+            if pairs:
+                dist_name, version = _metadata(dist_dir)
+                found.extend(EntryPoint(n, v, dist_name, version) for n, v in pairs)
+    return found
