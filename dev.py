@@ -19,11 +19,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
-FIXTURE = (
-    ROOT.parent
-    / "shared/fixtures/upstream/fixtures/examples/acp-agent/tests/snapshots/tool-call-turn"
-    / "session.jsonl"
-)
 
 
 def _python() -> Path:
@@ -69,7 +64,7 @@ def main(argv: list[str]) -> int:
     if argv[0] == "test":
         return subprocess.run([python, "-m", "pytest", *argv[1:]], cwd=ROOT).returncode
     cli = [python, "-m", "dsh_session_core"]
-    return subprocess.run([*cli, "derive", str(FIXTURE), *argv[1:]], cwd=ROOT).returncode
+    return subprocess.run([*cli, "demo", *argv[1:]], cwd=ROOT).returncode
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from . import _cli_logs, _cli_registry
+from . import _cli_demo, _cli_logs, _cli_registry
 from ._cli_support import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, Failure, one_line
 from .errors import DshSessionError
 
@@ -28,6 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _cli_demo.add_commands(sub)
     _cli_logs.add_commands(sub)
     _cli_registry.add_commands(sub)
     return parser
