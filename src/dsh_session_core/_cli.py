@@ -47,6 +47,8 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         if args.debug:
             raise
         print(f"dsh-session: {exc}", file=sys.stderr)
+        if exc.hint:
+            print(f"hint: {exc.hint}", file=sys.stderr)
         raise SystemExit(exc.status) from None
     except DshSessionError as exc:  # e.g. two installed plugins clash
         if args.debug:

@@ -34,11 +34,15 @@ EXIT_USAGE = 2
 
 
 class Failure(Exception):
-    """A user-facing failure: one line, and the exit status to leave with."""
+    """A user-facing failure: one line, an optional hint (what to do), and the exit
+    status to leave with."""
 
-    def __init__(self, message: str, status: int = EXIT_REJECTED) -> None:
+    def __init__(
+        self, message: str, status: int = EXIT_REJECTED, *, hint: str | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.hint = hint
 
 
 _pm: PluginManager | None = None
