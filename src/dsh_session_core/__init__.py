@@ -48,11 +48,13 @@ if TYPE_CHECKING:
     from ._registry import EventRegistry, EventSpec, RegisteredEvent
     from ._repair import interrupted_turn_closers
     from ._request_header import (
+        RequestHeaderWriter,
         apply_header_delta,
         canonical_header,
         diff_header,
         fold_request_header,
         header_equals,
+        record_request_header,
     )
     from ._session import EventsView, Session
     from ._store import SessionStore
@@ -73,6 +75,8 @@ if TYPE_CHECKING:
     from .vocabulary import Message
 
 _LAZY: dict[str, str] = {
+    "RequestHeaderWriter": "._request_header",
+    "record_request_header": "._request_header",
     "ToolOutcome": "._tool_outcome",
     "Backend": "._persist_base",
     "SessionLockedError": "._persist_base",
@@ -159,6 +163,7 @@ __all__ = [
     "Problem",
     "RegisteredEvent",
     "ReplaceOp",
+    "RequestHeaderWriter",
     "Session",
     "SessionHeader",
     "SessionLockedError",
@@ -193,6 +198,7 @@ __all__ = [
     "is_tool_pairing_balanced",
     "normalize_tool_arguments",
     "open_store",
+    "record_request_header",
     "summarize_tool_result",
     "to_wire",
     "vocabulary",

@@ -187,6 +187,20 @@ class PersistencePlugin:
                 self._append_core(sid, fresh, lines)
             del buffer[: len(batch)]  # events appended meanwhile stay for the next flush
 
+    def release(self, session: Session) -> None:
+        """Flush ``session``, then stop writing it: drop its buffer and state and release
+        its writer lock, so another writer (another process) may take it over."""
+        self.flush(session)
+        sid = session.id
+        with self._serial(sid):
+            state = self._states.get(sid)
+            if state is not None and state.owner is session:
+                if state.lock is not None:
+                    state.lock.release()
+                del self._states[sid]
+            self._buffers.pop(session, None)
+            self._inited.discard(id(session))
+
     def close(self) -> None:
         """Flush every buffered session, release the writer locks, close the backend.
 

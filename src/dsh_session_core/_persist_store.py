@@ -99,6 +99,12 @@ class DurableStore(SessionStore):
             seed_length=h.seed_length if isinstance(h.seed_length, int) else None,
         )
 
+    def release(self, session: Session) -> None:
+        """Flush ``session`` and hand it back: it leaves the store and its writer lock is
+        released, so another process may open and write it."""
+        self.persistence.release(session)
+        self.detach(session)
+
     def stored(self) -> list[SessionHeader]:
         """The headers of every stored session (including ones not open here)."""
         return self.persistence.list()

@@ -275,3 +275,18 @@ def test_s48_close_failures_are_aggregated(storage: Factory) -> None:
     with pytest.raises(ExceptionGroup, match=f"^{backend.name} dispose failed") as info:
         st.close()
     assert info.value.exceptions[0].args[1] == "disk full"
+
+
+def test_a_released_session_can_be_written_by_another_store(storage: Factory) -> None:
+    first, second = store(storage), store(storage)
+    s = first.create("handover", cwd="/w")
+    s.append("turn/start", TS(0, 1)["data"])
+    s.append("turn/end", TE(1, 1)["data"])
+    first.release(s)  # flushed, and the writer lock is free
+    assert first.get("handover") is None
+    taken = second.open("handover")
+    taken.append("turn/start", TS(2, 2)["data"])
+    taken.append("turn/end", TE(3, 2)["data"])
+    second.close()
+    first.close()
+    assert stored_seqs(storage, "handover") == [0, 1, 2, 3]
