@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from . import _cli_demo, _cli_logs, _cli_registry
+from . import _cli_demo, _cli_logs, _cli_registry, _cli_sessions
 from ._cli_support import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, Failure, one_line
 from .errors import DshSessionError
 
@@ -31,6 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     _cli_demo.add_commands(sub)
     _cli_logs.add_commands(sub)
     _cli_registry.add_commands(sub)
+    _cli_sessions.add_commands(sub)
     return parser
 
 

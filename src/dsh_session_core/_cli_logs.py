@@ -56,7 +56,7 @@ def _derive_one(path: str, reg: EventRegistry, recover: bool) -> list[Message]:
 
 
 def _derive(args: argparse.Namespace) -> int:
-    from ._codec import ENCODER
+    from ._codec import encode_line
     from .errors import DshSessionError
 
     reg = registry()
@@ -69,7 +69,7 @@ def _derive(args: argparse.Namespace) -> int:
         except DshSessionError as exc:
             msg = f"{args.files[0]}: {one_line(exc)}"
             raise Failure(msg) from exc
-        write(ENCODER.encode(messages) + b"\n")
+        write(encode_line(messages) + b"\n")
         return EXIT_OK
     status = EXIT_OK
     for path in args.files:
@@ -81,25 +81,47 @@ def _derive(args: argparse.Namespace) -> int:
         except Failure as exc:
             row["error"] = str(exc)
             status = EXIT_REJECTED
-        write(ENCODER.encode(row) + b"\n")
+        write(encode_line(row) + b"\n")
     return status
 
 
 def _export(args: argparse.Namespace) -> int:
-    from ._logfile import dump_log
+    """A log file (read as is: a line that does not parse is an error, nothing is
+    dropped silently) or a stored session (read-only, as its backend stores it), written
+    back as JSONL, or with ``--json`` as one document ``{"header": ..., "events": [...]}``
+    in the wire shape."""
+    from ._cli_source import is_log_file, load_source, read_bytes, warn
+    from ._codec import encode_events, encode_line
+    from ._logfile import dump_log, parse_log
     from .errors import DshSessionError
 
-    try:
-        log = read_log(args.file, registry())
-    except DshSessionError as exc:
-        msg = f"{args.file}: {one_line(exc)}"
-        raise Failure(msg) from exc
-    write(dump_log(log.header, log.events))
+    reg = registry()
+    if is_log_file(args.file):
+        try:
+            log = parse_log(read_bytes(args.file, "exporting"), reg, path=args.file)
+        except DshSessionError as exc:
+            msg = f"{args.file}: {one_line(exc)}"
+            raise Failure(msg) from exc
+        header, events = log.header, log.events
+    else:
+        args.source = args.file
+        source = load_source(args, reg)
+        for warning in source.warnings:
+            warn(warning)
+        header, events = source.header, source.events
+    if not args.json:
+        write(dump_log(header, events))
+        return EXIT_OK
+    # Log lines are JSON without raw newlines, so joining them with commas makes the
+    # array: no event is decoded to builtins and encoded again.
+    lines = encode_events(events)
+    write(b'{"header":' + encode_line(header) + b',"events":['
+          + lines[:-1].replace(b"\n", b",") + b"]}\n")
     return EXIT_OK
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from ._codec import ENCODER
+    from ._codec import encode_line
     from ._validate import check_events
     from .errors import DshSessionError
 
@@ -113,7 +135,7 @@ def _validate(args: argparse.Namespace) -> int:
             problems = [one_line(exc)]
         failed += bool(problems)
         if args.json:
-            write(ENCODER.encode({"file": path, "ok": not problems, "problems": problems}) + b"\n")
+            write(encode_line({"file": path, "ok": not problems, "problems": problems}) + b"\n")
         else:
             for problem in problems:
                 write(f"{path}: {problem}\n")
@@ -195,8 +217,21 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     repair.add_argument("--dry-run", action="store_true", help="say what would change")
     repair.set_defaults(run=_repair)
 
-    export = sub.add_parser("export", help="parse a log and write it back as JSONL")
-    export.add_argument("file", metavar="FILE", help="a JSONL session log")
+    export = sub.add_parser(
+        "export", help="write a log or a stored session as JSONL, or as one JSON document"
+    )
+    export.add_argument(
+        "file", metavar="SOURCE", help="a JSONL session log, or the id of a stored session"
+    )
+    export.add_argument(
+        "--store", metavar="URL",
+        help="the store holding SOURCE when it is a session id (default: "
+             "$DSH_SESSION_STORE, else the user's data folder)",
+    )
+    export.add_argument(
+        "--json", action="store_true",
+        help='one JSON document {"header": ..., "events": [...]} instead of JSONL',
+    )
     export.set_defaults(run=_export)
 
     validate = sub.add_parser(

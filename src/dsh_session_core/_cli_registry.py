@@ -47,11 +47,11 @@ def _own_version() -> str:
 
 
 def _plugins(args: argparse.Namespace) -> int:
-    from ._codec import ENCODER
+    from ._codec import encode_line
 
     rows = _plugin_rows()
     if args.json:
-        write(ENCODER.encode(rows) + b"\n")
+        write(encode_line(rows) + b"\n")
         return EXIT_OK
     if len(rows) == 1:
         write("no plugins found in entry-point group dsh_session.plugins; is the project "
@@ -67,7 +67,7 @@ def _events(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ._catalog import event_rows, payload_schemas, render_catalog
-    from ._codec import ENCODER
+    from ._codec import encode_line
 
     reg = registry()
     if args.check is not None:
@@ -88,9 +88,9 @@ def _events(args: argparse.Namespace) -> int:
     if args.markdown:
         write(render_catalog(reg))
     elif args.schema:
-        write(ENCODER.encode(payload_schemas(reg)) + b"\n")
+        write(encode_line(payload_schemas(reg)) + b"\n")
     elif args.json:
-        write(ENCODER.encode(event_rows(reg)) + b"\n")
+        write(encode_line(event_rows(reg)) + b"\n")
     else:
         for row in event_rows(reg):
             badge = "surface" if row["surface"] else "log-only"

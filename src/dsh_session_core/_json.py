@@ -138,7 +138,18 @@ def freeze(value: Any) -> JsonValue:
 
 def thaw(value: Any) -> Any:
     """The plain-builtin (``dict``/``list``) deep copy of a frozen or Struct value."""
-    return msgspec.json.decode(msgspec.json.encode(value, enc_hook=enc_hook))
+    try:
+        return msgspec.json.decode(msgspec.json.encode(value, enc_hook=enc_hook))
+    except UnicodeEncodeError:  # a lone surrogate, which msgspec cannot encode
+        return _thaw_slowly(msgspec.to_builtins(value, enc_hook=enc_hook))
+
+
+def _thaw_slowly(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _thaw_slowly(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_thaw_slowly(v) for v in value]
+    return value
 
 
 def enc_hook(obj: object) -> object:

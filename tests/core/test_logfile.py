@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from dsh_session_core import OpaqueEvent, Session, core_registry
@@ -82,3 +84,20 @@ def test_bad_logs_fail_with_the_line(data: bytes, line: int | None) -> None:
         parse_log(data, core_registry(), path="x.jsonl")
     assert info.value.line == line
     assert info.value.path == "x.jsonl"
+
+
+def test_a_lone_surrogate_survives_derive_as_js_writes_it(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    s = Session("sur")
+    s.append("turn/start", {"turn": 1, "trigger": {"kind": "message", "source": {"kind": "user"}}})
+    s.append("user/message", {"content": [{"type": "text", "text": "a\ud800b"}],
+                              "source": {"kind": "user"}}, surface_op="append")
+    log = tmp_path / "sur.jsonl"
+    log.write_bytes(s.to_jsonl())
+    assert b'"a\\ud800b"' in log.read_bytes()  # escaped, as JSON.stringify writes it
+    proc = subprocess.run([sys.executable, "-m", "dsh_session_core", "derive", str(log)],
+                          capture_output=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b'[{"role":"user","content":[{"type":"text","text":"a\\ud800b"}]}]\n'

@@ -1,0 +1,319 @@
+"""``dsh-session ls``, ``show``, ``stats``, ``tail`` and ``fork``: living with sessions.
+
+This module holds the argument parsers (only argparse: ``--help`` stays fast), ``stats``
+and ``fork``; ``ls``, ``show`` and ``tail`` live in ``_cli_ls``, ``_cli_show`` and
+``_cli_tail``, what they read in ``_cli_source``.
+
+Every command but ``ls`` takes a SOURCE: a ``.jsonl`` log file (an existing path), or
+else the id of a session in ``--store URL`` (default ``$DSH_SESSION_STORE``, else the
+user's data folder; see :mod:`._cli_source`). Reading never writes and never takes a
+session's writer lock, so a live session can be inspected while its writer runs. Output
+is for people (colour only on a terminal, and never with ``NO_COLOR``); ``--json`` is for
+scripts. Reading a big file shows a progress bar on stderr when it is a terminal.
+
+Exit codes (stable):
+
+====  ===================================================================================
+0     success (``tail -f`` also exits 0 on Ctrl-C)
+1     the input was rejected: no such session, an unreadable or corrupt log (``show`` and
+      ``stats`` only reject what has no readable header; odd lines are warnings), a fork
+      boundary that is not a ``turn/end``, a child id already stored
+2     bad usage: unknown option or missing argument, a bad or ``memory:`` store URL,
+      a negative ``tail -n``
+====  ===================================================================================
+
+Errors are one line on stderr (``dsh-session: <what>``), often followed by a
+``hint: <what to try>`` line, with a traceback only under ``--debug``. Warnings
+(``dsh-session: warning: ...``) go to stderr; with ``--json`` they are in the document
+instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from ._cli_support import (
+    EXIT_OK,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+    Failure,
+    one_line,
+    registry,
+)
+
+if TYPE_CHECKING:
+    from ._cli_source import Source
+    from ._header import SessionHeader
+
+__all__ = ["add_commands", "main"]
+
+# --- stats ------------------------------------------------------------------------------
+
+
+def compute_stats(source: Source) -> dict[str, Any]:
+    """Counts and sizes of a session's events, as a JSON-ready document."""
+    from collections import Counter
+
+    from ._cli_describe import obj, usage_sum, wire_of
+    from ._cli_source import payload
+    from ._codec import encode_events
+
+    events = source.events
+    lines = encode_events(events).split(b"\n")
+    by_type: dict[str, dict[str, int]] = {}
+    for event, line in zip(events, lines, strict=False):
+        row = by_type.setdefault(event.type or "(no type)", {"events": 0, "bytes": 0})
+        row["events"] += 1
+        row["bytes"] += len(line) + 1  # the log line and its newline
+    tokens: dict[str, int | float] = {}
+    ends: Counter[str] = Counter()
+    tool_errors = failed_compactions = 0
+    for event in events:
+        kind = event.type
+        if kind == "assistant/message":
+            usage_sum(tokens, payload(event).get("usage"))
+        elif kind == "tool/result":
+            tool_errors += payload(event).get("isError") is True
+        elif kind == "turn/end":
+            reason = obj(payload(event).get("reason")).get("kind")
+            ends[reason if isinstance(reason, str) else "?"] += 1
+        elif kind == "compact/end":
+            failed_compactions += payload(event).get("error") is not None
+
+    def count(kind: str) -> int:
+        return by_type.get(kind, {}).get("events", 0)
+
+    return {
+        "source": source.origin,
+        "header": wire_of(source.header),
+        "events": len(events),
+        "bytes": sum(r["bytes"] for r in by_type.values()),
+        "byType": dict(sorted(by_type.items(), key=lambda kv: -kv[1]["bytes"])),
+        "tokens": tokens,
+        "turns": count("turn/start"),
+        "turnEnds": dict(ends),
+        "errorTurnEnds": ends["error"],
+        "steps": count("step/start"),
+        "toolCalls": count("tool/call"),
+        "toolResults": count("tool/result"),
+        "toolErrors": tool_errors,
+        "compactions": count("compact/summary"),
+        "failedCompactions": failed_compactions,
+        "warnings": source.warnings,
+    }
+
+
+def render_stats(doc: dict[str, Any], style: Any) -> str:
+    from ._cli_describe import USAGE_KEYS, field
+    from ._term import printable, text_table
+
+    name = printable(field(doc["header"].get("id")))
+    lines = [f"{style('session', 'bold')} {style(name, 'bold')}  ({printable(doc['source'])})",
+             f"{doc['events']:,} event(s), {doc['bytes']:,} bytes", ""]
+    table = [["TYPE", "EVENTS", "BYTES"]]
+    table += [[printable(t), f"{r['events']:,}", f"{r['bytes']:,}"]
+              for t, r in doc["byType"].items()]
+    rendered = text_table(table, right={1, 2})
+    lines += [style(rendered[0], "bold"), *rendered[1:], ""]
+    ends = ", ".join(f"{n} {k}" for k, n in sorted(doc["turnEnds"].items()))
+    lines.append(f"turns {doc['turns']}" + (f" (ended: {ends})" if ends else "")
+                 + f" · steps {doc['steps']} · tool calls {doc['toolCalls']}"
+                 + f" · tool results {doc['toolResults']} ({doc['toolErrors']} error(s))")
+    lines.append(f"error turn ends {doc['errorTurnEnds']} · compactions "
+                 f"{doc['compactions']} ({doc['failedCompactions']} failed)")
+    tokens = doc["tokens"]
+    lines.append("tokens " + " · ".join(
+        f"{label} {tokens.get(key, 0):,}" for key, label in USAGE_KEYS.items()))
+    return "\n".join(lines) + "\n"
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from ._cli_source import load_source, out_json, out_text, warn
+    from ._term import Style
+
+    doc = compute_stats(load_source(args, registry()))
+    if args.json:
+        out_json(doc)
+        return EXIT_OK
+    for warning in doc["warnings"]:
+        warn(warning)
+    out_text(render_stats(doc, Style.for_stream(sys.stdout)))
+    return EXIT_OK
+
+
+# --- fork -------------------------------------------------------------------------------
+
+
+def _lineage(headers: list[SessionHeader], start: str) -> list[str]:
+    """``start``, its parent, the parent's parent... as far as the store knows them."""
+    parents = {h.id: h.parent_session for h in headers}
+    chain = [start]
+    while len(chain) < 100:
+        parent = parents.get(chain[-1])
+        if not isinstance(parent, str) or parent in chain:
+            break
+        chain.append(parent)
+    return chain
+
+
+def _fork(args: argparse.Namespace) -> int:
+    from ._cli_describe import wire_of
+    from ._cli_source import load_source, open_backend, out_json, out_text, store_url, warn
+    from ._persist_store import DurableStore
+    from ._session import Session
+    from .errors import DshSessionError, SessionForkError
+
+    url = store_url(args)
+    # The store is opened as every command opens it (a bad URL or database is one
+    # line), except that a SQLite file is created when missing: the fork goes there.
+    with DurableStore(open_backend(url, must_exist=False)) as store:
+        source = load_source(args, store.registry)
+        for warning in source.warnings:
+            warn(warning)
+        if args.id is not None and any(h.id == args.id for h in store.stored()):
+            msg = f'a session "{args.id}" is already stored in {url}'
+            raise Failure(msg, hint="pick another --id, or leave it out for a new UUID")
+        try:
+            # The parent is made live in this store only, never announced: the
+            # persistence plugin does not bind it, so its log is neither locked,
+            # repaired nor written. Only the child is persisted.
+            parent = Session(source.header.id, source.events, source.header,
+                             registry=store.registry)
+            store.enter(parent)
+            child = store.fork(parent, args.at, args.id)
+            store.flush(child)
+        except SessionForkError as exc:
+            hint = ("pick the seq of a turn/end (`dsh-session show` lists them)"
+                    if exc.code in ("OPEN_TURN", "INVALID_BOUNDARY") else "pick another --id")
+            msg = f"cannot fork {source.origin}: {exc}"
+            raise Failure(msg, hint=hint) from exc
+        except DshSessionError as exc:
+            msg = f"cannot fork {source.origin}: {one_line(exc)}"
+            raise Failure(msg) from exc
+        except OSError as exc:
+            msg = f"cannot write the fork to {url}: {exc.strerror or exc}"
+            raise Failure(msg) from exc
+        lineage = _lineage([*store.stored(), source.header], child.id)
+    header = wire_of(child.header)
+    if args.json:
+        out_json({"id": child.id, "store": url, "header": header, "lineage": lineage})
+        return EXIT_OK
+    out_text(f"{child.id}\n")
+    sys.stderr.write(f"forked {source.origin} at seq {args.at} into {child.id} "
+                     f"({len(child.events)} events) in {url}\nlineage: {' ← '.join(lineage)}\n")
+    return EXIT_OK
+
+
+# --- wiring -----------------------------------------------------------------------------
+
+
+def _add_source_arguments(parser: argparse.ArgumentParser, *, recover: bool = True) -> None:
+    parser.add_argument(
+        "source", metavar="SOURCE",
+        help="a .jsonl log file, or the id of a session in the store",
+    )
+    parser.add_argument(
+        "--store", metavar="URL",
+        help="the store holding SOURCE when it is a session id: a folder, jsonl:///path or "
+             "sqlite:///path.db (default: $DSH_SESSION_STORE, else the user's data folder)",
+    )
+    if recover:
+        parser.add_argument(
+            "--recover", action="store_true",
+            help="read a file as a durable backend loads it: a torn tail is dropped, "
+                 "a hole before the last turn/end is an error",
+        )
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    # Only argparse here: `dsh-session --help` must not import what the commands use.
+    ls = sub.add_parser("ls", help="list the sessions in a store")
+    ls.add_argument("--store", metavar="URL",
+                    help="a folder, jsonl:///path or sqlite:///path.db (default: "
+                         "$DSH_SESSION_STORE, else the user's data folder)")
+    ls.add_argument("--json", action="store_true", help="print JSON")
+    ls.set_defaults(run=_run_ls)
+
+    show = sub.add_parser("show", help="a session's timeline, turn by turn")
+    _add_source_arguments(show)
+    show.add_argument("--json", action="store_true", help="print the timeline as JSON")
+    show.set_defaults(run=_run_show)
+
+    stats = sub.add_parser("stats", help="counts, sizes and tokens of a session's events")
+    _add_source_arguments(stats)
+    stats.add_argument("--json", action="store_true", help="print JSON")
+    stats.set_defaults(run=_stats)
+
+    tail = sub.add_parser(
+        "tail", help="print a session's last events; with -f, follow it as it grows"
+    )
+    _add_source_arguments(tail, recover=False)
+    tail.add_argument("-f", "--follow", action="store_true",
+                      help="keep printing events as they are appended (Ctrl-C stops)")
+    tail.add_argument("-n", "--lines", type=int, default=10, metavar="N",
+                      help="how many of the last events to print first (default 10)")
+    tail.add_argument("--json", action="store_true",
+                      help="print each event's log line (JSONL) instead of a summary")
+    tail.set_defaults(run=_run_tail)
+
+    fork = sub.add_parser(
+        "fork", help="create a child session seeded with a session's events up to a turn/end"
+    )
+    _add_source_arguments(fork, recover=False)
+    fork.add_argument("--at", type=int, required=True, metavar="SEQ",
+                      help="the seq of the turn/end to cut after")
+    fork.add_argument("--id", metavar="NEW", help="the child's id (default: a new UUID)")
+    fork.add_argument("--json", action="store_true", help="print the child's header as JSON")
+    fork.set_defaults(run=_fork)
+
+
+def _run_ls(args: argparse.Namespace) -> int:
+    from ._cli_ls import run_ls
+
+    return run_ls(args)
+
+
+def _run_tail(args: argparse.Namespace) -> int:
+    from ._cli_tail import run_tail
+
+    return run_tail(args)
+
+
+def _run_show(args: argparse.Namespace) -> int:
+    from ._cli_show import run_show
+
+    return run_show(args)
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    """These commands alone, as ``dsh-session`` runs them (for tests, until they are
+    wired into ``_cli``): same flags, same failure handling, same exit codes."""
+    from .errors import DshSessionError
+
+    parser = argparse.ArgumentParser(prog="dsh-session")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    add_commands(parser.add_subparsers(dest="command", metavar="COMMAND"))
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        raise SystemExit(EXIT_USAGE)
+    try:
+        status = args.run(args)
+    except Failure as exc:
+        if args.debug:
+            raise
+        print(f"dsh-session: {exc}", file=sys.stderr)
+        if exc.hint:
+            print(f"hint: {exc.hint}", file=sys.stderr)
+        raise SystemExit(exc.status) from None
+    except DshSessionError as exc:
+        if args.debug:
+            raise
+        print(f"dsh-session: {one_line(exc)}", file=sys.stderr)
+        raise SystemExit(EXIT_REJECTED) from None
+    except BrokenPipeError:
+        raise SystemExit(EXIT_OK) from None
+    raise SystemExit(status)

@@ -1,0 +1,357 @@
+"""The SOURCE of the session commands: a log file, or a session id in a store.
+
+An existing path (not a directory) is a file; anything else is a session id in
+``--store URL`` (default: :func:`~._persist_store.default_store_url`). Both are read
+without writing anything and without taking the session's writer lock, so inspecting a
+live session never disturbs its writer:
+
+- a file is read leniently: a version-less header is accepted, a line that is not JSON
+  (a torn last line, a hole) is skipped with a warning, odd seqs are kept as they are.
+  With ``--recover`` it is read by the JSONL backend's load rules instead
+  (:func:`~._persist_jsonl.scan_log`: the torn tail is dropped, committed corruption is
+  an error);
+- a stored session is read with the backend's ``load_stored`` (torn tail dropped), never
+  ``DurableStore.open``, which would repair the log and take the lock.
+
+In both cases the crash-repair closers a load *would* append
+(:func:`~._repair.interrupted_turn_closers`) are computed, in memory only, and reported
+as a warning; they are never added to the events shown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from ._cli_support import EXIT_USAGE, Failure, one_line, write
+from ._term import Progress, Style, printable
+
+if TYPE_CHECKING:
+    from ._header import SessionHeader
+    from ._persist_base import Backend
+    from ._registry import EventRegistry
+    from .events import Event
+
+__all__ = [
+    "Source",
+    "is_log_file",
+    "last_lines",
+    "load_source",
+    "not_found",
+    "open_backend",
+    "out_json",
+    "out_text",
+    "payload",
+    "read_bytes",
+    "store_url",
+    "warn",
+]
+
+#: Files are read in chunks of this size (a progress bar advances per chunk).
+_CHUNK = 1 << 20
+
+
+class Source:
+    """A session read for display.
+
+    :ivar header: its header.
+    :ivar events: its events, in log order (seqs as found, gaps included).
+    :ivar origin: where it was read from, for messages.
+    :ivar warnings: what is odd about it, one line each.
+    :ivar closers: what a durable load would append to close its last turn.
+    """
+
+    __slots__ = ("closers", "events", "header", "origin", "warnings")
+
+    def __init__(self, header: SessionHeader, events: list[Event], origin: str) -> None:
+        self.header = header
+        self.events = events
+        self.origin = origin
+        self.warnings: list[str] = []
+        self.closers: list[Event] = []
+
+
+def warn(message: str) -> None:
+    """One warning line on stderr."""
+    style = Style.for_stream(sys.stderr)
+    sys.stderr.write(f"dsh-session: {style('warning:', 'yellow')} {printable(message)}\n")
+    sys.stderr.flush()
+
+
+def out_text(text: str) -> None:
+    """Text on stdout; what UTF-8 cannot hold (a lone surrogate) becomes ``?``."""
+    write(text.encode("utf-8", "replace"))
+
+
+def out_json(doc: object) -> None:
+    """One JSON document on stdout, on one line (lone surrogates escaped as JS does)."""
+    from ._codec import encode_line
+
+    write(encode_line(doc) + b"\n")
+
+
+def payload(event: Event) -> dict[str, Any]:
+    """An event's ``data`` in its wire shape, or ``{}`` when it is not an object (an
+    opaque event may hold anything there)."""
+    from ._cli_describe import wire_of
+
+    data = wire_of(event.data)
+    return data if isinstance(data, dict) else {}
+
+
+# --- files ------------------------------------------------------------------------------
+
+
+def read_bytes(path: str, label: str = "reading") -> bytes:
+    """A whole file, with a progress bar on a terminal when it is big."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            chunks: list[bytes] = []
+            with Progress(size, f"{label} {os.path.basename(path)}") as bar:
+                while chunk := f.read(_CHUNK):
+                    chunks.append(chunk)
+                    bar.advance(len(chunk))
+    except OSError as exc:
+        msg = f"cannot read {path}: {exc.strerror or exc}"
+        raise Failure(msg) from exc
+    return b"".join(chunks)
+
+
+def last_lines(f: BinaryIO, end: int, n: int, *, block: int = 65536) -> list[bytes]:
+    """The last ``n`` complete lines (without their newline) of the file's first ``end``
+    bytes, read backwards in blocks, so a big log costs only its tail.
+
+    ``end`` must be just past a newline (or 0). The file's first line (the header) is
+    never returned.
+    """
+    if n <= 0 or end <= 0:
+        return []
+    buf = b""
+    pos = end
+    # n + 1 newlines before the end delimit n lines; reaching the start of the file
+    # means every line is there (and the first is the header).
+    while pos > 0 and buf.count(b"\n") <= n:
+        step = min(block, pos)
+        pos -= step
+        f.seek(pos)
+        buf = f.read(step) + buf
+    # The first piece is the header (at the start of the file) or a partial line.
+    lines = buf[:-1].split(b"\n")[1:]
+    return lines[-n:]
+
+
+def _read_file(path: str, reg: EventRegistry, recover: bool) -> Source:
+    from ._logfile import parse_header
+    from .errors import LogFormatError
+
+    data = read_bytes(path, "loading")
+    if recover:
+        return _scanned(path, data, reg)
+    end = data.find(b"\n")
+    try:
+        if not data.strip(b"\n"):
+            msg = "empty or header-less session log"
+            raise LogFormatError(msg, path=path)
+        header = parse_header(data[: end if end >= 0 else len(data)], path=path)
+    except LogFormatError as exc:
+        msg = f"{path}: {one_line(exc)}"
+        raise Failure(msg, hint="is it a dsh-session log?") from exc
+    source = Source(header, [], path)
+    body = data[end + 1 :] if end >= 0 else b""
+    source.events = _lenient_events(body, reg, source.warnings)
+    _check_header(source)
+    _check_seqs(source)
+    _check_closers(source)
+    return source
+
+
+def _lenient_events(body: bytes, reg: EventRegistry, warnings: list[str]) -> list[Event]:
+    """Every event line that parses; the others are skipped with a warning."""
+    from ._decode import decode_body, decode_line
+    from .errors import LogFormatError
+
+    cut = body.rfind(b"\n") + 1
+    complete, fragment = body[:cut], body[cut:]
+    try:
+        events = decode_body(reg, complete)
+    except LogFormatError:
+        events = []
+        for i, line in enumerate(complete[:-1].split(b"\n")):
+            try:
+                events.append(decode_line(reg, line))
+            except LogFormatError:
+                what = "blank" if not line.strip() else "not JSON"
+                warnings.append(f"line {i + 2} is {what}: skipped")
+    if fragment.strip():
+        try:
+            events.append(decode_line(reg, fragment))  # a last line without its newline
+        except LogFormatError:
+            warnings.append(
+                f"the last line is incomplete ({len(fragment)} bytes, a torn write?): "
+                f"skipped; --recover reads the log as a durable backend loads it"
+            )
+    return events
+
+
+def _scanned(path: str, data: bytes, reg: EventRegistry) -> Source:
+    from ._persist_jsonl import scan_log
+    from .errors import LogFormatError
+
+    try:
+        scan = scan_log(data, reg, path=path)
+    except LogFormatError as exc:
+        msg = f"{path}: {one_line(exc)}"
+        raise Failure(msg, hint="without --recover, what can be read is shown") from exc
+    source = Source(scan.header, scan.events, path)
+    torn = len(data) - scan.committed_bytes
+    if torn:
+        source.warnings.append(
+            f"a torn tail of {torn} byte(s) after event seq {len(scan.events) - 1} is "
+            f"ignored (a load would cut it)"
+        )
+    _check_header(source)
+    _check_closers(source)
+    return source
+
+
+def _check_header(source: Source) -> None:
+    from msgspec import UNSET
+
+    from ._header import SESSION_FORMAT_VERSION
+
+    version = source.header.version
+    if version is UNSET:
+        source.warnings.append(
+            "the header has no format version (a hand-written log: the durable backends "
+            "would refuse it)"
+        )
+    elif version != SESSION_FORMAT_VERSION:
+        source.warnings.append(
+            f"format version {version} (this build reads v{SESSION_FORMAT_VERSION})"
+        )
+
+
+def _check_seqs(source: Source) -> None:
+    bad = [(i, e) for i, e in enumerate(source.events) if e.seq != i]
+    if bad:
+        i, event = bad[0]
+        more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
+        source.warnings.append(
+            f"seqs are not contiguous from 0: event {i} ({event.type}) has seq "
+            f"{event.seq!r}{more}"
+        )
+
+
+def _check_closers(source: Source) -> None:
+    from ._repair import interrupted_turn_closers
+
+    try:
+        source.closers = interrupted_turn_closers(source.events)
+    except Exception as exc:  # odd opaque data must not stop a display command
+        source.warnings.append(f"cannot tell whether the last turn is closed: {exc}")
+        return
+    if source.closers:
+        source.warnings.append(
+            "the last turn has no turn/end: the session is live, or its writer died "
+            f"(a load would close it with {len(source.closers)} event(s), reason "
+            "interrupted)"
+        )
+
+
+# --- stores -----------------------------------------------------------------------------
+
+
+def store_url(args: argparse.Namespace) -> str:
+    from ._persist_store import default_store_url
+
+    url: str | None = getattr(args, "store", None)
+    return url if url else default_store_url()
+
+
+def open_backend(url: str, *, must_exist: bool = True) -> Backend:
+    """The backend of a store, for reading.
+
+    :raises Failure: a bad URL (usage), a ``memory:`` store (nothing outlives its
+        process, so there is nothing to read and nowhere to fork to), a database that
+        cannot be opened, or, with ``must_exist``, a SQLite file that does not exist
+        (opening it would create it).
+    """
+    from ._persist_store import backend_for
+    from .errors import DshSessionError
+
+    scheme, sep, rest = url.partition(":")
+    if sep and scheme == "memory":
+        msg = "a memory: store lives and dies with its process"
+        raise Failure(msg, EXIT_USAGE, hint="use a folder or a sqlite:/// store")
+    if sep and scheme == "sqlite" and must_exist:
+        path = rest[2:] if rest.startswith("//") else rest
+        if path in ("", ":memory:") or not os.path.isfile(path):
+            msg = f"no SQLite store at {url}"
+            raise Failure(msg, hint="check the path: sqlite:///abs/path.db") from None
+    try:
+        return backend_for(url)
+    except ValueError as exc:  # an unknown scheme
+        raise Failure(str(exc), EXIT_USAGE) from exc
+    except (DshSessionError, OSError) as exc:  # e.g. another schema version
+        msg = f"cannot open the store {url}: {one_line(exc)}"
+        raise Failure(msg) from exc
+    except Exception as exc:
+        import sqlite3  # already loaded: only the SQLite backend raises these
+
+        if not isinstance(exc, sqlite3.Error):
+            raise
+        msg = f"cannot open the store {url}: {exc}"
+        raise Failure(msg) from exc
+
+
+def not_found(session_id: str, url: str) -> Failure:
+    """The failure for a SOURCE that is neither a file nor a session in the store."""
+    msg = f'no session "{session_id}" in {url} (and no such file)'
+    return Failure(msg, hint=f"`dsh-session ls --store {url}` lists the sessions")
+
+
+def _read_stored(session_id: str, url: str, reg: EventRegistry) -> Source:
+    from .errors import LogFormatError
+
+    backend = open_backend(url)
+    try:
+        stored = backend.load_stored(session_id, reg)
+    except LogFormatError as exc:
+        where = f" ({exc.path})" if getattr(exc, "path", None) else ""
+        msg = f'session "{session_id}" in {url}{where}: {one_line(exc)}'
+        hint = "show the file itself to see what can be read" if where else None
+        raise Failure(msg, hint=hint) from exc
+    except OSError as exc:
+        msg = f"cannot read the store {url}: {exc.strerror or exc}"
+        raise Failure(msg) from exc
+    finally:
+        backend.close()
+    if stored is None:
+        raise not_found(session_id, url)
+    source = Source(stored.header, stored.events, f'session "{session_id}" in {url}')
+    if stored.torn is not None:
+        source.warnings.append(
+            f"a torn tail after event seq {len(stored.events) - 1} is ignored "
+            "(opening the session would cut it)"
+        )
+    _check_header(source)
+    _check_closers(source)
+    return source
+
+
+def is_log_file(source: str) -> bool:
+    """Whether SOURCE names a log file: an existing path that is not a directory (a
+    folder named like a session id, such as the current directory's ``demo``, does
+    not hide the session)."""
+    return os.path.exists(source) and not os.path.isdir(source)
+
+
+def load_source(args: argparse.Namespace, reg: EventRegistry) -> Source:
+    """The session ``args.source`` names (see the module docstring)."""
+    path: str = args.source
+    if is_log_file(path):
+        return _read_file(path, reg, getattr(args, "recover", False))
+    return _read_stored(path, store_url(args), reg)
