@@ -61,7 +61,7 @@ def _run_console(body: str, cwd: Path) -> None:
         if argv[0] == "dsh-session":
             argv = [sys.executable, "-m", "dsh_session_core", *argv[1:]]
         # Commands show what a user sees: the test suite's example plugin is blocked.
-        env = {**os.environ, "DSH_SESSION_DISABLE_PLUGINS": "example"}
+        env = {**os.environ, "DSH_SESSION_DISABLE_PLUGINS": "example", "TZ": "UTC"}
         proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False,
                               env=env)
         actual = (proc.stdout + proc.stderr).rstrip("\n").split("\n")
