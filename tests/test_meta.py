@@ -63,7 +63,7 @@ def test_the_cli_starts_without_loading_the_heavy_parts() -> None:
 
     code = (
         "import sys, dsh_session_core._cli\n"
-        "print(sorted(m for m in ('pluggy', 'msgspec', 'importlib.metadata', 'asyncio')"
+        "print(sorted(m for m in ('pluggy', 'msgspec', 'importlib.metadata', 'asyncio', 'typing')"
         " if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

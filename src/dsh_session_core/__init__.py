@@ -19,12 +19,16 @@ contribute event types and listen to appends through pluggy hooks found in the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+# typing costs ~10 ms to import: `dsh-session --help` must not pay for it.
+TYPE_CHECKING = False
+
 
 # The package imports lazily (PEP 562): ``dsh-session --help`` and other light uses do
 # not pay for msgspec classes, pluggy and importlib.metadata until a name is used.
 # Type checkers see the real imports below.
 if TYPE_CHECKING:
+    from typing import Any
+
     from . import errors, events, hookspecs, vocabulary
     from ._code_dispatch import (
         CodeDispatcher,

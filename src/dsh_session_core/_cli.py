@@ -12,11 +12,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
 from . import _cli_demo, _cli_logs, _cli_registry, _cli_sessions
 from ._cli_support import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, Failure, one_line
 from .errors import DshSessionError
+
+# typing costs ~10 ms to import: `dsh-session --help` must not pay for it.
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from typing import NoReturn
+
 
 __all__ = ["main"]
 

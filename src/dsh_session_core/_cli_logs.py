@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
 from ._cli_support import (
     EXIT_OK,
@@ -17,6 +16,9 @@ from ._cli_support import (
     registry,
     write,
 )
+
+# typing costs ~10 ms to import: `dsh-session --help` must not pay for it.
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from ._persist_jsonl import ScanResult

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from ._cli_support import EXIT_OK, EXIT_REJECTED, Failure, plugin_manager, registry, write
+
+# typing costs ~10 ms to import: `dsh-session --help` must not pay for it.
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from typing import Any
+
 
 __all__ = ["add_commands"]
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._cli_support import (
     EXIT_OK,
@@ -44,7 +43,12 @@ from ._cli_support import (
     registry,
 )
 
+# typing costs ~10 ms to import: `dsh-session --help` must not pay for it.
+TYPE_CHECKING = False
+
 if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
     from ._cli_source import Source
     from ._header import SessionHeader
 

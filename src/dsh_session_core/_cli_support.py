@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+
+# typing costs ~10 ms to import: `dsh-session --help` must not pay for it.
+TYPE_CHECKING = False
+
 
 if TYPE_CHECKING:
     from ._logfile import ParsedLog

@@ -32,6 +32,9 @@ the other.
 
 from __future__ import annotations
 
+# typing costs ~10 ms to import: `dsh-session --help` must not pay for it.
+TYPE_CHECKING = False
+
 __all__ = [
     "AppendError",
     "DshSessionError",
@@ -56,15 +59,16 @@ __all__ = [
     "UnstorableError",
 ]
 
-from typing import Literal
+if TYPE_CHECKING:
+    from typing import Literal, TypeAlias
 
-ForkErrorCode = Literal[
-    "SESSION_NOT_FOUND",
-    "SESSION_NOT_LIVE",
-    "SESSION_ALREADY_EXISTS",
-    "INVALID_BOUNDARY",
-    "OPEN_TURN",
-]
+    ForkErrorCode: TypeAlias = Literal[
+        "SESSION_NOT_FOUND",
+        "SESSION_NOT_LIVE",
+        "SESSION_ALREADY_EXISTS",
+        "INVALID_BOUNDARY",
+        "OPEN_TURN",
+    ]
 
 
 class DshSessionError(Exception):
