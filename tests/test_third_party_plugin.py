@@ -98,7 +98,9 @@ def test_two_distributions_with_one_entry_point_name_are_refused(tmp_path: Path)
     assert proc.returncode == 1
     assert "dsh-session-example" in proc.stderr
     assert "dsh-session-impostor" in proc.stderr
-    assert proc.stderr.count("\n") == 1
+    lines = proc.stderr.splitlines()  # the error, then a hint; no traceback
+    assert len(lines) == 2
+    assert lines[1].startswith("hint: ")
     # Blocking the contested name is the documented way out.
     ok = _cli("plugins", env={**env, "DSH_SESSION_DISABLE_PLUGINS": "example"})
     assert ok.returncode == 0, ok.stderr

@@ -90,7 +90,11 @@ def test_derive_rejects_a_torn_log_with_one_line(upstream: Path) -> None:
     proc = _cli("derive", str(UPSTREAM / "synthetic" / "crash-after-tool-call.jsonl"))
     assert proc.returncode == 1
     err = proc.stderr.decode()
-    assert err.count("\n") == 1
+    # One line says what is wrong, one says what to do; no traceback.
+    lines = err.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("dsh-session: ")
+    assert lines[1].startswith("hint: ")
     assert "line 62" in err
 
 

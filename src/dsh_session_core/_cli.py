@@ -61,6 +61,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         if args.debug:
             raise
         print(f"dsh-session: {one_line(exc)}", file=sys.stderr)
+        print("hint: run again with --debug to see where it came from", file=sys.stderr)
         raise SystemExit(EXIT_REJECTED) from None
     except BrokenPipeError:
         raise SystemExit(EXIT_OK) from None

@@ -28,6 +28,12 @@ if TYPE_CHECKING:
 
 __all__ = ["add_commands"]
 
+#: What to try when a log does not read as is.
+_LOG_HINT = (
+    "`dsh-session validate FILE` names every bad event; a crashed log reads with --recover "
+    "and is fixed by `dsh-session repair FILE`"
+)
+
 
 def _recovered(path: str, reg: EventRegistry) -> tuple[ScanResult, list[Event]]:
     """A log file read by the JSONL backend's load rules: its scan (torn tail dropped)
@@ -64,13 +70,13 @@ def _derive(args: argparse.Namespace) -> int:
     reg = registry()
     if not args.jsonl:
         if len(args.files) != 1:
-            msg = "derive takes one FILE; use --jsonl for several"
-            raise Failure(msg, EXIT_USAGE)
+            msg = "derive takes one FILE"
+            raise Failure(msg, EXIT_USAGE, hint="use --jsonl to derive several files at once")
         try:
             messages = _derive_one(args.files[0], reg, args.recover)
         except DshSessionError as exc:
             msg = f"{args.files[0]}: {one_line(exc)}"
-            raise Failure(msg) from exc
+            raise Failure(msg, hint=_LOG_HINT if not args.recover else None) from exc
         write(encode_line(messages) + b"\n")
         return EXIT_OK
     status = EXIT_OK
@@ -103,7 +109,7 @@ def _export(args: argparse.Namespace) -> int:
             log = parse_log(read_bytes(args.file, "exporting"), reg, path=args.file)
         except DshSessionError as exc:
             msg = f"{args.file}: {one_line(exc)}"
-            raise Failure(msg) from exc
+            raise Failure(msg, hint=_LOG_HINT) from exc
         header, events = log.header, log.events
     else:
         args.source = args.file
@@ -160,7 +166,8 @@ def _repair(args: argparse.Namespace) -> int:
         scan, closers = _recovered(path, registry())
     except DshSessionError as exc:
         msg = f"{path}: {one_line(exc)}"
-        raise Failure(msg) from exc
+        hint = "corruption before the last turn/end is not a crash tail: restore the file"
+        raise Failure(msg, hint=hint) from exc
     size = os.path.getsize(path)
     torn = size - scan.committed_bytes
     if not torn and not closers:
@@ -181,8 +188,8 @@ def _repair(args: argparse.Namespace) -> int:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            msg = f"{path}: a writer holds this session's lock; stop it before repairing"
-            raise Failure(msg) from None
+            msg = f"{path}: a writer holds this session's lock"
+            raise Failure(msg, hint="stop the writer, then repair") from None
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
         try:
             os.ftruncate(fd, scan.committed_bytes)

@@ -84,11 +84,9 @@ def _events(args: argparse.Namespace) -> int:
         except OSError:
             current = None
         if current != expected:
-            msg = (
-                f"{path} is stale: regenerate it with "
-                f"`dsh-session events --markdown > {path}` and commit it"
-            )
-            raise Failure(msg, EXIT_REJECTED)
+            msg = f"{path} is stale (it does not list the installed plugins' event types)"
+            hint = f"regenerate it with `dsh-session events --markdown > {path}` and commit it"
+            raise Failure(msg, EXIT_REJECTED, hint=hint)
         write(f"{path} is up to date.\n")
         return EXIT_OK
     if args.markdown:

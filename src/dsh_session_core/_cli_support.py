@@ -74,7 +74,7 @@ def read_file(path: str) -> bytes:
             return f.read()
     except OSError as exc:
         msg = f"cannot read {path}: {exc.strerror or exc}"
-        raise Failure(msg) from exc
+        raise Failure(msg, hint="check the path (a session id needs --store)") from exc
 
 
 def one_line(exc: BaseException) -> str:
