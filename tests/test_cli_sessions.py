@@ -60,7 +60,7 @@ def _dsh(*args: str) -> subprocess.CompletedProcess[bytes]:
 def _run(*argv: str, main: Any = None) -> tuple[int, bytes, str]:
     """A command in this process: exit status, stdout bytes, stderr."""
     if main is None:
-        from dsh_session_core._cli_sessions import main
+        from dsh_session_core._cli import main
     raw = io.BytesIO()
     out = io.TextIOWrapper(raw, encoding="utf-8")
     err = io.StringIO()

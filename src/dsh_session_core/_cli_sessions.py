@@ -32,12 +32,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 
 from ._cli_support import (
     EXIT_OK,
-    EXIT_REJECTED,
-    EXIT_USAGE,
     Failure,
     one_line,
     registry,
@@ -47,12 +44,12 @@ from ._cli_support import (
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from typing import Any, NoReturn
+    from typing import Any
 
     from ._cli_source import Source
     from ._header import SessionHeader
 
-__all__ = ["add_commands", "main"]
+__all__ = ["add_commands"]
 
 # --- stats ------------------------------------------------------------------------------
 
@@ -290,34 +287,3 @@ def _run_show(args: argparse.Namespace) -> int:
     from ._cli_show import run_show
 
     return run_show(args)
-
-
-def main(argv: Sequence[str] | None = None) -> NoReturn:
-    """These commands alone, as ``dsh-session`` runs them (for tests, until they are
-    wired into ``_cli``): same flags, same failure handling, same exit codes."""
-    from .errors import DshSessionError
-
-    parser = argparse.ArgumentParser(prog="dsh-session")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    add_commands(parser.add_subparsers(dest="command", metavar="COMMAND"))
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        raise SystemExit(EXIT_USAGE)
-    try:
-        status = args.run(args)
-    except Failure as exc:
-        if args.debug:
-            raise
-        print(f"dsh-session: {exc}", file=sys.stderr)
-        if exc.hint:
-            print(f"hint: {exc.hint}", file=sys.stderr)
-        raise SystemExit(exc.status) from None
-    except DshSessionError as exc:
-        if args.debug:
-            raise
-        print(f"dsh-session: {one_line(exc)}", file=sys.stderr)
-        raise SystemExit(EXIT_REJECTED) from None
-    except BrokenPipeError:
-        raise SystemExit(EXIT_OK) from None
-    raise SystemExit(status)
