@@ -149,3 +149,19 @@ def test_core_imports_no_plugin() -> None:
     for path in src.rglob("*.py"):
         for plugin in PLUGINS:
             assert plugin not in path.read_text(), path
+
+
+def test_lazy_exports_load_on_first_use_and_stay() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, dsh_session_hooks as h\n"
+        "assert 'dsh_session_hooks._matcher' not in sys.modules\n"
+        "f = h.matches_matcher\n"
+        "assert 'dsh_session_hooks._matcher' in sys.modules and h.matches_matcher is f\n"
+        "assert 'matches_matcher' in dir(h)\n"
+        "try:\n    h.no_such_name\nexcept AttributeError as e:\n    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "module 'dsh_session_hooks' has no attribute 'no_such_name'"

@@ -19,6 +19,8 @@ contribute event types and listen to appends through pluggy hooks found in the
 
 from __future__ import annotations
 
+from ._lazy import lazy_exports
+
 # typing costs ~10 ms to import: `dsh-session --help` must not pay for it.
 TYPE_CHECKING = False
 
@@ -27,8 +29,6 @@ TYPE_CHECKING = False
 # not pay for msgspec classes, pluggy and importlib.metadata until a name is used.
 # Type checkers see the real imports below.
 if TYPE_CHECKING:
-    from typing import Any
-
     from . import errors, events, hookspecs, vocabulary
     from ._code_dispatch import (
         CodeDispatcher,
@@ -200,6 +200,7 @@ __all__ = [
     "is_surface_eligible_type",
     "is_surface_event",
     "is_tool_pairing_balanced",
+    "lazy_exports",
     "normalize_tool_arguments",
     "open_store",
     "record_request_header",
@@ -209,22 +210,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is not None:
-        import importlib
-
-        imported = importlib.import_module(module, __name__)
-        value = imported if module == f".{name}" else getattr(imported, name)
-        globals()[name] = value  # later lookups skip this function
-        return value
-    if name == "__version__":
-        from importlib.metadata import version
-
-        return version("dsh-session")
-    msg = f"module {__name__!r} has no attribute {name!r}"
-    raise AttributeError(msg)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__, distribution="dsh-session")

@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import typing as _typing
 
+from dsh_session_core import lazy_exports as _lazy_exports
+
 # Imported lazily (PEP 562): loading the plugin through its entry point (and so
 # every store and CLI command) does not pay for what it does not use.
 if _typing.TYPE_CHECKING:
@@ -121,18 +123,5 @@ __all__ = [
     "summarize_stderr",
 ]
 
-def __getattr__(name: str) -> _typing.Any:
-    module = _LAZY.get(name)
-    if module is None:
-        msg = f"module {__name__!r} has no attribute {name!r}"
-        raise AttributeError(msg)
-    import importlib
 
-    imported = importlib.import_module(module, __name__)
-    value = imported if module == f".{name}" else getattr(imported, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, __all__)

@@ -1,0 +1,52 @@
+"""Lazy package exports (PEP 562): a package's public names load on first use.
+
+Core and the plugin packages use it so that loading a plugin through its entry point,
+or starting the ``dsh-session`` command, does not import what it does not use.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Iterable, Mapping
+
+__all__ = ["lazy_exports"]
+
+
+def lazy_exports(
+    package: str,
+    table: Mapping[str, str],
+    names: Iterable[str],
+    *,
+    distribution: str | None = None,
+) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """The ``__getattr__`` and ``__dir__`` of a package whose names load lazily::
+
+        __getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
+
+    :param package: the package's ``__name__``.
+    :param table: public name → the relative module that defines it (``".name"`` for a
+        submodule of that name).
+    :param names: the package's ``__all__``, listed by ``dir()``.
+    :param distribution: answer ``__version__`` with this distribution's version.
+    """
+    listed = tuple(names)
+
+    def __getattr__(name: str) -> object:
+        module = table.get(name)
+        if module is None:
+            if name == "__version__" and distribution is not None:
+                from importlib.metadata import version
+
+                return version(distribution)
+            msg = f"module {package!r} has no attribute {name!r}"
+            raise AttributeError(msg)
+        imported = importlib.import_module(module, package)
+        value = imported if module == f".{name}" else getattr(imported, name)
+        vars(sys.modules[package])[name] = value  # later lookups skip this function
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*vars(sys.modules[package]), *listed})
+
+    return __getattr__, __dir__
