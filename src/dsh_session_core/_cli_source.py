@@ -25,8 +25,8 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ._cli_support import EXIT_USAGE, Failure, one_line, write
-from ._term import Progress, Style, printable
+from ._cli_support import EXIT_USAGE, Failure, one_line, read_file, write
+from ._term import Style, printable
 
 if TYPE_CHECKING:
     from ._header import SessionHeader
@@ -48,9 +48,6 @@ __all__ = [
     "store_url",
     "warn",
 ]
-
-#: Files are read in chunks of this size (a progress bar advances per chunk).
-_CHUNK = 1 << 20
 
 
 class Source:
@@ -106,18 +103,7 @@ def payload(event: Event) -> dict[str, Any]:
 
 def read_bytes(path: str, label: str = "reading") -> bytes:
     """A whole file, with a progress bar on a terminal when it is big."""
-    try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            chunks: list[bytes] = []
-            with Progress(size, f"{label} {os.path.basename(path)}") as bar:
-                while chunk := f.read(_CHUNK):
-                    chunks.append(chunk)
-                    bar.advance(len(chunk))
-    except OSError as exc:
-        msg = f"cannot read {path}: {exc.strerror or exc}"
-        raise Failure(msg) from exc
-    return b"".join(chunks)
+    return read_file(path, label)
 
 
 def last_lines(f: BinaryIO, end: int, n: int, *, block: int = 65536) -> list[bytes]:

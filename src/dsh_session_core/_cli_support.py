@@ -68,13 +68,27 @@ def registry() -> EventRegistry:
     return PluginHooks(plugin_manager()).build_registry()
 
 
-def read_file(path: str) -> bytes:
+def read_file(path: str, label: str = "reading") -> bytes:
+    """A whole file; on a terminal, a big one shows a progress bar as it is read."""
+    import os
+
+    from ._term import Progress
+
     try:
         with open(path, "rb") as f:
-            return f.read()
+            size = os.fstat(f.fileno()).st_size
+            chunks: list[bytes] = []
+            with Progress(size, f"{label} {os.path.basename(path)}") as bar:
+                while chunk := f.read(_CHUNK):
+                    chunks.append(chunk)
+                    bar.advance(len(chunk))
     except OSError as exc:
         msg = f"cannot read {path}: {exc.strerror or exc}"
         raise Failure(msg, hint="check the path (a session id needs --store)") from exc
+    return b"".join(chunks)
+
+
+_CHUNK = 1 << 20  # progress granularity of big reads
 
 
 def one_line(exc: BaseException) -> str:
