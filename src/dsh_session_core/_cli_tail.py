@@ -218,6 +218,12 @@ def run_tail(args: argparse.Namespace) -> int:
     if args.lines < 0:
         msg = f"-n takes a count of events, got {args.lines}"
         raise Failure(msg, EXIT_USAGE)
+    if args.follow:
+        import signal
+
+        # Ctrl-C is how a person stops following, even when started from a shell that
+        # set SIGINT to be ignored (a background job of a script): listen to it again.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         if is_log_file(source):
             return _tail_file(source, args.lines, args.follow, emit)
