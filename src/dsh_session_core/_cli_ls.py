@@ -21,7 +21,6 @@ Either way O(store size) bytes scanned, never JSON decoded.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -39,30 +38,9 @@ _TURN_LINE = b'\n{"type":"turn/start",'
 
 def _jsonl_logs(root: str) -> list[tuple[SessionHeader, str]]:
     """Every log under a JSONL store's root with its header, as ``list()`` finds them."""
-    from ._persist_jsonl import _first_line, _header_or_none
+    from ._persist_jsonl import list_logs
 
-    found = []
-    try:
-        buckets = os.scandir(root)
-    except FileNotFoundError:
-        return []
-    with buckets:
-        for bucket in buckets:
-            if not bucket.is_dir():
-                continue
-            try:
-                files = os.scandir(bucket.path)
-            except FileNotFoundError:  # removed meanwhile
-                continue
-            with files:
-                for entry in files:
-                    if not entry.name.endswith(".jsonl") or not entry.is_file():
-                        continue
-                    line = _first_line(entry.path)
-                    header = None if line is None else _header_or_none(line)
-                    if header is not None:
-                        found.append((header, entry.path))
-    return found
+    return list_logs(root)
 
 
 def _jsonl_counts(path: str) -> tuple[int, int, Any, bool]:

@@ -418,6 +418,36 @@ def _refusal(session_id: str) -> FileExistsError:
     )
 
 
+def list_logs(root: str) -> list[tuple[SessionHeader, str]]:
+    """Every ``*.jsonl`` log under a store's root, with its header read from its first
+    line only; files without a complete, valid header line are skipped. No order.
+
+    :raises OSError: the root cannot be listed (a missing root lists nothing).
+    """
+    try:
+        buckets = os.scandir(root)
+    except FileNotFoundError:
+        return []
+    found: list[tuple[SessionHeader, str]] = []
+    with buckets:
+        for bucket in buckets:
+            if not bucket.is_dir():
+                continue
+            try:
+                files = os.scandir(bucket.path)
+            except FileNotFoundError:  # removed meanwhile
+                continue
+            with files:
+                for entry in files:
+                    if not entry.name.endswith(".jsonl") or not entry.is_file():
+                        continue
+                    line = _first_line(entry.path)
+                    header = None if line is None else _header_or_none(line)
+                    if header is not None:
+                        found.append((header, entry.path))
+    return found
+
+
 class _FileLock:
     """A held ``flock`` on a session's ``.lock`` file; released by :meth:`release`, by
     closing the backend, or by the death of the process."""
@@ -514,28 +544,7 @@ class JsonlBackend:
 
         :raises OSError: the root cannot be listed (a missing root lists nothing).
         """
-        try:
-            buckets = os.scandir(self.root)
-        except FileNotFoundError:
-            return []
-        headers: list[SessionHeader] = []
-        with buckets:
-            for bucket in buckets:
-                if not bucket.is_dir():
-                    continue
-                try:
-                    files = os.scandir(bucket.path)
-                except FileNotFoundError:  # removed meanwhile
-                    continue
-                with files:
-                    for entry in files:
-                        if not entry.name.endswith(".jsonl") or not entry.is_file():
-                            continue
-                        line = _first_line(entry.path)
-                        header = None if line is None else _header_or_none(line)
-                        if header is not None:
-                            headers.append(header)
-        return headers
+        return [header for header, _ in list_logs(self.root)]
 
     # -- writing --
 
