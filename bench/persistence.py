@@ -16,24 +16,20 @@ A benchmark, not a test: it asserts nothing.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import os
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-
-import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dsh_session_core import Session, core_registry, create_plugin_manager
 from dsh_session_core._logfile import open_session, parse_log
 from dsh_session_core._persist_store import DurableStore, backend_for
-from run import Append, median_ms, turn_appends, workload
+from run import Append, Target, cli, median_ms, turn_appends, workload
 
 
 def _clock() -> int:
@@ -184,33 +180,20 @@ def _one_more_turn_ms(appends: list[Append]) -> float:
         return elapsed
 
 
-TARGETS: dict[str, tuple[Callable[[dict[str, float]], float], str, float]] = {
-    "jsonl_end_to_end_ratio": (lambda r: r["jsonl_end_to_end_ratio"], ">=", 0.8),
-    "sqlite_end_to_end_ratio": (lambda r: r["sqlite_end_to_end_ratio"], ">=", 0.8),
-    "jsonl_durable_ratio": (lambda r: r["jsonl_durable_ratio"], ">=", 0.8),
-    "sqlite_durable_ratio": (lambda r: r["sqlite_durable_ratio"], ">=", 0.8),
+TARGETS: dict[str, Target] = {
+    "jsonl_end_to_end_ratio": (">=", lambda r: r["jsonl_end_to_end_ratio"], 0.8),
+    "sqlite_end_to_end_ratio": (">=", lambda r: r["sqlite_end_to_end_ratio"], 0.8),
+    "jsonl_durable_ratio": (">=", lambda r: r["jsonl_durable_ratio"], 0.8),
+    "sqlite_durable_ratio": (">=", lambda r: r["sqlite_durable_ratio"], 0.8),
     "jsonl_load_ms / memory_load_ms": (
-        lambda r: r["jsonl_load_ms"] / r["memory_load_ms"], "<=", 1.5),
+        "<=", lambda r: r["jsonl_load_ms"] / r["memory_load_ms"], 1.5),
     "sqlite_load_ms / memory_load_ms": (
-        lambda r: r["sqlite_load_ms"] / r["memory_load_ms"], "<=", 1.5),
+        "<=", lambda r: r["sqlite_load_ms"] / r["memory_load_ms"], 1.5),
 }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args()
-    results = run()
-    if args.json:
-        sys.stdout.buffer.write(msgspec.json.encode(results) + b"\n")
-        return
-    for name, value in results.items():
-        print(f"{name:28} {value:14,.3f}")
-    print()
-    for name, (get, op, target) in TARGETS.items():
-        value = get(results)
-        ok = value >= target if op == ">=" else value <= target
-        print(f"{name:54} {value:8.3f}  target {op} {target:<6} {'ok' if ok else 'MISS'}")
+    cli(__doc__ or "", run, TARGETS)
 
 
 if __name__ == "__main__":

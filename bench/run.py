@@ -229,21 +229,31 @@ TARGETS: dict[str, tuple[str, Callable[[dict[str, float]], float], float]] = {
 }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+Target = tuple[str, Callable[[dict[str, float]], float], float]
+
+
+def cli(doc: str, run_benchmark: Callable[[], dict[str, float]],
+        targets: dict[str, Target]) -> None:
+    """Parse ``--json``, run, and print the figures and each target's verdict."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
-    results = run()
+    results = run_benchmark()
     if args.json:
         sys.stdout.buffer.write(msgspec.json.encode(results) + b"\n")
         return
+    width = max(map(len, [*results, *targets]))
     for name, value in results.items():
-        print(f"{name:24} {value:14,.3f}")
+        print(f"{name:{width}} {value:14,.3f}")
     print()
-    for name, (op, get, target) in TARGETS.items():
+    for name, (op, get, target) in targets.items():
         value = get(results)
         ok = value >= target if op == ">=" else value <= target
-        print(f"{name:36} {value:14,.3f}  target {op} {target:<10,} {'ok' if ok else 'MISS'}")
+        print(f"{name:{width}} {value:14,.3f}  target {op} {target:<10,} {'ok' if ok else 'MISS'}")
+
+
+def main() -> None:
+    cli(__doc__ or "", run, TARGETS)
 
 
 if __name__ == "__main__":
