@@ -111,6 +111,10 @@ class Backend(Protocol):
         """
         ...
 
+    def location(self, header: SessionHeader) -> str:
+        """Where the session's log lives, for people: a file path, a database path."""
+        ...
+
     def close(self) -> None:
         """Release what the backend holds (files, connections, locks)."""
         ...

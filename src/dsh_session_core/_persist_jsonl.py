@@ -538,6 +538,10 @@ class JsonlBackend:
         data = _read_if_exists(path)
         return None if data is None else self._stored(data, registry, path)
 
+    def location(self, header: SessionHeader) -> str:
+        """The session's log file (where its cwd bucket puts it)."""
+        return log_path(self.root, _cwd_of(header), header.id)
+
     def list(self) -> list[SessionHeader]:
         """The header of every ``*.jsonl`` log under the root, read from its first line
         only; files without a complete, valid header line are skipped. No order.

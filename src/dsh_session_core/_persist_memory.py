@@ -77,6 +77,10 @@ class MemoryBackend:
     def list(self) -> list[SessionHeader]:
         return [log.header for log in self._logs.values()]
 
+    def location(self, header: SessionHeader) -> str:
+        """In memory: nowhere on disk."""
+        return "memory:"
+
     def acquire(self, header: SessionHeader) -> WriterLock:
         if header.id in self._held:
             raise SessionLockedError(header.id, "another writer in this process")

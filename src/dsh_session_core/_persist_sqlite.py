@@ -723,6 +723,10 @@ class SqliteBackend:
                 conn.execute(_DELETE_TAIL, (header.id, torn))
             _insert_rows(conn, rows)
 
+    def location(self, header: SessionHeader) -> str:
+        """The database file (``:memory:`` for an in-memory one); ids are global in it."""
+        return self.path
+
     def acquire(self, header: SessionHeader) -> WriterLock:
         """Take the session's writer lock: an ``flock`` on
         ``<database>.locks/<sha256 of the id>.lock``, which another process, or another

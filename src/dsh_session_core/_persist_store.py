@@ -21,6 +21,7 @@ from ._persist_coordinator import PersistencePlugin
 from ._plugins import PluginManager, create_plugin_manager
 from ._session import Clock, Session
 from ._store import SessionStore
+from .errors import PersistenceError
 from .events import Event
 
 __all__ = ["STORE_ENV", "DurableStore", "backend_for", "default_store_url", "open_store"]
@@ -104,6 +105,20 @@ class DurableStore(SessionStore):
         released, so another process may open and write it."""
         self.persistence.release(session)
         self.detach(session)
+
+    def location(self, session_id: str) -> str:
+        """Where a session's log lives: its JSONL file, or the SQLite database.
+
+        :raises PersistenceError: no session with this id is live here or stored.
+        """
+        live = self.get(session_id)
+        if live is not None:
+            return self.backend.location(live.header)
+        for header in self.stored():
+            if header.id == session_id:
+                return self.backend.location(header)
+        msg = f'session "{session_id}" not found'
+        raise PersistenceError(msg, session_id=session_id)
 
     def stored(self) -> list[SessionHeader]:
         """The headers of every stored session (including ones not open here)."""

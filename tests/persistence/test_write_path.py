@@ -290,3 +290,23 @@ def test_a_released_session_can_be_written_by_another_store(storage: Factory) ->
     second.close()
     first.close()
     assert stored_seqs(storage, "handover") == [0, 1, 2, 3]
+
+
+def test_location_names_where_a_session_lives(storage: Factory) -> None:
+    import os
+
+    with store(storage) as st:
+        s = st.create("located", cwd="/w")
+        s.append("turn/start", TS(0, 1)["data"])
+        st.flush(s)
+        live = st.location("located")
+        st.release(s)
+        assert st.location("located") == live  # found among the stored sessions too
+        with pytest.raises(PersistenceError, match='session "nowhere" not found'):
+            st.location("nowhere")
+    if live != "memory:":
+        assert os.path.isfile(live)
+        if live.endswith(".jsonl"):
+            assert os.path.basename(live) == "located.jsonl"
+            with open(live, "rb") as f:
+                assert b'"id":"located"' in f.readline()
