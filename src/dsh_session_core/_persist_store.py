@@ -175,6 +175,8 @@ def backend_for(url: str) -> Backend:
 
         return MemoryBackend()
     path = rest[2:] if rest.startswith("//") else rest
+    if path.startswith("//"):  # sqlite:////abs (SQLAlchemy's spelling) is /abs too
+        path = "/" + path.lstrip("/")
     if scheme == "sqlite":
         from ._persist_sqlite import SqliteBackend
 
