@@ -151,6 +151,7 @@ def test_the_store_url_picks_the_backend(tmp_path: Path, monkeypatch: pytest.Mon
     with open_store(f"sqlite:///{tmp_path / 'x.db'}", plugin_manager=create_plugin_manager(
             autoload=False)) as st:
         assert isinstance(st.backend, SqliteBackend)
+        assert st.backend.path == str(tmp_path / "x.db")  # four slashes: one absolute path
     with open_store("memory:", plugin_manager=create_plugin_manager(autoload=False)) as st:
         assert isinstance(st.backend, MemoryBackend)
     with open_store(tmp_path / "folder", plugin_manager=create_plugin_manager(
