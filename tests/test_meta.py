@@ -165,3 +165,27 @@ def test_lazy_exports_load_on_first_use_and_stay() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "module 'dsh_session_hooks' has no attribute 'no_such_name'"
+
+
+# The entry-point module of each in-repo plugin: hook implementations only.
+ENTRY_POINT_HOOKS = {
+    "dsh_session_compact": {"register_event_types", "add_hookspecs"},
+    "dsh_session_hooks": {"register_event_types"},
+    "dsh_session_mode": {"register_event_types"},
+    "dsh_session_todo": {"register_event_types"},
+}
+
+
+def test_entry_point_modules_hold_hook_implementations_only() -> None:
+    import importlib
+    import inspect
+
+    for package, hooks in ENTRY_POINT_HOOKS.items():
+        module = importlib.import_module(f"{package}.plugin")
+        functions = [f for _, f in inspect.getmembers(module, inspect.isfunction)
+                     if f.__module__ == module.__name__]
+        assert {f.__name__ for f in functions} == hooks, package
+        assert all(hasattr(f, "dsh_session_impl") for f in functions), package
+        classes = [c for _, c in inspect.getmembers(module, inspect.isclass)
+                   if c.__module__ == module.__name__]
+        assert classes == [], package
