@@ -60,27 +60,9 @@ class DurableStore(SessionStore):
         """The backend this store writes through."""
         return self.persistence.backend
 
-    def prepare(
-        self,
-        id: str | None = None,
-        *,
-        seed: Iterable[Event | Mapping[str, Any]] | None = None,
-        cwd: str | None = None,
-        parent_session: str | None = None,
-        created_at: int | None = None,
-        seed_length: int | None = None,
-        seed_jsonl: bytes | None = None,
-    ) -> Session:
-        # Minted ids are UUIDs here: session-<n> would collide with earlier processes'.
-        return super().prepare(
-            id if id is not None else str(uuid.uuid4()),
-            seed=seed,
-            cwd=cwd,
-            parent_session=parent_session,
-            created_at=created_at,
-            seed_length=seed_length,
-            seed_jsonl=seed_jsonl,
-        )
+    def _mint_id(self) -> str:
+        # UUIDs: session-<n> would collide with the sessions of earlier processes.
+        return str(uuid.uuid4())
 
     def open(self, session_id: str) -> Session:
         """Resume a stored session as a live one: its torn tail is cut and an

@@ -79,8 +79,7 @@ class SessionStore:
         :raises SeedError: the seed breaks a seeding rule.
         """
         if id is None:
-            self._counter += 1  # used up even if the id turns out to be taken
-            id = f"session-{self._counter}"
+            id = self._mint_id()
         if id in self._sessions:
             raise SessionExistsError(id)
         if cwd is not None and not cwd.startswith("/"):
@@ -96,6 +95,12 @@ class SessionStore:
         return Session(
             id, seed, header, registry=self._registry, clock=self._clock, seed_jsonl=seed_jsonl
         )
+
+    def _mint_id(self) -> str:
+        """A new id for a session created without one: ``session-<n>``, as the
+        reference mints them (the number is used up even if the id is taken)."""
+        self._counter += 1
+        return f"session-{self._counter}"
 
     def enter(self, session: Session) -> Detach:
         """Register ``session`` and wire its appends to ``session_event``.

@@ -310,3 +310,11 @@ def test_location_names_where_a_session_lives(storage: Factory) -> None:
             assert os.path.basename(live) == "located.jsonl"
             with open(live, "rb") as f:
                 assert b'"id":"located"' in f.readline()
+
+
+def test_minted_ids_are_uuids_so_processes_do_not_collide(storage: Factory) -> None:
+    import uuid
+
+    with store(storage) as st:
+        first, second = st.create(), st.create()
+    assert uuid.UUID(first.id) != uuid.UUID(second.id)
