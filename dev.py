@@ -6,19 +6,27 @@
 The first run makes a virtual environment in ``.venv`` and installs the project with its
 test dependencies into it; later runs reinstall only when ``pyproject.toml`` changed.
 Where ``venv`` is unavailable, it installs into the running interpreter instead.
+
+The PostgreSQL tests use the server at ``DSH_SESSION_TEST_POSTGRESQL`` if it is set;
+otherwise ``test`` starts a throwaway server with ``tests/pgserver.py`` for the run (when
+the PostgreSQL server binaries are installed; without them those tests skip).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
+PGSERVER = ROOT / "tests" / "pgserver.py"
+PG_ENV = "DSH_SESSION_TEST_POSTGRESQL"
 
 
 def _python() -> Path:
@@ -56,13 +64,50 @@ def _environment() -> str:
     return str(python)
 
 
+def _pgserver(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(PGSERVER), *args], capture_output=True,
+                          text=True, check=False)
+
+
+def _test(python: str, args: list[str]) -> int:
+    """Run pytest, with a throwaway PostgreSQL server unless one is given."""
+    pytest = [python, "-m", "pytest", *args]
+    if os.environ.get(PG_ENV):
+        return subprocess.run(pytest, cwd=ROOT).returncode
+    check = _pgserver("check")
+    if check.returncode != 0:
+        print(f"dev.py: no PostgreSQL server binaries, the PostgreSQL tests will skip "
+              f"(apt-get install postgresql, or set {PG_ENV}=postgresql://...)")
+        return subprocess.run(pytest, cwd=ROOT).returncode
+    # Under /tmp, not in the checkout: as root the server runs as another user, who must
+    # be able to reach the directory.
+    directory = tempfile.mkdtemp(prefix="dsh-session-pg-")
+    try:
+        start = _pgserver("start", directory)
+        if start.returncode != 0:
+            print(start.stderr.rstrip(), file=sys.stderr)
+            print(f"dev.py: could not start a PostgreSQL server (or set {PG_ENV})",
+                  file=sys.stderr)
+            return 1
+        env = {**os.environ, PG_ENV: start.stdout.strip()}
+        # Stop the server on Ctrl-C or kill too (pg_ctl detached it from our signals).
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+        return subprocess.run(pytest, cwd=ROOT, env=env).returncode
+    except KeyboardInterrupt:
+        return 128 + signal.SIGINT
+    finally:
+        stop = _pgserver("stop", directory)
+        if stop.returncode != 0:
+            print(f"dev.py: {stop.stderr.rstrip()}", file=sys.stderr)
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in ("demo", "test"):
         print(__doc__)
         return 2
     python = _environment()
     if argv[0] == "test":
-        return subprocess.run([python, "-m", "pytest", *argv[1:]], cwd=ROOT).returncode
+        return _test(python, argv[1:])
     cli = [python, "-m", "dsh_session_core"]
     return subprocess.run([*cli, "demo", *argv[1:]], cwd=ROOT).returncode
 
