@@ -142,6 +142,8 @@ def backend_for(url: str) -> Backend:
     """The backend a store URL names.
 
     - ``sqlite:///abs/path.db``, ``sqlite:relative.db`` or ``sqlite::memory:``: SQLite;
+    - ``postgresql://user@host:port/dbname`` (or ``postgres://``): PostgreSQL, shared by
+      many hosts (needs the ``postgresql`` extra: psycopg 3);
     - ``memory:``: in memory (tests, throwaway sessions);
     - ``jsonl:///abs/folder``, ``file:///abs/folder`` or a plain folder path: JSONL.
 
@@ -163,13 +165,17 @@ def backend_for(url: str) -> Backend:
         from ._persist_sqlite import SqliteBackend
 
         return SqliteBackend(path or ":memory:")
+    if scheme in ("postgresql", "postgres"):
+        from ._persist_postgres import PostgresBackend
+
+        return PostgresBackend(url)
     if scheme in ("jsonl", "file"):
         from ._persist_jsonl import JsonlBackend
 
         return JsonlBackend(path)
     msg = (
         f"unknown store URL scheme {scheme!r} in {url!r}: use a folder path, jsonl:///path, "
-        f"sqlite:///path.db or memory:"
+        f"sqlite:///path.db, postgresql://host/dbname or memory:"
     )
     raise ValueError(msg)
 

@@ -303,17 +303,20 @@ class PersistenceError(DshSessionError):
 class SchemaVersionError(DshSessionError, RuntimeError):
     """The database belongs to another schema version; there is no migration.
 
-    :ivar path: the database file.
-    :ivar version: its ``user_version``.
+    :ivar path: the database (a file, or a server URL without its password).
+    :ivar version: its schema version (SQLite: ``user_version``).
+    :ivar expected: the version this build reads and writes.
     """
 
-    def __init__(self, path: str, version: int) -> None:
+    def __init__(self, path: str, version: int, *, expected: int = 4) -> None:
         super().__init__(
             f'session database at "{path}" has schema version {version}, incompatible '
-            f"with this build (4)"
+            f"with this build ({expected}); use another database, or a dsh-session "
+            f"release that reads version {version}"
         )
         self.path = path
         self.version = version
+        self.expected = expected
 
 
 class UnstorableError(DshSessionError, ValueError):

@@ -1,0 +1,659 @@
+"""The PostgreSQL persistence backend: one store shared by agents on many hosts.
+
+The tables and columns are the reference's (``sessions``, ``events`` with primary key
+``(session_id, seq)``, JSON kept as the text it was written as, so a log's bytes survive
+a round trip), plus a one-row ``dsh_session_schema`` table that holds the schema
+version, checked on open. Each batch, and each repair, is one transaction; the scan and
+repair rules are the SQLite backend's (:func:`scan_rows`).
+
+Many hosts, one session, one writer:
+
+- **The lease.** A writer takes a session-level advisory lock keyed by the session id,
+  on a connection of its own that it then writes the session's batches through. A
+  second writer, on any host, is refused (:class:`SessionLockedError`, naming the
+  holder's application name and address). When the holder dies its connection ends and
+  the server releases the lock; TCP keepalives bound how long a vanished host holds it.
+- **Optimistic seq checks.** A batch is inserted only if the stored log ends right
+  before it (checked in the same statement, atomically with the insert); the primary
+  key refuses a duplicate. So even a writer that lost its lease, or never took one,
+  cannot create a gap or a duplicate. A retry of a batch that did commit (the reply to
+  COMMIT was lost) is recognised and succeeds without writing twice.
+
+Followers: every batch and repair notifies the session's channel
+(``NOTIFY dsh_session_<hash>``, delivered at commit); :meth:`PostgresBackend.follow`
+LISTENs to it and reads the events table only when told something changed.
+
+Loading builds each row's log line in SQL and decodes a chunk of lines in one msgspec
+call, like the SQLite backend.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import hashlib
+import itertools
+import os
+import socket
+import threading
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from ._decode import decode_body
+from ._header import SessionHeader
+from ._persist_base import SessionLockedError, StoredLog, WriterLock
+from ._persist_sqlite import (
+    _event_rows,
+    _header_of,
+    _header_row,
+    _in_order,
+    _row_line,
+    scan_rows,
+)
+from ._registry import EventRegistry
+from .errors import LogFormatError, PersistenceError, SchemaVersionError, UnstorableError
+from .events import Event
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["SCHEMA_VERSION", "PostgresBackend", "channel_of"]
+
+#: The version in ``dsh_session_schema``; a database of another version is refused.
+SCHEMA_VERSION: Final = 1
+
+_SCHEMA: Final = (
+    """CREATE TABLE dsh_session_schema (
+        version integer NOT NULL,
+        only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row)
+    )""",
+    """CREATE TABLE sessions (
+        id text PRIMARY KEY,
+        version integer NOT NULL,
+        created_at bigint NOT NULL,
+        cwd text,
+        parent_session text,
+        seed_length bigint
+    )""",
+    # The primary key's index yields one session's rows in seq order (the load reads a
+    # range of it) and makes a duplicate seq fail the whole batch.
+    """CREATE TABLE events (
+        session_id text NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        seq bigint NOT NULL,
+        type text NOT NULL,
+        time bigint NOT NULL,
+        data text NOT NULL,
+        source_event_seqs text,
+        surface_op text,
+        PRIMARY KEY (session_id, seq)
+    )""",
+    # Listing, newest first, and by project folder.
+    "CREATE INDEX sessions_by_created_at ON sessions (created_at, id)",
+    "CREATE INDEX sessions_by_cwd ON sessions (cwd, created_at)",
+)
+
+#: Serializes schema creation between processes opening a fresh database at once.
+_SCHEMA_LOCK_KEY: Final = 0x6473_685F_7363_6831  # "dsh_sch1"
+
+_UPSERT_SESSION: Final = """
+    INSERT INTO sessions (id, version, created_at, cwd, parent_session, seed_length)
+    VALUES (%s, %s, %s, %s, %s, %s)
+    ON CONFLICT (id) DO UPDATE SET
+        version = excluded.version, created_at = excluded.created_at, cwd = excluded.cwd,
+        parent_session = excluded.parent_session, seed_length = excluded.seed_length"""
+
+# The batch goes in only if the stored log ends right before it: the check and the
+# insert are one statement, and the primary key catches a writer that raced past the
+# check (its insert waits for ours, then fails on the duplicate key).
+_INSERT_CHECKED: Final = """
+    INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op)
+    SELECT %(sid)s, r.seq, r.type, r.time, r.data, r.src, r.op
+    FROM unnest(%(seqs)s::bigint[], %(types)s::text[], %(times)s::bigint[],
+                %(datas)s::text[], %(srcs)s::text[], %(ops)s::text[])
+         AS r(seq, type, time, data, src, op)
+    WHERE (SELECT coalesce(max(seq), -1) FROM events WHERE session_id = %(sid)s)
+          = %(before)s"""
+_INSERT_ROWS: Final = """
+    INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op)
+    SELECT %(sid)s, r.seq, r.type, r.time, r.data, r.src, r.op
+    FROM unnest(%(seqs)s::bigint[], %(types)s::text[], %(times)s::bigint[],
+                %(datas)s::text[], %(srcs)s::text[], %(ops)s::text[])
+         AS r(seq, type, time, data, src, op)"""
+_DELETE_TAIL: Final = "DELETE FROM events WHERE session_id = %s AND seq >= %s"
+_NOTIFY: Final = "SELECT pg_notify(%s, %s)"
+_SELECT_HEADERS: Final = (
+    "SELECT id, version, created_at, cwd, parent_session, seed_length FROM sessions"
+    " ORDER BY created_at, id"
+)
+_SELECT_HEADER: Final = (
+    "SELECT id, version, created_at, cwd, parent_session, seed_length,"
+    " (SELECT min(seq) FROM events WHERE session_id = %(sid)s),"
+    " (SELECT max(seq) FROM events WHERE session_id = %(sid)s)"
+    " FROM sessions WHERE id = %(sid)s"
+)
+_SELECT_ROWS: Final = (
+    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
+    " WHERE session_id = %s ORDER BY seq"
+)
+_SELECT_STORED_ROWS: Final = (
+    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
+    " WHERE session_id = %s AND seq >= %s AND seq < %s ORDER BY seq"
+)
+
+# Each row's log line, built by the server in the key order of the log format
+# (``type, seq, time, data[, sourceEventSeqs][, surfaceOp]``). to_json escapes a string
+# exactly like JSON.stringify and our encoder ("\"", "\\", \b \f \n \r \t, other control
+# characters as \u00xx, everything else verbatim).
+_LINE: Final = (
+    "'{\"type\":' || to_json(type)::text || ',\"seq\":' || seq || ',\"time\":' || time"
+    " || ',\"data\":' || data"
+    " || coalesce(',\"sourceEventSeqs\":' || source_event_seqs, '')"
+    " || coalesce(',\"surfaceOp\":' || surface_op, '') || '}'"
+)
+_SELECT_CHUNK: Final = (
+    f"SELECT count(*), convert_to(string_agg({_LINE}, E'\\n' ORDER BY seq), 'UTF8')"
+    " FROM events WHERE session_id = %s AND seq >= %s AND seq < %s"
+)
+
+#: Rows per chunk of the fast load.
+_CHUNK: Final = 16384
+
+
+def channel_of(session_id: str) -> str:
+    """The NOTIFY channel of a session: a hash, since ids are not identifiers."""
+    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"dsh_session_{digest[:40]}"
+
+
+def _lock_key(session_id: str) -> int:
+    """The session's advisory lock key: 64 bits of a hash of its id."""
+    digest = hashlib.sha256(b"dsh-session lease\0" + session_id.encode("utf-8", "surrogatepass"))
+    return int.from_bytes(digest.digest()[:8], "big", signed=True)
+
+
+def _redacted(url: str) -> str:
+    """The URL (or libpq keyword string) without its password, for messages."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    if "://" in url:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            user, _, host = netloc.rpartition("@")
+            netloc = f"{user.partition(':')[0]}@{host}"
+        query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k != "password"])
+        return urlunsplit(parts._replace(netloc=netloc, query=query))
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    try:
+        params = conninfo_to_dict(url)
+    except Exception:  # an unparsable string is reported by connect, not here
+        return url
+    params.pop("password", None)
+    return make_conninfo("", **params)
+
+
+def _storable_text(session_id: str, what: str, value: object, seq: int | None) -> None:
+    """PostgreSQL text holds no NUL character and no lone surrogate."""
+    if not isinstance(value, str):
+        return
+    problem = None
+    if "\x00" in value:
+        problem = "a NUL character"
+    else:
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            problem = "a lone surrogate"
+    if problem is not None:
+        msg = (
+            f'{what} of session "{session_id}" holds {problem}, which a PostgreSQL text '
+            f"column cannot store"
+        )
+        raise UnstorableError(msg, session_id=session_id, seq=seq)
+
+
+_Columns = dict[str, Any]
+
+
+class _Refused(Exception):
+    """The checked insert wrote nothing: the stored log does not end before the batch."""
+
+
+def _columns(session_id: str, events: Sequence[Event]) -> tuple[_Columns, int]:
+    """The batch as column arrays for ``unnest`` (checked before any transaction), and
+    the seq the stored log must end at for it to follow."""
+    rows = _event_rows(session_id, events)
+    for row in rows:
+        _storable_text(session_id, f'the type "{row[2]!r}"', row[2], row[1])
+    _, seqs, types, times, datas, srcs, ops = (list(c) for c in zip(*rows, strict=True))
+    for prev, seq in itertools.pairwise(seqs):
+        if seq != prev + 1:
+            msg = f'batch of session "{session_id}" is not contiguous at seq {seq}'
+            raise PersistenceError(msg, session_id=session_id)
+    columns = {"sid": session_id, "seqs": seqs, "types": types, "times": times,
+               "datas": datas, "srcs": srcs, "ops": ops}
+    return columns, seqs[0] - 1
+
+
+def _checked_header(header: SessionHeader) -> tuple[Any, ...]:
+    row = _header_row(header)
+    for name, value in (("the id", row[0]), ("the cwd", row[3]), ("the parent", row[4])):
+        _storable_text(header.id, name, value, None)
+    return row
+
+
+class _Lease:
+    """A session's writer lease: an advisory lock held by a connection of its own, which
+    also carries the session's batches. Closing the connection releases the lock."""
+
+    __slots__ = ("_backend", "conn", "session_id")
+
+    def __init__(
+        self, backend: PostgresBackend, session_id: str, conn: psycopg.Connection[Any]
+    ) -> None:
+        self._backend = backend
+        self.session_id = session_id
+        self.conn = conn
+
+    def release(self) -> None:
+        self._backend._drop_lease(self)
+
+
+class PostgresBackend:
+    """Sessions in one PostgreSQL database, shared by every host that connects to it.
+
+    :param url: a libpq connection string or ``postgresql://`` URL.
+    :param connect_timeout: seconds to wait for the server on each connect.
+    :raises SchemaVersionError: the database holds another schema version.
+    :raises PersistenceError: the database holds ``sessions``/``events`` tables that
+        dsh-session did not make.
+    :raises psycopg.OperationalError: the server cannot be reached.
+
+    The schema is created on first open. One shared connection serves reads, listing
+    and writes to sessions this backend holds no lease on; every lease has its own.
+    """
+
+    name = "session-persistence-postgresql"
+
+    def __init__(self, url: str, *, connect_timeout: float = 10) -> None:
+        try:
+            import psycopg  # noqa: F401
+        except ImportError as exc:
+            msg = (
+                "the PostgreSQL backend needs psycopg 3: pip install 'dsh-session[postgresql]'"
+            )
+            raise ImportError(msg, name="psycopg") from exc
+        self.url = url
+        self._connect_timeout = connect_timeout
+        self._lock = threading.Lock()
+        self._leases: dict[str, _Lease] = {}
+        self._conn = self._connect()
+        try:
+            self._open_schema()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _connect(self, application: str = "dsh-session") -> psycopg.Connection[Any]:
+        import psycopg
+
+        return psycopg.connect(
+            self.url,
+            autocommit=True,
+            connect_timeout=max(1, round(self._connect_timeout)),
+            application_name=f"{application} {socket.gethostname()}:{os.getpid()}",
+            # A host that vanishes without closing its connections: the client notices
+            # a dead server, and (see _lease_settings) the server a dead client.
+            keepalives=1,
+            keepalives_idle=10,
+            keepalives_interval=3,
+            keepalives_count=3,
+        )
+
+    def _open_schema(self) -> None:
+        conn = self._conn
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK_KEY,))
+            (have_schema, have_sessions) = conn.execute(
+                "SELECT to_regclass('dsh_session_schema') IS NOT NULL,"
+                " to_regclass('sessions') IS NOT NULL"
+            ).fetchone() or (False, False)
+            if not have_schema:
+                if have_sessions:
+                    msg = (
+                        f"the database at {self.location_url} has a sessions table that "
+                        f"dsh-session did not create; use another database (or schema, "
+                        f"with options=-csearch_path=NAME in the URL)"
+                    )
+                    raise PersistenceError(msg, session_id="")
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO dsh_session_schema (version) VALUES (%s)", (SCHEMA_VERSION,)
+                )
+                return
+            row = conn.execute("SELECT version FROM dsh_session_schema").fetchone()
+        version = -1 if row is None else int(row[0])
+        if version != SCHEMA_VERSION:
+            raise SchemaVersionError(self.location_url, version, expected=SCHEMA_VERSION)
+
+    @property
+    def location_url(self) -> str:
+        """The connection URL without its password."""
+        return _redacted(self.url)
+
+    # --- reading ------------------------------------------------------------------------
+
+    def load_stored(self, session_id: str, registry: EventRegistry) -> StoredLog | None:
+        """The session, or ``None``. Ids are global in one database: any cwd matches.
+
+        :raises LogFormatError: committed corruption (:func:`scan_rows`).
+        """
+        with self._lock:
+            conn = self._conn
+            # One snapshot for every query of the load.
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                row = conn.execute(_SELECT_HEADER, {"sid": session_id}).fetchone()
+                if row is None:
+                    return None
+                header = _header_of(row)
+                first, last = row[6], row[7]
+                if first is None:
+                    return StoredLog(header, [], None, b"")
+                if first == 0:
+                    fast = self._load_fast(conn, session_id, int(last) + 1, registry)
+                    if fast is not None:
+                        return StoredLog(header, fast[0], None, fast[1])
+                rows = conn.execute(_SELECT_ROWS, (session_id,)).fetchall()
+        try:
+            scan = scan_rows(rows)
+        except LogFormatError as exc:
+            raise LogFormatError(str(exc), path=self.location_url) from None
+        jsonl = b"\n".join([*scan.lines, b""]) if scan.lines else b""
+        return StoredLog(header, decode_body(registry, jsonl), scan.torn, jsonl)
+
+    def load_live(
+        self, session_id: str, cwd: str | None, registry: EventRegistry
+    ) -> StoredLog | None:
+        """Same as :meth:`load_stored`: ids are global in one database."""
+        return self.load_stored(session_id, registry)
+
+    @staticmethod
+    def _load_fast(
+        conn: psycopg.Connection[Any], session_id: str, count: int, registry: EventRegistry
+    ) -> tuple[list[Event], bytes] | None:
+        """Every row as a log line built by the server, decoded one chunk per call; or
+        ``None`` when a row is corrupt or the seqs are not exactly ``0..count-1``."""
+        events: list[Event] = []
+        blobs: list[bytes] = []
+        cur = conn.cursor(binary=True)
+        for start in range(0, count, _CHUNK):
+            n, blob = cur.execute(_SELECT_CHUNK, (session_id, start, start + _CHUNK)).fetchone()  # type: ignore[misc]
+            if n != min(_CHUNK, count - start) or blob is None:
+                return None
+            blob = bytes(blob)
+            try:
+                decoded = decode_body(registry, blob)
+            except LogFormatError:
+                return None
+            if not _in_order(decoded, start, n):
+                return None
+            events += decoded
+            blobs.append(blob)
+        blobs.append(b"")
+        return events, b"\n".join(blobs)
+
+    def list(self) -> builtins.list[SessionHeader]:
+        """Every ``sessions`` row as a header, oldest first; no event is read."""
+        with self._lock:
+            rows = self._conn.execute(_SELECT_HEADERS).fetchall()
+        return [_header_of(row) for row in rows]
+
+    def location(self, header: SessionHeader) -> str:
+        """The database's URL (without password); ids are global in it."""
+        return self.location_url
+
+    # --- writing ------------------------------------------------------------------------
+
+    def append_batch(
+        self,
+        header: SessionHeader,
+        events: Sequence[Event],
+        jsonl: bytes,
+        materialized: bool,
+    ) -> None:
+        """Append a contiguous batch in one transaction, through the session's lease
+        connection when this backend holds it. The batch goes in only if the stored log
+        ends right before it.
+
+        :raises UnstorableError: a value does not fit the schema (nothing is written).
+        :raises PersistenceError: the stored log does not end right before the batch
+            (another writer wrote the session); nothing is written.
+        """
+        if not events:
+            return
+        columns, before = _columns(header.id, events)
+        columns["before"] = before
+        head = None if materialized else _checked_header(header)
+        lease = self._leases.get(header.id)
+        if lease is None:
+            with self._lock:
+                self._write(self._conn, header.id, columns, head)
+            return
+        try:
+            self._write(lease.conn, header.id, columns, head)
+        except self._errors().OperationalError:
+            if not lease.conn.broken:
+                raise
+            # The lease's connection is gone, and the server released the lock with it.
+            # Take the lease again and retry: the checked insert makes the retry safe
+            # (a batch that did commit is recognised; a newer writer's log refuses it).
+            self._retake(lease)
+            self._write(lease.conn, header.id, columns, head)
+
+    @staticmethod
+    def _errors() -> Any:
+        import psycopg
+
+        return psycopg
+
+    def _write(
+        self,
+        conn: psycopg.Connection[Any],
+        session_id: str,
+        columns: _Columns,
+        head: tuple[Any, ...] | None,
+    ) -> None:
+        seqs = columns["seqs"]
+        try:
+            with conn.transaction():
+                if head is not None:
+                    conn.execute(_UPSERT_SESSION, head)
+                cur = conn.execute(_INSERT_CHECKED, columns)
+                if cur.rowcount != len(seqs):
+                    raise _Refused  # rolls the header back too
+                conn.execute(_NOTIFY, (channel_of(session_id), str(seqs[-1])))
+                return
+        except _Refused:
+            pass
+        except self._errors().errors.UniqueViolation:
+            pass  # another writer committed these seqs while we checked
+        # Refused, nothing written: this very batch is already stored (a retry after a
+        # lost COMMIT reply), or another writer got there first.
+        if self._already_stored(conn, session_id, columns):
+            return
+        (last,) = conn.execute(
+            "SELECT max(seq) FROM events WHERE session_id = %s", (session_id,)
+        ).fetchone() or (None,)
+        msg = (
+            f'session "{session_id}" was written by another writer: the stored log ends '
+            f"at seq {-1 if last is None else last}, but this batch starts at seq "
+            f"{seqs[0]}; reopen the session to continue from what is stored"
+        )
+        raise PersistenceError(msg, session_id=session_id)
+
+    @staticmethod
+    def _already_stored(
+        conn: psycopg.Connection[Any], session_id: str, columns: _Columns
+    ) -> bool:
+        seqs = columns["seqs"]
+        rows = conn.execute(
+            _SELECT_STORED_ROWS, (session_id, seqs[0], seqs[-1] + 1)
+        ).fetchall()
+        mine = builtins.list(zip(seqs, columns["types"], columns["times"], columns["datas"],
+                                 columns["srcs"], columns["ops"], strict=True))
+        return [tuple(r) for r in rows] == mine
+
+    def commit_repair(
+        self, header: SessionHeader, torn: object | None, closers: Sequence[Event], jsonl: bytes
+    ) -> None:
+        """Delete the rows from seq ``torn`` on (iff it is not ``None``), then insert the
+        ``closers``; one transaction, which notifies followers."""
+        if torn is not None and type(torn) is not int:
+            msg = f"a PostgreSQL torn marker is a seq (int), got {torn!r}"
+            raise TypeError(msg)
+        columns = _columns(header.id, closers)[0] if closers else None
+        if torn is None and columns is None:
+            return
+        lease = self._leases.get(header.id)
+        with self._lock if lease is None else contextlib.nullcontext():
+            conn = self._conn if lease is None else lease.conn
+            with conn.transaction():
+                if torn is not None:
+                    conn.execute(_DELETE_TAIL, (header.id, torn))
+                if columns is not None:
+                    conn.execute(_INSERT_ROWS, columns)
+                conn.execute(_NOTIFY, (channel_of(header.id), "repair"))
+
+    # --- the lease ----------------------------------------------------------------------
+
+    def _take(self, session_id: str) -> psycopg.Connection[Any]:
+        """A new connection holding the session's advisory lock.
+
+        :raises SessionLockedError: another connection holds it.
+        """
+        key = _lock_key(session_id)
+        conn = self._connect("dsh-session writer")
+        try:
+            # The server drops a silent client's connection, and so its lock, within
+            # about 20 s (idle 10 s, then 3 probes 3 s apart).
+            conn.execute("SET tcp_keepalives_idle = 10")
+            conn.execute("SET tcp_keepalives_interval = 3")
+            conn.execute("SET tcp_keepalives_count = 3")
+            (taken,) = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()  # type: ignore[misc]
+            if not taken:
+                raise SessionLockedError(session_id, self._holder(conn, key))
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _retake(self, lease: _Lease) -> None:
+        lease.conn.close()
+        lease.conn = self._take(lease.session_id)
+
+    def acquire(self, header: SessionHeader) -> WriterLock:
+        """Take the session's writer lease: an advisory lock on a connection of its own,
+        which no other connection (on any host) can take until it is released or its
+        holder's connection ends.
+
+        :raises SessionLockedError: another writer holds it.
+        """
+        session_id = header.id
+        conn = self._take(session_id)
+        lease = _Lease(self, session_id, conn)
+        with self._lock:
+            self._leases[session_id] = lease
+        return lease
+
+    @staticmethod
+    def _holder(conn: psycopg.Connection[Any], key: int) -> str:
+        """Who holds an advisory lock, for the error message."""
+        row = conn.execute(
+            "SELECT a.application_name, a.client_addr::text, a.pid FROM pg_locks l"
+            " JOIN pg_stat_activity a ON a.pid = l.pid"
+            " WHERE l.locktype = 'advisory' AND l.granted"
+            " AND l.classid = ((%(k)s >> 32) & 4294967295)::oid"
+            " AND l.objid = (%(k)s & 4294967295)::oid"
+            " AND l.objsubid = 1 LIMIT 1",
+            {"k": key},
+        ).fetchone()
+        if row is None:
+            return "a lease on the PostgreSQL server"
+        app, addr, pid = row
+        where = f" from {addr}" if addr else ""
+        return f"lease held by {app or 'a client'}{where}, server pid {pid}"
+
+    def _drop_lease(self, lease: _Lease) -> None:
+        with self._lock:
+            if self._leases.get(lease.session_id) is lease:
+                del self._leases[lease.session_id]
+        lease.conn.close()  # the server releases the advisory lock with the connection
+
+    # --- following ----------------------------------------------------------------------
+
+    def tail(self, session_id: str, count: int) -> builtins.list[bytes] | None:
+        """The last ``count`` events' log lines, oldest first; ``None`` when the session
+        is not stored."""
+        with self._lock:
+            conn = self._conn
+            found = conn.execute("SELECT 1 FROM sessions WHERE id = %s", (session_id,))
+            if found.fetchone() is None:
+                return None
+            rows = conn.execute(
+                "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
+                " WHERE session_id = %s ORDER BY seq DESC LIMIT %s",
+                (session_id, max(count, 0)),
+            ).fetchall()
+        return [_row_line(row) for row in reversed(rows)]
+
+    def follow(
+        self, session_id: str, after: int, *, timeout: float | None = None
+    ) -> Iterator[tuple[int, builtins.list[bytes]]]:
+        """Follow a session live: yield ``(last seq, lines)`` for the events stored after
+        seq ``after``, as they are committed. Waits on the session's NOTIFY channel, so
+        the events table is read only when a commit said something changed.
+
+        A repair that cut the log back yields ``(new last seq, [])`` first. With
+        ``timeout``, stops after that many seconds without a notification.
+        """
+        conn = self._connect("dsh-session follower")
+        try:
+            conn.execute(f"LISTEN {channel_of(session_id)}")  # a hex-derived identifier
+            last = after
+            while True:
+                # Listening before reading: a commit after this read is notified.
+                rows = conn.execute(
+                    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
+                    " WHERE session_id = %s AND seq > %s ORDER BY seq",
+                    (session_id, last),
+                ).fetchall()
+                if rows:
+                    last = int(rows[-1][0])
+                    yield last, [_row_line(row) for row in rows]
+                else:
+                    (top,) = conn.execute(
+                        "SELECT coalesce(max(seq), -1) FROM events WHERE session_id = %s",
+                        (session_id,),
+                    ).fetchone()  # type: ignore[misc]
+                    if top < last:
+                        last = int(top)
+                        yield last, []
+                got = False
+                for _ in conn.notifies(timeout=timeout, stop_after=1):
+                    got = True
+                if not got:
+                    return
+        finally:
+            conn.close()
+
+    # --- lifetime -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release every lease still held and close the connections."""
+        for lease in builtins.list(self._leases.values()):
+            lease.release()
+        with self._lock:
+            self._conn.close()
