@@ -311,8 +311,7 @@ class SchemaVersionError(DshSessionError, RuntimeError):
     def __init__(self, path: str, version: int, *, expected: int = 4) -> None:
         super().__init__(
             f'session database at "{path}" has schema version {version}, incompatible '
-            f"with this build ({expected}); use another database, or a dsh-session "
-            f"release that reads version {version}"
+            f"with this build ({expected})"
         )
         self.path = path
         self.version = version
