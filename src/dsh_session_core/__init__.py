@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         summarize_tool_result,
     )
     from ._codec import encode_event, encode_events, to_wire
+    from ._copy import CopyProgress, CopyReport, SessionCopy, copy_sessions
     from ._core_plugin import core_registry
     from ._header import SESSION_FORMAT_VERSION, SessionHeader
     from ._json import JsonObject, JsonValue
@@ -82,6 +83,10 @@ _LAZY: dict[str, str] = {
     "RequestHeaderWriter": "._request_header",
     "record_request_header": "._request_header",
     "ToolOutcome": "._tool_outcome",
+    "CopyProgress": "._copy",
+    "CopyReport": "._copy",
+    "SessionCopy": "._copy",
+    "copy_sessions": "._copy",
     "Backend": "._persist_base",
     "SessionLockedError": "._persist_base",
     "StoredLog": "._persist_base",
@@ -150,6 +155,8 @@ __all__ = [
     "SURFACE_TYPES",
     "Backend",
     "CodeDispatcher",
+    "CopyProgress",
+    "CopyReport",
     "DurableStore",
     "Event",
     "EventRegistry",
@@ -169,6 +176,7 @@ __all__ = [
     "ReplaceOp",
     "RequestHeaderWriter",
     "Session",
+    "SessionCopy",
     "SessionHeader",
     "SessionLockedError",
     "SessionStore",
@@ -185,6 +193,7 @@ __all__ = [
     "apply_header_delta",
     "canonical_header",
     "check_events",
+    "copy_sessions",
     "core_registry",
     "create_plugin_manager",
     "diff_header",

@@ -13,7 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import _cli_demo, _cli_logs, _cli_registry, _cli_sessions
+from . import _cli_copy, _cli_demo, _cli_logs, _cli_registry, _cli_sessions
 from ._cli_support import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, Failure, one_line
 from .errors import DshSessionError
 
@@ -38,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     _cli_logs.add_commands(sub)
     _cli_registry.add_commands(sub)
     _cli_sessions.add_commands(sub)
+    _cli_copy.add_commands(sub)
     return parser
 
 

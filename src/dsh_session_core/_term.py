@@ -139,7 +139,8 @@ class Progress:
 
     It draws nothing unless the stream is a TTY and ``total`` is at least ``min_total``,
     so commands can use it unconditionally. Use it as a context manager (the bar is
-    erased on exit) and call :meth:`advance` as work is done.
+    erased on exit) and call :meth:`advance` as work is done. With ``unit`` (e.g.
+    ``"events"``), it counts things instead of bytes.
     """
 
     def __init__(
@@ -149,8 +150,10 @@ class Progress:
         *,
         stream: TextIO | None = None,
         min_total: int = PROGRESS_MIN_BYTES,
+        unit: str | None = None,
     ) -> None:
         self.stream = stream if stream is not None else sys.stderr
+        self.unit = unit
         self.total = max(total, 1)
         self.label = label
         self.done = 0
@@ -170,7 +173,10 @@ class Progress:
     def _draw(self) -> None:
         width = terminal_width()
         fraction = min(self.done / self.total, 1.0)
-        counts = f"{human_bytes(self.done)}/{human_bytes(self.total)}"
+        if self.unit is None:
+            counts = f"{human_bytes(self.done)}/{human_bytes(self.total)}"
+        else:
+            counts = f"{self.done:,}/{self.total:,} {self.unit}"
         bar_width = max(10, min(40, width - len(self.label) - len(counts) - 10))
         filled = int(bar_width * fraction)
         line = (f"{self.label} [{'#' * filled}{'-' * (bar_width - filled)}] "

@@ -1,0 +1,259 @@
+"""``dsh-session copy SRC DST``: copy sessions between two stores, resumably, and check
+the copies (the rules are :mod:`._copy`'s).
+
+SRC and DST are store URLs, as ``--store`` takes them elsewhere: a folder (JSONL),
+``jsonl:///path`` or ``sqlite:///path.db``; ``memory:`` is refused (nothing outlives
+the process). SRC must exist and is only read; DST is created when missing (a dry run
+creates nothing). Each session gets one line on stdout as it is done (a failure: one
+line on stderr), then a summary line, with one ``hint:`` line per kind of failure;
+``--json`` prints one document instead. On a terminal, stderr shows a progress bar
+(events of the session being copied, and which session of how many).
+
+Exit codes: 0 every session is (or, with ``--dry-run``, would be) complete in DST; 1 a
+session was refused (diverged, locked, failed, mismatch, missing), SRC does not exist,
+or the copy was interrupted (what was copied is kept: run it again to resume); 2 bad
+usage (a bad URL, ``memory:``, SRC and DST the same store, a batch size below 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ._cli_support import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, Failure
+
+# typing costs ~10 ms to import: `dsh-session --help` must not pay for it.
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from ._copy import CopyProgress, CopyReport, CopyStatus, SessionCopy
+    from ._persist_base import Backend
+    from ._registry import EventRegistry
+    from ._term import Progress
+
+__all__ = ["add_commands"]
+
+#: What to do about each kind of refused session.
+_HINTS: dict[CopyStatus, str] = {
+    "diverged": "a diverged session is never overwritten: remove it from DST, or copy into "
+                "another store",
+    "locked": "a writer holds the session in DST: stop it, then run the copy again",
+    "failed": "run the copy again to retry (it resumes); --debug shows the traceback",
+    "mismatch": "the copy differs from the source: inspect it with `dsh-session export "
+                "ID --store DST`",
+    "missing": "`dsh-session ls --store SRC` lists the sessions of SRC",
+}
+
+
+_URL_HINT = "SRC and DST are stores: a folder, jsonl:///path or sqlite:///path.db"
+
+
+def _opened(url: str, *, must_exist: bool) -> Backend:
+    """The store's backend; a bad URL is a usage error that says what a URL is."""
+    from ._cli_source import open_backend
+
+    try:
+        return open_backend(url, must_exist=must_exist)
+    except Failure as exc:
+        if exc.hint is None and exc.status == EXIT_USAGE:
+            raise Failure(str(exc), EXIT_USAGE, hint=_URL_HINT) from exc
+        raise
+
+
+def _open_source(url: str) -> Backend:
+    import os
+
+    backend = _opened(url, must_exist=True)  # a missing SQLite file: it would be created
+    root = getattr(backend, "root", None)
+    if isinstance(root, str) and not os.path.isdir(root):
+        backend.close()
+        msg = f"no store at {url} (no folder {root})"
+        raise Failure(msg, hint="check SRC: a folder, jsonl:///path or sqlite:///path.db")
+    return backend
+
+
+def _missing_sqlite(url: str) -> bool:
+    """Whether ``url`` names a SQLite file that does not exist (yet)."""
+    import os
+
+    scheme, sep, rest = url.partition(":")
+    if not sep or scheme != "sqlite":
+        return False
+    path = rest[2:] if rest.startswith("//") else rest
+    if path.startswith("//"):
+        path = "/" + path.lstrip("/")
+    return path not in ("", ":memory:") and not os.path.exists(path)
+
+
+def _open_destination(url: str, dry_run: bool) -> Backend:
+    if dry_run and _missing_sqlite(url):
+        # A dry run creates nothing: the database it would create is empty.
+        from ._persist_memory import MemoryBackend
+
+        return MemoryBackend()
+    return _opened(url, must_exist=False)
+
+
+class _Bar:
+    """One progress bar for the whole run, on stderr when it is a terminal: the events
+    of the session being copied, and which session of how many."""
+
+    def __init__(self) -> None:
+        from ._term import Progress
+
+        self.bar: Progress = Progress(0, "copying", min_total=0, unit="events")
+
+    def __call__(self, p: CopyProgress) -> None:
+        from ._term import shorten
+
+        bar = self.bar
+        bar.label = f"copying {p.index}/{p.count} {shorten(p.session_id, 24)}"
+        bar.total, bar.done = max(p.total, 1), p.done
+        bar.advance(0)
+
+    def erase(self) -> None:
+        self.bar.close()  # it draws again on the next advance
+
+
+def _outcome(s: SessionCopy, dry_run: bool) -> str:
+    """What happened to a session that was (or would be) copied, for people."""
+    would = "would " if dry_run else ""
+    if s.status == "copied":
+        text = f"{would}copy {s.copied:,} event(s)" if dry_run else f"copied {s.copied:,} event(s)"
+    elif s.status == "resumed":
+        verb = "would append" if dry_run else "appended"
+        text = f"{verb} {s.copied:,} event(s) to the {s.existing:,} already in DST"
+    elif s.status == "up-to-date":
+        text = f"up to date ({s.events:,} event(s))"
+    else:
+        text = "nothing to copy (no event stored)"
+    if s.cut_destination_tail:
+        text += f" · {would}cut a torn tail in DST"
+    if s.source_torn:
+        text += " · a torn tail in SRC is not copied (SRC is left as it is)"
+    return text
+
+
+def _summary(report: CopyReport) -> str:
+    copied = report.count("copied", "resumed")
+    verb = "would copy" if report.dry_run else "copied"
+    parts = [f"{verb} {copied} session(s) ({report.copied_events:,} event(s))",
+             f"{report.count('up-to-date')} up to date"]
+    statuses: tuple[CopyStatus, ...] = (
+        "empty", "missing", "diverged", "locked", "mismatch", "failed")
+    for status in statuses:
+        n = report.count(status)
+        if n:
+            parts.append(f"{n} {status}")
+    text = ", ".join(parts)
+    if report.dry_run:
+        text += " (dry run: nothing was written)"
+    elif report.verify and (copied or report.count("up-to-date")):
+        text += "; verified"
+    return text + "\n"
+
+
+def _copy(args: argparse.Namespace) -> int:
+    from ._cli_source import out_json, out_text
+    from ._cli_support import registry
+    from ._copy import same_store
+    from ._term import Style, printable
+
+    if args.batch_size < 1:
+        msg = f"--batch-size must be at least 1, got {args.batch_size}"
+        raise Failure(msg, EXIT_USAGE)
+    reg = registry()
+    src = _open_source(args.src)
+    try:
+        dst = _open_destination(args.dst, args.dry_run)
+        try:
+            if same_store(src, dst):
+                msg = f"SRC and DST are the same store ({args.src} and {args.dst})"
+                raise Failure(msg, EXIT_USAGE, hint="copy into another folder or database")
+            report = _run(args, src, dst, reg)
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    if args.debug:
+        for s in report.sessions:
+            if s.status == "failed" and s.cause is not None:
+                raise s.cause
+    if args.json:
+        out_json({"source": args.src, "destination": args.dst, **report.to_wire()})
+        return EXIT_OK if report.ok else EXIT_REJECTED
+    if not report.sessions:
+        out_text(f"no sessions in {printable(args.src)}: nothing to copy\n")
+        return EXIT_OK
+    out_text(_summary(report))
+    style = Style.for_stream(sys.stderr)
+    for status, hint in _HINTS.items():
+        if report.count(status):
+            sys.stderr.write(f"{style('hint:', 'bold')} {hint}\n")
+    return EXIT_OK if report.ok else EXIT_REJECTED
+
+
+def _run(
+    args: argparse.Namespace, src: Backend, dst: Backend, reg: EventRegistry
+) -> CopyReport:
+    from ._cli_source import out_text
+    from ._copy import copy_sessions
+    from ._term import Style, printable
+
+    bar = _Bar()
+    style = Style.for_stream(sys.stderr)
+
+    def done(s: SessionCopy) -> None:
+        bar.erase()
+        if args.json:
+            return
+        name = printable(s.session_id)
+        if s.ok:
+            out_text(f"{name}: {_outcome(s, args.dry_run)}\n")
+            sys.stdout.flush()
+        else:
+            sys.stderr.write(f"dsh-session: {style('error:', 'red')} session \"{name}\" "
+                             f"{s.status}: {printable(s.error or '')}\n")
+            sys.stderr.flush()
+
+    try:
+        return copy_sessions(
+            src, dst, args.session_ids, registry=reg,
+            batch_size=args.batch_size, verify=args.verify, dry_run=args.dry_run,
+            progress=bar, on_done=done,
+        )
+    except KeyboardInterrupt:
+        bar.erase()
+        msg = "interrupted: the sessions and batches already copied are kept"
+        raise Failure(msg, hint="run the same command again to resume") from None
+    except OSError as exc:
+        bar.erase()
+        msg = f"cannot list the sessions of {args.src}: {exc.strerror or exc}"
+        raise Failure(msg) from exc
+    finally:
+        bar.erase()
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    # Only argparse here: `dsh-session --help` must not import what the command uses.
+    copy = sub.add_parser(
+        "copy", help="copy sessions between two stores (resumable, verified)",
+        description="Copy every session of SRC (or the --session ones) into DST, each "
+                    "under its writer lock in DST. A session DST already holds a prefix of "
+                    "is completed; one it holds something else under is refused, never "
+                    "overwritten. Each copy is loaded back and checked against SRC.",
+    )
+    copy.add_argument("src", metavar="SRC",
+                      help="the store to read: a folder, jsonl:///path or sqlite:///path.db")
+    copy.add_argument("dst", metavar="DST",
+                      help="the store to write (created when missing)")
+    copy.add_argument("--session", action="append", dest="session_ids", metavar="ID",
+                      help="copy only this session (repeatable; default: every session)")
+    copy.add_argument("--batch-size", type=int, default=2000, metavar="N",
+                      help="events per write (default 2000): a crash loses at most one")
+    copy.add_argument("--no-verify", action="store_false", dest="verify",
+                      help="do not load each copy back to check it")
+    copy.add_argument("--dry-run", action="store_true",
+                      help="say what would be copied; write nothing")
+    copy.add_argument("--json", action="store_true", help="print the report as JSON")
+    copy.set_defaults(run=_copy)

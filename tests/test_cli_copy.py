@@ -1,0 +1,350 @@
+"""``dsh-session copy SRC DST``: issue acceptance on the demo's sessions and the reference
+logs, resuming, refusals, the report and the progress bar.
+
+The kinds of store are in ``STORE_URLS`` (a new backend is tested by adding one entry):
+a factory making the URL of store ``name`` in a test's folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from conftest import upstream_dir
+from dsh_session_core import JsonlBackend, SessionHeader
+
+#: The kinds of store a copy goes between: the URL of store ``name`` under ``tmp``.
+STORE_URLS: dict[str, Callable[[Path, str], str]] = {
+    "jsonl": lambda tmp, name: str(tmp / name),
+    "sqlite": lambda tmp, name: f"sqlite:///{tmp / name}.db",
+}
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "DSH_SESSION_STORE")}
+    env["DSH_SESSION_DISABLE_PLUGINS"] = "example"
+    return env
+
+
+def _dsh(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "dsh_session_core", *args], cwd=cwd,
+                          capture_output=True, check=False, env=_env())
+
+
+def _run(*argv: str) -> tuple[int, str, str]:
+    """A command in this process: exit status, stdout, stderr."""
+    from dsh_session_core._cli import main
+
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="utf-8")
+    err = io.StringIO()
+    with (contextlib.redirect_stdout(out), contextlib.redirect_stderr(err),
+          pytest.raises(SystemExit) as exit_):
+        main(list(argv))
+    out.flush()
+    out.detach()
+    code = exit_.value.code
+    assert isinstance(code, int)
+    return code, raw.getvalue().decode(), err.getvalue()
+
+
+def _export(session_id: str, store: str) -> bytes:
+    proc = _dsh("export", session_id, "--store", store)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _ids(store: str) -> list[str]:
+    proc = _dsh("ls", "--store", store, "--json")
+    assert proc.returncode == 0, proc.stderr
+    return [row["id"] for row in json.loads(proc.stdout)]
+
+
+def _value(line: bytes) -> Any:
+    return msgspec.json.decode(line)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A JSONL store holding what ``dsh-session demo`` writes."""
+    store = str(tmp_path_factory.mktemp("demo") / "store")
+    proc = _dsh("demo", "--store", store)
+    assert proc.returncode == 0, proc.stderr
+    return store
+
+
+# --- acceptance -------------------------------------------------------------------------
+
+
+def test_the_demo_goes_jsonl_to_sqlite_to_jsonl(demo: str, tmp_path: Path) -> None:
+    db, back = STORE_URLS["sqlite"](tmp_path, "copy"), STORE_URLS["jsonl"](tmp_path, "back")
+    ids = _ids(demo)
+    assert ids == ["demo", "demo-fork"]
+    there = _dsh("copy", demo, db)
+    assert there.returncode == 0, there.stderr
+    lines = there.stdout.decode().splitlines()
+    assert lines[0].startswith("demo: copied ")
+    assert lines[1].startswith("demo-fork: copied ")
+    assert lines[2].startswith("copied 2 session(s) (")
+    assert lines[2].endswith(" event(s)), 0 up to date; verified")
+    assert there.stderr == b""  # not a terminal: no progress bar
+    assert _dsh("copy", db, back).returncode == 0
+    for sid in ids:
+        source = _export(sid, demo)
+        # JSONL -> SQLite -> JSONL: the same log, byte for byte...
+        copy = _export(sid, back)
+        differing = [(a, b) for a, b in zip(source.splitlines(), copy.splitlines(), strict=True)
+                     if a != b]
+        # ...but for the crash-repair closers, which the reference writes with surfaceOp
+        # before sourceEventSeqs: SQLite stores those as columns and rebuilds the line in
+        # its own key order (the same values; the copy checks values, not key order).
+        assert all(b'"surfaceOp":"append","sourceEventSeqs"' in a for a, _ in differing)
+        assert all(_value(a) == _value(b) for a, b in differing)
+        assert len(differing) == source.count(b'"surfaceOp":"append","sourceEventSeqs"')
+        assert _export(sid, STORE_URLS["sqlite"](tmp_path, "copy")).count(b"\n") == (
+            source.count(b"\n"))
+    # JSONL -> JSONL keeps every byte of every file.
+    direct = STORE_URLS["jsonl"](tmp_path, "direct")
+    assert _dsh("copy", demo, direct).returncode == 0
+    for sid in ids:
+        assert _export(sid, direct) == _export(sid, demo)
+    for path in Path(demo).rglob("*.jsonl"):
+        assert (Path(direct) / path.relative_to(demo)).read_bytes() == path.read_bytes()
+
+
+def test_a_second_copy_finds_everything_up_to_date(demo: str, tmp_path: Path) -> None:
+    db = STORE_URLS["sqlite"](tmp_path, "copy")
+    assert _run("copy", demo, db)[0] == 0
+    code, out, err = _run("copy", demo, db)
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        "demo: up to date (270 event(s))",
+        "demo-fork: up to date (174 event(s))",
+        "copied 0 session(s) (0 event(s)), 2 up to date; verified",
+    ]
+
+
+def test_reference_logs_copy_between_every_kind_of_store(tmp_path: Path) -> None:
+    from dsh_session_core._logfile import parse_header
+    from dsh_session_core._persist_paths import log_path
+
+    src = tmp_path / "src"
+    logs = sorted((upstream_dir() / "fixtures").rglob("*.jsonl"))
+    placed: dict[str, bytes] = {}
+    for log in logs:
+        data = log.read_bytes()
+        header = parse_header(data[: data.index(b"\n")])
+        if header.id in placed or not isinstance(header.version, int):
+            continue  # one log per id; a version-less header is no store's session
+        path = Path(log_path(str(src), header.cwd if isinstance(header.cwd, str) else None,
+                             header.id))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        placed[header.id] = data
+    assert len(placed) >= 20
+    previous = str(src)
+    for i, kind in enumerate([*STORE_URLS, "jsonl"]):
+        url = STORE_URLS[kind](tmp_path, f"hop-{i}")
+        code, out, err = _run("copy", previous, url, "--json")
+        doc = json.loads(out)
+        assert (code, err, doc["ok"]) == (0, "", True), doc
+        assert set(doc["byStatus"]) <= {"copied", "empty"}
+        previous = url
+    for sid, data in placed.items():
+        if data.count(b"\n") > 1:  # a session with an event (the others are not stored)
+            assert _export(sid, previous) == _export(sid, str(src)), sid
+
+
+# --- resuming ---------------------------------------------------------------------------
+
+
+def test_a_partial_copy_is_completed_and_a_torn_tail_in_dst_cut(
+    demo: str, tmp_path: Path
+) -> None:
+    dst = tmp_path / "dst"
+    assert _run("copy", demo, str(dst), "--session", "demo")[0] == 0
+    (log,) = [p for p in dst.rglob("demo.jsonl")]
+    full = log.read_bytes()
+    cut = full.index(b"\n", len(full) // 2) + 1
+    log.write_bytes(full[:cut] + b'{"type":"assistant/chunk","se')  # a crash mid-batch
+    kept = full[:cut].count(b"\n") - 1
+    code, out, err = _run("copy", demo, str(dst), "--batch-size", "10")
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        f"demo: appended {270 - kept} event(s) to the {kept} already in DST · cut a torn tail "
+        "in DST",
+        "demo-fork: copied 174 event(s)",
+        f"copied 2 session(s) ({270 - kept + 174} event(s)), 0 up to date; verified",
+    ]
+    assert log.read_bytes() == full
+
+
+# --- refusals ---------------------------------------------------------------------------
+
+
+def test_a_diverged_session_is_refused_and_left_as_it_is(demo: str, tmp_path: Path) -> None:
+    dst = tmp_path / "dst"
+    assert _run("copy", demo, str(dst))[0] == 0
+    (log,) = dst.rglob("demo.jsonl")
+    changed = log.read_bytes().replace(b'"text":"', b'"text":"EDITED ', 1)
+    log.write_bytes(changed)
+    code, out, err = _run("copy", demo, str(dst))
+    assert code == 1
+    assert out.splitlines() == ["demo-fork: up to date (174 event(s))",
+                                "copied 0 session(s) (0 event(s)), 1 up to date, 1 diverged; "
+                                "verified"]
+    assert err.splitlines()[0].startswith(
+        'dsh-session: error: session "demo" diverged: the destination\'s event seq ')
+    assert err.splitlines()[1:] == [
+        "hint: a diverged session is never overwritten: remove it from DST, or copy into "
+        "another store"]
+    assert log.read_bytes() == changed
+    code, out, _ = _run("copy", demo, str(dst), "--json")
+    doc = json.loads(out)
+    assert (code, doc["ok"], doc["byStatus"]) == (1, False, {"diverged": 1, "up-to-date": 1})
+    assert doc["sessions"][0]["status"] == "diverged"
+
+
+@pytest.mark.parametrize("kind", list(STORE_URLS))
+def test_a_session_a_writer_holds_in_dst_is_skipped(demo: str, tmp_path: Path,
+                                                    kind: str) -> None:
+    from dsh_session_core._persist_store import backend_for
+
+    dst = STORE_URLS[kind](tmp_path, "dst")
+    writer = backend_for(dst)
+    header = SessionHeader(version=0, id="demo-fork", created_at=0, cwd="/demo/workspace")
+    held = writer.acquire(header)
+    try:
+        proc = _dsh("copy", demo, dst)  # another process
+    finally:
+        held.release()
+        writer.close()
+    assert proc.returncode == 1
+    err = proc.stderr.decode().splitlines()
+    assert err[0].startswith('dsh-session: error: session "demo-fork" locked: another writer '
+                             "holds its lock in the destination")
+    assert err[1] == "hint: a writer holds the session in DST: stop it, then run the copy again"
+    assert proc.stdout.decode().splitlines()[-1] == (
+        "copied 1 session(s) (270 event(s)), 0 up to date, 1 locked; verified")
+
+
+def test_usage_errors_exit_2_with_a_hint(demo: str, tmp_path: Path) -> None:
+    cases = {
+        (demo, demo): "dsh-session: SRC and DST are the same store",
+        (demo, demo + "/"): "dsh-session: SRC and DST are the same store",
+        (demo, "memory:"): "dsh-session: a memory: store lives and dies with its process",
+        (demo, "nope://x"): "dsh-session: unknown store URL scheme 'nope' in 'nope://x'",
+        ("nope://x", demo): "dsh-session: unknown store URL scheme 'nope' in 'nope://x'",
+    }
+    for (src, dst), error in cases.items():
+        code, out, err = _run("copy", src, dst)
+        lines = err.splitlines()
+        assert (code, out, len(lines)) == (2, "", 2), (src, dst, err)
+        assert lines[0].startswith(error), err
+        assert lines[1].startswith("hint: "), err
+    code, _, err = _run("copy", demo, str(tmp_path / "x"), "--batch-size", "0")
+    assert (code, err) == (2, "dsh-session: --batch-size must be at least 1, got 0\n")
+
+
+def test_a_missing_source_is_refused_and_nothing_is_created(tmp_path: Path) -> None:
+    for src in (str(tmp_path / "none"), f"sqlite:///{tmp_path}/none.db"):
+        code, out, err = _run("copy", src, str(tmp_path / "dst"))
+        assert (code, out) == (1, "")
+        assert err.startswith("dsh-session: no ")
+        assert "\nhint: " in err
+    assert sorted(os.listdir(tmp_path)) == []
+    (tmp_path / "empty").mkdir()
+    assert _run("copy", str(tmp_path / "empty"), str(tmp_path / "dst"))[:2] == (
+        0, f"no sessions in {tmp_path / 'empty'}: nothing to copy\n")
+    code, out, err = _run("copy", str(tmp_path / "empty"), str(tmp_path / "d2"),
+                          "--session", "ghost")
+    assert code == 1
+    assert err.splitlines() == [
+        'dsh-session: error: session "ghost" missing: no such session in the source',
+        "hint: `dsh-session ls --store SRC` lists the sessions of SRC"]
+
+
+def test_a_dry_run_says_what_it_would_do_and_creates_nothing(demo: str, tmp_path: Path) -> None:
+    db = STORE_URLS["sqlite"](tmp_path, "copy")
+    code, out, err = _run("copy", demo, db, "--dry-run")
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        "demo: would copy 270 event(s)",
+        "demo-fork: would copy 174 event(s)",
+        "would copy 2 session(s) (444 event(s)), 0 up to date (dry run: nothing was written)",
+    ]
+    assert os.listdir(tmp_path) == []
+
+
+def test_json_reports_every_session(demo: str, tmp_path: Path) -> None:
+    dst = str(tmp_path / "dst")
+    code, out, err = _run("copy", demo, dst, "--json", "--no-verify")
+    assert (code, err) == (0, "")
+    doc = json.loads(out)
+    assert doc == {
+        "source": demo, "destination": dst, "ok": True, "dryRun": False, "verify": False,
+        "copiedEvents": 444, "byStatus": {"copied": 2},
+        "sessions": [
+            {"id": "demo", "status": "copied", "events": 270, "existing": 0, "copied": 270,
+             "sourceTorn": False, "cutDestinationTail": False, "verified": False,
+             "error": None},
+            {"id": "demo-fork", "status": "copied", "events": 174, "existing": 0,
+             "copied": 174, "sourceTorn": False, "cutDestinationTail": False,
+             "verified": False, "error": None},
+        ],
+    }
+
+
+def test_a_torn_source_is_copied_up_to_its_tear_and_said_so(tmp_path: Path) -> None:
+    src = JsonlBackend(tmp_path / "src")
+    torn = upstream_dir() / "synthetic" / "crash-after-tool-call.jsonl"
+    data = torn.read_bytes()
+    from dsh_session_core._logfile import parse_header
+
+    header = parse_header(data[: data.index(b"\n")])
+    path = Path(src.location(header))
+    path.parent.mkdir(parents=True)
+    path.write_bytes(data)
+    code, out, err = _run("copy", str(tmp_path / "src"), str(tmp_path / "dst"))
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0] == (
+        f"{header.id}: copied 60 event(s) · a torn tail in SRC is not copied (SRC is left as "
+        "it is)")
+    assert path.read_bytes() == data
+
+
+# --- the progress bar -------------------------------------------------------------------
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_shows_a_progress_bar_and_it_is_erased(
+    demo: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dsh_session_core._cli import main
+
+    terminal = _Terminal()
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setattr(sys, "stderr", terminal)
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="utf-8")
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exit_:
+        main(["copy", demo, str(tmp_path / "dst"), "--batch-size", "100"])
+    assert exit_.value.code == 0
+    drawn = terminal.getvalue()
+    assert "\rcopying 1/2 demo [" in drawn
+    assert " 0/270 events" in drawn  # the first state is drawn at once
+    assert drawn.endswith("\r" + " " * 99 + "\r")  # erased at the end
