@@ -29,13 +29,13 @@ def upstream() -> Path:
     return upstream_dir()
 
 
-@pytest.fixture(params=["jsonl", "memory", "sqlite"])
+@pytest.fixture(params=["jsonl", "memory", "sqlite", "postgresql"])
 def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Any]:
     """Opens fresh backend instances over one storage (the persistence contract runs on
     every backend of ``persist_support.BACKENDS``)."""
     from persist_support import BACKENDS
 
-    return BACKENDS[request.param](tmp_path)
+    return BACKENDS[request.param](request, tmp_path)
 
 
 @pytest.fixture

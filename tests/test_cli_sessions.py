@@ -306,11 +306,18 @@ def _turn(session: Any, turn: int, *, tool: bool, reason: dict[str, Any]) -> Non
     session.append("turn/end", {"turn": turn, "reason": reason})
 
 
-@pytest.fixture(params=["jsonl", "sqlite"])
+def _store_url(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, empty store of ``kind``: ``jsonl``, ``sqlite`` or ``postgresql``."""
+    if kind == "postgresql":
+        return str(request.getfixturevalue("postgresql_url"))
+    return str(tmp_path / "sessions") if kind == "jsonl" else f"sqlite:///{tmp_path}/s.db"
+
+
+@pytest.fixture(params=["jsonl", "sqlite", "postgresql"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, dict[str, Any]]:
     """A store holding ``alpha`` (two closed turns, cwd /work) and ``beta`` (an open
     turn): its URL, and the sessions' headers and events (wire shape)."""
-    url = str(tmp_path / "sessions") if request.param == "jsonl" else f"sqlite:///{tmp_path}/s.db"
+    url = _store_url(request.param, request, tmp_path)
     return url, _populate(url)
 
 
@@ -556,16 +563,16 @@ def _line(seq: int, turn: int = 9) -> bytes:
     return msgspec.json.encode(event) + b"\n"
 
 
-@pytest.mark.parametrize("where", ["file", "jsonl", "sqlite"])
+@pytest.mark.parametrize("where", ["file", "jsonl", "sqlite", "postgresql"])
 def test_tail_follow_shows_an_event_appended_by_another_process_within_a_second(
-    where: str, tmp_path: Path, upstream: Path
+    where: str, tmp_path: Path, upstream: Path, request: pytest.FixtureRequest
 ) -> None:
     if where == "file":
         path = tmp_path / "copy.jsonl"
         path.write_bytes(DENY.read_bytes())
         source, last = [str(path)], 113
     else:
-        url = str(tmp_path / "st") if where == "jsonl" else f"sqlite:///{tmp_path}/s.db"
+        url = _store_url(where, request, tmp_path)
         with open_store(url) as st:
             session = st.create("alpha", cwd="/work")
             _turn(session, 1, tool=True, reason={"kind": "completed"})
@@ -716,7 +723,7 @@ def test_export_of_a_stored_session(store: tuple[str, dict[str, Any]], tmp_path:
     lines = proc.stdout.splitlines()
     assert json.loads(lines[0]) == expected["headers"]["alpha"]
     assert [json.loads(line) for line in lines[1:]] == expected["events"]["alpha"]
-    if not url.startswith("sqlite:"):
+    if not url.startswith(("sqlite:", "postgresql:")):  # the JSONL file itself
         assert [proc.stdout] == [p.read_bytes() for p in tmp_path.rglob("alpha.jsonl")]
 
 

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from ._persist_coordinator import PersistenceError, PersistencePlugin
     from ._persist_jsonl import JsonlBackend
     from ._persist_memory import MemoryBackend
+    from ._persist_postgres import PostgresBackend
     from ._persist_sqlite import SqliteBackend
     from ._persist_store import DurableStore, open_store
     from ._plugins import PluginManager, create_plugin_manager, hookimpl
@@ -95,6 +96,7 @@ _LAZY: dict[str, str] = {
     "PersistencePlugin": "._persist_coordinator",
     "JsonlBackend": "._persist_jsonl",
     "MemoryBackend": "._persist_memory",
+    "PostgresBackend": "._persist_postgres",
     "SqliteBackend": "._persist_sqlite",
     "DurableStore": "._persist_store",
     "open_store": "._persist_store",
@@ -171,6 +173,7 @@ __all__ = [
     "PersistenceError",
     "PersistencePlugin",
     "PluginManager",
+    "PostgresBackend",
     "Problem",
     "RegisteredEvent",
     "ReplaceOp",

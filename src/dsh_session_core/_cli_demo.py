@@ -23,7 +23,8 @@ killed mid-turn, the session reopened, repaired and continued.
 """
 
 _STORE_HELP = (
-    "where to write: a folder (JSONL), jsonl:///folder or sqlite:///file.db (default: the "
+    "where to write: a folder (JSONL), jsonl:///folder, sqlite:///file.db or "
+    "postgresql://host/dbname (default: the "
     "embedded store, $DSH_SESSION_STORE or ~/.local/share/dsh-session/sessions)"
 )
 

@@ -28,6 +28,7 @@ from ._cli_support import EXIT_OK, Failure
 
 if TYPE_CHECKING:
     from ._header import SessionHeader
+    from ._persist_postgres import PostgresBackend
     from ._persist_sqlite import SqliteBackend
 
 __all__ = ["run_ls"]
@@ -73,6 +74,17 @@ def _sqlite_counts(backend: SqliteBackend) -> dict[str, tuple[int, int, Any]]:
     return {sid: (n, turns, last) for sid, n, turns, last in rows}
 
 
+def _postgres_counts(backend: PostgresBackend) -> dict[str, tuple[int, int, Any]]:
+    with backend._lock:
+        rows = backend._conn.execute(
+            "SELECT e.session_id, e.n, e.turns, t.time FROM ("
+            " SELECT session_id, count(*) AS n, count(*) FILTER (WHERE type = 'turn/start')"
+            " AS turns, max(seq) AS last FROM events GROUP BY session_id) AS e"
+            " JOIN events AS t ON t.session_id = e.session_id AND t.seq = e.last"
+        ).fetchall()
+    return {sid: (n, turns, last) for sid, n, turns, last in rows}
+
+
 def _row(header: SessionHeader, events: Any, turns: Any, last: Any, torn: bool
          ) -> dict[str, Any]:
     from ._cli_describe import wire_of
@@ -97,8 +109,9 @@ def _rows(url: str) -> list[dict[str, Any]]:
                     rows.append(_row(header, *_jsonl_counts(path)))
                 except OSError:  # removed since it was listed
                     continue
-        elif isinstance(backend, SqliteBackend):
-            counts = _sqlite_counts(backend)
+        elif isinstance(backend, SqliteBackend) or type(backend).__name__ == "PostgresBackend":
+            counts = (_sqlite_counts(backend) if isinstance(backend, SqliteBackend)
+                      else _postgres_counts(backend))  # type: ignore[arg-type]
             for header in backend.list():
                 rows.append(_row(header, *counts.get(header.id, (0, 0, None)), torn=False))
         else:

@@ -218,8 +218,9 @@ def _add_source_arguments(parser: argparse.ArgumentParser, *, recover: bool = Tr
     )
     parser.add_argument(
         "--store", metavar="URL",
-        help="the store holding SOURCE when it is a session id: a folder, jsonl:///path or "
-             "sqlite:///path.db (default: $DSH_SESSION_STORE, else the user's data folder)",
+        help="the store holding SOURCE when it is a session id: a folder, jsonl:///path, "
+             "sqlite:///path.db or postgresql://host/dbname (default: $DSH_SESSION_STORE, "
+             "else the user's data folder)",
     )
     if recover:
         parser.add_argument(
@@ -233,8 +234,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     # Only argparse here: `dsh-session --help` must not import what the commands use.
     ls = sub.add_parser("ls", help="list the sessions in a store")
     ls.add_argument("--store", metavar="URL",
-                    help="a folder, jsonl:///path or sqlite:///path.db (default: "
-                         "$DSH_SESSION_STORE, else the user's data folder)")
+                    help="a folder, jsonl:///path, sqlite:///path.db or "
+                         "postgresql://host/dbname (default: $DSH_SESSION_STORE, else the "
+                         "user's data folder)")
     ls.add_argument("--json", action="store_true", help="print JSON")
     ls.set_defaults(run=_run_ls)
 

@@ -284,7 +284,15 @@ def open_backend(url: str, *, must_exist: bool = True) -> Backend:
     except (DshSessionError, OSError) as exc:  # e.g. another schema version
         msg = f"cannot open the store {url}: {one_line(exc)}"
         raise Failure(msg) from exc
+    except ImportError as exc:  # the PostgreSQL backend without psycopg
+        raise Failure(str(exc), hint="pip install 'dsh-session[postgresql]'") from exc
     except Exception as exc:
+        if type(exc).__module__.startswith("psycopg"):  # only the PostgreSQL backend
+            from ._persist_postgres import _redacted
+
+            msg = f"cannot open the store {_redacted(url)}: {one_line(exc)}"
+            raise Failure(msg, hint="check that the server runs, and the URL's host, port, "
+                                    "user and database") from exc
         import sqlite3  # already loaded: only the SQLite backend raises these
 
         if not isinstance(exc, sqlite3.Error):

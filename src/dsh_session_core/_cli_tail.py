@@ -1,7 +1,7 @@
 """``dsh-session tail``: the last events of a session, and with ``-f`` every new one.
 
 Tail reads only the end of a log: a JSONL file is read backwards from its end, a SQLite
-session by its last rows. It never decodes events into types (it describes each line
+or PostgreSQL session by its last rows. It never decodes events into types (it describes each line
 from its wire shape), never writes and never takes the writer lock, so it can follow a
 live session without disturbing its writer.
 
@@ -12,6 +12,9 @@ newline arrives. When the log shrinks (``repair`` cut a torn tail), it says so a
 follows from the new end; when it was cut and regrew between two polls (the byte before
 the follower's position is no longer a newline), from the start of the line now there.
 It stops only when interrupted (Ctrl-C exits 0) or killed.
+
+A PostgreSQL session is not polled: the follower LISTENs on the session's channel, which
+every committed batch (and repair) notifies, and reads the new rows only then.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from ._cli_support import EXIT_OK, EXIT_USAGE, Failure, write
 from ._term import Style, printable, shorten, terminal_width
 
 if TYPE_CHECKING:
+    from ._persist_postgres import PostgresBackend
     from ._persist_sqlite import SqliteBackend
 
 __all__ = ["POLL_SECONDS", "run_tail"]
@@ -210,6 +214,32 @@ def _tail_sqlite(
     return EXIT_OK
 
 
+# --- PostgreSQL -------------------------------------------------------------------------
+
+
+def _tail_postgres(
+    backend: PostgresBackend, session_id: str, url: str, n: int, follow: bool, emit: Emit
+) -> int:
+    """The last ``n`` events, then (following) each commit as its NOTIFY arrives: the
+    events table is read only when the writer said something changed."""
+    from ._cli_source import not_found, warn
+
+    lines = backend.tail(session_id, n)
+    if lines is None:
+        raise not_found(session_id, url)
+    emit(lines)
+    if not follow:
+        return EXIT_OK
+    last = backend.last_seq(session_id)
+    for top, new in backend.follow(session_id, last):
+        if new:
+            emit(new)
+        elif top < last:
+            warn(f"the session was cut back to seq {top} (a repair?); following from there")
+        last = top
+    return EXIT_OK
+
+
 def run_tail(args: argparse.Namespace) -> int:
     from ._cli_source import is_log_file, not_found, open_backend, store_url
 
@@ -240,6 +270,9 @@ def run_tail(args: argparse.Namespace) -> int:
 
             if isinstance(backend, SqliteBackend):
                 return _tail_sqlite(backend, source, url, args.lines, args.follow, emit)
+            if type(backend).__name__ == "PostgresBackend":  # psycopg is imported only then
+                pg: PostgresBackend = backend  # type: ignore[assignment]
+                return _tail_postgres(pg, source, url, args.lines, args.follow, emit)
             msg = f"cannot tail a session in {url}: unsupported store"
             raise Failure(msg)
         finally:

@@ -609,6 +609,14 @@ class PostgresBackend:
             ).fetchall()
         return [_row_line(row) for row in reversed(rows)]
 
+    def last_seq(self, session_id: str) -> int:
+        """The seq of the session's last stored event (``-1`` when it has none)."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT coalesce(max(seq), -1) FROM events WHERE session_id = %s", (session_id,)
+            ).fetchone()
+        return -1 if row is None else int(row[0])
+
     def follow(
         self, session_id: str, after: int, *, timeout: float | None = None
     ) -> Iterator[tuple[int, builtins.list[bytes]]]:

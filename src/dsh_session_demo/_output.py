@@ -123,7 +123,8 @@ def render(run: DemoRun, style: Style, *, store: str | None = None) -> str:
         out.append(f"  {loc.log}  ({len(session.events)} events, {size:,} bytes)")
         out.append(f"  {loc.fork_log}  (the fork)")
     else:
-        out.append(f"  SQLite database {loc.store}: sessions {session.id} "
+        kind = "PostgreSQL database" if loc.backend == "postgresql" else "SQLite database"
+        out.append(f"  {kind} {loc.store}: sessions {session.id} "
                    f"({len(session.events)} events) and {fork.id} (the fork)")
     out += ["", s("Next commands to try", "bold")]
     commands = next_commands(run, store)

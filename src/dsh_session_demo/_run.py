@@ -25,6 +25,7 @@ from dsh_session_core import (
     Event,
     JsonlBackend,
     MemoryBackend,
+    PostgresBackend,
     Session,
     SqliteBackend,
     open_store,
@@ -70,8 +71,8 @@ class DemoError(Exception):
 class Location:
     """Where the logs are.
 
-    :ivar backend: ``"jsonl"`` or ``"sqlite"``.
-    :ivar store: the store's folder or database file.
+    :ivar backend: ``"jsonl"``, ``"sqlite"`` or ``"postgresql"``.
+    :ivar store: the store's folder, database file or server URL (without password).
     :ivar log: the session's JSONL file (``None`` for SQLite).
     :ivar fork_log: the fork's JSONL file (``None`` for SQLite).
     """
@@ -163,6 +164,8 @@ def _locate(store: DurableStore, session_id: str, fork_id: str) -> Location:
     backend = store.backend
     if isinstance(backend, SqliteBackend):
         return Location("sqlite", backend.path, None, None)
+    if isinstance(backend, PostgresBackend):
+        return Location("postgresql", backend.location_url, None, None)
     assert isinstance(backend, JsonlBackend)  # _open refused the other kinds
     return Location("jsonl", backend.root, _log_file(backend.root, session_id),
                     _log_file(backend.root, fork_id))

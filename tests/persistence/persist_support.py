@@ -12,33 +12,56 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from dsh_session_core import SessionHeader
 from dsh_session_core._persist_base import Backend
 
 Factory = Callable[[], Backend]
 
 
-def _memory(tmp: Path) -> Factory:
+def _memory(request: pytest.FixtureRequest, tmp: Path) -> Factory:
     from dsh_session_core._persist_memory import MemoryBackend
 
     shared = MemoryBackend()  # the storage is the object itself
     return lambda: shared
 
 
-def _jsonl(tmp: Path) -> Factory:
+def _jsonl(request: pytest.FixtureRequest, tmp: Path) -> Factory:
     module: Any = importlib.import_module("dsh_session_core._persist_jsonl")
     return lambda: module.JsonlBackend(tmp / "root")
 
 
-def _sqlite(tmp: Path) -> Factory:
+def _sqlite(request: pytest.FixtureRequest, tmp: Path) -> Factory:
     module: Any = importlib.import_module("dsh_session_core._persist_sqlite")
     return lambda: module.SqliteBackend(tmp / "sessions.db")
 
 
-BACKENDS: dict[str, Callable[[Path], Factory]] = {
+def _postgresql(request: pytest.FixtureRequest, tmp: Path) -> Factory:
+    """Backends over a fresh database of the test server; each is closed after the test
+    (tests leave them open, as a process that exits would)."""
+    from dsh_session_core._persist_postgres import PostgresBackend
+
+    url = request.getfixturevalue("postgresql_url")
+    made: list[PostgresBackend] = []
+
+    def factory() -> Backend:
+        made.append(PostgresBackend(url))
+        return made[-1]
+
+    def close_all() -> None:
+        for backend in made:
+            backend.close()
+
+    request.addfinalizer(close_all)
+    return factory
+
+
+BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], Factory]] = {
     "memory": _memory,
     "jsonl": _jsonl,
     "sqlite": _sqlite,
+    "postgresql": _postgresql,
 }
 
 

@@ -233,12 +233,13 @@ def test_s20_orphaned_call_with_its_tool_call_event(storage: Factory) -> None:
     assert [(e["type"], e["seq"], e["time"]) for e in tail[1:]] == [
         ("step/end", 11, 10), ("turn/end", 12, 10)]
     # Stored, the closer keeps its key order where the storage is the log lines; SQLite
-    # rebuilds lines from columns in the canonical order, as the reference's does.
+    # (as the reference's does) and PostgreSQL rebuild lines from columns in the
+    # canonical order.
     p.close()
     fresh = coordinator(storage)
     again = fresh.load("s20").events[10]
     order = ["type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs"]
-    if fresh.backend.name.endswith("sqlite"):
+    if fresh.backend.name.endswith(("sqlite", "postgresql")):
         order = ["type", "seq", "time", "data", "sourceEventSeqs", "surfaceOp"]
     assert list(to_wire(again)) == order
 
