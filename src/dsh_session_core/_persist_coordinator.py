@@ -14,17 +14,20 @@ plugins-persistence §8.4):
   taken when this coordinator first writes or binds the session, held until
   :meth:`PersistencePlugin.close`.
 
-Everything is synchronous (file and SQLite I/O are); ``SessionStore.aflush`` runs the
-flush in a worker thread so an asyncio loop is never blocked.
+The backend hooks are synchronous (file and SQLite I/O are); ``DurableStore.aflush``
+awaits a backend's native asyncio append where it has one (PostgreSQL) and otherwise runs
+the flush in a worker thread, so an asyncio loop is never blocked.
 """
 
 from __future__ import annotations
 
+import bisect
 import builtins
 import dataclasses
 import itertools
 import operator
 import threading
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +43,8 @@ from .errors import PersistenceError
 from .events import Event
 
 if TYPE_CHECKING:
+    import asyncio
+
     from ._session import Session
 
 __all__ = ["PersistenceError", "PersistencePlugin"]
@@ -76,6 +81,10 @@ class PersistencePlugin:
         self._inited: set[int] = set()
         self._id_locks: dict[str, threading.RLock] = {}
         self._guard = threading.Lock()
+        # Per event loop, per session: asyncio locks belong to one loop.
+        self._alocks: weakref.WeakKeyDictionary[Any, dict[str, asyncio.Lock]] = (
+            weakref.WeakKeyDictionary()
+        )
         self._closed = False
 
     # --- per-session serialization ------------------------------------------------------
@@ -187,6 +196,53 @@ class PersistencePlugin:
                 self._append_core(sid, fresh, lines)
             del buffer[: len(batch)]  # events appended meanwhile stay for the next flush
 
+    async def aflush(self, session: Session) -> None:
+        """:meth:`flush` for asyncio hosts. With a backend that appends natively in
+        asyncio (``aappend_batch``: PostgreSQL) the write is awaited on the loop; else,
+        and for a session's first write (adoption and the writer lock are synchronous),
+        the flush runs in a worker thread. Flushes of one session never overlap."""
+        import asyncio
+
+        aappend = getattr(self.backend, "aappend_batch", None)
+        sid = session.id
+        async with self._alock(sid):
+            state = self._states.get(sid)
+            if (aappend is None or id(session) not in self._inited or state is None
+                    or state.owner is not session or state.lock is None):
+                await asyncio.to_thread(self.flush, session)
+                return
+            with self._serial(sid):  # what to write, decided as flush decides it
+                buffer = self._buffers.get(session)
+                if not buffer:
+                    return
+                _drop_stored(buffer, state.cursor)  # e.g. a seed written at init
+                if not buffer:
+                    return
+                batch = list(buffer)
+                _check_follows(sid, state.cursor, batch)
+                lines = session.jsonl(batch[0].seq, batch[-1].seq + 1)
+                header, materialized = state.header, state.materialized
+            await aappend(header, batch, lines, materialized)
+            with self._serial(sid):
+                # A sync flush from another thread may have written the batch meanwhile
+                # (the backend's checked insert made that harmless): never step back.
+                state.materialized = True
+                state.cursor = max(state.cursor, batch[-1].seq + 1)
+                _drop_stored(buffer, state.cursor)
+
+    def _alock(self, sid: str) -> asyncio.Lock:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        with self._guard:
+            locks = self._alocks.get(loop)
+            if locks is None:
+                locks = self._alocks[loop] = {}
+            lock = locks.get(sid)
+            if lock is None:
+                lock = locks[sid] = asyncio.Lock()
+            return lock
+
     def release(self, session: Session) -> None:
         """Flush ``session``, then stop writing it: drop its buffer and state and release
         its writer lock, so another writer (another process) may take it over."""
@@ -253,14 +309,7 @@ class PersistencePlugin:
         if state is None:
             self._load_core(sid)  # adopt: repair first, so the batch continues the repair
             state = self._states[sid]
-        cursor = state.cursor
-        if not all(map(operator.eq, map(_seq_of, events), itertools.count(cursor))):
-            i, ev = next((i, e) for i, e in enumerate(events) if e.seq != cursor + i)
-            msg = (
-                f'append seq mismatch for "{sid}": expected {cursor + i} at index {i}, '
-                f"got {ev.seq}"
-            )
-            raise PersistenceError(msg, session_id=sid)
+        _check_follows(sid, state.cursor, events)
         self._own(state)
         jsonl = lines if lines is not None else encode_events(events)
         self.backend.append_batch(state.header, events, jsonl, state.materialized)
@@ -377,6 +426,19 @@ class PersistencePlugin:
         if len(seed) > len(stored.events):
             start = len(stored.events)
             self._append_core(sid, seed[start:], session.jsonl(start, len(seed)))
+
+
+def _check_follows(sid: str, cursor: int, events: Sequence[Event]) -> None:
+    """Refuse a batch that does not continue the stored log at ``cursor``."""
+    if not all(map(operator.eq, map(_seq_of, events), itertools.count(cursor))):
+        i, ev = next((i, e) for i, e in enumerate(events) if e.seq != cursor + i)
+        msg = f'append seq mismatch for "{sid}": expected {cursor + i} at index {i}, got {ev.seq}'
+        raise PersistenceError(msg, session_id=sid)
+
+
+def _drop_stored(buffer: builtins.list[Event], cursor: int) -> None:
+    """Drop the buffered events already stored (those before ``cursor``)."""
+    del buffer[: bisect.bisect_left(buffer, cursor, key=_seq_of)]
 
 
 def _cwd(header: SessionHeader) -> str | None:

@@ -36,7 +36,8 @@ import itertools
 import os
 import socket
 import threading
-from collections.abc import Iterator, Sequence
+import weakref
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from ._decode import decode_body
@@ -121,6 +122,11 @@ _INSERT_ROWS: Final = """
          AS r(seq, type, time, data, src, op)"""
 _DELETE_TAIL: Final = "DELETE FROM events WHERE session_id = %s AND seq >= %s"
 _NOTIFY: Final = "SELECT pg_notify(%s, %s)"
+_SELECT_LAST: Final = "SELECT coalesce(max(seq), -1) FROM events WHERE session_id = %s"
+_SELECT_AFTER: Final = (
+    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
+    " WHERE session_id = %s AND seq > %s ORDER BY seq"
+)
 _SELECT_HEADERS: Final = (
     "SELECT id, version, created_at, cwd, parent_session, seed_length FROM sessions"
     " ORDER BY created_at, id"
@@ -260,6 +266,33 @@ class _Lease:
         self._backend._drop_lease(self)
 
 
+def _same_rows(stored: Sequence[tuple[Any, ...]], columns: _Columns) -> bool:
+    """Whether the stored rows are exactly the batch's."""
+    mine = builtins.list(zip(columns["seqs"], columns["types"], columns["times"],
+                             columns["datas"], columns["srcs"], columns["ops"], strict=True))
+    return [tuple(r) for r in stored] == mine
+
+
+def _conflict(session_id: str, last: int, first: int) -> PersistenceError:
+    msg = (
+        f'session "{session_id}" was written by another writer: the stored log ends at seq '
+        f"{last}, but this batch starts at seq {first}; reopen the session to continue "
+        f"from what is stored"
+    )
+    return PersistenceError(msg, session_id=session_id)
+
+
+def _news(
+    rows: Sequence[tuple[Any, ...]], top: int, last: int
+) -> tuple[int, builtins.list[bytes]] | None:
+    """What a follower reports: the new rows' lines, or a cut back to ``top``."""
+    if rows:
+        return int(rows[-1][0]), [_row_line(row) for row in rows]
+    if top < last:
+        return top, []
+    return None
+
+
 class PostgresBackend:
     """Sessions in one PostgreSQL database, shared by every host that connects to it.
 
@@ -288,6 +321,8 @@ class PostgresBackend:
         self._connect_timeout = connect_timeout
         self._lock = threading.Lock()
         self._leases: dict[str, _Lease] = {}
+        self._aidle: weakref.WeakKeyDictionary[Any, builtins.list[psycopg.AsyncConnection[Any]]]
+        self._aidle = weakref.WeakKeyDictionary()  # event loop -> its idle connections
         self._conn = self._connect()
         try:
             self._open_schema()
@@ -295,21 +330,23 @@ class PostgresBackend:
             self._conn.close()
             raise
 
+    def _connect_args(self, application: str) -> dict[str, Any]:
+        return {
+            "autocommit": True,
+            "connect_timeout": max(1, round(self._connect_timeout)),
+            "application_name": f"{application} {socket.gethostname()}:{os.getpid()}",
+            # A host that vanishes without closing its connections: the client notices
+            # a dead server, and (see _take) the server a dead client.
+            "keepalives": 1,
+            "keepalives_idle": 10,
+            "keepalives_interval": 3,
+            "keepalives_count": 3,
+        }
+
     def _connect(self, application: str = "dsh-session") -> psycopg.Connection[Any]:
         import psycopg
 
-        return psycopg.connect(
-            self.url,
-            autocommit=True,
-            connect_timeout=max(1, round(self._connect_timeout)),
-            application_name=f"{application} {socket.gethostname()}:{os.getpid()}",
-            # A host that vanishes without closing its connections: the client notices
-            # a dead server, and (see _lease_settings) the server a dead client.
-            keepalives=1,
-            keepalives_idle=10,
-            keepalives_interval=3,
-            keepalives_count=3,
-        )
+        return psycopg.connect(self.url, **self._connect_args(application))
 
     def _open_schema(self) -> None:
         conn = self._conn
@@ -482,29 +519,13 @@ class PostgresBackend:
             pass  # another writer committed these seqs while we checked
         # Refused, nothing written: this very batch is already stored (a retry after a
         # lost COMMIT reply), or another writer got there first.
-        if self._already_stored(conn, session_id, columns):
-            return
-        (last,) = conn.execute(
-            "SELECT max(seq) FROM events WHERE session_id = %s", (session_id,)
-        ).fetchone() or (None,)
-        msg = (
-            f'session "{session_id}" was written by another writer: the stored log ends '
-            f"at seq {-1 if last is None else last}, but this batch starts at seq "
-            f"{seqs[0]}; reopen the session to continue from what is stored"
-        )
-        raise PersistenceError(msg, session_id=session_id)
-
-    @staticmethod
-    def _already_stored(
-        conn: psycopg.Connection[Any], session_id: str, columns: _Columns
-    ) -> bool:
-        seqs = columns["seqs"]
-        rows = conn.execute(
+        stored = conn.execute(
             _SELECT_STORED_ROWS, (session_id, seqs[0], seqs[-1] + 1)
         ).fetchall()
-        mine = builtins.list(zip(seqs, columns["types"], columns["times"], columns["datas"],
-                                 columns["srcs"], columns["ops"], strict=True))
-        return [tuple(r) for r in rows] == mine
+        if _same_rows(stored, columns):
+            return
+        (last,) = conn.execute(_SELECT_LAST, (session_id,)).fetchone()  # type: ignore[misc]
+        raise _conflict(session_id, last, seqs[0])
 
     def commit_repair(
         self, header: SessionHeader, torn: object | None, closers: Sequence[Event], jsonl: bytes
@@ -612,9 +633,7 @@ class PostgresBackend:
     def last_seq(self, session_id: str) -> int:
         """The seq of the session's last stored event (``-1`` when it has none)."""
         with self._lock:
-            row = self._conn.execute(
-                "SELECT coalesce(max(seq), -1) FROM events WHERE session_id = %s", (session_id,)
-            ).fetchone()
+            row = self._conn.execute(_SELECT_LAST, (session_id,)).fetchone()
         return -1 if row is None else int(row[0])
 
     def follow(
@@ -633,22 +652,12 @@ class PostgresBackend:
             last = after
             while True:
                 # Listening before reading: a commit after this read is notified.
-                rows = conn.execute(
-                    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
-                    " WHERE session_id = %s AND seq > %s ORDER BY seq",
-                    (session_id, last),
-                ).fetchall()
-                if rows:
-                    last = int(rows[-1][0])
-                    yield last, [_row_line(row) for row in rows]
-                else:
-                    (top,) = conn.execute(
-                        "SELECT coalesce(max(seq), -1) FROM events WHERE session_id = %s",
-                        (session_id,),
-                    ).fetchone()  # type: ignore[misc]
-                    if top < last:
-                        last = int(top)
-                        yield last, []
+                rows = conn.execute(_SELECT_AFTER, (session_id, last)).fetchall()
+                (top,) = conn.execute(_SELECT_LAST, (session_id,)).fetchone()  # type: ignore[misc]
+                news = _news(rows, top, last)
+                if news is not None:
+                    last = news[0]
+                    yield news
                 got = False
                 for _ in conn.notifies(timeout=timeout, stop_after=1):
                     got = True
@@ -657,11 +666,126 @@ class PostgresBackend:
         finally:
             conn.close()
 
+    # --- asyncio ------------------------------------------------------------------------
+
+    async def aappend_batch(
+        self,
+        header: SessionHeader,
+        events: Sequence[Event],
+        jsonl: bytes,
+        materialized: bool,
+    ) -> None:
+        """:meth:`append_batch` for asyncio hosts, on psycopg's ``AsyncConnection``: the
+        event loop runs while the server commits. Same checks, same guarantees (the
+        checked insert, not the connection, is what keeps the log gap- and
+        duplicate-free, so any connection may carry a leased session's batch)."""
+        if not events:
+            return
+        columns, before = _columns(header.id, events)
+        columns["before"] = before
+        head = None if materialized else _checked_header(header)
+        conn = await self._atake()
+        try:
+            await self._awrite(conn, header.id, columns, head)
+        finally:
+            self._agive(conn)
+
+    async def _awrite(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        session_id: str,
+        columns: _Columns,
+        head: tuple[Any, ...] | None,
+    ) -> None:
+        seqs = columns["seqs"]
+        try:
+            async with conn.transaction():
+                if head is not None:
+                    await conn.execute(_UPSERT_SESSION, head)
+                cur = await conn.execute(_INSERT_CHECKED, columns)
+                if cur.rowcount != len(seqs):
+                    raise _Refused
+                await conn.execute(_NOTIFY, (channel_of(session_id), str(seqs[-1])))
+                return
+        except _Refused:
+            pass
+        except self._errors().errors.UniqueViolation:
+            pass
+        cur = await conn.execute(_SELECT_STORED_ROWS, (session_id, seqs[0], seqs[-1] + 1))
+        if _same_rows(await cur.fetchall(), columns):
+            return
+        cur = await conn.execute(_SELECT_LAST, (session_id,))
+        (last,) = await cur.fetchone()  # type: ignore[misc]
+        raise _conflict(session_id, last, seqs[0])
+
+    async def _aconnect(self, application: str = "dsh-session") -> psycopg.AsyncConnection[Any]:
+        import psycopg
+
+        return await psycopg.AsyncConnection.connect(
+            self.url, **self._connect_args(application)
+        )
+
+    async def _atake(self) -> psycopg.AsyncConnection[Any]:
+        """An idle connection of this event loop's, or a new one: each batch has a
+        connection to itself, as transactions cannot share one."""
+        import asyncio
+
+        idle = self._aidle.setdefault(asyncio.get_running_loop(), [])
+        while idle:
+            conn = idle.pop()
+            if not conn.closed:
+                return conn
+        return await self._aconnect()
+
+    def _agive(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        import asyncio
+
+        if conn.broken or conn.closed:
+            return
+        self._aidle.setdefault(asyncio.get_running_loop(), []).append(conn)
+
+    async def aclose(self) -> None:
+        """Close this event loop's connections, then everything :meth:`close` closes."""
+        import asyncio
+
+        for conn in self._aidle.pop(asyncio.get_running_loop(), []):
+            await conn.close()
+        self.close()
+
+    async def afollow(
+        self, session_id: str, after: int, *, timeout: float | None = None
+    ) -> AsyncIterator[tuple[int, builtins.list[bytes]]]:
+        """:meth:`follow` for asyncio hosts (a server streaming a session to a browser,
+        say): the same reports, waiting on NOTIFY without blocking the loop."""
+        conn = await self._aconnect("dsh-session follower")
+        try:
+            await conn.execute(f"LISTEN {channel_of(session_id)}")
+            last = after
+            while True:
+                rows = await (await conn.execute(_SELECT_AFTER, (session_id, last))).fetchall()
+                (top,) = await (await conn.execute(_SELECT_LAST, (session_id,))).fetchone()  # type: ignore[misc]
+                news = _news(rows, top, last)
+                if news is not None:
+                    last = news[0]
+                    yield news
+                got = False
+                async for _ in conn.notifies(timeout=timeout, stop_after=1):
+                    got = True
+                if not got:
+                    return
+        finally:
+            await conn.close()
+
     # --- lifetime -----------------------------------------------------------------------
 
     def close(self) -> None:
-        """Release every lease still held and close the connections."""
+        """Release every lease still held and close the connections (asyncio ones too,
+        without waiting for their event loops: :meth:`aclose` closes them politely)."""
         for lease in builtins.list(self._leases.values()):
             lease.release()
+        for idle in builtins.list(self._aidle.values()):
+            for conn in idle:
+                conn.pgconn.finish()
+        self._aidle.clear()
         with self._lock:
             self._conn.close()

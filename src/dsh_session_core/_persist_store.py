@@ -82,6 +82,14 @@ class DurableStore(SessionStore):
             seed_length=h.seed_length if isinstance(h.seed_length, int) else None,
         )
 
+    async def aflush(self, session: Session) -> None:
+        """Flush from asyncio: the durable write is awaited natively where the backend
+        can (PostgreSQL, on psycopg's ``AsyncConnection``), else in a worker thread; then
+        every other ``session_flush`` implementation runs, as :meth:`SessionStore.aflush`
+        runs them."""
+        await self.persistence.aflush(session)
+        await super().aflush(session)  # the persistence hook finds nothing left to write
+
     def release(self, session: Session) -> None:
         """Flush ``session`` and hand it back: it leaves the store and its writer lock is
         released, so another process may open and write it."""
@@ -115,6 +123,24 @@ class DurableStore(SessionStore):
     def close(self) -> None:
         """Flush every session, release the writer locks, close the backend."""
         self.persistence.close()
+
+    async def aclose(self) -> None:
+        """:meth:`close` for asyncio hosts: the final flushes and closes run in a worker
+        thread."""
+        import asyncio
+
+        await asyncio.to_thread(self.close)
+
+    async def __aenter__(self) -> DurableStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
     def __enter__(self) -> DurableStore:
         return self
