@@ -70,8 +70,16 @@ def _run_console(body: str, cwd: Path) -> None:
             + "\n".join(actual))
 
 
+#: A page that names it gets a fresh database of the PostgreSQL test server under it.
+PG_EXAMPLE = "DSH_SESSION_EXAMPLE_POSTGRESQL"
+
+
 @pytest.mark.parametrize("page", _pages(), ids=lambda p: p.name)
-def test_examples_run(page: Path, sandbox: Path) -> None:
+def test_examples_run(
+    page: Path, sandbox: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if PG_EXAMPLE in page.read_text():
+        monkeypatch.setenv(PG_EXAMPLE, request.getfixturevalue("postgresql_url"))
     namespace: dict[str, object] = {"__name__": f"docs.{page.stem}"}
     for lang, body, file in _blocks(page):
         if file is not None:
