@@ -230,9 +230,10 @@ def _columns(session_id: str, events: Sequence[Event]) -> tuple[_Columns, int]:
     """The batch as column arrays for ``unnest`` (checked before any transaction), and
     the seq the stored log must end at for it to follow."""
     rows = _event_rows(session_id, events)
-    for row in rows:
-        _storable_text(session_id, f'the type "{row[2]!r}"', row[2], row[1])
     _, seqs, types, times, datas, srcs, ops = (list(c) for c in zip(*rows, strict=True))
+    for event_type in set(types):  # a batch has few distinct types
+        _storable_text(session_id, f"the type {event_type!r}", event_type,
+                       seqs[types.index(event_type)])
     for prev, seq in itertools.pairwise(seqs):
         if seq != prev + 1:
             msg = f'batch of session "{session_id}" is not contiguous at seq {seq}'
