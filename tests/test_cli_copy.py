@@ -2,7 +2,7 @@
 logs, resuming, refusals, the report and the progress bar.
 
 The kinds of store are in ``STORE_URLS`` (a new backend is tested by adding one entry):
-a factory making the URL of store ``name`` in a test's folder.
+a factory making the URL of store ``name`` in a test's :class:`Places`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import pytest
@@ -23,11 +23,49 @@ import pytest
 from conftest import upstream_dir
 from dsh_session_core import JsonlBackend, SessionHeader
 
-#: The kinds of store a copy goes between: the URL of store ``name`` under ``tmp``.
-STORE_URLS: dict[str, Callable[[Path, str], str]] = {
-    "jsonl": lambda tmp, name: str(tmp / name),
-    "sqlite": lambda tmp, name: f"sqlite:///{tmp / name}.db",
+if TYPE_CHECKING:
+    from pg_support import Databases
+
+
+class Places:
+    """Where one test's stores live: files under ``tmp``, and one PostgreSQL database
+    per name, made on first use (by ``make_database``), the same one after that."""
+
+    def __init__(self, tmp: Path, make_database: Callable[[str], str]) -> None:
+        self.tmp = tmp
+        self._make_database = make_database
+        self._databases: dict[str, str] = {}
+
+    def database(self, name: str) -> str:
+        if name not in self._databases:
+            self._databases[name] = self._make_database(name)
+        return self._databases[name]
+
+
+#: The kinds of store a copy goes between: the URL of store ``name`` of a test.
+STORE_URLS: dict[str, Callable[[Places, str], str]] = {
+    "jsonl": lambda at, name: str(at.tmp / name),
+    "sqlite": lambda at, name: f"sqlite:///{at.tmp / name}.db",
+    "postgresql": lambda at, name: at.database(name),
 }
+
+
+@pytest.fixture
+def places(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Places]:
+    """The test's :class:`Places` (under ``tmp_path``). The test server is asked for only
+    when a test makes a PostgreSQL store; its databases are dropped after the test."""
+    made: list[str] = []
+
+    def make_database(name: str) -> str:
+        databases: Databases = request.getfixturevalue("postgresql_databases")
+        made.append(databases.create(f"cli copy {name}"))
+        return made[-1]
+
+    yield Places(tmp_path, make_database)
+    if made:
+        databases: Databases = request.getfixturevalue("postgresql_databases")
+        for url in made:
+            databases.drop(url)
 
 
 def _env() -> dict[str, str]:
@@ -43,6 +81,12 @@ def _dsh(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[byt
 
 def _run(*argv: str) -> tuple[int, str, str]:
     """A command in this process: exit status, stdout, stderr."""
+    code, out, err = _run_raw(*argv)
+    return code, out.decode(), err
+
+
+def _run_raw(*argv: str) -> tuple[int, bytes, str]:
+    """A command in this process: exit status, stdout (bytes), stderr."""
     from dsh_session_core._cli import main
 
     raw = io.BytesIO()
@@ -55,7 +99,7 @@ def _run(*argv: str) -> tuple[int, str, str]:
     out.detach()
     code = exit_.value.code
     assert isinstance(code, int)
-    return code, raw.getvalue().decode(), err.getvalue()
+    return code, raw.getvalue(), err.getvalue()
 
 
 def _export(session_id: str, store: str) -> bytes:
@@ -86,8 +130,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> str:
 # --- acceptance -------------------------------------------------------------------------
 
 
-def test_the_demo_goes_jsonl_to_sqlite_to_jsonl(demo: str, tmp_path: Path) -> None:
-    db, back = STORE_URLS["sqlite"](tmp_path, "copy"), STORE_URLS["jsonl"](tmp_path, "back")
+def test_the_demo_goes_jsonl_to_sqlite_to_jsonl(demo: str, places: Places) -> None:
+    db, back = STORE_URLS["sqlite"](places, "copy"), STORE_URLS["jsonl"](places, "back")
     ids = _ids(demo)
     assert ids == ["demo", "demo-fork"]
     there = _dsh("copy", demo, db)
@@ -111,10 +155,10 @@ def test_the_demo_goes_jsonl_to_sqlite_to_jsonl(demo: str, tmp_path: Path) -> No
         assert all(b'"surfaceOp":"append","sourceEventSeqs"' in a for a, _ in differing)
         assert all(_value(a) == _value(b) for a, b in differing)
         assert len(differing) == source.count(b'"surfaceOp":"append","sourceEventSeqs"')
-        assert _export(sid, STORE_URLS["sqlite"](tmp_path, "copy")).count(b"\n") == (
+        assert _export(sid, STORE_URLS["sqlite"](places, "copy")).count(b"\n") == (
             source.count(b"\n"))
     # JSONL -> JSONL keeps every byte of every file.
-    direct = STORE_URLS["jsonl"](tmp_path, "direct")
+    direct = STORE_URLS["jsonl"](places, "direct")
     assert _dsh("copy", demo, direct).returncode == 0
     for sid in ids:
         assert _export(sid, direct) == _export(sid, demo)
@@ -122,8 +166,94 @@ def test_the_demo_goes_jsonl_to_sqlite_to_jsonl(demo: str, tmp_path: Path) -> No
         assert (Path(direct) / path.relative_to(demo)).read_bytes() == path.read_bytes()
 
 
-def test_a_second_copy_finds_everything_up_to_date(demo: str, tmp_path: Path) -> None:
-    db = STORE_URLS["sqlite"](tmp_path, "copy")
+def _lines_of(log: bytes) -> list[Any]:
+    return [_value(line) for line in log.splitlines()]
+
+
+def test_the_demo_goes_jsonl_to_postgresql_to_jsonl_and_derives_the_same_messages(
+    demo: str, places: Places
+) -> None:
+    pg, back = STORE_URLS["postgresql"](places, "copy"), STORE_URLS["jsonl"](places, "back")
+    there = _dsh("copy", demo, pg)
+    assert (there.returncode, there.stderr) == (0, b"")
+    assert there.stdout.decode().splitlines() == [
+        "demo: copied 270 event(s)",
+        "demo-fork: copied 174 event(s)",
+        "copied 2 session(s) (444 event(s)), 0 up to date; verified",
+    ]
+    assert _ids(pg) == _ids(demo) == ["demo", "demo-fork"]
+    home = _dsh("copy", pg, back)
+    assert (home.returncode, home.stderr) == (0, b"")
+    assert home.stdout.decode().splitlines()[-1] == (
+        "copied 2 session(s) (444 event(s)), 0 up to date; verified")
+    logs: list[Path] = []
+    for sid in ("demo", "demo-fork"):
+        source, in_pg, returned = (_export(sid, store) for store in (demo, pg, back))
+        # The same events: PostgreSQL rebuilds each line from its columns, in the
+        # canonical key order, so the demo's crash-repair closer (written with surfaceOp
+        # before sourceEventSeqs) comes back with its keys in another order; every other
+        # line comes back byte for byte.
+        assert _lines_of(in_pg) == _lines_of(returned) == _lines_of(source)
+        assert in_pg == returned
+        differing = [a for a, b in zip(source.splitlines(), returned.splitlines(),
+                                       strict=True) if a != b]
+        assert len(differing) == source.count(b'"surfaceOp":"append","sourceEventSeqs"')
+        assert len(differing) == (1 if sid == "demo" else 0)
+        for name, log in (("source", source), ("pg", in_pg), ("back", returned)):
+            logs.append(places.tmp / f"{sid}.{name}.jsonl")
+            logs[-1].write_bytes(log)
+        # The files themselves, as the stores hold them, too.
+        logs += [next(Path(demo).rglob(f"{sid}.jsonl")), next(Path(back).rglob(f"{sid}.jsonl"))]
+    derived = _dsh("derive", "--jsonl", *map(str, logs))
+    assert derived.returncode == 0, derived.stderr
+    rows = [json.loads(line) for line in derived.stdout.splitlines()]
+    assert [row["file"] for row in rows] == [str(log) for log in logs]
+    assert all("messages" in row and row["messages"] for row in rows), rows
+    for sid in ("demo", "demo-fork"):
+        messages = [row["messages"] for row in rows if Path(row["file"]).name.startswith(
+            f"{sid}.")]
+        assert len(messages) == 5
+        assert all(m == messages[0] for m in messages), sid
+    assert messages[0] != rows[0]["messages"]  # the fork derives messages of its own
+
+
+def test_a_copy_into_postgresql_interrupted_is_completed_by_running_it_again(
+    demo: str, places: Places, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dsh_session_core import PostgresBackend
+
+    pg = STORE_URLS["postgresql"](places, "copy")
+    append = PostgresBackend.append_batch
+    batches = iter(range(100))
+
+    def crash_at_the_fourth(self: PostgresBackend, *args: Any) -> None:
+        if next(batches) == 3:
+            raise KeyboardInterrupt  # Ctrl-C in the middle of the copy
+        append(self, *args)
+
+    monkeypatch.setattr(PostgresBackend, "append_batch", crash_at_the_fourth)
+    code, out, err = _run("copy", demo, pg, "--batch-size", "10")
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        "dsh-session: interrupted: the sessions and batches already copied are kept",
+        "hint: run the same command again to resume"]
+    monkeypatch.setattr(PostgresBackend, "append_batch", append)
+    assert _ids(pg) == ["demo"]
+    code, out, err = _run("copy", demo, pg, "--batch-size", "10")
+    assert (code, err) == (0, "")  # the lease of the interrupted copy was released
+    assert out.splitlines() == [
+        "demo: appended 240 event(s) to the 30 already in DST",
+        "demo-fork: copied 174 event(s)",
+        "copied 2 session(s) (414 event(s)), 0 up to date; verified",
+    ]
+    for sid in ("demo", "demo-fork"):
+        assert _lines_of(_export(sid, pg)) == _lines_of(_export(sid, demo))
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_a_second_copy_finds_everything_up_to_date(demo: str, places: Places,
+                                                   kind: str) -> None:
+    db = STORE_URLS[kind](places, "copy")
     assert _run("copy", demo, db)[0] == 0
     code, out, err = _run("copy", demo, db)
     assert (code, err) == (0, "")
@@ -134,11 +264,13 @@ def test_a_second_copy_finds_everything_up_to_date(demo: str, tmp_path: Path) ->
     ]
 
 
-def test_reference_logs_copy_between_every_kind_of_store(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", list(STORE_URLS))
+def test_reference_logs_go_through_every_kind_of_store_and_back(places: Places,
+                                                                 kind: str) -> None:
     from dsh_session_core._logfile import parse_header
     from dsh_session_core._persist_paths import log_path
 
-    src = tmp_path / "src"
+    src = places.tmp / "src"
     logs = sorted((upstream_dir() / "fixtures").rglob("*.jsonl"))
     placed: dict[str, bytes] = {}
     for log in logs:
@@ -153,16 +285,22 @@ def test_reference_logs_copy_between_every_kind_of_store(tmp_path: Path) -> None
         placed[header.id] = data
     assert len(placed) >= 20
     previous = str(src)
-    for i, kind in enumerate([*STORE_URLS, "jsonl"]):
-        url = STORE_URLS[kind](tmp_path, f"hop-{i}")
+    for i, hop in enumerate([kind, "jsonl"]):
+        url = STORE_URLS[hop](places, f"hop-{i}")
         code, out, err = _run("copy", previous, url, "--json")
         doc = json.loads(out)
         assert (code, err, doc["ok"]) == (0, "", True), doc
+        assert "copied" in doc["byStatus"]
         assert set(doc["byStatus"]) <= {"copied", "empty"}
         previous = url
     for sid, data in placed.items():
         if data.count(b"\n") > 1:  # a session with an event (the others are not stored)
-            assert _export(sid, previous) == _export(sid, str(src)), sid
+            # In this process: a subprocess per export would cost ~0.2 s each.
+            there, here = _run_raw("export", sid, "--store", previous), _run_raw(
+                "export", sid, "--store", str(src))
+            assert there[0] == here[0] == 0, (sid, there[2], here[2])
+            assert there[1] == here[1], sid
+            assert there[1].count(b"\n") == data.count(b"\n"), sid
 
 
 # --- resuming ---------------------------------------------------------------------------
@@ -216,11 +354,11 @@ def test_a_diverged_session_is_refused_and_left_as_it_is(demo: str, tmp_path: Pa
 
 
 @pytest.mark.parametrize("kind", list(STORE_URLS))
-def test_a_session_a_writer_holds_in_dst_is_skipped(demo: str, tmp_path: Path,
+def test_a_session_a_writer_holds_in_dst_is_skipped(demo: str, places: Places,
                                                     kind: str) -> None:
     from dsh_session_core._persist_store import backend_for
 
-    dst = STORE_URLS[kind](tmp_path, "dst")
+    dst = STORE_URLS[kind](places, "dst")
     writer = backend_for(dst)
     header = SessionHeader(version=0, id="demo-fork", created_at=0, cwd="/demo/workspace")
     held = writer.acquire(header)
@@ -274,8 +412,54 @@ def test_a_missing_source_is_refused_and_nothing_is_created(tmp_path: Path) -> N
         "hint: `dsh-session ls --store SRC` lists the sessions of SRC"]
 
 
-def test_a_dry_run_says_what_it_would_do_and_creates_nothing(demo: str, tmp_path: Path) -> None:
-    db = STORE_URLS["sqlite"](tmp_path, "copy")
+def _has_tables(url: str) -> bool:
+    """Whether the database holds dsh-session's tables (opening a backend makes them)."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT to_regclass('dsh_session_schema') IS NOT NULL").fetchone()
+    return bool(row and row[0])
+
+
+def test_a_postgresql_database_without_a_store_is_no_source_and_stays_so(
+    places: Places,
+) -> None:
+    empty = STORE_URLS["postgresql"](places, "empty")
+    code, out, err = _run("copy", empty, str(places.tmp / "dst"))
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        f"dsh-session: no store at {empty} (the database holds no dsh-session tables)",
+        "hint: check SRC: the database the sessions were written to"]
+    assert not _has_tables(empty)
+    assert os.listdir(places.tmp) == []
+
+
+def test_two_urls_of_one_postgresql_database_are_the_same_store_and_no_password_shows(
+    demo: str, places: Places
+) -> None:
+    from urllib.parse import urlsplit
+
+    url = STORE_URLS["postgresql"](places, "one")
+    assert _run("copy", demo, url)[0] == 0
+    parts = urlsplit(url)
+    secret = f"postgres://{parts.username}:s3cret@{parts.hostname}:{parts.port}{parts.path}"
+    code, out, err = _run("copy", url, secret)
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [
+        f"dsh-session: SRC and DST are the same store ({url} and "
+        f"postgres://{parts.username}@{parts.hostname}:{parts.port}{parts.path})",
+        "hint: copy into another folder or database"]
+    code, out, err = _run("copy", secret, str(places.tmp / "dst"), "--json", "--no-verify")
+    assert (code, err) == (0, "")
+    assert "s3cret" not in out
+    assert json.loads(out)["source"] == secret.replace(":s3cret", "")
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_a_dry_run_says_what_it_would_do_and_creates_nothing(
+    demo: str, places: Places, kind: str
+) -> None:
+    db = STORE_URLS[kind](places, "copy")
     code, out, err = _run("copy", demo, db, "--dry-run")
     assert (code, err) == (0, "")
     assert out.splitlines() == [
@@ -283,7 +467,9 @@ def test_a_dry_run_says_what_it_would_do_and_creates_nothing(demo: str, tmp_path
         "demo-fork: would copy 174 event(s)",
         "would copy 2 session(s) (444 event(s)), 0 up to date (dry run: nothing was written)",
     ]
-    assert os.listdir(tmp_path) == []
+    assert os.listdir(places.tmp) == []
+    if kind == "postgresql":
+        assert not _has_tables(db)
 
 
 def test_json_reports_every_session(demo: str, tmp_path: Path) -> None:
@@ -331,8 +517,9 @@ class _Terminal(io.StringIO):
         return True
 
 
+@pytest.mark.parametrize("kind", ["jsonl", "postgresql"])
 def test_a_terminal_shows_a_progress_bar_and_it_is_erased(
-    demo: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    demo: str, places: Places, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
     from dsh_session_core._cli import main
 
@@ -342,7 +529,7 @@ def test_a_terminal_shows_a_progress_bar_and_it_is_erased(
     raw = io.BytesIO()
     out = io.TextIOWrapper(raw, encoding="utf-8")
     with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exit_:
-        main(["copy", demo, str(tmp_path / "dst"), "--batch-size", "100"])
+        main(["copy", demo, STORE_URLS[kind](places, "dst"), "--batch-size", "100"])
     assert exit_.value.code == 0
     drawn = terminal.getvalue()
     assert "\rcopying 1/2 demo [" in drawn

@@ -2,12 +2,14 @@
 the copies (the rules are :mod:`._copy`'s).
 
 SRC and DST are store URLs, as ``--store`` takes them elsewhere: a folder (JSONL),
-``jsonl:///path`` or ``sqlite:///path.db``; ``memory:`` is refused (nothing outlives
-the process). SRC must exist and is only read; DST is created when missing (a dry run
-creates nothing). Each session gets one line on stdout as it is done (a failure: one
-line on stderr), then a summary line, with one ``hint:`` line per kind of failure;
-``--json`` prints one document instead. On a terminal, stderr shows a progress bar
-(events of the session being copied, and which session of how many).
+``jsonl:///path``, ``sqlite:///path.db`` or ``postgresql://user@host/dbname``;
+``memory:`` is refused (nothing outlives the process). SRC must exist (for PostgreSQL: a
+database holding dsh-session's tables) and is only read; DST is created when missing (a
+dry run creates nothing). A PostgreSQL URL is shown without its password. Each session
+gets one line on stdout as it is done (a failure: one line on stderr), then a summary
+line, with one ``hint:`` line per kind of failure; ``--json`` prints one document
+instead. On a terminal, stderr shows a progress bar (events of the session being
+copied, and which session of how many).
 
 Exit codes: 0 every session is (or, with ``--dry-run``, would be) complete in DST; 1 a
 session was refused (diverged, locked, failed, mismatch, missing), SRC does not exist,
@@ -45,7 +47,35 @@ _HINTS: dict[CopyStatus, str] = {
 }
 
 
-_URL_HINT = "SRC and DST are stores: a folder, jsonl:///path or sqlite:///path.db"
+_URL_HINT = ("SRC and DST are stores: a folder, jsonl:///path, sqlite:///path.db or "
+             "postgresql://user@host/dbname")
+
+
+def _shown(url: str) -> str:
+    """A store URL for messages and reports: a PostgreSQL one without its password."""
+    if url.partition(":")[0] in ("postgresql", "postgres"):
+        from ._persist_postgres import _redacted
+
+        return _redacted(url)
+    return url
+
+
+def _postgresql_store_exists(url: str) -> bool | None:
+    """Whether the database a ``postgresql://`` URL names holds dsh-session's tables,
+    found without creating them (opening the backend would). ``None`` for another kind
+    of URL, or when the server does not answer (opening the backend then says why)."""
+    if url.partition(":")[0] not in ("postgresql", "postgres"):
+        return None
+    try:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+            # The backend's schema-version table, made with the others on first open.
+            row = conn.execute("SELECT to_regclass('dsh_session_schema') IS NOT NULL"
+                               ).fetchone()
+    except Exception:
+        return None
+    return bool(row and row[0])
 
 
 def _opened(url: str, *, must_exist: bool) -> Backend:
@@ -63,12 +93,16 @@ def _opened(url: str, *, must_exist: bool) -> Backend:
 def _open_source(url: str) -> Backend:
     import os
 
+    if _postgresql_store_exists(url) is False:  # opening it would create the tables
+        msg = f"no store at {_shown(url)} (the database holds no dsh-session tables)"
+        raise Failure(msg, hint="check SRC: the database the sessions were written to")
     backend = _opened(url, must_exist=True)  # a missing SQLite file: it would be created
     root = getattr(backend, "root", None)
     if isinstance(root, str) and not os.path.isdir(root):
         backend.close()
         msg = f"no store at {url} (no folder {root})"
-        raise Failure(msg, hint="check SRC: a folder, jsonl:///path or sqlite:///path.db")
+        raise Failure(msg, hint="check SRC: a folder, jsonl:///path, sqlite:///path.db or "
+                                "postgresql://user@host/dbname")
     return backend
 
 
@@ -86,8 +120,8 @@ def _missing_sqlite(url: str) -> bool:
 
 
 def _open_destination(url: str, dry_run: bool) -> Backend:
-    if dry_run and _missing_sqlite(url):
-        # A dry run creates nothing: the database it would create is empty.
+    if dry_run and (_missing_sqlite(url) or _postgresql_store_exists(url) is False):
+        # A dry run creates nothing: the store it would create is empty.
         from ._persist_memory import MemoryBackend
 
         return MemoryBackend()
@@ -168,7 +202,8 @@ def _copy(args: argparse.Namespace) -> int:
         dst = _open_destination(args.dst, args.dry_run)
         try:
             if same_store(src, dst):
-                msg = f"SRC and DST are the same store ({args.src} and {args.dst})"
+                msg = (f"SRC and DST are the same store ({_shown(args.src)} and "
+                       f"{_shown(args.dst)})")
                 raise Failure(msg, EXIT_USAGE, hint="copy into another folder or database")
             report = _run(args, src, dst, reg)
         finally:
@@ -180,10 +215,11 @@ def _copy(args: argparse.Namespace) -> int:
             if s.status == "failed" and s.cause is not None:
                 raise s.cause
     if args.json:
-        out_json({"source": args.src, "destination": args.dst, **report.to_wire()})
+        out_json({"source": _shown(args.src), "destination": _shown(args.dst),
+                  **report.to_wire()})
         return EXIT_OK if report.ok else EXIT_REJECTED
     if not report.sessions:
-        out_text(f"no sessions in {printable(args.src)}: nothing to copy\n")
+        out_text(f"no sessions in {printable(_shown(args.src))}: nothing to copy\n")
         return EXIT_OK
     out_text(_summary(report))
     style = Style.for_stream(sys.stderr)
@@ -228,7 +264,7 @@ def _run(
         raise Failure(msg, hint="run the same command again to resume") from None
     except OSError as exc:
         bar.erase()
-        msg = f"cannot list the sessions of {args.src}: {exc.strerror or exc}"
+        msg = f"cannot list the sessions of {_shown(args.src)}: {exc.strerror or exc}"
         raise Failure(msg) from exc
     finally:
         bar.erase()
@@ -244,7 +280,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                     "overwritten. Each copy is loaded back and checked against SRC.",
     )
     copy.add_argument("src", metavar="SRC",
-                      help="the store to read: a folder, jsonl:///path or sqlite:///path.db")
+                      help="the store to read: a folder, jsonl:///path, sqlite:///path.db "
+                           "or postgresql://user@host/dbname")
     copy.add_argument("dst", metavar="DST",
                       help="the store to write (created when missing)")
     copy.add_argument("--session", action="append", dest="session_ids", metavar="ID",

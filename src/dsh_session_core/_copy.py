@@ -1,9 +1,9 @@
 """Copying sessions from one store to another, resumably, and checking the copies.
 
 :func:`copy_sessions` copies every session of a source backend (or the ids it is given)
-into a destination backend of any kind (JSONL, SQLite, memory, or a third-party one),
-and returns a :class:`CopyReport` with one :class:`SessionCopy` per session. It is what
-``dsh-session copy`` runs. The rules:
+into a destination backend of any kind (JSONL, SQLite, PostgreSQL, memory, or a
+third-party one), and returns a :class:`CopyReport` with one :class:`SessionCopy` per
+session. It is what ``dsh-session copy`` runs. The rules:
 
 - **The source is only read.** Each session is read with ``load_stored`` (its torn tail
   is left alone, never repaired: only the valid prefix is copied); no writer lock is
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, Final, Literal, TypeAlias
 
@@ -204,11 +205,15 @@ class _Mismatch(_Refused):
 def same_store(a: Backend, b: Backend) -> bool:
     """Whether two backends are the same store: the same object, or two backends of
     one kind whose logs live in the same place (the same folder or database file, the
-    same database URL). Two in-memory backends are two stores."""
+    same PostgreSQL database however its URL is spelt). Two in-memory backends are two
+    stores."""
     if a is b:
         return True
     if type(a) is not type(b):
         return False
+    database_a, database_b = _postgresql_database(a), _postgresql_database(b)
+    if database_a is not None and database_b is not None:
+        return database_a == database_b
     probe = SessionHeader(version=0, id="same-store-probe", created_at=0)
     where_a, where_b = a.location(probe), b.location(probe)
     if where_a in ("memory:", ":memory:"):
@@ -216,6 +221,40 @@ def same_store(a: Backend, b: Backend) -> bool:
     if os.path.isabs(where_a) and os.path.isabs(where_b):
         return os.path.realpath(where_a) == os.path.realpath(where_b)
     return where_a == where_b
+
+
+_LOOPBACK: Final = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def _postgresql_database(backend: Backend) -> tuple[str, ...] | None:
+    """Which database a PostgreSQL backend's connection string names, whatever its
+    spelling: ``postgres://`` or ``postgresql://``, a URL or libpq keywords, with a
+    password or without, other connection settings, libpq's defaults written out or
+    left out, ``localhost``, ``127.0.0.1`` or ``::1``. ``None`` for another backend, or
+    a string libpq cannot parse (then the locations are compared as they are)."""
+    module = sys.modules.get("dsh_session_core._persist_postgres")
+    if module is None or not isinstance(backend, module.PostgresBackend):
+        return None  # the module is loaded as soon as one such backend exists
+    try:
+        from psycopg import pq
+        from psycopg.conninfo import conninfo_to_dict
+
+        params = conninfo_to_dict(backend.url)
+        defaults = {o.keyword.decode(): (o.val or b"").decode()
+                    for o in pq.Conninfo.get_defaults()}
+    except Exception:
+        return None
+
+    def param(name: str) -> str:
+        value = params.get(name)
+        return str(value) if value not in (None, "") else defaults.get(name, "")
+
+    hosts = ",".join("localhost" if h in _LOOPBACK else h for h in param("host").split(","))
+    user = param("user")
+    # What picks the server, the database, and the schema in it (the search_path can be
+    # set in options): not the password, timeouts, TLS or application name.
+    return (param("service"), hosts, param("hostaddr"), param("port"), user,
+            param("dbname") or user, param("options"))
 
 
 def copy_sessions(

@@ -1,7 +1,8 @@
 """``copy_sessions``: copying sessions between stores of any kind, resumably, checked.
 
 Every test runs over the kinds of store in ``STORES`` (a new backend is tested by adding
-one entry): a factory that opens a backend over the storage named ``name`` of one test.
+one entry): a factory that opens a backend over the storage named ``name`` of one test,
+in the test's :class:`Places`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import itertools
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -21,6 +22,7 @@ from conftest import upstream_dir
 from dsh_session_core import (
     JsonlBackend,
     MemoryBackend,
+    PostgresBackend,
     Session,
     SessionHeader,
     SqliteBackend,
@@ -39,22 +41,80 @@ from dsh_session_core._persist_base import Backend
 from dsh_session_core._persist_paths import log_path
 from dsh_session_core.errors import SessionLockedError
 
+if TYPE_CHECKING:
+    from pg_support import Databases
+
 REG = core_registry()
 
-Opener = Callable[[Path, str], Backend]
+B = TypeVar("B", bound=Backend)
 
-#: The kinds of store, each a factory opening a backend over storage ``name`` in a
-#: test's folder (a memory store lives in the one backend object the factory keeps).
+
+class Places:
+    """Where one test's stores live: files under ``tmp``, one memory backend per name,
+    one PostgreSQL database per name (made on first use, by ``make_database``), and the
+    backends the openers made, closed by :meth:`close` (a psycopg connection left open
+    would end the test with an unraisable warning)."""
+
+    def __init__(self, tmp: Path, make_database: Callable[[str], str]) -> None:
+        self.tmp = tmp
+        self._make_database = make_database
+        self._databases: dict[str, str] = {}
+        self._memories: dict[str, MemoryBackend] = {}
+        self._opened: list[Backend] = []
+
+    def database(self, name: str) -> str:
+        """The URL of database ``name``: a new one the first time, then the same."""
+        if name not in self._databases:
+            self._databases[name] = self._make_database(name)
+        return self._databases[name]
+
+    def memory(self, name: str) -> MemoryBackend:
+        """The memory store ``name``: it lives in one backend object."""
+        return self._memories.setdefault(name, MemoryBackend())
+
+    def opened(self, backend: B) -> B:
+        """``backend``, closed with the others by :meth:`close`."""
+        self._opened.append(backend)
+        return backend
+
+    def close(self) -> None:
+        while self._opened:
+            self._opened.pop().close()
+
+
+Opener = Callable[[Places, str], Backend]
+
+#: The kinds of store, each a factory opening a backend over storage ``name`` of a test:
+#: a folder, a file, a memory backend or a database of its :class:`Places`.
 STORES: dict[str, Opener] = {
-    "jsonl": lambda tmp, name: JsonlBackend(tmp / name),
-    "sqlite": lambda tmp, name: SqliteBackend(tmp / f"{name}.db"),
-    "memory": lambda tmp, name: _memory(tmp, name),
+    "jsonl": lambda at, name: at.opened(JsonlBackend(at.tmp / name)),
+    "sqlite": lambda at, name: at.opened(SqliteBackend(at.tmp / f"{name}.db")),
+    "memory": lambda at, name: at.memory(name),
+    "postgresql": lambda at, name: at.opened(PostgresBackend(at.database(name))),
 }
-_MEMORIES: dict[tuple[Path, str], MemoryBackend] = {}
 
 
-def _memory(tmp: Path, name: str) -> MemoryBackend:
-    return _MEMORIES.setdefault((tmp, name), MemoryBackend())
+@pytest.fixture
+def places(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Places]:
+    """The test's :class:`Places`: a PostgreSQL store asks for the test server only
+    when the test opens one (so the other kinds run without it), and its databases are
+    dropped after the test, once every backend is closed."""
+    made: list[str] = []
+
+    def make_database(name: str) -> str:
+        databases: Databases = request.getfixturevalue("postgresql_databases")
+        made.append(databases.create(f"copy {name}"))
+        return made[-1]
+
+    at = Places(tmp_path, make_database)
+    try:
+        yield at
+    finally:
+        at.close()
+        if made:
+            dropping: Databases = request.getfixturevalue("postgresql_databases")
+            for url in made:
+                dropping.drop(url)
 
 
 PAIRS = [pytest.param(a, b, id=f"{a}-to-{b}") for a, b in itertools.product(STORES, STORES)]
@@ -96,21 +156,15 @@ def _stored(backend: Backend, session_id: str) -> StoredLog:
     return stored
 
 
-@pytest.fixture(autouse=True)
-def _fresh_memories() -> Iterator[None]:
-    yield
-    _MEMORIES.clear()
-
-
 # --- copying ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("src_kind", "dst_kind"), PAIRS)
 def test_every_session_is_copied_with_its_header_and_events(
-    tmp_path: Path, src_kind: str, dst_kind: str
+    places: Places, src_kind: str, dst_kind: str
 ) -> None:
-    src = STORES[src_kind](tmp_path, "src")
-    dst = STORES[dst_kind](tmp_path, "dst")
+    src = STORES[src_kind](places, "src")
+    dst = STORES[dst_kind](places, "dst")
     logs = {
         "a": _log("a", 2),
         "b": _log("b", 1, cwd=None),
@@ -238,12 +292,12 @@ class _Crashing:
 
 
 @pytest.mark.parametrize("dst_kind", list(STORES))
-def test_a_copy_cut_short_resumes_where_it_stopped(tmp_path: Path, dst_kind: str) -> None:
+def test_a_copy_cut_short_resumes_where_it_stopped(places: Places, dst_kind: str) -> None:
     src = MemoryBackend()
     header, events = _log("long", 5)
     _store(src, header, events)
     _store(src, *_log("next", 1))
-    dst = STORES[dst_kind](tmp_path, "dst")
+    dst = STORES[dst_kind](places, "dst")
     crashing: Any = _Crashing(dst, batches=2)
     first = copy_sessions(src, crashing, registry=REG, batch_size=7)
     failed, other = first.sessions
@@ -260,31 +314,45 @@ def test_a_copy_cut_short_resumes_where_it_stopped(tmp_path: Path, dst_kind: str
     assert _lines(_stored(dst, "long").events) == _lines(events)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_EXAMPLES = itertools.count()
+
+
+# One test per kind of store (so that without a PostgreSQL server only that one skips).
+# The fixture is the test's, not an example's (hence the suppressed health check): each
+# example gets a folder of its own, but they all share the test's one database (one per
+# example would add ~40 ms each), each example under a session id of its own, so that
+# each starts from an empty destination all the same.
+@pytest.mark.parametrize("kind", list(STORES))
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(
     turns=st.integers(1, 6),
     open_turn=st.booleans(),
     cut=st.floats(0, 1),
     batch=st.integers(1, 9),
-    kind=st.sampled_from(list(STORES)),
 )
 def test_any_stored_prefix_is_completed(
-    turns: int, open_turn: bool, cut: float, batch: int, kind: str
+    places: Places, kind: str, turns: int, open_turn: bool, cut: float, batch: int
 ) -> None:
-    header, events = _log("s", turns, open_turn=open_turn)
+    sid = f"s{next(_EXAMPLES)}"
+    header, events = _log(sid, turns, open_turn=open_turn)
     k = int(cut * len(events))
     with tempfile.TemporaryDirectory() as tmp:
-        src, dst = MemoryBackend(), STORES[kind](Path(tmp), "dst")
-        _store(src, header, events)
-        if k:
-            _store(dst, header, events[:k])
-        (result,) = copy_sessions(src, dst, registry=REG, batch_size=batch).sessions
-        expected = "copied" if k == 0 else "up-to-date" if k == len(events) else "resumed"
-        assert (result.status, result.existing, result.copied) == (
-            expected, k, len(events) - k)
-        assert result.verified
-        assert _lines(_stored(dst, "s").events) == _lines(events)
-        dst.close()
+        at = Places(Path(tmp), places.database)
+        try:
+            src, dst = MemoryBackend(), STORES[kind](at, "dst")
+            assert dst.load_stored(sid, REG) is None
+            _store(src, header, events)
+            if k:
+                _store(dst, header, events[:k])
+            (result,) = copy_sessions(src, dst, registry=REG, batch_size=batch).sessions
+            expected = "copied" if k == 0 else "up-to-date" if k == len(events) else "resumed"
+            assert (result.status, result.existing, result.copied) == (
+                expected, k, len(events) - k)
+            assert result.verified
+            assert _lines(_stored(dst, sid).events) == _lines(events)
+        finally:
+            at.close()
 
 
 def test_a_torn_destination_tail_is_cut_before_the_rest_is_appended(tmp_path: Path) -> None:
@@ -304,9 +372,9 @@ def test_a_torn_destination_tail_is_cut_before_the_rest_is_appended(tmp_path: Pa
 
 @pytest.mark.parametrize("dst_kind", list(STORES))
 def test_a_diverged_destination_is_refused_and_left_untouched(
-    tmp_path: Path, dst_kind: str
+    places: Places, dst_kind: str
 ) -> None:
-    src, dst = MemoryBackend(), STORES[dst_kind](tmp_path, "dst")
+    src, dst = MemoryBackend(), STORES[dst_kind](places, "dst")
     header, events = _log("x", 2)
     _store(src, header, events)
     _store(src, *_log("y", 1))
@@ -343,33 +411,36 @@ def test_a_destination_with_another_header_or_more_events_diverges(tmp_path: Pat
     assert result.error == "the destination holds 12 events, more than the 6 the source holds"
 
 
-@pytest.mark.parametrize("dst_kind", ["jsonl", "sqlite"])
-def test_a_session_locked_in_the_destination_is_skipped(tmp_path: Path, dst_kind: str) -> None:
+@pytest.mark.parametrize("dst_kind", ["jsonl", "sqlite", "postgresql"])
+def test_a_session_locked_in_the_destination_is_skipped(places: Places, dst_kind: str) -> None:
     src = MemoryBackend()
     header, events = _log("busy", 1)
     _store(src, header, events)
     _store(src, *_log("free", 1))
-    writer = STORES[dst_kind](tmp_path, "dst")  # another process, as far as locks go
+    writer = STORES[dst_kind](places, "dst")  # another process, as far as locks go
     held = writer.acquire(header)
     try:
-        report = copy_sessions(src, STORES[dst_kind](tmp_path, "dst"), registry=REG)
+        report = copy_sessions(src, STORES[dst_kind](places, "dst"), registry=REG)
         busy, free = report.sessions
         assert busy.status == "locked"
         assert busy.copied == 0
         assert isinstance(busy.cause, SessionLockedError)
-        assert busy.error is not None
-        assert busy.error.startswith(
-            "another writer holds its lock in the destination (lock ")
+        assert busy.error == (
+            f"another writer holds its lock in the destination ({busy.cause.holder})")
+        assert busy.cause.holder.startswith("lease " if dst_kind == "postgresql" else "lock ")
         assert free.status == "copied"
     finally:
         held.release()
-    (busy,) = copy_sessions(src, STORES[dst_kind](tmp_path, "dst"), ["busy"],
+    (busy,) = copy_sessions(src, STORES[dst_kind](places, "dst"), ["busy"],
                             registry=REG).sessions
     assert busy.status == "copied"
 
 
-def test_a_value_the_destination_cannot_store_fails_that_session_only(tmp_path: Path) -> None:
-    src, dst = MemoryBackend(), SqliteBackend(tmp_path / "dst.db")
+@pytest.mark.parametrize("dst_kind", ["sqlite", "postgresql"])
+def test_a_value_the_destination_cannot_store_fails_that_session_only(
+    places: Places, dst_kind: str
+) -> None:
+    src, dst = MemoryBackend(), STORES[dst_kind](places, "dst")
     odd = [dict(e, time=1.5) if e["seq"] == 2 else e for e in ONE_TURN]
     _store(src, meta("odd", "/w"), Session("odd", odd, registry=REG).events)
     _store(src, *_log("fine", 1))
@@ -400,6 +471,38 @@ def test_the_same_store_is_refused(tmp_path: Path) -> None:
     assert not same_store(jsonl, SqliteBackend(tmp_path / "s.db"))
     with pytest.raises(ValueError, match="batch_size must be at least 1, got 0"):
         copy_sessions(MemoryBackend(), MemoryBackend(), batch_size=0)
+
+
+def test_one_postgresql_database_is_the_same_store_however_its_url_is_spelt(
+    places: Places,
+) -> None:
+    from urllib.parse import urlsplit
+
+    url = places.database("one")
+    parts = urlsplit(url)
+    assert parts.scheme == "postgresql"
+    assert parts.hostname == "127.0.0.1"  # the test server, as pg_support spells it
+    user, host, port, dbname = parts.username, parts.hostname, parts.port, parts.path[1:]
+    one = STORES["postgresql"](places, "one")
+    spellings = [
+        url,
+        f"postgresql://{user}:not-needed@{host}:{port}/{dbname}",  # a password
+        f"postgres://{user}@{host}:{port}/{dbname}",  # the other scheme
+        f"postgres://{user}:x@localhost:{port}/{dbname}",  # a loopback name
+        f"{url}?application_name=other&connect_timeout=5&password=y",  # other settings
+        f"host={host} port={port} dbname={dbname} user={user}",  # libpq keywords
+    ]
+    for spelling in spellings:
+        other = places.opened(PostgresBackend(spelling))
+        assert same_store(one, other), spelling
+        with pytest.raises(ValueError, match="are the same store"):
+            copy_sessions(one, other, registry=REG)
+    two = STORES["postgresql"](places, "two")
+    assert not same_store(one, two)  # another database of the same server
+    assert not same_store(one, STORES["memory"](places, "one"))
+    assert not same_store(one, STORES["sqlite"](places, "one"))
+    _store(one, *_log("p", 1))
+    assert copy_sessions(one, two, registry=REG).ok
 
 
 def test_a_dry_run_writes_nothing_and_takes_no_lock(tmp_path: Path) -> None:
@@ -520,13 +623,15 @@ def _reference_stores(tmp: Path) -> list[tuple[JsonlBackend, list[Path]]]:
     return [(backend, logs) for backend, _, logs in stores]
 
 
-def test_every_reference_log_survives_jsonl_to_sqlite_to_jsonl_byte_for_byte(
-    tmp_path: Path,
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_every_reference_log_survives_a_trip_through_a_database_byte_for_byte(
+    places: Places, kind: str
 ) -> None:
+    tmp_path = places.tmp
     statuses: dict[str, int] = {}
     compared = 0
     for i, (store, _) in enumerate(_reference_stores(tmp_path)):
-        db = SqliteBackend(tmp_path / f"copy-{i}.db")
+        db = STORES[kind](places, f"copy-{i}")
         back = JsonlBackend(tmp_path / f"back-{i}")
         there = copy_sessions(store, db, registry=REG)
         home = copy_sessions(db, back, registry=REG)
