@@ -428,8 +428,8 @@ def test_a_postgresql_database_without_a_store_is_no_source_and_stays_so(
     code, out, err = _run("copy", empty, str(places.tmp / "dst"))
     assert (code, out) == (1, "")
     assert err.splitlines() == [
-        f"dsh-session: no store at {empty} (the database holds no dsh-session tables)",
-        "hint: check SRC: the database the sessions were written to"]
+        f"dsh-session: no dsh-session store at {empty} (the database has no tables)",
+        "hint: check the URL: the database the sessions were written to"]
     assert not _has_tables(empty)
     assert os.listdir(places.tmp) == []
 

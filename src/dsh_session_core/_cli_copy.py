@@ -60,24 +60,6 @@ def _shown(url: str) -> str:
     return url
 
 
-def _postgresql_store_exists(url: str) -> bool | None:
-    """Whether the database a ``postgresql://`` URL names holds dsh-session's tables,
-    found without creating them (opening the backend would). ``None`` for another kind
-    of URL, or when the server does not answer (opening the backend then says why)."""
-    if url.partition(":")[0] not in ("postgresql", "postgres"):
-        return None
-    try:
-        import psycopg
-
-        with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
-            # The backend's schema-version table, made with the others on first open.
-            row = conn.execute("SELECT to_regclass('dsh_session_schema') IS NOT NULL"
-                               ).fetchone()
-    except Exception:
-        return None
-    return bool(row and row[0])
-
-
 def _opened(url: str, *, must_exist: bool) -> Backend:
     """The store's backend; a bad URL is a usage error that says what a URL is."""
     from ._cli_source import open_backend
@@ -93,10 +75,8 @@ def _opened(url: str, *, must_exist: bool) -> Backend:
 def _open_source(url: str) -> Backend:
     import os
 
-    if _postgresql_store_exists(url) is False:  # opening it would create the tables
-        msg = f"no store at {_shown(url)} (the database holds no dsh-session tables)"
-        raise Failure(msg, hint="check SRC: the database the sessions were written to")
-    backend = _opened(url, must_exist=True)  # a missing SQLite file: it would be created
+    # must_exist: a missing SQLite file or PostgreSQL store would be created.
+    backend = _opened(url, must_exist=True)
     root = getattr(backend, "root", None)
     if isinstance(root, str) and not os.path.isdir(root):
         backend.close()
@@ -120,12 +100,25 @@ def _missing_sqlite(url: str) -> bool:
 
 
 def _open_destination(url: str, dry_run: bool) -> Backend:
-    if dry_run and (_missing_sqlite(url) or _postgresql_store_exists(url) is False):
-        # A dry run creates nothing: the store it would create is empty.
-        from ._persist_memory import MemoryBackend
+    if dry_run and _missing_sqlite(url):
+        return _nothing_yet()
+    if dry_run and url.partition(":")[0] in ("postgresql", "postgres"):
+        from .errors import StoreNotFoundError
 
-        return MemoryBackend()
+        try:
+            from ._persist_postgres import PostgresBackend
+
+            return PostgresBackend(url, create=False)
+        except StoreNotFoundError:
+            return _nothing_yet()
     return _opened(url, must_exist=False)
+
+
+def _nothing_yet() -> Backend:
+    """A dry run creates nothing: the store it would create is empty."""
+    from ._persist_memory import MemoryBackend
+
+    return MemoryBackend()
 
 
 class _Bar:

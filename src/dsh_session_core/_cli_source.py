@@ -262,11 +262,11 @@ def open_backend(url: str, *, must_exist: bool = True) -> Backend:
 
     :raises Failure: a bad URL (usage), a ``memory:`` store (nothing outlives its
         process, so there is nothing to read and nowhere to fork to), a database that
-        cannot be opened, or, with ``must_exist``, a SQLite file that does not exist
-        (opening it would create it).
+        cannot be opened, or, with ``must_exist``, a SQLite file or a PostgreSQL store
+        that does not exist (opening it would create it).
     """
     from ._persist_store import backend_for
-    from .errors import DshSessionError
+    from .errors import DshSessionError, StoreNotFoundError
 
     scheme, sep, rest = url.partition(":")
     if sep and scheme == "memory":
@@ -278,7 +278,14 @@ def open_backend(url: str, *, must_exist: bool = True) -> Backend:
             msg = f"no SQLite store at {url}"
             raise Failure(msg, hint="check the path: sqlite:///abs/path.db") from None
     try:
+        if sep and scheme in ("postgresql", "postgres") and must_exist:
+            from ._persist_postgres import PostgresBackend
+
+            return PostgresBackend(url, create=False)  # a reader leaves no tables behind
         return backend_for(url)
+    except StoreNotFoundError as exc:
+        raise Failure(str(exc), hint="check the URL: the database the sessions were "
+                                     "written to") from exc
     except ValueError as exc:  # an unknown scheme
         raise Failure(str(exc), EXIT_USAGE) from exc
     except (DshSessionError, OSError) as exc:  # e.g. another schema version

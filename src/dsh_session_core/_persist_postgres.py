@@ -52,7 +52,13 @@ from ._persist_sqlite import (
     scan_rows,
 )
 from ._registry import EventRegistry
-from .errors import LogFormatError, PersistenceError, SchemaVersionError, UnstorableError
+from .errors import (
+    LogFormatError,
+    PersistenceError,
+    SchemaVersionError,
+    StoreNotFoundError,
+    UnstorableError,
+)
 from .events import Event
 
 if TYPE_CHECKING:
@@ -299,6 +305,8 @@ class PostgresBackend:
 
     :param url: a libpq connection string or ``postgresql://`` URL.
     :param connect_timeout: seconds to wait for the server on each connect.
+    :param create: create the tables in a database that has none (else
+        :class:`StoreNotFoundError`: readers must not leave tables behind).
     :raises SchemaVersionError: the database holds another schema version.
     :raises PersistenceError: the database holds ``sessions``/``events`` tables that
         dsh-session did not make.
@@ -310,7 +318,7 @@ class PostgresBackend:
 
     name = "session-persistence-postgresql"
 
-    def __init__(self, url: str, *, connect_timeout: float = 10) -> None:
+    def __init__(self, url: str, *, connect_timeout: float = 10, create: bool = True) -> None:
         try:
             import psycopg  # noqa: F401
         except ImportError as exc:
@@ -326,7 +334,7 @@ class PostgresBackend:
         self._aidle = weakref.WeakKeyDictionary()  # event loop -> its idle connections
         self._conn = self._connect()
         try:
-            self._open_schema()
+            self._open_schema(create)
         except BaseException:
             self._conn.close()
             raise
@@ -349,7 +357,7 @@ class PostgresBackend:
 
         return psycopg.connect(self.url, **self._connect_args(application))
 
-    def _open_schema(self) -> None:
+    def _open_schema(self, create: bool) -> None:
         conn = self._conn
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK_KEY,))
@@ -358,6 +366,8 @@ class PostgresBackend:
                 " to_regclass('sessions') IS NOT NULL"
             ).fetchone() or (False, False)
             if not have_schema:
+                if not create:
+                    raise StoreNotFoundError(self.location_url, "the database has no tables")
                 if have_sessions:
                     msg = (
                         f"the database at {self.location_url} has a sessions table that "

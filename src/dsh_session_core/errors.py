@@ -53,6 +53,7 @@ __all__ = [
     "SessionExistsError",
     "SessionForkError",
     "SessionLockedError",
+    "StoreNotFoundError",
     "SurfaceError",
     "SurfaceIntentError",
     "ToolPairingError",
@@ -316,6 +317,18 @@ class SchemaVersionError(DshSessionError, RuntimeError):
         self.path = path
         self.version = version
         self.expected = expected
+
+
+class StoreNotFoundError(DshSessionError, LookupError):
+    """A store opened for reading only does not exist (opening it to write would have
+    created it).
+
+    :ivar location: where it was looked for (a database URL without its password).
+    """
+
+    def __init__(self, location: str, detail: str) -> None:
+        super().__init__(f"no dsh-session store at {location} ({detail})")
+        self.location = location
 
 
 class UnstorableError(DshSessionError, ValueError):

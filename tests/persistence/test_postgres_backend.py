@@ -21,6 +21,7 @@ from dsh_session_core.errors import (
     PersistenceError,
     SchemaVersionError,
     SessionLockedError,
+    StoreNotFoundError,
     UnstorableError,
 )
 from dsh_session_core.events import Event
@@ -104,6 +105,27 @@ def test_the_schema_is_the_references_tables_with_a_version(postgresql_url: str)
                                   "SELECT indexname FROM pg_indexes WHERE tablename = 'sessions'")}
     assert {"sessions_by_created_at", "sessions_by_cwd"} <= indexes
     assert _sql(postgresql_url, "SELECT version FROM dsh_session_schema") == [(SCHEMA_VERSION,)]
+
+
+def test_a_reader_finds_no_store_and_leaves_no_tables(postgresql_url: str) -> None:
+    with pytest.raises(StoreNotFoundError, match=r"^no dsh-session store at postgresql://")\
+            as info:
+        PostgresBackend(postgresql_url, create=False)
+    assert info.value.location.startswith("postgresql://")
+    assert _sql(postgresql_url, "SELECT to_regclass('dsh_session_schema')") == [(None,)]
+    PostgresBackend(postgresql_url).close()  # a writer creates it
+    PostgresBackend(postgresql_url, create=False).close()
+
+
+def test_ls_on_an_empty_database_says_so_and_writes_nothing(postgresql_url: str) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "dsh_session_core", "ls", "--store",
+                           postgresql_url], capture_output=True, text=True, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("dsh-session: no dsh-session store at postgresql://")
+    assert _sql(postgresql_url, "SELECT to_regclass('sessions')") == [(None,)]
 
 
 def test_opening_twice_keeps_the_schema(postgresql_url: str) -> None:
