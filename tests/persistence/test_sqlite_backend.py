@@ -233,6 +233,18 @@ def test_s67_a_file_database_defaults_to_wal(db: Path, opened: list[SqliteBacken
     assert execute(db, "PRAGMA journal_mode") == [("wal",)]  # persistent in the file
 
 
+def test_each_commit_syncs_the_wal_and_checkpoints_stay_automatic(
+    db: Path, opened: list[SqliteBackend]
+) -> None:
+    # A batch is on disk when append_batch returns: synchronous FULL (2), which in WAL
+    # mode fsyncs the WAL at every commit (NORMAL would not). The WAL is copied into
+    # the database every 1000 pages, so it is reused instead of growing (decisions.md).
+    backend = open_backend(opened, db)
+    put(backend, meta("j"), from_lines(ONE_TURN_LINES), False)
+    assert backend._conn.execute("PRAGMA synchronous").fetchone() == (2,)
+    assert backend._conn.execute("PRAGMA wal_autocheckpoint").fetchone() == (1000,)
+
+
 def test_s67_journal_mode_delete_leaves_no_wal_file(db: Path, opened: list[SqliteBackend]) -> None:
     backend = open_backend(opened, db, journal_mode="delete")
     assert backend.journal_mode == "delete"
