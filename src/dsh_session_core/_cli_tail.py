@@ -187,7 +187,7 @@ def _tail_sqlite(
     backend: SqliteBackend, session_id: str, url: str, n: int, follow: bool, emit: Emit
 ) -> int:
     from ._cli_source import not_found, warn
-    from ._persist_sqlite import _row_line
+    from ._persist_rows import _row_line
 
     conn = backend._conn  # read-only queries; autocommit, so each sees the latest commit
     if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:

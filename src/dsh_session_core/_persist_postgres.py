@@ -43,8 +43,9 @@ from typing import TYPE_CHECKING, Any, Final
 from ._decode import decode_body
 from ._header import SessionHeader
 from ._persist_base import SessionLockedError, StoredLog, WriterLock
-from ._persist_sqlite import (
-    _event_rows,
+from ._persist_rows import (
+    PARAMS_PER_ROW,
+    _event_params,
     _header_of,
     _header_row,
     _in_order,
@@ -114,7 +115,7 @@ _UPSERT_SESSION: Final = """
 # check (its insert waits for ours, then fails on the duplicate key).
 _INSERT_CHECKED: Final = """
     INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op)
-    SELECT %(sid)s, r.seq, r.type, r.time, r.data, r.src, r.op
+    SELECT %(sid)s, r.seq, r.type, r.time, r.data, nullif(r.src, ''), nullif(r.op, '')
     FROM unnest(%(seqs)s::bigint[], %(types)s::text[], %(times)s::bigint[],
                 %(datas)s::text[], %(srcs)s::text[], %(ops)s::text[])
          AS r(seq, type, time, data, src, op)
@@ -122,7 +123,7 @@ _INSERT_CHECKED: Final = """
           = %(before)s"""
 _INSERT_ROWS: Final = """
     INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op)
-    SELECT %(sid)s, r.seq, r.type, r.time, r.data, r.src, r.op
+    SELECT %(sid)s, r.seq, r.type, r.time, r.data, nullif(r.src, ''), nullif(r.op, '')
     FROM unnest(%(seqs)s::bigint[], %(types)s::text[], %(times)s::bigint[],
                 %(datas)s::text[], %(srcs)s::text[], %(ops)s::text[])
          AS r(seq, type, time, data, src, op)"""
@@ -234,23 +235,25 @@ class _Refused(Exception):
 
 def _columns(session_id: str, events: Sequence[Event]) -> tuple[_Columns, int]:
     """The batch as column arrays for ``unnest`` (checked before any transaction), and
-    the seq the stored log must end at for it to follow."""
-    rows = _event_rows(session_id, events)
-    _, seqs, types, times, datas, srcs, ops = (list(c) for c in zip(*rows, strict=True))
+    the seq the stored log must end at for it to follow. An absent optional column is
+    ``''`` (stored as NULL: JSON text is never empty)."""
+    params = _event_params(session_id, events, "PostgreSQL")
+    n = PARAMS_PER_ROW
+    seqs, types, times = params[0::n], params[1::n], params[2::n]
     for event_type in set(types):  # a batch has few distinct types
         _storable_text(session_id, f"the type {event_type!r}", event_type,
-                       seqs[types.index(event_type)])
+                       seqs[types.index(event_type)])  # type: ignore[arg-type]
     for prev, seq in itertools.pairwise(seqs):
-        if seq != prev + 1:
+        if seq != prev + 1:  # type: ignore[operator]
             msg = f'batch of session "{session_id}" is not contiguous at seq {seq}'
             raise PersistenceError(msg, session_id=session_id)
     columns = {"sid": session_id, "seqs": seqs, "types": types, "times": times,
-               "datas": datas, "srcs": srcs, "ops": ops}
-    return columns, seqs[0] - 1
+               "datas": params[3::n], "srcs": params[4::n], "ops": params[5::n]}
+    return columns, seqs[0] - 1  # type: ignore[operator]
 
 
 def _checked_header(header: SessionHeader) -> tuple[Any, ...]:
-    row = _header_row(header)
+    row = _header_row(header, "PostgreSQL")
     for name, value in (("the id", row[0]), ("the cwd", row[3]), ("the parent", row[4])):
         _storable_text(header.id, name, value, None)
     return row
@@ -275,9 +278,10 @@ class _Lease:
 
 def _same_rows(stored: Sequence[tuple[Any, ...]], columns: _Columns) -> bool:
     """Whether the stored rows are exactly the batch's."""
-    mine = builtins.list(zip(columns["seqs"], columns["types"], columns["times"],
-                             columns["datas"], columns["srcs"], columns["ops"], strict=True))
-    return [tuple(r) for r in stored] == mine
+    mine = zip(columns["seqs"], columns["types"], columns["times"], columns["datas"],
+               columns["srcs"], columns["ops"], strict=True)
+    return [tuple(r) for r in stored] == [(*row[:4], row[4] or None, row[5] or None)
+                                          for row in mine]
 
 
 def _conflict(session_id: str, last: int, first: int) -> PersistenceError:

@@ -1,0 +1,308 @@
+"""The row shape both database backends (SQLite, PostgreSQL) share with the reference.
+
+An event is a row of ``events(session_id, seq, type, time, data, source_event_seqs,
+surface_op)``, its JSON kept as the text the log holds; a header is a row of
+``sessions(id, version, created_at, cwd, parent_session, seed_length)``. This module
+turns events and headers into rows (checked before any transaction begins, so a value a
+column cannot hold fails the batch before anything is written), and rows back into log
+lines by the reference's scan rules (:func:`scan_rows`).
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections.abc import Iterable, Sequence
+from typing import Any, Final, NamedTuple, TypeAlias
+
+import msgspec
+from msgspec import UNSET
+
+from ._codec import ENCODER
+from ._header import SessionHeader
+from .errors import LogFormatError, UnstorableError
+from .events import Event, OpaqueEvent
+
+__all__ = ["PARAMS_PER_ROW", "Row", "RowScan", "scan_rows"]
+
+#: One ``events`` row as the scan reads it: ``(seq, type, time, data,
+#: source_event_seqs, surface_op)``, the JSON columns as their text.
+Row: TypeAlias = tuple[int, str, int, str, "str | None", "str | None"]
+
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+_WIRE_KEYS: Final = frozenset({"type", "seq", "time", "data", "sourceEventSeqs", "surfaceOp"})
+
+
+class RowScan(NamedTuple):
+    """What :func:`scan_rows` keeps of a session's rows.
+
+    :ivar lines: the log line of each preserved event (rows ``0..k-1``), no newline.
+    :ivar torn: ``k``, the seq from which the rows are a torn tail to delete, when
+        some rows are not preserved; else ``None``.
+    """
+
+    lines: list[bytes]
+    torn: int | None
+
+
+# --- reading --------------------------------------------------------------------------
+
+_generic = msgspec.json.Decoder()
+
+
+def _refuse_constant(name: str) -> Any:
+    msg = f"{name} is not JSON"
+    raise ValueError(msg)
+
+
+def _parses(text: str) -> bool:
+    """Whether ``text`` is one JSON value, as JavaScript's ``JSON.parse`` decides."""
+    try:
+        _generic.decode(text)
+    except msgspec.DecodeError:
+        # msgspec also refuses what JS accepts: lone surrogate escapes and numbers out
+        # of float range (``1e999`` is Infinity in JS). The stdlib parser accepts both,
+        # and with NaN/Infinity refused it refuses what JS refuses.
+        try:
+            json.loads(text, parse_constant=_refuse_constant)
+        except ValueError:  # JSONDecodeError, and the refused constants
+            return False
+    return True
+
+
+def _column(text: str) -> bytes:
+    # A column that parsed can hold a raw newline only as whitespace between tokens;
+    # a space keeps its meaning and keeps the log line on one line.
+    return text.replace("\n", " ").encode()
+
+
+def _row_line(row: Row) -> bytes:
+    seq, type_, time, data, sources, op = row
+    parts = [
+        b'{"type":', ENCODER.encode(type_), b',"seq":%d,"time":%d,"data":' % (seq, time),
+        _column(data),
+    ]
+    if sources is not None:
+        parts += (b',"sourceEventSeqs":', _column(sources))
+    if op is not None:
+        parts += (b',"surfaceOp":', _column(op))
+    parts.append(b"}")
+    return b"".join(parts)
+
+
+def scan_rows(rows: Iterable[Row]) -> RowScan:
+    """The reference's ``scanRows``: the longest valid prefix of a session's rows.
+
+    A row whose ``data`` (or a non-NULL ``source_event_seqs``/``surface_op``) is not
+    JSON is a hole. Rows are kept from seq 0 while they parse and ``seq`` equals their
+    index; where that stops, everything after is a torn tail, unless the stop comes at
+    or before the last parsed ``turn/end`` row: committed corruption.
+
+    :param rows: ``(seq, type, time, data, source_event_seqs, surface_op)`` in seq order.
+    :raises LogFormatError: ``corrupt session log: unparsable committed event at seq
+        <seq>`` or ``corrupt session log: seq gap in committed region (expected <i>,
+        got <seq>)``.
+    """
+    rows = list(rows)
+    ok = [
+        _parses(data)
+        and (sources is None or _parses(sources))
+        and (op is None or _parses(op))
+        for _, _, _, data, sources, op in rows
+    ]
+    last_turn_end = -1
+    for i, row in enumerate(rows):
+        if ok[i] and row[1] == "turn/end":
+            last_turn_end = i
+    lines: list[bytes] = []
+    for i, row in enumerate(rows):
+        seq = row[0]
+        if ok[i] and seq == i:
+            lines.append(_row_line(row))
+            continue
+        if i <= last_turn_end:
+            if not ok[i]:
+                msg = f"corrupt session log: unparsable committed event at seq {seq}"
+            else:
+                msg = f"corrupt session log: seq gap in committed region (expected {i}, got {seq})"
+            raise LogFormatError(msg)
+        break
+    return RowScan(lines, len(lines) if len(lines) < len(rows) else None)
+
+
+_seq_of = operator.attrgetter("seq")
+
+
+def _in_order(events: list[Event], start: int, count: int) -> bool:
+    """Whether ``events`` have exactly the seqs ``start .. start+count-1``, in order."""
+    return len(events) == count and all(
+        map(operator.eq, map(_seq_of, events), range(start, start + count))
+    )
+
+
+# --- writing --------------------------------------------------------------------------
+
+
+def _int64(value: object) -> int | None:
+    """``value`` as a 64-bit integer (an integral float counts: JS has one number
+    type), or ``None`` when the column cannot hold it."""
+    if type(value) is float and value.is_integer():
+        value = int(value)
+    if type(value) is int and _INT64_MIN <= value <= _INT64_MAX:
+        return value
+    return None
+
+
+def _json_text(value: object) -> str:
+    return ENCODER.encode(value).decode()
+
+
+def _unstorable(
+    session_id: str, event_type: str, seq: object, what: str, backend: str
+) -> UnstorableError:
+    return UnstorableError(
+        f'event "{event_type}" (seq {seq}) of session "{session_id}" {what}; the {backend} '
+        f"backend cannot store it",
+        session_id=session_id,
+        seq=seq if type(seq) is int else None,
+    )
+
+
+_EventRow: TypeAlias = tuple[str, int, str, int, str, "str | None", "str | None"]
+
+
+def _event_row(session_id: str, event: Event, data: str, backend: str) -> _EventRow:
+    """The ``events`` row of one event whose payload encodes to ``data``, checked
+    before any transaction begins (the careful path of :func:`_event_params`)."""
+    if type(event) is OpaqueEvent:
+        # Kept verbatim from a log: only what the columns hold survives a round trip.
+        wire = event.wire
+        event_type = wire.get("type")
+        if not isinstance(event_type, str):
+            raise _unstorable(
+                session_id, repr(event_type), event.seq, "has no string type", backend
+            )
+        extra = sorted(set(wire) - _WIRE_KEYS)
+        if extra:
+            raise _unstorable(
+                session_id, event_type, event.seq, f"has log keys no column holds: {extra}",
+                backend,
+            )
+        if "data" not in wire:
+            raise _unstorable(session_id, event_type, event.seq, "has no data", backend)
+    else:
+        event_type = event.type
+    seq = _int64(event.seq)
+    if seq is None:
+        raise _unstorable(
+            session_id, event_type, event.seq, "has a seq that is no integer", backend
+        )
+    time = _int64(event.time)
+    if time is None:
+        raise _unstorable(
+            session_id,
+            event_type,
+            event.seq,
+            f"has time {event.time!r}, not integer epoch milliseconds (an integer "
+            f"column)",
+            backend,
+        )
+    sources = getattr(event, "source_event_seqs", UNSET)
+    op = getattr(event, "surface_op", UNSET)
+    return (
+        session_id,
+        seq,
+        event_type,
+        time,
+        data,
+        None if sources is UNSET else _json_text(sources),
+        None if op is UNSET else _json_text(op),
+    )
+
+
+#: Parameters per row of :func:`_insert_rows_sql`: the row without its session id.
+PARAMS_PER_ROW: Final = 6
+
+
+def _event_params(
+    session_id: str, events: Sequence[Event], backend: str = "SQLite"
+) -> list[object]:
+    """The rows of a batch, flat, without their session id: for each event ``seq, type,
+    time, data, source_event_seqs, surface_op``, an absent optional column as ``''``
+    (stored as NULL: JSON text is never empty). Checked here, before any transaction.
+
+    Flat and without ``None``: SQLite binds the session id once and ``''``, which takes
+    a fifth off a 48-row insert (binding ``None`` makes the sqlite3 module look for an
+    adapter); PostgreSQL slices the list into column arrays.
+
+    :param backend: the backend's name, for the error message.
+    :raises UnstorableError: a value no column holds.
+    """
+    datas = ENCODER.encode_lines([event.data for event in events]).decode().split("\n")
+    params: list[object] = []
+    extend = params.extend
+    for event, data in zip(events, datas, strict=False):  # datas ends with ""
+        seq, time = event.seq, event.time
+        if (
+            type(event) is OpaqueEvent
+            or type(seq) is not int
+            or type(time) is not int
+            or not (_INT64_MIN <= time <= _INT64_MAX and 0 <= seq <= _INT64_MAX)
+        ):
+            _, *row = _event_row(session_id, event, data, backend)
+            row[4] = row[4] or ""
+            row[5] = row[5] or ""
+            extend(row)
+        elif event.surface:
+            sources = getattr(event, "source_event_seqs", UNSET)
+            op = getattr(event, "surface_op", UNSET)
+            extend((
+                seq, event.type, time, data,
+                "" if sources is UNSET else _json_text(sources),
+                "" if op is UNSET else _json_text(op),
+            ))
+        else:
+            extend((seq, event.type, time, data, "", ""))
+    return params
+
+
+_HeaderRow: TypeAlias = tuple[str, int, int, "str | None", "str | None", "int | None"]
+
+
+def _header_row(header: SessionHeader, backend: str = "SQLite") -> _HeaderRow:
+    """The ``sessions`` row of a header, checked before any transaction begins."""
+    version = header.version
+    created_at = _int64(header.created_at)
+    if type(version) is not int or created_at is None:
+        problem = (
+            "has no format version (a NOT NULL column)"
+            if type(version) is not int
+            else f"has createdAt {header.created_at!r}, not integer epoch milliseconds"
+        )
+        msg = (
+            f'the header of session "{header.id}" {problem}; the {backend} backend cannot '
+            f"store it"
+        )
+        raise UnstorableError(msg, session_id=header.id, seq=None)
+    seed_length = None if header.seed_length is UNSET else header.seed_length
+    return (
+        header.id,
+        version,
+        created_at,
+        None if header.cwd is UNSET else header.cwd,
+        None if header.parent_session is UNSET else header.parent_session,
+        seed_length,
+    )
+
+
+def _header_of(row: tuple[Any, ...]) -> SessionHeader:
+    session_id, version, created_at, cwd, parent, seed_length = row[:6]
+    return SessionHeader(
+        version=version,
+        id=session_id,
+        created_at=created_at,
+        cwd=UNSET if cwd is None else cwd,
+        parent_session=UNSET if parent is None else parent,
+        seed_length=UNSET if seed_length is None else seed_length,
+    )
