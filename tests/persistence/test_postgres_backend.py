@@ -413,6 +413,17 @@ def test_a_nul_in_a_header_is_refused_before_writing(postgresql_url: str) -> Non
     assert _sql(postgresql_url, "SELECT count(*) FROM sessions") == [(0,)]
 
 
+def test_a_fractional_time_is_refused_naming_this_backend(postgresql_url: str) -> None:
+    backend = PostgresBackend(postgresql_url)
+    try:
+        with pytest.raises(UnstorableError, match=r"has time 1\.5, not integer epoch "
+                                                  r"milliseconds.*the PostgreSQL backend"):
+            backend.append_batch(meta("frac"), _events([TS(0, 1, time=1.5)]), b"", False)  # type: ignore[arg-type]
+    finally:
+        backend.close()
+    assert _sql(postgresql_url, "SELECT count(*) FROM sessions") == [(0,)]
+
+
 # --- followers ------------------------------------------------------------------------------
 
 
