@@ -48,8 +48,8 @@ from ._persist_rows import (
     _event_params,
     _header_of,
     _header_row,
-    _in_order,
     _row_line,
+    load_chunks,
     scan_rows,
 )
 from ._registry import EventRegistry
@@ -443,26 +443,17 @@ class PostgresBackend:
     def _load_fast(
         conn: psycopg.Connection[Any], session_id: str, count: int, registry: EventRegistry
     ) -> tuple[list[Event], bytes] | None:
-        """Every row as a log line built by the server, decoded one chunk per call; or
-        ``None`` when a row is corrupt or the seqs are not exactly ``0..count-1``."""
-        events: list[Event] = []
-        blobs: list[bytes] = []
-        cur = conn.cursor(binary=True)
-        for start in range(0, count, _CHUNK):
-            n, blob = cur.execute(_SELECT_CHUNK, (session_id, start, start + _CHUNK)).fetchone()  # type: ignore[misc]
-            if n != min(_CHUNK, count - start) or blob is None:
-                return None
-            blob = bytes(blob)
-            try:
-                decoded = decode_body(registry, blob)
-            except LogFormatError:
-                return None
-            if not _in_order(decoded, start, n):
-                return None
-            events += decoded
-            blobs.append(blob)
-        blobs.append(b"")
-        return events, b"\n".join(blobs)
+        """Every row as a log line built by the server (:func:`load_chunks`: the server
+        builds the next chunk while this one decodes); ``None`` when the careful scan
+        must decide what is kept."""
+        cur = conn.cursor(binary=True)  # bytea comes back as bytes, undecoded
+
+        def fetch(start: int) -> tuple[int, bytes | None]:
+            n, blob = cur.execute(_SELECT_CHUNK, (session_id, start, start + _CHUNK)
+                                  ).fetchone()  # type: ignore[misc]
+            return int(n), None if blob is None else bytes(blob)
+
+        return load_chunks(fetch, count, _CHUNK, registry)
 
     def list(self) -> builtins.list[SessionHeader]:
         """Every ``sessions`` row as a header, oldest first; no event is read."""
@@ -634,7 +625,13 @@ class PostgresBackend:
         with self._lock:
             if self._leases.get(lease.session_id) is lease:
                 del self._leases[lease.session_id]
-        lease.conn.close()  # the server releases the advisory lock with the connection
+        conn = lease.conn
+        if not conn.closed and not conn.broken:
+            # Unlock first: once close returns, the server process may still hold the
+            # lock for a few milliseconds, and a writer told "released" must get in.
+            with contextlib.suppress(self._errors().Error):
+                conn.execute("SELECT pg_advisory_unlock(%s)", (_lock_key(lease.session_id),))
+        conn.close()  # and a dead connection's locks go with it
 
     # --- following ----------------------------------------------------------------------
 

@@ -5,25 +5,30 @@ surface_op)``, its JSON kept as the text the log holds; a header is a row of
 ``sessions(id, version, created_at, cwd, parent_session, seed_length)``. This module
 turns events and headers into rows (checked before any transaction begins, so a value a
 column cannot hold fails the batch before anything is written), and rows back into log
-lines by the reference's scan rules (:func:`scan_rows`).
+lines: fast, as lines the database builds a chunk at a time (:func:`load_chunks`), or
+row by row by the reference's scan rules (:func:`scan_rows`) when that fails.
 """
 
 from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Iterable, Sequence
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, NamedTuple, TypeAlias
 
 import msgspec
 from msgspec import UNSET
 
 from ._codec import ENCODER
+from ._decode import decode_body
 from ._header import SessionHeader
+from ._registry import EventRegistry
 from .errors import LogFormatError, UnstorableError
 from .events import Event, OpaqueEvent
 
-__all__ = ["PARAMS_PER_ROW", "Row", "RowScan", "scan_rows"]
+__all__ = ["PARAMS_PER_ROW", "Row", "RowScan", "load_chunks", "scan_rows"]
 
 #: One ``events`` row as the scan reads it: ``(seq, type, time, data,
 #: source_event_seqs, surface_op)``, the JSON columns as their text.
@@ -306,3 +311,82 @@ def _header_of(row: tuple[Any, ...]) -> SessionHeader:
         parent_session=UNSET if parent is None else parent,
         seed_length=UNSET if seed_length is None else seed_length,
     )
+
+
+# --- the fast load -------------------------------------------------------------------
+
+#: One chunk of a session's lines as a database builds it: how many rows the range
+#: ``[start, start + size)`` holds, and their lines, ``\n``-separated (``None`` when none).
+Chunk: TypeAlias = tuple[int, "bytes | None"]
+
+
+def load_chunks(
+    fetch: Callable[[int], Chunk], count: int, size: int, registry: EventRegistry
+) -> tuple[list[Event], bytes] | None:
+    """A session's rows ``0 .. count-1``, fetched as lines a chunk of ``size`` rows at a
+    time (``fetch(start)``) and decoded one msgspec call per chunk; ``None`` when a chunk
+    does not decode or its seqs are not exactly the expected ones (the careful scan then
+    decides what is kept).
+
+    Beyond two chunks, the database builds the next chunk in a worker thread while this
+    one decodes (both drivers release the GIL while a query runs): most of the query
+    time hides behind the decoding. ``fetch`` is only ever called from one thread at a
+    time, so it may use the caller's connection.
+    """
+    starts = range(0, count, size)
+    chunks = (fetch(start) for start in starts) if len(starts) <= 2 else _prefetched(
+        fetch, starts)
+    events: list[Event] = []
+    blobs: list[bytes] = []
+    start = 0
+    try:
+        for n, blob in chunks:
+            # Seqs are unique (primary key) and the chunk is the range [start,
+            # start+size): a full count means every seq of the range is there, so all
+            # full chunks mean the rows are exactly seqs 0..count-1.
+            if n != min(size, count - start) or blob is None:
+                return None
+            try:
+                decoded = decode_body(registry, blob)
+            except LogFormatError:
+                return None
+            if not _in_order(decoded, start, n):
+                return None
+            events += decoded
+            blobs.append(blob)
+            start += n
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()  # joins the worker before the connection is the caller's again
+    blobs.append(b"")  # the last line's newline
+    return events, b"\n".join(blobs)
+
+
+def _prefetched(fetch: Callable[[int], Chunk], starts: range) -> Iterator[Chunk]:
+    """``fetch(start)`` for each start, run one ahead in a worker thread."""
+    results: queue.SimpleQueue[Chunk | BaseException] = queue.SimpleQueue()
+    stop = threading.Event()
+
+    def work() -> None:
+        try:
+            for start in starts:
+                if stop.is_set():
+                    return
+                results.put(fetch(start))
+        except BaseException as exc:  # handed over to the loading thread
+            results.put(exc)
+
+    # A daemon: a load cut short at interpreter exit must not keep it alive (the
+    # finally clause joins it in every other case).
+    worker = threading.Thread(target=work, name="dsh-session-load", daemon=True)
+    worker.start()
+    try:
+        for _ in starts:
+            item = results.get()
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        worker.join()

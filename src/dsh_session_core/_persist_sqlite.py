@@ -29,10 +29,9 @@ import fcntl
 import functools
 import hashlib
 import os
-import queue
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Final, Literal, TypeAlias
 
 from ._decode import decode_body
@@ -45,7 +44,7 @@ from ._persist_rows import (
     _event_params,
     _header_of,
     _header_row,
-    _in_order,
+    load_chunks,
     scan_rows,
 )
 from ._registry import EventRegistry
@@ -364,89 +363,21 @@ class SqliteBackend:
     def _load_fast(
         self, session_id: str, count: int, registry: EventRegistry
     ) -> tuple[list[Event], bytes] | None:
-        """Every row as a log line built by SQLite, decoded in one call per chunk; or
-        ``None`` when a row is corrupt or the seqs are not exactly ``0..count-1`` (the
-        careful scan then decides what is kept). The rows' seqs run from 0 to
-        ``count - 1``; whether all of them are there, each chunk's count tells."""
-        chunks = range(0, count, _CHUNK)
+        """Every row as a log line built by SQLite (:func:`load_chunks`); ``None`` when
+        the careful scan must decide what is kept."""
         try:
-            if len(chunks) <= 2:
-                here = (self._chunk(session_id, start) for start in chunks)
-                return self._decode_chunks(count, registry, here)
-            return self._load_threaded(session_id, count, registry, chunks)
+            return load_chunks(functools.partial(self._chunk, session_id), count, _CHUNK,
+                               registry)
         except sqlite3.DataError:
             # A chunk longer than SQLite's string limit (1 GB by default): the
             # row-by-row scan has no such limit.
             return None
-
-    def _load_threaded(
-        self, session_id: str, count: int, registry: EventRegistry, chunks: range
-    ) -> tuple[list[Event], bytes] | None:
-        # A large session: SQLite builds the next chunk in a worker thread while this
-        # one decodes (sqlite3 releases the GIL while a statement runs), which hides
-        # most of the SQL time behind the decoding.
-        results: queue.SimpleQueue[tuple[int, bytes | None] | BaseException] = (
-            queue.SimpleQueue()
-        )
-        stop = threading.Event()
-
-        def work() -> None:
-            try:
-                for start in chunks:
-                    if stop.is_set():
-                        return
-                    results.put(self._chunk(session_id, start))
-            except BaseException as exc:  # handed over to the loading thread
-                results.put(exc)
-
-        # A daemon: a load cut short at interpreter exit must not keep it alive (the
-        # finally clause below joins it in every other case).
-        worker = threading.Thread(target=work, name="dsh-sqlite-load", daemon=True)
-        worker.start()
-        try:
-
-            def fetched() -> Iterable[tuple[int, bytes | None]]:
-                for _ in chunks:
-                    item = results.get()
-                    if isinstance(item, BaseException):
-                        raise item
-                    yield item
-
-            return self._decode_chunks(count, registry, fetched())
-        finally:
-            stop.set()
-            worker.join()  # the connection is ours again only once the worker is done
 
     def _chunk(self, session_id: str, start: int) -> tuple[int, bytes | None]:
         n, blob = self._conn.execute(
             _SELECT_CHUNK, (session_id, start, start + _CHUNK)
         ).fetchone()
         return int(n), blob
-
-    @staticmethod
-    def _decode_chunks(
-        count: int, registry: EventRegistry, chunks: Iterable[tuple[int, bytes | None]]
-    ) -> tuple[list[Event], bytes] | None:
-        events: list[Event] = []
-        blobs: list[bytes] = []
-        start = 0
-        for n, blob in chunks:
-            # Seqs are unique (primary key) and the chunk is the range [start,
-            # start+_CHUNK): a full count means every seq of the range is there, so all
-            # full chunks mean the rows are exactly seqs 0..count-1.
-            if n != min(_CHUNK, count - start) or blob is None:
-                return None
-            try:
-                decoded = decode_body(registry, blob)
-            except LogFormatError:
-                return None
-            if not _in_order(decoded, start, n):
-                return None
-            events += decoded
-            blobs.append(blob)
-            start += n
-        blobs.append(b"")  # the last line's newline
-        return events, b"\n".join(blobs)
 
     def append_batch(
         self,
