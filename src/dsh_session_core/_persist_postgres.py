@@ -40,7 +40,6 @@ import weakref
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from ._decode import decode_body
 from ._header import SessionHeader
 from ._persist_base import SessionLockedError, StoredLog, WriterLock
 from ._persist_rows import (
@@ -50,11 +49,10 @@ from ._persist_rows import (
     _header_row,
     _row_line,
     load_chunks,
-    scan_rows,
+    scanned,
 )
 from ._registry import EventRegistry
 from .errors import (
-    LogFormatError,
     PersistenceError,
     SchemaVersionError,
     StoreNotFoundError,
@@ -426,12 +424,7 @@ class PostgresBackend:
                     if fast is not None:
                         return StoredLog(header, fast[0], None, fast[1])
                 rows = conn.execute(_SELECT_ROWS, (session_id,)).fetchall()
-        try:
-            scan = scan_rows(rows)
-        except LogFormatError as exc:
-            raise LogFormatError(str(exc), path=self.location_url) from None
-        jsonl = b"\n".join([*scan.lines, b""]) if scan.lines else b""
-        return StoredLog(header, decode_body(registry, jsonl), scan.torn, jsonl)
+        return scanned(header, rows, registry, self.location_url)
 
     def load_live(
         self, session_id: str, cwd: str | None, registry: EventRegistry

@@ -24,11 +24,12 @@ from msgspec import UNSET
 from ._codec import ENCODER
 from ._decode import decode_body
 from ._header import SessionHeader
+from ._persist_base import StoredLog
 from ._registry import EventRegistry
 from .errors import LogFormatError, UnstorableError
 from .events import Event, OpaqueEvent
 
-__all__ = ["PARAMS_PER_ROW", "Row", "RowScan", "load_chunks", "scan_rows"]
+__all__ = ["PARAMS_PER_ROW", "Row", "RowScan", "load_chunks", "scan_rows", "scanned"]
 
 #: One ``events`` row as the scan reads it: ``(seq, type, time, data,
 #: source_event_seqs, surface_op)``, the JSON columns as their text.
@@ -134,6 +135,21 @@ def scan_rows(rows: Iterable[Row]) -> RowScan:
             raise LogFormatError(msg)
         break
     return RowScan(lines, len(lines) if len(lines) < len(rows) else None)
+
+
+def scanned(
+    header: SessionHeader, rows: Iterable[Row], registry: EventRegistry, where: str
+) -> StoredLog:
+    """A session loaded the careful way: :func:`scan_rows`, then decoded.
+
+    :param where: the database, named by a :class:`LogFormatError`.
+    """
+    try:
+        scan = scan_rows(rows)
+    except LogFormatError as exc:
+        raise LogFormatError(str(exc), path=where) from None
+    jsonl = b"\n".join([*scan.lines, b""]) if scan.lines else b""
+    return StoredLog(header, decode_body(registry, jsonl), scan.torn, jsonl)
 
 
 _seq_of = operator.attrgetter("seq")

@@ -34,7 +34,6 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Final, Literal, TypeAlias
 
-from ._decode import decode_body
 from ._header import SessionHeader
 from ._persist_base import SessionLockedError, StoredLog, WriterLock
 from ._persist_rows import (
@@ -46,9 +45,10 @@ from ._persist_rows import (
     _header_row,
     load_chunks,
     scan_rows,
+    scanned,
 )
 from ._registry import EventRegistry
-from .errors import LogFormatError, SchemaVersionError, UnstorableError
+from .errors import SchemaVersionError, UnstorableError
 from .events import Event
 
 __all__ = [
@@ -347,12 +347,7 @@ class SqliteBackend:
                 events, jsonl = fast
                 return StoredLog(header, events, None, jsonl)
             rows = self._conn.execute(_SELECT_ROWS, (session_id,)).fetchall()
-        try:
-            scan = scan_rows(rows)
-        except LogFormatError as exc:
-            raise LogFormatError(str(exc), path=self.path) from None
-        jsonl = b"\n".join([*scan.lines, b""]) if scan.lines else b""
-        return StoredLog(header, decode_body(registry, jsonl), scan.torn, jsonl)
+        return scanned(header, rows, registry, self.path)
 
     def load_live(
         self, session_id: str, cwd: str | None, registry: EventRegistry
