@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import pytest
 
+from cli_support import run_cli
 from conftest import upstream_dir
 from dsh_session_core import JsonlBackend, SessionHeader
 
@@ -87,19 +88,7 @@ def _run(*argv: str) -> tuple[int, str, str]:
 
 def _run_raw(*argv: str) -> tuple[int, bytes, str]:
     """A command in this process: exit status, stdout (bytes), stderr."""
-    from dsh_session_core._cli import main
-
-    raw = io.BytesIO()
-    out = io.TextIOWrapper(raw, encoding="utf-8")
-    err = io.StringIO()
-    with (contextlib.redirect_stdout(out), contextlib.redirect_stderr(err),
-          pytest.raises(SystemExit) as exit_):
-        main(list(argv))
-    out.flush()
-    out.detach()
-    code = exit_.value.code
-    assert isinstance(code, int)
-    return code, raw.getvalue(), err.getvalue()
+    return run_cli(*argv)
 
 
 def _export(session_id: str, store: str) -> bytes:

@@ -10,7 +10,6 @@ same ``main`` where hundreds of logs make a process per run too slow.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import select
@@ -25,6 +24,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from cli_support import run_cli
 from conftest import UPSTREAM
 from dsh_session_core import open_store, to_wire
 from dsh_session_core._cli_support import registry
@@ -59,19 +59,7 @@ def _dsh(*args: str) -> subprocess.CompletedProcess[bytes]:
 
 def _run(*argv: str, main: Any = None) -> tuple[int, bytes, str]:
     """A command in this process: exit status, stdout bytes, stderr."""
-    if main is None:
-        from dsh_session_core._cli import main
-    raw = io.BytesIO()
-    out = io.TextIOWrapper(raw, encoding="utf-8")
-    err = io.StringIO()
-    with (contextlib.redirect_stdout(out), contextlib.redirect_stderr(err),
-          pytest.raises(SystemExit) as exit_):
-        main(list(argv))
-    out.flush()
-    out.detach()
-    code = exit_.value.code
-    assert isinstance(code, int)
-    return code, raw.getvalue(), err.getvalue()
+    return run_cli(*argv, main=main)
 
 
 def _one_line_error(stderr: str) -> str:
