@@ -210,24 +210,27 @@ def _redacted(url: str) -> str:
     return make_conninfo("", **params)
 
 
-def _storable_text(session_id: str, what: str, value: object, seq: int | None) -> None:
-    """PostgreSQL text holds no NUL character and no lone surrogate."""
-    if not isinstance(value, str):
-        return
-    problem = None
+def _text_ok(value: str) -> bool:
+    """Whether a PostgreSQL text column can hold ``value``: no NUL, no lone surrogate."""
     if "\x00" in value:
-        problem = "a NUL character"
-    else:
-        try:
-            value.encode()
-        except UnicodeEncodeError:
-            problem = "a lone surrogate"
-    if problem is not None:
-        msg = (
-            f'{what} of session "{session_id}" holds {problem}, which a PostgreSQL text '
-            f"column cannot store"
-        )
-        raise UnstorableError(msg, session_id=session_id, seq=seq)
+        return False
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _storable_text(session_id: str, what: str, value: object, seq: int | None) -> None:
+    """Refuse a value no PostgreSQL text column can hold (:func:`_text_ok`)."""
+    if not isinstance(value, str) or _text_ok(value):
+        return
+    problem = "a NUL character" if "\x00" in value else "a lone surrogate"
+    msg = (
+        f"{what} of session {session_id!r} holds {problem}, which a PostgreSQL text "
+        f"column cannot store"
+    )
+    raise UnstorableError(msg, session_id=session_id, seq=seq)
 
 
 _Columns = dict[str, Any]
@@ -407,6 +410,8 @@ class PostgresBackend:
 
         :raises LogFormatError: committed corruption (:func:`scan_rows`).
         """
+        if not _text_ok(session_id):
+            return None  # no row can hold this id
         with self._lock:
             conn = self._conn
             # One snapshot for every query of the load.
@@ -590,6 +595,9 @@ class PostgresBackend:
         :raises SessionLockedError: another writer holds it.
         """
         session_id = header.id
+        # The lock key is a hash, so any id could be locked; refuse here, at create or
+        # open, an id that no row can hold, rather than at the first flush.
+        _storable_text(session_id, "the id", session_id, None)
         conn = self._take(session_id)
         lease = _Lease(self, session_id, conn)
         with self._lock:
@@ -631,6 +639,8 @@ class PostgresBackend:
     def tail(self, session_id: str, count: int) -> builtins.list[bytes] | None:
         """The last ``count`` events' log lines, oldest first; ``None`` when the session
         is not stored."""
+        if not _text_ok(session_id):
+            return None
         with self._lock:
             conn = self._conn
             found = conn.execute("SELECT 1 FROM sessions WHERE id = %s", (session_id,))

@@ -424,6 +424,16 @@ def test_a_fractional_time_is_refused_naming_this_backend(postgresql_url: str) -
     assert _sql(postgresql_url, "SELECT count(*) FROM sessions") == [(0,)]
 
 
+@pytest.mark.parametrize("sid", ["a\x00b", "x\udcffy"])
+def test_an_id_no_row_can_hold_is_refused_at_create(postgresql_url: str, sid: str) -> None:
+    with DurableStore(PostgresBackend(postgresql_url)) as store:
+        with pytest.raises(UnstorableError, match="which a PostgreSQL text column cannot "
+                                                  "store") as info:
+            store.create(sid, cwd="/w")
+        assert info.value.session_id == sid
+        assert store.stored() == []
+
+
 # --- followers ------------------------------------------------------------------------------
 
 
