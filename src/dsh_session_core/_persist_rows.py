@@ -306,6 +306,10 @@ def _header_row(header: SessionHeader, backend: str = "SQLite") -> _HeaderRow:
             f"store it"
         )
         raise UnstorableError(msg, session_id=header.id, seq=None)
+    for what, text in (("id", header.id), ("cwd", header.cwd),
+                       ("parent session", header.parent_session)):
+        if isinstance(text, str) and not utf8_ok(text):
+            raise unencodable(header.id, f"the {what}", backend)
     seed_length = None if header.seed_length is UNSET else header.seed_length
     return (
         header.id,
@@ -314,6 +318,25 @@ def _header_row(header: SessionHeader, backend: str = "SQLite") -> _HeaderRow:
         None if header.cwd is UNSET else header.cwd,
         None if header.parent_session is UNSET else header.parent_session,
         seed_length,
+    )
+
+
+def utf8_ok(text: str) -> bool:
+    """Whether ``text`` has a UTF-8 form (no lone surrogate), as a text column needs."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def unencodable(session_id: str, what: str, backend: str) -> UnstorableError:
+    """The error for a string with a lone surrogate, which no text column holds."""
+    return UnstorableError(
+        f"{what} of session {session_id!r} holds a lone surrogate, which the {backend} "
+        f"backend cannot store",
+        session_id=session_id,
+        seq=None,
     )
 
 

@@ -46,6 +46,8 @@ from ._persist_rows import (
     load_chunks,
     scan_rows,
     scanned,
+    unencodable,
+    utf8_ok,
 )
 from ._registry import EventRegistry
 from .errors import SchemaVersionError, UnstorableError
@@ -332,6 +334,8 @@ class SqliteBackend:
 
         :raises LogFormatError: committed corruption (:func:`scan_rows`).
         """
+        if not utf8_ok(session_id):
+            return None  # no row can hold this id
         with self._lock, self._transaction("BEGIN"):  # one snapshot for every query
             row = self._conn.execute(_SELECT_HEADER, (session_id,)).fetchone()
             if row is None:
@@ -425,8 +429,12 @@ class SqliteBackend:
         or its holder dies.
 
         :raises SessionLockedError: another writer holds it.
+        :raises UnstorableError: the id has a lone surrogate (refused here, at create or
+            open, rather than at the first flush).
         """
         session_id = header.id
+        if not utf8_ok(session_id):
+            raise unencodable(session_id, "the id", "SQLite")
         if self._lock_dir is None:
             with self._lock:
                 if session_id in self._memory_locks:

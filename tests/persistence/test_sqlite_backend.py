@@ -939,3 +939,27 @@ def test_threads_may_share_one_backend(db: Path, opened: list[SqliteBackend]) ->
         stored = backend.load_stored(f"t{n}", REGISTRY)
         assert stored is not None
         assert seqs(stored.events) == list(range(20))
+
+
+def test_a_lone_surrogate_in_the_id_is_refused_at_create(tmp_path: Path) -> None:
+    from dsh_session_core import DurableStore, create_plugin_manager
+
+    backend = SqliteBackend(tmp_path / "s.db")
+    with DurableStore(backend, create_plugin_manager(autoload=False)) as store:
+        with pytest.raises(UnstorableError, match="holds a lone surrogate, which the SQLite "
+                                                  "backend cannot store") as info:
+            store.create("x\udcffy", cwd="/w")
+        assert info.value.session_id == "x\udcffy"
+        assert store.stored() == []
+        assert backend.load_stored("x\udcffy", REGISTRY) is None
+
+
+def test_a_lone_surrogate_in_the_cwd_fails_the_batch_before_writing(tmp_path: Path) -> None:
+    backend = SqliteBackend(tmp_path / "s.db")
+    header = SessionHeader(version=0, id="c", created_at=1, cwd="/w\udcff")
+    event = decode_wire(REGISTRY, {"type": "turn/start", "seq": 0, "time": 1, "data": {
+        "turn": 1, "trigger": {"kind": "message", "source": {"kind": "user"}}}})
+    with pytest.raises(UnstorableError, match="the cwd of session 'c' holds a lone surrogate"):
+        backend.append_batch(header, [event], b"", materialized=False)
+    assert backend.list() == []
+    backend.close()
