@@ -40,11 +40,14 @@ def _turns(appends: list[Append]) -> list[list[Append]]:
     return [appends[i : i + 48] for i in range(0, len(appends), 48)]
 
 
-def durable_fill(url: str, appends: list[Append]) -> tuple[float, float, Session]:
+def durable_fill(
+    url: str, appends: list[Append], sid: str = "bench", until: float | None = None
+) -> tuple[float, float, Session]:
     """Seconds for the whole run (appends and flushes) and for the flushes alone (the
-    durable writes), appending the workload with one flush per turn."""
+    durable writes), appending the workload to session ``sid`` with one flush per turn;
+    stopping at the turn that ends after ``until`` (a ``time.monotonic()`` deadline)."""
     store = DurableStore(backend_for(url), create_plugin_manager(autoload=False), clock=_clock)
-    session = store.create("bench", cwd="/bench")
+    session = store.create(sid, cwd="/bench")
     append = session.append
     flush = store.flush
     flushing = 0.0
@@ -55,6 +58,8 @@ def durable_fill(url: str, appends: list[Append]) -> tuple[float, float, Session
         t1 = time.perf_counter()
         flush(session)
         flushing += time.perf_counter() - t1
+        if until is not None and time.monotonic() >= until:
+            break
     elapsed = time.perf_counter() - t0
     store.close()
     return elapsed, flushing, session

@@ -54,11 +54,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import psycopg
 from psycopg import sql
 
-from dsh_session_core import Event, Session, core_registry, create_plugin_manager
+from dsh_session_core import Event, Session, core_registry
 from dsh_session_core._logfile import open_session, parse_log
 from dsh_session_core._persist_postgres import PostgresBackend
 from dsh_session_core._persist_rows import PARAMS_PER_ROW, _event_params
-from dsh_session_core._persist_store import DurableStore, backend_for
 from persistence import _clock, _turns, cold_load_ms, durable_fill
 from run import Append, Target, cli, median_ms, workload
 
@@ -202,22 +201,7 @@ def durable_until(url: str, sid: str, appends: list[Append], until: float,
                   ) -> tuple[int, float, float]:
     """:func:`persistence.durable_fill`, in session ``sid`` and stopping at the turn that
     ends after ``until``: the events made durable, the seconds, the flushes' seconds."""
-    store = DurableStore(backend_for(url), create_plugin_manager(autoload=False), clock=_clock)
-    session = store.create(sid, cwd="/bench")
-    append = session.append
-    flush = store.flush
-    flushing = 0.0
-    t0 = time.perf_counter()
-    for turn in _turns(appends):
-        for etype, data, kw in turn:
-            append(etype, data, **kw)
-        t1 = time.perf_counter()
-        flush(session)
-        flushing += time.perf_counter() - t1
-        if time.monotonic() >= until:
-            break
-    elapsed = time.perf_counter() - t0
-    store.close()
+    elapsed, flushing, session = durable_fill(url, appends, sid, until)
     return session.seq, elapsed, flushing
 
 
