@@ -713,6 +713,7 @@ class PostgresBackend:
         finally:
             self._agive(conn)
 
+    # The twin of _write, on psycopg's async API: keep the two in step.
     async def _awrite(
         self,
         conn: psycopg.AsyncConnection[Any],
