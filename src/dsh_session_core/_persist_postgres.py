@@ -37,7 +37,7 @@ import os
 import socket
 import threading
 import weakref
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from ._header import SessionHeader
@@ -301,6 +301,20 @@ def _conflict(session_id: str, last: int, first: int) -> PersistenceError:
     return PersistenceError(msg, session_id=session_id)
 
 
+def _chunk_fetcher(
+    conn: psycopg.Connection[Any], session_id: str
+) -> Callable[[int], tuple[int, bytes | None]]:
+    """Fetches the chunk of a session's lines that starts at a seq, on ``conn``."""
+    cur = conn.cursor(binary=True)  # bytea comes back as bytes, undecoded
+
+    def fetch(start: int) -> tuple[int, bytes | None]:
+        n, blob = cur.execute(_SELECT_CHUNK, (session_id, start, start + _CHUNK)
+                              ).fetchone()  # type: ignore[misc]
+        return int(n), None if blob is None else bytes(blob)
+
+    return fetch
+
+
 def _news(
     rows: Sequence[tuple[Any, ...]], top: int, last: int
 ) -> tuple[int, builtins.list[bytes]] | None:
@@ -437,21 +451,29 @@ class PostgresBackend:
         """Same as :meth:`load_stored`: ids are global in one database."""
         return self.load_stored(session_id, registry)
 
-    @staticmethod
     def _load_fast(
-        conn: psycopg.Connection[Any], session_id: str, count: int, registry: EventRegistry
+        self, conn: psycopg.Connection[Any], session_id: str, count: int,
+        registry: EventRegistry,
     ) -> tuple[list[Event], bytes] | None:
         """Every row as a log line built by the server (:func:`load_chunks`: the server
-        builds the next chunk while this one decodes); ``None`` when the careful scan
-        must decide what is kept."""
-        cur = conn.cursor(binary=True)  # bytea comes back as bytes, undecoded
+        builds the next chunks while one decodes); ``None`` when the careful scan must
+        decide what is kept. A large session is built by two server processes: a second
+        connection joins this load's snapshot and builds every other chunk."""
+        fetchers = [_chunk_fetcher(conn, session_id)]
+        helper = None
+        if count > 2 * _CHUNK:
+            from psycopg import sql
 
-        def fetch(start: int) -> tuple[int, bytes | None]:
-            n, blob = cur.execute(_SELECT_CHUNK, (session_id, start, start + _CHUNK)
-                                  ).fetchone()  # type: ignore[misc]
-            return int(n), None if blob is None else bytes(blob)
-
-        return load_chunks(fetch, count, _CHUNK, registry)
+            (snapshot,) = conn.execute("SELECT pg_export_snapshot()").fetchone()  # type: ignore[misc]
+            helper = self._connect("dsh-session loader")
+            helper.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            helper.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
+            fetchers.append(_chunk_fetcher(helper, session_id))
+        try:
+            return load_chunks(fetchers, count, _CHUNK, registry)
+        finally:
+            if helper is not None:
+                helper.close()
 
     def list(self) -> builtins.list[SessionHeader]:
         """Every ``sessions`` row as a header, oldest first; no event is read."""

@@ -360,21 +360,23 @@ Chunk: TypeAlias = tuple[int, "bytes | None"]
 
 
 def load_chunks(
-    fetch: Callable[[int], Chunk], count: int, size: int, registry: EventRegistry
+    fetchers: Sequence[Callable[[int], Chunk]], count: int, size: int,
+    registry: EventRegistry,
 ) -> tuple[list[Event], bytes] | None:
     """A session's rows ``0 .. count-1``, fetched as lines a chunk of ``size`` rows at a
     time (``fetch(start)``) and decoded one msgspec call per chunk; ``None`` when a chunk
     does not decode or its seqs are not exactly the expected ones (the careful scan then
     decides what is kept).
 
-    Beyond two chunks, the database builds the next chunk in a worker thread while this
-    one decodes (both drivers release the GIL while a query runs): most of the query
-    time hides behind the decoding. ``fetch`` is only ever called from one thread at a
-    time, so it may use the caller's connection.
+    Beyond two chunks, the database builds chunks in worker threads, one per fetcher
+    (chunk ``i`` by fetcher ``i % len(fetchers)``), while this thread decodes (both
+    drivers release the GIL while a query runs): most of the query time hides behind
+    the decoding. Each fetcher is only ever called from one thread at a time, so the
+    first may use the caller's connection; the others need connections of their own.
     """
     starts = range(0, count, size)
-    chunks = (fetch(start) for start in starts) if len(starts) <= 2 else _prefetched(
-        fetch, starts)
+    chunks = ((fetchers[0](start) for start in starts) if len(starts) <= 2
+              else _prefetched(fetchers, starts))
     events: list[Event] = []
     blobs: list[bytes] = []
     start = 0
@@ -397,35 +399,42 @@ def load_chunks(
     finally:
         close = getattr(chunks, "close", None)
         if close is not None:
-            close()  # joins the worker before the connection is the caller's again
+            close()  # joins the workers before the connection is the caller's again
     blobs.append(b"")  # the last line's newline
     return events, b"\n".join(blobs)
 
 
-def _prefetched(fetch: Callable[[int], Chunk], starts: range) -> Iterator[Chunk]:
-    """``fetch(start)`` for each start, run one ahead in a worker thread."""
-    results: queue.SimpleQueue[Chunk | BaseException] = queue.SimpleQueue()
+def _prefetched(
+    fetchers: Sequence[Callable[[int], Chunk]], starts: range
+) -> Iterator[Chunk]:
+    """``fetch(start)`` for each start, in order, fetched ahead by one worker thread per
+    fetcher."""
+    k = len(fetchers)
+    results = [queue.SimpleQueue[Chunk | BaseException]() for _ in range(k)]
     stop = threading.Event()
 
-    def work() -> None:
+    def work(w: int) -> None:
         try:
-            for start in starts:
+            for start in starts[w::k]:
                 if stop.is_set():
                     return
-                results.put(fetch(start))
+                results[w].put(fetchers[w](start))
         except BaseException as exc:  # handed over to the loading thread
-            results.put(exc)
+            results[w].put(exc)
 
-    # A daemon: a load cut short at interpreter exit must not keep it alive (the
-    # finally clause joins it in every other case).
-    worker = threading.Thread(target=work, name="dsh-session-load", daemon=True)
-    worker.start()
+    # Daemons: a load cut short at interpreter exit must not keep them alive (the
+    # finally clause joins them in every other case).
+    workers = [threading.Thread(target=work, args=(w,), name="dsh-session-load",
+                                daemon=True) for w in range(k)]
+    for worker in workers:
+        worker.start()
     try:
-        for _ in starts:
-            item = results.get()
+        for i in range(len(starts)):
+            item = results[i % k].get()
             if isinstance(item, BaseException):
                 raise item
             yield item
     finally:
         stop.set()
-        worker.join()
+        for worker in workers:
+            worker.join()

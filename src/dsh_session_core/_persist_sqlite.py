@@ -365,7 +365,7 @@ class SqliteBackend:
         """Every row as a log line built by SQLite (:func:`load_chunks`); ``None`` when
         the careful scan must decide what is kept."""
         try:
-            return load_chunks(functools.partial(self._chunk, session_id), count, _CHUNK,
+            return load_chunks([functools.partial(self._chunk, session_id)], count, _CHUNK,
                                registry)
         except sqlite3.DataError:
             # A chunk longer than SQLite's string limit (1 GB by default): the

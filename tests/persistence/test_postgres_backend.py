@@ -358,6 +358,56 @@ def test_a_load_takes_many_chunks_and_keeps_the_bytes(postgresql_url: str) -> No
         assert len(again.events) == 2 * turns
 
 
+def test_a_large_load_shares_its_snapshot_with_a_second_connection(
+    postgresql_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beyond two chunks, a second connection builds every other chunk, in the load's
+    snapshot: rows deleted meanwhile are still seen, and the fast load completes (a
+    chunk short of rows would send it the careful way)."""
+    from dsh_session_core import _persist_postgres
+    from dsh_session_core._codec import encode_events
+
+    monkeypatch.setattr(_persist_postgres, "_CHUNK", 16)  # 250 turns: 32 chunks
+    wires = [w for t in range(250) for w in (TS(2 * t, t + 1), TE(2 * t + 1, t + 1))]
+    events = _events(wires)
+    backend = PostgresBackend(postgresql_url)
+    try:
+        backend.append_batch(meta("big"), events, b"", materialized=False)
+        seen: list[int] = []
+        fetch = _persist_postgres._chunk_fetcher
+        connect = backend._connect
+
+        def connect_then_cut(application: str = "dsh-session") -> Any:
+            conn = connect(application)
+            # The second connection exists, its snapshot not taken yet: the tail is cut
+            # by someone else now.
+            _sql(postgresql_url, "DELETE FROM events WHERE seq >= 400")
+            return conn
+
+        def fetcher(conn: Any, sid: str) -> Any:
+            inner = fetch(conn, sid)
+
+            def spy(start: int) -> Any:
+                seen.append(id(conn))
+                return inner(start)
+
+            return spy
+
+        monkeypatch.setattr(backend, "_connect", connect_then_cut)
+        def careful(*args: Any) -> Any:
+            pytest.fail("the fast load fell back to the row-by-row scan")
+
+        monkeypatch.setattr(_persist_postgres, "_chunk_fetcher", fetcher)
+        monkeypatch.setattr(_persist_postgres, "scanned", careful)
+        stored = backend.load_stored("big", core_registry())
+    finally:
+        backend.close()
+    assert stored is not None
+    assert stored.jsonl == encode_events(events)  # as of the load's snapshot
+    assert len(set(seen)) == 2  # two connections built the chunks
+    assert _sql(postgresql_url, "SELECT count(*) FROM events") == [(400,)]
+
+
 def test_an_odd_type_string_keeps_its_bytes(postgresql_url: str) -> None:
     odd = "\"quoted\"\\\t\x01\x7f é 𝄞 \u2028"
     wires = [TS(0, 1), {"type": odd, "seq": 1, "time": 5, "data": {"x": "\x00"}}, TE(2, 1)]
