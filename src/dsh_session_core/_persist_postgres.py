@@ -696,7 +696,9 @@ class PostgresBackend:
             conn.execute(f"LISTEN {channel_of(session_id)}")  # a hex-derived identifier
             last = after
             while True:
-                # Listening before reading: a commit after this read is notified.
+                # Listening before reading: a commit after this read is notified, and
+                # psycopg (>= 3.2.4) keeps a notification that arrives during the read
+                # for the next notifies().
                 rows = conn.execute(_SELECT_AFTER, (session_id, last)).fetchall()
                 (top,) = conn.execute(_SELECT_LAST, (session_id,)).fetchone()  # type: ignore[misc]
                 news = _news(rows, top, last)
