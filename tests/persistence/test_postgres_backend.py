@@ -514,6 +514,51 @@ def test_a_follower_is_woken_by_each_commit(postgresql_url: str) -> None:
     assert sum(n for _, n in seen) == 4  # seqs 2-5, each once
 
 
+def test_a_commit_that_lands_while_the_follower_reads_is_not_missed(
+    postgresql_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A NOTIFY that reaches the follower while it runs a query (not while it waits)
+    must still wake it, else it would sleep until the next commit."""
+    from dsh_session_core import _persist_postgres
+
+    p = PersistencePlugin(PostgresBackend(postgresql_url), core_registry())
+    p.create(meta("race", "/w"))
+    p.append("race", ONE_TURN[:2])
+    follower = PostgresBackend(postgresql_url)
+    connect = follower._connect
+    committed = False
+
+    class CommitBeforeTop:
+        """The follower's connection, which lets a commit land just before the query
+        for the top seq: its NOTIFY arrives while that query runs."""
+
+        def __init__(self, conn: Any) -> None:
+            self._conn = conn
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._conn, name)
+
+        def execute(self, query: Any, *args: Any) -> Any:
+            nonlocal committed
+            if query is _persist_postgres._SELECT_LAST and not committed:
+                committed = True
+                p.append("race", ONE_TURN[2:])
+            return self._conn.execute(query, *args)
+
+    monkeypatch.setattr(follower, "_connect", lambda app="": CommitBeforeTop(connect(app)))
+    try:
+        seen = []
+        for last, lines in follower.follow("race", 1, timeout=10):
+            seen.append((last, len(lines)))
+            if last == 5:
+                break
+    finally:
+        follower.close()
+        p.close()
+    assert committed
+    assert seen == [(5, 4)]
+
+
 def test_channels_are_valid_identifiers() -> None:
     for sid in ["s1", "../../etc/passwd", "é" * 300, "a b;DROP TABLE events"]:
         channel = channel_of(sid)
