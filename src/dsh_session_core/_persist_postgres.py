@@ -512,6 +512,8 @@ class PostgresBackend:
             with self._lock:
                 self._write(self._conn, header.id, columns, head)
             return
+        if lease.conn.closed:  # lost at an earlier flush, and not taken back then
+            self._retake(lease)
         try:
             self._write(lease.conn, header.id, columns, head)
         except self._errors().OperationalError:
