@@ -97,6 +97,7 @@ def _row(header: SessionHeader, events: Any, turns: Any, last: Any, torn: bool
 
 def _rows(url: str) -> list[dict[str, Any]]:
     from ._cli_source import open_backend
+    from ._persist_postgres import PostgresBackend  # psycopg is imported only on connect
     from ._persist_sqlite import SqliteBackend
 
     backend = open_backend(url)
@@ -109,9 +110,9 @@ def _rows(url: str) -> list[dict[str, Any]]:
                     rows.append(_row(header, *_jsonl_counts(path)))
                 except OSError:  # removed since it was listed
                     continue
-        elif isinstance(backend, SqliteBackend) or type(backend).__name__ == "PostgresBackend":
+        elif isinstance(backend, SqliteBackend | PostgresBackend):
             counts = (_sqlite_counts(backend) if isinstance(backend, SqliteBackend)
-                      else _postgres_counts(backend))  # type: ignore[arg-type]
+                      else _postgres_counts(backend))
             for header in backend.list():
                 rows.append(_row(header, *counts.get(header.id, (0, 0, None)), torn=False))
         else:

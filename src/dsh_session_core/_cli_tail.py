@@ -266,13 +266,13 @@ def run_tail(args: argparse.Namespace) -> int:
                 if path is None:
                     raise not_found(source, url)
                 return _tail_file(path, args.lines, args.follow, emit)
+            from ._persist_postgres import PostgresBackend  # psycopg: only on connect
             from ._persist_sqlite import SqliteBackend
 
             if isinstance(backend, SqliteBackend):
                 return _tail_sqlite(backend, source, url, args.lines, args.follow, emit)
-            if type(backend).__name__ == "PostgresBackend":  # psycopg is imported only then
-                pg: PostgresBackend = backend  # type: ignore[assignment]
-                return _tail_postgres(pg, source, url, args.lines, args.follow, emit)
+            if isinstance(backend, PostgresBackend):
+                return _tail_postgres(backend, source, url, args.lines, args.follow, emit)
             msg = f"cannot tail a session in {url}: unsupported store"
             raise Failure(msg)
         finally:
