@@ -12,10 +12,10 @@ import pytest
 def run_cli(*argv: str, main: Any = None) -> tuple[int, bytes, str]:
     """A command in this process: its exit status, stdout (bytes) and stderr.
 
-    :param main: the CLI entry point (default: ``dsh_session_core._cli.main``).
+    :param main: the CLI entry point (default: ``dsh_session_core._cli.main.main``).
     """
     if main is None:
-        from dsh_session_core._cli import main
+        from dsh_session_core._cli.main import main
     raw = io.BytesIO()
     out = io.TextIOWrapper(raw, encoding="utf-8")
     err = io.StringIO()

@@ -257,7 +257,7 @@ def test_a_second_copy_finds_everything_up_to_date(demo: str, places: Places,
 def test_reference_logs_go_through_every_kind_of_store_and_back(places: Places,
                                                                  kind: str) -> None:
     from dsh_session_core._logfile import parse_header
-    from dsh_session_core._persist_paths import log_path
+    from dsh_session_core._persistence.paths import log_path
 
     src = places.tmp / "src"
     logs = sorted((upstream_dir() / "fixtures").rglob("*.jsonl"))
@@ -345,7 +345,7 @@ def test_a_diverged_session_is_refused_and_left_as_it_is(demo: str, tmp_path: Pa
 @pytest.mark.parametrize("kind", list(STORE_URLS))
 def test_a_session_a_writer_holds_in_dst_is_skipped(demo: str, places: Places,
                                                     kind: str) -> None:
-    from dsh_session_core._persist_store import backend_for
+    from dsh_session_core._persistence.store import backend_for
 
     dst = STORE_URLS[kind](places, "dst")
     writer = backend_for(dst)
@@ -510,7 +510,7 @@ class _Terminal(io.StringIO):
 def test_a_terminal_shows_a_progress_bar_and_it_is_erased(
     demo: str, places: Places, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
-    from dsh_session_core._cli import main
+    from dsh_session_core._cli.main import main
 
     terminal = _Terminal()
     monkeypatch.setenv("COLUMNS", "100")

@@ -27,10 +27,10 @@ import pytest
 from cli_support import run_cli
 from conftest import UPSTREAM
 from dsh_session_core import open_store, to_wire
-from dsh_session_core._cli_support import registry
+from dsh_session_core._cli.support import registry
 from dsh_session_core._logfile import parse_log
 
-RUN = "from dsh_session_core._cli import main; main()"  # the real command
+RUN = "from dsh_session_core._cli.main import main; main()"  # the real command
 SNAPSHOTS = UPSTREAM / "fixtures" / "examples" / "acp-agent" / "tests" / "snapshots"
 DENY = SNAPSHOTS / "hook-cc-pretool-deny" / "session.jsonl"
 SUITE = UPSTREAM / "fixtures" / "packages" / "support" / "acp-snapshot" / "tests" / "fixtures"
@@ -327,7 +327,7 @@ def _populate(url: str) -> dict[str, Any]:
 
 def _stored(url: str, session_id: str) -> list[Any]:
     """A session as stored now, read by a fresh backend (no repair)."""
-    from dsh_session_core._persist_store import backend_for
+    from dsh_session_core._persistence.store import backend_for
 
     backend = backend_for(url)
     try:
@@ -378,7 +378,7 @@ def test_ls_of_an_empty_or_missing_store(tmp_path: Path) -> None:
 
 
 def test_ls_counts_a_turn_line_that_straddles_two_read_chunks(tmp_path: Path) -> None:
-    from dsh_session_core._cli_ls import _jsonl_counts
+    from dsh_session_core._cli.ls import _jsonl_counts
 
     header = b'{"type":"session","version":0,"id":"x","createdAt":1}\n'
     turn = b'{"type":"turn/start","seq":1,"time":7,"data":{}}\n'
@@ -686,7 +686,7 @@ def test_fork_a_log_file_into_a_store(tmp_path: Path, upstream: Path) -> None:
 
 
 def test_export_json_round_trips_every_readable_reference_log(upstream: Path) -> None:
-    from dsh_session_core._cli import main
+    from dsh_session_core._cli.main import main
 
     reg = registry()
     for log in _reference_logs():
@@ -758,7 +758,7 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(upstream: Path) -> No
 def test_loading_a_big_log_shows_a_progress_bar_on_a_terminal_only(
     tmp_path: Path, upstream: Path
 ) -> None:
-    from dsh_session_core._term import PROGRESS_MIN_BYTES
+    from dsh_session_core._cli.term import PROGRESS_MIN_BYTES
 
     header, body = DENY.read_bytes().split(b"\n", 1)
     events = [msgspec.json.decode(line) for line in body.splitlines()]
@@ -801,7 +801,7 @@ def test_show_and_stats_on_the_demo_session(tmp_path: Path) -> None:
 def test_building_the_parsers_loads_none_of_the_heavy_parts() -> None:
     code = (
         "import argparse, sys\n"
-        "from dsh_session_core import _cli_sessions\n"
+        "from dsh_session_core._cli import sessions as _cli_sessions\n"
         "_cli_sessions.add_commands(argparse.ArgumentParser().add_subparsers())\n"
         "print(sorted(m for m in ('msgspec', 'pluggy', 'sqlite3', 'dataclasses')"
         " if m in sys.modules))"

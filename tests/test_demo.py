@@ -21,8 +21,8 @@ import pytest
 
 import dsh_session_demo
 from dsh_session_core import Session, check_events, open_store, to_wire
-from dsh_session_core import _cli as cli
-from dsh_session_core._cli_demo import add_commands
+from dsh_session_core._cli import main as cli
+from dsh_session_core._cli.demo import add_commands
 from dsh_session_core.invariants import InvariantsPlugin
 from dsh_session_demo import DemoRun, run_demo
 from dsh_session_demo._crash import CrashError, crash_child
@@ -402,7 +402,7 @@ def test_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_demo_command_imports_nothing_heavy_until_it_runs() -> None:
     code = (
-        "import sys, dsh_session_core._cli_demo\n"
+        "import sys, dsh_session_core._cli.demo\n"
         "print(sorted(m for m in ('pluggy', 'msgspec', 'dsh_session_demo') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -62,7 +62,7 @@ def test_the_cli_starts_without_loading_the_heavy_parts() -> None:
     import sys
 
     code = (
-        "import sys, dsh_session_core._cli\n"
+        "import sys, dsh_session_core._cli.main\n"
         "print(sorted(m for m in ('pluggy', 'msgspec', 'importlib.metadata', 'asyncio', 'typing')"
         " if m in sys.modules))"
     )

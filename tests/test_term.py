@@ -1,4 +1,4 @@
-"""``_term``: colour only on a terminal and never with NO_COLOR, safe one-line texts, and a
+"""``_cli.term``: colour only on a terminal and never with NO_COLOR, safe one-line texts, and a
 progress bar that is drawn on a terminal only and erased when done."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from dsh_session_core._term import (
+from dsh_session_core._cli.term import (
     Progress,
     Style,
     colour_enabled,

@@ -38,21 +38,21 @@ if TYPE_CHECKING:
         summarize_tool_result,
     )
     from ._codec import encode_event, encode_events, to_wire
-    from ._copy import CopyProgress, CopyReport, SessionCopy, copy_sessions
     from ._core_plugin import core_registry
     from ._header import SESSION_FORMAT_VERSION, SessionHeader
     from ._json import JsonObject, JsonValue
     from ._names import ENTRY_POINT_GROUP, PROJECT_NAME
-    from ._persist_base import Backend, SessionLockedError, StoredLog, WriterLock
-    from ._persist_coordinator import PersistenceError, PersistencePlugin
-    from ._persist_jsonl import JsonlBackend
-    from ._persist_memory import MemoryBackend
-    from ._persist_postgres import PostgresBackend
-    from ._persist_sqlite import SqliteBackend
-    from ._persist_store import DurableStore, open_store
+    from ._persistence.base import Backend, SessionLockedError, StoredLog, WriterLock
+    from ._persistence.coordinator import PersistenceError, PersistencePlugin
+    from ._persistence.copy import CopyProgress, CopyReport, SessionCopy, copy_sessions
+    from ._persistence.jsonl import JsonlBackend
+    from ._persistence.memory import MemoryBackend
+    from ._persistence.postgres import PostgresBackend
+    from ._persistence.repair import interrupted_turn_closers
+    from ._persistence.sqlite import SqliteBackend
+    from ._persistence.store import DurableStore, open_store
     from ._plugins import PluginManager, create_plugin_manager, hookimpl
     from ._registry import EventRegistry, EventSpec, RegisteredEvent
-    from ._repair import interrupted_turn_closers
     from ._request_header import (
         RequestHeaderWriter,
         apply_header_delta,
@@ -84,22 +84,22 @@ _LAZY: dict[str, str] = {
     "RequestHeaderWriter": "._request_header",
     "record_request_header": "._request_header",
     "ToolOutcome": "._tool_outcome",
-    "CopyProgress": "._copy",
-    "CopyReport": "._copy",
-    "SessionCopy": "._copy",
-    "copy_sessions": "._copy",
-    "Backend": "._persist_base",
-    "SessionLockedError": "._persist_base",
-    "StoredLog": "._persist_base",
-    "WriterLock": "._persist_base",
-    "PersistenceError": "._persist_coordinator",
-    "PersistencePlugin": "._persist_coordinator",
-    "JsonlBackend": "._persist_jsonl",
-    "MemoryBackend": "._persist_memory",
-    "PostgresBackend": "._persist_postgres",
-    "SqliteBackend": "._persist_sqlite",
-    "DurableStore": "._persist_store",
-    "open_store": "._persist_store",
+    "CopyProgress": "._persistence.copy",
+    "CopyReport": "._persistence.copy",
+    "SessionCopy": "._persistence.copy",
+    "copy_sessions": "._persistence.copy",
+    "Backend": "._persistence.base",
+    "SessionLockedError": "._persistence.base",
+    "StoredLog": "._persistence.base",
+    "WriterLock": "._persistence.base",
+    "PersistenceError": "._persistence.coordinator",
+    "PersistencePlugin": "._persistence.coordinator",
+    "JsonlBackend": "._persistence.jsonl",
+    "MemoryBackend": "._persistence.memory",
+    "PostgresBackend": "._persistence.postgres",
+    "SqliteBackend": "._persistence.sqlite",
+    "DurableStore": "._persistence.store",
+    "open_store": "._persistence.store",
     "CodeDispatcher": "._code_dispatch",
     "SubDispatch": "._code_dispatch",
     "ToolArgumentsError": "._code_dispatch",
@@ -142,7 +142,7 @@ _LAZY: dict[str, str] = {
     "header_equals": "._request_header",
     "hookimpl": "._plugins",
     "hookspecs": ".hookspecs",
-    "interrupted_turn_closers": "._repair",
+    "interrupted_turn_closers": "._persistence.repair",
     "is_surface_eligible_type": ".events",
     "is_surface_event": ".events",
     "is_tool_pairing_balanced": "._tool_pairing",

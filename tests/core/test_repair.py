@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from dsh_session_core import encode_event
 from dsh_session_core._json import JsonObject, freeze
-from dsh_session_core._repair import interrupted_turn_closers
+from dsh_session_core._persistence.repair import interrupted_turn_closers
 from dsh_session_core.events import (
     Event,
     OpaqueEvent,

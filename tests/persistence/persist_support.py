@@ -15,32 +15,32 @@ from typing import Any
 import pytest
 
 from dsh_session_core import SessionHeader
-from dsh_session_core._persist_base import Backend
+from dsh_session_core._persistence.base import Backend
 
 Factory = Callable[[], Backend]
 
 
 def _memory(request: pytest.FixtureRequest, tmp: Path) -> Factory:
-    from dsh_session_core._persist_memory import MemoryBackend
+    from dsh_session_core._persistence.memory import MemoryBackend
 
     shared = MemoryBackend()  # the storage is the object itself
     return lambda: shared
 
 
 def _jsonl(request: pytest.FixtureRequest, tmp: Path) -> Factory:
-    module: Any = importlib.import_module("dsh_session_core._persist_jsonl")
+    module: Any = importlib.import_module("dsh_session_core._persistence.jsonl")
     return lambda: module.JsonlBackend(tmp / "root")
 
 
 def _sqlite(request: pytest.FixtureRequest, tmp: Path) -> Factory:
-    module: Any = importlib.import_module("dsh_session_core._persist_sqlite")
+    module: Any = importlib.import_module("dsh_session_core._persistence.sqlite")
     return lambda: module.SqliteBackend(tmp / "sessions.db")
 
 
 def _postgresql(request: pytest.FixtureRequest, tmp: Path) -> Factory:
     """Backends over a fresh database of the test server; each is closed after the test
     (tests leave them open, as a process that exits would)."""
-    from dsh_session_core._persist_postgres import PostgresBackend
+    from dsh_session_core._persistence.postgres import PostgresBackend
 
     url = request.getfixturevalue("postgresql_url")
     made: list[PostgresBackend] = []

@@ -10,7 +10,7 @@ import pytest
 from persist_support import ONE_TURN, TE, TS, Factory, meta
 
 from dsh_session_core import core_registry, to_wire
-from dsh_session_core._persist_coordinator import PersistenceError, PersistencePlugin
+from dsh_session_core._persistence.coordinator import PersistenceError, PersistencePlugin
 
 
 def coordinator(storage: Factory) -> PersistencePlugin:

@@ -30,15 +30,15 @@ from dsh_session_core import (
     core_registry,
     encode_events,
 )
-from dsh_session_core._copy import (
+from dsh_session_core._persistence.base import Backend
+from dsh_session_core._persistence.copy import (
     DEFAULT_BATCH_SIZE,
     CopyProgress,
     check_copy,
     copy_sessions,
     same_store,
 )
-from dsh_session_core._persist_base import Backend
-from dsh_session_core._persist_paths import log_path
+from dsh_session_core._persistence.paths import log_path
 from dsh_session_core.errors import SessionLockedError
 
 if TYPE_CHECKING:
@@ -527,7 +527,7 @@ def test_a_dry_run_writes_nothing_and_takes_no_lock(tmp_path: Path) -> None:
 
 
 def test_the_default_batch_size_is_what_the_command_line_says() -> None:
-    from dsh_session_core._cli import _parser
+    from dsh_session_core._cli.main import _parser
 
     args = _parser().parse_args(["copy", "a", "b"])
     assert args.batch_size == DEFAULT_BATCH_SIZE

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from dsh_session_core import create_plugin_manager, encode_events
-from dsh_session_core._persist_base import SessionLockedError
-from dsh_session_core._persist_store import DurableStore, backend_for
+from dsh_session_core._persistence.base import SessionLockedError
+from dsh_session_core._persistence.store import DurableStore, backend_for
 
 KILLS = 100
 SID = "crash"

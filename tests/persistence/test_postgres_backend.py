@@ -14,9 +14,9 @@ import pytest
 from persist_support import ONE_TURN, TE, TS, meta
 
 from dsh_session_core import core_registry, to_wire
-from dsh_session_core._persist_coordinator import PersistencePlugin
-from dsh_session_core._persist_postgres import SCHEMA_VERSION, PostgresBackend, channel_of
-from dsh_session_core._persist_store import DurableStore, backend_for
+from dsh_session_core._persistence.coordinator import PersistencePlugin
+from dsh_session_core._persistence.postgres import SCHEMA_VERSION, PostgresBackend, channel_of
+from dsh_session_core._persistence.store import DurableStore, backend_for
 from dsh_session_core.errors import (
     PersistenceError,
     SchemaVersionError,
@@ -348,7 +348,7 @@ def test_racing_writers_never_leave_a_gap_or_a_duplicate(postgresql_url: str) ->
 
 
 def test_a_load_takes_many_chunks_and_keeps_the_bytes(postgresql_url: str) -> None:
-    from dsh_session_core._persist_postgres import _CHUNK
+    from dsh_session_core._persistence.postgres import _CHUNK
 
     turns = _CHUNK // 2 + 3
     wires = [w for t in range(turns) for w in (TS(2 * t, t + 1), TE(2 * t + 1, t + 1))]
@@ -368,8 +368,8 @@ def test_a_large_load_shares_its_snapshot_with_a_second_connection(
     """Beyond two chunks, a second connection builds every other chunk, in the load's
     snapshot: rows deleted meanwhile are still seen, and the fast load completes (a
     chunk short of rows would send it the careful way)."""
-    from dsh_session_core import _persist_postgres
     from dsh_session_core._codec import encode_events
+    from dsh_session_core._persistence import postgres as _persist_postgres
 
     monkeypatch.setattr(_persist_postgres, "_CHUNK", 16)  # 250 turns: 32 chunks
     wires = [w for t in range(250) for w in (TS(2 * t, t + 1), TE(2 * t + 1, t + 1))]
@@ -523,7 +523,7 @@ def test_a_commit_that_lands_while_the_follower_reads_is_not_missed(
 ) -> None:
     """A NOTIFY that reaches the follower while it runs a query (not while it waits)
     must still wake it, else it would sleep until the next commit."""
-    from dsh_session_core import _persist_postgres
+    from dsh_session_core._persistence import postgres as _persist_postgres
 
     p = PersistencePlugin(PostgresBackend(postgresql_url), core_registry())
     p.create(meta("race", "/w"))

@@ -1,6 +1,6 @@
 """The ``dsh-session`` command: parsing, dispatch, and how failures are shown.
 
-Commands live in ``_cli_logs`` (derive, export, validate) and ``_cli_registry``
+Commands live in ``logs`` (derive, export, validate) and ``registry``
 (plugins, events). Only what a command needs is imported, so ``--help`` stays fast.
 
 Exit status: 0 success, 1 the input was rejected (one line on stderr says why), 2 bad
@@ -13,9 +13,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import _cli_copy, _cli_demo, _cli_logs, _cli_registry, _cli_sessions
-from ._cli_support import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, Failure, one_line
-from .errors import DshSessionError
+from ..errors import DshSessionError
+from . import copy, demo, logs, registry, sessions
+from .support import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, Failure, one_line
 
 # typing costs ~10 ms to import: `dsh-session --help` must not pay for it.
 TYPE_CHECKING = False
@@ -34,11 +34,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _cli_demo.add_commands(sub)
-    _cli_logs.add_commands(sub)
-    _cli_registry.add_commands(sub)
-    _cli_sessions.add_commands(sub)
-    _cli_copy.add_commands(sub)
+    demo.add_commands(sub)
+    logs.add_commands(sub)
+    registry.add_commands(sub)
+    sessions.add_commands(sub)
+    copy.add_commands(sub)
     return parser
 
 

@@ -1,5 +1,5 @@
 """``dsh-session copy SRC DST``: copy sessions between two stores, resumably, and check
-the copies (the rules are :mod:`._copy`'s).
+the copies (the rules are :mod:`dsh_session_core._persistence.copy`'s).
 
 SRC and DST are store URLs, as ``--store`` takes them elsewhere: a folder (JSONL),
 ``jsonl:///path``, ``sqlite:///path.db`` or ``postgresql://user@host/dbname``;
@@ -22,16 +22,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._cli_support import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, Failure
+from .support import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, Failure
 
 # typing costs ~10 ms to import: `dsh-session --help` must not pay for it.
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from ._copy import CopyProgress, CopyReport, CopyStatus, SessionCopy
-    from ._persist_base import Backend
-    from ._registry import EventRegistry
-    from ._term import Progress
+    from .._persistence.base import Backend
+    from .._persistence.copy import CopyProgress, CopyReport, CopyStatus, SessionCopy
+    from .._registry import EventRegistry
+    from .term import Progress
 
 __all__ = ["add_commands"]
 
@@ -54,7 +54,7 @@ _URL_HINT = ("SRC and DST are stores: a folder, jsonl:///path, sqlite:///path.db
 def _shown(url: str) -> str:
     """A store URL for messages and reports: a PostgreSQL one without its password."""
     if url.partition(":")[0] in ("postgresql", "postgres"):
-        from ._persist_postgres import _redacted
+        from .._persistence.postgres import _redacted
 
         return _redacted(url)
     return url
@@ -62,7 +62,7 @@ def _shown(url: str) -> str:
 
 def _opened(url: str, *, must_exist: bool) -> Backend:
     """The store's backend; a bad URL is a usage error that says what a URL is."""
-    from ._cli_source import open_backend
+    from .source import open_backend
 
     try:
         return open_backend(url, must_exist=must_exist)
@@ -103,10 +103,10 @@ def _open_destination(url: str, dry_run: bool) -> Backend:
     if dry_run and _missing_sqlite(url):
         return _nothing_yet()
     if dry_run and url.partition(":")[0] in ("postgresql", "postgres"):
-        from .errors import StoreNotFoundError
+        from ..errors import StoreNotFoundError
 
         try:
-            from ._persist_postgres import PostgresBackend
+            from .._persistence.postgres import PostgresBackend
 
             return PostgresBackend(url, create=False)
         except StoreNotFoundError:
@@ -116,7 +116,7 @@ def _open_destination(url: str, dry_run: bool) -> Backend:
 
 def _nothing_yet() -> Backend:
     """A dry run creates nothing: the store it would create is empty."""
-    from ._persist_memory import MemoryBackend
+    from .._persistence.memory import MemoryBackend
 
     return MemoryBackend()
 
@@ -126,12 +126,12 @@ class _Bar:
     of the session being copied, and which session of how many."""
 
     def __init__(self) -> None:
-        from ._term import Progress
+        from .term import Progress
 
         self.bar: Progress = Progress(0, "copying", min_total=0, unit="events")
 
     def __call__(self, p: CopyProgress) -> None:
-        from ._term import shorten
+        from .term import shorten
 
         bar = self.bar
         bar.label = f"copying {p.index}/{p.count} {shorten(p.session_id, 24)}"
@@ -181,10 +181,10 @@ def _summary(report: CopyReport) -> str:
 
 
 def _copy(args: argparse.Namespace) -> int:
-    from ._cli_source import out_json, out_text
-    from ._cli_support import registry
-    from ._copy import same_store
-    from ._term import Style, printable
+    from .._persistence.copy import same_store
+    from .source import out_json, out_text
+    from .support import registry
+    from .term import Style, printable
 
     if args.batch_size < 1:
         msg = f"--batch-size must be at least 1, got {args.batch_size}"
@@ -225,9 +225,9 @@ def _copy(args: argparse.Namespace) -> int:
 def _run(
     args: argparse.Namespace, src: Backend, dst: Backend, reg: EventRegistry
 ) -> CopyReport:
-    from ._cli_source import out_text
-    from ._copy import copy_sessions
-    from ._term import Style, printable
+    from .._persistence.copy import copy_sessions
+    from .source import out_text
+    from .term import Style, printable
 
     bar = _Bar()
     style = Style.for_stream(sys.stderr)

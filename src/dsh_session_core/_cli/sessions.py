@@ -1,12 +1,12 @@
 """``dsh-session ls``, ``show``, ``stats``, ``tail`` and ``fork``: living with sessions.
 
 This module holds the argument parsers (only argparse: ``--help`` stays fast), ``stats``
-and ``fork``; ``ls``, ``show`` and ``tail`` live in ``_cli_ls``, ``_cli_show`` and
-``_cli_tail``, what they read in ``_cli_source``.
+and ``fork``; ``ls``, ``show`` and ``tail`` live in ``ls``, ``show`` and
+``tail``, what they read in ``source``.
 
 Every command but ``ls`` takes a SOURCE: a ``.jsonl`` log file (an existing path), or
 else the id of a session in ``--store URL`` (default ``$DSH_SESSION_STORE``, else the
-user's data folder; see :mod:`._cli_source`). Reading never writes and never takes a
+user's data folder; see :mod:`.source`). Reading never writes and never takes a
 session's writer lock, so a live session can be inspected while its writer runs. Output
 is for people (colour only on a terminal, and never with ``NO_COLOR``); ``--json`` is for
 scripts. Reading a big file shows a progress bar on stderr when it is a terminal.
@@ -33,7 +33,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._cli_support import (
+from .support import (
     EXIT_OK,
     Failure,
     one_line,
@@ -46,8 +46,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from ._cli_source import Source
-    from ._header import SessionHeader
+    from .._header import SessionHeader
+    from .source import Source
 
 __all__ = ["add_commands"]
 
@@ -58,9 +58,9 @@ def compute_stats(source: Source) -> dict[str, Any]:
     """Counts and sizes of a session's events, as a JSON-ready document."""
     from collections import Counter
 
-    from ._cli_describe import obj, usage_sum, wire_of
-    from ._cli_source import payload
-    from ._codec import encode_events
+    from .._codec import encode_events
+    from .describe import obj, usage_sum, wire_of
+    from .source import payload
 
     events = source.events
     lines = encode_events(events).split(b"\n")
@@ -108,8 +108,8 @@ def compute_stats(source: Source) -> dict[str, Any]:
 
 
 def render_stats(doc: dict[str, Any], style: Any) -> str:
-    from ._cli_describe import USAGE_KEYS, field
-    from ._term import printable, text_table
+    from .describe import USAGE_KEYS, field
+    from .term import printable, text_table
 
     name = printable(field(doc["header"].get("id")))
     lines = [f"{style('session', 'bold')} {style(name, 'bold')}  ({printable(doc['source'])})",
@@ -132,8 +132,8 @@ def render_stats(doc: dict[str, Any], style: Any) -> str:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from ._cli_source import load_source, out_json, out_text, warn
-    from ._term import Style
+    from .source import load_source, out_json, out_text, warn
+    from .term import Style
 
     doc = compute_stats(load_source(args, registry()))
     if args.json:
@@ -161,11 +161,11 @@ def _lineage(headers: list[SessionHeader], start: str) -> list[str]:
 
 
 def _fork(args: argparse.Namespace) -> int:
-    from ._cli_describe import wire_of
-    from ._cli_source import load_source, open_backend, out_json, out_text, store_url, warn
-    from ._persist_store import DurableStore
-    from ._session import Session
-    from .errors import DshSessionError, SessionForkError
+    from .._persistence.store import DurableStore
+    from .._session import Session
+    from ..errors import DshSessionError, SessionForkError
+    from .describe import wire_of
+    from .source import load_source, open_backend, out_json, out_text, store_url, warn
 
     url = store_url(args)
     # The store is opened as every command opens it (a bad URL or database is one
@@ -274,18 +274,18 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 
 def _run_ls(args: argparse.Namespace) -> int:
-    from ._cli_ls import run_ls
+    from .ls import run_ls
 
     return run_ls(args)
 
 
 def _run_tail(args: argparse.Namespace) -> int:
-    from ._cli_tail import run_tail
+    from .tail import run_tail
 
     return run_tail(args)
 
 
 def _run_show(args: argparse.Namespace) -> int:
-    from ._cli_show import run_show
+    from .show import run_show
 
     return run_show(args)

@@ -24,12 +24,12 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ._cli_support import EXIT_OK, Failure
+from .support import EXIT_OK, Failure
 
 if TYPE_CHECKING:
-    from ._header import SessionHeader
-    from ._persist_postgres import PostgresBackend
-    from ._persist_sqlite import SqliteBackend
+    from .._header import SessionHeader
+    from .._persistence.postgres import PostgresBackend
+    from .._persistence.sqlite import SqliteBackend
 
 __all__ = ["run_ls"]
 
@@ -39,15 +39,15 @@ _TURN_LINE = b'\n{"type":"turn/start",'
 
 def _jsonl_logs(root: str) -> list[tuple[SessionHeader, str]]:
     """Every log under a JSONL store's root with its header, as ``list()`` finds them."""
-    from ._persist_jsonl import list_logs
+    from .._persistence.jsonl import list_logs
 
     return list_logs(root)
 
 
 def _jsonl_counts(path: str) -> tuple[int, int, Any, bool]:
     """A JSONL log's events, turns, last event time and whether it has a torn tail."""
-    from ._cli_source import last_lines
-    from ._cli_tail import _complete_end, _wire
+    from .source import last_lines
+    from .tail import _complete_end, _wire
 
     lines = turns = 0
     tail = b""
@@ -87,7 +87,7 @@ def _postgres_counts(backend: PostgresBackend) -> dict[str, tuple[int, int, Any]
 
 def _row(header: SessionHeader, events: Any, turns: Any, last: Any, torn: bool
          ) -> dict[str, Any]:
-    from ._cli_describe import wire_of
+    from .describe import wire_of
 
     row: dict[str, Any] = wire_of(header)
     del row["type"]
@@ -96,9 +96,9 @@ def _row(header: SessionHeader, events: Any, turns: Any, last: Any, torn: bool
 
 
 def _rows(url: str) -> list[dict[str, Any]]:
-    from ._cli_source import open_backend
-    from ._persist_postgres import PostgresBackend  # psycopg is imported only on connect
-    from ._persist_sqlite import SqliteBackend
+    from .._persistence.postgres import PostgresBackend  # psycopg is imported only on connect
+    from .._persistence.sqlite import SqliteBackend
+    from .source import open_backend
 
     backend = open_backend(url)
     rows = []
@@ -132,9 +132,9 @@ def _number(value: Any) -> float:
 
 
 def run_ls(args: argparse.Namespace) -> int:
-    from ._cli_describe import field, when
-    from ._cli_source import out_json, out_text, store_url
-    from ._term import Style, printable, text_table
+    from .describe import field, when
+    from .source import out_json, out_text, store_url
+    from .term import Style, printable, text_table
 
     url = store_url(args)
     rows = _rows(url)

@@ -40,9 +40,17 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from ._header import SessionHeader
-from ._persist_base import SessionLockedError, StoredLog, WriterLock
-from ._persist_rows import (
+from .._header import SessionHeader
+from .._registry import EventRegistry
+from ..errors import (
+    PersistenceError,
+    SchemaVersionError,
+    StoreNotFoundError,
+    UnstorableError,
+)
+from ..events import Event
+from .base import SessionLockedError, StoredLog, WriterLock
+from .rows import (
     PARAMS_PER_ROW,
     _event_params,
     _header_of,
@@ -51,14 +59,6 @@ from ._persist_rows import (
     load_chunks,
     scanned,
 )
-from ._registry import EventRegistry
-from .errors import (
-    PersistenceError,
-    SchemaVersionError,
-    StoreNotFoundError,
-    UnstorableError,
-)
-from .events import Event
 
 if TYPE_CHECKING:
     import psycopg

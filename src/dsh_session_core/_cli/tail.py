@@ -26,12 +26,12 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ._cli_support import EXIT_OK, EXIT_USAGE, Failure, write
-from ._term import Style, printable, shorten, terminal_width
+from .support import EXIT_OK, EXIT_USAGE, Failure, write
+from .term import Style, printable, shorten, terminal_width
 
 if TYPE_CHECKING:
-    from ._persist_postgres import PostgresBackend
-    from ._persist_sqlite import SqliteBackend
+    from .._persistence.postgres import PostgresBackend
+    from .._persistence.sqlite import SqliteBackend
 
 __all__ = ["POLL_SECONDS", "run_tail"]
 
@@ -68,8 +68,8 @@ def _clock(ms: Any) -> str:
 
 
 def _emitter(as_json: bool) -> Emit:
-    from ._cli_describe import describe, field
-    from ._cli_source import warn
+    from .describe import describe, field
+    from .source import warn
 
     style = Style.for_stream(sys.stdout)
     width = terminal_width()
@@ -117,7 +117,7 @@ def _complete_end(f: BinaryIO, size: int) -> int:
 
 
 def _tail_file(path: str, n: int, follow: bool, emit: Emit) -> int:
-    from ._cli_source import last_lines, warn
+    from .source import last_lines, warn
 
     try:
         f = open(path, "rb")  # noqa: SIM115 - kept open while following
@@ -163,7 +163,7 @@ def _tail_file(path: str, n: int, follow: bool, emit: Emit) -> int:
 def _jsonl_log(root: str, session_id: str) -> str | None:
     """The log file of a session in a JSONL store (any bucket), as ``load_stored``
     finds it; ``None`` when there is none."""
-    from ._persist_paths import encode_segment
+    from .._persistence.paths import encode_segment
 
     try:
         name = encode_segment(session_id) + ".jsonl"
@@ -186,8 +186,8 @@ _ROWS = "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events
 def _tail_sqlite(
     backend: SqliteBackend, session_id: str, url: str, n: int, follow: bool, emit: Emit
 ) -> int:
-    from ._cli_source import not_found, warn
-    from ._persist_rows import _row_line
+    from .._persistence.rows import _row_line
+    from .source import not_found, warn
 
     conn = backend._conn  # read-only queries; autocommit, so each sees the latest commit
     if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
@@ -222,7 +222,7 @@ def _tail_postgres(
 ) -> int:
     """The last ``n`` events, then (following) each commit as its NOTIFY arrives: the
     events table is read only when the writer said something changed."""
-    from ._cli_source import not_found, warn
+    from .source import not_found, warn
 
     lines = backend.tail(session_id, n)
     if lines is None:
@@ -241,7 +241,7 @@ def _tail_postgres(
 
 
 def run_tail(args: argparse.Namespace) -> int:
-    from ._cli_source import is_log_file, not_found, open_backend, store_url
+    from .source import is_log_file, not_found, open_backend, store_url
 
     emit = _emitter(args.json)
     source: str = args.source
@@ -266,8 +266,8 @@ def run_tail(args: argparse.Namespace) -> int:
                 if path is None:
                     raise not_found(source, url)
                 return _tail_file(path, args.lines, args.follow, emit)
-            from ._persist_postgres import PostgresBackend  # psycopg: only on connect
-            from ._persist_sqlite import SqliteBackend
+            from .._persistence.postgres import PostgresBackend  # psycopg: only on connect
+            from .._persistence.sqlite import SqliteBackend
 
             if isinstance(backend, SqliteBackend):
                 return _tail_sqlite(backend, source, url, args.lines, args.follow, emit)

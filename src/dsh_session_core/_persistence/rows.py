@@ -21,13 +21,13 @@ from typing import Any, Final, NamedTuple, TypeAlias
 import msgspec
 from msgspec import UNSET
 
-from ._codec import ENCODER
-from ._decode import decode_body
-from ._header import SessionHeader
-from ._persist_base import StoredLog
-from ._registry import EventRegistry
-from .errors import LogFormatError, UnstorableError
-from .events import Event, OpaqueEvent
+from .._codec import ENCODER
+from .._decode import decode_body
+from .._header import SessionHeader
+from .._registry import EventRegistry
+from ..errors import LogFormatError, UnstorableError
+from ..events import Event, OpaqueEvent
+from .base import StoredLog
 
 __all__ = ["PARAMS_PER_ROW", "Row", "RowScan", "load_chunks", "scan_rows", "scanned"]
 

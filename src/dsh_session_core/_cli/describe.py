@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from ._term import shorten
+from .term import shorten
 
 __all__ = [
     "LABELS",
@@ -89,8 +89,8 @@ def wire_of(value: Any) -> Any:
 
     import msgspec
 
-    from ._codec import encode_event, encode_line
-    from .events import Event
+    from .._codec import encode_event, encode_line
+    from ..events import Event
 
     line = encode_event(value) if isinstance(value, Event) else encode_line(value)
     try:
@@ -110,7 +110,7 @@ def wire_events(
     """
     import msgspec
 
-    from ._codec import encode_events
+    from .._codec import encode_events
 
     events = list(events)
     full = [e for e in events if e.type not in bare]
@@ -324,6 +324,6 @@ def describe(wire: dict[str, Any], *, usage: bool = True) -> str:
 
 
 def _json(value: Any) -> str:
-    from ._codec import encode_line
+    from .._codec import encode_line
 
     return shorten(encode_line(value).decode("utf-8", "replace"), 500)

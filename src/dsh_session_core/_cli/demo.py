@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._cli_support import EXIT_REJECTED, Failure
+from .support import EXIT_REJECTED, Failure
 
 __all__ = ["add_commands"]
 

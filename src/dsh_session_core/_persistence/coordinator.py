@@ -31,21 +31,21 @@ import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._codec import encode_events
-from ._decode import decode_wire
-from ._header import SESSION_FORMAT_VERSION, SessionHeader
-from ._json import find_non_json
-from ._persist_base import Backend, StoredLog, WriterLock
-from ._plugins import hookimpl
-from ._registry import EventRegistry
-from ._repair import interrupted_turn_closers
-from .errors import PersistenceError
-from .events import Event
+from .._codec import encode_events
+from .._decode import decode_wire
+from .._header import SESSION_FORMAT_VERSION, SessionHeader
+from .._json import find_non_json
+from .._plugins import hookimpl
+from .._registry import EventRegistry
+from ..errors import PersistenceError
+from ..events import Event
+from .base import Backend, StoredLog, WriterLock
+from .repair import interrupted_turn_closers
 
 if TYPE_CHECKING:
     import asyncio
 
-    from ._session import Session
+    from .._session import Session
 
 __all__ = ["PersistenceError", "PersistencePlugin"]
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from ._decode import decode_body
-from ._header import SessionHeader
-from ._persist_base import SessionLockedError, StoredLog, WriterLock
-from ._registry import EventRegistry
-from .events import Event
+from .._decode import decode_body
+from .._header import SessionHeader
+from .._registry import EventRegistry
+from ..events import Event
+from .base import SessionLockedError, StoredLog, WriterLock
 
 __all__ = ["MemoryBackend"]
 

@@ -6,7 +6,7 @@ hook decisions (``hook/invoked`` paired with its ``hook/result`` by ``handlerId`
 changes, todo state, compactions with what they shadowed, the tokens its assistant
 messages used, and why it ended. Events outside any turn are grouped as such.
 
-The timeline is built from the wire shape only (see :mod:`._cli_describe`), so it never
+The timeline is built from the wire shape only (see :mod:`.describe`), so it never
 fails on an odd log: what cannot be understood is shown as JSON, and what is wrong with
 the log (seq gaps, a surface that cannot be folded, a turn that never ended) is a
 warning. ``--json`` prints the same timeline as one JSON document.
@@ -19,7 +19,7 @@ import sys
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from ._cli_describe import (
+from .describe import (
     LABELS,
     blocks_text,
     compact_head,
@@ -34,13 +34,13 @@ from ._cli_describe import (
     when,
     wire_events,
 )
-from ._cli_support import EXIT_OK, registry
-from ._term import Style, printable, shorten, terminal_width
+from .support import EXIT_OK, registry
+from .term import Style, printable, shorten, terminal_width
 
 if TYPE_CHECKING:
-    from ._cli_source import Source
-    from ._registry import EventRegistry
-    from .events import Event
+    from .._registry import EventRegistry
+    from ..events import Event
+    from .source import Source
 
 __all__ = ["build_timeline", "render_timeline", "run_show"]
 
@@ -192,14 +192,14 @@ def _key(value: Any) -> Any:
 
 def _surface(source: Source, reg: EventRegistry, warnings: list[str]) -> dict[str, Any]:
     """How the log folds: surface nodes and derived messages, or why it cannot."""
-    from ._session import Session
+    from .._session import Session
 
     try:
         session = Session(source.header.id, source.events, source.header, registry=reg)
         messages = session.derive_messages()
         return {"nodes": len(session.surface.seqs), "messages": len(messages)}
     except Exception as exc:  # a diagnostic: whatever fails is reported, not raised
-        from ._cli_support import one_line
+        from .support import one_line
 
         warnings.append(f"the messages cannot be derived: {one_line(exc)}")
         return {"error": one_line(exc)}
@@ -210,7 +210,7 @@ def _fits(reg: EventRegistry, event: Event) -> bool:
     verbatim for its key order, as crash-repair closers are): then its line says all."""
     import msgspec
 
-    from ._cli_describe import wire_of
+    from .describe import wire_of
 
     entry = reg.get(event.type)
     if entry is None:  # a plugin not installed here: the description reads the wire
@@ -224,11 +224,11 @@ def _fits(reg: EventRegistry, event: Event) -> bool:
 
 def build_timeline(source: Source, reg: EventRegistry) -> dict[str, Any]:
     """The timeline of a session, as a JSON-ready document."""
-    from ._cli_describe import wire_of
+    from .describe import wire_of
 
     warnings = list(source.warnings)
     surface = _surface(source, reg, warnings)
-    from .events import OpaqueEvent
+    from ..events import OpaqueEvent
 
     opaque = [type(e) is OpaqueEvent and not _fits(reg, e) for e in source.events]
     wires = wire_events(source.events, bare=frozenset({"assistant/chunk"}))
@@ -346,7 +346,7 @@ def _json_ready(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from ._cli_source import load_source, out_json, out_text, warn
+    from .source import load_source, out_json, out_text, warn
 
     reg = registry()
     doc = build_timeline(load_source(args, reg), reg)

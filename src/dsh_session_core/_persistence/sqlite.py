@@ -34,9 +34,12 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Final, Literal, TypeAlias
 
-from ._header import SessionHeader
-from ._persist_base import SessionLockedError, StoredLog, WriterLock
-from ._persist_rows import (
+from .._header import SessionHeader
+from .._registry import EventRegistry
+from ..errors import SchemaVersionError, UnstorableError
+from ..events import Event
+from .base import SessionLockedError, StoredLog, WriterLock
+from .rows import (
     PARAMS_PER_ROW,
     Row,
     RowScan,
@@ -49,9 +52,6 @@ from ._persist_rows import (
     unencodable,
     utf8_ok,
 )
-from ._registry import EventRegistry
-from .errors import SchemaVersionError, UnstorableError
-from .events import Event
 
 __all__ = [
     "SCHEMA_VERSION",

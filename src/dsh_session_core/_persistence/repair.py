@@ -16,9 +16,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._decode import ops_first
-from ._json import thaw
-from .events import (
+from .._decode import ops_first
+from .._json import thaw
+from ..events import (
     Event,
     StepData,
     StepEnd,
@@ -28,7 +28,7 @@ from .events import (
     TurnEnd,
     TurnEndData,
 )
-from .vocabulary import InterruptedReason, TextBlock
+from ..vocabulary import InterruptedReason, TextBlock
 
 #: The content of every synthetic tool result.
 INTERRUPTED_TOOL_TEXT = "Tool call interrupted by a crash; no result was recorded."

@@ -9,10 +9,10 @@ TYPE_CHECKING = False
 
 
 if TYPE_CHECKING:
-    from ._logfile import ParsedLog
-    from ._plugins import PluginManager
-    from ._registry import EventRegistry
-    from ._session import Session
+    from .._logfile import ParsedLog
+    from .._plugins import PluginManager
+    from .._registry import EventRegistry
+    from .._session import Session
 
 __all__ = [
     "EXIT_OK",
@@ -55,7 +55,7 @@ def plugin_manager() -> PluginManager:
     """The installed plugins, loaded once per process."""
     global _pm  # one manager per CLI run
     if _pm is None:
-        from ._plugins import create_plugin_manager
+        from .._plugins import create_plugin_manager
 
         _pm = create_plugin_manager()
     return _pm
@@ -63,7 +63,7 @@ def plugin_manager() -> PluginManager:
 
 def registry() -> EventRegistry:
     """The frozen registry of the installed plugins' event types."""
-    from ._plugins import PluginHooks
+    from .._plugins import PluginHooks
 
     return PluginHooks(plugin_manager()).build_registry()
 
@@ -72,7 +72,7 @@ def read_file(path: str, label: str = "reading") -> bytes:
     """A whole file; on a terminal, a big one shows a progress bar as it is read."""
     import os
 
-    from ._term import Progress
+    from .term import Progress
 
     try:
         with open(path, "rb") as f:
@@ -102,14 +102,14 @@ def one_line(exc: BaseException) -> str:
 
 def read_log(path: str, reg: EventRegistry) -> ParsedLog:
     """A log file, parsed as is (a rejection is a :class:`~.errors.DshSessionError`)."""
-    from ._logfile import parse_log
+    from .._logfile import parse_log
 
     return parse_log(read_file(path), reg, path=path)
 
 
 def load_session(path: str, reg: EventRegistry) -> Session:
     """A bare session seeded with a log file."""
-    from ._logfile import open_session
+    from .._logfile import open_session
 
     return open_session(read_log(path, reg), reg)
 

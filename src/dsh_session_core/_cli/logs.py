@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._cli_support import (
+from .support import (
     EXIT_OK,
     EXIT_REJECTED,
     EXIT_USAGE,
@@ -21,10 +21,10 @@ from ._cli_support import (
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from ._persist_jsonl import ScanResult
-    from ._registry import EventRegistry
-    from .events import Event
-    from .vocabulary import Message
+    from .._persistence.jsonl import ScanResult
+    from .._registry import EventRegistry
+    from ..events import Event
+    from ..vocabulary import Message
 
 __all__ = ["add_commands"]
 
@@ -38,10 +38,10 @@ _LOG_HINT = (
 def _recovered(path: str, reg: EventRegistry) -> tuple[ScanResult, list[Event]]:
     """A log file read by the JSONL backend's load rules: its scan (torn tail dropped)
     and the closers that close an interrupted turn (nothing is written)."""
-    from ._header import SESSION_FORMAT_VERSION
-    from ._persist_coordinator import PersistenceError
-    from ._persist_jsonl import scan_log
-    from ._repair import interrupted_turn_closers
+    from .._header import SESSION_FORMAT_VERSION
+    from .._persistence.coordinator import PersistenceError
+    from .._persistence.jsonl import scan_log
+    from .._persistence.repair import interrupted_turn_closers
 
     scan = scan_log(read_file(path), reg, path=path)
     if scan.header.version != SESSION_FORMAT_VERSION:
@@ -56,7 +56,7 @@ def _recovered(path: str, reg: EventRegistry) -> tuple[ScanResult, list[Event]]:
 def _derive_one(path: str, reg: EventRegistry, recover: bool) -> list[Message]:
     if not recover:
         return load_session(path, reg).derive_messages()
-    from ._session import Session
+    from .._session import Session
 
     scan, closers = _recovered(path, reg)
     events = [*scan.events, *closers]
@@ -64,8 +64,8 @@ def _derive_one(path: str, reg: EventRegistry, recover: bool) -> list[Message]:
 
 
 def _derive(args: argparse.Namespace) -> int:
-    from ._codec import encode_line
-    from .errors import DshSessionError
+    from .._codec import encode_line
+    from ..errors import DshSessionError
 
     reg = registry()
     if not args.jsonl:
@@ -98,10 +98,10 @@ def _export(args: argparse.Namespace) -> int:
     dropped silently) or a stored session (read-only, as its backend stores it), written
     back as JSONL, or with ``--json`` as one document ``{"header": ..., "events": [...]}``
     in the wire shape."""
-    from ._cli_source import is_log_file, load_source, read_bytes, warn
-    from ._codec import encode_events, encode_line
-    from ._logfile import dump_log, parse_log
-    from .errors import DshSessionError
+    from .._codec import encode_events, encode_line
+    from .._logfile import dump_log, parse_log
+    from ..errors import DshSessionError
+    from .source import is_log_file, load_source, read_bytes, warn
 
     reg = registry()
     if is_log_file(args.file):
@@ -129,9 +129,9 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from ._codec import encode_line
-    from ._validate import check_events
-    from .errors import DshSessionError
+    from .._codec import encode_line
+    from .._validate import check_events
+    from ..errors import DshSessionError
 
     reg = registry()
     failed = 0
@@ -158,8 +158,8 @@ def _repair(args: argparse.Namespace) -> int:
     import fcntl
     import os
 
-    from ._codec import encode_events
-    from .errors import DshSessionError
+    from .._codec import encode_events
+    from ..errors import DshSessionError
 
     path = args.file
     try:

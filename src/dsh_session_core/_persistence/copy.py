@@ -40,11 +40,11 @@ from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 import msgspec
 
-from ._codec import encode_events, encode_line
-from ._header import SessionHeader
-from ._persist_base import Backend, StoredLog
-from ._registry import EventRegistry
-from .errors import DshSessionError, SessionLockedError
+from .._codec import encode_events, encode_line
+from .._header import SessionHeader
+from .._registry import EventRegistry
+from ..errors import DshSessionError, SessionLockedError
+from .base import Backend, StoredLog
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -232,7 +232,7 @@ def _postgresql_database(backend: Backend) -> tuple[str, ...] | None:
     password or without, other connection settings, libpq's defaults written out or
     left out, ``localhost``, ``127.0.0.1`` or ``::1``. ``None`` for another backend, or
     a string libpq cannot parse (then the locations are compared as they are)."""
-    module = sys.modules.get("dsh_session_core._persist_postgres")
+    module = sys.modules.get("dsh_session_core._persistence.postgres")
     if module is None or not isinstance(backend, module.PostgresBackend):
         return None  # the module is loaded as soon as one such backend exists
     try:
@@ -295,7 +295,7 @@ def copy_sessions(
         )
         raise ValueError(msg)
     if registry is None:
-        from ._plugins import PluginHooks, create_plugin_manager
+        from .._plugins import PluginHooks, create_plugin_manager
 
         registry = PluginHooks(create_plugin_manager()).build_registry()
     ids = _listed(source) if session_ids is None else list(dict.fromkeys(session_ids))
@@ -521,7 +521,7 @@ def _prefix_length(there: StoredLog | None, stored: StoredLog, lines: list[bytes
 
 def _derived(log: StoredLog, registry: EventRegistry) -> bytes:
     """The messages a log derives to, as JSON; or the error deriving them raises."""
-    from ._session import Session
+    from .._session import Session
 
     try:
         session = Session(log.header.id, log.events, log.header, registry=registry)

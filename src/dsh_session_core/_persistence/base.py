@@ -1,6 +1,6 @@
 """The backend seam of persistence: what a durable backend must do, and what it returns.
 
-The coordinator (``_persist_coordinator``) owns the orchestration every backend shares:
+The coordinator (``coordinator``) owns the orchestration every backend shares:
 write-behind buffering, per-session serialization, adoption, repair and the writer lock
 policy. A backend only stores and scans: the hooks below. A new backend is tested by
 adding one fixture to the contract suite (``tests/persistence``).
@@ -12,10 +12,10 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from ._header import SessionHeader
-from ._registry import EventRegistry
-from .errors import SessionLockedError
-from .events import Event
+from .._header import SessionHeader
+from .._registry import EventRegistry
+from ..errors import SessionLockedError
+from ..events import Event
 
 __all__ = ["Backend", "SessionLockedError", "StoredLog", "WriterLock"]
 

@@ -15,14 +15,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ._header import SessionHeader
-from ._persist_base import Backend
-from ._persist_coordinator import PersistencePlugin
-from ._plugins import PluginManager, create_plugin_manager
-from ._session import Clock, Session
-from ._store import SessionStore
-from .errors import PersistenceError
-from .events import Event
+from .._header import SessionHeader
+from .._plugins import PluginManager, create_plugin_manager
+from .._session import Clock, Session
+from .._store import SessionStore
+from ..errors import PersistenceError
+from ..events import Event
+from .base import Backend
+from .coordinator import PersistencePlugin
 
 __all__ = ["STORE_ENV", "DurableStore", "backend_for", "default_store_url", "open_store"]
 
@@ -177,26 +177,26 @@ def backend_for(url: str) -> Backend:
     """
     scheme, sep, rest = url.partition(":")
     if not sep or len(scheme) == 1:  # a plain path (or a Windows drive letter)
-        from ._persist_jsonl import JsonlBackend
+        from .jsonl import JsonlBackend
 
         return JsonlBackend(url)
     if scheme == "memory":
-        from ._persist_memory import MemoryBackend
+        from .memory import MemoryBackend
 
         return MemoryBackend()
     path = rest[2:] if rest.startswith("//") else rest
     if path.startswith("//"):  # sqlite:////abs (SQLAlchemy's spelling) is /abs too
         path = "/" + path.lstrip("/")
     if scheme == "sqlite":
-        from ._persist_sqlite import SqliteBackend
+        from .sqlite import SqliteBackend
 
         return SqliteBackend(path or ":memory:")
     if scheme in ("postgresql", "postgres"):
-        from ._persist_postgres import PostgresBackend
+        from .postgres import PostgresBackend
 
         return PostgresBackend(url)
     if scheme in ("jsonl", "file"):
-        from ._persist_jsonl import JsonlBackend
+        from .jsonl import JsonlBackend
 
         return JsonlBackend(path)
     msg = (

@@ -2,7 +2,7 @@
 the reference's ``dsh-session-persistence-jsonl`` (spec plugins-persistence §9).
 
 A log is a header line, then one event per line, each ``\\n``-ended, in the exact bytes
-the reference writes (:mod:`._persist_paths` says where it lives). Three rules make it
+the reference writes (:mod:`.paths` says where it lives). Three rules make it
 durable without ever rewriting a committed byte:
 
 - **Materialize atomically.** A session's file appears with its header and first batch
@@ -38,15 +38,15 @@ from typing import Any, Final
 import msgspec
 from msgspec import UnsetType
 
-from ._codec import ENCODER
-from ._decode import decode_body, decode_line, opaque_from_wire
-from ._header import SessionHeader
-from ._json import find_non_json
-from ._persist_base import SessionLockedError, StoredLog, WriterLock
-from ._persist_paths import encode_segment, lock_path, log_path
-from ._registry import EventRegistry
-from .errors import LogFormatError
-from .events import Event, OpaqueEvent
+from .._codec import ENCODER
+from .._decode import decode_body, decode_line, opaque_from_wire
+from .._header import SessionHeader
+from .._json import find_non_json
+from .._registry import EventRegistry
+from ..errors import LogFormatError
+from ..events import Event, OpaqueEvent
+from .base import SessionLockedError, StoredLog, WriterLock
+from .paths import encode_segment, lock_path, log_path
 
 __all__ = ["JsonlBackend", "ScanResult", "scan_log"]
 

@@ -1,20 +1,20 @@
 """The SOURCE of the session commands: a log file, or a session id in a store.
 
 An existing path (not a directory) is a file; anything else is a session id in
-``--store URL`` (default: :func:`~._persist_store.default_store_url`). Both are read
+``--store URL`` (default: :func:`~.._persistence.store.default_store_url`). Both are read
 without writing anything and without taking the session's writer lock, so inspecting a
 live session never disturbs its writer:
 
 - a file is read leniently: a version-less header is accepted, a line that is not JSON
   (a torn last line, a hole) is skipped with a warning, odd seqs are kept as they are.
   With ``--recover`` it is read by the JSONL backend's load rules instead
-  (:func:`~._persist_jsonl.scan_log`: the torn tail is dropped, committed corruption is
+  (:func:`~.._persistence.jsonl.scan_log`: the torn tail is dropped, committed corruption is
   an error);
 - a stored session is read with the backend's ``load_stored`` (torn tail dropped), never
   ``DurableStore.open``, which would repair the log and take the lock.
 
 In both cases the crash-repair closers a load *would* append
-(:func:`~._repair.interrupted_turn_closers`) are computed, in memory only, and reported
+(:func:`~.._persistence.repair.interrupted_turn_closers`) are computed, in memory only, and reported
 as a warning; they are never added to the events shown.
 """
 
@@ -25,14 +25,14 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ._cli_support import EXIT_USAGE, Failure, one_line, read_file, write
-from ._term import Style, printable
+from .support import EXIT_USAGE, Failure, one_line, read_file, write
+from .term import Style, printable
 
 if TYPE_CHECKING:
-    from ._header import SessionHeader
-    from ._persist_base import Backend
-    from ._registry import EventRegistry
-    from .events import Event
+    from .._header import SessionHeader
+    from .._persistence.base import Backend
+    from .._registry import EventRegistry
+    from ..events import Event
 
 __all__ = [
     "Source",
@@ -84,7 +84,7 @@ def out_text(text: str) -> None:
 
 def out_json(doc: object) -> None:
     """One JSON document on stdout, on one line (lone surrogates escaped as JS does)."""
-    from ._codec import encode_line
+    from .._codec import encode_line
 
     write(encode_line(doc) + b"\n")
 
@@ -92,7 +92,7 @@ def out_json(doc: object) -> None:
 def payload(event: Event) -> dict[str, Any]:
     """An event's ``data`` in its wire shape, or ``{}`` when it is not an object (an
     opaque event may hold anything there)."""
-    from ._cli_describe import wire_of
+    from .describe import wire_of
 
     data = wire_of(event.data)
     return data if isinstance(data, dict) else {}
@@ -130,8 +130,8 @@ def last_lines(f: BinaryIO, end: int, n: int, *, block: int = 65536) -> list[byt
 
 
 def _read_file(path: str, reg: EventRegistry, recover: bool) -> Source:
-    from ._logfile import parse_header
-    from .errors import LogFormatError
+    from .._logfile import parse_header
+    from ..errors import LogFormatError
 
     data = read_bytes(path, "loading")
     if recover:
@@ -156,8 +156,8 @@ def _read_file(path: str, reg: EventRegistry, recover: bool) -> Source:
 
 def _lenient_events(body: bytes, reg: EventRegistry, warnings: list[str]) -> list[Event]:
     """Every event line that parses; the others are skipped with a warning."""
-    from ._decode import decode_body, decode_line
-    from .errors import LogFormatError
+    from .._decode import decode_body, decode_line
+    from ..errors import LogFormatError
 
     cut = body.rfind(b"\n") + 1
     complete, fragment = body[:cut], body[cut:]
@@ -183,8 +183,8 @@ def _lenient_events(body: bytes, reg: EventRegistry, warnings: list[str]) -> lis
 
 
 def _scanned(path: str, data: bytes, reg: EventRegistry) -> Source:
-    from ._persist_jsonl import scan_log
-    from .errors import LogFormatError
+    from .._persistence.jsonl import scan_log
+    from ..errors import LogFormatError
 
     try:
         scan = scan_log(data, reg, path=path)
@@ -206,7 +206,7 @@ def _scanned(path: str, data: bytes, reg: EventRegistry) -> Source:
 def _check_header(source: Source) -> None:
     from msgspec import UNSET
 
-    from ._header import SESSION_FORMAT_VERSION
+    from .._header import SESSION_FORMAT_VERSION
 
     version = source.header.version
     if version is UNSET:
@@ -232,7 +232,7 @@ def _check_seqs(source: Source) -> None:
 
 
 def _check_closers(source: Source) -> None:
-    from ._repair import interrupted_turn_closers
+    from .._persistence.repair import interrupted_turn_closers
 
     try:
         source.closers = interrupted_turn_closers(source.events)
@@ -251,7 +251,7 @@ def _check_closers(source: Source) -> None:
 
 
 def store_url(args: argparse.Namespace) -> str:
-    from ._persist_store import default_store_url
+    from .._persistence.store import default_store_url
 
     url: str | None = getattr(args, "store", None)
     return url if url else default_store_url()
@@ -265,8 +265,8 @@ def open_backend(url: str, *, must_exist: bool = True) -> Backend:
         cannot be opened, or, with ``must_exist``, a SQLite file or a PostgreSQL store
         that does not exist (opening it would create it).
     """
-    from ._persist_store import backend_for
-    from .errors import DshSessionError, StoreNotFoundError
+    from .._persistence.store import backend_for
+    from ..errors import DshSessionError, StoreNotFoundError
 
     scheme, sep, rest = url.partition(":")
     if sep and scheme == "memory":
@@ -279,7 +279,7 @@ def open_backend(url: str, *, must_exist: bool = True) -> Backend:
             raise Failure(msg, hint="check the path: sqlite:///abs/path.db") from None
     try:
         if sep and scheme in ("postgresql", "postgres") and must_exist:
-            from ._persist_postgres import PostgresBackend
+            from .._persistence.postgres import PostgresBackend
 
             return PostgresBackend(url, create=False)  # a reader leaves no tables behind
         return backend_for(url)
@@ -295,7 +295,7 @@ def open_backend(url: str, *, must_exist: bool = True) -> Backend:
         raise Failure(str(exc), hint="pip install 'dsh-session[postgresql]'") from exc
     except Exception as exc:
         if type(exc).__module__.startswith("psycopg"):  # only the PostgreSQL backend
-            from ._persist_postgres import _redacted
+            from .._persistence.postgres import _redacted
 
             msg = f"cannot open the store {_redacted(url)}: {one_line(exc)}"
             raise Failure(msg, hint="check that the server runs, and the URL's host, port, "
@@ -315,7 +315,7 @@ def not_found(session_id: str, url: str) -> Failure:
 
 
 def _read_stored(session_id: str, url: str, reg: EventRegistry) -> Source:
-    from .errors import LogFormatError
+    from ..errors import LogFormatError
 
     backend = open_backend(url)
     try:

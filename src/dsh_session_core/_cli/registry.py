@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._cli_support import EXIT_OK, EXIT_REJECTED, Failure, plugin_manager, registry, write
+from .support import EXIT_OK, EXIT_REJECTED, Failure, plugin_manager, registry, write
 
 # typing costs ~10 ms to import: `dsh-session --help` must not pay for it.
 TYPE_CHECKING = False
@@ -19,7 +19,7 @@ CATALOG = "docs/persistence-catalog.md"
 
 
 def _plugin_rows() -> list[dict[str, Any]]:
-    from ._names import ENTRY_POINT_GROUP
+    from .._names import ENTRY_POINT_GROUP
 
     pm = plugin_manager()
     reg = registry()
@@ -53,7 +53,7 @@ def _own_version() -> str:
 
 
 def _plugins(args: argparse.Namespace) -> int:
-    from ._codec import encode_line
+    from .._codec import encode_line
 
     rows = _plugin_rows()
     if args.json:
@@ -72,8 +72,8 @@ def _plugins(args: argparse.Namespace) -> int:
 def _events(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ._catalog import event_rows, payload_schemas, render_catalog
-    from ._codec import encode_line
+    from .._catalog import event_rows, payload_schemas, render_catalog
+    from .._codec import encode_line
 
     reg = registry()
     if args.check is not None:
