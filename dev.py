@@ -3,9 +3,18 @@
     python3 dev.py demo     # the main job
     python3 dev.py test     # the whole test suite (pytest arguments may follow)
 
-The first run makes a virtual environment in ``.venv`` and installs the project with its
-test dependencies into it; later runs reinstall only when ``pyproject.toml`` changed.
-Where ``venv`` is unavailable, it installs into the running interpreter instead.
+The repository is a workspace of six distributions (docs/layout.md): ``dsh-session-core``,
+the four plugins under ``packages/``, and ``dsh-session`` at the root (the demo, and the
+others as dependencies). Each command keeps its own virtual environment, made on first
+use and reinstalled only when a ``pyproject.toml`` changed:
+
+- ``demo`` uses ``.venv``: the six distributions as a user gets them from
+  ``pip install dsh-session``, and nothing else (no linter, no test-only plugin);
+- ``test`` uses ``.venv-test``: the same, plus the PostgreSQL extra, the ``test``
+  dependency group of ``pyproject.toml`` and the tests' example third-party plugin.
+
+The workspace is installed editable, so a change to the code needs no reinstall. Where
+``venv`` is unavailable, it installs into the running interpreter instead.
 
 The PostgreSQL tests use the server at ``DSH_SESSION_TEST_POSTGRESQL`` if it is set;
 otherwise ``test`` starts a throwaway server with ``tests/pgserver.py`` for the run (when
@@ -20,46 +29,81 @@ import signal
 import subprocess
 import sys
 import tempfile
+import tomllib
 import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-VENV = ROOT / ".venv"
+ENVIRONMENTS = {"demo": ROOT / ".venv", "test": ROOT / ".venv-test"}
 PGSERVER = ROOT / "tests" / "pgserver.py"
 PG_ENV = "DSH_SESSION_TEST_POSTGRESQL"
 
 
-def _python() -> Path:
+def _python(env: Path) -> Path:
     bindir = "Scripts" if os.name == "nt" else "bin"
-    return VENV / bindir / ("python.exe" if os.name == "nt" else "python")
+    return env / bindir / ("python.exe" if os.name == "nt" else "python")
 
 
-def _environment() -> str:
+def _workspace() -> tuple[list[str], list[str]]:
+    """The workspace members (folders, in dependency order) and the test dependencies,
+    as the root ``pyproject.toml`` lists them."""
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        config = tomllib.load(f)
+    members: list[str] = config["tool"]["dsh-session"]["workspace"]["members"]
+    tests: list[str] = config["dependency-groups"]["test"]
+    return members, tests
+
+
+def _requirements(purpose: str) -> list[str]:
+    """What ``pip install`` gets for an environment: every member editable (core with
+    its PostgreSQL extra for the tests), then the test group and the example plugin."""
+    members, tests = _workspace()
+    args: list[str] = []
+    for member in members:
+        path = str(ROOT / member)
+        if purpose == "test" and member.endswith("dsh-session-core"):
+            path += "[postgresql]"
+        args += ["-e", path]
+    if purpose == "test":
+        args += tests
+        example = ROOT / "tests" / "example_plugin"
+        if example.is_dir():
+            args += ["-e", str(example)]
+    return args
+
+
+def _digest(purpose: str) -> str:
+    """What the environment was installed from: every pyproject.toml it reads."""
+    h = hashlib.sha256(purpose.encode())
+    for path in sorted(ROOT.glob("packages/*/pyproject.toml")):
+        h.update(path.read_bytes())
+    h.update((ROOT / "pyproject.toml").read_bytes())
+    example = ROOT / "tests" / "example_plugin" / "pyproject.toml"
+    if purpose == "test" and example.is_file():
+        h.update(example.read_bytes())
+    return h.hexdigest()
+
+
+def _environment(purpose: str) -> str:
     """The interpreter to run with, set up and up to date."""
-    python = _python()
+    env = ENVIRONMENTS[purpose]
+    python = _python(env)
     if not python.exists():
         try:
-            venv.EnvBuilder(with_pip=True).create(VENV)
+            venv.EnvBuilder(with_pip=True).create(env)
         except Exception as exc:  # e.g. Debian without python3-venv
             print(f"dev.py: no virtual environment ({exc}); using {sys.executable}")
             python = Path(sys.executable)
-    stamp = VENV / ".installed"
-    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    stamp = env / ".installed"
+    digest = _digest(purpose)
     if python != Path(sys.executable) and stamp.exists() and stamp.read_text() == digest:
         return str(python)
     subprocess.run(
         [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         "-e", f"{ROOT}[test]"],
+         *_requirements(purpose)],
         check=True,
     )
-    example = ROOT / "tests" / "example_plugin"
-    if example.is_dir():
-        subprocess.run(
-            [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-             "--no-deps", "-e", str(example)],
-            check=True,
-        )
-    if VENV.exists():
+    if env.exists():
         stamp.write_text(digest)
     return str(python)
 
@@ -105,7 +149,7 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] not in ("demo", "test"):
         print(__doc__)
         return 2
-    python = _environment()
+    python = _environment(argv[0])
     if argv[0] == "test":
         return _test(python, argv[1:])
     cli = [python, "-m", "dsh_session_core"]

@@ -52,7 +52,7 @@ def test_plugins_lists_the_four_in_repo_plugins() -> None:
     rows = {r["name"]: r for r in msgspec.json.decode(_cli("plugins", "--json").stdout)}
     assert set(rows) == {"core", "compact", "hooks", "mode", "todo"}
     for name in ("compact", "hooks", "mode", "todo"):
-        assert rows[name]["distribution"] == "dsh-session"
+        assert rows[name]["distribution"] == f"dsh-session-{name}"
         assert "register_event_types" in rows[name]["hooks"]
     assert rows["compact"]["event_types"] == ["compact/end", "compact/start", "compact/summary"]
     assert "add_hookspecs" in rows["compact"]["hooks"]

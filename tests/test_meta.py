@@ -50,8 +50,8 @@ def test_public_api_is_explicit() -> None:
 def test_private_modules_start_with_an_underscore() -> None:
     public = {"errors", "events", "hookspecs", "vocabulary", "invariants"}
     src = Path(dsh_session_core.__file__).parent
-    for module in src.glob("*.py"):
-        name = module.stem
+    for module in src.rglob("*.py"):
+        name = module.relative_to(src).parts[0].removesuffix(".py")
         assert name.startswith("_") or name in public, name
     assert (src / "py.typed").is_file()
 
@@ -121,10 +121,13 @@ def test_every_hookspec_has_a_test_implementing_it() -> None:
 
 
 def test_no_plugin_imports_another_plugin_or_a_private_core_module() -> None:
-    src = Path(dsh_session_core.__file__).parent.parent
+    import importlib
+
     offences = []
     for plugin in PLUGINS:
-        for path in (src / plugin).rglob("*.py"):
+        package = Path(str(importlib.import_module(plugin).__file__)).parent
+        src = package.parent
+        for path in package.rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text())):
                 names: list[str] = []
                 if isinstance(node, ast.Import):
