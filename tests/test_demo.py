@@ -34,9 +34,9 @@ from dsh_session_demo._timeline import one_line
 _cli_parser = cli._parser
 
 
-def _demo_parser() -> argparse.ArgumentParser:
+def _demo_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The real ``dsh-session`` parser, with ``demo`` added unless it is wired already."""
-    parser = _cli_parser()
+    parser = _cli_parser(argv)
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     if "demo" not in sub.choices:
         add_commands(sub)

@@ -97,7 +97,9 @@ def _with_importlib(group: str) -> list[EntryPoint]:
 
 def find_entry_points(group: str) -> list[EntryPoint]:
     """Every entry point of ``group`` of the distributions on ``sys.path``, in path order
-    (a distribution found twice counts once, where it is found first, as importlib does)."""
+    and by name within a folder (a distribution found twice counts once, where it is
+    found first, as importlib does). The order is the plugins' registration order: sorted,
+    it is the same on every machine, whatever order the file system lists folders in."""
     found: list[EntryPoint] = []
     seen: set[str] = set()
     for entry in sys.path:
@@ -107,7 +109,7 @@ def find_entry_points(group: str) -> list[EntryPoint]:
                 return _with_importlib(group)
             continue
         try:
-            names = os.listdir(folder)
+            names = sorted(os.listdir(folder))
         except OSError:
             continue
         for name in names:

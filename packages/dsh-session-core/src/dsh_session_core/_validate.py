@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from ._json import thaw
+from ._known_plugins import missing_plugin_hint
 from ._registry import EventRegistry, RegisteredEvent
 from .events import Event, OpaqueEvent
 
@@ -105,9 +106,9 @@ def check_events(
         entry = registry.get(ev.type)
         if entry is None:
             if strict:
-                problems.append(
-                    Problem(ev.seq, ev.type, None, "$.type", "no installed plugin declares it")
-                )
+                hint = missing_plugin_hint(ev.type)
+                message = "no installed plugin declares it" + (f"; {hint}" if hint else "")
+                problems.append(Problem(ev.seq, ev.type, None, "$.type", message))
             continue
         found = _envelope_problem(ev, entry)
         if found is None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .commands import HELP
 from .support import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, Failure
 
 # typing costs ~10 ms to import: `dsh-session --help` must not pay for it.
@@ -266,7 +267,7 @@ def _run(
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     # Only argparse here: `dsh-session --help` must not import what the command uses.
     copy = sub.add_parser(
-        "copy", help="copy sessions between two stores (resumable, verified)",
+        "copy", help=HELP["copy"],
         description="Copy every session of SRC (or the --session ones) into DST, each "
                     "under its writer lock in DST. A session DST already holds a prefix of "
                     "is completed; one it holds something else under is refused, never "

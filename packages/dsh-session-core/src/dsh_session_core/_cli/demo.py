@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from .commands import HELP
 from .support import EXIT_REJECTED, Failure
 
 __all__ = ["add_commands"]
@@ -48,7 +49,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     demo = sub.add_parser(
-        "demo", help="run a scripted agent session into a store and show its log",
+        "demo", help=HELP["demo"],
         description=_DESCRIPTION,
     )
     demo.add_argument("--store", metavar="URL", help=_STORE_HELP)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from .commands import HELP
 from .support import (
     EXIT_OK,
     EXIT_REJECTED,
@@ -208,7 +209,7 @@ def _repair(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    derive = sub.add_parser("derive", help="print the messages derived from a log")
+    derive = sub.add_parser("derive", help=HELP["derive"])
     derive.add_argument("files", nargs="+", metavar="FILE", help="a JSONL session log")
     derive.add_argument(
         "--jsonl", action="store_true", help="one JSON line per file, errors included"
@@ -220,14 +221,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     derive.set_defaults(run=_derive)
 
     repair = sub.add_parser(
-        "repair", help="cut a log's torn tail and close its interrupted turn, durably"
+        "repair", help=HELP["repair"]
     )
     repair.add_argument("file", metavar="FILE", help="a JSONL session log")
     repair.add_argument("--dry-run", action="store_true", help="say what would change")
     repair.set_defaults(run=_repair)
 
     export = sub.add_parser(
-        "export", help="write a log or a stored session as JSONL, or as one JSON document"
+        "export", help=HELP["export"]
     )
     export.add_argument(
         "file", metavar="SOURCE", help="a JSONL session log, or the id of a stored session"
@@ -244,7 +245,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     export.set_defaults(run=_export)
 
     validate = sub.add_parser(
-        "validate", help="check every event of logs against its registered schema"
+        "validate", help=HELP["validate"]
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="JSONL session logs")
     validate.add_argument(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from .commands import HELP
 from .support import EXIT_OK, EXIT_REJECTED, Failure, plugin_manager, registry, write
 
 # typing costs ~10 ms to import: `dsh-session --help` must not pay for it.
@@ -13,7 +14,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-__all__ = ["add_commands"]
+__all__ = ["add_commands", "own_version", "version_text"]
+
+#: The distribution this package ships in.
+CORE_DISTRIBUTION = "dsh-session-core"
 
 CATALOG = "docs/persistence-catalog.md"
 
@@ -34,8 +38,8 @@ def _plugin_rows() -> list[dict[str, Any]]:
         )
         rows.append({
             "name": name,
-            "distribution": dist.distribution if dist is not None else "dsh-session",
-            "version": dist.version if dist is not None else _own_version(),
+            "distribution": dist.distribution if dist is not None else CORE_DISTRIBUTION,
+            "version": dist.version if dist is not None else own_version(),
             "source": f"entry point in {ENTRY_POINT_GROUP}" if dist is not None else "built in",
             "hooks": hooks,
             "event_types": sorted(r.type for r in reg if r.plugin == name),
@@ -43,13 +47,33 @@ def _plugin_rows() -> list[dict[str, Any]]:
     return rows
 
 
-def _own_version() -> str:
+def own_version() -> str:
+    """The installed version of dsh-session-core (``"unknown"`` when it runs from a
+    source tree that was never installed)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("dsh-session")
+        return version(CORE_DISTRIBUTION)
     except PackageNotFoundError:
         return "unknown"
+
+
+def version_text() -> str:
+    """What ``dsh-session --version`` prints: core's version and Python's, then one line
+    per installed plugin (name, distribution, version), as ``plugins`` lists them."""
+    import platform
+
+    lines = [f"{CORE_DISTRIBUTION} {own_version()} (Python {platform.python_version()})"]
+    plugins = sorted((row for row in _plugin_rows() if row["name"] != "core"),
+                     key=lambda row: str(row["name"]))
+    if not plugins:
+        lines.append("plugins: none installed (core alone)")
+    else:
+        lines.append("plugins:")
+        width = max(len(row["name"]) for row in plugins)
+        for row in plugins:
+            lines.append(f"  {row['name']:<{width}}  {row['distribution']} {row['version']}")
+    return "\n".join(lines) + "\n"
 
 
 def _plugins(args: argparse.Namespace) -> int:
@@ -60,8 +84,9 @@ def _plugins(args: argparse.Namespace) -> int:
         write(encode_line(rows) + b"\n")
         return EXIT_OK
     if len(rows) == 1:
-        write("no plugins found in entry-point group dsh_session.plugins; is the project "
-              "installed?\n")
+        write("no plugins installed (entry-point group dsh_session.plugins): core alone; "
+              "pip install dsh-session-compact (or -hooks, -mode, -todo), or dsh-session "
+              "for all four\n")
     for row in rows:
         write(f"{row['name']}  ({row['distribution']} {row['version']}, {row['source']})\n")
         write(f"    hooks:       {', '.join(row['hooks']) or '-'}\n")
@@ -103,11 +128,11 @@ def _events(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    plugins = sub.add_parser("plugins", help="list the installed plugins")
+    plugins = sub.add_parser("plugins", help=HELP["plugins"])
     plugins.add_argument("--json", action="store_true", help="print JSON")
     plugins.set_defaults(run=_plugins)
 
-    events = sub.add_parser("events", help="list every registered event type")
+    events = sub.add_parser("events", help=HELP["events"])
     mode = events.add_mutually_exclusive_group()
     mode.add_argument("--json", action="store_true", help="print JSON rows")
     mode.add_argument("--markdown", action="store_true", help="print the event catalog")

@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .commands import HELP
 from .support import (
     EXIT_OK,
     Failure,
@@ -232,7 +233,7 @@ def _add_source_arguments(parser: argparse.ArgumentParser, *, recover: bool = Tr
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     # Only argparse here: `dsh-session --help` must not import what the commands use.
-    ls = sub.add_parser("ls", help="list the sessions in a store")
+    ls = sub.add_parser("ls", help=HELP["ls"])
     ls.add_argument("--store", metavar="URL",
                     help="a folder, jsonl:///path, sqlite:///path.db or "
                          "postgresql://host/dbname (default: $DSH_SESSION_STORE, else the "
@@ -240,18 +241,18 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     ls.add_argument("--json", action="store_true", help="print JSON")
     ls.set_defaults(run=_run_ls)
 
-    show = sub.add_parser("show", help="a session's timeline, turn by turn")
+    show = sub.add_parser("show", help=HELP["show"])
     _add_source_arguments(show)
     show.add_argument("--json", action="store_true", help="print the timeline as JSON")
     show.set_defaults(run=_run_show)
 
-    stats = sub.add_parser("stats", help="counts, sizes and tokens of a session's events")
+    stats = sub.add_parser("stats", help=HELP["stats"])
     _add_source_arguments(stats)
     stats.add_argument("--json", action="store_true", help="print JSON")
     stats.set_defaults(run=_stats)
 
     tail = sub.add_parser(
-        "tail", help="print a session's last events; with -f, follow it as it grows"
+        "tail", help=HELP["tail"]
     )
     _add_source_arguments(tail, recover=False)
     tail.add_argument("-f", "--follow", action="store_true",
@@ -263,7 +264,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     tail.set_defaults(run=_run_tail)
 
     fork = sub.add_parser(
-        "fork", help="create a child session seeded with a session's events up to a turn/end"
+        "fork", help=HELP["fork"]
     )
     _add_source_arguments(fork, recover=False)
     fork.add_argument("--at", type=int, required=True, metavar="SEQ",
