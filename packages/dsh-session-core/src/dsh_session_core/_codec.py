@@ -8,7 +8,6 @@ the plugins.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,8 +15,9 @@ import msgspec
 
 from ._json import enc_hook
 from .events import Event, OpaqueEvent
+from .jscompat import json_stringify
 
-__all__ = ["ENCODER", "encode_event", "encode_events", "encode_line", "json_string", "to_wire"]
+__all__ = ["ENCODER", "encode_event", "encode_events", "encode_line", "to_wire"]
 
 #: The one encoder: compact separators, UTF-8 written raw, key order as declared or
 #: logged, and frozen JSON objects unwrapped. Its output matches JS ``JSON.stringify``
@@ -26,23 +26,7 @@ __all__ = ["ENCODER", "encode_event", "encode_events", "encode_line", "json_stri
 ENCODER = msgspec.json.Encoder(enc_hook=enc_hook)
 
 _encode = ENCODER.encode
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _decode = msgspec.json.Decoder().decode
-
-
-def _escape_lone_surrogates(text: str) -> str:
-    # A Python str holds a surrogate only when it is unpaired (pairs are one code
-    # point); JS JSON.stringify writes such a one as a \udxxx escape.
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-def _encode_slow(value: object) -> bytes:
-    """Encode a value holding a lone surrogate, which msgspec refuses, as JS would."""
-    import json
-
-    builtins = msgspec.to_builtins(value, enc_hook=enc_hook)
-    text = json.dumps(builtins, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return _escape_lone_surrogates(text).encode("utf-8")
 
 
 def encode_line(value: object) -> bytes:
@@ -50,12 +34,8 @@ def encode_line(value: object) -> bytes:
     try:
         return _encode(value)
     except UnicodeEncodeError:
-        return _encode_slow(value)
-
-
-def json_string(value: object) -> str:
-    """The JSON text of ``value`` as a ``str`` (non-ASCII kept raw, like JS)."""
-    return _encode(value).decode()
+        # A lone surrogate, which msgspec refuses: written as JS writes it.
+        return json_stringify(value).encode()
 
 
 def encode_event(event: Event) -> bytes:

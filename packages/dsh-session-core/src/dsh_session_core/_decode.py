@@ -9,7 +9,6 @@ fields (``Any`` in a schema) are frozen so that no event can be changed after th
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -20,6 +19,7 @@ from ._json import JsonObject, find_non_json, freeze, thaw
 from ._registry import EventRegistry, RegisteredEvent
 from .errors import LogFormatError
 from .events import Event, OpaqueEvent
+from .jscompat import json_parse
 
 __all__ = [
     "decode_body",
@@ -30,8 +30,6 @@ __all__ = [
     "opaque_from_wire",
     "ops_first",
 ]
-
-_generic = msgspec.json.Decoder()
 
 # The reference's crash repair writes ``surfaceOp`` before ``sourceEventSeqs``; typed
 # classes always encode the other way round, so such lines are kept verbatim (opaque).
@@ -102,20 +100,8 @@ def opaque_from_wire(wire: object) -> OpaqueEvent:
     return OpaqueEvent(seq, time, data, wire=frozen)  # type: ignore[arg-type]
 
 
-def _parse_generic(line: bytes) -> Any:
-    try:
-        return _generic.decode(line)
-    except msgspec.DecodeError:
-        # msgspec refuses lone surrogate escapes, which JS writes for lone surrogates in
-        # strings; the stdlib parser keeps them. Only such rare lines come here.
-        # ``parse_constant``: the stdlib also reads NaN and Infinity, which JSON (and
-        # the reference's JSON.parse) refuses.
-        return json.loads(line.decode("utf-8", "surrogatepass"), parse_constant=_no_constant)
-
-
-def _no_constant(name: str) -> Any:
-    msg = f"{name} is not JSON"
-    raise ValueError(msg)
+# Any JSON value, as the reference's JSON.parse reads it (lone surrogate escapes included).
+_parse_generic = json_parse
 
 
 def decode_line(registry: EventRegistry, line: bytes) -> Event:

@@ -42,20 +42,20 @@ import msgspec
 from ._json import JsonObject, enc_hook, freeze, thaw
 from .errors import RequestHeaderError
 from .events import Event
+from .jscompat import UNDEFINED, json_stringify, strict_equals
 
 #: Stands for an absent key, which JS tells apart from ``null``.
-_ABSENT: Any = object()
+_ABSENT: Any = UNDEFINED
 
 _encode = msgspec.json.Encoder(enc_hook=enc_hook).encode
 _decode = msgspec.json.Decoder().decode
 
 
-def _json_text(value: Any) -> bytes:
-    """The JSON text of a value as ``JSON.stringify`` writes it: compact, keys in their
-    order. (JS writes an integral float as an int; msgspec writes ``1.0``. Values from one
-    writer are consistent, so this only matters across runtimes, and then at worst logs
-    one redundant header event.)"""
-    return _encode(value)
+# Tool schemas and prefixes compare by their JSON text (``JSON.stringify`` in the
+# reference; :func:`json_stringify` here, key order kept). JS writes an integral float as an
+# int; msgspec writes ``1.0``. Values from one writer are consistent, so this only matters
+# across runtimes, and then at worst logs one redundant header event.
+_json_text = json_stringify
 
 
 def _is_array(value: Any) -> bool:
@@ -192,18 +192,6 @@ def apply_tools(prev: Sequence[Any], d: Mapping[str, Any]) -> list[Any]:
 # --- whole headers -----------------------------------------------------------------------
 
 
-def _strict_equals(x: Any, y: Any) -> bool:
-    """JS ``===`` on JSON values: absent equals only absent, a bool never equals a number,
-    ``1 === 1.0``, and objects or arrays are equal only when they are the same object."""
-    if isinstance(x, bool) or isinstance(y, bool) or x is _ABSENT or y is _ABSENT:
-        return x is y
-    if isinstance(x, int | float) and isinstance(y, int | float):
-        return x == y
-    if isinstance(x, str) and isinstance(y, str):
-        return x == y
-    return x is y
-
-
 def call_config_equals(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> bool:
     """Field-wise equality of two call configs.
 
@@ -218,12 +206,12 @@ def call_config_equals(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None)
     a = a if a is not None else {}
     b = b if b is not None else {}
     for key in ("model", "temperature", "maxTokens"):
-        if not _strict_equals(a.get(key, _ABSENT), b.get(key, _ABSENT)):
+        if not strict_equals(a.get(key, _ABSENT), b.get(key, _ABSENT)):
             return False
     sa, sb = a.get("stop", _ABSENT), b.get("stop", _ABSENT)
     if sa is _ABSENT or sb is _ABSENT:
         return sa is sb
-    return len(sa) == len(sb) and all(_strict_equals(x, y) for x, y in zip(sa, sb, strict=True))
+    return len(sa) == len(sb) and all(strict_equals(x, y) for x, y in zip(sa, sb, strict=True))
 
 
 def header_equals(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -237,7 +225,7 @@ def header_equals(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """
     if not call_config_equals(a.get("config"), b.get("config")):
         return False
-    if not _strict_equals(a.get("system", _ABSENT), b.get("system", _ABSENT)):
+    if not strict_equals(a.get("system", _ABSENT), b.get("system", _ABSENT)):
         return False
     if _json_text(a.get("messagePrefix") or []) != _json_text(b.get("messagePrefix") or []):
         return False
@@ -263,7 +251,7 @@ def diff_header(prev: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, An
         "now absent"), or ``None`` when nothing changed.
     """
     delta: dict[str, Any] = {}
-    if not _strict_equals(prev.get("system", _ABSENT), new.get("system", _ABSENT)):
+    if not strict_equals(prev.get("system", _ABSENT), new.get("system", _ABSENT)):
         delta["system"] = diff_system(prev.get("system"), new.get("system"))
     if _json_text(prev.get("tools") or []) != _json_text(new.get("tools") or []):
         delta["tools"] = diff_tools(_tools_of(prev), _tools_of(new))

@@ -20,7 +20,7 @@ from msgspec import UNSET
 
 from ._codec import ENCODER, encode_events, encode_line
 from ._decode import decode_wire, freeze_untyped
-from ._derive import Derivation, project_opaque
+from ._derive import Derivation
 from ._header import SESSION_FORMAT_VERSION, SessionHeader
 from ._json import JsonObject, find_non_json, freeze
 from ._registry import EventRegistry, RegisteredEvent
@@ -423,8 +423,6 @@ class Session:
     @staticmethod
     def derive_event_message(event: Event) -> Message | None:
         """One event's projection, whether or not it is on the surface."""
-        if type(event) is OpaqueEvent:
-            return project_opaque(event)
         return event.message()
 
     def request_header(self) -> JsonObject | None:

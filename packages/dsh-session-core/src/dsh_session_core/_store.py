@@ -9,7 +9,6 @@ their later appends reach no plugin.
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -21,10 +20,9 @@ from ._registry import EventRegistry
 from ._session import Clock, Session, now_ms
 from .errors import SessionCwdError, SessionExistsError, SessionForkError
 from .events import Event
+from .jscompat import is_safe_integer, js_string
 
 __all__ = ["SessionStore"]
-
-_MAX_SAFE_INTEGER = 2**53 - 1
 
 Detach = Callable[[], None]
 
@@ -270,10 +268,10 @@ class SessionStore:
             seed: list[Event] = []
         else:
             b: Any = boundary if boundary is not None else events[-1].seq
-            if not _safe_index(b):
+            if not (is_safe_integer(b) and b >= 0):
                 msg = (
                     f'fork boundary for session "{src.id}" must be a non-negative safe '
-                    f"integer, got {_js_number(b)}"
+                    f"integer, got {js_string(b)}"
                 )
                 raise SessionForkError(msg, "INVALID_BOUNDARY")
             b = int(b)
@@ -312,24 +310,6 @@ class SessionStore:
             msg = f'session "{sid}" is not the live store instance'
             raise SessionForkError(msg, "SESSION_NOT_LIVE")
         return live
-
-
-def _safe_index(value: object) -> bool:
-    return (
-        value.__class__ is int and 0 <= value <= _MAX_SAFE_INTEGER
-    ) or (
-        value.__class__ is float and value.is_integer() and 0 <= value <= _MAX_SAFE_INTEGER
-    )
-
-
-def _js_number(value: object) -> str:
-    """Render a number as JS ``String(n)`` would (``-1``, ``0.5``, ``NaN``)."""
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if value.is_integer():
-            return str(int(value))
-    return str(value)
 
 
 def _raise_all(errors: list[Exception], message: str) -> None:

@@ -20,6 +20,7 @@ from msgspec import UNSET, Struct
 
 from .errors import SurfaceError
 from .events import Event, ReplaceOp
+from .jscompat import UNDEFINED, js_string
 
 __all__ = ["Surface", "SurfaceNode"]
 
@@ -32,18 +33,13 @@ class SurfaceNode(Struct, frozen=True, gc=False):
     next: int | None
 
 
-def _js(value: object) -> str:
-    """A value as the reference's template strings render it."""
-    return "undefined" if value is None else str(value)
-
-
 def _replace_bounds(op: object) -> tuple[object, object]:
     if type(op) is ReplaceOp:
         return op.start, op.end
     get = getattr(op, "get", None)  # an opaque op is a read-only JSON object
     if get is not None:
-        return get("start"), get("end")
-    return None, None  # the reference reads fields off any non-"append" value
+        return get("start", UNDEFINED), get("end", UNDEFINED)
+    return UNDEFINED, UNDEFINED  # the reference reads fields off any non-"append" value
 
 
 @final
@@ -122,10 +118,10 @@ class Surface:
         start, end = _replace_bounds(op)
         live = self._live
         if start not in live:
-            msg = f"surface replace: start seq {_js(start)} not found in surface"
+            msg = f"surface replace: start seq {js_string(start)} not found in surface"
             raise SurfaceError(msg, seq=-1)
         if end not in live:
-            msg = f"surface replace: end seq {_js(end)} not found in surface"
+            msg = f"surface replace: end seq {js_string(end)} not found in surface"
             raise SurfaceError(msg, seq=-1)
         i = self._order.index(start)
         j = self._order.index(end)

@@ -62,6 +62,7 @@ from typing import Any, ClassVar, Literal, TypeAlias
 
 from msgspec import UNSET, Struct, UnsetType
 
+from . import _projection
 from ._json import JsonObject, JsonValue
 from .vocabulary import (
     ContentBlock,
@@ -72,9 +73,7 @@ from .vocabulary import (
     Number,
     StreamChunk,
     SystemDelta,
-    TextBlock,
     TokenUsage,
-    ToolResultBlock,
     ToolsDelta,
     TurnEndReason,
     TurnTrigger,
@@ -143,7 +142,11 @@ class Event(
         return self.__struct_config__.tag  # type: ignore[return-value]
 
     def message(self) -> Message | None:
-        """The LLM message this event projects to, or ``None`` (log-only events)."""
+        """The LLM message this event projects to, or ``None`` (log-only events).
+
+        A plugin's surface type overrides it to project; the core types' projections are
+        in ``_projection``, bound here as their ``message`` methods.
+        """
         return None
 
 
@@ -182,10 +185,7 @@ class OpaqueEvent(Event, tag="\x00opaque", frozen=True):
     def surface_op(self) -> JsonValue | UnsetType:
         return self.wire.get("surfaceOp", UNSET)
 
-    def message(self) -> Message | None:
-        from ._derive import project_opaque
-
-        return project_opaque(self)
+    message = _projection.project_opaque
 
 
 # --- turns and steps ---------------------------------------------------------------------
@@ -246,18 +246,6 @@ class StepEnd(Event, tag="step/end", frozen=True):
 # --- messages ----------------------------------------------------------------------------
 
 
-def _envelope(tag: str, source: MessageSource, content: tuple[ContentBlock, ...]) -> Message:
-    kind = source.__struct_config__.tag
-    opened = TextBlock(text=f"<{tag} source={_json_string(kind)}>")
-    return Message(role="user", content=(opened, *content, TextBlock(text=f"</{tag}>")))
-
-
-def _json_string(value: object) -> str:
-    from ._codec import json_string
-
-    return json_string(value)
-
-
 class UserMessageData(_Payload, kw_only=True, frozen=True):
     content: tuple[ContentBlock, ...]
     source: MessageSource
@@ -268,8 +256,7 @@ class UserMessage(SurfaceEvent, tag="user/message", frozen=True):
 
     data: UserMessageData
 
-    def message(self) -> Message:
-        return Message(role="user", content=self.data.content)
+    message = _projection.project_user_message
 
 
 class PromptBlockedData(_Payload, kw_only=True, frozen=True):
@@ -305,8 +292,7 @@ class ContextMessage(SurfaceEvent, tag="context/message", frozen=True):
 
     data: ContextMessageData
 
-    def message(self) -> Message:
-        return _envelope("context", self.data.source, self.data.content)
+    message = _projection.project_context_message
 
 
 class SteeringMessageData(_Payload, kw_only=True, frozen=True):
@@ -320,8 +306,7 @@ class SteeringMessage(SurfaceEvent, tag="steering/message", frozen=True):
 
     data: SteeringMessageData
 
-    def message(self) -> Message:
-        return _envelope("steering", self.data.source, self.data.content)
+    message = _projection.project_steering_message
 
 
 class AssistantChunkData(_Payload, kw_only=True, frozen=True):
@@ -352,9 +337,7 @@ class AssistantMessage(SurfaceEvent, tag="assistant/message", frozen=True):
 
     data: AssistantMessageData
 
-    def message(self) -> Message | None:
-        content = self.data.content
-        return Message(role="assistant", content=content) if content else None
+    message = _projection.project_assistant_message
 
 
 # --- tools -------------------------------------------------------------------------------
@@ -404,10 +387,7 @@ class ToolResult(SurfaceEvent, tag="tool/result", frozen=True):
 
     data: ToolResultData
 
-    def message(self) -> Message:
-        d = self.data
-        block = ToolResultBlock(tool_call_id=d.call_id, content=d.content, is_error=d.is_error)
-        return Message(role="user", content=(block,))
+    message = _projection.project_tool_result
 
 
 class ToolCodeDispatchData(_Payload, kw_only=True, frozen=True):

@@ -39,8 +39,6 @@ Deviations from the reference plugin (edc065666f):
 
 from __future__ import annotations
 
-import enum
-import math
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Final, NamedTuple
 
@@ -49,6 +47,8 @@ from msgspec import UNSET
 
 from ._plugins import hookimpl
 from .errors import InvariantError
+from .jscompat import UNDEFINED, strict_equals
+from .jscompat import js_string as _js  # details render as the reference's template strings
 
 if TYPE_CHECKING:
     from ._session import Session
@@ -57,13 +57,8 @@ if TYPE_CHECKING:
 __all__ = ["InvariantsPlugin"]
 
 
-class _Missing(enum.Enum):
-    """An absent field: JS ``undefined``, as opposed to JSON ``null`` (``None``)."""
-
-    MISSING = enum.auto()
-
-
-_MISSING: Final = _Missing.MISSING
+#: An absent field: JS ``undefined``, as opposed to JSON ``null`` (``None``).
+_MISSING: Final = UNDEFINED
 
 #: Types that must name the open turn and step (core spec §10 item 5).
 _STEP_SCOPED: Final = frozenset(
@@ -91,40 +86,8 @@ def _envelope_field(event: Event, attr: str) -> object:
     return _MISSING if found is UNSET else found
 
 
-def _js(value: object) -> str:
-    """``value`` as a JS template string renders it, so details match the reference."""
-    if value is _MISSING:
-        return "undefined"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "Infinity" if value > 0 else "-Infinity"
-        return str(int(value)) if value.is_integer() else repr(value)
-    if isinstance(value, (int, str)):
-        return str(value)
-    if isinstance(value, (tuple, list)):
-        # Array.prototype.toString: null and undefined items render empty.
-        return ",".join("" if v is None or v is _MISSING else _js(v) for v in value)
-    return "[object Object]"
-
-
 def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _same(a: object, b: object) -> bool:
-    """JS ``===``: numbers by value (``1 == 1.0``), ``true`` is not ``1``, objects by
-    identity."""
-    if _is_number(a) and _is_number(b):
-        return a == b
-    if isinstance(a, (bool, str)) and type(a) is type(b):
-        return a == b
-    return a is b
 
 
 def _key(value: object) -> object:
@@ -139,7 +102,7 @@ def _key(value: object) -> object:
 def _index(surface: list[int], seq: object) -> int:
     """``surface.indexOf(seq)``: the position of ``seq``, or -1."""
     for i, node in enumerate(surface):
-        if _same(node, seq):
+        if strict_equals(node, seq):
             return i
     return -1
 
@@ -239,7 +202,7 @@ def _check_replace(trace: _Trace, op: object, seqs: object) -> tuple[int, int]:
 
 
 def _require_open_step(trace: _Trace, etype: str, turn: object, step: object) -> None:
-    if not (_same(trace.open_turn, turn) and _same(trace.open_step, step)):
+    if not (strict_equals(trace.open_turn, turn) and strict_equals(trace.open_step, step)):
         msg = (
             f"{etype} names turn {_js(turn)}/step {_js(step)} but open is turn "
             f"{_js(trace.open_turn)}/step {_js(trace.open_step)}"
@@ -286,12 +249,12 @@ def _check(trace: _Trace, event: Event, surface_types: frozenset[str]) -> _Trans
             msg = f"turn/start {_js(turn)} while turn {_js(trace.open_turn)} is still open"
             raise InvariantError(msg)
         # Numbering starts at 1 with no gaps: this assumes the whole log is replayed.
-        if not _same(turn, trace.next_turn):
+        if not strict_equals(turn, trace.next_turn):
             msg = f"turn/start expected turn {trace.next_turn}, got {_js(turn)}"
             raise InvariantError(msg)
         open_turn, next_step = turn, 1
     elif etype == "turn/end":
-        if not _same(trace.open_turn, turn):
+        if not strict_equals(trace.open_turn, turn):
             msg = f"turn/end {_js(turn)} does not match open turn {_js(trace.open_turn)}"
             raise InvariantError(msg)
         if trace.open_step is not None:
@@ -299,13 +262,13 @@ def _check(trace: _Trace, event: Event, surface_types: frozenset[str]) -> _Trans
             raise InvariantError(msg)
         open_turn, next_turn = None, next_turn + 1
     elif etype == "step/start":
-        if not _same(trace.open_turn, turn):
+        if not strict_equals(trace.open_turn, turn):
             msg = f"step/start in turn {_js(turn)} but open turn is {_js(trace.open_turn)}"
             raise InvariantError(msg)
         if trace.open_step is not None:
             msg = f"step/start {_js(step)} while step {_js(trace.open_step)} is still open"
             raise InvariantError(msg)
-        if not _same(step, trace.next_step):
+        if not strict_equals(step, trace.next_step):
             msg = f"step/start expected step {trace.next_step} in turn {_js(turn)}, got {_js(step)}"
             raise InvariantError(msg)
         open_step = step
@@ -319,7 +282,7 @@ def _check(trace: _Trace, event: Event, surface_types: frozenset[str]) -> _Trans
         elif etype == "tool/result":
             call_id = _member(data, "call_id", "callId")
             # Crash repair answers calls no tool/call event announced (core spec §7).
-            synthetic = _truthy(_member(data, "is_error", "isError")) and _same(
+            synthetic = _truthy(_member(data, "is_error", "isError")) and strict_equals(
                 _member(_member(data, "error", "error"), "code", "code"), "interrupted"
             )
             if _key(call_id) not in trace.pending and not synthetic:
