@@ -1,7 +1,8 @@
 """``dsh-session demo``: the README's main job, a scripted agent session on a real store.
 
-The demo lives in its own package, ``dsh_session_demo``, because it drives the plugins
-(compaction, hooks, modes, todos) and core never imports a plugin. It is imported by
+The demo lives in its own package, ``dsh_session_demo``, shipped by the batteries-included
+``dsh-session`` distribution, because it drives the plugins (compaction, hooks, modes,
+todos) and core never imports a plugin. It is imported by
 name, and only when the command runs, so ``dsh-session --help`` stays fast.
 """
 
@@ -36,8 +37,9 @@ def _demo(args: argparse.Namespace) -> int:
     try:
         demo = importlib.import_module("dsh_session_demo")
     except ModuleNotFoundError as exc:
-        msg = (f"the demo is not installed ({exc})\nhint: reinstall dsh-session "
-               "(pip install -e .) so that its dsh_session_demo package is present")
+        msg = (f"the demo is not installed ({exc}): it ships with the batteries-included "
+               "distribution\nhint: pip install dsh-session (core, the four plugins and "
+               "the demo)")
         raise Failure(msg, EXIT_REJECTED) from exc
     try:
         status: int = demo.main(args.store, args.session_id, as_json=args.json)
