@@ -17,14 +17,16 @@ This package may import the plugins (core may not); the ``dsh-session demo`` com
 imports it lazily.
 """
 
-from __future__ import annotations
+# Aliased, as every import here: the namespace holds only the names of __all__.
+from __future__ import annotations as _annotations
 
-import sys
-from typing import TextIO
+import sys as _sys
+import typing as _typing
 
 from ._output import next_commands, render, summary
 from ._run import DemoError, DemoRun, Location, run_demo
-from ._style import Style, wants_color
+from ._style import Style as _Style
+from ._style import wants_color as _wants_color
 
 __all__ = [
     "DemoError",
@@ -43,7 +45,7 @@ def main(
     session_id: str | None = None,
     *,
     as_json: bool = False,
-    out: TextIO | None = None,
+    out: _typing.TextIO | None = None,
 ) -> int:
     """Run the demo and print it; the exit status (0).
 
@@ -54,14 +56,14 @@ def main(
     :param out: where to print; stdout by default.
     :raises DemoError: the demo could not run (a message, a hint and an exit status).
     """
-    stream = out if out is not None else sys.stdout
+    stream = out if out is not None else _sys.stdout
     run = run_demo(store, session_id)
     if as_json:
         import json
 
         text = json.dumps(summary(run, store=store), indent=2, ensure_ascii=False) + "\n"
     else:
-        text = render(run, Style(wants_color(stream)), store=store)
+        text = render(run, _Style(_wants_color(stream)), store=store)
     encoding = getattr(stream, "encoding", None) or "utf-8"
     # A terminal that cannot show "→" or "…" gets "?" rather than a UnicodeEncodeError.
     stream.write(text.encode(encoding, errors="replace").decode(encoding))

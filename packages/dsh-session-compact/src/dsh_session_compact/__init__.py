@@ -22,11 +22,12 @@ and the basic backend::
 See :func:`compact_region` for the rules a compaction follows.
 """
 
-from __future__ import annotations
+# Aliased, as every import here: the namespace holds only the names of __all__.
+from __future__ import annotations as _annotations
 
 import typing as _typing
 
-from dsh_session_core import lazy_exports as _lazy_exports
+from dsh_session_core.lazy import lazy_exports as _lazy_exports
 
 # Imported lazily (PEP 562): loading the plugin through its entry point (and so
 # every store and CLI command) does not pay for what it does not use.

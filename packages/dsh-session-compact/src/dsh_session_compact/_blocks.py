@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from dsh_session_core.jscompat import json_stringify
 from dsh_session_core.vocabulary import (
     ReasoningBlock,
     TextBlock,
@@ -72,32 +73,11 @@ def content_of(data: object) -> Sequence[object]:
     return seq_of_blocks(field(data, "content"))
 
 
-def _js_value(value: object) -> Any:
-    """``value`` as plain builtins shaped like JS would see it: integral floats become
-    ints, since JS writes ``1`` where Python writes ``1.0``."""
-    if isinstance(value, Mapping):
-        return {str(k): _js_value(v) for k, v in value.items()}
-    if isinstance(value, msgspec.Struct):
-        return _js_value(msgspec.to_builtins(value, enc_hook=_enc_hook))
-    if isinstance(value, list | tuple):
-        return [_js_value(v) for v in value]
-    if type(value) is float and value.is_integer() and abs(value) < 1e21:
-        return int(value)
-    return value
-
-
-def _enc_hook(obj: object) -> object:
-    if isinstance(obj, Mapping):
-        return dict(obj)
-    msg = f"{type(obj).__name__} is not JSON"
-    raise NotImplementedError(msg)
-
-
 def js_json(value: object) -> str:
     """The compact JSON text of ``value`` as JS ``JSON.stringify`` writes it (key order
-    kept, non-ASCII raw). Never raises: a value JSON cannot hold is written as its
-    ``repr``, which only ever feeds an estimate."""
+    kept, non-ASCII raw, integral floats without a fraction). Never raises: a value JSON
+    cannot hold is written as its ``repr``, which only ever feeds an estimate."""
     try:
-        return msgspec.json.encode(_js_value(value)).decode()
+        return json_stringify(value, js_numbers=True)
     except (TypeError, ValueError, NotImplementedError, UnicodeError, RecursionError):
         return repr(value)

@@ -11,60 +11,17 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Mapping
-from decimal import Decimal
 from typing import Any, Final
+
+from dsh_session_core.jscompat import UNDEFINED, js_string
 
 from .errors import CompactConfigError
 
 __all__ = ["BasicCompactConfig", "resolve_config"]
 
 
-class _Missing:
-    """A key absent from a raw config: JS reads it as ``undefined``."""
-
-    def __repr__(self) -> str:
-        return "undefined"
-
-
-_MISSING: Final = _Missing()
-
-
-def _js_number(value: float) -> str:
-    """``String(value)`` in JS: shortest round-trip digits, integral values without a
-    fraction, positional notation from 1e-7 up to 1e21."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0:
-        return "0"  # JS writes -0 as "0" too
-    digits = repr(value)  # the shortest round-trip digits, as JS picks them
-    if "e" not in digits:
-        return digits.removesuffix(".0")
-    mantissa, exponent = digits.split("e")
-    exp = int(exponent)
-    if -7 < exp < 21:
-        return format(Decimal(digits), "f")
-    return f"{mantissa}e{'+' if exp > 0 else '-'}{abs(exp)}"
-
-
-def _js_str(value: object) -> str:
-    """``${value}`` in a JS template string, for the values a config can hold."""
-    if value is _MISSING:
-        return "undefined"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _js_number(value)
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list | tuple):
-        return ",".join("" if v is None else _js_str(v) for v in value)
-    return "[object Object]"
+#: A key absent from a raw config: JS reads it as ``undefined``.
+_MISSING: Final = UNDEFINED
 
 
 def _number(value: object) -> int | float | None:
@@ -89,7 +46,7 @@ def _integer(value: object) -> int | None:
 
 
 def _fail(key: str, value: object, rule: str) -> CompactConfigError:
-    return CompactConfigError(f"BasicCompactConfig: {key} ({_js_str(value)}) {rule}", key=key)
+    return CompactConfigError(f"BasicCompactConfig: {key} ({js_string(value)}) {rule}", key=key)
 
 
 def _positive_integer(key: str, value: object) -> int:

@@ -22,6 +22,7 @@ import pluggy
 from msgspec import UNSET
 
 from dsh_session_core import Message
+from dsh_session_core.jscompat import js_trim
 from dsh_session_core.vocabulary import (
     AbortedFinish,
     ContentBlock,
@@ -129,14 +130,6 @@ class SummaryResult:
 #: A summarizer: sync, or async for the ``acompact_*`` entry points.
 Summarizer: TypeAlias = Callable[[SummaryRequest], "SummaryResult | Awaitable[SummaryResult]"]
 
-# The characters JS String.prototype.trim removes. Python's str.strip differs: it also
-# strips U+001C-U+001F and U+0085, and keeps U+FEFF.
-_JS_WHITESPACE: Final = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-
-
 def accept_summary(
     result: object, request: SummaryRequest
 ) -> tuple[tuple[TextBlock, ...], str]:
@@ -168,7 +161,7 @@ def accept_summary(
         for block in result.content
         if kind_of(block) == "text" and isinstance(text := field(block, "text"), str)
     )
-    if not any(block.text.strip(_JS_WHITESPACE) for block in summary):
+    if not any(js_trim(block.text) for block in summary):
         msg = "summarization produced no text summary content"
         raise SummarizationError(msg, code="EMPTY_SUMMARY")
     return summary, result.model or request.model

@@ -16,23 +16,16 @@ import math
 from collections.abc import Iterable
 
 from dsh_session_core import SURFACE_TYPES, Event
+from dsh_session_core.jscompat import utf16_len
 
 from ._blocks import content_of, field, js_json, kind_of, seq_of_blocks, text_field
 
-__all__ = ["BLOCK_OVERHEAD", "MESSAGE_OVERHEAD", "TokenEstimator", "utf16_len"]
+__all__ = ["BLOCK_OVERHEAD", "MESSAGE_OVERHEAD", "TokenEstimator"]
 
 #: Added per content block (and per tool-result wrapper).
 BLOCK_OVERHEAD = 4
 #: Added per message by :meth:`TokenEstimator.estimate_tokens`.
 MESSAGE_OVERHEAD = 4
-
-
-def utf16_len(text: str) -> int:
-    """The JS ``length`` of ``text``: its UTF-16 code units."""
-    if text.isascii():
-        return len(text)
-    # Each astral character is a surrogate pair in UTF-16; a lone surrogate is one unit.
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
 class TokenEstimator:

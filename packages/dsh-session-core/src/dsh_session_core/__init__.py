@@ -17,18 +17,19 @@ contribute event types and listen to appends through pluggy hooks found in the
     session.derive_messages()
 """
 
-from __future__ import annotations
+# Aliased, as every import here: the namespace holds only the names of __all__.
+from __future__ import annotations as _annotations
 
-from ._lazy import lazy_exports
+from .lazy import lazy_exports as _lazy_exports
 
 # typing costs ~10 ms to import: `dsh-session --help` must not pay for it.
-TYPE_CHECKING = False
+_TYPE_CHECKING = False
 
 
 # The package imports lazily (PEP 562): ``dsh-session --help`` and other light uses do
 # not pay for msgspec classes, pluggy and importlib.metadata until a name is used.
 # Type checkers see the real imports below.
-if TYPE_CHECKING:
+if _TYPE_CHECKING:
     from . import errors, events, hookspecs, vocabulary
     from ._code_dispatch import (
         CodeDispatcher,
@@ -212,7 +213,6 @@ __all__ = [
     "is_surface_eligible_type",
     "is_surface_event",
     "is_tool_pairing_balanced",
-    "lazy_exports",
     "normalize_tool_arguments",
     "open_store",
     "record_request_header",
@@ -222,4 +222,4 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__, distribution="dsh-session")
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, __all__, distribution="dsh-session")

@@ -31,11 +31,12 @@ by default, through the ``dsh_session.plugins`` entry point named ``hooks``), or
 records are appended untyped, as opaque events.
 """
 
-from __future__ import annotations
+# Aliased, as every import here: the namespace holds only the names of __all__.
+from __future__ import annotations as _annotations
 
 import typing as _typing
 
-from dsh_session_core import lazy_exports as _lazy_exports
+from dsh_session_core.lazy import lazy_exports as _lazy_exports
 
 # Imported lazily (PEP 562): loading the plugin through its entry point (and so
 # every store and CLI command) does not pay for what it does not use.

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 __all__ = ["HookDecision", "HookOutput", "parse_hook_output"]
 
-import json
 from typing import Any, Final, Literal, TypeAlias
 
 from msgspec import Struct
 
 from dsh_session_core import JsonObject, JsonValue
-
-from ._jsstr import js_trim
+from dsh_session_core.jscompat import js_trim, json_parse
 
 #: A decision a hook can express: ``approve``/``block`` at the top level of its JSON,
 #: ``allow``/``deny``/``ask`` as ``hookSpecificOutput.permissionDecision``, ``block``
@@ -103,18 +101,10 @@ def parse_hook_output(
     return HookOutput(exit_code=exit_code, stderr=err, stdout=out, **fields)
 
 
-def _reject_constant(name: str) -> Any:
-    # JSON.parse has no NaN/Infinity literals; Python's json accepts them by default.
-    msg = f"{name} is not JSON"
-    raise ValueError(msg)
-
-
 def _parse_json(text: str) -> object:
-    """``text`` parsed as strictly as ``JSON.parse`` would, or ``None`` when it is not
-    JSON. (The stdlib parser keeps lone surrogate escapes, which JS accepts and msgspec
-    refuses.)"""
+    """``text`` parsed as ``JSON.parse`` would, or ``None`` when it is not JSON."""
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json_parse(text)
     except (ValueError, RecursionError):  # malformed, or nested deeper than we parse
         return None
 

@@ -20,9 +20,9 @@ from typing import Any, Final
 
 from dsh_session_core import Event, Session
 from dsh_session_core.errors import DshSessionError
+from dsh_session_core.jscompat import js_trim, utf16_len, utf16_prefix
 
 from ._codec import HookOutput
-from ._jsstr import js_trim, utf16_len, utf16_prefix
 from .events import HookDialect
 
 #: The reference default cap for ``stderrSummary`` (both bridges' config default). The

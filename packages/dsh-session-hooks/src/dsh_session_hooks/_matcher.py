@@ -38,7 +38,7 @@ import functools
 import re
 from typing import Final, Literal, TypeAlias
 
-from ._jsstr import JS_WHITESPACE
+from dsh_session_core.jscompat import JS_WHITESPACE
 
 #: How a bridge reads its patterns: ``claude`` (literal alternatives or regex) or
 #: ``codex`` (always regex).

@@ -12,11 +12,12 @@ last ``mode/set`` wins, so resume and fork restore it. ``plan`` is built in::
     modes.gate(session, "write")           # 'Error: tool "write" is not available ...'
 """
 
-from __future__ import annotations
+# Aliased, as every import here: the namespace holds only the names of __all__.
+from __future__ import annotations as _annotations
 
 import typing as _typing
 
-from dsh_session_core import lazy_exports as _lazy_exports
+from dsh_session_core.lazy import lazy_exports as _lazy_exports
 
 # Imported lazily (PEP 562): loading the plugin through its entry point (and so
 # every store and CLI command) does not pay for what it does not use.

@@ -17,42 +17,16 @@ __all__ = [
     "validate_todos",
 ]
 
-import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypedDict
 
 import msgspec
 
 from dsh_session_core import Event, OpaqueEvent, Session, ToolOutcome, to_wire
+from dsh_session_core.jscompat import js_trim, json_quote
 
 from ._errors import TodoSnapshotError, TodoValidationError
 from .events import TodoItem, TodoWrite, TodoWriteData
-
-# JavaScript's String.prototype.trim() set (WhiteSpace and LineTerminator). Python's
-# str.strip() differs: it also strips U+001C-U+001F and U+0085, and keeps U+FEFF.
-_JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-_SURROGATES = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
-
-
-
-
-def _js_quote(text: str) -> str:
-    """``JSON.stringify(text)``: non-ASCII kept raw, lone surrogates escaped."""
-
-    def fix(m: re.Match[str]) -> str:
-        s = m.group()
-        if len(s) == 2:  # a pair held as two code points is one character to JS
-            return s.encode("utf-16", "surrogatepass").decode("utf-16")
-        return f"\\u{ord(s):04x}"
-
-    # json.dumps escapes exactly the characters JSON.stringify escapes (quote, backslash,
-    # C0 controls, named ones as \n etc., the rest as lowercase \u00xx), except that it
-    # leaves surrogates raw.
-    return _SURROGATES.sub(fix, json.dumps(text, ensure_ascii=False))
 
 
 def _parse(todos: object) -> tuple[TodoItem, ...]:
@@ -85,12 +59,12 @@ def validate_todos(todos: Sequence[TodoItem | Mapping[str, Any]]) -> tuple[TodoI
     seen: set[str] = set()
     trimmed: list[TodoItem] = []
     for item in items:
-        content = item.content.strip(_JS_WHITESPACE)
+        content = js_trim(item.content)
         if not content:
             msg = "invalid todo: `content` must be a non-empty string"
             raise TodoValidationError(msg)
         if content in seen:
-            msg = f"invalid todos: duplicate content {_js_quote(content)}"
+            msg = f"invalid todos: duplicate content {json_quote(content)}"
             raise TodoValidationError(msg)
         seen.add(content)
         trimmed.append(TodoItem(content=content, status=item.status))

@@ -1,7 +1,24 @@
-"""Lazy package exports (PEP 562): a package's public names load on first use.
+"""Lazy package exports (PEP 562), for plugin packages: a package's public names load on
+first use.
 
 Core and the plugin packages use it so that loading a plugin through its entry point,
-or starting the ``dsh-session`` command, does not import what it does not use.
+or starting the ``dsh-session`` command, does not import what it does not use. A
+plugin's ``__init__.py``::
+
+    import typing as _typing
+
+    from dsh_session_core.lazy import lazy_exports as _lazy_exports
+
+    if _typing.TYPE_CHECKING:  # type checkers see the real imports
+        from ._service import Service
+
+    _LAZY = {"Service": "._service"}
+    __all__ = ["Service"]
+    __getattr__, __dir__ = _lazy_exports(__name__, _LAZY, __all__)
+
+Import it under a private name, as above: a package's namespace should hold its
+``__all__`` and nothing else public. This module imports nothing heavy (not even
+``typing``), so the ``dsh-session`` command can use it at startup.
 """
 
 from __future__ import annotations
