@@ -1,0 +1,74 @@
+"""What starting costs: importing the package loads no CLI or backend module, and
+``dsh-session --help`` builds no command (timings are benchmarks: bench/startup.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+_LOADED = (
+    "import sys\n"
+    "{code}\n"
+    "print(' '.join(sorted(m for m in sys.modules if m.startswith('dsh_session'))))"
+)
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", _LOADED.format(code=code)],
+                         capture_output=True, text=True, check=True)
+    return set(out.stdout.split())
+
+
+def test_importing_the_package_loads_no_cli_and_no_backend() -> None:
+    loaded = _modules_after("import dsh_session_core")
+    assert "dsh_session_core" in loaded
+    assert not {m for m in loaded if m.startswith(("dsh_session_core._cli",
+                                                    "dsh_session_core._persistence"))}
+
+
+def test_a_public_name_loads_only_its_own_modules() -> None:
+    loaded = _modules_after("from dsh_session_core import Session")
+    assert not {m for m in loaded if m.startswith(("dsh_session_core._cli",
+                                                    "dsh_session_core._persistence"))}
+    assert not {m for m in loaded if not m.startswith("dsh_session_core")}  # no plugin
+
+
+def test_help_imports_no_command_module() -> None:
+    loaded = _modules_after(
+        "import contextlib, io\n"
+        "from dsh_session_core._cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    main(['--help'])"
+    )
+    commands = {"demo", "logs", "registry", "sessions", "copy", "ls", "show", "tail"}
+    assert not {m for m in loaded if m.rpartition(".")[2] in commands}
+    assert "dsh_session_core._cli.commands" in loaded
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    loaded = _modules_after(
+        "import contextlib, io\n"
+        "from dsh_session_core._cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    main(['plugins', '--help'])"
+    )
+    assert "dsh_session_core._cli.registry" in loaded
+    assert not {m for m in loaded if m.rpartition(".")[2] in {"demo", "logs", "sessions",
+                                                               "copy"}}
+
+
+def test_the_help_lists_every_command_with_its_own_help() -> None:
+    """The table ``--help`` prints from is the one the commands' parsers use."""
+    import argparse
+
+    from dsh_session_core._cli.commands import COMMANDS
+    from dsh_session_core._cli.main import _parser
+
+    full = _parser()  # every command built
+    sub = next(a for a in full._actions if isinstance(a, argparse._SubParsersAction))
+    built = {a.dest: a.help for a in sub._get_subactions()}
+    assert built == {name: text for name, (_, text) in COMMANDS.items()}
+    listed = _parser(["--help"]).format_help()
+    for name, (_, text) in COMMANDS.items():
+        assert name in listed
+        assert text.split()[0] in listed
