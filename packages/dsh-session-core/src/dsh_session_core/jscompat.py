@@ -302,10 +302,13 @@ def json_stringify(value: object, *, js_numbers: bool = False) -> str:
 
     :param value: a JSON value: builtins, read-only log data (:class:`JsonObject`,
         tuples) and msgspec Structs.
-    :param js_numbers: write integral floats below 1e21 in magnitude as JS does, without
-        a fraction; accept any mapping as an object. Other floats keep msgspec's form.
-    :returns: the JSON text.
-    :raises TypeError: the value holds something JSON cannot (a set, NaN, ...).
+    :param js_numbers: write integral floats below 1e21 in magnitude without a fraction,
+        as JS does (their digits exactly: past 2**53 JS writes the digits beyond the
+        shortest round-trip ones as zeros); accept any mapping as an object. Other
+        floats keep msgspec's form.
+    :returns: the JSON text. As in JS, NaN and the infinities are written ``null``; sets
+        are written as arrays.
+    :raises NotImplementedError: the value holds an object that is no JSON value.
     """
     if js_numbers:
         value = _with_js_numbers(value)
