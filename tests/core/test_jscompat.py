@@ -36,7 +36,7 @@ from dsh_session_core.vocabulary import TextBlock
 ANY_CHAR = st.characters(codec=None, exclude_categories=())
 TEXT = st.text(ANY_CHAR, max_size=20)
 # Strings as the log and the reference hold them: no surrogates.
-CLEAN_TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=20)
+CLEAN_TEXT = st.text(st.characters(codec="utf-8"), max_size=20)
 FINITE = st.floats(allow_nan=False, allow_infinity=False)
 
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 from msgspec import UNSET, Struct
 
 from .errors import DshSessionError
+from .jscompat import utf16_len, utf16_prefix
 
 if TYPE_CHECKING:
     from ._session import Session
@@ -105,14 +106,9 @@ def summarize_tool_result(content: Iterable[ContentBlock | Mapping[str, Any]]) -
     """
     text = "\n".join(_block_text(b) for b in content)
     # A code point takes at most two UTF-16 units: short strings cannot be too long.
-    if len(text) * 2 <= SUMMARY_MAX_CHARS:
+    if len(text) * 2 <= SUMMARY_MAX_CHARS or utf16_len(text) <= SUMMARY_MAX_CHARS:
         return text
-    units = 0
-    for i, ch in enumerate(text):
-        units += 2 if ord(ch) > 0xFFFF else 1
-        if units > SUMMARY_MAX_CHARS:
-            return text[:i] + "…"
-    return text
+    return utf16_prefix(text, SUMMARY_MAX_CHARS) + "…"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -23,10 +23,6 @@ else:
     # msgspec reads annotations at run time; to it an untyped JSON field is ``Any``.
     JsonValue = Any
 
-#: JS numbers are doubles: integers beyond this lose precision in the reference.
-MAX_SAFE_INTEGER = 2**53 - 1
-
-
 class JsonObject(Mapping[str, "JsonValue"]):
     """A read-only JSON object: untyped log data, frozen so the log cannot be changed
     through it. Compares equal to a ``dict`` with the same items."""
