@@ -57,7 +57,7 @@ from psycopg import sql
 from dsh_session_core import Event, Session, core_registry
 from dsh_session_core._logfile import open_session, parse_log
 from dsh_session_core._persistence.postgres import PostgresBackend
-from dsh_session_core._persistence.rows import PARAMS_PER_ROW, _event_params
+from dsh_session_core._persistence.rows import PARAMS_PER_ROW, event_params
 from persistence import _clock, _turns, cold_load_ms, durable_fill
 from run import Append, Target, cli, median_ms, workload
 
@@ -73,7 +73,7 @@ Row = tuple[Any, ...]
 def _event_rows(sid: str, events: Sequence[Event]) -> list[Row]:
     """The ``events`` rows of a batch, as the backend stores them (NULL for an absent
     optional column)."""
-    p = _event_params(sid, events, "PostgreSQL")
+    p = event_params(sid, events, "PostgreSQL")
     n = PARAMS_PER_ROW
     return [(sid, *(v if v != "" else None for v in p[i : i + n]))
             for i in range(0, len(p), n)]

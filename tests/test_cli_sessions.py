@@ -378,7 +378,7 @@ def test_ls_of_an_empty_or_missing_store(tmp_path: Path) -> None:
 
 
 def test_ls_counts_a_turn_line_that_straddles_two_read_chunks(tmp_path: Path) -> None:
-    from dsh_session_core._cli.ls import _jsonl_counts
+    from dsh_session_core._logfile import count_log
 
     header = b'{"type":"session","version":0,"id":"x","createdAt":1}\n'
     turn = b'{"type":"turn/start","seq":1,"time":7,"data":{}}\n'
@@ -390,7 +390,7 @@ def test_ls_counts_a_turn_line_that_straddles_two_read_chunks(tmp_path: Path) ->
         assert len(header) + len(filler) == (1 << 20) - cut
         path = tmp_path / f"log{cut}.jsonl"
         path.write_bytes(header + filler + b"\n" + turn + b'{"type":"y","seq":2,"ti')
-        assert _jsonl_counts(str(path)) == (2, 1, 7, True)
+        assert count_log(str(path)) == (2, 1, 7, True)
 
 
 def test_show_stats_and_tail_on_stored_sessions_never_write(

@@ -25,10 +25,13 @@ from hypothesis import strategies as st
 from msgspec import UNSET
 
 from dsh_session_core import Event, OpaqueEvent, Session, SessionHeader, core_registry
+from dsh_session_core import _logfile as logfile_mod
 from dsh_session_core._codec import ENCODER, encode_events
+from dsh_session_core._logfile import ScanResult, scan_log
+from dsh_session_core._persistence import files as files_mod
 from dsh_session_core._persistence import jsonl as jsonl_mod
 from dsh_session_core._persistence.base import Backend, SessionLockedError, StoredLog, WriterLock
-from dsh_session_core._persistence.jsonl import JsonlBackend, ScanResult, scan_log
+from dsh_session_core._persistence.jsonl import JsonlBackend
 from dsh_session_core._persistence.paths import encode_segment, log_path, session_dir
 from dsh_session_core._persistence.repair import interrupted_turn_closers
 from dsh_session_core.errors import LogFormatError
@@ -293,13 +296,13 @@ def test_materializing_makes_every_new_entry_durable(
     backend: JsonlBackend, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     synced: list[str] = []
-    real = jsonl_mod._fsync_dir
+    real = files_mod.fsync_dir
 
     def record(path: str) -> None:
         synced.append(path)
         real(path)
 
-    monkeypatch.setattr(jsonl_mod, "_fsync_dir", record)
+    monkeypatch.setattr(files_mod, "fsync_dir", record)
     persist(backend, meta("s1", "/work"), ONE_TURN)
     assert synced == [str(root.parent), str(root), session_dir(root, "/work")]
 
@@ -307,14 +310,14 @@ def test_materializing_makes_every_new_entry_durable(
 def test_a_publication_that_is_not_durable_is_withdrawn(
     backend: JsonlBackend, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = jsonl_mod._fsync_dir
+    real = files_mod.fsync_dir
 
     def bucket_fails(path: str) -> None:
         if path == session_dir(root, "/work"):
             raise OSError(errno.EIO, "simulated directory fsync EIO")
         real(path)
 
-    monkeypatch.setattr(jsonl_mod, "_fsync_dir", bucket_fails)
+    monkeypatch.setattr(files_mod, "fsync_dir", bucket_fails)
     events, lines = build(ONE_TURN)
     with pytest.raises(OSError, match="simulated directory fsync EIO"):
         backend.append_batch(meta("s1", "/work"), events, lines, materialized=False)
@@ -702,7 +705,7 @@ def test_reference_closers_and_unknown_types_take_the_fast_path(
     def no_walk(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the careful walk ran")
 
-    monkeypatch.setattr(jsonl_mod, "_careful_scan", no_walk)
+    monkeypatch.setattr(logfile_mod, "_careful_scan", no_walk)
     scan = scan_log(data, REGISTRY)
     assert [type(e) is OpaqueEvent for e in scan.events] == [False, False, True, True, False,
                                                              False]

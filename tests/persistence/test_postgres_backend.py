@@ -523,7 +523,7 @@ def test_a_commit_that_lands_while_the_follower_reads_is_not_missed(
 ) -> None:
     """A NOTIFY that reaches the follower while it runs a query (not while it waits)
     must still wake it, else it would sleep until the next commit."""
-    from dsh_session_core._persistence import postgres as _persist_postgres
+    from dsh_session_core._persistence import postgres_schema
 
     p = PersistencePlugin(PostgresBackend(postgresql_url), core_registry())
     p.create(meta("race", "/w"))
@@ -544,7 +544,7 @@ def test_a_commit_that_lands_while_the_follower_reads_is_not_missed(
 
         def execute(self, query: Any, *args: Any) -> Any:
             nonlocal committed
-            if query is _persist_postgres._SELECT_LAST and not committed:
+            if query is postgres_schema.SELECT_LAST and not committed:
                 committed = True
                 p.append("race", ONE_TURN[2:])
             return self._conn.execute(query, *args)

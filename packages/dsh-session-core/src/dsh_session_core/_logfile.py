@@ -1,32 +1,75 @@
-"""The reference's JSONL log format: a header line, then one event per line.
+"""The reference's JSONL log format, and the one place that reads it.
 
-:func:`parse_log` reads a log *as is*: every line after the header must parse (a torn
-last line is an error here; the durable backends' recovery rules drop it instead).
-Events keep whatever no installed plugin knows, verbatim. :func:`dump_log` writes a
-header and events back, each line the compact JSON the reference writes.
+A log is a header line, then one event per line, each ``\\n``-ended. Everything that
+reads such bytes reads them here, whoever holds them (the JSONL backend, the CLI on a
+file, ``derive --recover``, ``repair``, ``ls``, ``tail``):
+
+- **as is** (strict): :func:`parse_log` — every line after the header must parse (a torn
+  last line is an error); events keep whatever no installed plugin knows, verbatim;
+- **as a durable backend loads it**: :func:`scan_log`, the reference's ``scanLog`` — the
+  longest valid prefix, a torn tail reported, committed corruption refused, a header
+  checked as the reference checks it (:func:`durable_header`);
+- **leniently**, to show what can be shown: :func:`read_lenient` — a version-less header
+  is accepted, a line that does not parse is skipped and reported;
+- **from the end**, without reading the rest: :func:`complete_end`, :func:`last_lines`,
+  :func:`count_log` (events, turns and last activity, without decoding JSON), and one
+  line's wire shape, :func:`line_wire`.
+
+:func:`dump_log` writes a header and events back, each line the compact JSON the
+reference writes. Where logs live on disk and how they are written is
+``_persistence.files``'s and ``_persistence.jsonl``'s concern, not this module's.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import operator
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, NamedTuple
 
 import msgspec
 
 from ._codec import ENCODER, encode_events
-from ._decode import decode_body
+from ._decode import decode_body, decode_line, opaque_from_wire
 from ._header import SessionHeader
+from ._json import find_non_json
 from ._registry import EventRegistry
 from .errors import LogFormatError
-from .events import Event
+from .events import Event, OpaqueEvent
 
 if TYPE_CHECKING:
     from ._session import Session
 
-__all__ = ["ParsedLog", "dump_log", "open_session", "parse_header", "parse_log"]
+__all__ = [
+    "TURN_LINE",
+    "LenientLog",
+    "LogCounts",
+    "ParsedLog",
+    "ScanResult",
+    "complete_end",
+    "count_log",
+    "dump_log",
+    "durable_header",
+    "header_or_none",
+    "last_lines",
+    "line_wire",
+    "open_session",
+    "parse_header",
+    "parse_log",
+    "read_lenient",
+    "scan_log",
+]
 
 _header_decoder = msgspec.json.Decoder(SessionHeader)
+
+_EMPTY: Final = "empty or header-less session log"
+_HEADER_NOT_JSON: Final = "corrupt session log: header line is not valid JSON"
+_NOT_A_HEADER: Final = "corrupt session log: first line is not a session header"
+
+_seq_of = operator.attrgetter("seq")
+_generic = msgspec.json.Decoder()
+_JSON_SPACE = b" \t\r\n"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -64,14 +107,7 @@ def parse_log(data: bytes, registry: EventRegistry, *, path: str | None = None) 
     :raises LogFormatError: empty log, bad header, or a line that is not JSON (with its
         1-based line number in the file).
     """
-    if not data.strip(b"\n"):
-        msg = "empty or header-less session log"
-        raise LogFormatError(msg, path=path)
-    end = data.find(b"\n")
-    if end < 0:
-        end = len(data)
-    header = parse_header(data[:end], path=path)
-    body = data[end + 1 :]
+    header, body = _split_header(data, path)
     try:
         events = decode_body(registry, body)
     except LogFormatError as exc:
@@ -79,6 +115,270 @@ def parse_log(data: bytes, registry: EventRegistry, *, path: str | None = None) 
         msg = f"unparsable event at line {line}: {exc}"
         raise LogFormatError(msg, path=path, line=line) from exc
     return ParsedLog(header, events, body if body.endswith(b"\n") else body + b"\n")
+
+
+def _split_header(data: bytes, path: str | None) -> tuple[SessionHeader, bytes]:
+    """The lenient header of a whole log and the bytes after its line.
+
+    :raises LogFormatError: an empty log, or a first line that is not a header.
+    """
+    if not data.strip(b"\n"):
+        raise LogFormatError(_EMPTY, path=path)
+    end = data.find(b"\n")
+    if end < 0:
+        end = len(data)
+    return parse_header(data[:end], path=path), data[end + 1 :]
+
+
+# --- the durable reading: the reference's scanLog ----------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ScanResult:
+    """What :func:`scan_log` keeps of a log.
+
+    :ivar header: the session header (line 1).
+    :ivar events: the longest valid prefix of the event lines, contiguous from seq 0.
+    :ivar committed_bytes: where that prefix ends in the file (the end of the header
+        line when no event is kept); any byte after it is a torn tail.
+    :ivar jsonl: the kept event lines exactly as read, each ``\\n``-ended.
+    """
+
+    header: SessionHeader
+    events: list[Event]
+    committed_bytes: int
+    jsonl: bytes
+
+
+class _Hole:
+    """Marks a line JavaScript's ``JSON.parse`` would refuse."""
+
+
+_HOLE: Final = _Hole()
+
+
+def _reject_constant(name: str) -> Any:
+    msg = f"{name} is not JSON"
+    raise ValueError(msg)
+
+
+def _parse_json(line: bytes) -> Any:
+    """``line`` as JSON, accepting exactly what ``JSON.parse`` accepts, or :data:`_HOLE`.
+
+    msgspec refuses lone surrogate escapes (JS accepts them), so such rare lines are
+    read by the stdlib, told to refuse ``NaN``/``Infinity`` (which JS refuses).
+    """
+    try:
+        return _generic.decode(line)
+    except msgspec.DecodeError:
+        pass
+    try:
+        return json.loads(line.decode("utf-8", "surrogatepass"), parse_constant=_reject_constant)
+    except ValueError:  # includes UnicodeDecodeError and JSONDecodeError
+        return _HOLE
+
+
+def _as_int(value: Any) -> Any:
+    # JSON ``0.0`` is the number 0 to JavaScript; our header holds ints.
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) is int or type(value) is float  # never bool (spec §14.15)
+
+
+def durable_header(line: bytes, *, path: str | None) -> SessionHeader:
+    """Line 1 as a session header, checked as the reference checks it.
+
+    :func:`parse_header` is lenient (it reads hand-written logs without a version); a
+    durable log must carry a numeric ``version``, so the line is decoded generically and
+    checked field by field first.
+
+    :raises LogFormatError: the line is not JSON, or not a header the reference reads.
+    """
+    obj = _parse_json(line)
+    if obj is _HOLE:
+        raise LogFormatError(_HEADER_NOT_JSON, path=path, line=1)
+    if not (
+        type(obj) is dict
+        and obj.get("type") == "session"
+        and _is_number(obj.get("version"))
+        and type(obj.get("id")) is str
+        and _is_number(obj.get("createdAt"))
+    ):
+        raise LogFormatError(_NOT_A_HEADER, path=path, line=1)
+    # Extra keys are dropped; an optional key holding null counts as absent (our header
+    # cannot hold null; the reference copies it).
+    fields = {"type": "session", "version": _as_int(obj["version"]), "id": obj["id"],
+              "createdAt": obj["createdAt"]}
+    for key in ("cwd", "parentSession", "seedLength"):
+        value = obj.get(key)
+        if value is not None:
+            fields[key] = _as_int(value)
+    try:
+        return msgspec.convert(fields, SessionHeader)
+    except msgspec.ValidationError as exc:
+        # A header the reference would read but ours cannot hold (a fractional version,
+        # a non-string cwd): refused with the reference's words and the detail.
+        msg = f"{_NOT_A_HEADER} ({exc})"
+        raise LogFormatError(msg, path=path, line=1) from exc
+
+
+def header_or_none(line: bytes) -> SessionHeader | None:
+    """Line 1 as :func:`durable_header` reads it, or ``None`` when it is not one."""
+    try:
+        return durable_header(line, path=None)
+    except LogFormatError:
+        return None
+
+
+def _fast_events(registry: EventRegistry, body: bytes) -> list[Event] | None:
+    """The events of ``body`` when every line is a valid event with ``seq == index`` —
+    the common case, checked at C speed — else ``None`` (the careful walk decides).
+
+    ``decode_body`` decodes the whole block in one msgspec call. A line holding two
+    JSON values (``{..},{..}``) would decode to two events, so the event count must
+    equal the line count. A typed event's seq is an int; only an opaque event (kept
+    verbatim) can hold a bool seq or, through the core's stdlib fallback, ``NaN``, so
+    those two JavaScript differences are checked on opaque events only.
+    """
+    try:
+        events = decode_body(registry, body)
+    except (LogFormatError, msgspec.DecodeError):
+        # DecodeError: the core's decode_line lets one out for an unknown type with a
+        # lone surrogate escape; the careful walk reads such lines itself.
+        return None
+    n = len(events)
+    if n != body.count(b"\n") or not all(map(operator.eq, map(_seq_of, events), range(n))):
+        return None
+    if OpaqueEvent in set(map(type, events)):
+        opaque = [e for e in events if type(e) is OpaqueEvent]
+        if any(type(e.seq) is bool for e in opaque):
+            return None
+        if (b"NaN" in body or b"Infinity" in body) and any(
+            find_non_json(e.wire) is not None for e in opaque
+        ):
+            return None
+    return events
+
+
+def _event_of(registry: EventRegistry, line: bytes) -> Event | None:
+    """One event line as an event, or ``None`` for a hole: a line ``JSON.parse`` refuses,
+    or (a documented divergence, spec §14.16) a JSON value that is not an object."""
+    try:
+        event = decode_line(registry, line)
+    except (LogFormatError, msgspec.DecodeError):
+        wire = _parse_json(line)
+        if wire is _HOLE:
+            return None
+        event = opaque_from_wire(wire)
+    else:
+        # The core's fallback parser reads NaN/Infinity, which JS refuses.
+        if (
+            type(event) is OpaqueEvent
+            and (b"NaN" in line or b"Infinity" in line)
+            and _parse_json(line) is _HOLE
+        ):
+            return None
+    if not line.lstrip(_JSON_SPACE).startswith(b"{"):
+        return None
+    return event
+
+
+# The two JavaScript-compatibility helpers below moved here verbatim with the scan that
+# uses them (from _persistence/jsonl.py); a shared home for such helpers is under way.
+def _js_string(event: Event) -> str:
+    """An event's seq as JavaScript's template string would print it, for the gap error."""
+    if type(event) is OpaqueEvent and "seq" not in event.wire:
+        return "undefined"
+    return _js_value(event.seq)
+
+
+def _js_value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if type(value) is float and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    if isinstance(value, str | int | float):
+        return str(value)
+    if isinstance(value, tuple | list):
+        return ",".join("" if v is None else _js_value(v) for v in value)
+    return "[object Object]"
+
+
+def _careful_scan(
+    registry: EventRegistry, data: bytes, start: int, end: int, *, path: str | None
+) -> tuple[list[Event], int]:
+    """The reference's walk (spec §9.4 steps 3-6), line by line: the kept events and
+    where they end. Only logs with a hole or a gap come here."""
+    parsed: list[Event | None] = []
+    ends: list[int] = []
+    last_turn_end = -1
+    pos = start
+    while pos < end:
+        nl = data.index(b"\n", pos, end)
+        event = _event_of(registry, data[pos:nl])
+        if event is not None and event.type == "turn/end":
+            last_turn_end = len(parsed)  # its own seq does not matter here
+        parsed.append(event)
+        ends.append(nl + 1)
+        pos = nl + 1
+    for i, event in enumerate(parsed):
+        if event is None:
+            if i <= last_turn_end:
+                msg = f"corrupt session log: unparsable committed event at line {i + 1}"
+                raise LogFormatError(msg, path=path, line=i + 2)
+        else:
+            seq = event.seq
+            if _is_number(seq) and seq == i:
+                continue
+            if i <= last_turn_end:
+                msg = (
+                    f"corrupt session log: seq gap in committed region at line {i + 1} "
+                    f"(expected {i}, got {_js_string(event)})"
+                )
+                raise LogFormatError(msg, path=path, line=i + 2)
+        # A torn tail: keep what came before, drop this line and everything after it.
+        return [e for e in parsed[:i] if e is not None], ends[i - 1] if i else start
+    return [e for e in parsed if e is not None], ends[-1] if ends else start
+
+
+def scan_log(data: bytes, registry: EventRegistry, *, path: str | None = None) -> ScanResult:
+    """Read a JSONL log as the reference's ``scanLog`` does (spec §9.4).
+
+    Only ``\\n``-ended lines count (a last fragment is never parsed). Line 1 must be a
+    session header. Every event line is parsed on its own; the kept prefix is the
+    longest run where line *i* parses and has ``seq == i``. A hole at or before the last
+    ``turn/end`` is committed corruption; after it, a torn tail (its bytes, valid lines
+    included, are past ``committed_bytes``).
+
+    A well-formed log is decoded in one msgspec call and checked at C speed; only a log
+    with a hole or a gap is walked line by line.
+
+    :param path: the file, for error messages.
+    :raises LogFormatError: no complete line, a bad header, or committed corruption
+        (``line`` is the file line; the message names the 1-based event line, as the
+        reference's does).
+    """
+    last_nl = data.rfind(b"\n")
+    if last_nl < 0:
+        raise LogFormatError(_EMPTY, path=path)
+    header_end = data.find(b"\n")
+    header = durable_header(data[:header_end], path=path)
+    start, end = header_end + 1, last_nl + 1
+    if start == end:
+        return ScanResult(header, [], start, b"")
+    body = data[start:end]
+    events = _fast_events(registry, body)
+    if events is not None:
+        return ScanResult(header, events, end, body)
+    events, committed = _careful_scan(registry, data, start, end, path=path)
+    return ScanResult(header, events, committed, data[start:committed])
+
 
 def open_session(log: ParsedLog, registry: EventRegistry) -> Session:
     """A bare session seeded with a parsed log (its lines are not re-encoded)."""
@@ -92,3 +392,152 @@ def open_session(log: ParsedLog, registry: EventRegistry) -> Session:
 def dump_log(header: SessionHeader, events: Sequence[Event]) -> bytes:
     """The JSONL bytes of a log: header line, then one line per event, each ``\\n``-ended."""
     return ENCODER.encode(header) + b"\n" + encode_events(events)
+
+
+# --- the lenient reading: what can be shown ----------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LenientLog:
+    """What :func:`read_lenient` could read of a log.
+
+    :ivar header: its header (a version-less one is accepted).
+    :ivar events: every event line that parses, in file order (seqs as found).
+    :ivar skipped: the lines that were skipped, as ``(file line number, "blank" or
+        "not JSON")``.
+    :ivar torn: the size of an unparsable last line without its newline (a torn write),
+        else 0.
+    """
+
+    header: SessionHeader
+    events: list[Event]
+    skipped: list[tuple[int, str]]
+    torn: int
+
+
+def read_lenient(data: bytes, registry: EventRegistry, *, path: str | None = None
+                 ) -> LenientLog:
+    """Read a log as far as it can be read: a bad line is skipped, not an error.
+
+    A last line without its newline is read when it parses (a writer that never ends
+    its last line), else reported as torn.
+
+    :raises LogFormatError: an empty log, or a first line that is not a header.
+    """
+    header, body = _split_header(data, path)
+    cut = body.rfind(b"\n") + 1
+    complete, fragment = body[:cut], body[cut:]
+    skipped: list[tuple[int, str]] = []
+    try:
+        events = decode_body(registry, complete)
+    except LogFormatError:
+        events = []
+        for i, line in enumerate(complete[:-1].split(b"\n")):
+            try:
+                events.append(decode_line(registry, line))
+            except LogFormatError:
+                skipped.append((i + 2, "blank" if not line.strip() else "not JSON"))
+    torn = 0
+    if fragment.strip():
+        try:
+            events.append(decode_line(registry, fragment))
+        except LogFormatError:
+            torn = len(fragment)
+    return LenientLog(header, events, skipped, torn)
+
+
+def line_wire(line: bytes) -> dict[str, Any] | None:
+    """One log line's wire shape, or ``None`` when it is not a JSON object. Lenient:
+    lone surrogate escapes, which msgspec refuses and JavaScript writes, are read."""
+    try:
+        value = msgspec.json.decode(line)
+    except msgspec.DecodeError:
+        try:
+            value = json.loads(line.decode("utf-8", "surrogatepass"))
+        except ValueError:
+            return None
+    return value if isinstance(value, dict) else None
+
+
+# --- reading from the end ----------------------------------------------------------------
+
+#: What counts as a turn in a log: a line that starts with this (after its newline). A
+#: JSON string cannot hold a raw newline, so the pattern cannot match inside a text, and
+#: the writers always write ``type`` first.
+TURN_LINE: Final = b'\n{"type":"turn/start",'
+
+#: Blocks read backwards from the end; chunks read forwards by :func:`count_log`.
+_BLOCK: Final = 65536
+_COUNT_CHUNK: Final = 1 << 20
+
+
+def complete_end(f: BinaryIO, size: int) -> int:
+    """Where the first ``size`` bytes' last complete line ends (0 when none has ended),
+    read backwards in blocks."""
+    pos = size
+    while pos > 0:
+        step = min(_BLOCK, pos)
+        f.seek(pos - step)
+        nl = f.read(step).rfind(b"\n")
+        if nl >= 0:
+            return pos - step + nl + 1
+        pos -= step
+    return 0
+
+
+def last_lines(f: BinaryIO, end: int, n: int, *, block: int = _BLOCK) -> list[bytes]:
+    """The last ``n`` complete lines (without their newline) of the file's first ``end``
+    bytes, read backwards in blocks, so a big log costs only its tail.
+
+    ``end`` must be just past a newline (or 0). The file's first line (the header) is
+    never returned.
+    """
+    if n <= 0 or end <= 0:
+        return []
+    buf = b""
+    pos = end
+    # n + 1 newlines before the end delimit n lines; reaching the start of the file
+    # means every line is there (and the first is the header).
+    while pos > 0 and buf.count(b"\n") <= n:
+        step = min(block, pos)
+        pos -= step
+        f.seek(pos)
+        buf = f.read(step) + buf
+    # The first piece is the header (at the start of the file) or a partial line.
+    lines = buf[:-1].split(b"\n")[1:]
+    return lines[-n:]
+
+
+class LogCounts(NamedTuple):
+    """A log's size as ``ls`` shows it (:func:`count_log`)."""
+
+    #: Complete lines after the header.
+    events: int
+    #: Complete lines that start a turn (:data:`TURN_LINE`).
+    turns: int
+    #: The ``time`` of the last complete line, when it is a JSON object, else ``None``.
+    last_activity: Any
+    #: Whether bytes follow the last complete line (a torn write, or a live writer's).
+    torn: bool
+
+
+def count_log(path: str) -> LogCounts:
+    """Count a log file's events and turns without decoding JSON: one sequential read
+    in 1 MiB chunks, then its last line read from the end for the last activity.
+
+    :raises OSError: the file cannot be read.
+    """
+    lines = turns = 0
+    tail = b""
+    with open(path, "rb") as f:
+        while chunk := f.read(_COUNT_CHUNK):
+            lines += chunk.count(b"\n")
+            window = tail + chunk  # a turn line may straddle two chunks
+            turns += window.count(TURN_LINE)
+            tail = window[-(len(TURN_LINE) - 1) :]
+        size = f.tell()
+        end = complete_end(f, size)
+        last = last_lines(f, end, 1)
+    wire = line_wire(last[0]) if last else None
+    return LogCounts(max(lines - 1, 0), turns, None if wire is None else wire.get("time"),
+                     end < size)

@@ -21,6 +21,7 @@ from ._registry import EventRegistry, EventSpec
 from .errors import PluginConflictError, PluginError
 
 if TYPE_CHECKING:
+    from ._persistence.base import Backend
     from ._session import Session
 
 __all__ = [
@@ -188,3 +189,7 @@ class PluginHooks:
                 if result is not None:
                     awaitables.append(cast(Awaitable[None], result))
         return awaitables, errors
+
+    def store_backend(self, url: str, create: bool) -> Backend | None:
+        """The backend a plugin opens for a store URL, or ``None`` when none does."""
+        return cast("Backend | None", self.pm.hook.store_backend(url=url, create=create))

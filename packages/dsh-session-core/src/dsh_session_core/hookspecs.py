@@ -21,6 +21,7 @@ import pluggy
 from ._names import PROJECT_NAME
 
 if TYPE_CHECKING:
+    from ._persistence.base import Backend
     from ._plugins import PluginManager
     from ._registry import EventSpec
     from ._session import Session
@@ -32,6 +33,7 @@ __all__ = [
     "session_created",
     "session_event",
     "session_flush",
+    "store_backend",
 ]
 
 _spec = pluggy.HookspecMarker(PROJECT_NAME)
@@ -123,6 +125,32 @@ def session_flush(session: Session) -> Awaitable[None] | None:
 
     :param session: the session to make durable.
     :returns: ``None`` when done, or an awaitable for ``aflush`` to await.
+
+    .. versionadded:: 0.1
+    """
+
+
+# --- stores --------------------------------------------------------------------------------
+
+
+@_spec(firstresult=True)
+def store_backend(url: str, create: bool) -> Backend | None:
+    """Open the backend of a store URL whose scheme core does not know.
+
+    ``open_store(url)``, ``DurableStore`` users going through it, and every
+    ``dsh-session`` command that takes ``--store URL`` (or SRC and DST for ``copy``) map
+    a URL to a backend in one place; the schemes core knows (a folder path, ``jsonl:``,
+    ``file:``, ``sqlite:``, ``postgresql:``, ``postgres:``, ``memory:``) are never asked
+    about. Return a backend for a URL your plugin owns (by its scheme, say
+    ``dict:name``), else ``None``; the first backend returned wins, and with none the
+    URL is refused as an unknown scheme.
+
+    :param url: the URL as given.
+    :param create: whether the store may be created. ``False`` for commands that only
+        read: then raise :class:`~dsh_session_core.errors.StoreNotFoundError` rather
+        than leave a new store behind.
+    :returns: an object implementing :class:`~dsh_session_core.Backend` (subclass it to
+        inherit the defaults of its reading methods), or ``None``.
 
     .. versionadded:: 0.1
     """

@@ -53,20 +53,18 @@ _URL_HINT = ("SRC and DST are stores: a folder, jsonl:///path, sqlite:///path.db
 
 
 def _shown(url: str) -> str:
-    """A store URL for messages and reports: a PostgreSQL one without its password."""
-    if url.partition(":")[0] in ("postgresql", "postgres"):
-        from .._persistence.postgres import _redacted
+    """A store URL for messages and reports: without its password."""
+    from .._persistence.store import printable_url
 
-        return _redacted(url)
-    return url
+    return printable_url(url)
 
 
-def _opened(url: str, *, must_exist: bool) -> Backend:
+def _opened(url: str, *, must_exist: bool, empty_if_missing: bool = False) -> Backend:
     """The store's backend; a bad URL is a usage error that says what a URL is."""
     from .source import open_backend
 
     try:
-        return open_backend(url, must_exist=must_exist)
+        return open_backend(url, must_exist=must_exist, empty_if_missing=empty_if_missing)
     except Failure as exc:
         if exc.hint is None and exc.status == EXIT_USAGE:
             raise Failure(str(exc), EXIT_USAGE, hint=_URL_HINT) from exc
@@ -74,52 +72,20 @@ def _opened(url: str, *, must_exist: bool) -> Backend:
 
 
 def _open_source(url: str) -> Backend:
-    import os
-
     # must_exist: a missing SQLite file or PostgreSQL store would be created.
     backend = _opened(url, must_exist=True)
-    root = getattr(backend, "root", None)
-    if isinstance(root, str) and not os.path.isdir(root):
+    if not backend.exists():  # a JSONL folder that is not there
         backend.close()
-        msg = f"no store at {url} (no folder {root})"
+        msg = f"no store at {_shown(url)} (it does not exist)"
         raise Failure(msg, hint="check SRC: a folder, jsonl:///path, sqlite:///path.db or "
                                 "postgresql://user@host/dbname")
     return backend
 
 
-def _missing_sqlite(url: str) -> bool:
-    """Whether ``url`` names a SQLite file that does not exist (yet)."""
-    import os
-
-    scheme, sep, rest = url.partition(":")
-    if not sep or scheme != "sqlite":
-        return False
-    path = rest[2:] if rest.startswith("//") else rest
-    if path.startswith("//"):
-        path = "/" + path.lstrip("/")
-    return path not in ("", ":memory:") and not os.path.exists(path)
-
-
 def _open_destination(url: str, dry_run: bool) -> Backend:
-    if dry_run and _missing_sqlite(url):
-        return _nothing_yet()
-    if dry_run and url.partition(":")[0] in ("postgresql", "postgres"):
-        from ..errors import StoreNotFoundError
-
-        try:
-            from .._persistence.postgres import PostgresBackend
-
-            return PostgresBackend(url, create=False)
-        except StoreNotFoundError:
-            return _nothing_yet()
+    if dry_run:  # creates nothing: a store that does not exist yet is empty
+        return _opened(url, must_exist=True, empty_if_missing=True)
     return _opened(url, must_exist=False)
-
-
-def _nothing_yet() -> Backend:
-    """A dry run creates nothing: the store it would create is empty."""
-    from .._persistence.memory import MemoryBackend
-
-    return MemoryBackend()
 
 
 class _Bar:

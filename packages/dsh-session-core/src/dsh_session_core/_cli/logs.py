@@ -22,7 +22,7 @@ from .support import (
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from .._persistence.jsonl import ScanResult
+    from .._logfile import ScanResult
     from .._registry import EventRegistry
     from ..events import Event
     from ..vocabulary import Message
@@ -40,8 +40,8 @@ def _recovered(path: str, reg: EventRegistry) -> tuple[ScanResult, list[Event]]:
     """A log file read by the JSONL backend's load rules: its scan (torn tail dropped)
     and the closers that close an interrupted turn (nothing is written)."""
     from .._header import SESSION_FORMAT_VERSION
+    from .._logfile import scan_log
     from .._persistence.coordinator import PersistenceError
-    from .._persistence.jsonl import scan_log
     from .._persistence.repair import interrupted_turn_closers
 
     scan = scan_log(read_file(path), reg, path=path)

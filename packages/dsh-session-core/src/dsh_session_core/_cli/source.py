@@ -5,13 +5,17 @@ An existing path (not a directory) is a file; anything else is a session id in
 without writing anything and without taking the session's writer lock, so inspecting a
 live session never disturbs its writer:
 
-- a file is read leniently: a version-less header is accepted, a line that is not JSON
-  (a torn last line, a hole) is skipped with a warning, odd seqs are kept as they are.
-  With ``--recover`` it is read by the JSONL backend's load rules instead
-  (:func:`~.._persistence.jsonl.scan_log`: the torn tail is dropped, committed corruption is
-  an error);
+- a file is read leniently (:func:`~.._logfile.read_lenient`): a version-less header is
+  accepted, a line that is not JSON (a torn last line, a hole) is skipped with a
+  warning, odd seqs are kept as they are. With ``--recover`` it is read by the durable
+  load rules instead (:func:`~.._logfile.scan_log`: the torn tail is dropped, committed
+  corruption is an error);
 - a stored session is read with the backend's ``load_stored`` (torn tail dropped), never
   ``DurableStore.open``, which would repair the log and take the lock.
+
+A store is opened by :func:`open_backend`, through the one URL mapping
+(:func:`~.._persistence.store.backend_for`, plugins' schemes included), and used only
+through the :class:`~.._persistence.base.Backend` protocol.
 
 In both cases the crash-repair closers a load *would* append
 (:func:`~.._persistence.repair.interrupted_turn_closers`) are computed, in memory only, and reported
@@ -23,7 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 from .support import EXIT_USAGE, Failure, one_line, read_file, write
 from .term import Style, printable
@@ -37,7 +41,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Source",
     "is_log_file",
-    "last_lines",
     "load_source",
     "not_found",
     "open_backend",
@@ -106,84 +109,33 @@ def read_bytes(path: str, label: str = "reading") -> bytes:
     return read_file(path, label)
 
 
-def last_lines(f: BinaryIO, end: int, n: int, *, block: int = 65536) -> list[bytes]:
-    """The last ``n`` complete lines (without their newline) of the file's first ``end``
-    bytes, read backwards in blocks, so a big log costs only its tail.
-
-    ``end`` must be just past a newline (or 0). The file's first line (the header) is
-    never returned.
-    """
-    if n <= 0 or end <= 0:
-        return []
-    buf = b""
-    pos = end
-    # n + 1 newlines before the end delimit n lines; reaching the start of the file
-    # means every line is there (and the first is the header).
-    while pos > 0 and buf.count(b"\n") <= n:
-        step = min(block, pos)
-        pos -= step
-        f.seek(pos)
-        buf = f.read(step) + buf
-    # The first piece is the header (at the start of the file) or a partial line.
-    lines = buf[:-1].split(b"\n")[1:]
-    return lines[-n:]
-
-
 def _read_file(path: str, reg: EventRegistry, recover: bool) -> Source:
-    from .._logfile import parse_header
+    from .._logfile import read_lenient
     from ..errors import LogFormatError
 
     data = read_bytes(path, "loading")
     if recover:
         return _scanned(path, data, reg)
-    end = data.find(b"\n")
     try:
-        if not data.strip(b"\n"):
-            msg = "empty or header-less session log"
-            raise LogFormatError(msg, path=path)
-        header = parse_header(data[: end if end >= 0 else len(data)], path=path)
+        log = read_lenient(data, reg, path=path)
     except LogFormatError as exc:
         msg = f"{path}: {one_line(exc)}"
         raise Failure(msg, hint="is it a dsh-session log?") from exc
-    source = Source(header, [], path)
-    body = data[end + 1 :] if end >= 0 else b""
-    source.events = _lenient_events(body, reg, source.warnings)
+    source = Source(log.header, log.events, path)
+    source.warnings.extend(f"line {line} is {what}: skipped" for line, what in log.skipped)
+    if log.torn:
+        source.warnings.append(
+            f"the last line is incomplete ({log.torn} bytes, a torn write?): skipped; "
+            f"--recover reads the log as a durable backend loads it"
+        )
     _check_header(source)
     _check_seqs(source)
     _check_closers(source)
     return source
 
 
-def _lenient_events(body: bytes, reg: EventRegistry, warnings: list[str]) -> list[Event]:
-    """Every event line that parses; the others are skipped with a warning."""
-    from .._decode import decode_body, decode_line
-    from ..errors import LogFormatError
-
-    cut = body.rfind(b"\n") + 1
-    complete, fragment = body[:cut], body[cut:]
-    try:
-        events = decode_body(reg, complete)
-    except LogFormatError:
-        events = []
-        for i, line in enumerate(complete[:-1].split(b"\n")):
-            try:
-                events.append(decode_line(reg, line))
-            except LogFormatError:
-                what = "blank" if not line.strip() else "not JSON"
-                warnings.append(f"line {i + 2} is {what}: skipped")
-    if fragment.strip():
-        try:
-            events.append(decode_line(reg, fragment))  # a last line without its newline
-        except LogFormatError:
-            warnings.append(
-                f"the last line is incomplete ({len(fragment)} bytes, a torn write?): "
-                f"skipped; --recover reads the log as a durable backend loads it"
-            )
-    return events
-
-
 def _scanned(path: str, data: bytes, reg: EventRegistry) -> Source:
-    from .._persistence.jsonl import scan_log
+    from .._logfile import scan_log
     from ..errors import LogFormatError
 
     try:
@@ -257,55 +209,53 @@ def store_url(args: argparse.Namespace) -> str:
     return url if url else default_store_url()
 
 
-def open_backend(url: str, *, must_exist: bool = True) -> Backend:
-    """The backend of a store, for reading.
+def open_backend(url: str, *, must_exist: bool = True, empty_if_missing: bool = False
+                 ) -> Backend:
+    """The backend of a store, for reading (any scheme a plugin opens too).
 
-    :raises Failure: a bad URL (usage), a ``memory:`` store (nothing outlives its
-        process, so there is nothing to read and nowhere to fork to), a database that
-        cannot be opened, or, with ``must_exist``, a SQLite file or a PostgreSQL store
-        that does not exist (opening it would create it).
+    :param must_exist: refuse a store that does not exist rather than create it (a
+        SQLite file, a PostgreSQL database without dsh-session's tables).
+    :param empty_if_missing: with ``must_exist``, an empty in-memory backend for a store
+        that does not exist (what a dry run would find), instead of a failure.
+    :raises Failure: a bad URL (usage), a store that lives in its backend object only
+        (``memory:``: nothing outlives its process, so there is nothing to read and
+        nowhere to fork to), a database that cannot be opened, or, with ``must_exist``,
+        a store that does not exist.
     """
-    from .._persistence.store import backend_for
+    from .._persistence.store import backend_for, printable_url
     from ..errors import DshSessionError, StoreNotFoundError
+    from .support import plugin_manager
 
-    scheme, sep, rest = url.partition(":")
-    if sep and scheme == "memory":
-        msg = "a memory: store lives and dies with its process"
-        raise Failure(msg, EXIT_USAGE, hint="use a folder or a sqlite:/// store")
-    if sep and scheme == "sqlite" and must_exist:
-        path = rest[2:] if rest.startswith("//") else rest
-        if path in ("", ":memory:") or not os.path.isfile(path):
-            msg = f"no SQLite store at {url}"
-            raise Failure(msg, hint="check the path: sqlite:///abs/path.db") from None
     try:
-        if sep and scheme in ("postgresql", "postgres") and must_exist:
-            from .._persistence.postgres import PostgresBackend
-
-            return PostgresBackend(url, create=False)  # a reader leaves no tables behind
-        return backend_for(url)
+        backend = backend_for(url, create=not must_exist, plugins=plugin_manager)
     except StoreNotFoundError as exc:
+        if empty_if_missing:
+            return backend_for("memory:")
         raise Failure(str(exc), hint="check the URL: the database the sessions were "
                                      "written to") from exc
     except ValueError as exc:  # an unknown scheme
         raise Failure(str(exc), EXIT_USAGE) from exc
     except (DshSessionError, OSError) as exc:  # e.g. another schema version
-        msg = f"cannot open the store {url}: {one_line(exc)}"
+        msg = f"cannot open the store {printable_url(url)}: {one_line(exc)}"
         raise Failure(msg) from exc
     except ImportError as exc:  # the PostgreSQL backend without psycopg
         raise Failure(str(exc), hint="pip install 'dsh-session[postgresql]'") from exc
     except Exception as exc:
-        if type(exc).__module__.startswith("psycopg"):  # only the PostgreSQL backend
-            from .._persistence.postgres import _redacted
-
-            msg = f"cannot open the store {_redacted(url)}: {one_line(exc)}"
+        if type(exc).__module__.startswith("psycopg"):  # a PostgreSQL driver's error
+            msg = f"cannot open the store {printable_url(url)}: {one_line(exc)}"
             raise Failure(msg, hint="check that the server runs, and the URL's host, port, "
                                     "user and database") from exc
-        import sqlite3  # already loaded: only the SQLite backend raises these
+        import sqlite3  # already loaded when a SQLite store raised it
 
         if not isinstance(exc, sqlite3.Error):
             raise
         msg = f"cannot open the store {url}: {exc}"
         raise Failure(msg) from exc
+    if backend.store_identity() is None:  # lives in this object only
+        backend.close()
+        msg = f"a {url} store lives and dies with its process"
+        raise Failure(msg, EXIT_USAGE, hint="use a folder or a sqlite:/// store")
+    return backend
 
 
 def not_found(session_id: str, url: str) -> Failure:

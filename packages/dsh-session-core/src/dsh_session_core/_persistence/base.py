@@ -4,20 +4,47 @@ The coordinator (``coordinator``) owns the orchestration every backend shares:
 write-behind buffering, per-session serialization, adoption, repair and the writer lock
 policy. A backend only stores and scans: the hooks below. A new backend is tested by
 adding one fixture to the contract suite (``tests/persistence``).
+
+The protocol is also the only way in for everything that reads a store without writing
+it: the CLI (``ls``, ``show``, ``tail -f``...) and :func:`~.copy.copy_sessions` use a
+backend through these methods only, never through its class or its attributes, so a
+third-party backend (contributed for a URL scheme through the ``store_backend`` hook)
+works with every command. The reading methods after :meth:`Backend.close` have a
+default here, written with the required ones (correct, but each loads whole sessions):
+a backend that subclasses :class:`Backend` inherits them, and the built-in backends
+override them with cheaper ones.
 """
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+import os
+import time
+from collections.abc import Hashable, Iterator, Sequence
+from typing import Any, Final, Protocol, runtime_checkable
 
 from .._header import SessionHeader
 from .._registry import EventRegistry
 from ..errors import SessionLockedError
 from ..events import Event
 
-__all__ = ["Backend", "SessionLockedError", "StoredLog", "WriterLock"]
+__all__ = [
+    "POLL_SECONDS",
+    "Backend",
+    "LogNews",
+    "LogTail",
+    "SessionLockedError",
+    "SessionSummary",
+    "StoredLog",
+    "WriterLock",
+    "stored_lines",
+]
+
+#: How often a polling follower (:meth:`Backend.follow_lines` of JSONL, SQLite and the
+#: default) looks for new events: well under the second a person will wait, and a look
+#: costs a ``stat`` call or one indexed query.
+POLL_SECONDS: Final = 0.1
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -39,6 +66,52 @@ class StoredLog:
     jsonl: bytes | None = None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class SessionSummary:
+    """A stored session as ``dsh-session ls`` shows it (:meth:`Backend.summaries`).
+
+    :ivar header: its header.
+    :ivar events: how many events are stored (a torn last line not counted).
+    :ivar turns: how many of them are ``turn/start`` events.
+    :ivar last_activity: the ``time`` of the last stored event, as stored (``None`` when
+        there is none, or it cannot be read).
+    :ivar torn: whether a torn tail follows the stored events.
+    """
+
+    header: SessionHeader
+    events: int
+    turns: int
+    last_activity: Any = None
+    torn: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LogTail:
+    """The last events of a session (:meth:`Backend.tail_lines`).
+
+    :ivar lines: their log lines as stored (without newline), oldest first.
+    :ivar position: where following starts, just after them: an opaque marker of the
+        backend's (a byte offset for JSONL, a seq for the databases), to be handed back
+        to :meth:`Backend.follow_lines` of the same backend.
+    """
+
+    lines: builtins.list[bytes]
+    position: object
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LogNews:
+    """What a follower saw (:meth:`Backend.follow_lines`).
+
+    :ivar lines: the new log lines (without newline), oldest first; may be empty.
+    :ivar position: where following stands now (see :class:`LogTail`).
+    :ivar note: for people, when the log was cut back (a repair) or rewritten under the
+        follower: what happened and where following goes on; else ``None``.
+    """
+
+    lines: builtins.list[bytes]
+    position: object
+    note: str | None = None
 
 
 @runtime_checkable
@@ -118,3 +191,120 @@ class Backend(Protocol):
     def close(self) -> None:
         """Release what the backend holds (files, connections, locks)."""
         ...
+
+    # --- reading without writing: defaults a backend should override ---------------------
+
+    def summaries(self) -> builtins.list[SessionSummary]:
+        """Every materialized session with its counts, for listing. No order. Nothing is
+        written and no lock is taken.
+
+        The default loads each session (O(store), every event decoded); the built-in
+        backends never decode JSON here: JSONL reads each file once without parsing it,
+        SQLite and PostgreSQL run one aggregate query over the events' primary key.
+
+        :raises OSError: the store cannot be listed.
+        """
+        registry = EventRegistry([])
+        found = []
+        for header in self.list():
+            stored = self.load_stored(header.id, registry)
+            if stored is None:  # removed since it was listed
+                continue
+            lines = stored_lines(stored)
+            found.append(SessionSummary(
+                header, len(lines), sum(e.type == "turn/start" for e in stored.events),
+                _time_of(lines[-1]) if lines else None, stored.torn is not None,
+            ))
+        return found
+
+    def tail_lines(self, session_id: str, count: int) -> LogTail | None:
+        """The last ``count`` events' log lines (a torn tail left out), and where
+        following them starts; ``None`` when the session is not stored. Nothing is
+        written and no lock is taken, so a live session can be read.
+
+        The built-in backends read from the end (JSONL: backwards from the end of the
+        file; the databases: the last rows by the primary key); the default loads the
+        session.
+        """
+        stored = self.load_stored(session_id, EventRegistry([]))
+        if stored is None:
+            return None
+        lines = stored_lines(stored)
+        return LogTail(lines[max(len(lines) - count, 0) :] if count > 0 else [], len(lines))
+
+    def follow_lines(
+        self, session_id: str, position: object, *, timeout: float | None = None
+    ) -> Iterator[LogNews]:
+        """Follow a session from ``position`` (of :meth:`tail_lines`, or of the last news):
+        a blocking iterator that yields each batch of new events as it is committed, and
+        a news item with a ``note`` when the log was cut back (a repair). It ends only
+        after ``timeout`` seconds without news (``None``: never; interrupt it).
+
+        How it waits is the backend's: JSONL and SQLite poll every
+        :data:`POLL_SECONDS` (a ``stat``, one indexed query), PostgreSQL waits on the
+        session's NOTIFY channel. The default polls :meth:`load_stored` (O(session) per
+        poll).
+        """
+        if type(position) is not int:
+            msg = f"a position of {type(self).__name__} is a count of events, got {position!r}"
+            raise TypeError(msg)
+        seen = position
+        quiet_since = time.monotonic()
+        while True:
+            stored = self.load_stored(session_id, EventRegistry([]))
+            lines = [] if stored is None else stored_lines(stored)
+            if len(lines) != seen:
+                note = None if len(lines) > seen else (
+                    f"the session was cut back to {len(lines)} event(s) (a repair?); "
+                    f"following from there")
+                news, seen = lines[seen:], len(lines)
+                quiet_since = time.monotonic()
+                yield LogNews(news, seen, note)
+                continue
+            if timeout is not None and time.monotonic() - quiet_since >= timeout:
+                return
+            time.sleep(POLL_SECONDS)
+
+    def exists(self) -> bool:
+        """Whether the store is there to be read (a JSONL backend's folder may not exist
+        yet: it is made at the first write). Databases exist once opened; so does the
+        default."""
+        return True
+
+    def store_identity(self) -> Hashable | None:
+        """What tells this store apart from others: two backends with equal identities
+        hold the same sessions (the same folder or database file, the same PostgreSQL
+        database however its URL is spelt), so copying from one into the other is
+        refused. ``None`` when the store lives in this object only (``memory:``, a SQLite
+        ``:memory:`` database): no other backend sees its sessions, nor outlives it.
+
+        The default: the class and :meth:`location`'s answer (resolved when it is an
+        absolute path), ``None`` when that is ``memory:`` or ``:memory:``.
+        """
+        where = self.location(SessionHeader(version=0, id="store-identity-probe",
+                                            created_at=0))
+        if where in ("memory:", ":memory:"):
+            return None
+        if os.path.isabs(where):
+            where = os.path.realpath(where)
+        return (type(self).__module__, type(self).__qualname__, where)
+
+
+def stored_lines(stored: StoredLog) -> builtins.list[bytes]:
+    """The log line of each stored event (without its newline), as stored when the
+    backend kept them, else encoded again."""
+    jsonl = stored.jsonl
+    if jsonl is not None and jsonl.count(b"\n") == len(stored.events) and (
+        not jsonl or jsonl.endswith(b"\n")
+    ):
+        return jsonl.split(b"\n")[:-1]
+    from .._codec import encode_events
+
+    return encode_events(stored.events).split(b"\n")[:-1]
+
+
+def _time_of(line: bytes) -> Any:
+    from .._logfile import line_wire
+
+    wire = line_wire(line)
+    return None if wire is None else wire.get("time")

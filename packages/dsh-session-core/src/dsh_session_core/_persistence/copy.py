@@ -33,18 +33,16 @@ copied. Only a source that cannot be listed stops the run.
 from __future__ import annotations
 
 import dataclasses
-import os
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 import msgspec
 
-from .._codec import encode_events, encode_line
+from .._codec import encode_line
 from .._header import SessionHeader
 from .._registry import EventRegistry
 from ..errors import DshSessionError, SessionLockedError
-from .base import Backend, StoredLog
+from .base import Backend, StoredLog, stored_lines
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -203,58 +201,14 @@ class _Mismatch(_Refused):
 
 
 def same_store(a: Backend, b: Backend) -> bool:
-    """Whether two backends are the same store: the same object, or two backends of
-    one kind whose logs live in the same place (the same folder or database file, the
-    same PostgreSQL database however its URL is spelt). Two in-memory backends are two
-    stores."""
+    """Whether two backends are the same store: the same object, or two backends with
+    the same :meth:`~.base.Backend.store_identity` (the same folder or database file,
+    the same PostgreSQL database however its URL is spelt). Two in-memory backends are
+    two stores."""
     if a is b:
         return True
-    if type(a) is not type(b):
-        return False
-    database_a, database_b = _postgresql_database(a), _postgresql_database(b)
-    if database_a is not None and database_b is not None:
-        return database_a == database_b
-    probe = SessionHeader(version=0, id="same-store-probe", created_at=0)
-    where_a, where_b = a.location(probe), b.location(probe)
-    if where_a in ("memory:", ":memory:"):
-        return False  # lives in the object: only the same object is the same store
-    if os.path.isabs(where_a) and os.path.isabs(where_b):
-        return os.path.realpath(where_a) == os.path.realpath(where_b)
-    return where_a == where_b
-
-
-_LOOPBACK: Final = frozenset({"localhost", "127.0.0.1", "::1"})
-
-
-def _postgresql_database(backend: Backend) -> tuple[str, ...] | None:
-    """Which database a PostgreSQL backend's connection string names, whatever its
-    spelling: ``postgres://`` or ``postgresql://``, a URL or libpq keywords, with a
-    password or without, other connection settings, libpq's defaults written out or
-    left out, ``localhost``, ``127.0.0.1`` or ``::1``. ``None`` for another backend, or
-    a string libpq cannot parse (then the locations are compared as they are)."""
-    module = sys.modules.get("dsh_session_core._persistence.postgres")
-    if module is None or not isinstance(backend, module.PostgresBackend):
-        return None  # the module is loaded as soon as one such backend exists
-    try:
-        from psycopg import pq
-        from psycopg.conninfo import conninfo_to_dict
-
-        params = conninfo_to_dict(backend.url)
-        defaults = {o.keyword.decode(): (o.val or b"").decode()
-                    for o in pq.Conninfo.get_defaults()}
-    except Exception:
-        return None
-
-    def param(name: str) -> str:
-        value = params.get(name)
-        return str(value) if value not in (None, "") else defaults.get(name, "")
-
-    hosts = ",".join("localhost" if h in _LOOPBACK else h for h in param("host").split(","))
-    user = param("user")
-    # What picks the server, the database, and the schema in it (the search_path can be
-    # set in options): not the password, timeouts, TLS or application name.
-    return (param("service"), hosts, param("hostaddr"), param("port"), user,
-            param("dbname") or user, param("options"))
+    identity = a.store_identity()
+    return identity is not None and identity == b.store_identity()
 
 
 def copy_sessions(
@@ -326,12 +280,7 @@ def _describe(exc: BaseException) -> str:
 
 def _lines(stored: StoredLog) -> list[bytes]:
     """The log line of each event (without its newline), as the source stored them."""
-    jsonl = stored.jsonl
-    if jsonl is not None and jsonl.count(b"\n") == len(stored.events) and (
-        not jsonl or jsonl.endswith(b"\n")
-    ):
-        return jsonl.split(b"\n")[:-1]
-    return encode_events(stored.events).split(b"\n")[:-1]
+    return stored_lines(stored)
 
 
 class _Copier:

@@ -7,14 +7,25 @@ within this backend object.
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
-from collections.abc import Sequence
+import time
+from collections.abc import Hashable, Iterator, Sequence
 
 from .._decode import decode_body
 from .._header import SessionHeader
+from .._logfile import TURN_LINE, line_wire
 from .._registry import EventRegistry
 from ..events import Event
-from .base import SessionLockedError, StoredLog, WriterLock
+from .base import (
+    POLL_SECONDS,
+    LogNews,
+    LogTail,
+    SessionLockedError,
+    SessionSummary,
+    StoredLog,
+    WriterLock,
+)
 
 __all__ = ["MemoryBackend"]
 
@@ -22,7 +33,10 @@ __all__ = ["MemoryBackend"]
 @dataclasses.dataclass(slots=True)
 class _Log:
     header: SessionHeader
-    lines: list[bytes]
+    lines: list[bytes]  # the batches' log lines, one block (of \n-ended lines) each
+
+    def split(self) -> list[bytes]:
+        return b"".join(self.lines).split(b"\n")[:-1]
 
 
 class _Lock:
@@ -86,6 +100,55 @@ class MemoryBackend:
             raise SessionLockedError(header.id, "another writer in this process")
         self._held.add(header.id)
         return _Lock(self._held, header.id)
+
+    def summaries(self) -> builtins.list[SessionSummary]:
+        """Counted from the stored lines, without decoding them (as JSONL's)."""
+        found = []
+        for log in self._logs.values():
+            jsonl = b"".join(log.lines)
+            last = jsonl[jsonl.rfind(b"\n", 0, len(jsonl) - 1) + 1 : -1]
+            wire = line_wire(last) if last else None
+            found.append(SessionSummary(
+                log.header, jsonl.count(b"\n"), (b"\n" + jsonl).count(TURN_LINE),
+                None if wire is None else wire.get("time"),
+            ))
+        return found
+
+    def tail_lines(self, session_id: str, count: int) -> LogTail | None:
+        """The last lines; the position is how many events are stored."""
+        log = self._logs.get(session_id)
+        if log is None:
+            return None
+        lines = log.split()
+        return LogTail(lines[max(len(lines) - count, 0) :] if count > 0 else [], len(lines))
+
+    def follow_lines(
+        self, session_id: str, position: object, *, timeout: float | None = None
+    ) -> Iterator[LogNews]:
+        """Polls the dict every :data:`POLL_SECONDS` (only this process can append)."""
+        if type(position) is not int:
+            msg = f"a memory position is a count of events, got {position!r}"
+            raise TypeError(msg)
+        seen = position
+        quiet_since = time.monotonic()
+        while True:
+            log = self._logs.get(session_id)
+            lines = [] if log is None else log.split()
+            if len(lines) > seen:
+                news, seen = lines[seen:], len(lines)
+                quiet_since = time.monotonic()
+                yield LogNews(news, seen)
+                continue
+            if timeout is not None and time.monotonic() - quiet_since >= timeout:
+                return
+            time.sleep(POLL_SECONDS)
+
+    def exists(self) -> bool:
+        return True
+
+    def store_identity(self) -> Hashable | None:
+        """``None``: the store lives in this object only."""
+        return None
 
     def close(self) -> None:
         self._held.clear()

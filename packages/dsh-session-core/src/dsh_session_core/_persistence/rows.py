@@ -29,7 +29,20 @@ from ..errors import LogFormatError, UnstorableError
 from ..events import Event, OpaqueEvent
 from .base import StoredLog
 
-__all__ = ["PARAMS_PER_ROW", "Row", "RowScan", "load_chunks", "scan_rows", "scanned"]
+__all__ = [
+    "PARAMS_PER_ROW",
+    "Row",
+    "RowScan",
+    "event_params",
+    "header_of",
+    "header_row",
+    "load_chunks",
+    "row_line",
+    "scan_rows",
+    "scanned",
+    "unencodable",
+    "utf8_ok",
+]
 
 #: One ``events`` row as the scan reads it: ``(seq, type, time, data,
 #: source_event_seqs, surface_op)``, the JSON columns as their text.
@@ -83,7 +96,7 @@ def _column(text: str) -> bytes:
     return text.replace("\n", " ").encode()
 
 
-def _row_line(row: Row) -> bytes:
+def row_line(row: Row) -> bytes:
     seq, type_, time, data, sources, op = row
     parts = [
         b'{"type":', ENCODER.encode(type_), b',"seq":%d,"time":%d,"data":' % (seq, time),
@@ -125,7 +138,7 @@ def scan_rows(rows: Iterable[Row]) -> RowScan:
     for i, row in enumerate(rows):
         seq = row[0]
         if ok[i] and seq == i:
-            lines.append(_row_line(row))
+            lines.append(row_line(row))
             continue
         if i <= last_turn_end:
             if not ok[i]:
@@ -195,7 +208,7 @@ _EventRow: TypeAlias = tuple[str, int, str, int, str, "str | None", "str | None"
 
 def _event_row(session_id: str, event: Event, data: str, backend: str) -> _EventRow:
     """The ``events`` row of one event whose payload encodes to ``data``, checked
-    before any transaction begins (the careful path of :func:`_event_params`)."""
+    before any transaction begins (the careful path of :func:`event_params`)."""
     if type(event) is OpaqueEvent:
         # Kept verbatim from a log: only what the columns hold survives a round trip.
         wire = event.wire
@@ -246,7 +259,7 @@ def _event_row(session_id: str, event: Event, data: str, backend: str) -> _Event
 PARAMS_PER_ROW: Final = 6
 
 
-def _event_params(
+def event_params(
     session_id: str, events: Sequence[Event], backend: str = "SQLite"
 ) -> list[object]:
     """The rows of a batch, flat, without their session id: for each event ``seq, type,
@@ -291,7 +304,7 @@ def _event_params(
 _HeaderRow: TypeAlias = tuple[str, int, int, "str | None", "str | None", "int | None"]
 
 
-def _header_row(header: SessionHeader, backend: str = "SQLite") -> _HeaderRow:
+def header_row(header: SessionHeader, backend: str = "SQLite") -> _HeaderRow:
     """The ``sessions`` row of a header, checked before any transaction begins."""
     version = header.version
     created_at = _int64(header.created_at)
@@ -340,7 +353,7 @@ def unencodable(session_id: str, what: str, backend: str) -> UnstorableError:
     )
 
 
-def _header_of(row: tuple[Any, ...]) -> SessionHeader:
+def header_of(row: tuple[Any, ...]) -> SessionHeader:
     session_id, version, created_at, cwd, parent, seed_length = row[:6]
     return SessionHeader(
         version=version,

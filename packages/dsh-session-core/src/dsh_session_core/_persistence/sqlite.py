@@ -31,22 +31,32 @@ import hashlib
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Final, Literal, TypeAlias
 
 from .._header import SessionHeader
 from .._registry import EventRegistry
-from ..errors import SchemaVersionError, UnstorableError
+from ..errors import SchemaVersionError, StoreNotFoundError, UnstorableError
 from ..events import Event
-from .base import SessionLockedError, StoredLog, WriterLock
+from .base import (
+    POLL_SECONDS,
+    LogNews,
+    LogTail,
+    SessionLockedError,
+    SessionSummary,
+    StoredLog,
+    WriterLock,
+)
 from .rows import (
     PARAMS_PER_ROW,
     Row,
     RowScan,
-    _event_params,
-    _header_of,
-    _header_row,
+    event_params,
+    header_of,
+    header_row,
     load_chunks,
+    row_line,
     scan_rows,
     scanned,
     unencodable,
@@ -119,7 +129,7 @@ def _insert_rows_sql(count: int) -> str:
 
 
 def _insert_rows(conn: sqlite3.Connection, session_id: str, params: list[object]) -> None:
-    """Insert the rows of :func:`_event_params` with one statement per chunk: a 48-row
+    """Insert the rows of :func:`event_params` with one statement per chunk: a 48-row
     batch costs a third less than ``executemany``, which steps and resets the statement
     once per row."""
     count = len(params) // PARAMS_PER_ROW
@@ -148,6 +158,26 @@ _SELECT_HEADER: Final = (
 _SELECT_ROWS: Final = (
     "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
     " WHERE session_id = ? ORDER BY seq"
+)
+
+# Listing with counts: one aggregate over the events' primary-key index (count, turn
+# starts, the highest seq per session), then the time of that highest seq's row.
+_SELECT_SUMMARIES: Final = (
+    "SELECT s.id, s.version, s.created_at, s.cwd, s.parent_session, s.seed_length,"
+    " coalesce(e.n, 0), coalesce(e.turns, 0), t.time FROM sessions AS s"
+    " LEFT JOIN (SELECT session_id, count(*) AS n, sum(type = 'turn/start') AS turns,"
+    " max(seq) AS last FROM events GROUP BY session_id) AS e ON e.session_id = s.id"
+    " LEFT JOIN events AS t ON t.session_id = e.session_id AND t.seq = e.last"
+)
+_SELECT_FOUND: Final = "SELECT 1 FROM sessions WHERE id = ?"
+_SELECT_LAST: Final = "SELECT max(seq) FROM events WHERE session_id = ?"
+_SELECT_TAIL: Final = (
+    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
+    " WHERE session_id = ? ORDER BY seq DESC LIMIT ?"
+)
+_SELECT_AFTER: Final = (
+    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
+    " WHERE session_id = ? AND seq > ? ORDER BY seq"
 )
 
 
@@ -184,11 +214,6 @@ _SELECT_CHUNK: Final = (
 #: Rows per chunk of the fast load: small enough that decoding starts early, large
 #: enough that per-query costs vanish.
 _CHUNK: Final = 8192
-
-
-
-
-
 
 
 # --- the writer lock ------------------------------------------------------------------
@@ -236,6 +261,9 @@ class SqliteBackend:
         object.
     :param journal_mode: ``"wal"`` (the default), ``"delete"``, ``"truncate"`` or
         ``"persist"``.
+    :param create: create the file when it does not exist (else
+        :class:`StoreNotFoundError`, as for ``":memory:"``: a reader must not leave a
+        database behind, and a fresh in-memory one holds nothing to read).
     :raises SchemaVersionError: the database has another schema version.
     :raises sqlite3.Error: the database cannot be opened.
 
@@ -247,12 +275,18 @@ class SqliteBackend:
     name = "session-persistence-sqlite"
 
     def __init__(
-        self, path: str | os.PathLike[str], *, journal_mode: JournalMode = "wal"
+        self,
+        path: str | os.PathLike[str],
+        *,
+        journal_mode: JournalMode = "wal",
+        create: bool = True,
     ) -> None:
         if journal_mode not in _JOURNAL_MODES:
             msg = f"journal_mode must be one of {sorted(_JOURNAL_MODES)}, got {journal_mode!r}"
             raise ValueError(msg)
         raw = os.fspath(path)
+        if not create and (raw in ("", ":memory:") or not os.path.isfile(raw)):
+            raise StoreNotFoundError(raw or ":memory:", "no SQLite store at this path")
         if raw == ":memory:":
             self.path = raw
             self._lock_dir: str | None = None
@@ -340,7 +374,7 @@ class SqliteBackend:
             row = self._conn.execute(_SELECT_HEADER, (session_id,)).fetchone()
             if row is None:
                 return None
-            header = _header_of(row)
+            header = header_of(row)
             first, last = row[6:8]
             fast: tuple[list[Event], bytes] | None = None
             if first is None:  # materialized, and every row cut since (a torn marker 0)
@@ -398,8 +432,8 @@ class SqliteBackend:
         """
         if not events:
             return  # a session row only ever comes with an event
-        params = _event_params(header.id, events)
-        head = None if materialized else _header_row(header)
+        params = event_params(header.id, events)
+        head = None if materialized else header_row(header)
         with self._lock, self._transaction() as conn:
             if head is not None:
                 conn.execute(_UPSERT_SESSION, head)
@@ -413,7 +447,7 @@ class SqliteBackend:
         if torn is not None and type(torn) is not int:
             msg = f"a SQLite torn marker is a seq (int), got {torn!r}"
             raise TypeError(msg)
-        params = _event_params(header.id, closers)
+        params = event_params(header.id, closers)
         if torn is None and not params:
             return
         with self._lock, self._transaction() as conn:
@@ -478,4 +512,64 @@ class SqliteBackend:
         event); no event is read. No particular order."""
         with self._lock:
             rows = self._conn.execute(_SELECT_HEADERS).fetchall()
-        return [_header_of(row) for row in rows]
+        return [header_of(row) for row in rows]
+
+    # --- reading without writing ------------------------------------------------------
+
+    def summaries(self) -> builtins.list[SessionSummary]:
+        """Every session with its counts, in one query (an aggregate over the events'
+        primary-key index); no JSON is decoded. Never torn (a batch is a transaction)."""
+        with self._lock:
+            rows = self._conn.execute(_SELECT_SUMMARIES).fetchall()
+        return [SessionSummary(header_of(row[:6]), row[6], row[7], row[8]) for row in rows]
+
+    def tail_lines(self, session_id: str, count: int) -> LogTail | None:
+        """The last ``count`` rows by the primary key, as log lines; the position is the
+        last stored seq (``-1`` when none is)."""
+        if not utf8_ok(session_id):
+            return None  # no row can hold this id
+        with self._lock, self._transaction("BEGIN") as conn:  # one snapshot
+            if conn.execute(_SELECT_FOUND, (session_id,)).fetchone() is None:
+                return None
+            rows = conn.execute(_SELECT_TAIL, (session_id, max(count, 0))).fetchall()
+            (last,) = conn.execute(_SELECT_LAST, (session_id,)).fetchone()
+        return LogTail([row_line(row) for row in reversed(rows)], -1 if last is None else last)
+
+    def follow_lines(
+        self, session_id: str, position: object, *, timeout: float | None = None
+    ) -> Iterator[LogNews]:
+        """Poll every :data:`POLL_SECONDS` for rows past the last seq seen (one indexed
+        query; autocommit, so each sees the latest commit). A log cut back below it (a
+        repair) is said once, then followed from there."""
+        if type(position) is not int:
+            msg = f"a SQLite position is a seq (int), got {position!r}"
+            raise TypeError(msg)
+        last = position
+        quiet_since = time.monotonic()
+        while True:
+            with self._lock:
+                rows = self._conn.execute(_SELECT_AFTER, (session_id, last)).fetchall()
+                top = None if rows else self._conn.execute(
+                    _SELECT_LAST, (session_id,)).fetchone()[0]
+            if rows:
+                last = rows[-1][0]
+                quiet_since = time.monotonic()
+                yield LogNews([row_line(row) for row in rows], last)
+                continue
+            if top is not None and top < last:
+                last = top
+                quiet_since = time.monotonic()
+                yield LogNews([], last, f"the session was cut back to seq {top} (a repair?); "
+                                        f"following from there")
+                continue
+            if timeout is not None and time.monotonic() - quiet_since >= timeout:
+                return
+            time.sleep(POLL_SECONDS)
+
+    def exists(self) -> bool:
+        """Always: the database was opened (or created) with the backend."""
+        return True
+
+    def store_identity(self) -> Hashable | None:
+        """The database file, resolved; ``None`` for ``:memory:``."""
+        return None if self.path == ":memory:" else ("sqlite", os.path.realpath(self.path))

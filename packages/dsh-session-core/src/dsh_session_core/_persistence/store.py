@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -24,7 +24,14 @@ from ..events import Event
 from .base import Backend
 from .coordinator import PersistencePlugin
 
-__all__ = ["STORE_ENV", "DurableStore", "backend_for", "default_store_url", "open_store"]
+__all__ = [
+    "STORE_ENV",
+    "DurableStore",
+    "backend_for",
+    "default_store_url",
+    "open_store",
+    "printable_url",
+]
 
 #: Where ``open_store()`` stores by default: a URL or a folder path.
 STORE_ENV = "DSH_SESSION_STORE"
@@ -164,16 +171,29 @@ def default_store_url() -> str:
     return str(Path(data) / "dsh-session" / "sessions")
 
 
-def backend_for(url: str) -> Backend:
-    """The backend a store URL names.
+def backend_for(
+    url: str,
+    *,
+    create: bool = True,
+    plugins: Callable[[], PluginManager] | None = None,
+) -> Backend:
+    """The backend a store URL names: the one place where URLs map to backends.
 
     - ``sqlite:///abs/path.db``, ``sqlite:relative.db`` or ``sqlite::memory:``: SQLite;
     - ``postgresql://user@host:port/dbname`` (or ``postgres://``): PostgreSQL, shared by
       many hosts (needs the ``postgresql`` extra: psycopg 3);
     - ``memory:``: in memory (tests, throwaway sessions);
-    - ``jsonl:///abs/folder``, ``file:///abs/folder`` or a plain folder path: JSONL.
+    - ``jsonl:///abs/folder``, ``file:///abs/folder`` or a plain folder path: JSONL;
+    - any other scheme: the backend a plugin opens for it (the ``store_backend`` hook).
 
-    :raises ValueError: an unknown scheme, with the ones that are known.
+    :param create: whether the store may be created; ``False`` for readers: a SQLite
+        file that does not exist, or a PostgreSQL database without dsh-session's tables,
+        is then :class:`StoreNotFoundError` (JSONL and memory stores create nothing on
+        open: a missing folder holds no session, see :meth:`Backend.exists`).
+    :param plugins: the plugins to ask about a scheme core does not know, called only
+        then (default: the installed plugins, :func:`create_plugin_manager`).
+    :raises ValueError: an unknown scheme no plugin opens, with the ones that are known.
+    :raises StoreNotFoundError: not ``create``, and the store does not exist.
     """
     scheme, sep, rest = url.partition(":")
     if not sep or len(scheme) == 1:  # a plain path (or a Windows drive letter)
@@ -190,20 +210,45 @@ def backend_for(url: str) -> Backend:
     if scheme == "sqlite":
         from .sqlite import SqliteBackend
 
-        return SqliteBackend(path or ":memory:")
+        return SqliteBackend(path or ":memory:", create=create)
     if scheme in ("postgresql", "postgres"):
         from .postgres import PostgresBackend
 
-        return PostgresBackend(url)
+        return PostgresBackend(url, create=create)
     if scheme in ("jsonl", "file"):
         from .jsonl import JsonlBackend
 
         return JsonlBackend(path)
+    from .._plugins import PluginHooks
+
+    pm = plugins() if plugins is not None else create_plugin_manager()
+    backend = PluginHooks(pm).store_backend(url, create)
+    if backend is not None:
+        return backend
     msg = (
         f"unknown store URL scheme {scheme!r} in {url!r}: use a folder path, jsonl:///path, "
         f"sqlite:///path.db, postgresql://host/dbname or memory:"
     )
     raise ValueError(msg)
+
+
+def printable_url(url: str) -> str:
+    """A store URL for messages: without the password of a ``scheme://user:password@``
+    URL, or of a ``password=`` query parameter; any other URL exactly as given."""
+    if "://" not in url:
+        return url
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    user, at, host = parts.netloc.rpartition("@")
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    secret_query = any(k == "password" for k, _ in query)
+    if not (at and ":" in user) and not secret_query:
+        return url  # nothing to hide: never respelt
+    netloc = f"{user.partition(':')[0]}@{host}" if at else parts.netloc
+    if secret_query:
+        parts = parts._replace(query=urlencode([(k, v) for k, v in query if k != "password"]))
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def open_store(
@@ -215,4 +260,13 @@ def open_store(
     """Open a durable store: the embedded default (JSONL in the user's data folder) when
     ``url`` is omitted, else the backend the URL names (see :func:`backend_for`)."""
     target = os.fspath(url) if url is not None else default_store_url()
-    return DurableStore(backend_for(target), plugin_manager, clock=clock)
+    pm = plugin_manager
+
+    def plugins() -> PluginManager:  # made once, and only when a plugin is asked
+        nonlocal pm
+        if pm is None:
+            pm = create_plugin_manager()
+        return pm
+
+    backend = backend_for(target, plugins=plugins)
+    return DurableStore(backend, pm, clock=clock)
