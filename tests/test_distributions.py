@@ -229,6 +229,8 @@ def test_core_alone_lists_exactly_the_core_event_types(core_alone: Env) -> None:
     assert [p["name"] for p in plugins] == ["core"]
     assert plugins[0]["distribution"] == "dsh-session-core"
     assert "no plugins installed" in core_alone.run("plugins").stdout
+    own = core_alone.python_code("import dsh_session_core as m; print(m.__version__)")
+    assert own.stdout.strip() == "0.1.0", own.stderr
     version = core_alone.run("--version").stdout.splitlines()
     assert version[0].startswith("dsh-session-core 0.1.0 (Python ")
     assert version[1] == "plugins: none installed (core alone)"
@@ -299,6 +301,8 @@ def test_core_and_one_plugin_show_that_plugins_events_only(core_and_compact: Env
     assert compact == {"compact/start", "compact/end", "compact/summary"}
     assert types == CORE_TYPES | compact
     assert {r["plugin"] for r in rows if r["type"] in compact} == {"compact"}
+    own = core_and_compact.python_code("import dsh_session_compact as m; print(m.__version__)")
+    assert own.stdout.strip() == "0.1.0", own.stderr
     plugins = msgspec.json.decode(core_and_compact.run("plugins", "--json").stdout)
     assert [(p["name"], p["distribution"]) for p in plugins] == [
         ("core", "dsh-session-core"), ("compact", "dsh-session-compact")]

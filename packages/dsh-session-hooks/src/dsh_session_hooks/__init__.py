@@ -125,4 +125,4 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, __all__)
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, __all__, distribution="dsh-session-hooks")

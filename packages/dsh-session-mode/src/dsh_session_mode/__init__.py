@@ -117,4 +117,4 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, __all__)
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, __all__, distribution="dsh-session-mode")
