@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import run_cli
 
+from cli_support import run_cli
 from dsh_session_core import (
     Backend,
     Event,
