@@ -29,8 +29,9 @@ BACKEND_CLASSES = frozenset({"JsonlBackend", "SqliteBackend", "PostgresBackend",
 
 
 def _modules(root: Path) -> Iterator[tuple[str, bool, Path]]:
-    """``(dotted name, is a package, path)`` of every module under ``root/packages/*/src``."""
-    for src in sorted(root.glob("packages/*/src")):
+    """``(dotted name, is a package, path)`` of every module under ``root/packages/*/src``
+    and ``root/src`` (the demo, an application of the library like any other)."""
+    for src in [*sorted(root.glob("packages/*/src")), root / "src"]:
         for path in sorted(src.rglob("*.py")):
             parts = list(path.relative_to(src).with_suffix("").parts)
             package = parts[-1] == "__init__"

@@ -40,16 +40,19 @@ CLEAN_TEXT = st.text(st.characters(codec="utf-8"), max_size=20)
 FINITE = st.floats(allow_nan=False, allow_infinity=False)
 
 
-def _json(leaves: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+def _json(leaves: st.SearchStrategy[Any], keys: st.SearchStrategy[str] = TEXT,
+          ) -> st.SearchStrategy[Any]:
     return st.recursive(
         leaves,
-        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4),
         max_leaves=12,
     )
 
 
 JSON_VALUES = _json(st.none() | st.booleans() | st.integers() | FINITE | TEXT)
-JSON_WITHOUT_FLOATS = _json(st.none() | st.booleans() | st.integers() | CLEAN_TEXT)
+# No surrogates, in keys either: the stdlib writes a lone one raw, JSON.stringify escapes it.
+JSON_WITHOUT_FLOATS = _json(st.none() | st.booleans() | st.integers() | CLEAN_TEXT,
+                            CLEAN_TEXT)
 
 
 def _utf16(text: str) -> int:
@@ -86,9 +89,10 @@ def test_a_number_reads_back_as_itself(x: float) -> None:
 
 
 @given(FINITE)
-def test_a_number_is_positional_exactly_from_1e_minus_7_to_1e21(x: float) -> None:
+def test_a_number_is_positional_exactly_from_1e_minus_6_to_1e21(x: float) -> None:
     text = js_number_string(x)
-    positional = x == 0 or 1e-7 <= abs(x) < 1e21
+    # Number::toString: positional while the decimal exponent n is in -6 < n <= 21.
+    positional = x == 0 or 1e-6 <= abs(x) < 1e21
     assert ("e" not in text) is positional
     if "e" in text:
         mantissa, exponent = text.split("e")

@@ -23,7 +23,6 @@ reference writes. Where logs live on disk and how they are written is
 from __future__ import annotations
 
 import dataclasses
-import json
 import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, NamedTuple
@@ -37,6 +36,7 @@ from ._json import find_non_json
 from ._registry import EventRegistry
 from .errors import LogFormatError
 from .events import Event, OpaqueEvent
+from .jscompat import UNDEFINED, js_string, json_parse
 
 if TYPE_CHECKING:
     from ._session import Session
@@ -68,7 +68,6 @@ _HEADER_NOT_JSON: Final = "corrupt session log: header line is not valid JSON"
 _NOT_A_HEADER: Final = "corrupt session log: first line is not a session header"
 
 _seq_of = operator.attrgetter("seq")
-_generic = msgspec.json.Decoder()
 _JSON_SPACE = b" \t\r\n"
 
 
@@ -157,23 +156,10 @@ class _Hole:
 _HOLE: Final = _Hole()
 
 
-def _reject_constant(name: str) -> Any:
-    msg = f"{name} is not JSON"
-    raise ValueError(msg)
-
-
 def _parse_json(line: bytes) -> Any:
-    """``line`` as JSON, accepting exactly what ``JSON.parse`` accepts, or :data:`_HOLE`.
-
-    msgspec refuses lone surrogate escapes (JS accepts them), so such rare lines are
-    read by the stdlib, told to refuse ``NaN``/``Infinity`` (which JS refuses).
-    """
+    """``line`` as JSON, accepting exactly what ``JSON.parse`` accepts, or :data:`_HOLE`."""
     try:
-        return _generic.decode(line)
-    except msgspec.DecodeError:
-        pass
-    try:
-        return json.loads(line.decode("utf-8", "surrogatepass"), parse_constant=_reject_constant)
+        return json_parse(line)
     except ValueError:  # includes UnicodeDecodeError and JSONDecodeError
         return _HOLE
 
@@ -287,27 +273,11 @@ def _event_of(registry: EventRegistry, line: bytes) -> Event | None:
     return event
 
 
-# The two JavaScript-compatibility helpers below moved here verbatim with the scan that
-# uses them (from _persistence/jsonl.py); a shared home for such helpers is under way.
-def _js_string(event: Event) -> str:
+def _js_seq(event: Event) -> str:
     """An event's seq as JavaScript's template string would print it, for the gap error."""
     if type(event) is OpaqueEvent and "seq" not in event.wire:
-        return "undefined"
-    return _js_value(event.seq)
-
-
-def _js_value(value: Any) -> str:
-    if value is None:
-        return "null"
-    if value is True or value is False:
-        return "true" if value else "false"
-    if type(value) is float and value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
-    if isinstance(value, str | int | float):
-        return str(value)
-    if isinstance(value, tuple | list):
-        return ",".join("" if v is None else _js_value(v) for v in value)
-    return "[object Object]"
+        return js_string(UNDEFINED)
+    return js_string(event.seq)
 
 
 def _careful_scan(
@@ -339,7 +309,7 @@ def _careful_scan(
             if i <= last_turn_end:
                 msg = (
                     f"corrupt session log: seq gap in committed region at line {i + 1} "
-                    f"(expected {i}, got {_js_string(event)})"
+                    f"(expected {i}, got {_js_seq(event)})"
                 )
                 raise LogFormatError(msg, path=path, line=i + 2)
         # A torn tail: keep what came before, drop this line and everything after it.
@@ -450,12 +420,9 @@ def line_wire(line: bytes) -> dict[str, Any] | None:
     """One log line's wire shape, or ``None`` when it is not a JSON object. Lenient:
     lone surrogate escapes, which msgspec refuses and JavaScript writes, are read."""
     try:
-        value = msgspec.json.decode(line)
-    except msgspec.DecodeError:
-        try:
-            value = json.loads(line.decode("utf-8", "surrogatepass"))
-        except ValueError:
-            return None
+        value = json_parse(line)
+    except ValueError:
+        return None
     return value if isinstance(value, dict) else None
 
 

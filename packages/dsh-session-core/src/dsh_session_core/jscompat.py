@@ -10,7 +10,7 @@ What JS does, and what Python does differently:
 
 - **Numbers as text** (``String(n)``, ``${n}``, :func:`js_number_string`). JS has one
   number type, a double, and writes it with the shortest digits that round-trip, without
-  a fraction when it is integral (``1``, not Python's ``1.0``), positionally from 1e-7 up
+  a fraction when it is integral (``1``, not Python's ``1.0``), positionally from 1e-6 up
   to 1e21 (``0.00001`` and ``100000000000000000000``, not ``1e-05`` and ``1e+20``), in
   exponent form outside it with an explicit sign (``1e+21``, ``1.5e-7``), and
   ``NaN``/``Infinity``/``-Infinity`` for the non-finite values.
@@ -54,6 +54,7 @@ __all__ = [
     "json_quote",
     "json_stringify",
     "strict_equals",
+    "utf8_bytes",
     "utf16_len",
     "utf16_prefix",
 ]
@@ -128,7 +129,7 @@ def js_number_string(value: float) -> str:
     """JS ``String(value)`` for a number (``Number.prototype.toString``).
 
     Shortest round-trip digits (Python's ``repr`` picks the same ones), no fraction when
-    integral, positional notation from 1e-7 up to 1e21 and exponent form outside it
+    integral, positional notation from 1e-6 up to 1e21 and exponent form outside it
     (``1e+21``, ``1.5e-7``), ``NaN``, ``Infinity``, ``-Infinity``; ``-0`` is ``0``. An
     ``int`` is written exactly (see the module's notes).
 
@@ -365,3 +366,14 @@ def json_parse(text: str | bytes) -> Any:
     if isinstance(text, bytes):
         text = text.decode("utf-8", "surrogatepass")
     return json.loads(text, parse_constant=_refuse_constant)
+
+
+def utf8_bytes(text: str) -> bytes:
+    """``text`` in UTF-8 as Node encodes a JS string (``Buffer.from(text)``, a hash's
+    ``update(text)``): a lone surrogate, which Python's strict codec refuses, becomes
+    U+FFFD; a surrogate pair held as two code points, the character it stands for."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        units = text.encode("utf-16-le", "surrogatepass")
+        return units.decode("utf-16-le", "replace").encode()

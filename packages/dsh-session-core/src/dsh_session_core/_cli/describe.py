@@ -85,18 +85,12 @@ def when(ms: Any) -> str:
 def wire_of(value: Any) -> Any:
     """An event, payload or header in its wire shape, as plain builtins. Unlike
     ``to_wire``, a lone surrogate (which a reference log may hold) is no error."""
-    import json
-
-    import msgspec
-
     from .._codec import encode_event, encode_line
     from ..events import Event
+    from ..jscompat import json_parse
 
     line = encode_event(value) if isinstance(value, Event) else encode_line(value)
-    try:
-        return msgspec.json.decode(line)
-    except msgspec.DecodeError:  # msgspec refuses lone surrogate escapes
-        return json.loads(line.decode("utf-8", "surrogatepass"))
+    return json_parse(line)  # msgspec first; lone surrogate escapes by the stdlib
 
 
 def wire_events(

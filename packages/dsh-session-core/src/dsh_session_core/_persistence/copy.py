@@ -42,6 +42,7 @@ from .._codec import encode_line
 from .._header import SessionHeader
 from .._registry import EventRegistry
 from ..errors import DshSessionError, SessionLockedError
+from ..jscompat import json_parse
 from .base import Backend, StoredLog, stored_lines
 
 __all__ = [
@@ -422,8 +423,7 @@ def _value(line: bytes) -> bytes:
     except msgspec.DecodeError:  # lone surrogate escapes, which msgspec refuses
         import json
 
-        value = json.loads(line.decode("utf-8", "surrogatepass"))
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        text = json.dumps(json_parse(line), sort_keys=True, separators=(",", ":"))
         return b"~" + text.encode()  # ASCII (escaped); "~" keeps it apart from msgspec's
 
 

@@ -21,6 +21,8 @@ import hashlib
 import os
 import re
 
+from ..jscompat import utf8_bytes
+
 __all__ = ["bucket_name", "encode_segment", "lock_path", "log_path", "session_dir"]
 
 #: The bucket of sessions that have no cwd.
@@ -62,23 +64,13 @@ def encode_segment(raw: str) -> str:
     return "".join(out)
 
 
-def _utf8_as_js(text: str) -> bytes:
-    """``text`` in UTF-8 as Node encodes a JS string: a lone surrogate (which Python's
-    strict codec refuses) becomes U+FFFD, a surrogate pair the character it stands for."""
-    try:
-        return text.encode()
-    except UnicodeEncodeError:
-        units = text.encode("utf-16-le", "surrogatepass")
-        return units.decode("utf-16-le", "replace").encode()
-
-
 @functools.lru_cache(maxsize=256)
 def bucket_name(cwd: str | None) -> str:
     """The bucket directory name of a cwd: ``cwd-`` + 12 hex of its SHA-256, or
     ``_no-cwd``. (Cached: the append path recomputes it for every batch.)"""
     if cwd is None:
         return NO_CWD
-    return "cwd-" + hashlib.sha256(_utf8_as_js(cwd)).hexdigest()[:12]
+    return "cwd-" + hashlib.sha256(utf8_bytes(cwd)).hexdigest()[:12]
 
 
 def session_dir(root: str | os.PathLike[str], cwd: str | None) -> str:

@@ -11,14 +11,12 @@ row by row by the reference's scan rules (:func:`scan_rows`) when that fails.
 
 from __future__ import annotations
 
-import json
 import operator
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, NamedTuple, TypeAlias
 
-import msgspec
 from msgspec import UNSET
 
 from .._codec import ENCODER
@@ -27,6 +25,7 @@ from .._header import SessionHeader
 from .._registry import EventRegistry
 from ..errors import LogFormatError, UnstorableError
 from ..events import Event, OpaqueEvent
+from ..jscompat import json_parse
 from .base import StoredLog
 
 __all__ = [
@@ -67,26 +66,13 @@ class RowScan(NamedTuple):
 
 # --- reading --------------------------------------------------------------------------
 
-_generic = msgspec.json.Decoder()
-
-
-def _refuse_constant(name: str) -> Any:
-    msg = f"{name} is not JSON"
-    raise ValueError(msg)
-
 
 def _parses(text: str) -> bool:
     """Whether ``text`` is one JSON value, as JavaScript's ``JSON.parse`` decides."""
     try:
-        _generic.decode(text)
-    except msgspec.DecodeError:
-        # msgspec also refuses what JS accepts: lone surrogate escapes and numbers out
-        # of float range (``1e999`` is Infinity in JS). The stdlib parser accepts both,
-        # and with NaN/Infinity refused it refuses what JS refuses.
-        try:
-            json.loads(text, parse_constant=_refuse_constant)
-        except ValueError:  # JSONDecodeError, and the refused constants
-            return False
+        json_parse(text)
+    except ValueError:  # JSONDecodeError, and the constants JS refuses
+        return False
     return True
 
 
