@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 _LOADED = (
     "import sys\n"
     "{code}\n"
@@ -33,16 +35,38 @@ def test_a_public_name_loads_only_its_own_modules() -> None:
     assert not {m for m in loaded if not m.startswith("dsh_session_core")}  # no plugin
 
 
-def test_help_imports_no_command_module() -> None:
-    loaded = _modules_after(
-        "import contextlib, io\n"
-        "from dsh_session_core._cli.main import main\n"
-        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
-        "    main(['--help'])"
-    )
-    commands = {"demo", "logs", "registry", "sessions", "copy", "ls", "show", "tail"}
-    assert not {m for m in loaded if m.rpartition(".")[2] in commands}
-    assert "dsh_session_core._cli.commands" in loaded
+def test_help_imports_no_command_module_and_no_argparse() -> None:
+    for argv in ([], ["-h"], ["--help"]):
+        loaded = _modules_after(
+            "import contextlib, io\n"
+            "from dsh_session_core._cli.main import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            f"    main({argv!r})\n"
+            "import sys; print('argparse' if 'argparse' in sys.modules else '')"
+        )
+        commands = {"demo", "logs", "registry", "sessions", "copy", "ls", "show", "tail",
+                    "parser"}
+        assert not {m for m in loaded if m.rpartition(".")[2] in commands}, argv
+        assert "argparse" not in loaded, argv
+        assert "dsh_session_core._cli.help" in loaded
+
+
+@pytest.mark.parametrize("columns", [60, 80, 100, 200])
+def test_the_help_is_laid_out_as_argparse_lays_it_out(
+    columns: int, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The text printed without argparse is the one argparse's own formatter makes of the
+    same parser (from 60 columns up; narrower, lines break at spaces only)."""
+    import argparse
+
+    from dsh_session_core._cli.help import render_help
+    from dsh_session_core._cli.main import _parser
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    parser = _parser(["--help"])
+    assert render_help() == argparse.ArgumentParser.format_help(parser)
+    assert parser.format_help() == render_help()  # and argparse prints it when asked
+    assert argparse.ArgumentParser.format_usage(parser) == parser.format_usage()
 
 
 def test_a_command_imports_only_its_own_module() -> None:

@@ -23,9 +23,14 @@ Import it under a private name, as above: a package's namespace should hold its
 
 from __future__ import annotations
 
-import importlib
 import sys
-from collections.abc import Callable, Iterable, Mapping
+
+# Every ``import dsh_session_core`` runs this module: the annotations' types (and
+# importlib, until a name is first used) are not imported at run time, which saves about
+# 3 ms of collections.abc and warnings.
+_TYPE_CHECKING = False
+if _TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
 
 __all__ = ["lazy_exports"]
 
@@ -58,7 +63,9 @@ def lazy_exports(
                 return version(distribution)
             msg = f"module {package!r} has no attribute {name!r}"
             raise AttributeError(msg)
-        imported = importlib.import_module(module, package)
+        from importlib import import_module
+
+        imported = import_module(module, package)
         value = imported if module == f".{name}" else getattr(imported, name)
         vars(sys.modules[package])[name] = value  # later lookups skip this function
         return value

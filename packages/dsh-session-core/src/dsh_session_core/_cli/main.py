@@ -3,8 +3,9 @@
 Commands live in one module per group: ``demo``, ``logs`` (derive, export, validate,
 repair), ``registry`` (plugins, events), ``sessions`` (ls, show, stats, tail, fork) and
 ``copy``; :data:`.commands.COMMANDS` says which holds which. Only the module of the
-command being run is imported and its parsers built, and each imports what its commands
-need only when they run: ``--help`` loads no command module, msgspec, pluggy or backend.
+command being run is imported and its parsers built (:mod:`.parser`), and each imports
+what its commands need only when they run. The top-level help (no arguments, ``-h``,
+``--help``) is printed by :mod:`.help` without argparse at all.
 
 Exit status: 0 success, 1 the input was rejected (one line on stderr says why), 2 bad
 usage. Tracebacks only with ``--debug``.
@@ -12,123 +13,45 @@ usage. Tracebacks only with ``--debug``.
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import os
 import sys
 
-from .commands import COMMANDS
 from .support import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, Failure, one_line
 
 # typing costs ~10 ms to import: `dsh-session --help` must not pay for it.
 _TYPE_CHECKING = False
 
 if _TYPE_CHECKING:
+    import argparse
     from collections.abc import Sequence
-    from typing import Any, NoReturn
+    from typing import NoReturn
 
 
 __all__ = ["main"]
 
-
-def _columns() -> int:
-    """The terminal's width as ``shutil.get_terminal_size`` finds it ($COLUMNS, else the
-    terminal, else 80), without importing shutil (and its compression modules): this
-    runs on every ``--help``."""
-    try:
-        return int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        pass
-    try:
-        return os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-    except (AttributeError, ValueError, OSError):
-        return 80
-
-
-class _Formatter(argparse.HelpFormatter):
-    """argparse's formatter, measuring the terminal itself (see :func:`_columns`)."""
-
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None) -> None:
-        super().__init__(prog, indent_increment, max_help_position,
-                         _columns() - 2 if width is None else width)
-
-
-class _Parser(argparse.ArgumentParser):
-    """The commands' parsers: :class:`_Formatter` unless a command asks for another."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", _Formatter)
-        super().__init__(*args, **kwargs)
-
-
-class _Commands(argparse._SubParsersAction):  # type: ignore[type-arg]
-    """The subcommands action, which can also list a command without building its parser
-    (each parser costs argparse's gettext look-ups: ``--help`` would pay for all)."""
-
-    def add_listing(self, name: str, text: str) -> None:
-        """List ``name`` with its help; it stays an unknown choice if given."""
-        self._choices_actions.append(self._ChoicesPseudoAction(name, (), text))
-        self.choices = {**(self.choices or {}), name: None}  # a copy: nothing to parse
-
-
-class _Version(argparse.Action):
-    """``--version``: core's version, then each installed plugin's, found as ``plugins``
-    finds them (loading them only now)."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str, help: str) -> None:
-        super().__init__(option_strings, dest, nargs=0, help=help)
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: object, option_string: str | None = None) -> None:
-        from .registry import version_text
-
-        try:
-            text = version_text()
-        except Exception as exc:  # a broken plugin must not hide core's own version
-            from .registry import own_version
-
-            text = (f"dsh-session-core {own_version()}\n"
-                    f"plugins: cannot be listed ({one_line(exc)})\n")
-        sys.stdout.write(text)
-        parser.exit(EXIT_OK)
-
-
-def _command(argv: Sequence[str]) -> str | None:
-    """The command an argument list runs: its first argument that is not an option (the
-    top-level options take no value)."""
-    return next((arg for arg in argv if not arg.startswith("-")), None)
+#: What asks for the top-level help and nothing else: printed without argparse.
+_HELP_ONLY: tuple[list[str], ...] = ([], ["-h"], ["--help"])
 
 
 def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The parser for ``argv``: with every command's parser when ``argv`` is ``None``;
-    else with only the parsers of the module of the command ``argv`` runs, or, when it
-    names none, with a help-only entry per command (from :data:`.commands.COMMANDS`, so
-    that ``--help`` imports and builds no command)."""
-    parser = _Parser(prog="dsh-session",
-                     description="Inspect and work with dsh-session event logs.")
-    parser.add_argument("--version", action=_Version,
-                        help="show the version of dsh-session-core and of each plugin")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", action=_Commands)
-    assert isinstance(sub, _Commands)
-    if argv is None:
-        modules = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
-    else:
-        command = _command(argv)
-        modules = [COMMANDS[command][0]] if command in COMMANDS else []
-    if not modules:
-        for name, (_, text) in COMMANDS.items():
-            sub.add_listing(name, text)
-    for module in modules:
-        importlib.import_module(f".{module}", __package__).add_commands(sub)
-    return parser
+    """The parser for ``argv`` (:func:`.parser.build_parser`)."""
+    from .parser import build_parser
+
+    return build_parser(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     """Run the command line and exit with its status."""
     if argv is None:
         argv = sys.argv[1:]
+    if list(argv) in _HELP_ONLY:
+        from .help import render_help
+
+        try:
+            sys.stdout.write(render_help())
+            sys.stdout.flush()
+        except BrokenPipeError:
+            pass
+        raise SystemExit(EXIT_USAGE if not argv else EXIT_OK)
     parser = _parser(argv)
     args = parser.parse_args(argv)
     if args.command is None:

@@ -1,0 +1,126 @@
+"""The argparse parser of ``dsh-session``: the top level from :mod:`.help`'s table, and the
+parsers of the command being run.
+
+Only the module of the command being run is imported and its parsers built
+(:data:`.commands.COMMANDS` says which module holds which command); with no command,
+each command is listed without building its parser, since every parser costs argparse's
+gettext look-ups.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import help as top
+from .commands import COMMANDS
+from .support import EXIT_OK, one_line
+
+# typing costs ~10 ms to import: `dsh-session --help` must not pay for it.
+_TYPE_CHECKING = False
+
+if _TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+__all__ = ["build_parser", "command_of"]
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter, measuring the terminal as :func:`.help.columns` does."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         top.columns() - 2 if width is None else width)
+
+
+class _Parser(argparse.ArgumentParser):
+    """The commands' parsers: :class:`_Formatter` unless a command asks for another."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
+
+class _TopParser(_Parser):
+    """The top level, whose help and usage are :mod:`.help`'s, so that they are the same
+    whether argparse prints them or ``main`` does without it."""
+
+    def format_help(self) -> str:
+        return top.render_help()
+
+    def format_usage(self) -> str:
+        return top.usage()
+
+
+class _Commands(argparse._SubParsersAction):  # type: ignore[type-arg]
+    """The subcommands action, which can also list a command without building its
+    parser."""
+
+    def add_listing(self, name: str, text: str) -> None:
+        """List ``name`` with its help; it stays an unknown choice if given."""
+        self._choices_actions.append(self._ChoicesPseudoAction(name, (), text))
+        self.choices = {**(self.choices or {}), name: None}  # a copy: nothing to parse
+
+
+class _Version(argparse.Action):
+    """``--version``: core's version, then each installed plugin's, found as ``plugins``
+    finds them (loading them only now)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str) -> None:
+        super().__init__(option_strings, dest, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        from .registry import version_text
+
+        try:
+            text = version_text()
+        except Exception as exc:  # a broken plugin must not hide core's own version
+            from .registry import own_version
+
+            text = (f"dsh-session-core {own_version()}\n"
+                    f"plugins: cannot be listed ({one_line(exc)})\n")
+        sys.stdout.write(text)
+        parser.exit(EXIT_OK)
+
+
+#: What each top-level option does (its help and flags are :data:`.help.OPTIONS`').
+_ACTIONS: dict[str, dict[str, Any]] = {
+    "--help": {"action": "help"},
+    "--version": {"action": _Version},
+    "--debug": {"action": "store_true"},
+}
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The command an argument list runs: its first argument that is not an option (the
+    top-level options take no value)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for ``argv``: with every command's parser when ``argv`` is ``None``;
+    else with only the parsers of the module of the command ``argv`` runs, or, when it
+    names none, with a help-only entry per command."""
+    parser = _TopParser(prog=top.PROG, description=top.DESCRIPTION, add_help=False)
+    for flags, text in top.OPTIONS:
+        parser.add_argument(*flags, help=text, **_ACTIONS[flags[-1]])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", action=_Commands,
+                                parser_class=_Parser)
+    assert isinstance(sub, _Commands)
+    if argv is None:
+        modules = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
+    else:
+        command = command_of(argv)
+        modules = [COMMANDS[command][0]] if command in COMMANDS else []
+    if not modules:
+        for name, (_, text) in COMMANDS.items():
+            sub.add_listing(name, text)
+    if modules:
+        from importlib import import_module
+
+        for module in modules:
+            import_module(f".{module}", __package__).add_commands(sub)
+    return parser
