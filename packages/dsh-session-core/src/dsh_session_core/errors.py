@@ -6,6 +6,8 @@ as attributes, and its message says what went wrong and what to do about it::
     DshSessionError
     ├── AppendError (ValueError)           an append was refused; the log is untouched
     │   ├── NotJsonError                   the payload is not a lossless JSON value
+    │   │   └── TooDeepError               it nests deeper than the log format's limit
+    │   ├── EventTypeError                 the event type is not a string
     │   ├── SchemaError                    the payload does not match its registered schema
     │   └── SurfaceIntentError             missing, misplaced or invalid surface op
     ├── SurfaceError (ValueError)          the surface of a seeded log cannot be folded
@@ -17,10 +19,14 @@ as attributes, and its message says what went wrong and what to do about it::
     ├── ToolPairingError (ValueError)      the surface holds a result with no call
     ├── InvariantError                     the opt-in dev invariants saw a violation
     ├── LogFormatError (ValueError)        a JSONL log file cannot be read
+    │   └── MisplacedLogError              a log's header names another session than its file
     ├── PersistenceError                   a durable store refused (collision, seq mismatch)
+    │   ├── StoreWriteError (OSError)      a durable write failed (names the session, the log)
+    │   └── LinkedLogError                 a write would follow a symbolic link out of a store
     ├── SessionLockedError                 another writer holds the session's writer lock
     ├── SchemaVersionError (RuntimeError)  a SQLite database of another schema version
     ├── UnstorableError (ValueError)       a value the SQLite schema cannot store losslessly
+    │   └── SessionIdError                 a session id the backend's id rule refuses
     └── PluginError
         ├── PluginConflictError (RuntimeError)   two distributions use one entry-point name
         └── DuplicateEventTypeError (ValueError) two plugins declare one event type
@@ -39,8 +45,11 @@ __all__ = [
     "AppendError",
     "DshSessionError",
     "DuplicateEventTypeError",
+    "EventTypeError",
     "InvariantError",
+    "LinkedLogError",
     "LogFormatError",
+    "MisplacedLogError",
     "NotJsonError",
     "PersistenceError",
     "PluginConflictError",
@@ -52,10 +61,13 @@ __all__ = [
     "SessionCwdError",
     "SessionExistsError",
     "SessionForkError",
+    "SessionIdError",
     "SessionLockedError",
     "StoreNotFoundError",
+    "StoreWriteError",
     "SurfaceError",
     "SurfaceIntentError",
+    "TooDeepError",
     "ToolPairingError",
     "UnstorableError",
 ]
@@ -98,6 +110,29 @@ class NotJsonError(AppendError):
     def __init__(self, message: str, *, event_type: str, seq: int, path: str) -> None:
         super().__init__(message, event_type=event_type, seq=seq)
         self.path = path
+
+
+class TooDeepError(NotJsonError):
+    """The payload nests arrays and objects deeper than
+    :data:`~dsh_session_core.MAX_JSON_DEPTH` (``data`` itself is level 1), which no
+    reader of the log would read back.
+
+    :ivar path: the first array or object past the limit, as ``$.a[0].b``.
+    :ivar limit: the limit.
+    """
+
+    def __init__(
+        self, message: str, *, event_type: str, seq: int, path: str, limit: int
+    ) -> None:
+        super().__init__(message, event_type=event_type, seq=seq, path=path)
+        self.limit = limit
+
+
+class EventTypeError(AppendError):
+    """The event type is not a string (a log line's ``type`` always is one).
+
+    :ivar event_type: ``repr`` of the value given as the type.
+    """
 
 
 class SchemaError(AppendError):
@@ -233,6 +268,28 @@ class LogFormatError(DshSessionError, ValueError):
         self.line = line
 
 
+class MisplacedLogError(LogFormatError):
+    """A JSONL log file whose header names another session (or another cwd bucket) than
+    its file name and folder: a renamed or moved file. Writing it would write another
+    file, and listing it would list a session no ``open`` finds, so both refuse.
+
+    :ivar path: the file.
+    :ivar session_id: the id its header holds.
+    :ivar expected: where a log of that header lives (move the file there).
+    """
+
+    def __init__(self, path: str, session_id: str, expected: str) -> None:
+        super().__init__(
+            f'the log {path} holds session "{session_id}" (its header), but a log of that '
+            f"session lives at {expected}: a renamed or moved file? Move it back "
+            f"(mv {path} {expected}), or remove it from the store",
+            path=path,
+            line=1,
+        )
+        self.session_id = session_id
+        self.expected = expected
+
+
 class PluginError(DshSessionError):
     """A plugin could not be loaded or registered."""
 
@@ -301,6 +358,61 @@ class PersistenceError(DshSessionError):
         self.session_id = session_id
 
 
+class StoreWriteError(PersistenceError, OSError):
+    """A durable write failed (a flush, a first write, a crash repair): the system call's
+    error, naming the session and its log. It is an :class:`OSError` with the cause's
+    ``errno``, ``strerror`` and ``args``, so code catching ``OSError`` still catches it;
+    the cause is its ``__cause__``.
+
+    Nothing of the failed batch is acknowledged: the events stay buffered, and a retry
+    writes them once.
+
+    :ivar session_id: the session.
+    :ivar path: where its log lives (the backend's ``location``).
+    """
+
+    def __init__(self, session_id: str, path: str, cause: OSError, *, action: str) -> None:
+        OSError.__init__(self, *cause.args)
+        self.filename = cause.filename
+        self.session_id = session_id
+        self.path = path
+        where = path
+        if cause.filename is not None and str(cause.filename) != path:
+            where = f"{path} (at {cause.filename})"
+        notes = "".join(f"; {note}" for note in getattr(cause, "__notes__", ()))
+        self._message = (
+            f'{action} session "{session_id}" to {where} failed: {cause}{notes}. Nothing of '
+            f"it is acknowledged and the events stay buffered: fix the cause (disk space, "
+            f"permissions, the device), then flush again (they are written once); the log "
+            f"loads as of its last durable event"
+        )
+
+    def __str__(self) -> str:
+        return self._message
+
+
+class LinkedLogError(PersistenceError):
+    """A write would go through a symbolic link: a session's log, its lock file or its
+    bucket folder is a link (perhaps out of the store). dsh-session never writes
+    through one, so that a log planted as a link cannot make it append to another file.
+
+    :ivar session_id: the session.
+    :ivar path: the link.
+    :ivar target: where it points (``None`` when it cannot be read).
+    """
+
+    def __init__(self, session_id: str, path: str, target: str | None) -> None:
+        to = f" to {target}" if target is not None else ""
+        super().__init__(
+            f'refusing to write session "{session_id}" through the symbolic link {path}{to}: '
+            f"replace the link with the file itself (move the file into the store), or "
+            f"open the store the file lives in",
+            session_id=session_id,
+        )
+        self.path = path
+        self.target = target
+
+
 class SchemaVersionError(DshSessionError, RuntimeError):
     """The database belongs to another schema version; there is no migration.
 
@@ -343,3 +455,31 @@ class UnstorableError(DshSessionError, ValueError):
         super().__init__(message)
         self.session_id = session_id
         self.seq = seq
+
+
+class SessionIdError(UnstorableError):
+    """A session id that a backend's id rule refuses: raised by ``create`` before
+    anything is written (and reported by ``copy`` for a session its destination cannot
+    hold). Every backend refuses the empty id and an id with a lone surrogate (it has no
+    UTF-8 form); a backend may have limits of its own (PostgreSQL: no NUL character, at
+    most 2048 UTF-8 bytes).
+
+    :ivar session_id: the id.
+    :ivar backend: the backend's label (``Backend.name``).
+    :ivar problem: what is wrong with the id.
+    :ivar rule: the backend's whole id rule, as the message states it.
+    """
+
+    def __init__(self, session_id: str, *, backend: str, problem: str, rule: str) -> None:
+        shown = repr(session_id)
+        if len(shown) > 60:
+            shown = f"{shown[:40]}...{shown[-12:]} ({len(session_id)} characters)"
+        super().__init__(
+            f"the session id {shown} cannot be stored by the {backend} backend: {problem}; "
+            f"its session ids are {rule}: choose another id",
+            session_id=session_id,
+            seq=None,
+        )
+        self.backend = backend
+        self.problem = problem
+        self.rule = rule

@@ -160,9 +160,17 @@ def _repair(args: argparse.Namespace) -> int:
     import os
 
     from .._codec import encode_events
-    from ..errors import DshSessionError
+    from ..errors import DshSessionError, LinkedLogError
 
     path = args.file
+    if os.path.islink(path):
+        # Never written through: a log planted as a link would have us append to
+        # whatever it points at.
+        target = os.readlink(path)
+        refused = LinkedLogError(os.path.basename(os.path.splitext(path)[0]), path, target)
+        msg = f"{path}: {one_line(refused)}"
+        raise Failure(msg, hint=f"repair the file itself: dsh-session repair "
+                                f"{os.path.realpath(path)}")
     try:
         scan, closers = _recovered(path, registry())
     except DshSessionError as exc:
@@ -183,27 +191,40 @@ def _repair(args: argparse.Namespace) -> int:
         write(f"{path}: {would}close the interrupted turn with {kinds}\n")
     if args.dry_run:
         return EXIT_OK
-    # The writer lock the JSONL backend takes (<log>.lock): never repair under a writer.
-    lock = os.open(os.path.splitext(path)[0] + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    nofollow = os.O_NOFOLLOW | os.O_CLOEXEC
     try:
+        # The writer lock the JSONL backend takes (<log>.lock): never repair under a
+        # writer.
+        lock = os.open(os.path.splitext(path)[0] + ".lock", os.O_RDWR | os.O_CREAT | nofollow,
+                       0o600)
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            msg = f"{path}: a writer holds this session's lock"
-            raise Failure(msg, hint="stop the writer, then repair") from None
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-        try:
-            os.ftruncate(fd, scan.committed_bytes)
-            os.fsync(fd)
-            data = encode_events(closers)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                msg = f"{path}: a writer holds this session's lock"
+                raise Failure(msg, hint="stop the writer, then repair") from None
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | nofollow)
+            try:
+                if os.fstat(fd).st_size != size:
+                    msg = f"{path}: the file changed while it was read"
+                    raise Failure(msg, hint="run the repair again")
+                os.ftruncate(fd, scan.committed_bytes)
+                os.fsync(fd)
+                data = encode_events(closers)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         finally:
-            os.close(fd)
-    finally:
-        os.close(lock)
+            os.close(lock)
+    except OSError as exc:
+        # Whatever was written is a torn tail (or complete closers) to the next repair:
+        # the log still loads.
+        msg = f"{path}: the repair failed: {exc.strerror or exc}"
+        raise Failure(msg, hint="fix the cause (disk space, permissions), then run the "
+                                "repair again: it starts over from what is on disk") from exc
     write(f"{path}: repaired\n")
     return EXIT_OK
 

@@ -37,7 +37,7 @@ from .._header import SESSION_FORMAT_VERSION, SessionHeader
 from .._json import find_non_json
 from .._plugins import hookimpl
 from .._registry import EventRegistry
-from ..errors import PersistenceError
+from ..errors import PersistenceError, StoreWriteError
 from ..events import Event
 from .base import Backend, StoredLog, WriterLock
 from .repair import interrupted_turn_closers
@@ -100,6 +100,24 @@ class PersistencePlugin:
         """Take the session's writer lock before this coordinator writes to it."""
         if state.lock is None:
             state.lock = self.backend.acquire(state.header)
+
+    def _repair(self, state: _State, stored: StoredLog, closers: Sequence[Event]) -> None:
+        """Commit a crash repair under the writer lock. When it fails, a lock taken for
+        it is released again: the state it was taken for is dropped, so a lock kept
+        would refuse every retry (even this store's) until :meth:`close`."""
+        taken = state.lock is None
+        self._own(state)
+        try:
+            with _named(stored.header.id, self.backend, stored.header,
+                        "writing the crash repair of"):
+                self.backend.commit_repair(
+                    stored.header, stored.torn, closers, encode_events(closers)
+                )
+        except BaseException:
+            if taken and state.lock is not None:
+                lock, state.lock = state.lock, None
+                lock.release()
+            raise
 
     # --- the service --------------------------------------------------------------------
 
@@ -222,7 +240,8 @@ class PersistencePlugin:
                 _check_follows(sid, state.cursor, batch)
                 lines = session.jsonl(batch[0].seq, batch[-1].seq + 1)
                 header, materialized = state.header, state.materialized
-            await aappend(header, batch, lines, materialized)
+            with _named(sid, self.backend, header, "flushing"):
+                await aappend(header, batch, lines, materialized)
             with self._serial(sid):
                 # A sync flush from another thread may have written the batch meanwhile
                 # (the backend's checked insert made that harmless): never step back.
@@ -312,7 +331,8 @@ class PersistencePlugin:
         _check_follows(sid, state.cursor, events)
         self._own(state)
         jsonl = lines if lines is not None else encode_events(events)
-        self.backend.append_batch(state.header, events, jsonl, state.materialized)
+        with _named(sid, self.backend, state.header, "flushing"):
+            self.backend.append_batch(state.header, events, jsonl, state.materialized)
         state.materialized = True
         state.cursor += len(events)
 
@@ -327,8 +347,7 @@ class PersistencePlugin:
         if state is None:
             state = _State(stored.header, len(stored.events), True)
         if stored.torn is not None or closers:
-            self._own(state)
-            self.backend.commit_repair(stored.header, stored.torn, closers, encode_events(closers))
+            self._repair(state, stored, closers)
         events = [*stored.events, *closers] if closers else stored.events
         # A load re-anchors the state and drops any previous owner, as the reference does.
         self._states[sid] = _State(
@@ -418,14 +437,38 @@ class PersistencePlugin:
             )
             raise PersistenceError(msg, session_id=sid)
         state = _State(stored.header, len(stored.events), True, session)
-        self._own(state)
         if stored.torn is not None:
             # Truncate only: the live session is still the authority for its open turn.
-            self.backend.commit_repair(stored.header, stored.torn, [], b"")
+            self._repair(state, stored, [])
+        else:
+            self._own(state)
         self._states[sid] = state
         if len(seed) > len(stored.events):
             start = len(stored.events)
             self._append_core(sid, seed[start:], session.jsonl(start, len(seed)))
+
+
+class _named:
+    """Re-raise a backend's bare :class:`OSError` as a :class:`StoreWriteError` naming
+    the session and its log (the cause stays its ``__cause__``); any other error, our
+    own ones included, passes as it is."""
+
+    __slots__ = ("_action", "_backend", "_header", "_sid")
+
+    def __init__(self, sid: str, backend: Backend, header: SessionHeader, action: str) -> None:
+        self._sid, self._backend, self._header, self._action = sid, backend, header, action
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        if not isinstance(exc, OSError) or isinstance(exc, StoreWriteError):
+            return
+        try:
+            where = self._backend.location(self._header)
+        except Exception:  # only for the message: never hide the write's own error
+            where = self._backend.name
+        raise StoreWriteError(self._sid, where, exc, action=self._action) from exc
 
 
 def _check_follows(sid: str, cursor: int, events: Sequence[Event]) -> None:

@@ -12,27 +12,38 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import fcntl
 import os
+import re
 import time
 from collections.abc import Iterator
 from typing import Final
 
+from msgspec import UnsetType
+
 from .._header import SessionHeader
-from .._logfile import complete_end, header_or_none, last_lines
+from .._logfile import complete_end, header_or_none, last_lines, line_wire
+from ..errors import LinkedLogError, MisplacedLogError
 from .base import POLL_SECONDS, LogNews, LogTail
-from .paths import encode_segment
+from .paths import encode_segment, log_path
 
 __all__ = [
     "FilePosition",
+    "check_bucket",
+    "check_placed",
     "cut",
     "exists",
     "find_log",
     "first_line",
     "follow_file",
     "fsync_dir",
+    "link_target",
     "list_logs",
     "mkdirs",
+    "open_nofollow",
     "read_if_exists",
+    "seq_before",
+    "sweep_temps",
     "tail_file",
     "unlink_quietly",
     "write_all",
@@ -40,6 +51,9 @@ __all__ = [
 
 #: ``list()`` reads first lines in chunks of this size, as the reference does.
 _CHUNK: Final = 8192
+
+#: The temp file of a first write: ``<encoded id>.jsonl.<12 hex>.tmp`` (JsonlBackend).
+_TEMP = re.compile(r"(.+)\.jsonl\.[0-9a-f]{12}\.tmp")
 
 
 # --- reading ----------------------------------------------------------------------------
@@ -131,6 +145,111 @@ def unlink_quietly(path: str) -> None:
         os.unlink(path)
 
 
+def seq_before(path: str, end: int) -> int | None:
+    """The seq of the last line of the file's first ``end`` bytes; ``-1`` when that is
+    the header; ``None`` when byte ``end - 1`` is no newline or the line holds no seq
+    (the file is not cut there at a line's end)."""
+    if end <= 0:
+        return None
+    with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as f:
+        f.seek(end - 1)
+        if f.read(1) != b"\n":
+            return None
+        lines = last_lines(f, end, 1)
+    if not lines:
+        return -1
+    wire = line_wire(lines[0])
+    seq = None if wire is None else wire.get("seq")
+    return seq if type(seq) is int else None
+
+
+# --- links and names ----------------------------------------------------------------------
+
+
+def link_target(path: str) -> str | None:
+    """Where a symbolic link points, or ``None`` when it cannot be read."""
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None
+
+
+def check_bucket(root: str, session_id: str, bucket: str) -> None:
+    """Refuse a bucket folder that is a symbolic link (or under one below ``root``): a
+    write into it could land out of the store. The root itself may be a link.
+
+    :raises LinkedLogError: it is.
+    """
+    if os.path.realpath(bucket) != os.path.join(os.path.realpath(root),
+                                                 os.path.basename(bucket)):
+        raise LinkedLogError(session_id, bucket, link_target(bucket))
+
+
+def open_nofollow(root: str, session_id: str, path: str, flags: int, mode: int = 0o600) -> int:
+    """``os.open`` of a file in a bucket of ``root`` for writing, never through a link:
+    neither the file (``O_NOFOLLOW``) nor its bucket may be one.
+
+    :raises LinkedLogError: one is.
+    """
+    check_bucket(root, session_id, os.path.dirname(path))
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and os.path.islink(path):
+            raise LinkedLogError(session_id, path, link_target(path)) from exc
+        raise
+
+
+def check_placed(root: str, path: str, header: SessionHeader) -> None:
+    """Refuse a log whose header is not the session its file name and bucket are for (a
+    renamed or moved file): writing it would write elsewhere.
+
+    :raises MisplacedLogError: it is not.
+    """
+    cwd = None if isinstance(header.cwd, UnsetType) else header.cwd
+    try:
+        expected = log_path(root, cwd, header.id)
+    except ValueError:  # no file name encodes this id (an empty one)
+        expected = "(nowhere: the id is empty)"
+    if expected != path:
+        raise MisplacedLogError(path, header.id, expected)
+
+
+def sweep_temps(bucket: str, held: str | None = None) -> None:
+    """Remove the temp files killed first writes left in a bucket: the ones of session
+    ``held`` (an encoded id whose writer lock the caller holds) at once; any other one
+    only while holding its session's lock, taken here without waiting (a session being
+    written by a live writer keeps its temp), and only when that lock file exists (every
+    writer of ours creates it before its temp file). Best effort: any error leaves the
+    file for the next sweep."""
+    try:
+        names = [entry.name for entry in os.scandir(bucket)]
+    except OSError:
+        return
+    for name in names:
+        match = _TEMP.fullmatch(name)
+        if match is None:
+            continue
+        temp = os.path.join(bucket, name)
+        if match[1] == held:
+            unlink_quietly(temp)
+            continue
+        try:
+            fd = os.open(os.path.join(bucket, match[1] + ".lock"),
+                         os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
+        try:
+            unlink_quietly(temp)
+        finally:
+            os.close(fd)  # unlocks
+
+
 def exists(path: str) -> bool:
     try:
         os.stat(path, follow_symlinks=False)
@@ -141,9 +260,11 @@ def exists(path: str) -> bool:
 
 def list_logs(root: str) -> list[tuple[SessionHeader, str]]:
     """Every ``*.jsonl`` log under a store's root, with its header read from its first
-    line only; files without a complete, valid header line are skipped. No order.
+    line only; files without a complete, valid header line are skipped. No order. The
+    temp files of killed first writes are swept meanwhile (:func:`sweep_temps`).
 
     :raises OSError: the root cannot be listed (a missing root lists nothing).
+    :raises MisplacedLogError: a log's header is for another file name or bucket.
     """
     try:
         buckets = os.scandir(root)
@@ -158,14 +279,19 @@ def list_logs(root: str) -> list[tuple[SessionHeader, str]]:
                 files = os.scandir(bucket.path)
             except FileNotFoundError:  # removed meanwhile
                 continue
+            temps = False
             with files:
                 for entry in files:
                     if not entry.name.endswith(".jsonl") or not entry.is_file():
+                        temps = temps or entry.name.endswith(".tmp")
                         continue
                     line = first_line(entry.path)
                     header = None if line is None else header_or_none(line)
                     if header is not None:
+                        check_placed(root, entry.path, header)
                         found.append((header, entry.path))
+            if temps:
+                sweep_temps(bucket.path)
     return found
 
 

@@ -41,6 +41,7 @@ from .._codec import ENCODER
 from .._header import SessionHeader
 from .._logfile import count_log, scan_log
 from .._registry import EventRegistry
+from ..errors import LinkedLogError, PersistenceError
 from ..events import Event
 from . import files
 from .base import LogNews, LogTail, SessionLockedError, SessionSummary, StoredLog, WriterLock
@@ -62,6 +63,11 @@ def _refusal(session_id: str) -> FileExistsError:
         f'refusing to materialize "{session_id}": a log already exists on disk '
         f"(load/resume it instead)"
     )
+
+
+def _first_seq_after(published: bytes) -> int:
+    """The seq after a published first write's lines (header + events, each ended)."""
+    return published.count(b"\n") - 1
 
 
 class _FileLock:
@@ -111,6 +117,14 @@ class JsonlBackend:
         # evicting one never closes a descriptor another thread is writing to.
         self._fds: dict[str, int] = {}
         self._locks: set[_FileLock] = set()
+        # Logs whose last rollback failed, with the size they had before the failed
+        # batch: the next write to one settles it first (``_settle``), never blindly.
+        self._dirty: dict[str, int] = {}
+        # Logs published by a first write that failed afterwards and could not be
+        # withdrawn, with the bytes published: a retry adopts them (``_republish``).
+        self._unacked: dict[str, bytes] = {}
+        # Buckets swept of the temp files of killed first writes (once per backend).
+        self._swept: set[str] = set()
 
     def __repr__(self) -> str:
         return f"JsonlBackend({self.root!r})"
@@ -119,7 +133,12 @@ class JsonlBackend:
 
     def _stored(self, data: bytes, registry: EventRegistry, path: str) -> StoredLog:
         scan = scan_log(data, registry, path=path)
+        files.check_placed(self.root, path, scan.header)
         torn = scan.committed_bytes if scan.committed_bytes < len(data) else None
+        with self._mutex:
+            # What was just read is the log now: the coordinator re-anchors on it, so a
+            # failed batch's leftover is no longer this backend's to cut.
+            self._dirty.pop(path, None)
         return StoredLog(scan.header, scan.events, torn, scan.jsonl)
 
     def load_stored(self, session_id: str, registry: EventRegistry) -> StoredLog | None:
@@ -157,6 +176,13 @@ class JsonlBackend:
     def location(self, header: SessionHeader) -> str:
         """The session's log file (where its cwd bucket puts it)."""
         return log_path(self.root, _cwd_of(header), header.id)
+
+    def check_id(self, session_id: str) -> None:
+        """The common rule only (:func:`~.base.check_common_id`): any other id has a
+        file, a long one under a shortened name (:func:`~.paths.encode_segment`)."""
+        from .base import check_common_id
+
+        check_common_id(session_id, self.name)
 
     def list(self) -> list[SessionHeader]:
         """The header of every ``*.jsonl`` log under the root, read from its first line
@@ -235,7 +261,7 @@ class JsonlBackend:
             raise ValueError(msg)
         path = log_path(self.root, _cwd_of(header), header.id)
         if materialized:
-            self._append(path, jsonl)
+            self._append(header.id, path, jsonl, events[0].seq)
         else:
             self._materialize(header, path, jsonl)
 
@@ -249,17 +275,18 @@ class JsonlBackend:
             if type(torn) is not int or torn < 0:
                 msg = f"a JSONL torn marker is a byte offset, got {torn!r}"
                 raise TypeError(msg)
-            self._truncate(path, torn)
+            self._truncate(header.id, path, torn)
         if closers:
-            self._append(path, jsonl)
+            self._append(header.id, path, jsonl, closers[0].seq)
 
-    def _checkout(self, path: str) -> int:
+    def _checkout(self, session_id: str, path: str) -> int:
         with self._mutex:
             fd = self._fds.pop(path, None)
         if fd is None:
             # No O_CREAT: a materialized log that vanished is an error, not a new
-            # header-less file.
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+            # header-less file. Never through a link (files.open_nofollow).
+            fd = files.open_nofollow(self.root, session_id, path,
+                                     os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
         return fd
 
     def _checkin(self, path: str, fd: int) -> None:
@@ -275,9 +302,11 @@ class JsonlBackend:
         for stale in evicted:
             os.close(stale)
 
-    def _append(self, path: str, data: bytes) -> None:
-        fd = self._checkout(path)
+    def _append(self, session_id: str, path: str, data: bytes, first_seq: int) -> None:
+        fd = self._checkout(session_id, path)
         try:
+            if path in self._dirty:
+                self._settle(session_id, path, fd, first_seq)
             size = os.fstat(fd).st_size
         except BaseException:
             os.close(fd)
@@ -293,12 +322,48 @@ class JsonlBackend:
                 self._checkin(path, fd)
             else:
                 os.close(fd)
-                exc.add_note(f"rolling {path} back to {size} bytes failed too: {undo}")
+                # The failed batch may still be there: the next write cuts it first.
+                with self._mutex:
+                    self._dirty[path] = size
+                exc.add_note(f"rolling {path} back to {size} bytes failed too: {undo}; "
+                             f"the next write cuts it back first")
             raise
         self._checkin(path, fd)
 
-    def _truncate(self, path: str, size: int) -> None:
-        fd = self._checkout(path)
+    def _settle(self, session_id: str, path: str, fd: int, first_seq: int) -> None:
+        """Before writing to a log whose rollback failed: re-read its size and the last
+        line before the size it had (``durable``), then cut the failed batch's leftover
+        back to it. Refuse when the log is no longer what this writer left (shorter, or
+        not ending ``durable`` with the line before ``first_seq``): appending then could
+        repeat or skip seqs, and a log with a seq gap before its last ``turn/end`` never
+        loads again.
+
+        :raises PersistenceError: the log changed; nothing was written.
+        :raises OSError: the cut failed again (the log stays to be settled).
+        """
+        durable = self._dirty[path]
+        size = os.fstat(fd).st_size
+        last = files.seq_before(path, durable) if size >= durable else None
+        if last is None or last != first_seq - 1:
+            msg = (
+                f'the log {path} of session "{session_id}" is not as its writer left it '
+                f"after a failed write (it holds {size} bytes; its last durable line, seq "
+                f"{first_seq - 1}, ended at byte {durable}): nothing more is appended to "
+                f"it. Close the store and open the session again (its log loads as it is)"
+            )
+            raise PersistenceError(msg, session_id=session_id)
+        if size > durable:
+            undo = files.cut(fd, durable)
+            if undo is not None:
+                undo.add_note(f"{path} still holds {size - durable} byte(s) of a failed "
+                              f"batch after its last durable line (byte {durable}); nothing "
+                              f"is appended to it until they are cut")
+                raise undo
+        with self._mutex:
+            self._dirty.pop(path, None)
+
+    def _truncate(self, session_id: str, path: str, size: int) -> None:
+        fd = self._checkout(session_id, path)
         try:
             current = os.fstat(fd).st_size
             if size > current:
@@ -309,6 +374,8 @@ class JsonlBackend:
         except BaseException:
             os.close(fd)
             raise
+        with self._mutex:
+            self._dirty.pop(path, None)  # a repair's cut is to a size just read
         self._checkin(path, fd)
 
     def _materialize(self, header: SessionHeader, path: str, jsonl: bytes) -> None:
@@ -318,14 +385,20 @@ class JsonlBackend:
         files.fsync_dir(os.path.dirname(self.root))
         files.mkdirs(bucket)
         files.fsync_dir(self.root)
+        files.check_bucket(self.root, header.id, bucket)
+        if os.path.islink(path):
+            raise LinkedLogError(header.id, path, files.link_target(path))
+        content = ENCODER.encode(header) + b"\n" + jsonl
         if files.exists(path):
+            if self._republish(header, path, content):
+                return
             raise _refusal(header.id)
         temp = f"{path}.{secrets.token_hex(6)}.tmp"
         # O_APPEND: once published, this descriptor is the log's append descriptor.
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC,
                      0o600)
         try:
-            files.write_all(fd, ENCODER.encode(header) + b"\n" + jsonl)
+            files.write_all(fd, content)
             os.fsync(fd)
             try:
                 # A hard link, never a rename: it fails when the log exists, so a log
@@ -335,10 +408,17 @@ class JsonlBackend:
                 raise _refusal(header.id) from exc
             try:
                 files.fsync_dir(bucket)
-            except BaseException:
+            except BaseException as exc:
                 # Not durable, so not acknowledged: unpublish, so that a retry can
                 # materialize again instead of being refused.
-                files.unlink_quietly(path)
+                try:
+                    os.unlink(path)
+                except OSError as undo:
+                    # Published, unacknowledged: the retry finishes this publication.
+                    with self._mutex:
+                        self._unacked[path] = content
+                    exc.add_note(f"withdrawing {path} failed too: {undo}; the next "
+                                 f"write finishes its publication")
                 raise
         except BaseException:
             os.close(fd)
@@ -346,6 +426,34 @@ class JsonlBackend:
             raise
         files.unlink_quietly(temp)
         self._checkin(path, fd)
+
+    def _republish(self, header: SessionHeader, path: str, content: bytes) -> bool:
+        """Finish a first write that published the log but failed to make it durable or
+        to withdraw it (``_unacked``): when the log still holds exactly what was
+        published, and the retry's bytes start with it, make it durable and append the
+        rest. ``False`` when the log is not that publication (the caller refuses)."""
+        published = self._unacked.get(path)
+        if published is None or not content.startswith(published):
+            return False
+        if files.read_if_exists(path) != published:
+            return False
+        fd = files.open_nofollow(self.root, header.id, path,
+                                 os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+            files.fsync_dir(os.path.dirname(path))
+        except BaseException:
+            os.close(fd)
+            raise
+        with self._mutex:
+            self._unacked.pop(path, None)
+        self._checkin(path, fd)
+        rest = content[len(published):]
+        if rest:
+            # The retry's batch continues the published one (the same seqs first).
+            seq = _first_seq_after(published)
+            self._append(header.id, path, rest, seq)
+        return True
 
     # -- the writer lock --
 
@@ -360,9 +468,16 @@ class JsonlBackend:
         :raises SessionLockedError: another writer holds it.
         """
         path = lock_path(self.root, _cwd_of(header), header.id)
-        files.mkdirs(os.path.dirname(path))
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        bucket = os.path.dirname(path)
+        files.mkdirs(bucket)
+        # The lock is taken to write: refuse now, not at the first write, a bucket, a
+        # lock or a log that is a symbolic link (files.open_nofollow).
+        fd = files.open_nofollow(self.root, header.id, path,
+                                 os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
+            log = log_path(self.root, _cwd_of(header), header.id)
+            if os.path.islink(log):
+                raise LinkedLogError(header.id, log, files.link_target(log))
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
@@ -373,6 +488,12 @@ class JsonlBackend:
         lock = _FileLock(fd, path, self)
         with self._mutex:
             self._locks.add(lock)
+            sweep = bucket not in self._swept
+            self._swept.add(bucket)
+        # Holding this session's lock, its own leftover temp files are dead; the other
+        # sessions' ones are removed only under their locks (files.sweep_temps).
+        if sweep:
+            files.sweep_temps(bucket, encode_segment(header.id))
         return lock
 
     def _forget_lock(self, lock: _FileLock) -> None:

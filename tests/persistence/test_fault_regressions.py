@@ -1,0 +1,561 @@
+"""Regressions of issue 11 (reliability under faults and hostile input), one per defect:
+a double fault (a failed write whose rollback fails too) never makes the log unloadable;
+a failed crash repair does not keep the writer lock; no write follows a symbolic link;
+a renamed log is refused at open and at listing; the temp files of killed first writes
+are swept; a failed flush names its session and its log."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import io
+import os
+import signal
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import pytest
+from persist_support import Factory
+
+from dsh_session_core import JsonlBackend, Session, create_plugin_manager
+from dsh_session_core._persistence.store import DurableStore
+from dsh_session_core.errors import (
+    DshSessionError,
+    LinkedLogError,
+    MisplacedLogError,
+    PersistenceError,
+    StoreWriteError,
+)
+
+USER = {"kind": "user"}
+
+
+def _store(root: Path | Any) -> DurableStore:
+    backend = root if not isinstance(root, Path) else JsonlBackend(root)
+    return DurableStore(backend, create_plugin_manager(autoload=False), clock=lambda: 1)
+
+
+def _bucket(root: Path, cwd: str = "/w") -> Path:
+    return root / ("cwd-" + hashlib.sha256(cwd.encode()).hexdigest()[:12])
+
+
+def _log(root: Path, sid: str, cwd: str = "/w") -> Path:
+    return _bucket(root, cwd) / f"{sid}.jsonl"
+
+
+def _turn(s: Session, turn: int, *, end: bool = True) -> None:
+    s.append("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": USER}})
+    s.append("user/message", {"content": [{"type": "text", "text": f"q{turn}"}],
+                              "source": USER}, surface_op="append")
+    if end:
+        s.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+
+
+def _fail(monkeypatch: pytest.MonkeyPatch, name: str, times: int = 1,
+          *, half: bool = False) -> list[int]:
+    """Make the next ``times`` calls of ``os.<name>`` fail (a write writes half its bytes
+    first, when ``half``); the list counts the failures."""
+    real = getattr(os, name)
+    failed: list[int] = []
+
+    def fake(*args: Any, **kwargs: Any) -> Any:
+        if len(failed) < times:
+            failed.append(1)
+            if half and name == "write":
+                real(args[0], bytes(args[1][: max(len(args[1]) // 2, 1)]))
+            raise OSError(errno.EIO, f"injected {name} EIO")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(os, name, fake)
+    return failed
+
+
+def _reload_lines(root: Path, sid: str) -> list[bytes]:
+    stored = _store(root).persistence.backend.load_stored(sid, _store(root).registry)
+    assert stored is not None
+    assert stored.jsonl is not None
+    return stored.jsonl.splitlines()
+
+
+# --- 1. a double fault never makes the log unloadable --------------------------------------
+
+
+@pytest.mark.parametrize(("call", "half"), [("fsync", False), ("write", True)],
+                         ids=["fsync-then-ftruncate", "half-write-then-ftruncate"])
+def test_a_failed_rollback_is_cut_before_the_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: str, half: bool
+) -> None:
+    st = _store(tmp_path)
+    s = st.create("dbl", cwd="/w")
+    _turn(s, 1)
+    st.flush(s)
+    committed = _log(tmp_path, "dbl").read_bytes()
+    _turn(s, 2)
+    _fail(monkeypatch, call, half=half)
+    _fail(monkeypatch, "ftruncate")
+    with pytest.raises(OSError, match=f"injected {call} EIO"):
+        st.flush(s)
+    monkeypatch.undo()
+    assert _log(tmp_path, "dbl").read_bytes() != committed  # the batch's bytes stayed
+    st.flush(s)  # the retry cuts them first, then writes the batch once
+    st.close()
+    assert _reload_lines(tmp_path, "dbl") == s.jsonl().splitlines()
+    assert [e.seq for e in _store(tmp_path).open("dbl").events] == list(range(6))
+
+
+def test_a_rollback_failing_again_on_the_retry_leaves_a_loadable_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    st = _store(tmp_path)
+    s = st.create("dbl", cwd="/w")
+    _turn(s, 1)
+    st.flush(s)
+    _turn(s, 2)
+    _fail(monkeypatch, "fsync")
+    _fail(monkeypatch, "ftruncate", times=2)
+    with pytest.raises(OSError, match="injected fsync EIO"):
+        st.flush(s)
+    with pytest.raises(OSError, match="injected ftruncate EIO") as info:
+        st.flush(s)  # the cut fails again: refused, nothing appended
+    assert "nothing is appended to it until they are cut" in str(info.value)
+    monkeypatch.undo()
+    st.persistence.backend.close()  # a process that dies here
+    # The leftover is the batch itself (written, not fsynced): loads, once each.
+    assert [e.seq for e in _store(tmp_path).open("dbl").events] == list(range(6))
+
+
+def test_a_log_changed_after_a_failed_rollback_is_refused_not_appended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    st = _store(tmp_path)
+    s = st.create("dbl", cwd="/w")
+    _turn(s, 1)
+    st.flush(s)
+    _turn(s, 2)
+    _fail(monkeypatch, "fsync")
+    _fail(monkeypatch, "ftruncate")
+    with pytest.raises(OSError, match="injected fsync EIO"):
+        st.flush(s)
+    monkeypatch.undo()
+    path = _log(tmp_path, "dbl")
+    with path.open("r+b") as f:  # someone cut it inside the last durable line
+        f.truncate(len(path.read_bytes().splitlines(keepends=True)[0]) + 10)
+    before = path.read_bytes()
+    with pytest.raises(PersistenceError, match="is not as its writer left it") as info:
+        st.flush(s)
+    assert info.value.session_id == "dbl"
+    assert "open the session again" in str(info.value)
+    assert path.read_bytes() == before
+
+
+def test_a_first_write_published_but_not_withdrawn_is_finished_by_the_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dsh_session_core._persistence import files as files_mod
+
+    st = _store(tmp_path)
+    s = st.create("pub", cwd="/w")
+    _turn(s, 1)
+    real = files_mod.fsync_dir
+    bucket = str(_bucket(tmp_path))
+
+    def bucket_fails(path: str) -> None:
+        if path == bucket:
+            raise OSError(errno.EIO, "injected directory fsync EIO")
+        real(path)
+
+    monkeypatch.setattr(files_mod, "fsync_dir", bucket_fails)
+    _fail(monkeypatch, "unlink")
+    with pytest.raises(OSError, match="injected directory fsync EIO"):
+        st.flush(s)
+    monkeypatch.undo()
+    _turn(s, 2)  # the retry's batch holds more than the published one
+    st.flush(s)
+    st.close()
+    assert _reload_lines(tmp_path, "pub") == s.jsonl().splitlines()
+
+
+# --- 2. a failed crash repair does not keep the writer lock ------------------------------
+
+
+class _RepairFailsOnce:
+    """Wraps a backend: its first ``commit_repair`` raises."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.failures = 1
+
+    def commit_repair(self, *args: Any) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise OSError(errno.EIO, "injected repair EIO")
+        self.inner.commit_repair(*args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _crashed(storage: Factory, sid: str) -> None:
+    """A stored session whose last turn never ended."""
+    st = _store(storage())
+    s = st.create(sid, cwd="/w")
+    _turn(s, 1)
+    _turn(s, 2, end=False)
+    st.close()
+
+
+def test_a_failed_repair_releases_the_writer_lock(storage: Factory) -> None:
+    _crashed(storage, "rep")
+    st = _store(_RepairFailsOnce(storage()))
+    with pytest.raises(OSError, match="injected repair EIO") as info:
+        st.open("rep")
+    assert isinstance(info.value, StoreWriteError)
+    s = st.open("rep")  # the retry, same store: not SessionLockedError
+    assert [e.type for e in s.events][-1] == "turn/end"
+    st.close()
+    assert [e.seq for e in _store(storage()).persistence.load("rep").events] == list(range(6))
+
+
+def test_a_failed_repair_lets_another_writer_in(storage: Factory) -> None:
+    _crashed(storage, "rep")
+    st = _store(_RepairFailsOnce(storage()))
+    with pytest.raises(OSError, match="injected repair EIO"):
+        st.open("rep")
+    other = _store(storage())  # another store (another process, for file locks)
+    other.open("rep")
+    other.close()
+
+
+@pytest.mark.parametrize("call", ["open", "ftruncate", "fsync", "write"])
+def test_a_jsonl_repair_failing_at_any_call_can_be_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: str
+) -> None:
+    root = tmp_path / "root"
+    st = _store(root)
+    s = st.create("rep", cwd="/w")
+    _turn(s, 1)
+    _turn(s, 2, end=False)
+    st.flush(s)
+    st.close()
+    with _log(root, "rep").open("ab") as f:
+        f.write(b'{"type":"turn/end","se')  # a torn tail: the repair cuts, then closes
+    st = _store(root)
+    real_open = os.open
+    failed: list[str] = []
+
+    def fake(*args: Any, **kwargs: Any) -> Any:
+        if call == "open" and str(args[0]).endswith(".jsonl") and not failed:
+            failed.append(call)
+            raise OSError(errno.EIO, "injected open EIO")
+        return real_open(*args, **kwargs)
+
+    if call == "open":
+        monkeypatch.setattr(os, "open", fake)
+    else:
+        _fail(monkeypatch, call, half=True)
+    with pytest.raises(OSError, match="injected"):
+        st.open("rep")
+    monkeypatch.undo()
+    s = st.open("rep")
+    assert [e.type for e in s.events][-1] == "turn/end"
+    st.close()
+    assert [e.seq for e in _store(root).open("rep").events] == list(range(6))
+
+
+# --- 8. no write follows a symbolic link ------------------------------------------------
+
+
+def _outside_log(tmp_path: Path) -> Path:
+    """A crashed log outside the store (its last turn open)."""
+    st = _store(tmp_path / "elsewhere")
+    s = st.create("lnk", cwd="/w")
+    _turn(s, 1)
+    _turn(s, 2, end=False)
+    st.close()
+    return _log(tmp_path / "elsewhere", "lnk")
+
+
+def test_open_refuses_a_log_that_is_a_link_out_of_the_store(tmp_path: Path) -> None:
+    target = _outside_log(tmp_path)
+    before = target.read_bytes()
+    root = tmp_path / "root"
+    _bucket(root).mkdir(parents=True)
+    _log(root, "lnk").symlink_to(target)
+    st = _store(root)
+    with pytest.raises(LinkedLogError) as info:
+        st.open("lnk")
+    assert info.value.path == str(_log(root, "lnk"))
+    assert info.value.target == str(target)
+    assert "replace the link with the file itself" in str(info.value)
+    assert target.read_bytes() == before
+    st.close()
+
+
+def test_open_refuses_a_bucket_that_is_a_link_out_of_the_store(tmp_path: Path) -> None:
+    target = _outside_log(tmp_path)
+    before = target.read_bytes()
+    root = tmp_path / "root"
+    root.mkdir()
+    _bucket(root).symlink_to(target.parent)
+    st = _store(root)
+    with pytest.raises(LinkedLogError, match="symbolic link"):
+        st.open("lnk")
+    assert target.read_bytes() == before
+    assert sorted(p.name for p in target.parent.iterdir()) == ["lnk.jsonl", "lnk.lock"]
+    st.close()
+
+
+def test_a_first_write_refuses_a_dangling_link(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    _bucket(root).mkdir(parents=True)
+    outside = tmp_path / "outside.jsonl"
+    _log(root, "new").symlink_to(outside)
+    st = _store(root)
+    with pytest.raises(LinkedLogError):
+        st.create("new", cwd="/w")
+    assert not outside.exists()
+    st.close()
+
+
+def test_a_lock_file_that_is_a_link_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    _bucket(root).mkdir(parents=True)
+    outside = tmp_path / "outside.lock"
+    (_bucket(root) / "new.lock").symlink_to(outside)
+    st = _store(root)
+    with pytest.raises(LinkedLogError):
+        st.create("new", cwd="/w")
+    assert not outside.exists()
+    st.close()
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    from dsh_session_core._cli.main import main
+
+    out, err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err), pytest.raises(SystemExit) as info:
+        main(list(argv))
+    out.flush()
+    code = info.value.code
+    stdout = out.buffer.getvalue().decode()
+    return code if isinstance(code, int) else 1, stdout, err.getvalue()
+
+
+def test_cli_repair_refuses_a_link(tmp_path: Path, capfdbinary: pytest.CaptureFixture[bytes]
+                                   ) -> None:
+    target = _outside_log(tmp_path)
+    before = target.read_bytes()
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    code, _, err = _cli("repair", str(link))
+    assert code == 1
+    assert f"through the symbolic link {link} to {target}" in err
+    assert f"hint: repair the file itself: dsh-session repair {target}" in err
+    assert target.read_bytes() == before
+    assert not (tmp_path / "link.lock").exists()
+
+
+def test_cli_repair_failing_to_write_is_one_line_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _outside_log(tmp_path)
+    _fail(monkeypatch, "fsync")
+    code, _, err = _cli("repair", str(path))
+    monkeypatch.undo()
+    assert code == 1
+    assert "the repair failed: injected fsync EIO" in err
+    assert "Traceback" not in err
+    assert _cli("repair", str(path))[0] == 0  # the retry starts over from the disk
+    assert [e.type for e in _store(tmp_path / "elsewhere").open("lnk").events][-1] == (
+        "turn/end")
+
+
+# --- 9. a renamed or moved log is refused at open and at listing --------------------------
+
+
+def _renamed(root: Path) -> Path:
+    st = _store(root)
+    s = st.create("a", cwd="/w")
+    _turn(s, 1)
+    st.close()
+    renamed = _log(root, "b")
+    _log(root, "a").rename(renamed)
+    return renamed
+
+
+def test_a_renamed_log_is_refused_at_open_with_the_fix(tmp_path: Path) -> None:
+    renamed = _renamed(tmp_path)
+    before = renamed.read_bytes()
+    st = _store(tmp_path)
+    with pytest.raises(MisplacedLogError) as info:
+        st.open("b")
+    assert info.value.path == str(renamed)
+    assert info.value.session_id == "a"
+    assert info.value.expected == str(_log(tmp_path, "a"))
+    assert f"mv {renamed} {_log(tmp_path, 'a')}" in str(info.value)
+    assert renamed.read_bytes() == before
+    with pytest.raises(MisplacedLogError):
+        st.create("b", cwd="/w")  # a live session over it: the same refusal
+    st.close()
+
+
+def test_a_renamed_log_is_refused_at_listing(tmp_path: Path) -> None:
+    _renamed(tmp_path)
+    st = _store(tmp_path)
+    with pytest.raises(MisplacedLogError, match='holds session "a"'):
+        st.stored()
+    with pytest.raises(MisplacedLogError):
+        st.backend.summaries()
+
+
+def test_a_log_moved_to_another_bucket_is_refused(tmp_path: Path) -> None:
+    st = _store(tmp_path)
+    s = st.create("m", cwd="/w")
+    _turn(s, 1)
+    st.close()
+    moved = _log(tmp_path, "m", cwd="/other")
+    moved.parent.mkdir()
+    _log(tmp_path, "m").rename(moved)
+    with pytest.raises(MisplacedLogError, match="a renamed or moved file"):
+        _store(tmp_path).open("m")
+
+
+def test_cli_ls_shows_a_renamed_log_as_one_line(tmp_path: Path) -> None:
+    _renamed(tmp_path)
+    code, _, err = _cli("ls", "--store", str(tmp_path))
+    assert code == 1
+    assert "MisplacedLogError" in err
+    assert "mv " in err
+    assert "Traceback" not in err
+
+
+# --- 11. temp files of killed first writes are swept ------------------------------------
+
+
+def _killed_first_write(root: Path, sid: str) -> Path:
+    """Fork a writer killed between writing its temp file and publishing it."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.link = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+            st = _store(root)
+            s = st.create(sid, cwd="/w")
+            _turn(s, 1)
+            st.flush(s)
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status)
+    temps = list(_bucket(root).glob(f"{sid}.jsonl.*.tmp"))
+    assert len(temps) == 1
+    assert not _log(root, sid).exists()
+    return temps[0]
+
+
+def test_a_killed_first_writes_temp_is_swept_when_its_session_is_next_written(
+    tmp_path: Path
+) -> None:
+    temp = _killed_first_write(tmp_path, "k")
+    st = _store(tmp_path)
+    s = st.create("k", cwd="/w")
+    assert not temp.exists()
+    _turn(s, 1)
+    st.close()
+    assert sorted(p.name for p in _bucket(tmp_path).iterdir()) == ["k.jsonl", "k.lock"]
+
+
+def test_listing_sweeps_temps_but_never_one_a_live_writer_holds(tmp_path: Path) -> None:
+    dead = _killed_first_write(tmp_path, "dead")
+    live = _killed_first_write(tmp_path, "live")
+    held = os.open(_bucket(tmp_path) / "live.lock", os.O_RDWR)
+    fcntl.flock(held, fcntl.LOCK_EX)  # a live writer of "live" (its temp is in use)
+    try:
+        assert _store(tmp_path).stored() == []
+        assert not dead.exists()
+        assert live.exists()
+    finally:
+        os.close(held)
+    assert _store(tmp_path).stored() == []
+    assert not live.exists()
+
+
+def test_a_temp_without_a_lock_file_is_left_alone(tmp_path: Path) -> None:
+    # Not a writer of ours (every one makes the lock file first): maybe a live one.
+    _bucket(tmp_path).mkdir(parents=True)
+    temp = _bucket(tmp_path) / "x.jsonl.0123456789ab.tmp"
+    temp.write_bytes(b"{}")
+    assert _store(tmp_path).stored() == []
+    assert temp.exists()
+
+
+# --- 11. a failed flush names its session and its log ------------------------------------
+
+
+def test_a_failed_flush_is_a_persistence_error_naming_the_session_and_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    st = _store(tmp_path)
+    s = st.create("named", cwd="/w")
+    _turn(s, 1)
+    st.flush(s)
+    _turn(s, 2)
+    _fail(monkeypatch, "fsync")
+    with pytest.raises(StoreWriteError) as info:
+        st.flush(s)
+    monkeypatch.undo()
+    exc = info.value
+    assert isinstance(exc, PersistenceError)
+    assert isinstance(exc, OSError)
+    assert isinstance(exc, DshSessionError)
+    assert exc.session_id == "named"
+    assert exc.path == str(_log(tmp_path, "named"))
+    assert exc.errno == errno.EIO
+    assert exc.args == (errno.EIO, "injected fsync EIO")
+    assert isinstance(exc.__cause__, OSError)
+    assert not isinstance(exc.__cause__, StoreWriteError)
+    message = str(exc)
+    assert 'flushing session "named"' in message
+    assert str(_log(tmp_path, "named")) in message
+    assert "injected fsync EIO" in message
+    assert "flush again" in message
+    st.flush(s)
+    st.close()
+
+
+def test_a_failed_first_write_names_the_file_that_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    st = _store(tmp_path)
+    s = st.create("first", cwd="/w")
+    _turn(s, 1)
+    real = os.open
+
+    def fake(path: Any, *args: Any, **kwargs: Any) -> int:
+        if str(path).endswith(".tmp"):
+            raise OSError(errno.EACCES, "Permission denied", str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", fake)
+    with pytest.raises(StoreWriteError, match=r"\(at .*first\.jsonl\.[0-9a-f]{12}\.tmp\)"):
+        st.flush(s)
+    monkeypatch.undo()
+    st.close()
+
+
+def test_a_failed_fork_flush_is_one_cli_line(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    st = _store(tmp_path)
+    s = st.create("parent", cwd="/w")
+    _turn(s, 1)
+    st.close()
+    _fail(monkeypatch, "fsync", times=100)
+    code, _, err = _cli("fork", "parent", "--store", str(tmp_path), "--at", "2", "--id", "kid")
+    monkeypatch.undo()
+    assert code == 1
+    assert "Traceback" not in err
+    assert "injected fsync EIO" in err
+
+
