@@ -41,7 +41,7 @@ if _TYPE_CHECKING:
     from ._codec import encode_event, encode_events, to_wire
     from ._core_plugin import core_registry
     from ._header import SESSION_FORMAT_VERSION, SessionHeader
-    from ._json import JsonObject, JsonValue
+    from ._json import MAX_JSON_DEPTH, JsonObject, JsonValue
     from ._names import ENTRY_POINT_GROUP, PROJECT_NAME
     from ._persistence.base import Backend, SessionLockedError, StoredLog, WriterLock
     from ._persistence.coordinator import PersistenceError, PersistencePlugin
@@ -113,6 +113,7 @@ _LAZY: dict[str, str] = {
     "EventsView": "._session",
     "JsonObject": "._json",
     "JsonValue": "._json",
+    "MAX_JSON_DEPTH": "._json",
     "Message": ".vocabulary",
     "OpaqueEvent": ".events",
     "PROJECT_NAME": "._names",
@@ -153,6 +154,7 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "MAX_JSON_DEPTH",
     "PROJECT_NAME",
     "SESSION_FORMAT_VERSION",
     "SURFACE_TYPES",

@@ -11,11 +11,11 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
-from ._json import JsonObject, find_non_json, freeze, thaw
+from ._json import MAX_JSON_DEPTH, JsonDepthError, JsonObject, freeze, json_problem, thaw
 from ._registry import EventRegistry, RegisteredEvent
 from .errors import LogFormatError
 from .events import Event, OpaqueEvent
@@ -46,19 +46,20 @@ def ops_first(event: Event) -> OpaqueEvent:
     return opaque_from_wire(ordered)
 
 
-def _deep_freeze(value: Any) -> Any:
-    """Freeze the untyped parts of a (possibly typed) value; unchanged values stay."""
+def _deep_freeze(value: Any, level: int) -> Any:
+    """Freeze the untyped parts of a (possibly typed) value; unchanged values stay.
+    ``level`` is the nesting level of the value's parent (see :func:`freeze`)."""
     t = type(value)
     if t is dict or t is list:
-        return freeze(value)
+        return freeze(value, level)
     if t is tuple:
-        items = tuple(_deep_freeze(v) for v in value)
+        items = tuple(_deep_freeze(v, level + 1) for v in value)
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if isinstance(value, msgspec.Struct):
         changes = {}
         for name in value.__struct_fields__:
             old = getattr(value, name)
-            new = _deep_freeze(old)
+            new = _deep_freeze(old, level + 1)
             if new is not old:
                 changes[name] = new
         return msgspec.structs.replace(value, **changes) if changes else value
@@ -66,11 +67,14 @@ def _deep_freeze(value: Any) -> Any:
 
 
 def freeze_untyped(entry: RegisteredEvent, payload: Any) -> Any:
-    """``payload`` with its untyped fields frozen (a new Struct only when needed)."""
+    """``payload`` with its untyped fields frozen (a new Struct only when needed).
+
+    :raises JsonDepthError: an untyped field nests deeper than :data:`MAX_JSON_DEPTH`.
+    """
     changes = {}
     for name in entry.untyped_fields:
         old = getattr(payload, name)
-        new = _deep_freeze(old)
+        new = _deep_freeze(old, 1)
         if new is not old:
             changes[name] = new
     return msgspec.structs.replace(payload, **changes) if changes else payload
@@ -90,8 +94,11 @@ def _fix_untyped(registry: EventRegistry, events: list[Event]) -> None:
 
 
 def opaque_from_wire(wire: object) -> OpaqueEvent:
-    """An opaque event from one parsed log entry (any JSON value)."""
-    frozen = freeze(wire)
+    """An opaque event from one parsed log entry (any JSON value).
+
+    :raises JsonDepthError: its data nests deeper than :data:`MAX_JSON_DEPTH`.
+    """
+    frozen = freeze(wire, -1)
     if isinstance(frozen, JsonObject):
         seq, time, data = frozen.get("seq"), frozen.get("time"), frozen.get("data")
     else:
@@ -103,38 +110,56 @@ def opaque_from_wire(wire: object) -> OpaqueEvent:
 # Any JSON value, as the reference's JSON.parse reads it (lone surrogate escapes included).
 _parse_generic = json_parse
 
+#: Why a line nesting too deep is refused (it reads as a line that does not parse).
+TOO_DEEP: Final = (
+    f"nests arrays and objects deeper than {MAX_JSON_DEPTH} levels in its data, "
+    f"the most this implementation reads"
+)
+
+
+def _too_deep() -> LogFormatError:
+    return LogFormatError(TOO_DEEP)
+
+
+def _opaque_line(line: bytes) -> Event:
+    try:
+        return opaque_from_wire(_parse_generic(line))
+    except (JsonDepthError, RecursionError):
+        raise _too_deep() from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        msg = f"not JSON ({exc})"
+        raise LogFormatError(msg) from exc
+
 
 def decode_line(registry: EventRegistry, line: bytes) -> Event:
     """One log line as an event: typed when a schema fits, else opaque.
 
-    :raises LogFormatError: the line is not JSON.
+    :raises LogFormatError: the line is not JSON, or nests deeper than
+        :data:`MAX_JSON_DEPTH` allows (its message is then :data:`TOO_DEEP`).
     """
     if _OPS_FIRST.search(line):
-        return opaque_from_wire(_parse_generic(line))
+        return _opaque_line(line)
     try:
         event: Event = registry.line_decoder.decode(line)
     except msgspec.ValidationError:
         pass
     except msgspec.DecodeError:
-        try:
-            return opaque_from_wire(_parse_generic(line))
-        except (ValueError, UnicodeDecodeError) as exc:
-            msg = f"not JSON ({exc})"
-            raise LogFormatError(msg) from exc
+        return _opaque_line(line)
+    except RecursionError:
+        raise _too_deep() from None
     else:
         entry = registry.get(event.type)
         if entry is not None and entry.untyped_fields:
-            data = freeze_untyped(entry, event.data)
+            try:
+                data = freeze_untyped(entry, event.data)
+            except JsonDepthError:
+                raise _too_deep() from None
             if data is not event.data:
                 event = msgspec.structs.replace(event, data=data)
         return event
     # An unknown type (or a known type whose payload does not fit) can still hold a line
     # msgspec cannot read, such as a lone surrogate escape.
-    try:
-        return opaque_from_wire(_parse_generic(line))
-    except (ValueError, UnicodeDecodeError) as exc:
-        msg = f"not JSON ({exc})"
-        raise LogFormatError(msg) from exc
+    return _opaque_line(line)
 
 
 def decode_lines(registry: EventRegistry, lines: list[bytes]) -> list[Event]:
@@ -173,9 +198,10 @@ def decode_body(registry: EventRegistry, body: bytes) -> list[Event]:
         events: list[Event] = registry.list_decoder.decode(
             b"[" + body.replace(b"\n", b",") + b"]"
         )
-    except (msgspec.ValidationError, msgspec.DecodeError):
+        _fix_untyped(registry, events)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, JsonDepthError):
+        # RecursionError, JsonDepthError: a line nests too deep; line by line, to name it.
         return _decode_each(registry, body.split(b"\n"))
-    _fix_untyped(registry, events)
     return events
 
 
@@ -186,9 +212,12 @@ def decode_wire(registry: EventRegistry, obj: object) -> Event:
     """
     if isinstance(obj, Event):
         return obj
-    bad = find_non_json(obj)
+    bad = json_problem(obj, level=-1)
     if bad is not None:
-        msg = f"log entry holds a non-JSON value at {bad}"
+        if bad[1]:
+            msg = f"log entry {TOO_DEEP} (at {bad[0]})"
+        else:
+            msg = f"log entry holds a non-JSON value at {bad[0]}"
         raise LogFormatError(msg)
     if isinstance(obj, Mapping) and "surfaceOp" in obj and "sourceEventSeqs" in obj:
         keys = list(obj)

@@ -10,8 +10,9 @@ limit.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import msgspec
 
@@ -22,6 +23,20 @@ if TYPE_CHECKING:
 else:
     # msgspec reads annotations at run time; to it an untyped JSON field is ``Any``.
     JsonValue = Any
+
+#: The deepest an event's ``data`` may nest arrays and objects: ``data`` itself is level 1,
+#: so a log line (the event object around it) nests at most one level more. ``append``
+#: refuses deeper data (:class:`~dsh_session_core.errors.TooDeepError`), and readers
+#: refuse a line whose untyped data nests deeper, or that is too deep to decode at all,
+#: as a line that does not parse. Far above anything real, and far below what msgspec
+#: and the recursive helpers handle on a default stack (about 1,000 levels minus the
+#: caller's frames).
+MAX_JSON_DEPTH: Final = 128
+
+
+class JsonDepthError(ValueError):
+    """Raised by :func:`freeze` for a value nesting deeper than :data:`MAX_JSON_DEPTH`."""
+
 
 class JsonObject(Mapping[str, "JsonValue"]):
     """A read-only JSON object: untyped log data, frozen so the log cannot be changed
@@ -64,6 +79,18 @@ def json_path(parts: list[str | int]) -> str:
 
 def find_non_json(value: object) -> str | None:
     """Return the path of the first value JSON cannot carry losslessly, or ``None``.
+    No depth limit: :func:`json_problem` adds one."""
+    found = json_problem(value, level=None)
+    return None if found is None else found[0]
+
+
+def json_problem(value: object, *, level: int | None = 0) -> tuple[str, bool] | None:
+    """The path of the first value JSON cannot carry losslessly, or of the first array
+    or object nesting deeper than :data:`MAX_JSON_DEPTH`, with whether it is the depth
+    that is wrong; ``None`` when the value is fine.
+
+    :param level: the nesting level of the value's parent (0 for an event's ``data``,
+        1 for a field of it); ``None`` checks no depth.
 
     Accepts exactly ``None``, ``bool``, ``int``, finite ``float``, ``str``, ``list`` and
     ``dict`` with ``str`` keys (exact types, not subclasses), plus the frozen forms
@@ -75,6 +102,7 @@ def find_non_json(value: object) -> str | None:
     # Each stack entry is (value, path, frozen, leaving): ``frozen`` marks values inside a
     # JsonObject, where tuples are the array form; ``leaving`` pops a container off the
     # current descent path once all its children were checked.
+    limit = MAX_JSON_DEPTH - level if level is not None else -1
     on_path: set[int] = set()
     stack: list[tuple[object, list[str | int], bool, bool]] = [(value, [], False, False)]
     while stack:
@@ -87,23 +115,28 @@ def find_non_json(value: object) -> str | None:
             continue
         if t is float:
             if not math.isfinite(v):  # type: ignore[arg-type]
-                return json_path(path)
+                return json_path(path), False
             continue
+        if len(path) == limit and (
+            t is dict or t is JsonObject or t is list or t is tuple
+            or isinstance(v, msgspec.Struct)
+        ):
+            return json_path(path), True
         if t is dict or t is JsonObject:
             if id(v) in on_path:
-                return json_path(path)
+                return json_path(path), False
             on_path.add(id(v))
             stack.append((v, path, frozen, True))
             inner = frozen or t is JsonObject
             items: dict[Any, Any] = v._d if t is JsonObject else v  # type: ignore[attr-defined,assignment]
             for k, child in items.items():
                 if type(k) is not str:
-                    return json_path([*path, repr(k)])
+                    return json_path([*path, repr(k)]), False
                 stack.append((child, [*path, k], inner, False))
             continue
         if t is list or (t is tuple and frozen):
             if id(v) in on_path:
-                return json_path(path)
+                return json_path(path), False
             on_path.add(id(v))
             stack.append((v, path, frozen, True))
             for i, child in enumerate(v):  # type: ignore[arg-type]
@@ -114,21 +147,52 @@ def find_non_json(value: object) -> str | None:
             # its typed arrays are tuples).
             stack.append((msgspec.to_builtins(v, enc_hook=enc_hook), path, True, False))
             continue
-        return json_path(path)
+        return json_path(path), False
     return None
 
 
-def freeze(value: Any) -> JsonValue:
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
+_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+def json_text_depth(text: bytes) -> int:
+    """How deep the JSON ``text`` nests arrays and objects (a scalar is 0). Cheap when it
+    holds few brackets; else its strings are cut out and the brackets walked."""
+    bound = text.count(b"[") + text.count(b"{")
+    if bound <= MAX_JSON_DEPTH + 1:
+        return bound  # an upper bound, and within every limit
+    depth = deepest = 0
+    for m in _BRACKET.finditer(_STRING.sub(b"", text)):
+        if m.group() in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def freeze(value: Any, level: int = 0) -> JsonValue:
     """Deep-copy a JSON value into its read-only form (dicts become :class:`JsonObject`,
-    lists become tuples). The input must already have passed :func:`find_non_json`."""
+    lists become tuples). The input must already have passed :func:`find_non_json`.
+
+    :param level: the nesting level of the value's parent (0 for an event's ``data``,
+        -1 for a whole log entry).
+    :raises JsonDepthError: the value nests deeper than :data:`MAX_JSON_DEPTH`.
+    """
     t = type(value)
     if t is dict or t is JsonObject:
+        if level >= MAX_JSON_DEPTH:
+            raise JsonDepthError(MAX_JSON_DEPTH)
         items = value._d if t is JsonObject else value
-        return JsonObject({k: freeze(v) for k, v in items.items()})
+        inner = level + 1
+        return JsonObject({k: freeze(v, inner) for k, v in items.items()})
     if t is list or t is tuple:
-        return tuple(freeze(v) for v in value)
+        if level >= MAX_JSON_DEPTH:
+            raise JsonDepthError(MAX_JSON_DEPTH)
+        inner = level + 1
+        return tuple(freeze(v, inner) for v in value)
     if isinstance(value, msgspec.Struct):
-        return freeze(msgspec.to_builtins(value, enc_hook=enc_hook))
+        return freeze(msgspec.to_builtins(value, enc_hook=enc_hook), level)
     return value  # type: ignore[no-any-return]
 
 

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Final, NamedTuple
 import msgspec
 
 from ._codec import ENCODER, encode_events
-from ._decode import decode_body, decode_line, opaque_from_wire
+from ._decode import TOO_DEEP, decode_body, decode_line, opaque_from_wire
 from ._header import SessionHeader
-from ._json import find_non_json
+from ._json import JsonDepthError, find_non_json
 from ._registry import EventRegistry
 from .errors import LogFormatError
 from .events import Event, OpaqueEvent
@@ -89,6 +89,9 @@ def parse_header(line: bytes, *, path: str | None = None) -> SessionHeader:
     """
     try:
         return _header_decoder.decode(line)
+    except RecursionError:
+        msg = f"corrupt session log: header line is not valid JSON (it {TOO_DEEP})"
+        raise LogFormatError(msg, path=path, line=1) from None
     except msgspec.DecodeError as exc:
         msg = f"corrupt session log: header line is not valid JSON ({exc})"
         raise LogFormatError(msg, path=path, line=1) from exc
@@ -160,7 +163,7 @@ def _parse_json(line: bytes) -> Any:
     """``line`` as JSON, accepting exactly what ``JSON.parse`` accepts, or :data:`_HOLE`."""
     try:
         return json_parse(line)
-    except ValueError:  # includes UnicodeDecodeError and JSONDecodeError
+    except (ValueError, RecursionError):  # includes UnicodeDecodeError, JSONDecodeError
         return _HOLE
 
 
@@ -250,16 +253,23 @@ def _fast_events(registry: EventRegistry, body: bytes) -> list[Event] | None:
     return events
 
 
-def _event_of(registry: EventRegistry, line: bytes) -> Event | None:
+def _event_of(registry: EventRegistry, line: bytes) -> Event | str | None:
     """One event line as an event, or ``None`` for a hole: a line ``JSON.parse`` refuses,
-    or (a documented divergence, spec §14.16) a JSON value that is not an object."""
+    or (a documented divergence, spec §14.16) a JSON value that is not an object; or
+    :data:`TOO_DEEP` for a line nesting deeper than this implementation reads (a hole
+    too, with its reason)."""
     try:
         event = decode_line(registry, line)
-    except (LogFormatError, msgspec.DecodeError):
+    except (LogFormatError, msgspec.DecodeError) as exc:
+        if str(exc) == TOO_DEEP:
+            return TOO_DEEP
         wire = _parse_json(line)
         if wire is _HOLE:
             return None
-        event = opaque_from_wire(wire)
+        try:
+            event = opaque_from_wire(wire)
+        except JsonDepthError:
+            return TOO_DEEP
     else:
         # The core's fallback parser reads NaN/Infinity, which JS refuses.
         if (
@@ -285,22 +295,24 @@ def _careful_scan(
 ) -> tuple[list[Event], int]:
     """The reference's walk (spec §9.4 steps 3-6), line by line: the kept events and
     where they end. Only logs with a hole or a gap come here."""
-    parsed: list[Event | None] = []
+    parsed: list[Event | str | None] = []
     ends: list[int] = []
     last_turn_end = -1
     pos = start
     while pos < end:
         nl = data.index(b"\n", pos, end)
         event = _event_of(registry, data[pos:nl])
-        if event is not None and event.type == "turn/end":
+        if isinstance(event, Event) and event.type == "turn/end":
             last_turn_end = len(parsed)  # its own seq does not matter here
         parsed.append(event)
         ends.append(nl + 1)
         pos = nl + 1
     for i, event in enumerate(parsed):
-        if event is None:
+        if not isinstance(event, Event):
             if i <= last_turn_end:
                 msg = f"corrupt session log: unparsable committed event at line {i + 1}"
+                if event is not None:
+                    msg += f" (seq {i}: it {event})"
                 raise LogFormatError(msg, path=path, line=i + 2)
         else:
             seq = event.seq
@@ -313,8 +325,8 @@ def _careful_scan(
                 )
                 raise LogFormatError(msg, path=path, line=i + 2)
         # A torn tail: keep what came before, drop this line and everything after it.
-        return [e for e in parsed[:i] if e is not None], ends[i - 1] if i else start
-    return [e for e in parsed if e is not None], ends[-1] if ends else start
+        return [e for e in parsed[:i] if isinstance(e, Event)], ends[i - 1] if i else start
+    return [e for e in parsed if isinstance(e, Event)], ends[-1] if ends else start
 
 
 def scan_log(data: bytes, registry: EventRegistry, *, path: str | None = None) -> ScanResult:
@@ -373,8 +385,8 @@ class LenientLog:
 
     :ivar header: its header (a version-less one is accepted).
     :ivar events: every event line that parses, in file order (seqs as found).
-    :ivar skipped: the lines that were skipped, as ``(file line number, "blank" or
-        "not JSON")``.
+    :ivar skipped: the lines that were skipped, as ``(file line number, "blank", "not
+        JSON" or "too deep")``.
     :ivar torn: the size of an unparsable last line without its newline (a torn write),
         else 0.
     """
@@ -405,8 +417,9 @@ def read_lenient(data: bytes, registry: EventRegistry, *, path: str | None = Non
         for i, line in enumerate(complete[:-1].split(b"\n")):
             try:
                 events.append(decode_line(registry, line))
-            except LogFormatError:
-                skipped.append((i + 2, "blank" if not line.strip() else "not JSON"))
+            except LogFormatError as exc:
+                reason = "too deep" if str(exc) == TOO_DEEP else "not JSON"
+                skipped.append((i + 2, "blank" if not line.strip() else reason))
     torn = 0
     if fragment.strip():
         try:
@@ -421,7 +434,7 @@ def line_wire(line: bytes) -> dict[str, Any] | None:
     lone surrogate escapes, which msgspec refuses and JavaScript writes, are read."""
     try:
         value = json_parse(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 

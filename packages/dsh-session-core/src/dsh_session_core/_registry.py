@@ -51,6 +51,9 @@ class RegisteredEvent:
     plugin: str
     #: Payload fields that may hold untyped JSON (``Any``): frozen after decoding.
     untyped_fields: tuple[str, ...]
+    #: Whether the typed schema itself nests without bound (a block holding blocks), so
+    #: that an appended line must be checked against the depth limit.
+    nests: bool = False
 
 
 def _event_type_of(cls: type[Event]) -> str:
@@ -102,6 +105,26 @@ def _holds_untyped(info: mi.Type, seen: set[int]) -> bool:
     return False
 
 
+def _recursive(info: mi.Type, stack: frozenset[type]) -> bool:
+    """Whether a msgspec type tree refers back to a Struct it is inside of."""
+    if isinstance(info, mi.Metadata):
+        return _recursive(info.type, stack)
+    if isinstance(info, mi.StructType):
+        if info.cls in stack:
+            return True
+        inner = stack | {info.cls}
+        return any(_recursive(f.type, inner) for f in info.fields)
+    if isinstance(info, mi.UnionType):
+        return any(_recursive(t, stack) for t in info.types)
+    if isinstance(info, mi.TupleType):
+        return any(_recursive(t, stack) for t in info.item_types)
+    for attr in ("item_type", "value_type"):
+        inner_type = getattr(info, attr, None)
+        if isinstance(inner_type, mi.Type):
+            return _recursive(inner_type, stack)
+    return False
+
+
 def _untyped_fields(payload: type[msgspec.Struct]) -> tuple[str, ...]:
     info = mi.type_info(payload)
     assert isinstance(info, mi.StructType)  # narrowing: payload is a Struct
@@ -137,6 +160,7 @@ class EventRegistry:
                 doc=doc,
                 plugin=plugin,
                 untyped_fields=_untyped_fields(payload),
+                nests=_recursive(mi.type_info(payload), frozenset()),
             )
         # A plain dict for the append path (a mapping proxy's get costs a call more).
         self._lookup: dict[str, RegisteredEvent] = dict(sorted(by_type.items()))

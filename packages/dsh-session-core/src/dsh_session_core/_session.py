@@ -22,17 +22,19 @@ from ._codec import ENCODER, encode_events, encode_line
 from ._decode import decode_wire, freeze_untyped
 from ._derive import Derivation
 from ._header import SESSION_FORMAT_VERSION, SessionHeader
-from ._json import JsonObject, find_non_json, freeze
+from ._json import MAX_JSON_DEPTH, JsonObject, freeze, json_problem, json_text_depth, thaw
 from ._registry import EventRegistry, RegisteredEvent
 from ._request_header import RequestHeaderFold
 from ._surface import Surface
 from ._validate import schema_problem
 from .errors import (
+    EventTypeError,
     NotJsonError,
     SchemaError,
     SeedError,
     SurfaceError,
     SurfaceIntentError,
+    TooDeepError,
 )
 from .events import Event, OpaqueEvent, ReplaceOp, SurfaceOp
 from .vocabulary import Message
@@ -45,6 +47,9 @@ Clock = Callable[[], int]
 _encode = encode_line
 _encode_fast = ENCODER.encode
 _convert = msgspec.convert
+# A line shorter than this cannot nest deeper than the depth limit allows (each level
+# takes an opening and a closing bracket).
+_DEEP_LINE = 2 * (MAX_JSON_DEPTH + 1)
 Listener = Callable[[Event], None]
 
 
@@ -215,12 +220,21 @@ class Session:
             surface nodes in order.
         :param source_event_seqs: provenance seqs (surface types only).
         :raises NotJsonError: ``data`` holds a value JSON cannot carry losslessly.
+        :raises TooDeepError: ``data`` nests deeper than :data:`MAX_JSON_DEPTH`.
         :raises SchemaError: ``data`` does not match the registered schema.
-        :raises SurfaceIntentError: the surface op is missing, misplaced or does not fit.
+        :raises SurfaceIntentError: the surface op is missing, misplaced or does not fit,
+            or ``source_event_seqs`` is not a list of integers.
+        :raises EventTypeError: ``type`` is not a string.
+
+        Any other input is accepted (a lone surrogate anywhere, an integer of any size),
+        and nothing else is raised: a refused append leaves the log untouched.
         """
         events = self._events
         seq = len(events)
-        entry = self._lookup.get(type)
+        try:
+            entry = self._lookup.get(type)
+        except TypeError:  # an unhashable type: refused below
+            entry = None
         payload: Any = None
         if entry is not None:
             try:
@@ -229,7 +243,9 @@ class Session:
                 elif data.__class__ is entry.payload:
                     # Struct constructors do not validate: round-trip to check (and copy).
                     payload = msgspec.json.decode(ENCODER.encode(data), type=entry.payload)
-            except (msgspec.ValidationError, TypeError):
+            except (msgspec.ValidationError, TypeError, UnicodeEncodeError):
+                # UnicodeEncodeError: msgspec cannot match a key holding a lone surrogate;
+                # the careful path below reads it as an extension.
                 payload = None
             if payload is not None and entry.untyped_fields:
                 payload = self._checked_untyped(entry, payload, type, seq)
@@ -253,6 +269,14 @@ class Session:
             line = _encode_fast(event)
         except UnicodeEncodeError:  # a lone surrogate: encoded as JS does, slowly
             line = encode_line(event)
+        # Only a schema that nests (a block holding blocks) can be too deep here, and
+        # only in a long line: typed lines cost one comparison.
+        if (
+            len(line) > _DEEP_LINE
+            and entry.nests  # type: ignore[union-attr]
+            and json_text_depth(line) > MAX_JSON_DEPTH + 1
+        ):
+            raise _too_deep(type, seq, thaw(payload), 0)
         events.append(event)
         self._lines.append(line)
         if surface:
@@ -269,18 +293,29 @@ class Session:
             value = getattr(payload, name)
             if value is UNSET:
                 continue
-            bad = find_non_json(value)
+            bad = json_problem(value, level=1)
             if bad is not None:
-                raise _not_json(type, seq, f"$.{name}{bad[1:]}")
+                path = f"$.{name}{bad[0][1:]}"
+                if bad[1]:
+                    raise _too_deep(type, seq, value, 1, path)
+                raise _not_json(type, seq, path)
         return freeze_untyped(entry, payload)
 
     def _untyped_payload(
-        self, entry: RegisteredEvent | None, type: str, data: Any, seq: int
+        self, entry: RegisteredEvent | None, type: object, data: Any, seq: int
     ) -> Any:
         """Check data no schema accepted; return its frozen form, or raise."""
-        bad = find_non_json(data)
+        if not isinstance(type, str):  # the caller's type is not checked before here
+            msg = (
+                f"the event type must be a string such as \"user/message\", not {type!r}; "
+                f"pass the type first, then the data"
+            )
+            raise EventTypeError(msg, event_type=repr(type), seq=seq)
+        bad = json_problem(data)
         if bad is not None:
-            raise _not_json(type, seq, bad)
+            if bad[1]:
+                raise _too_deep(type, seq, data, 0, bad[0])
+            raise _not_json(type, seq, bad[0])
         if entry is None:
             return freeze(data)
         problem = schema_problem(entry, data)
@@ -327,12 +362,22 @@ class Session:
         return event
 
     def _checked_op(self, type: str, op: Any, seq: int) -> SurfaceOp:
-        if op == "append":
+        if op.__class__ is str and op == "append":
             return "append"
-        if op.__class__ is not ReplaceOp:
+        if op.__class__ is ReplaceOp:
+            # Struct constructors do not validate: ReplaceOp(True, 1.0) is no op.
+            if op.start.__class__ is not int or op.end.__class__ is not int:
+                msg = (
+                    f'session event "{type}" has an invalid surfaceOp {op!r}: start and end '
+                    f"must be integers (seqs of live surface nodes)"
+                )
+                raise SurfaceIntentError(msg, event_type=type, seq=seq)
+        else:
+            if isinstance(op, JsonObject):
+                op = dict(op)  # a logged op, appended again
             try:
                 op = msgspec.convert(op, ReplaceOp)
-            except (msgspec.ValidationError, TypeError):
+            except (msgspec.ValidationError, TypeError, UnicodeEncodeError):
                 msg = (
                     f'session event "{type}" has an invalid surfaceOp {op!r}: use "append" '
                     f"or ReplaceOp(start, end)"
@@ -442,6 +487,20 @@ def _not_json(type: str, seq: int, path: str) -> NotJsonError:
     return NotJsonError(f"{msg} (at {path})", event_type=type, seq=seq, path=path)
 
 
+def _too_deep(
+    type: str, seq: int, value: object, level: int, path: str | None = None
+) -> TooDeepError:
+    if path is None:
+        found = json_problem(value, level=level)
+        path = found[0] if found is not None else "$"
+    msg = (
+        f'session event "{type}" nests arrays and objects deeper than {MAX_JSON_DEPTH} '
+        f"levels (at {path}), the most a log line may hold; flatten the value, or carry "
+        f"it as a JSON string"
+    )
+    return TooDeepError(msg, event_type=type, seq=seq, path=path, limit=MAX_JSON_DEPTH)
+
+
 def _missing_op(type: str, seq: int) -> SurfaceIntentError:
     msg = f'session event "{type}" is surface-eligible and requires a surfaceOp marker'
     return SurfaceIntentError(msg, event_type=type, seq=seq)
@@ -462,6 +521,12 @@ def _checked_seqs(
 ) -> tuple[int, ...] | Any:
     if seqs is None:
         return UNSET
+    if isinstance(seqs, str | bytes | bytearray | Mapping) or not isinstance(seqs, Iterable):
+        msg = (
+            f'session event "{type}" has sourceEventSeqs {seqs!r}: pass a list of integers '
+            f"(the seqs of the events it derives from)"
+        )
+        raise SurfaceIntentError(msg, event_type=type, seq=seq)
     out = tuple(seqs)
     for s in out:
         if s.__class__ is not int:

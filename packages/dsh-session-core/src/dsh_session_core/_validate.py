@@ -10,11 +10,13 @@ loaded log that breaks its registered schema (the strict check behind lenient lo
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Iterable
 from typing import Any
 
 import msgspec
+import msgspec.inspect as mi
 
 from ._json import thaw
 from ._known_plugins import missing_plugin_hint
@@ -23,43 +25,101 @@ from .events import Event, OpaqueEvent
 
 __all__ = ["Problem", "check_events", "schema_problem"]
 
-# msgspec says where a value failed as "... - at `$.a[0].b`".
-_AT = re.compile(r" - at `(\$[^`]*)`$")
-_UNKNOWN_FIELD = re.compile(r"^Object contains unknown field `([^`]*)`")
+# msgspec says where a value failed as "... - at `$.a[0].b`" (keys are not escaped: a key
+# may hold a backtick, so the path is everything after the last " - at `").
+_AT = re.compile(r" - at `(\$.*)`\Z", re.S)
 _UNKNOWN_TAG = re.compile(r"^Invalid value '[^']*'")
-_PATH_PART = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _path_parts(path: str) -> list[str | int]:
-    return [k if k else int(i) for k, i in _PATH_PART.findall(path[1:])]
+@functools.cache
+def _schema(payload: type[msgspec.Struct]) -> mi.Type:
+    return mi.type_info(payload)
+
+
+def _plain(text: str) -> str:
+    # msgspec cannot compare a string holding a lone surrogate with a literal or a tag
+    # (it raises UnicodeEncodeError); U+FFFD matches them no more than the surrogate does.
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+
+
+def _known(value: Any, info: mi.Type) -> Any:
+    """A copy of the JSON ``value`` (plain builtins) without what ``info`` leaves open:
+    the keys its structs do not know (extensions), and lone surrogates (see
+    :func:`_plain`). What lies below an unknown kind of a union is kept as it is."""
+    if type(value) is str:
+        return _plain(value)
+    if isinstance(info, mi.Metadata):
+        return _known(value, info.type)
+    if isinstance(info, mi.UnionType):
+        return _known(value, _member(value, info))
+    if type(value) is dict:
+        if isinstance(info, mi.StructType):
+            fields = {f.encode_name: f.type for f in info.fields}
+            out: dict[str, Any] = {}
+            for k, v in value.items():
+                if k in fields:
+                    out[k] = _known(v, fields[k])
+                elif k == info.tag_field:
+                    out[k] = _plain(v) if type(v) is str else v
+            return out
+        if isinstance(info, mi.DictType):
+            return {_plain(k): _known(v, info.value_type) for k, v in value.items()}
+        return {_plain(k): _known(v, mi.AnyType()) for k, v in value.items()}
+    if type(value) is list:
+        if isinstance(info, mi.ListType | mi.VarTupleType | mi.SetType | mi.FrozenSetType):
+            return [_known(v, info.item_type) for v in value]
+        if isinstance(info, mi.TupleType) and len(info.item_types) == len(value):
+            return [_known(v, t) for v, t in zip(value, info.item_types, strict=True)]
+        return [_known(v, mi.AnyType()) for v in value]
+    return value
+
+
+def _member(value: Any, union: mi.UnionType) -> mi.Type:
+    """The member of ``union`` that ``value`` would be read as (``AnyType`` when none
+    is, or for an unknown kind: then ``value`` is only cleaned, not cut)."""
+    if type(value) is dict:
+        structs = [t for t in union.types if isinstance(t, mi.StructType)]
+        tagged = [t for t in structs if t.tag_field is not None]
+        if tagged:
+            tag = value.get(tagged[0].tag_field)
+            for t in tagged:
+                if t.tag == tag:
+                    return t
+            return mi.AnyType()
+        if len(structs) == 1:
+            return structs[0]
+        for member in union.types:
+            if isinstance(member, mi.DictType):
+                return member
+        return mi.AnyType()
+    if type(value) is list:
+        for member in union.types:
+            if isinstance(member, mi.ListType | mi.VarTupleType | mi.TupleType | mi.SetType
+                          | mi.FrozenSetType):
+                return member
+    return mi.AnyType()
 
 
 def schema_problem(entry: RegisteredEvent, data: Any) -> tuple[str, str] | None:
     """Why JSON ``data`` breaks ``entry``'s schema, as ``(path, message)``, or ``None``.
 
     Unknown keys and unknown kinds of extensible unions are allowed (and what lies
-    below an unknown kind is not checked further).
+    below an unknown kind is not checked further). Keys may hold any character: the
+    unknown ones are cut by walking the schema, not by reading msgspec's messages.
     """
-    work = thaw(data)
-    while True:
-        try:
-            msgspec.convert(work, entry.payload)
-        except msgspec.ValidationError as exc:
-            text = str(exc)
-            m = _AT.search(text)
-            path = m.group(1) if m else "$"
-            head = text[: m.start()] if m else text
-            unknown = _UNKNOWN_FIELD.match(head)
-            if unknown is not None:
-                target: Any = work
-                for part in _path_parts(path):
-                    target = target[part]
-                del target[unknown.group(1)]
-                continue
-            if _UNKNOWN_TAG.match(head) and path.rsplit(".", 1)[-1] in ("type", "kind"):
-                return None
-            return path, head
-        return None
+    work = _known(thaw(data), _schema(entry.payload))
+    try:
+        msgspec.convert(work, entry.payload)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        m = _AT.search(text)
+        path = m.group(1) if m else "$"
+        head = text[: m.start()] if m else text
+        if _UNKNOWN_TAG.match(head) and path.rsplit(".", 1)[-1] in ("type", "kind"):
+            return None
+        return path, head
+    return None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
