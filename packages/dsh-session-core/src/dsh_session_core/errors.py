@@ -381,10 +381,10 @@ class StoreWriteError(PersistenceError, OSError):
             where = f"{path} (at {cause.filename})"
         notes = "".join(f"; {note}" for note in getattr(cause, "__notes__", ()))
         self._message = (
-            f'{action} session "{session_id}" to {where} failed: {cause}{notes}. Nothing of '
-            f"it is acknowledged and the events stay buffered: fix the cause (disk space, "
-            f"permissions, the device), then flush again (they are written once); the log "
-            f"loads as of its last durable event"
+            f'{action} session "{session_id}" at {where} failed: {cause}{notes}. Nothing of '
+            f"it is acknowledged (buffered events stay buffered): fix the cause (disk space, "
+            f"permissions, the device), then try again, e.g. flush again (the events are "
+            f"written once); the log loads as of its last durable event"
         )
 
     def __str__(self) -> str:

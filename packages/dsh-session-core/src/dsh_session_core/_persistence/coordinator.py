@@ -99,7 +99,8 @@ class PersistencePlugin:
     def _own(self, state: _State) -> None:
         """Take the session's writer lock before this coordinator writes to it."""
         if state.lock is None:
-            state.lock = self.backend.acquire(state.header)
+            with _named(state.header.id, self.backend, state.header, "locking"):
+                state.lock = self.backend.acquire(state.header)
 
     def _repair(self, state: _State, stored: StoredLog, closers: Sequence[Event]) -> None:
         """Commit a crash repair under the writer lock. When it fails, a lock taken for
