@@ -12,7 +12,7 @@ instead. On a terminal, stderr shows a progress bar (events of the session being
 copied, and which session of how many).
 
 Exit codes: 0 every session is (or, with ``--dry-run``, would be) complete in DST; 1 a
-session was refused (diverged, locked, failed, mismatch, missing), SRC does not exist,
+session was refused (diverged, locked, unstorable, failed, mismatch, missing), SRC does not exist,
 or the copy was interrupted (what was copied is kept: run it again to resume); 2 bad
 usage (a bad URL, ``memory:``, SRC and DST the same store, a batch size below 1).
 """
@@ -41,6 +41,9 @@ _HINTS: dict[CopyStatus, str] = {
     "diverged": "a diverged session is never overwritten: remove it from DST, or copy into "
                 "another store",
     "locked": "a writer holds the session in DST: stop it, then run the copy again",
+    "unstorable": "DST cannot store these sessions (their id, or a value, breaks its rules: "
+                  "see the errors); copying again will not help: copy them into another "
+                  "kind of store",
     "failed": "run the copy again to retry (it resumes); --debug shows the traceback",
     "mismatch": "the copy differs from the source: inspect it with `dsh-session export "
                 "ID --store DST`",
@@ -134,7 +137,7 @@ def _summary(report: CopyReport) -> str:
     parts = [f"{verb} {copied} session(s) ({report.copied_events:,} event(s))",
              f"{report.count('up-to-date')} up to date"]
     statuses: tuple[CopyStatus, ...] = (
-        "empty", "missing", "diverged", "locked", "mismatch", "failed")
+        "empty", "missing", "diverged", "locked", "mismatch", "unstorable", "failed")
     for status in statuses:
         n = report.count(status)
         if n:

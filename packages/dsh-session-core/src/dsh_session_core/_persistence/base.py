@@ -26,10 +26,11 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 from .._header import SessionHeader
 from .._registry import EventRegistry
-from ..errors import SessionLockedError
+from ..errors import SessionIdError, SessionLockedError
 from ..events import Event
 
 __all__ = [
+    "COMMON_ID_RULE",
     "POLL_SECONDS",
     "Backend",
     "LogNews",
@@ -38,6 +39,7 @@ __all__ = [
     "SessionSummary",
     "StoredLog",
     "WriterLock",
+    "check_common_id",
     "stored_lines",
 ]
 
@@ -45,6 +47,9 @@ __all__ = [
 #: default) looks for new events: well under the second a person will wait, and a look
 #: costs a ``stat`` call or one indexed query.
 POLL_SECONDS: Final = 0.1
+
+#: The part of the session-id rule every backend shares (:meth:`Backend.check_id`).
+COMMON_ID_RULE: Final = "non-empty strings with a UTF-8 form (no lone surrogate)"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -188,6 +193,19 @@ class Backend(Protocol):
         """Where the session's log lives, for people: a file path, a database path."""
         ...
 
+    def check_id(self, session_id: str) -> None:
+        """Refuse an id this backend cannot store, before anything is written: the
+        durable store calls it at ``create``, and ``copy`` for each session before
+        copying it into this backend.
+
+        Every backend refuses what :func:`check_common_id` refuses (the empty id, an id
+        with a lone surrogate); a backend adds its own limits (PostgreSQL: no NUL, at
+        most 2048 UTF-8 bytes). The default is the common rule alone.
+
+        :raises SessionIdError: the id breaks the rule (the error states it).
+        """
+        check_common_id(session_id, self.name)
+
     def close(self) -> None:
         """Release what the backend holds (files, connections, locks)."""
         ...
@@ -221,6 +239,11 @@ class Backend(Protocol):
         """The last ``count`` events' log lines (a torn tail left out), and where
         following them starts; ``None`` when the session is not stored. Nothing is
         written and no lock is taken, so a live session can be read.
+
+        The lines and the position come from one consistent read: the position is just
+        after the last line returned (for ``count == 0``, after the last stored event),
+        so an event committed meanwhile is reported by :meth:`follow_lines`, never
+        skipped nor repeated.
 
         The built-in backends read from the end (JSONL: backwards from the end of the
         file; the databases: the last rows by the primary key); the default loads the
@@ -288,6 +311,31 @@ class Backend(Protocol):
         if os.path.isabs(where):
             where = os.path.realpath(where)
         return (type(self).__module__, type(self).__qualname__, where)
+
+
+def check_common_id(
+    session_id: str, backend: str, rule: str = COMMON_ID_RULE, *,
+    cannot: str = "has no UTF-8 form",
+) -> None:
+    """Refuse an id no backend stores: the empty id (no JSONL file can be named after
+    it), and an id with a lone surrogate (it has no UTF-8 form, so no text column, log
+    line or file name holds it as given).
+
+    :param backend: the backend's label, for the message.
+    :param rule: the backend's whole rule, for the message (default: the common one).
+    :param cannot: why a lone surrogate is refused, for the message (``"the SQLite
+        backend cannot store"``).
+    :raises SessionIdError: the id breaks the rule.
+    """
+    if session_id == "":
+        raise SessionIdError(session_id, backend=backend, problem="it is empty", rule=rule)
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        at = exc.start
+        problem = (f"it holds a lone surrogate, which {cannot} "
+                   f"(U+{ord(session_id[at]):04X} at index {at})")
+        raise SessionIdError(session_id, backend=backend, problem=problem, rule=rule) from None
 
 
 def stored_lines(stored: StoredLog) -> builtins.list[bytes]:

@@ -21,6 +21,12 @@ session. It is what ``dsh-session copy`` runs. The rules:
 - **Byte for byte.** Headers are kept as they are, and events are written with the log
   lines the source stored (``StoredLog.jsonl``), so a JSONL copy of a JSONL log is the
   same bytes, and ``dsh-session export`` prints the same log from either store.
+- **Never retried in vain.** Before a session is read, its id is checked against the
+  destination's id rule (:meth:`~.base.Backend.check_id`): an id the destination cannot
+  store (the empty id, a lone surrogate; PostgreSQL: a NUL, more than 2048 bytes) is
+  ``unstorable``, and so is a session holding a value the destination cannot store
+  (:class:`~dsh_session_core.errors.UnstorableError`, nothing of the batch written):
+  copying it again can never succeed, so it is not reported as a ``failed`` to retry.
 - **Checked.** With ``verify`` (the default), each session is loaded back from the
   destination, still under its lock, and must have the source's header, the same number
   of events with the same log lines, and derive the same messages (or fail to derive
@@ -41,7 +47,7 @@ import msgspec
 from .._codec import encode_line
 from .._header import SessionHeader
 from .._registry import EventRegistry
-from ..errors import DshSessionError, SessionLockedError
+from ..errors import DshSessionError, SessionLockedError, UnstorableError
 from ..jscompat import json_parse
 from .base import Backend, StoredLog, stored_lines
 
@@ -71,11 +77,13 @@ DEFAULT_BATCH_SIZE: Final = 2000
 #: - ``diverged``: the destination holds something else under its id (left untouched);
 #: - ``locked``: another writer holds its writer lock in the destination;
 #: - ``mismatch``: the copy was written but does not check out (see ``verify``);
-#: - ``failed``: it could not be read or written (an I/O error, a value the destination
-#:   cannot store...).
+#: - ``unstorable``: the destination cannot store its id, or a value of it (the error
+#:   says which): copying it again cannot succeed;
+#: - ``failed``: it could not be read or written (an I/O error...); running the copy
+#:   again retries it.
 CopyStatus: TypeAlias = Literal[
     "copied", "resumed", "up-to-date", "empty", "missing", "diverged", "locked", "mismatch",
-    "failed",
+    "unstorable", "failed",
 ]
 
 _DONE: Final = frozenset({"copied", "resumed", "up-to-date", "empty"})
@@ -314,6 +322,9 @@ class _Copier:
         except SessionLockedError as exc:
             out.status, out.cause = "locked", exc
             out.error = f"another writer holds its lock in the destination ({exc.holder})"
+        except UnstorableError as exc:  # its id or a value: never stored by a retry
+            out.status, out.cause = "unstorable", exc
+            out.error = _describe(exc)
         except Exception as exc:  # confined to this session: the others are still copied
             out.status, out.cause = "failed", exc
             out.error = _describe(exc)
@@ -321,6 +332,7 @@ class _Copier:
 
     def _copy(self, out: SessionCopy, index: int, count: int) -> None:
         sid = out.session_id
+        self.destination.check_id(sid)  # before anything is read or written
         try:
             stored = self.source.load_stored(sid, self.registry)
         except Exception as exc:

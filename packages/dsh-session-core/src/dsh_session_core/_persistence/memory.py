@@ -25,6 +25,7 @@ from .base import (
     SessionSummary,
     StoredLog,
     WriterLock,
+    check_common_id,
 )
 
 __all__ = ["MemoryBackend"]
@@ -94,6 +95,10 @@ class MemoryBackend:
     def location(self, header: SessionHeader) -> str:
         """In memory: nowhere on disk."""
         return "memory:"
+
+    def check_id(self, session_id: str) -> None:
+        """The common rule (:func:`~.base.check_common_id`), as every backend's."""
+        check_common_id(session_id, self.name)
 
     def acquire(self, header: SessionHeader) -> WriterLock:
         if header.id in self._held:

@@ -12,6 +12,18 @@ no id can name a path outside its bucket (``/``, ``\\0``, ``.`` and ``..`` never
 The encoding works on UTF-16 code units, not code points, because that is what the
 reference's JavaScript strings are made of: an emoji is two escapes, and the file names
 of the two implementations agree.
+
+A file name holds at most 255 bytes (``NAME_MAX`` of Linux and macOS file systems), and
+the longest name made from a segment is the temp file of a first write,
+``<segment>.jsonl.<12 hex>.tmp``: a segment may be :data:`MAX_SEGMENT` (232) characters
+long (escapes are ASCII: characters are bytes). The reference stores no session whose
+encoded id is longer (its first write fails), so a longer encoding is shortened here,
+and only here, to one that fits: its first 162 to 166 characters (cut before an escape
+it would split), ``~H`` and the 64 hex digits of the SHA-256 of the whole encoding. The
+normal encoding never holds ``~H`` (an escape is ``~`` and four *hex* digits), so a
+shortened name is never the name of a short id, and two ids share one only if SHA-256
+collides. Every id (but the empty one) therefore has a file, and ids the reference can
+store keep the reference's file name.
 """
 
 from __future__ import annotations
@@ -23,13 +35,26 @@ import re
 
 from ..jscompat import utf8_bytes
 
-__all__ = ["bucket_name", "encode_segment", "lock_path", "log_path", "session_dir"]
+__all__ = [
+    "MAX_SEGMENT",
+    "bucket_name",
+    "encode_segment",
+    "lock_path",
+    "log_path",
+    "session_dir",
+]
 
 #: The bucket of sessions that have no cwd.
 NO_CWD = "_no-cwd"
 
 _SAFE = re.compile(r"[A-Za-z0-9._-]+")
 _KEEP = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+
+#: The longest segment kept as the reference encodes it: 255 bytes of file name, less
+#: the longest suffix a log's files take (``.jsonl.<12 hex>.tmp``, 23 characters).
+MAX_SEGMENT = 255 - len(".jsonl.") - 12 - len(".tmp")
+_HASHED = "~H"  # never in a reference encoding: "~" is followed by four hex digits
+_HEAD = MAX_SEGMENT - len(_HASHED) - 64
 
 
 def encode_segment(raw: str) -> str:
@@ -38,6 +63,8 @@ def encode_segment(raw: str) -> str:
     ``.`` and ``..`` are escaped whole (they are made of kept characters but would name a
     directory); anything else keeps ``[A-Za-z0-9._-]`` and escapes each other UTF-16
     code unit as ``~XXXX``: ``"a/b"`` → ``"a~002Fb"``, ``"😀"`` → ``"~D83D~DE00"``.
+    An encoding longer than :data:`MAX_SEGMENT` is shortened to fit a file name (see
+    the module docstring); every other one is the reference's.
 
     :raises ValueError: ``raw`` is empty (an empty name would be the bucket itself).
     """
@@ -49,7 +76,7 @@ def encode_segment(raw: str) -> str:
     if raw == "..":
         return "~002E~002E"
     if _SAFE.fullmatch(raw):  # the common case (uuids, slugs): nothing to escape
-        return raw
+        return raw if len(raw) <= MAX_SEGMENT else _shortened(raw)
     out: list[str] = []
     for ch in raw:
         if ch in _KEEP:
@@ -61,7 +88,18 @@ def encode_segment(raw: str) -> str:
             out.append(f"~{0xD800 + (code >> 10):04X}~{0xDC00 + (code & 0x3FF):04X}")
         else:
             out.append(f"~{code:04X}")
-    return "".join(out)
+    encoded = "".join(out)
+    return encoded if len(encoded) <= MAX_SEGMENT else _shortened(encoded)
+
+
+def _shortened(encoded: str) -> str:
+    """A too-long encoding as a name of :data:`MAX_SEGMENT` characters at most: its head
+    (never ending inside an escape), ``~H``, the SHA-256 of all of it."""
+    head = encoded[:_HEAD]
+    cut = head.rfind("~", _HEAD - 4)
+    if cut >= 0:  # an escape would be split: leave it out whole
+        head = head[:cut]
+    return head + _HASHED + hashlib.sha256(encoded.encode("ascii")).hexdigest()
 
 
 @functools.lru_cache(maxsize=256)

@@ -40,9 +40,19 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .._header import SessionHeader
 from .._registry import EventRegistry
+from ..errors import SessionIdError
 from ..events import Event
 from . import postgres_follow
-from .base import LogNews, LogTail, SessionLockedError, SessionSummary, StoredLog, WriterLock
+from .base import (
+    COMMON_ID_RULE,
+    LogNews,
+    LogTail,
+    SessionLockedError,
+    SessionSummary,
+    StoredLog,
+    WriterLock,
+    check_common_id,
+)
 from .postgres_schema import (
     APPEND,
     DELETE_TAIL,
@@ -79,10 +89,16 @@ from .rows import (
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["SCHEMA_VERSION", "PostgresBackend", "channel_of"]
+__all__ = ["ID_RULE", "MAX_ID_BYTES", "SCHEMA_VERSION", "PostgresBackend", "channel_of"]
 
 #: Rows per chunk of the fast load.
 _CHUNK: Final = 16384
+
+#: The longest session id, in UTF-8 bytes: well under what a B-tree index entry holds
+#: (2704 bytes, less the entry's header and the ``seq`` beside the id in ``events``).
+MAX_ID_BYTES: Final = 2048
+#: The PostgreSQL backend's session-id rule (:meth:`PostgresBackend.check_id`).
+ID_RULE: Final = f"{COMMON_ID_RULE}, without NUL, of at most {MAX_ID_BYTES} UTF-8 bytes"
 
 
 class _Refused(Exception):
@@ -249,6 +265,25 @@ class PostgresBackend:
     def location(self, header: SessionHeader) -> str:
         """The database's URL (without password); ids are global in it."""
         return self.location_url
+
+    def check_id(self, session_id: str) -> None:
+        """The common rule (:func:`~.base.check_common_id`), no NUL (no ``text`` value
+        holds one), and at most :data:`MAX_ID_BYTES` UTF-8 bytes: an id is a key of
+        two B-tree indexes, whose entries hold at most 2704 bytes (a longer id fails at
+        the first flush with "index row size exceeds btree maximum").
+
+        :raises SessionIdError: the id breaks the rule.
+        """
+        text = "a PostgreSQL text column cannot store"
+        check_common_id(session_id, self.name, ID_RULE, cannot=text)
+        problem = None
+        if "\x00" in session_id:
+            at = session_id.index("\x00")
+            problem = f"it holds a NUL character, which {text} (at index {at})"
+        elif len(session_id.encode()) > MAX_ID_BYTES:
+            problem = f"it is {len(session_id.encode()):,} UTF-8 bytes long"
+        if problem is not None:
+            raise SessionIdError(session_id, backend=self.name, problem=problem, rule=ID_RULE)
 
     # --- writing ------------------------------------------------------------------------
 

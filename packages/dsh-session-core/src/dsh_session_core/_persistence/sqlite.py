@@ -47,6 +47,7 @@ from .base import (
     SessionSummary,
     StoredLog,
     WriterLock,
+    check_common_id,
 )
 from .rows import (
     PARAMS_PER_ROW,
@@ -458,6 +459,11 @@ class SqliteBackend:
     def location(self, header: SessionHeader) -> str:
         """The database file (``:memory:`` for an in-memory one); ids are global in it."""
         return self.path
+
+    def check_id(self, session_id: str) -> None:
+        """The common rule (:func:`~.base.check_common_id`): a ``TEXT`` column holds any
+        other string, of any length."""
+        check_common_id(session_id, self.name, cannot="the SQLite backend cannot store")
 
     def acquire(self, header: SessionHeader) -> WriterLock:
         """Take the session's writer lock: an ``flock`` on

@@ -71,6 +71,31 @@ class DurableStore(SessionStore):
         # UUIDs: session-<n> would collide with the sessions of earlier processes.
         return str(uuid.uuid4())
 
+    def create(
+        self,
+        id: str | None = None,
+        *,
+        seed: Iterable[Event | Mapping[str, Any]] | None = None,
+        cwd: str | None = None,
+        parent_session: str | None = None,
+        created_at: int | None = None,
+        seed_length: int | None = None,
+        seed_jsonl: bytes | None = None,
+    ) -> Session:
+        """:meth:`SessionStore.create`, with the id checked first against the backend's
+        id rule (:meth:`~.base.Backend.check_id`), so that an id the backend cannot store
+        is refused here, before anything is written or buffered, not at the first flush.
+
+        :raises SessionIdError: the backend cannot store this id (the error states its
+            rule).
+        """
+        session_id = id if id is not None else self._mint_id()
+        self.backend.check_id(session_id)
+        return super().create(
+            session_id, seed=seed, cwd=cwd, parent_session=parent_session,
+            created_at=created_at, seed_length=seed_length, seed_jsonl=seed_jsonl,
+        )
+
     def open(self, session_id: str) -> Session:
         """Resume a stored session as a live one: its torn tail is cut and an
         interrupted turn is closed (durably) before it is returned.
@@ -79,7 +104,10 @@ class DurableStore(SessionStore):
         """
         stored = self.persistence.load(session_id)
         h = stored.header
-        return self.create(
+        # Not self.create: a stored session's id is the backend's already (one stored
+        # by another implementation is resumed even if this one would not create it).
+        return SessionStore.create(
+            self,
             session_id,
             seed=stored.events,
             seed_jsonl=stored.jsonl,
