@@ -286,7 +286,7 @@ SURROGATE_CASES = [
 def test_lone_surrogates_are_accepted_and_written_escaped(etype: str, data: Any) -> None:
     # Was UnicodeEncodeError from msgspec.convert (a key) and from schema_problem.
     s = _session()
-    op = "append" if etype in ("user/message", "tool/result") else None
+    op: Any = "append" if etype in ("user/message", "tool/result") else None
     try:
         ev = s.append(etype, data, surface_op=op)
     except DshSessionError:
@@ -315,7 +315,7 @@ def test_odd_extension_keys_are_kept(key: str) -> None:
     # A backtick was KeyError in schema_problem (it parsed msgspec's message text).
     s = _session()
     ev = s.append("user/message", dict(U, **{key: {"c": 1}}), surface_op="append")
-    assert ev.data[key] == {"c": 1}  # type: ignore[index]
+    assert ev.data[key] == {"c": 1}
     nested_key = {"content": [{"type": "text", "text": "x", key: 1}],
                   "source": {"kind": "user", key: [1]}}
     s.append("user/message", nested_key, surface_op="append")
@@ -343,11 +343,14 @@ def test_source_event_seqs_that_are_no_list_are_refused(seqs: Any) -> None:
 def test_an_event_type_that_is_no_string_is_refused(etype: Any) -> None:
     # set() and lists were TypeError (unhashable); 5 and None were logged as types.
     exc = _refused(_session(), EventTypeError, etype, {"a": 1})
+    assert isinstance(exc, EventTypeError)
     assert exc.event_type == repr(etype)
 
 
-@pytest.mark.parametrize("op", [ReplaceOp(True, True), ReplaceOp(1.0, 1), ReplaceOp("1", 1),
-                                ReplaceOp(None, None)])  # type: ignore[arg-type]
+_NOT_INTS: list[Any] = [True, 1.0, "1", None]
+
+
+@pytest.mark.parametrize("op", [ReplaceOp(v, v) for v in _NOT_INTS])
 def test_a_replace_op_struct_with_no_int_seqs_is_refused(op: ReplaceOp) -> None:
     # ReplaceOp(True, True) was accepted (True in {1}) and logged as "start":true.
     _refused(_session(), SurfaceIntentError, "user/message", U, surface_op=op)
@@ -356,7 +359,7 @@ def test_a_replace_op_struct_with_no_int_seqs_is_refused(op: ReplaceOp) -> None:
 def test_a_logged_replace_op_can_be_appended_again() -> None:
     s = _session()
     ev = s.append("x/y", {"op": {"op": "replace", "start": 1, "end": 1}})
-    op = ev.data["op"]  # type: ignore[index]
+    op = ev.data["op"]
     assert isinstance(op, JsonObject)
     s.append("user/message", U, surface_op=op)
     assert s.surface.seqs == (3,)

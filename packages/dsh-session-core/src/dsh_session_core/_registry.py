@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import sys
 from collections.abc import Iterable, Iterator
 from types import MappingProxyType
 from typing import Any, Union, final
@@ -17,6 +18,7 @@ from typing import Any, Union, final
 import msgspec
 import msgspec.inspect as mi
 
+from ._json import MAX_JSON_DEPTH
 from .errors import DuplicateEventTypeError, PluginError
 from .events import Event, OpaqueEvent, SurfaceEvent
 
@@ -51,9 +53,10 @@ class RegisteredEvent:
     plugin: str
     #: Payload fields that may hold untyped JSON (``Any``): frozen after decoding.
     untyped_fields: tuple[str, ...]
-    #: Whether the typed schema itself nests without bound (a block holding blocks), so
-    #: that an appended line must be checked against the depth limit.
-    nests: bool = False
+    #: The length past which an appended line of this type is checked against the depth
+    #: limit: ``2 * (MAX_JSON_DEPTH + 1)`` (a shorter line cannot nest that deep) when the
+    #: typed schema itself nests without bound (a block holding blocks), else never.
+    deep_line: int = sys.maxsize
 
 
 def _event_type_of(cls: type[Event]) -> str:
@@ -160,7 +163,11 @@ class EventRegistry:
                 doc=doc,
                 plugin=plugin,
                 untyped_fields=_untyped_fields(payload),
-                nests=_recursive(mi.type_info(payload), frozenset()),
+                deep_line=(
+                    2 * (MAX_JSON_DEPTH + 1)
+                    if _recursive(mi.type_info(payload), frozenset())
+                    else sys.maxsize
+                ),
             )
         # A plain dict for the append path (a mapping proxy's get costs a call more).
         self._lookup: dict[str, RegisteredEvent] = dict(sorted(by_type.items()))

@@ -47,9 +47,6 @@ Clock = Callable[[], int]
 _encode = encode_line
 _encode_fast = ENCODER.encode
 _convert = msgspec.convert
-# A line shorter than this cannot nest deeper than the depth limit allows (each level
-# takes an opening and a closing bracket).
-_DEEP_LINE = 2 * (MAX_JSON_DEPTH + 1)
 Listener = Callable[[Event], None]
 
 
@@ -270,10 +267,9 @@ class Session:
         except UnicodeEncodeError:  # a lone surrogate: encoded as JS does, slowly
             line = encode_line(event)
         # Only a schema that nests (a block holding blocks) can be too deep here, and
-        # only in a long line: typed lines cost one comparison.
+        # only in a long line: a typed line costs one comparison.
         if (
-            len(line) > _DEEP_LINE
-            and entry.nests  # type: ignore[union-attr]
+            len(line) > entry.deep_line  # type: ignore[union-attr]
             and json_text_depth(line) > MAX_JSON_DEPTH + 1
         ):
             raise _too_deep(type, seq, thaw(payload), 0)
