@@ -400,3 +400,65 @@ def test_every_backend_survives_a_fault_at_every_write(
         assert "error" not in got, f"{scenario.name} {plan_name}: {got['error']}"
         assert got["lines"] == lines.decode().splitlines(), f"{scenario.name} {plan_name}"
         assert got["lines"][: len(kept)] == [k.decode() for k in kept], plan_name
+
+
+# --- dsh-session repair: system calls ------------------------------------------------------
+
+
+def _cli_repair(path: Path) -> tuple[int, str]:
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from dsh_session_core._cli.main import main
+
+    out, err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err), pytest.raises(SystemExit) as info:
+        main(["repair", str(path)])
+    code = info.value.code
+    return code if isinstance(code, int) else 1, err.getvalue()
+
+
+def test_cli_repair_survives_a_fault_at_every_system_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    injector = Injector()
+    _patch_os(monkeypatch, injector)
+
+    def crashed(root: Path) -> tuple[Path, list[bytes]]:
+        kept = _crash(JsonlBackend(root))
+        _torn_writer(root)()
+        [log] = root.glob("*/s.jsonl")
+        return log, kept
+
+    log, _ = crashed(tmp_path / "dry")
+    injector.armed = True
+    assert _cli_repair(log) == (0, "")
+    injector.armed = False
+    count = len(injector.trace)
+    assert count >= 5, injector.trace  # open (lock, log), ftruncate, fsync, write, fsync
+    expected: dict[str, tuple[str, bytes, list[bytes]]] = {}
+    for plan in plans(count):
+        injector.reset()
+        log, kept = crashed(tmp_path / f"{plan.kind}-{plan.at}")
+        injector.plan, injector.armed = plan, True
+        code, err = _cli_repair(log)
+        injector.armed = False
+        assert injector.injected, f"{plan}: no fault was injected"
+        assert code == 1, f"{plan}: {err}"
+        assert "the repair failed: injected" in err, f"{plan}: {err}"
+        assert "Traceback" not in err
+        assert _cli_repair(log)[0] == 0, plan  # run again: it starts over from the disk
+        st = _store(JsonlBackend(log.parent.parent))
+        s = st.open(SID)
+        assert s.events[-1].type == "turn/end", plan
+        st.close()
+        expected[str(log.parent.parent)] = (str(plan), s.jsonl(), kept)
+    monkeypatch.undo()
+    proc = subprocess.run([sys.executable, "-c", _CHECK, *expected], capture_output=True,
+                          text=True, check=True)
+    found = json.loads(proc.stdout)
+    for where, (plan_name, lines, kept) in expected.items():
+        got = found[where]
+        assert "error" not in got, f"repair {plan_name}: {got['error']}"
+        assert got["lines"] == lines.decode().splitlines(), f"repair {plan_name}"
+        assert got["lines"][: len(kept)] == [k.decode() for k in kept], plan_name
