@@ -559,3 +559,24 @@ def test_a_failed_fork_flush_is_one_cli_line(tmp_path: Path,
     assert "injected fsync EIO" in err
 
 
+
+
+def test_an_error_closing_an_evicted_descriptor_does_not_fail_a_durable_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dsh_session_core._persistence import jsonl as jsonl_mod
+
+    monkeypatch.setattr(jsonl_mod, "MAX_OPEN_LOGS", 1)
+    st = _store(tmp_path)
+    a, b = st.create("a", cwd="/w"), st.create("b", cwd="/w")
+    for turn, s in enumerate((b, a), 1):
+        _turn(s, turn)
+        st.flush(s)  # a's descriptor is kept, b's closed
+    _fail(monkeypatch, "close")  # closing a's, when b's write evicts it, fails
+    _turn(b, 3)
+    st.flush(b)  # durable: not reported failed (a retry would write its seqs again)
+    monkeypatch.undo()
+    _turn(b, 4)
+    st.flush(b)
+    st.close()
+    assert _reload_lines(tmp_path, "b") == b.jsonl().splitlines()

@@ -28,6 +28,7 @@ process) cannot interleave appends to one session.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import fcntl
 import os
 import secrets
@@ -300,7 +301,11 @@ class JsonlBackend:
                 oldest = next(iter(self._fds))
                 evicted.append(self._fds.pop(oldest))
         for stale in evicted:
-            os.close(stale)
+            # Called once a write is durable: an error closing a descriptor whose data
+            # was fsynced must not turn it into a failed write (its retry would write
+            # the same seqs again).
+            with contextlib.suppress(OSError):
+                os.close(stale)
 
     def _append(self, session_id: str, path: str, data: bytes, first_seq: int) -> None:
         fd = self._checkout(session_id, path)
