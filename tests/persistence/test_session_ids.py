@@ -234,6 +234,9 @@ def test_copy_reports_ids_the_destination_cannot_store_as_unstorable(tmp_path: P
         assert "" not in [h.id for h in destination.list()]
         again = copy_sessions(source, destination, [""])
         assert [s.status for s in again.sessions] == ["unstorable"]
+        dry = copy_sessions(source, JsonlBackend(tmp_path / "dry"), ["", "ok"], dry_run=True)
+        assert [s.status for s in dry.sessions] == ["unstorable", "copied"]
+        assert not (tmp_path / "dry").exists()
     finally:
         source.close()
         destination.close()
