@@ -131,15 +131,15 @@ def _export(args: argparse.Namespace) -> int:
 
 def _validate(args: argparse.Namespace) -> int:
     from .._codec import encode_line
-    from .._validate import check_events
+    from .._validate import check_log
     from ..errors import DshSessionError
 
     reg = registry()
     failed = 0
     for path in args.files:
         try:
-            problems = [str(p) for p in check_events(read_log(path, reg).events, reg,
-                                                     strict=args.strict)]
+            problems = [str(p) for p in check_log(read_log(path, reg).events, reg,
+                                                  strict=args.strict)]
         except DshSessionError as exc:
             problems = [one_line(exc)]
         failed += bool(problems)
