@@ -363,3 +363,35 @@ def test_a_logged_replace_op_can_be_appended_again() -> None:
     assert isinstance(op, JsonObject)
     s.append("user/message", U, surface_op=op)
     assert s.surface.seqs == (3,)
+
+
+@pytest.mark.parametrize("where", ["surface_op", "source_event_seqs", "seq entry", "type",
+                                   "replace start"])
+def test_a_deep_value_anywhere_is_refused_with_a_short_message(where: str) -> None:
+    # Found by the property test: the message's repr() of a 3000-deep surface op was a
+    # RecursionError.
+    deep = nested(3000)
+    kw: dict[str, Any] = {"surface_op": "append"}
+    etype: Any = "user/message"
+    if where == "surface_op":
+        kw["surface_op"] = deep
+    elif where == "source_event_seqs":
+        kw["source_event_seqs"] = {"k": deep}
+    elif where == "seq entry":
+        kw["source_event_seqs"] = [deep]
+    elif where == "replace start":
+        kw["surface_op"] = ReplaceOp(deep, 1)
+    else:
+        etype = deep
+    expected = EventTypeError if where == "type" else SurfaceIntentError
+    exc = _refused(_session(), expected, etype, U, **kw)
+    assert len(str(exc)) < 400
+
+
+def test_a_deep_non_string_key_is_refused_with_a_short_path() -> None:
+    key: Any = ()
+    for _ in range(5000):
+        key = (key,)
+    exc = _refused(_session(), NotJsonError, "x/y", {key: 1})
+    assert isinstance(exc, NotJsonError)
+    assert len(exc.path) < 100

@@ -77,6 +77,15 @@ def json_path(parts: list[str | int]) -> str:
     return out
 
 
+def _key_repr(key: object) -> str:
+    import reprlib
+
+    try:
+        return reprlib.repr(key)
+    except RecursionError:
+        return f"<a {key.__class__.__name__} nested too deep to show>"
+
+
 def find_non_json(value: object) -> str | None:
     """Return the path of the first value JSON cannot carry losslessly, or ``None``.
     No depth limit: :func:`json_problem` adds one."""
@@ -131,7 +140,7 @@ def json_problem(value: object, *, level: int | None = 0) -> tuple[str, bool] | 
             items: dict[Any, Any] = v._d if t is JsonObject else v  # type: ignore[attr-defined,assignment]
             for k, child in items.items():
                 if type(k) is not str:
-                    return json_path([*path, repr(k)]), False
+                    return json_path([*path, _key_repr(k)]), False
                 stack.append((child, [*path, k], inner, False))
             continue
         if t is list or (t is tuple and frozen):

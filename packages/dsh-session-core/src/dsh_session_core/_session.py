@@ -303,10 +303,10 @@ class Session:
         """Check data no schema accepted; return its frozen form, or raise."""
         if not isinstance(type, str):  # the caller's type is not checked before here
             msg = (
-                f"the event type must be a string such as \"user/message\", not {type!r}; "
+                f"the event type must be a string such as \"user/message\", not {_shown(type)}; "
                 f"pass the type first, then the data"
             )
-            raise EventTypeError(msg, event_type=repr(type), seq=seq)
+            raise EventTypeError(msg, event_type=_shown(type), seq=seq)
         bad = json_problem(data)
         if bad is not None:
             if bad[1]:
@@ -364,7 +364,7 @@ class Session:
             # Struct constructors do not validate: ReplaceOp(True, 1.0) is no op.
             if op.start.__class__ is not int or op.end.__class__ is not int:
                 msg = (
-                    f'session event "{type}" has an invalid surfaceOp {op!r}: start and end '
+                    f'session event "{type}" has an invalid surfaceOp {_shown(op)}: start and end '
                     f"must be integers (seqs of live surface nodes)"
                 )
                 raise SurfaceIntentError(msg, event_type=type, seq=seq)
@@ -375,7 +375,7 @@ class Session:
                 op = msgspec.convert(op, ReplaceOp)
             except (msgspec.ValidationError, TypeError, UnicodeEncodeError):
                 msg = (
-                    f'session event "{type}" has an invalid surfaceOp {op!r}: use "append" '
+                    f'session event "{type}" has an invalid surfaceOp {_shown(op)}: use "append" '
                     f"or ReplaceOp(start, end)"
                 )
                 raise SurfaceIntentError(msg, event_type=type, seq=seq) from None
@@ -483,6 +483,18 @@ def _not_json(type: str, seq: int, path: str) -> NotJsonError:
     return NotJsonError(f"{msg} (at {path})", event_type=type, seq=seq, path=path)
 
 
+def _shown(value: object) -> str:
+    """A caller's value in a message: ``repr``, cut short (it may be huge or deep)."""
+    import reprlib
+
+    try:
+        return reprlib.repr(value)
+    except RecursionError:
+        return f"<a {value.__class__.__name__} nested too deep to show>"
+    except Exception:  # a caller's own __repr__ failing must not hide the refusal
+        return f"<a {value.__class__.__name__}>"
+
+
 def _too_deep(
     type: str, seq: int, value: object, level: int, path: str | None = None
 ) -> TooDeepError:
@@ -519,14 +531,14 @@ def _checked_seqs(
         return UNSET
     if isinstance(seqs, str | bytes | bytearray | Mapping) or not isinstance(seqs, Iterable):
         msg = (
-            f'session event "{type}" has sourceEventSeqs {seqs!r}: pass a list of integers '
+            f'session event "{type}" has sourceEventSeqs {_shown(seqs)}: pass a list of integers '
             f"(the seqs of the events it derives from)"
         )
         raise SurfaceIntentError(msg, event_type=type, seq=seq)
     out = tuple(seqs)
     for s in out:
         if s.__class__ is not int:
-            msg = f'session event "{type}" has a non-integer sourceEventSeqs entry {s!r}'
+            msg = f'session event "{type}" has a non-integer sourceEventSeqs entry {_shown(s)}'
             raise SurfaceIntentError(msg, event_type=type, seq=seq)
     return out
 
