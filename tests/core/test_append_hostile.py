@@ -395,3 +395,12 @@ def test_a_deep_non_string_key_is_refused_with_a_short_path() -> None:
     exc = _refused(_session(), NotJsonError, "x/y", {key: 1})
     assert isinstance(exc, NotJsonError)
     assert len(exc.path) < 100
+
+
+@pytest.mark.parametrize("levels", [300, 600, 5000])
+def test_typed_blocks_nested_far_past_the_limit_are_refused(levels: int) -> None:
+    # 600 was RecursionError from msgspec.convert on the typed fast path.
+    exc = _refused(_session(), TooDeepError, "user/message", _blocks(levels),
+                   surface_op="append")
+    assert isinstance(exc, TooDeepError)
+    assert exc.path.startswith("$.content[0].content[0]")

@@ -240,9 +240,10 @@ class Session:
                 elif data.__class__ is entry.payload:
                     # Struct constructors do not validate: round-trip to check (and copy).
                     payload = msgspec.json.decode(ENCODER.encode(data), type=entry.payload)
-            except (msgspec.ValidationError, TypeError, UnicodeEncodeError):
+            except (msgspec.ValidationError, TypeError, UnicodeEncodeError, RecursionError):
                 # UnicodeEncodeError: msgspec cannot match a key holding a lone surrogate;
-                # the careful path below reads it as an extension.
+                # the careful path below reads it as an extension. RecursionError: typed
+                # blocks nested far past the depth limit; the careful path refuses them.
                 payload = None
             if payload is not None and entry.untyped_fields:
                 payload = self._checked_untyped(entry, payload, type, seq)
