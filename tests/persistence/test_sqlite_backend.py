@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 import dsh_session_core._persistence.sqlite as sqlite_backend
 from dsh_session_core import (
     Event,
+    OpaqueEvent,
     Session,
     SessionHeader,
     core_registry,
@@ -960,6 +961,46 @@ def test_a_lone_surrogate_in_the_cwd_fails_the_batch_before_writing(tmp_path: Pa
     event = decode_wire(REGISTRY, {"type": "turn/start", "seq": 0, "time": 1, "data": {
         "turn": 1, "trigger": {"kind": "message", "source": {"kind": "user"}}}})
     with pytest.raises(UnstorableError, match="the cwd of session 'c' holds a lone surrogate"):
+        backend.append_batch(header, [event], b"", materialized=False)
+    assert backend.list() == []
+    backend.close()
+
+
+def test_a_lone_surrogate_in_data_is_stored_escaped_and_reads_back_the_same_line(
+    tmp_path: Path,
+) -> None:
+    """Issue 11, defect 4: the data column is the log line's JSON text, so a lone
+    surrogate (written escaped, as the reference writes it) is storable; it used to fail
+    every flush of the session with a UnicodeEncodeError."""
+    from dsh_session_core import DurableStore, create_plugin_manager
+
+    path = tmp_path / "s.db"
+    with DurableStore(SqliteBackend(path), create_plugin_manager(autoload=False)) as store:
+        session = store.create("s", cwd="/w")
+        session.append("turn/start", {"turn": 1, "trigger": {"kind": "message",
+                                                              "source": {"kind": "user"}}})
+        session.append("user/message", {"content": [{"type": "text", "text": "a\ud800"}],
+                                        "source": {"kind": "user"}}, surface_op="append")
+        session.append("other/kind", {"k\ud800": ["\udfff", 1]})  # no plugin declares it
+        session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+        store.flush(session)
+        expected = encode_events(list(session.events))
+    assert b"\\ud800" in expected  # escaped, as the JSONL log has it
+    backend = SqliteBackend(path)
+    stored = backend.load_stored("s", REGISTRY)
+    assert stored is not None
+    assert encode_events(stored.events) == expected
+    backend.close()
+
+
+def test_an_event_type_with_a_lone_surrogate_is_unstorable_not_a_codec_error(
+    tmp_path: Path,
+) -> None:
+    backend = SqliteBackend(tmp_path / "s.db")
+    header = SessionHeader(version=0, id="c", created_at=1, cwd="/w")
+    event = decode_wire(REGISTRY, {"type": "x/\ud800", "seq": 0, "time": 1, "data": {}})
+    assert type(event) is OpaqueEvent  # no schema's type: kept as it is
+    with pytest.raises(UnstorableError, match="type holding a lone surrogate"):
         backend.append_batch(header, [event], b"", materialized=False)
     assert backend.list() == []
     backend.close()

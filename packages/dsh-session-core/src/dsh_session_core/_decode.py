@@ -225,7 +225,9 @@ def decode_wire(registry: EventRegistry, obj: object) -> Event:
             return opaque_from_wire(obj)
     try:
         event: Event = msgspec.convert(obj, registry.line_decoder.type)
-    except msgspec.ValidationError:
+    except (msgspec.ValidationError, UnicodeEncodeError):
+        # UnicodeEncodeError: a type (a tag) holding a lone surrogate, which msgspec
+        # cannot compare with the registered ones: no schema's, so kept as it is.
         return opaque_from_wire(obj)
     entry = registry.get(event.type)
     if entry is not None and entry.untyped_fields:

@@ -19,7 +19,7 @@ from typing import Any, Final, NamedTuple, TypeAlias
 
 from msgspec import UNSET
 
-from .._codec import ENCODER
+from .._codec import ENCODER, encode_line
 from .._decode import decode_body
 from .._header import SessionHeader
 from .._registry import EventRegistry
@@ -203,6 +203,11 @@ def _event_row(session_id: str, event: Event, data: str, backend: str) -> _Event
             raise _unstorable(
                 session_id, repr(event_type), event.seq, "has no string type", backend
             )
+        if not utf8_ok(event_type):
+            raise _unstorable(
+                session_id, repr(event_type), event.seq,
+                "has a type holding a lone surrogate (a text column holds none)", backend,
+            )
         extra = sorted(set(wire) - _WIRE_KEYS)
         if extra:
             raise _unstorable(
@@ -241,6 +246,17 @@ def _event_row(session_id: str, event: Event, data: str, backend: str) -> _Event
     )
 
 
+def _data_texts(events: Sequence[Event]) -> list[str]:
+    """The ``data`` column of each event (and a last ``""``): its JSON text, in one
+    msgspec call. A lone surrogate, which msgspec refuses to encode, is written escaped
+    (``\\ud800``) as the event's log line writes it: ASCII, which every text column
+    holds, and read back to the same line."""
+    try:
+        return ENCODER.encode_lines([event.data for event in events]).decode().split("\n")
+    except UnicodeEncodeError:
+        return [*(encode_line(event.data).decode() for event in events), ""]
+
+
 #: Parameters per row of :func:`_insert_rows_sql`: the row without its session id.
 PARAMS_PER_ROW: Final = 6
 
@@ -259,7 +275,7 @@ def event_params(
     :param backend: the backend's name, for the error message.
     :raises UnstorableError: a value no column holds.
     """
-    datas = ENCODER.encode_lines([event.data for event in events]).decode().split("\n")
+    datas = _data_texts(events)
     params: list[object] = []
     extend = params.extend
     for event, data in zip(events, datas, strict=False):  # datas ends with ""
