@@ -130,8 +130,8 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from .._check_log import check_log
     from .._codec import encode_line
-    from .._validate import check_log
     from ..errors import DshSessionError
 
     reg = registry()
