@@ -23,8 +23,14 @@ from dsh_session_core import create_plugin_manager, encode_events
 from dsh_session_core._persistence.base import SessionLockedError
 from dsh_session_core._persistence.store import DurableStore, backend_for
 
-KILLS = 100
+#: Kills per backend of the resumed-writer test, and of the first-write test.
+KILLS = {"jsonl": 200, "sqlite": 60}
+FIRST_WRITE_KILLS = {"jsonl": 60, "sqlite": 30}
 SID = "crash"
+
+
+def _kind(url: str) -> str:
+    return "sqlite" if url.startswith("sqlite:") else "jsonl"
 
 
 @pytest.fixture(params=["jsonl", "sqlite"])
@@ -126,7 +132,7 @@ def test_writers_killed_at_random_points_lose_nothing_durable(
 ) -> None:
     rng = random.Random(20261130)
     previous = b""
-    for round_ in range(KILLS):
+    for round_ in range(KILLS[_kind(url)]):
         wanted = rng.randrange(1, 4)
         pid, r = fork(functools.partial(_writer, url, round_))
         reports = _read_lines(r, wanted)
@@ -146,6 +152,46 @@ def test_writers_killed_at_random_points_lose_nothing_durable(
         assert reasons <= {"completed", "interrupted"}
         previous = lines
         st.close()
+
+
+def _first_writer(url: str, session_id: str, seed: int, report: int) -> None:
+    """Child: create a session, say so (a report of 0), then write turns forever,
+    reporting each durable length: a kill after the first report lands in (or around)
+    the session's first write."""
+    rng = random.Random(seed)
+    store = _store(url)
+    store.create(session_id, cwd="/crash")
+    os.write(report, b"0\n")
+    while True:
+        n = _turn(store, session_id, rng)
+        os.write(report, f"{n}\n".encode())
+
+
+def test_writers_killed_in_their_first_write_leave_a_log_that_loads_or_none(
+    url: str, fork: Callable[[Callable[[int], None]], tuple[int, int]]
+) -> None:
+    rng = random.Random(20261201)
+    for round_ in range(FIRST_WRITE_KILLS[_kind(url)]):
+        session_id = f"first-{round_}"
+        wanted = rng.randrange(1, 3)  # 1: killed during the first flush; 2: after it
+        pid, r = fork(functools.partial(_first_writer, url, session_id, round_))
+        reports = _read_lines(r, wanted)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(r)
+        assert len(reports) == wanted, "the writer died before reporting"
+        durable = reports[-1]  # 0: no flush was reported durable
+        st = _store(url)
+        stored = {h.id for h in st.stored()}  # listing never fails on what a kill left
+        if durable:
+            assert session_id in stored, f"round {round_}: a durable first write was lost"
+        if session_id in stored:
+            events = list(st.open(session_id).events)  # always loads, repaired
+            assert len(events) >= durable
+            assert events[-1].type == "turn/end"
+        st.close()
+    if _kind(url) == "jsonl":  # the temp files of killed first writes were swept
+        assert not [p for p in Path(url).rglob("*") if p.name.endswith(".tmp")]
 
 
 def test_a_second_process_cannot_write_a_session_being_written(
