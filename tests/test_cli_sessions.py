@@ -809,3 +809,17 @@ def test_building_the_parsers_loads_none_of_the_heavy_parts() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("command", ["show", "stats", "export", "tail"])
+def test_a_directory_as_source_is_named_a_directory(command: str, tmp_path: Path) -> None:
+    """Issue 11, defect 10: a directory given where a log or an id goes used to be "no
+    such file"; it is named as the directory it is, with how to read it as a store."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    code, out, err = _run(command, str(folder), "--store", str(tmp_path / "store"))
+    assert code == 1
+    assert out == b""
+    assert f"{folder} is a directory, not a log file" in err
+    assert f"`dsh-session ls --store {folder}`" in err
+    assert "Traceback" not in err

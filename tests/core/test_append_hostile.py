@@ -404,3 +404,18 @@ def test_typed_blocks_nested_far_past_the_limit_are_refused(levels: int) -> None
                    surface_op="append")
     assert isinstance(exc, TooDeepError)
     assert exc.path.startswith("$.content[0].content[0]")
+
+
+def test_an_event_type_with_a_lone_surrogate_is_refused_on_every_store() -> None:
+    """Issue 11, defect 4: such a type was accepted, and a SQLite store then failed the
+    session's every later flush; it is refused at append, before anything changes."""
+    from dsh_session_core import SessionStore
+    from dsh_session_core.errors import EventTypeError
+
+    session = SessionStore().create("s")
+    with pytest.raises(EventTypeError, match="holds a lone surrogate") as info:
+        session.append("x/\ud800", {"a": 1})
+    assert info.value.seq == 0
+    assert list(session.events) == []
+    session.append("x/ok", {"a": 1})  # the next append takes the seq the refused one did not
+    assert [e.seq for e in session.events] == [0]

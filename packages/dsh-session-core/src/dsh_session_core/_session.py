@@ -308,6 +308,15 @@ class Session:
                 f"pass the type first, then the data"
             )
             raise EventTypeError(msg, event_type=_shown(type), seq=seq)
+        try:
+            type.encode()
+        except UnicodeEncodeError:
+            # A type is a name a plugin registers; one with a lone surrogate is no one's,
+            # and a database's type column (text) could not hold it: refused here, on
+            # every store alike, rather than failing a SQLite store's every later flush.
+            msg = (f"the event type {_shown(type)} holds a lone surrogate: an event type "
+                   f"must be text with a UTF-8 form, such as \"user/message\"")
+            raise EventTypeError(msg, event_type=_shown(type), seq=seq) from None
         bad = json_problem(data)
         if bad is not None:
             if bad[1]:

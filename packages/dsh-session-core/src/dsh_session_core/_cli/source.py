@@ -259,7 +259,14 @@ def open_backend(url: str, *, must_exist: bool = True, empty_if_missing: bool = 
 
 
 def not_found(session_id: str, url: str) -> Failure:
-    """The failure for a SOURCE that is neither a file nor a session in the store."""
+    """The failure for a SOURCE that is neither a file nor a session in the store: a
+    directory is named as one (it may be a store), anything else as neither."""
+    if os.path.isdir(session_id):
+        msg = (f'{session_id} is a directory, not a log file, and no session "{session_id}" '
+               f"is in {url}")
+        return Failure(msg, hint=f"a directory of logs is a store: `dsh-session ls --store "
+                                 f"{session_id}` lists its sessions, and `--store "
+                                 f"{session_id} ID` reads one")
     msg = f'no session "{session_id}" in {url} (and no such file)'
     return Failure(msg, hint=f"`dsh-session ls --store {url}` lists the sessions")
 
