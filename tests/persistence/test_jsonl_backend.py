@@ -34,7 +34,7 @@ from dsh_session_core._persistence.base import Backend, SessionLockedError, Stor
 from dsh_session_core._persistence.jsonl import JsonlBackend
 from dsh_session_core._persistence.paths import encode_segment, log_path, session_dir
 from dsh_session_core._persistence.repair import interrupted_turn_closers
-from dsh_session_core.errors import LogFormatError
+from dsh_session_core.errors import LogFormatError, SkippedLogWarning
 
 REGISTRY = core_registry()
 
@@ -905,8 +905,16 @@ def test_s64_list(backend: JsonlBackend, root: Path) -> None:
     (no_cwd / "noline.jsonl").write_bytes(X_HEADER[:-1])
     (no_cwd / "leftover.jsonl.0123456789ab.tmp").write_bytes(X_HEADER)
     backend.acquire(meta("p3"))  # p3.lock
-    assert sorted(h.id for h in backend.list()) == ["p1", "p2", "p3"]
-    assert {h.id: h.cwd for h in backend.list()}["p1"] == "/projA"
+    # The reference skips what is not a header; we skip it too, but say so (a warning
+    # per file with a complete first line; the empty and torn ones are skipped silently).
+    with pytest.warns(SkippedLogWarning) as caught:
+        assert sorted(h.id for h in backend.list()) == ["p1", "p2", "p3"]
+    assert sorted(Path(w.message.path).name for w in caught  # type: ignore[union-attr]
+                  ) == ["badjson.jsonl", "notheader.jsonl"]
+    with pytest.warns(SkippedLogWarning):
+        assert {h.id: h.cwd for h in backend.list()}["p1"] == "/projA"
+    (no_cwd / "notheader.jsonl").unlink()
+    (no_cwd / "badjson.jsonl").unlink()
 
     pad = b'{"type":"session","version":7,"id":"big","createdAt":1,"pad":"' + b"x" * 9000 + b'"}'
     (no_cwd / "big.jsonl").write_bytes(pad + b"\n" + ts_line(0, 1))

@@ -16,6 +16,7 @@ under a shortened file name, and keeps the reference's file name for the others.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -32,7 +33,7 @@ from dsh_session_core._persistence.copy import copy_sessions
 from dsh_session_core._persistence.memory import MemoryBackend
 from dsh_session_core._persistence.paths import MAX_SEGMENT, encode_segment
 from dsh_session_core._persistence.store import DurableStore
-from dsh_session_core.errors import SessionIdError, UnstorableError
+from dsh_session_core.errors import SessionCwdError, SessionIdError, UnstorableError
 
 TURN = {"turn": 1, "trigger": {"kind": "message", "source": {"kind": "user"}}}
 NAME_MAX = 255
@@ -284,3 +285,31 @@ def test_the_copy_command_says_an_unstorable_session_is_not_worth_retrying(
     assert "copying again will not help" in hints[0]
     assert "retry" not in err
     assert os.path.isdir(tmp_path / "dst")
+
+
+# --- the other strings of a header: cwd and parent session ---------------------------------
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("cwd", "/a\ud800b"), ("cwd", "/home/\udcff"), ("parent_session", "p\udc80"),
+])
+def test_a_header_string_without_a_utf8_form_is_refused_at_create_on_every_backend(
+    storage: Callable[[], Backend], tmp_path: Path, field: str, value: str
+) -> None:
+    # Before, JSONL failed the first flush with a bare UnicodeEncodeError and SQLite with
+    # UnstorableError, both after the appends were made. (A cwd from os.getcwd() in a
+    # folder whose name is not UTF-8 holds such surrogate escapes.)
+    backend = storage()
+    before = _written(backend, tmp_path)
+    store = DurableStore(backend)
+    expected = SessionCwdError if field == "cwd" else UnstorableError
+    create = functools.partial(store.create, "h")
+    with pytest.raises(expected, match=r"lone surrogate \(U\+D[89A-F][0-9A-F]{2} at index"):
+        create(cwd=value) if field == "cwd" else create(parent_session=value)
+    assert store.get("h") is None
+    store.close()
+    after = storage()
+    try:
+        assert _written(after, tmp_path) == before
+    finally:
+        after.close()

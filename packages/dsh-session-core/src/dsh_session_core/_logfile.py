@@ -51,7 +51,6 @@ __all__ = [
     "count_log",
     "dump_log",
     "durable_header",
-    "header_or_none",
     "last_lines",
     "line_wire",
     "open_session",
@@ -93,6 +92,11 @@ def parse_header(line: bytes, *, path: str | None = None) -> SessionHeader:
         msg = f"corrupt session log: header line is not valid JSON (it {TOO_DEEP})"
         raise LogFormatError(msg, path=path, line=1) from None
     except msgspec.DecodeError as exc:
+        # msgspec refuses a lone surrogate escape that JSON.parse reads: name it as the
+        # durable reading does, so every reader gives the same verdict on the header.
+        obj = _parse_json(line)
+        if type(obj) is dict:
+            _refuse_surrogate_fields(obj, path)
         msg = f"corrupt session log: header line is not valid JSON ({exc})"
         raise LogFormatError(msg, path=path, line=1) from exc
     except msgspec.ValidationError as exc:
@@ -198,6 +202,7 @@ def durable_header(line: bytes, *, path: str | None) -> SessionHeader:
         and _is_number(obj.get("createdAt"))
     ):
         raise LogFormatError(_NOT_A_HEADER, path=path, line=1)
+    _refuse_surrogate_fields(obj, path)
     # Extra keys are dropped; an optional key holding null counts as absent (our header
     # cannot hold null; the reference copies it).
     fields = {"type": "session", "version": _as_int(obj["version"]), "id": obj["id"],
@@ -215,12 +220,26 @@ def durable_header(line: bytes, *, path: str | None) -> SessionHeader:
         raise LogFormatError(msg, path=path, line=1) from exc
 
 
-def header_or_none(line: bytes) -> SessionHeader | None:
-    """Line 1 as :func:`durable_header` reads it, or ``None`` when it is not one."""
-    try:
-        return durable_header(line, path=None)
-    except LogFormatError:
-        return None
+def _refuse_surrogate_fields(obj: dict[str, Any], path: str | None) -> None:
+    """Refuse a header whose id, cwd or parent session holds a lone surrogate.
+
+    ``JSON.parse`` reads such an escape, but the string has no UTF-8 form: no store can
+    name, index or rewrite the session (``create`` refuses these), so every reader —
+    ``derive``, ``--recover``, ``repair`` and ``store.open`` — refuses the log alike.
+
+    :raises LogFormatError: one of the three holds a lone surrogate.
+    """
+    for key in ("id", "cwd", "parentSession"):
+        value = obj.get(key)
+        if type(value) is not str:
+            continue
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            msg = (f"corrupt session log: the header's {key} {value!r} holds a lone "
+                   f"surrogate (U+{ord(value[exc.start]):04X}), which has no UTF-8 form, "
+                   f"so no store can hold this session")
+            raise LogFormatError(msg, path=path, line=1) from None
 
 
 def _fast_events(registry: EventRegistry, body: bytes) -> list[Event] | None:

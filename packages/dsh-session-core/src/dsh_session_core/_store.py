@@ -18,7 +18,7 @@ from ._header import SESSION_FORMAT_VERSION, SessionHeader
 from ._plugins import PluginHooks, PluginManager, create_plugin_manager
 from ._registry import EventRegistry
 from ._session import Clock, Session, now_ms
-from .errors import SessionCwdError, SessionExistsError, SessionForkError
+from .errors import SessionCwdError, SessionExistsError, SessionForkError, UnstorableError
 from .events import Event
 from .jscompat import is_safe_integer, js_string
 
@@ -73,15 +73,21 @@ class SessionStore:
         """Validate the id and cwd and build the session, without registering it.
 
         :raises SessionExistsError: the id is live (checked first).
-        :raises SessionCwdError: ``cwd`` is not an absolute path.
+        :raises SessionCwdError: ``cwd`` is not an absolute path, or holds a lone
+            surrogate.
+        :raises UnstorableError: ``parent_session`` holds a lone surrogate.
         :raises SeedError: the seed breaks a seeding rule.
         """
         if id is None:
             id = self._mint_id()
         if id in self._sessions:
             raise SessionExistsError(id)
-        if cwd is not None and not cwd.startswith("/"):
-            raise SessionCwdError(cwd)
+        if cwd is not None:
+            if not cwd.startswith("/"):
+                raise SessionCwdError(cwd)
+            _refuse_lone_surrogate(cwd, "cwd")
+        if parent_session is not None:
+            _refuse_lone_surrogate(parent_session, "parent session")
         header = SessionHeader(
             version=SESSION_FORMAT_VERSION,
             id=id,
@@ -317,3 +323,23 @@ def _raise_all(errors: list[Exception], message: str) -> None:
         raise errors[0]
     if errors:
         raise ExceptionGroup(message, errors)
+
+
+def _refuse_lone_surrogate(text: str, what: str) -> None:
+    """Refuse a header string with no UTF-8 form at create, on every store: no log line,
+    text column or file holds it, so it would otherwise fail the first flush. (A cwd
+    read through ``os.getcwd()`` in a directory whose name is not UTF-8 holds such
+    surrogate escapes.)
+
+    :raises SessionCwdError: ``what`` is the cwd.
+    :raises UnstorableError: ``what`` is the parent session.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        problem = (f"it holds a lone surrogate (U+{ord(text[exc.start]):04X} at index "
+                   f"{exc.start}), which has no UTF-8 form, so no log can hold it")
+        if what == "cwd":
+            raise SessionCwdError(text, problem) from None
+        msg = f"the parent session {text!r} cannot be stored: {problem}"
+        raise UnstorableError(msg, session_id=text, seq=None) from None

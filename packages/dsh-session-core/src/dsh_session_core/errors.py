@@ -63,6 +63,7 @@ __all__ = [
     "SessionForkError",
     "SessionIdError",
     "SessionLockedError",
+    "SkippedLogWarning",
     "StoreNotFoundError",
     "StoreWriteError",
     "SurfaceError",
@@ -197,14 +198,21 @@ class SessionExistsError(DshSessionError, KeyError):
 
 
 class SessionCwdError(DshSessionError, ValueError):
-    """A session cwd must be an absolute path.
+    """A session cwd must be an absolute path with a UTF-8 form.
 
     :ivar cwd: the rejected value.
+    :ivar problem: what is wrong with it, when it is not the reference's rule (an
+        absolute path) that it breaks.
     """
 
-    def __init__(self, cwd: str) -> None:
-        super().__init__(f'session cwd must be an absolute path, got "{cwd}"')
+    def __init__(self, cwd: str, problem: str | None = None) -> None:
+        if problem is None:
+            message = f'session cwd must be an absolute path, got "{cwd}"'
+        else:
+            message = f"session cwd {cwd!r} cannot be stored: {problem}"
+        super().__init__(message)
         self.cwd = cwd
+        self.problem = problem
 
 
 class SessionForkError(DshSessionError):
@@ -288,6 +296,23 @@ class MisplacedLogError(LogFormatError):
         )
         self.session_id = session_id
         self.expected = expected
+
+
+class SkippedLogWarning(UserWarning):
+    """A file in a JSONL store that a listing (``stored()``, ``summaries()``, ``ls``,
+    ``copy``) left out: a log whose header names another session than its file (see
+    :class:`MisplacedLogError`), or whose first line is not a header. One bad file must
+    not hide the rest of the store, so it is skipped, but never silently: the warning
+    names the file and what to do. ``open`` of that session still refuses with the error.
+
+    :ivar path: the file.
+    :ivar reason: why it was left out, with the fix.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path} left out of the listing: {reason}")
+        self.path = path
+        self.reason = reason
 
 
 class PluginError(DshSessionError):

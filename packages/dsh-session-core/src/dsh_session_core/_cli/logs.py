@@ -11,6 +11,7 @@ from .support import (
     EXIT_USAGE,
     Failure,
     load_session,
+    log_hint,
     one_line,
     read_file,
     read_log,
@@ -34,6 +35,7 @@ _LOG_HINT = (
     "`dsh-session validate FILE` names every bad event; a crashed log reads with --recover "
     "and is fixed by `dsh-session repair FILE`"
 )
+
 
 
 def _recovered(path: str, reg: EventRegistry) -> tuple[ScanResult, list[Event]]:
@@ -77,7 +79,7 @@ def _derive(args: argparse.Namespace) -> int:
             messages = _derive_one(args.files[0], reg, args.recover)
         except DshSessionError as exc:
             msg = f"{args.files[0]}: {one_line(exc)}"
-            raise Failure(msg, hint=_LOG_HINT if not args.recover else None) from exc
+            raise Failure(msg, hint=log_hint(exc, None if args.recover else _LOG_HINT)) from exc
         write(encode_line(messages) + b"\n")
         return EXIT_OK
     status = EXIT_OK
@@ -110,7 +112,7 @@ def _export(args: argparse.Namespace) -> int:
             log = parse_log(read_bytes(args.file, "exporting"), reg, path=args.file)
         except DshSessionError as exc:
             msg = f"{args.file}: {one_line(exc)}"
-            raise Failure(msg, hint=_LOG_HINT) from exc
+            raise Failure(msg, hint=log_hint(exc, _LOG_HINT)) from exc
         header, events = log.header, log.events
     else:
         args.source = args.file
@@ -175,7 +177,8 @@ def _repair(args: argparse.Namespace) -> int:
         scan, closers = _recovered(path, registry())
     except DshSessionError as exc:
         msg = f"{path}: {one_line(exc)}"
-        hint = "corruption before the last turn/end is not a crash tail: restore the file"
+        hint = log_hint(exc, "corruption before the last turn/end is not a crash tail: "
+                          "restore the file")
         raise Failure(msg, hint=hint) from exc
     size = os.path.getsize(path)
     torn = size - scan.committed_bytes

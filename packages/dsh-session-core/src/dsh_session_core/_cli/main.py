@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         parser.print_help()
         raise SystemExit(EXIT_USAGE)
     try:
-        status = args.run(args)
+        status = _run(args)
     except Failure as exc:
         if args.debug:
             raise
@@ -78,3 +78,20 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         print("hint: run again with --debug to see where it came from", file=sys.stderr)
         raise SystemExit(EXIT_REJECTED) from None
     raise SystemExit(status)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command, printing the library's warnings (a log a listing skipped)
+    as the CLI's own ``dsh-session: warning: ...`` lines, without the source line Python
+    would show; the process's warning settings are restored afterwards."""
+    import warnings
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: object = None, line: str | None = None) -> None:
+        print(f"dsh-session: warning: {message}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        warnings.simplefilter("always", UserWarning)
+        status: int = args.run(args)
+    return status

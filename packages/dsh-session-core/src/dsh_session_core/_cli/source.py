@@ -29,7 +29,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .support import EXIT_USAGE, Failure, one_line, read_file, write
+from .support import EXIT_USAGE, Failure, log_hint, one_line, read_file, write
 from .term import Style, printable
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def _read_file(path: str, reg: EventRegistry, recover: bool) -> Source:
         log = read_lenient(data, reg, path=path)
     except LogFormatError as exc:
         msg = f"{path}: {one_line(exc)}"
-        raise Failure(msg, hint="is it a dsh-session log?") from exc
+        raise Failure(msg, hint=log_hint(exc, "is it a dsh-session log?")) from exc
     source = Source(log.header, log.events, path)
     source.warnings.extend(f"line {line} is {what}: skipped" for line, what in log.skipped)
     if log.torn:

@@ -18,8 +18,10 @@ __all__ = [
     "EXIT_OK",
     "EXIT_REJECTED",
     "EXIT_USAGE",
+    "HEADER_HINT",
     "Failure",
     "load_session",
+    "log_hint",
     "one_line",
     "plugin_manager",
     "read_file",
@@ -119,3 +121,15 @@ def write(data: bytes | str) -> None:
     if isinstance(data, str):
         data = data.encode()
     sys.stdout.buffer.write(data)
+
+
+#: What to try when the header itself is bad: no crash tears line 1 of a log that
+#: loaded once (the first write is atomic), so neither --recover nor repair can help.
+HEADER_HINT = "the header (line 1) is not a crash tail: restore the file from a copy"
+
+
+def log_hint(exc: Exception, otherwise: str | None) -> str | None:
+    """The hint for a log that failed to read: ``otherwise``, unless the header is bad."""
+    if getattr(exc, "line", None) == 1:
+        return HEADER_HINT
+    return otherwise

@@ -22,8 +22,8 @@ from typing import Final
 from msgspec import UnsetType
 
 from .._header import SessionHeader
-from .._logfile import complete_end, header_or_none, last_lines, line_wire
-from ..errors import LinkedLogError, MisplacedLogError
+from .._logfile import complete_end, durable_header, last_lines, line_wire
+from ..errors import LinkedLogError, LogFormatError, MisplacedLogError, SkippedLogWarning
 from .base import POLL_SECONDS, LogNews, LogTail
 from .paths import encode_segment, log_path
 
@@ -260,11 +260,13 @@ def exists(path: str) -> bool:
 
 def list_logs(root: str) -> list[tuple[SessionHeader, str]]:
     """Every ``*.jsonl`` log under a store's root, with its header read from its first
-    line only; files without a complete, valid header line are skipped. No order. The
-    temp files of killed first writes are swept meanwhile (:func:`sweep_temps`).
+    line only; files without a complete first line are skipped (as the reference skips
+    them), and a file whose complete first line is not a valid header, or whose header
+    is for another file name or bucket (:func:`check_placed`), is skipped with a
+    :class:`~dsh_session_core.errors.SkippedLogWarning`. No order. The temp files of
+    killed first writes are swept meanwhile (:func:`sweep_temps`).
 
     :raises OSError: the root cannot be listed (a missing root lists nothing).
-    :raises MisplacedLogError: a log's header is for another file name or bucket.
     """
     try:
         buckets = os.scandir(root)
@@ -286,15 +288,39 @@ def list_logs(root: str) -> list[tuple[SessionHeader, str]]:
                         temps = temps or entry.name.endswith(".tmp")
                         continue
                     line = first_line(entry.path)
-                    header = None if line is None else header_or_none(line)
-                    if header is not None:
+                    if line is None:
+                        continue
+                    try:
+                        header = durable_header(line, path=entry.path)
                         check_placed(root, entry.path, header)
-                        found.append((header, entry.path))
+                    except LogFormatError as exc:
+                        _skipped(entry.path, exc)
+                        continue
+                    found.append((header, entry.path))
             if temps:
                 sweep_temps(bucket.path)
     return found
 
 
+
+
+def _skipped(path: str, exc: LogFormatError) -> None:
+    """Warn that a listing leaves ``path`` out (imported here: listing is not hot)."""
+    import sys
+    import warnings
+
+    reason = str(exc)
+    if not isinstance(exc, MisplacedLogError):
+        reason += "; `dsh-session validate FILE` says more, or remove the file from the store"
+    # Attribute the warning to the first caller outside this package (the store call in
+    # the user's code), however many layers the listing went through.
+    package = __name__.split(".", 1)[0]
+    frame, level = sys._getframe(1), 2
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith(
+        package
+    ):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(SkippedLogWarning(path, reason), stacklevel=level)
 
 
 def find_log(root: str, session_id: str) -> str | None:
