@@ -86,7 +86,7 @@ def test_s90_two_undocumented_types_give_one_aggregated_error(pm: PluginManager)
 def test_the_schema_export_covers_every_type() -> None:
     import msgspec
 
-    rows = msgspec.json.decode(_cli("events", "--json").stdout)
+    rows = msgspec.json.decode(_cli("events", "--json").stdout)["events"]
     schema = msgspec.json.decode(_cli("events", "--schema").stdout)
     assert sorted(schema["events"]) == sorted(r["type"] for r in rows)
     turn_end = schema["events"]["turn/end"]["data"]

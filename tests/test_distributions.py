@@ -222,7 +222,7 @@ def test_the_batteries_distribution_is_core_the_four_plugins_and_the_demo(
 
 def test_core_alone_lists_exactly_the_core_event_types(core_alone: Env) -> None:
     assert core_alone.distributions() == {"dsh-session-core", "msgspec", "pluggy"}
-    rows = msgspec.json.decode(core_alone.run("events", "--json").stdout)
+    rows = msgspec.json.decode(core_alone.run("events", "--json").stdout)["events"]
     assert {r["type"] for r in rows} == CORE_TYPES
     assert {r["plugin"] for r in rows} == {"core"}
     plugins = msgspec.json.decode(core_alone.run("plugins", "--json").stdout)
@@ -295,7 +295,7 @@ def test_validate_strict_names_the_plugin_to_install(core_alone: Env, demo_log: 
 def test_core_and_one_plugin_show_that_plugins_events_only(core_and_compact: Env) -> None:
     assert core_and_compact.distributions() == {
         "dsh-session-core", "dsh-session-compact", "msgspec", "pluggy"}
-    rows = msgspec.json.decode(core_and_compact.run("events", "--json").stdout)
+    rows = msgspec.json.decode(core_and_compact.run("events", "--json").stdout)["events"]
     types = {r["type"] for r in rows}
     compact = {t for t in types if t.startswith("compact/")}
     assert compact == {"compact/start", "compact/end", "compact/summary"}

@@ -30,11 +30,12 @@ def test_discovered_as_a_separate_distribution() -> None:
     rows = {r["name"]: r for r in msgspec.json.decode(proc.stdout)}
     assert rows["example"]["distribution"] == "dsh-session-example"
     assert rows["example"]["event_types"] == ["example/note", "example/ping"]
-    assert rows["example"]["hooks"] == ["register_event_types"]
+    assert rows["example"]["hooks"] == ["register_event_types", "register_union_members"]
 
 
 def test_its_types_are_registered_with_their_badges() -> None:
-    rows = {r["type"]: r for r in msgspec.json.decode(_cli("events", "--json").stdout)}
+    rows = {r["type"]: r
+            for r in msgspec.json.decode(_cli("events", "--json").stdout)["events"]}
     assert rows["example/note"]["surface"] is True
     assert rows["example/ping"]["surface"] is False
     assert rows["example/note"]["plugin"] == rows["example/ping"]["plugin"] == "example"

@@ -31,6 +31,7 @@ _TYPE_CHECKING = False
 # Type checkers see the real imports below.
 if _TYPE_CHECKING:
     from . import errors, events, hookspecs, vocabulary
+    from ._builders import Step, ToolCallRef, Turn, TurnStateError
     from ._code_dispatch import (
         CodeDispatcher,
         SubDispatch,
@@ -43,6 +44,7 @@ if _TYPE_CHECKING:
     from ._header import SESSION_FORMAT_VERSION, SessionHeader
     from ._json import MAX_JSON_DEPTH, JsonObject, JsonValue
     from ._names import ENTRY_POINT_GROUP, PROJECT_NAME
+    from ._open_log import read_session
     from ._persistence.base import Backend, SessionLockedError, StoredLog, WriterLock
     from ._persistence.coordinator import PersistenceError, PersistencePlugin
     from ._persistence.copy import CopyProgress, CopyReport, SessionCopy, copy_sessions
@@ -68,6 +70,7 @@ if _TYPE_CHECKING:
     from ._surface import Surface, SurfaceNode
     from ._tool_outcome import ToolOutcome
     from ._tool_pairing import is_tool_pairing_balanced
+    from ._unions import RegisteredMember, UnionMember
     from ._validate import Problem, check_events
     from .events import (
         SURFACE_TYPES,
@@ -79,9 +82,34 @@ if _TYPE_CHECKING:
         is_surface_eligible_type,
         is_surface_event,
     )
-    from .vocabulary import Message
+    from .vocabulary import (
+        InjectionTrigger,
+        Message,
+        MessageTrigger,
+        PluginSource,
+        ReasoningBlock,
+        TextBlock,
+        TokenUsage,
+        ToolCallBlock,
+        ToolResultBlock,
+        UserSource,
+    )
 
 _LAZY: dict[str, str] = {
+    "Step": "._builders",
+    "ToolCallRef": "._builders",
+    "Turn": "._builders",
+    "TurnStateError": "._builders",
+    "read_session": "._open_log",
+    "InjectionTrigger": ".vocabulary",
+    "MessageTrigger": ".vocabulary",
+    "PluginSource": ".vocabulary",
+    "ReasoningBlock": ".vocabulary",
+    "TextBlock": ".vocabulary",
+    "TokenUsage": ".vocabulary",
+    "ToolCallBlock": ".vocabulary",
+    "ToolResultBlock": ".vocabulary",
+    "UserSource": ".vocabulary",
     "RequestHeaderWriter": "._request_header",
     "record_request_header": "._request_header",
     "ToolOutcome": "._tool_outcome",
@@ -110,6 +138,8 @@ _LAZY: dict[str, str] = {
     "Event": ".events",
     "EventRegistry": "._registry",
     "EventSpec": "._registry",
+    "UnionMember": "._unions",
+    "RegisteredMember": "._unions",
     "EventsView": "._session",
     "JsonObject": "._json",
     "JsonValue": "._json",
@@ -167,18 +197,23 @@ __all__ = [
     "EventRegistry",
     "EventSpec",
     "EventsView",
+    "InjectionTrigger",
     "JsonObject",
     "JsonValue",
     "JsonlBackend",
     "MemoryBackend",
     "Message",
+    "MessageTrigger",
     "OpaqueEvent",
     "PersistenceError",
     "PersistencePlugin",
     "PluginManager",
+    "PluginSource",
     "PostgresBackend",
     "Problem",
+    "ReasoningBlock",
     "RegisteredEvent",
+    "RegisteredMember",
     "ReplaceOp",
     "RequestHeaderWriter",
     "Session",
@@ -187,14 +222,24 @@ __all__ = [
     "SessionLockedError",
     "SessionStore",
     "SqliteBackend",
+    "Step",
     "StoredLog",
     "SubDispatch",
     "Surface",
     "SurfaceEvent",
     "SurfaceNode",
     "SurfaceOp",
+    "TextBlock",
+    "TokenUsage",
     "ToolArgumentsError",
+    "ToolCallBlock",
+    "ToolCallRef",
     "ToolOutcome",
+    "ToolResultBlock",
+    "Turn",
+    "TurnStateError",
+    "UnionMember",
+    "UserSource",
     "WriterLock",
     "apply_header_delta",
     "canonical_header",
@@ -217,6 +262,7 @@ __all__ = [
     "is_tool_pairing_balanced",
     "normalize_tool_arguments",
     "open_store",
+    "read_session",
     "record_request_header",
     "summarize_tool_result",
     "to_wire",

@@ -23,6 +23,7 @@ from .errors import PluginConflictError, PluginError
 if TYPE_CHECKING:
     from ._persistence.base import Backend
     from ._session import Session
+    from ._unions import UnionMember
 
 __all__ = [
     "CORE_PLUGIN_NAME",
@@ -143,9 +144,18 @@ class PluginHooks:
                 entries.append((impl.plugin_name, spec))
         return entries
 
+    def register_union_members(self) -> list[tuple[str, UnionMember]]:
+        """Every plugin's union members, each paired with the declaring plugin's name
+        (checked when the registry is built)."""
+        entries: list[tuple[str, UnionMember]] = []
+        for impl in self.pm.hook.register_union_members.get_hookimpls():
+            for member in cast("Iterable[UnionMember]", impl.function() or ()):
+                entries.append((impl.plugin_name, member))
+        return entries
+
     def build_registry(self) -> EventRegistry:
-        """A frozen registry of every registered plugin's event types."""
-        return EventRegistry(self.register_event_types())
+        """A frozen registry of every registered plugin's event types and union members."""
+        return EventRegistry(self.register_event_types(), self.register_union_members())
 
     def session_event_listeners(self) -> tuple[tuple[str, Listener], ...]:
         """``(plugin name, function)`` of every ``session_event`` implementation, in the

@@ -19,6 +19,7 @@ import msgspec
 import msgspec.inspect as mi
 
 from ._json import MAX_JSON_DEPTH
+from ._unions import UnionMember, UnionMembers
 from .errors import DuplicateEventTypeError, PluginError
 from .events import Event, OpaqueEvent, SurfaceEvent
 
@@ -138,9 +139,22 @@ def _untyped_fields(payload: type[msgspec.Struct]) -> tuple[str, ...]:
 class EventRegistry:
     """The frozen set of known event types. Iterates in sorted type order."""
 
-    __slots__ = ("_by_type", "_line_decoder", "_list_decoder", "_lookup", "_surface_types")
+    __slots__ = ("_by_type", "_line_decoder", "_list_decoder", "_lookup", "_members",
+                 "_surface_types")
 
-    def __init__(self, entries: Iterable[tuple[str, EventSpec]]) -> None:
+    def __init__(
+        self,
+        entries: Iterable[tuple[str, EventSpec]],
+        members: Iterable[tuple[str, UnionMember]] = (),
+    ) -> None:
+        """:param entries: ``(plugin, spec)`` for every declared event type.
+        :param members: ``(plugin, member)`` for every declared member of a
+            merge-extensible union (:mod:`dsh_session_core._unions`).
+        :raises DuplicateEventTypeError: a type is declared twice.
+        :raises DuplicateUnionMemberError: a union member is declared twice.
+        :raises PluginError: an entry is malformed or has no doc line.
+        """
+        self._members = UnionMembers(members)
         by_type: dict[str, RegisteredEvent] = {}
         undocumented: list[str] = []
         for plugin, spec in entries:
@@ -205,6 +219,12 @@ class EventRegistry:
         """The plugin that declared ``event_type``, or ``None``."""
         entry = self._by_type.get(event_type)
         return entry.plugin if entry is not None else None
+
+    @property
+    def members(self) -> UnionMembers:
+        """Every member of the merge-extensible unions, core's and the plugins', with
+        its owner."""
+        return self._members
 
     @property
     def types(self) -> tuple[str, ...]:

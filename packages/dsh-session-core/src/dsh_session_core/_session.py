@@ -8,6 +8,7 @@ session's listener in seq order, even when the listener appends re-entrantly or 
 
 from __future__ import annotations
 
+import fnmatch
 import itertools
 import operator
 import time as _time
@@ -25,6 +26,7 @@ from ._header import SESSION_FORMAT_VERSION, SessionHeader
 from ._json import MAX_JSON_DEPTH, JsonObject, freeze, json_problem, json_text_depth, thaw
 from ._registry import EventRegistry, RegisteredEvent
 from ._request_header import RequestHeaderFold
+from ._strict import strict_problem, unknown_type_problem
 from ._surface import Surface
 from ._validate import schema_problem
 from .errors import (
@@ -35,6 +37,9 @@ from .errors import (
     SurfaceError,
     SurfaceIntentError,
     TooDeepError,
+    UnknownEventTypeError,
+    UnknownFieldError,
+    UnknownMemberError,
 )
 from .events import Event, OpaqueEvent, ReplaceOp, SurfaceOp
 from .vocabulary import Message
@@ -93,6 +98,12 @@ class Session:
     :param clock: returns epoch milliseconds; injectable for tests and replays.
     :param seed_jsonl: the JSONL bytes of exactly the seed events, when the caller has
         them (a log read from disk): the session then never re-encodes its seeded part.
+    :param strict: refuse, at append, what a lenient reader would keep verbatim as an
+        opaque event: an event type no plugin declares, an unknown key, an unknown
+        member of a merge-extensible union (see :meth:`append`). On by default; turn it
+        off for a harness that appends foreign events on purpose.
+    :param foreign_types: event types (``fnmatch`` patterns such as ``"myharness/*"``)
+        appended verbatim even when ``strict``: the per-type allowance.
     """
 
     __slots__ = (
@@ -100,6 +111,8 @@ class Session:
         "_derivation",
         "_dispatching",
         "_events",
+        "_foreign",
+        "_guard",
         "_header",
         "_header_fold",
         "_id",
@@ -109,6 +122,7 @@ class Session:
         "_prefix_len",
         "_queue",
         "_registry",
+        "_strict",
         "_surface",
         "_view",
         "clock",
@@ -124,6 +138,8 @@ class Session:
         registry: EventRegistry | None = None,
         clock: Clock | None = None,
         seed_jsonl: bytes | None = None,
+        strict: bool = True,
+        foreign_types: Iterable[str] = (),
     ) -> None:
         if registry is None:
             from ._core_plugin import core_registry
@@ -131,6 +147,11 @@ class Session:
             registry = core_registry()
         self._id = id
         self._registry = registry
+        self._strict = bool(strict)
+        self._foreign = tuple(foreign_types)
+        #: Checks each event after it is built and before it is logged (the store's
+        #: ``checks``); raising refuses the append with nothing changed.
+        self._guard: Callable[[Event], None] | None = None
         self._lookup = registry._lookup
         self.clock: Clock = clock if clock is not None else now_ms
         self._header = (
@@ -180,6 +201,16 @@ class Session:
         return self._registry
 
     @property
+    def strict(self) -> bool:
+        """Whether appends refuse what would only be kept opaquely (see :meth:`append`)."""
+        return self._strict
+
+    @property
+    def foreign_types(self) -> tuple[str, ...]:
+        """The event-type patterns appended verbatim even when strict."""
+        return self._foreign
+
+    @property
     def events(self) -> EventsView:
         """The log: a read-only live view."""
         return self._view
@@ -218,10 +249,14 @@ class Session:
         :param source_event_seqs: provenance seqs (surface types only).
         :raises NotJsonError: ``data`` holds a value JSON cannot carry losslessly.
         :raises TooDeepError: ``data`` nests deeper than :data:`MAX_JSON_DEPTH`.
-        :raises SchemaError: ``data`` does not match the registered schema.
+        :raises SchemaError: ``data`` does not match the registered schema; when the
+            session is strict, also an unknown key (:class:`UnknownFieldError`) or an
+            unknown member of a merge-extensible union (:class:`UnknownMemberError`),
+            each naming its path and the closest known name.
         :raises SurfaceIntentError: the surface op is missing, misplaced or does not fit,
             or ``source_event_seqs`` is not a list of integers.
-        :raises EventTypeError: ``type`` is not a string.
+        :raises EventTypeError: ``type`` is not a string; when the session is strict,
+            no installed plugin declares it (:class:`UnknownEventTypeError`).
 
         Any other input is accepted (a lone surrogate anywhere, an integer of any size),
         and nothing else is raised: a refused append leaves the log untouched.
@@ -274,6 +309,8 @@ class Session:
             and json_text_depth(line) > MAX_JSON_DEPTH + 1
         ):
             raise _too_deep(type, seq, thaw(payload), 0)
+        if self._guard is not None:
+            self._guard(event)
         events.append(event)
         self._lines.append(line)
         if surface:
@@ -322,6 +359,8 @@ class Session:
             if bad[1]:
                 raise _too_deep(type, seq, data, 0, bad[0])
             raise _not_json(type, seq, bad[0])
+        if self._strict and not self._is_foreign(type):
+            self._check_strict(entry, type, data, seq)
         if entry is None:
             return freeze(data)
         problem = schema_problem(entry, data)
@@ -334,6 +373,35 @@ class Session:
             )
             raise SchemaError(msg, event_type=type, seq=seq, path=path, plugin=entry.plugin)
         return freeze(data)
+
+    def _is_foreign(self, type: str) -> bool:
+        foreign = self._foreign
+        return bool(foreign) and any(fnmatch.fnmatchcase(type, p) for p in foreign)
+
+    def _check_strict(self, entry: RegisteredEvent | None, type: str, data: Any,
+                      seq: int) -> None:
+        """Refuse what the lenient path would keep opaquely (only reached when typed
+        decoding failed, so the hot path never pays for it)."""
+        if entry is None:
+            message, suggestion = unknown_type_problem(self._registry, type)
+            msg = (f"{message}{'' if message.endswith('?') else '.'} To append it verbatim "
+                   f"anyway, list it in foreign_types or open the store with strict=False")
+            raise UnknownEventTypeError(msg, event_type=type, seq=seq, suggestion=suggestion)
+        found = strict_problem(self._registry, entry, thaw(data))
+        if found is None:
+            return  # a plugin's union member, or a mismatch schema_problem names
+        msg = (f"{found.describe(type)} (schema {entry.payload.__name__} of plugin "
+               f"{entry.plugin!r}); fix the payload, or open the store with strict=False "
+               f"to keep foreign data verbatim")
+        if found.kind == "key":
+            raise UnknownFieldError(msg, event_type=type, seq=seq, path=found.path,
+                                    plugin=entry.plugin, key=found.name or "",
+                                    suggestion=found.suggestion)
+        if found.kind == "member":
+            raise UnknownMemberError(msg, event_type=type, seq=seq, path=found.path,
+                                     plugin=entry.plugin, family=found.family or "",
+                                     tag=found.name or "", suggestion=found.suggestion)
+        raise SchemaError(msg, event_type=type, seq=seq, path=found.path, plugin=entry.plugin)
 
     def _append_opaque(
         self,
@@ -359,6 +427,8 @@ class Session:
         frozen = JsonObject(wire)
         event = OpaqueEvent(seq, wire["time"], data, wire=frozen)
         line = _encode(frozen)
+        if self._guard is not None:
+            self._guard(event)
         self._events.append(event)
         self._lines.append(line)
         if surface:
@@ -483,6 +553,47 @@ class Session:
         """
         self._header_fold.advance(self._events)
         return self._header_fold.current()
+
+    # --- builders (see _builders.py) ---
+    # The builders load on first use (a session that never builds does not import
+    # them); their types are named for type checkers only.
+    from typing import TYPE_CHECKING as _TYPES_ONLY
+
+    if _TYPES_ONLY:
+        from ._builders import Content, Turn
+        from .vocabulary import MessageSource, TurnTrigger
+
+    def turn(
+        self, trigger: TurnTrigger | Mapping[str, Any] | None = None, *, number: int | None = None
+    ) -> Turn:
+        """Append ``turn/start`` and return the open turn; ``with`` ends it on exit
+        (``error`` or ``aborted`` when the block raises). See ``docs/builders.md``.
+
+        :param trigger: what started it; by default a message from the user.
+        :param number: the turn number; by default 1 + the last ``turn/start``'s.
+        :raises TurnStateError: a turn is still open.
+        """
+        from ._builders import start_turn
+
+        return start_turn(self, trigger, number=number)
+
+    def inject(
+        self,
+        content: Content,
+        *,
+        source: MessageSource | Mapping[str, Any] | None = None,
+        number: int | None = None,
+    ) -> Event:
+        """An idle-time injection in its own one-shot turn (``turn/start`` with trigger
+        ``injection``, ``context/message``, ``turn/end``); returns the message.
+
+        :param source: who injected it (the trigger's and the message's); the user by
+            default.
+        :raises TurnStateError: a turn is open (inject into it with ``turn.context()``).
+        """
+        from ._builders import inject
+
+        return inject(self, content, source=source, number=number)
 
 
 # --- checks shared by append and seeding ---------------------------------------------------

@@ -9,6 +9,7 @@ their later appends reach no plugin.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -20,6 +21,7 @@ from ._registry import EventRegistry
 from ._session import Clock, Session, now_ms
 from .errors import SessionCwdError, SessionExistsError, SessionForkError, UnstorableError
 from .events import Event
+from .invariants import InvariantsPlugin
 from .jscompat import is_safe_integer, js_string
 
 __all__ = ["SessionStore"]
@@ -36,8 +38,30 @@ class SessionStore:
     """
 
     def __init__(
-        self, plugin_manager: PluginManager | None = None, *, clock: Clock | None = None
+        self,
+        plugin_manager: PluginManager | None = None,
+        *,
+        clock: Clock | None = None,
+        strict: bool = True,
+        foreign_types: Iterable[str] = (),
+        checks: bool = False,
     ) -> None:
+        """:param plugin_manager: the plugins (default: every installed one).
+        :param clock: epoch milliseconds, for event times (default: the wall clock).
+        :param strict: its sessions refuse, at append, an event type no plugin declares,
+            an unknown key and an unknown union member (see :meth:`Session.append`);
+            ``False`` keeps them verbatim as opaque events, as a reader does.
+        :param foreign_types: event-type patterns (``"myharness/*"``) appended verbatim
+            even when strict.
+        :param checks: also refuse, before logging, an event that breaks turn enclosure
+            or tool pairing (every event inside an open turn and step, a ``tool/result``
+            answering a ``tool/call`` of its turn and step...: the rules of
+            :class:`~dsh_session_core.invariants.InvariantsPlugin`); a seeded or reopened
+            log breaking them is refused at create.
+        """
+        self._strict = strict
+        self._foreign = tuple(foreign_types)
+        self._checks = InvariantsPlugin() if checks else None
         self._pm = plugin_manager if plugin_manager is not None else create_plugin_manager()
         self._hooks = PluginHooks(self._pm)
         self._registry = self._hooks.build_registry()
@@ -97,7 +121,8 @@ class SessionStore:
             seed_length=seed_length if seed_length is not None else UNSET,
         )
         return Session(
-            id, seed, header, registry=self._registry, clock=self._clock, seed_jsonl=seed_jsonl
+            id, seed, header, registry=self._registry, clock=self._clock, seed_jsonl=seed_jsonl,
+            strict=self._strict, foreign_types=self._foreign,
         )
 
     def _mint_id(self) -> str:
@@ -133,12 +158,16 @@ class SessionStore:
                 msg = f"{len(errors)} session_event listeners failed on seq {event.seq}"
                 raise ExceptionGroup(msg, errors)
 
+        if self._checks is not None:
+            self._checks.watch(session)  # a seeded log breaking a rule is refused here
+            session._guard = functools.partial(self._checks.session_event, session)
         session.on_append = notify
         self._sessions[session.id] = session
 
         def detach() -> None:
             if session.on_append is notify:
                 session.on_append = None
+                session._guard = None
             if self._sessions.get(session.id) is session:
                 del self._sessions[session.id]
 

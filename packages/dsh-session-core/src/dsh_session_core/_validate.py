@@ -21,6 +21,7 @@ import msgspec.inspect as mi
 from ._json import thaw
 from ._known_plugins import missing_plugin_hint
 from ._registry import EventRegistry, RegisteredEvent
+from ._strict import strict_problem
 from .events import Event, OpaqueEvent
 
 __all__ = ["Problem", "check_events", "schema_problem"]
@@ -158,8 +159,9 @@ def check_events(
     events: Iterable[Event], registry: EventRegistry, *, strict: bool = False
 ) -> list[Problem]:
     """Every event that breaks its registered schema; with ``strict``, also every event
-    of a type no registered plugin declares. (:func:`check_log` checks a whole log as
-    the loaders do.)"""
+    of a type no registered plugin declares, and every payload of a registered type that
+    only loaded opaquely (an unknown key, an unknown union member), with the path of
+    what made it opaque. (:func:`check_log` checks a whole log as the loaders do.)"""
     problems: list[Problem] = []
     for ev in events:
         if type(ev) is not OpaqueEvent:
@@ -176,6 +178,15 @@ def check_events(
             found = schema_problem(entry, ev.data)
             if found is not None:
                 found = ("$.data" + found[0][1:], found[1])
+            elif strict:
+                # Valid for a lenient reader, but only opaquely: say what made it so
+                # (a plugin's union member that is installed makes it valid).
+                opaque = strict_problem(registry, entry, thaw(ev.data))
+                if opaque is not None:
+                    mean = (f' (did you mean "{opaque.suggestion}"?)'
+                            if opaque.suggestion is not None else "")
+                    found = ("$.data" + opaque.path[1:],
+                             f"loaded opaquely: {opaque.message}{mean}")
         if found is not None:
             problems.append(Problem(ev.seq, ev.type, entry.plugin, found[0], found[1]))
     return problems

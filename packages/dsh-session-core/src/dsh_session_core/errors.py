@@ -45,6 +45,7 @@ __all__ = [
     "AppendError",
     "DshSessionError",
     "DuplicateEventTypeError",
+    "DuplicateUnionMemberError",
     "EventTypeError",
     "InvariantError",
     "LinkedLogError",
@@ -70,6 +71,9 @@ __all__ = [
     "SurfaceIntentError",
     "TooDeepError",
     "ToolPairingError",
+    "UnknownEventTypeError",
+    "UnknownFieldError",
+    "UnknownMemberError",
     "UnstorableError",
 ]
 
@@ -149,6 +153,51 @@ class SchemaError(AppendError):
         super().__init__(message, event_type=event_type, seq=seq)
         self.path = path
         self.plugin = plugin
+
+
+class UnknownFieldError(SchemaError):
+    """A strict append met a key that no schema at its place declares (a typo such as
+    ``toolName`` for ``callId``, or a key of another type), where a lenient store would
+    have kept the payload verbatim as an opaque event.
+
+    :ivar key: the unknown key.
+    :ivar suggestion: the closest known key there, or ``None``.
+    """
+
+    def __init__(self, message: str, *, event_type: str, seq: int, path: str, plugin: str,
+                 key: str, suggestion: str | None) -> None:
+        super().__init__(message, event_type=event_type, seq=seq, path=path, plugin=plugin)
+        self.key = key
+        self.suggestion = suggestion
+
+
+class UnknownMemberError(SchemaError):
+    """A strict append met a member of a merge-extensible union that neither core nor
+    an installed plugin declares (``{"type": "tool_call"}`` for ``"tool-call"``).
+
+    :ivar family: the union (``"content-block"``, ``"turn-end-reason"``...).
+    :ivar tag: the unknown tag.
+    :ivar suggestion: the closest known tag of that union, or ``None``.
+    """
+
+    def __init__(self, message: str, *, event_type: str, seq: int, path: str, plugin: str,
+                 family: str, tag: str, suggestion: str | None) -> None:
+        super().__init__(message, event_type=event_type, seq=seq, path=path, plugin=plugin)
+        self.family = family
+        self.tag = tag
+        self.suggestion = suggestion
+
+
+class UnknownEventTypeError(EventTypeError):
+    """A strict append of an event type no installed plugin declares.
+
+    :ivar suggestion: the closest registered type, or ``None``.
+    """
+
+    def __init__(self, message: str, *, event_type: str, seq: int,
+                 suggestion: str | None) -> None:
+        super().__init__(message, event_type=event_type, seq=seq)
+        self.suggestion = suggestion
 
 
 class SurfaceIntentError(AppendError):
@@ -349,6 +398,25 @@ class DuplicateEventTypeError(PluginError, ValueError):
             f"{plugins[1]!r}; block one of them with DSH_SESSION_DISABLE_PLUGINS"
         )
         self.event_type = event_type
+        self.plugins = plugins
+
+
+class DuplicateUnionMemberError(PluginError, ValueError):
+    """Two plugins (or a plugin and core) declare the same member of a union.
+
+    :ivar family: the union (``"content-block"``...).
+    :ivar tag: the contested tag.
+    :ivar plugins: the two owners, the first registrant first (``"core"`` for core).
+    """
+
+    def __init__(self, family: str, tag: str, plugins: tuple[str, str]) -> None:
+        first = "core" if plugins[0] == "core" else f"plugin {plugins[0]!r}"
+        super().__init__(
+            f"{family} member {tag!r} is declared by both {first} and plugin {plugins[1]!r}; "
+            f"rename one tag, or block one plugin with DSH_SESSION_DISABLE_PLUGINS"
+        )
+        self.family = family
+        self.tag = tag
         self.plugins = plugins
 
 

@@ -25,11 +25,13 @@ if TYPE_CHECKING:
     from ._plugins import PluginManager
     from ._registry import EventSpec
     from ._session import Session
+    from ._unions import UnionMember
     from .events import Event
 
 __all__ = [
     "add_hookspecs",
     "register_event_types",
+    "register_union_members",
     "session_created",
     "session_event",
     "session_flush",
@@ -73,6 +75,30 @@ def register_event_types() -> Iterable[EventSpec]:
     each entry is attributed to its plugin; hook wrappers on this hook are not run.
 
     .. versionadded:: 0.1
+    """
+
+
+@_spec
+def register_union_members() -> Iterable[UnionMember]:
+    """Declare members this plugin adds to the merge-extensible unions of the vocabulary:
+    content-block kinds, stream-chunk kinds, turn triggers, turn-end reasons and
+    message-source kinds.
+
+    Called once per plugin when a registry is built, like
+    :func:`register_event_types`; each member is recorded with this plugin as its
+    owner, and the registry is frozen afterwards.
+
+    :returns: the :class:`~dsh_session_core.UnionMember` entries, each a family name
+        and a msgspec Struct tagged on that family's tag field (``type`` for blocks
+        and chunks, ``kind`` for triggers, reasons and sources). A tag declared twice
+        in one family (by two plugins, or by a plugin and core) makes the build fail
+        naming both (:class:`~dsh_session_core.errors.DuplicateUnionMemberError`).
+
+    Strict appends accept a payload holding a declared member (it is kept verbatim,
+    as an opaque event: typed decoding is core's); without the plugin installed, the
+    same payload loads opaquely and ``dsh-session validate --strict`` names it.
+
+    .. versionadded:: 0.2
     """
 
 

@@ -38,6 +38,9 @@ _LOG_HINT = (
 
 
 
+_STRICT_NOTE = " (strict: unknown event types and opaque payloads are errors)"
+
+
 def _recovered(path: str, reg: EventRegistry) -> tuple[ScanResult, list[Event]]:
     """A log file read by the JSONL backend's load rules: its scan (torn tail dropped)
     and the closers that close an interrupted turn (nothing is written)."""
@@ -153,7 +156,7 @@ def _validate(args: argparse.Namespace) -> int:
     if not args.json:
         checked = len(args.files)
         write(f"{checked - failed} of {checked} logs valid"
-              f"{' (strict: unknown event types are errors)' if args.strict else ''}\n")
+              f"{_STRICT_NOTE if args.strict else ''}\n")
     return EXIT_REJECTED if failed else EXIT_OK
 
 
@@ -273,7 +276,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="JSONL session logs")
     validate.add_argument(
-        "--strict", action="store_true", help="event types no plugin declares are errors too"
+        "--strict", action="store_true",
+        help="event types no plugin declares, and payloads that only load opaquely (an "
+             "unknown key or union member), are errors too",
     )
     validate.add_argument("--json", action="store_true", help="one JSON line per file")
     validate.set_defaults(run=_validate)

@@ -97,7 +97,7 @@ def _plugins(args: argparse.Namespace) -> int:
 def _events(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .._catalog import event_rows, payload_schemas, render_catalog
+    from .._catalog import event_rows, member_rows, payload_schemas, render_catalog
     from .._codec import encode_line
 
     reg = registry()
@@ -119,11 +119,16 @@ def _events(args: argparse.Namespace) -> int:
     elif args.schema:
         write(encode_line(payload_schemas(reg)) + b"\n")
     elif args.json:
-        write(encode_line(event_rows(reg)) + b"\n")
+        rows = {"events": event_rows(reg), "unions": member_rows(reg)}
+        write(encode_line(rows) + b"\n")
     else:
         for row in event_rows(reg):
             badge = "surface" if row["surface"] else "log-only"
             write(f"{row['type']:<22} {badge:<8}  {row['plugin']:<8}  {row['doc']}\n")
+        write("\nunion members:\n")
+        for member in member_rows(reg):
+            write(f"{member['union']:<16} {member['tag']:<16} {member['plugin']:<8}  "
+                  f"{member['doc']}\n")
     return EXIT_OK
 
 
