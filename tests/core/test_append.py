@@ -43,7 +43,14 @@ from dsh_session_core import (
     core_registry,
     encode_event,
 )
-from dsh_session_core.errors import AppendError, NotJsonError, SchemaError, SurfaceIntentError
+from dsh_session_core.errors import (
+    AppendError,
+    NotJsonError,
+    SchemaError,
+    SurfaceIntentError,
+    UnknownEventTypeError,
+    UnknownFieldError,
+)
 
 FIVE = ("user/message", "assistant/message", "tool/result", "context/message", "steering/message")
 
@@ -175,7 +182,7 @@ def test_a6_data_is_copied_and_the_logged_event_is_immutable() -> None:
 def test_a7_todo_write_is_copied_and_read_only() -> None:
     """``todo/write`` is a plugin type: opaque on a core-only session, still copied and
     read-only (deviation 4)."""
-    s = Session("s")
+    s = Session("s", strict=False)
     todos: list[dict[str, Any]] = [
         {"content": "plan the work", "status": "in_progress"},
         {"content": "write the code", "status": "pending"},
@@ -198,7 +205,7 @@ def test_a7_todo_write_is_copied_and_read_only() -> None:
 
 
 def test_a8_the_last_todo_write_wins() -> None:
-    s = Session("s")
+    s = Session("s", strict=False)
     s.append("todo/write", {"todos": [{"content": "first", "status": "pending"}]})
     s.append(
         "todo/write",
@@ -217,7 +224,7 @@ def test_a8_the_last_todo_write_wins() -> None:
 
 
 def test_a9_todo_write_does_not_reach_the_surface() -> None:
-    s = Session("s")
+    s = Session("s", strict=False)
     U(s, "q")
     assert len(s.derive_messages()) == 1
     ev = s.append("todo/write", {"todos": [{"content": "a task", "status": "pending"}]})
@@ -247,7 +254,7 @@ def test_a10_seq_equals_index_over_25_mixed_events() -> None:
 
 
 def test_a11_unknown_types_are_accepted() -> None:
-    s = Session("s")
+    s = Session("s", strict=False)
     ev = s.append("compaction/marker", {"foo": "bar"})
     assert ev.seq == 0
     assert ev.type == "compaction/marker"
@@ -259,6 +266,10 @@ def test_a11_unknown_types_are_accepted() -> None:
         "data": {"foo": "bar"},
     }
     assert len(s.events) == 1
+    strict = Session("s")  # the strict default refuses the type no plugin declares
+    with pytest.raises(UnknownEventTypeError, match='unknown event type "compaction/marker"'):
+        strict.append("compaction/marker", {"foo": "bar"})
+    assert len(strict.events) == 0
 
 
 def test_a12_surface_op_on_a_non_surface_event_is_rejected() -> None:
@@ -288,7 +299,7 @@ def test_a12_source_event_seqs_on_a_non_surface_event_is_rejected() -> None:
 
 def test_a12_surface_op_on_an_unknown_type_is_rejected() -> None:
     """Deviation 1 holds for types no plugin declares (opaque events) too."""
-    s = Session("s")
+    s = Session("s", strict=False)
     with pytest.raises(SurfaceIntentError, match=exact("compaction/marker cannot carry surfaceOp")):
         s.append("compaction/marker", {"foo": "bar"}, surface_op="append")
     assert len(s.events) == 0
@@ -375,7 +386,7 @@ def test_b13_error_names_the_path() -> None:
 def test_b18_nested_arrays_and_objects_are_accepted() -> None:
     """JS sparse arrays have no Python counterpart (a list has no holes); the accepted
     half of B18 applies as is."""
-    s = Session("s")
+    s = Session("s", strict=False)
     ev = s.append(
         "user/message",
         {**u_data("x"), "extra": [1, 2, [3, {"a": None, "b": True}]]},
@@ -383,10 +394,14 @@ def test_b18_nested_arrays_and_objects_are_accepted() -> None:
     )
     assert len(s.events) == 1
     assert wire(ev)["data"]["extra"] == [1, 2, [3, {"a": None, "b": True}]]
+    strict = Session("s")  # the strict default refuses the extension key
+    with pytest.raises(UnknownFieldError, match=exact('unknown key "extra" at $ of user/message')):
+        strict.append("user/message", {**u_data("x"), "extra": [1]}, surface_op="append")
+    assert len(strict.events) == 0
 
 
 def test_b22_shared_acyclic_value_is_accepted() -> None:
-    s = Session("s")
+    s = Session("s", strict=False)
     o = {"k": 1}
     ev = s.append("user/message", {**u_data("x"), "extra": {"x": o, "y": o}}, surface_op="append")
     assert len(s.events) == 1
@@ -394,7 +409,7 @@ def test_b22_shared_acyclic_value_is_accepted() -> None:
 
 
 def test_b23_negative_zero_is_accepted() -> None:
-    s = Session("s")
+    s = Session("s", strict=False)
     ev = s.append("user/message", {**u_data("x"), "extra": -0}, surface_op="append")
     assert b'"extra":0' in encode_event(ev)
     ev2 = s.append("user/message", {**u_data("x"), "extra": -0.0}, surface_op="append")
@@ -421,7 +436,7 @@ def test_b25_json_check_runs_before_the_marker_check() -> None:
 
 
 def test_b26_true_is_accepted() -> None:
-    s = Session("s")
+    s = Session("s", strict=False)
     ev = s.append("user/message", {**u_data("x"), "extra": True}, surface_op="append")
     assert wire(ev)["data"]["extra"] is True
     assert len(s.events) == 1
@@ -544,7 +559,7 @@ NON_SURFACE: list[tuple[str, dict[str, Any]]] = [
 
 
 def test_c28_non_surface_types_need_no_marker() -> None:
-    s = Session("s")
+    s = Session("s", strict=False)
     for i, (type_, data) in enumerate(NON_SURFACE):
         ev = s.append(type_, data)
         assert ev.seq == i

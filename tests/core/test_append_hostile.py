@@ -46,8 +46,9 @@ def nested(levels: int, leaf: Any = 1) -> Any:
     return v
 
 
-def _session() -> Session:
-    s = Session("s")
+def _session(**kw: Any) -> Session:
+    """A session in an open turn (``kw``: ``strict=False``, ``foreign_types``)."""
+    s = Session("s", **kw)
     s.append("turn/start", TS)
     s.append("user/message", U, surface_op="append")
     return s
@@ -95,7 +96,7 @@ def test_very_deep_meta_is_refused_not_a_recursion_error(levels: int) -> None:
 
 @pytest.mark.parametrize("levels", [MAX_JSON_DEPTH + 1, 1000])
 def test_deep_data_of_an_unknown_type_is_refused(levels: int) -> None:
-    s = _session()
+    s = _session(foreign_types=["x/y"])
     s.append("x/y", nested(MAX_JSON_DEPTH))
     exc = _refused(s, TooDeepError, "x/y", nested(levels))
     assert isinstance(exc, TooDeepError)
@@ -140,7 +141,7 @@ with open_store(sys.argv[1]) as store:
 def test_data_at_the_limit_flushes_and_reloads_in_a_fresh_process(tmp_path: Path) -> None:
     # Was: 495 levels accepted and flushed, and a fresh process could not open the log.
     for url in (str(tmp_path / "logs"), f"sqlite:///{tmp_path}/s.db"):
-        with open_store(url) as store:
+        with open_store(url, foreign_types=["x/y"]) as store:
             s = store.create("deep", cwd="/x")
             s.append("turn/start", TS)
             s.append("tool/result", _tr(nested(MAX_JSON_DEPTH - 1)), surface_op="append")
@@ -313,12 +314,19 @@ def test_a_surface_op_with_a_lone_surrogate_is_refused(op: Any) -> None:
 @pytest.mark.parametrize("key", ["a`b", "`", "a - at `$.x`", "a.b", "a[0]", "[0]", ".", ""])
 def test_odd_extension_keys_are_kept(key: str) -> None:
     # A backtick was KeyError in schema_problem (it parsed msgspec's message text).
-    s = _session()
+    s = _session(strict=False)
     ev = s.append("user/message", dict(U, **{key: {"c": 1}}), surface_op="append")
     assert ev.data[key] == {"c": 1}
     nested_key = {"content": [{"type": "text", "text": "x", key: 1}],
                   "source": {"kind": "user", key: [1]}}
     s.append("user/message", nested_key, surface_op="append")
+    # The strict default refuses the same key, naming it (no KeyError either).
+    from dsh_session_core.errors import UnknownFieldError
+
+    exc = _refused(_session(), UnknownFieldError, "user/message", dict(U, **{key: 1}),
+                   surface_op="append")
+    assert isinstance(exc, UnknownFieldError)
+    assert exc.key == key
 
 
 @pytest.mark.parametrize("key", ["a`b", "a.b", "x[0]"])
@@ -326,7 +334,8 @@ def test_a_schema_error_beside_an_odd_key_is_still_named(key: str) -> None:
     from dsh_session_core.errors import SchemaError
 
     bad = {"content": [{"type": "text", "text": 5, key: 1}], "source": {"kind": "user"}}
-    exc = _refused(_session(), SchemaError, "user/message", bad, surface_op="append")
+    exc = _refused(_session(strict=False), SchemaError, "user/message", bad,
+                   surface_op="append")
     assert isinstance(exc, SchemaError)
     assert exc.path == "$.content[0].text"
 
@@ -357,7 +366,7 @@ def test_a_replace_op_struct_with_no_int_seqs_is_refused(op: ReplaceOp) -> None:
 
 
 def test_a_logged_replace_op_can_be_appended_again() -> None:
-    s = _session()
+    s = _session(foreign_types=["x/y"])
     ev = s.append("x/y", {"op": {"op": "replace", "start": 1, "end": 1}})
     op = ev.data["op"]
     assert isinstance(op, JsonObject)
@@ -412,7 +421,7 @@ def test_an_event_type_with_a_lone_surrogate_is_refused_on_every_store() -> None
     from dsh_session_core import SessionStore
     from dsh_session_core.errors import EventTypeError
 
-    session = SessionStore().create("s")
+    session = SessionStore(foreign_types=["x/*"]).create("s")
     with pytest.raises(EventTypeError, match="holds a lone surrogate") as info:
         session.append("x/\ud800", {"a": 1})
     assert info.value.seq == 0

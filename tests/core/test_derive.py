@@ -40,6 +40,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_session_core import Event, OpaqueEvent, Session, encode_event
+from dsh_session_core.errors import UnknownMemberError
 from dsh_session_core.events import UserMessage, UserMessageData
 from dsh_session_core.vocabulary import TextBlock, UserSource
 
@@ -399,7 +400,7 @@ def test_f68_shadowed_events_still_project() -> None:
 
 
 def test_f68_log_only_types_project_to_none() -> None:
-    s = Session("s")
+    s = Session("s", strict=False)
     evs = [
         TS(s, 1),
         SS(s, 1, 1),
@@ -423,7 +424,7 @@ def test_f68_log_only_types_project_to_none() -> None:
 
 
 def test_f_opaque_user_message_projects_like_a_typed_one() -> None:
-    s = Session("s")
+    s = Session("s", strict=False)
     ev = s.append("user/message", {**u_data("hi"), "extra": {"k": 1}}, surface_op="append")
     assert isinstance(ev, OpaqueEvent)
     assert messages(s) == [{"role": "user", "content": [text("hi")]}]
@@ -433,7 +434,7 @@ def test_f_opaque_user_message_projects_like_a_typed_one() -> None:
 
 
 def test_f_opaque_tool_result_projects_the_four_keys() -> None:
-    s = Session("s")
+    s = Session("s", strict=False)
     s.append("tool/result", {**tr_data(1, 1, "c1", "out"), "extra": 1}, surface_op="append")
     (msg,) = messages(s)
     block = msg["content"][0]
@@ -447,7 +448,7 @@ def test_f_opaque_tool_result_projects_the_four_keys() -> None:
 
 
 def test_f_opaque_empty_assistant_projects_nothing() -> None:
-    s = Session("s")
+    s = Session("s", strict=False)
     s.append("assistant/message", {**a_data(1, 1, []), "extra": 1}, surface_op="append")
     assert node_seqs(s) == [0]
     assert s.derive_messages() == []
@@ -457,7 +458,7 @@ def test_f_envelope_kind_is_json_encoded() -> None:
     """§4: the kind is rendered as a JSON string: quotes and backslashes are escaped,
     non-ASCII is kept raw (JS ``JSON.stringify``). Such kinds are unknown to the schema,
     so these events are opaque, and still projected."""
-    s = Session("s")
+    s = Session("s", strict=False)
     for kind in ('we"ird', "back\\slash", "ünïcödé"):
         s.append(
             "context/message",
@@ -471,6 +472,12 @@ def test_f_envelope_kind_is_json_encoded() -> None:
         '<context source="ünïcödé">',
     ]
     assert messages(s) == scratch(s)
+    with pytest.raises(UnknownMemberError, match='unknown message source kind "we"ird"'):
+        Session("s").append(  # the strict default refuses the unknown kind
+            "context/message",
+            {"content": [text("x")], "source": {"kind": 'we"ird'}},
+            surface_op="append",
+        )
 
 
 # --- F69: determinism --------------------------------------------------------------------
@@ -648,7 +655,7 @@ def _check(s: Session, order: list[int]) -> None:
 
 
 def _run(steps: list[tuple[Any, ...]]) -> tuple[Session, list[int]]:
-    s = Session("x", clock=lambda: 1234)
+    s = Session("x", clock=lambda: 1234, strict=False)  # opaque noise, odd kinds
     order: list[int] = []
     for step in steps:
         match step:
@@ -700,7 +707,7 @@ def test_property_derivation_matches_model_scratch_and_replay(
 def test_property_generation_only_goes_up_and_messages_are_shared(
     steps: list[tuple[Any, ...]],
 ) -> None:
-    s = Session("x", clock=lambda: 1234)
+    s = Session("x", clock=lambda: 1234, strict=False)  # opaque noise, odd kinds
     order: list[int] = []
     last_gen = s.surface.replace_generation
     last = s.derive_messages()

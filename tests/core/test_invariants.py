@@ -186,8 +186,12 @@ def test_m145_step_numbering_and_enclosure(store: SessionStore) -> None:
     )
 
 
-def test_m146_every_other_type_must_be_turn_enclosed(store: SessionStore) -> None:
-    s = store.create()
+def test_m146_every_other_type_must_be_turn_enclosed(
+    pm: PluginManager, plugin: InvariantsPlugin
+) -> None:
+    pm.register(plugin, name="invariants")
+    # compaction/marker is appended as a foreign type (the strict default refuses it).
+    s = SessionStore(pm, clock=lambda: 1, foreign_types=["compaction/marker"]).create()
     outside = "appended outside any open turn (every event must be turn-enclosed)"
     violates(s, "user/message", user("hi"), f"user/message {outside}", surface_op="append")
     violates(s, "context/message", user("ctx"), f"context/message {outside}", surface_op="append")

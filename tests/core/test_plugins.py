@@ -310,7 +310,7 @@ def test_listener_list_is_recomputed_after_register(pm: PluginManager) -> None:
 
 
 def test_a_listener_registered_after_the_store_is_called(pm: PluginManager) -> None:
-    store = SessionStore(pm)
+    store = SessionStore(pm, foreign_types=["compaction/marker"])
     session = store.create("s")
     session.append("compaction/marker", {"n": 0})
     recorder = Recorder()

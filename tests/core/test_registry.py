@@ -23,7 +23,12 @@ from dsh_session_core import (
     encode_event,
     hookimpl,
 )
-from dsh_session_core.errors import DuplicateEventTypeError, PluginError, SchemaError
+from dsh_session_core.errors import (
+    DuplicateEventTypeError,
+    PluginError,
+    SchemaError,
+    UnknownEventTypeError,
+)
 from dsh_session_core.events import TurnStart
 
 CORE_TYPES = {
@@ -140,11 +145,14 @@ def test_entries_are_frozen(pm: PluginManager) -> None:
 
 
 def test_a_plugin_registered_after_the_build_does_not_reach_it(pm: PluginManager) -> None:
-    store = SessionStore(pm)
+    store = SessionStore(pm, strict=False)
+    strict = SessionStore(pm)
     pm.register(PingPlugin(), name="ping")
     assert "test/ping" not in store.registry
-    # The type is unknown to this store: kept opaque, not typed.
+    # The type is unknown to this store: kept opaque, not typed (refused, when strict).
     assert type(store.create().append("test/ping", {"count": 1})) is OpaqueEvent
+    with pytest.raises(UnknownEventTypeError, match='unknown event type "test/ping"'):
+        strict.create().append("test/ping", {"count": 1})
     # A store built now sees it.
     assert SessionStore(pm).registry.plugin_for("test/ping") == "ping"
 
