@@ -1,0 +1,638 @@
+"""Builders: a small typed API over ``Session.append`` that keeps turns balanced.
+
+This module owns :class:`Turn` and :class:`Step` (what ``session.turn()`` and
+``turn.step()`` return), the one-shot injection turn behind ``session.inject()``, and
+:class:`TurnStateError`, the error a misuse of them raises. It owns no wire shape: every
+builder writes through ``Session.append`` exactly the payload a harness would write by
+hand (``bench/run.py``'s standard turn, byte for byte), so each append is validated as
+any other and a store's plugins see every event.
+
+The rules it keeps, from the reference's seeds:
+
+- a turn is ``turn/start`` ... ``turn/end``; each step in it is ``step/start`` ...
+  ``step/end``, numbered from 1; turns are numbered 1 + the last ``turn/start``'s;
+- a block that raises ends the open step, then the turn: ``error`` (the step it failed
+  on and the message) for an :class:`Exception`, ``aborted`` for a cancellation
+  (``KeyboardInterrupt``, ``asyncio.CancelledError``, ``GeneratorExit``); the exception
+  propagates;
+- a block that returns ends the turn ``completed``, or ``max-tokens`` when a step of it
+  finished ``max-tokens`` (the cut-short fact wins over ``completed`` only); a step the
+  model finished ``error`` or ``aborted`` makes the turn end so, taking precedence;
+- an idle injection is its own turn: ``turn/start`` (trigger ``injection``),
+  ``context/message``, ``turn/end`` (``completed``).
+"""
+
+from __future__ import annotations
+
+__all__ = ["Step", "ToolCallRef", "Turn", "TurnStateError", "inject", "start_turn"]
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+
+import msgspec
+from msgspec import UNSET
+
+from .errors import DshSessionError
+from .events import AssistantChunkData, Event, OpaqueEvent, TurnEnd, TurnStart
+from .vocabulary import (
+    AbortedFinish,
+    AbortedReason,
+    CompletedReason,
+    ContentBlock,
+    ErrorFinish,
+    ErrorReason,
+    FinishChunk,
+    FinishReason,
+    MaxTokensFinish,
+    MaxTokensReason,
+    MessageSource,
+    PluginSource,
+    ReasoningBlock,
+    ReasoningDeltaChunk,
+    StreamChunk,
+    TextBlock,
+    TextDeltaChunk,
+    TokenUsage,
+    ToolCallBlock,
+    TurnEndReason,
+    TurnTrigger,
+    UserSource,
+)
+
+if TYPE_CHECKING:
+    from ._session import Session
+
+#: Content as a builder takes it: a string (one text block), or blocks, each a
+#: vocabulary Struct (:class:`~dsh_session_core.TextBlock`...) or its wire dict.
+Content: TypeAlias = str | Sequence[ContentBlock | Mapping[str, Any] | str]
+
+_to_builtins = msgspec.to_builtins
+_USER: Final = {"kind": "user"}
+_COMPLETED: Final = {"kind": "completed"}
+
+
+class TurnStateError(DshSessionError, RuntimeError):
+    """A builder was used out of order (a step after its turn ended, a result for a call
+    never made, a second open turn...). Nothing was appended."""
+
+
+def _wire(value: Any, trusted: Mapping[type, Callable[[Any], bool]] | None = None) -> Any:
+    """A caller's value as ``append`` should get it.
+
+    A dict is passed on as is (``append`` checks it fully). A Struct nested in a dict is
+    taken by ``append`` as is, unchecked (a Struct constructor does not validate), so a
+    Struct is passed on only when it is of a kind ``trusted`` lists for this position and
+    its fields pass that kind's check (a type test per field: far cheaper than making
+    builtins of it, which the chunks of a long stream would pay per token); any other
+    Struct becomes builtins, for ``append`` to check. Anything else is left to
+    ``append`` to judge.
+    """
+    cls = value.__class__
+    if cls is dict:
+        return value
+    if trusted is not None:
+        check = trusted.get(cls)
+        if check is not None and check(value):
+            return value
+    if isinstance(value, msgspec.Struct):
+        return _to_builtins(value)
+    if isinstance(value, Mapping):  # a read-only JSON object of a logged event
+        return dict(value)
+    return value
+
+
+def _is_count(value: object) -> bool:
+    return value.__class__ is int or value is UNSET
+
+
+def _text_ok(b: Any) -> bool:
+    return b.text.__class__ is str
+
+
+def _call_ok(b: ToolCallBlock) -> bool:
+    return b.id.__class__ is str and b.name.__class__ is str and b.arguments.__class__ is str
+
+
+def _delta_ok(c: Any) -> bool:
+    return c.index.__class__ is int and c.text.__class__ is str
+
+
+def _usage_ok(u: TokenUsage) -> bool:
+    return (u.input_tokens.__class__ is int and u.output_tokens.__class__ is int
+            and _is_count(u.cache_read_tokens) and _is_count(u.cache_write_tokens)
+            and _is_count(u.reasoning_tokens))
+
+
+def _plugin_ok(s: PluginSource) -> bool:
+    return s.plugin.__class__ is str
+
+
+def _always(_: object) -> bool:
+    return True
+
+
+#: The Structs passed on as they are, per position, with the check each must pass.
+_BLOCKS: Final[Mapping[type, Callable[[Any], bool]]] = {
+    TextBlock: _text_ok, ReasoningBlock: _text_ok, ToolCallBlock: _call_ok,
+}
+_CHUNKS: Final[Mapping[type, Callable[[Any], bool]]] = {
+    TextDeltaChunk: _delta_ok, ReasoningDeltaChunk: _delta_ok,
+}
+_USAGE: Final[Mapping[type, Callable[[Any], bool]]] = {TokenUsage: _usage_ok}
+_SOURCES: Final[Mapping[type, Callable[[Any], bool]]] = {
+    UserSource: _always, PluginSource: _plugin_ok,
+}
+
+
+def _content(content: Content) -> Any:
+    """Content in its wire shape: a string is one text block; a string in a list, too."""
+    if content.__class__ is str:
+        return [{"type": "text", "text": content}]
+    if isinstance(content, msgspec.Struct):  # one block, not a list of them
+        return [_wire(content, _BLOCKS)]
+    if isinstance(content, Mapping) or not isinstance(content, Iterable):
+        return content  # append refuses it with its path
+    return [
+        {"type": "text", "text": b} if b.__class__ is str else _wire(b, _BLOCKS)
+        for b in content
+    ]
+
+
+def _source(source: MessageSource | Mapping[str, Any] | None) -> Any:
+    return _USER if source is None else _wire(source, _SOURCES)
+
+
+def _open_turn_and_last(events: Sequence[Event]) -> tuple[Event | None, int]:
+    """The log's open ``turn/start`` (``None`` when its last turn ended) and the number
+    of its last ``turn/start`` (0 when none). Scans back from the end: a balanced log
+    costs the length of its last turn."""
+    open_start: Event | None = None
+    ended = False
+    for i in range(len(events) - 1, -1, -1):
+        ev = events[i]
+        cls = ev.__class__
+        if cls is TurnEnd:
+            ended = True
+            continue
+        if cls is not TurnStart:
+            if cls is not OpaqueEvent or ev.type not in ("turn/start", "turn/end"):
+                continue
+            if ev.type == "turn/end":
+                ended = True
+                continue
+        if not ended:
+            open_start = ev
+        number = _field(ev, "turn")
+        if number.__class__ is not int:
+            msg = (
+                f"the last turn/start (seq {ev.seq}) has no integer turn number "
+                f"({number!r}): pass the number, session.turn(number=...)"
+            )
+            raise TurnStateError(msg)
+        return open_start, number
+    return None, 0
+
+
+def _field(event: Event, name: str) -> Any:
+    data = event.data
+    if isinstance(data, Mapping):  # an opaque event: its payload is read-only JSON
+        return data.get(name)
+    return getattr(data, name, None)
+
+
+def start_turn(
+    session: Session,
+    trigger: TurnTrigger | Mapping[str, Any] | None = None,
+    *,
+    number: int | None = None,
+) -> Turn:
+    """Append ``turn/start`` and return the open :class:`Turn` (``Session.turn``)."""
+    open_start, last = _open_turn_and_last(session.events)
+    if open_start is not None:
+        msg = (
+            f"turn {_field(open_start, 'turn')} (turn/start at seq {open_start.seq}) is "
+            f"still open: end it first (leave its with block, or call turn.end()); a "
+            f"log read back open was cut short by a crash: read it with recover=True"
+        )
+        raise TurnStateError(msg)
+    if number is None:
+        number = last + 1
+    if trigger is None:
+        wire_trigger: Any = {"kind": "message", "source": _USER}
+    else:
+        wire_trigger = _wire(trigger)
+    start = session.append("turn/start", {"turn": number, "trigger": wire_trigger})
+    return Turn(session, number, start)
+
+
+def inject(
+    session: Session,
+    content: Content,
+    *,
+    source: MessageSource | Mapping[str, Any] | None = None,
+    number: int | None = None,
+) -> Event:
+    """The one-shot injection turn (``Session.inject``); returns its ``context/message``."""
+    wire_source = _source(source)
+    turn = start_turn(session, {"kind": "injection", "source": wire_source}, number=number)
+    with turn:
+        message = turn.context(content, source=wire_source)
+    return message
+
+
+class Turn:
+    """An open turn: what ``session.turn()`` returns, after appending its ``turn/start``.
+
+    Use it as a context manager (``with session.turn() as turn:``), which ends it on exit,
+    or call :meth:`end`. Events appended by hand in between are fine; the turn only
+    keeps its own steps and its ``turn/end``.
+    """
+
+    __slots__ = ("_failed_step", "_finish", "_open_step", "_session", "_step_count",
+                 "end_event", "number", "start_event")
+
+    def __init__(self, session: Session, number: int, start: Event) -> None:
+        self._session = session
+        #: The turn number (``data.turn`` of each of its events).
+        self.number = number
+        #: The logged ``turn/start``.
+        self.start_event = start
+        #: The logged ``turn/end``, once the turn ended.
+        self.end_event: Event | None = None
+        self._step_count = 0
+        self._open_step: Step | None = None
+        self._failed_step: int | None = None
+        # The first step the model finished error or aborted, else the first max-tokens.
+        self._finish: tuple[int, FinishReason] | None = None
+
+    def __repr__(self) -> str:
+        state = "ended" if self.end_event is not None else "open"
+        return f"<Turn {self.number} of {self._session.id!r}, {state}>"
+
+    @property
+    def session(self) -> Session:
+        """The session it writes to."""
+        return self._session
+
+    @property
+    def ended(self) -> bool:
+        """Whether its ``turn/end`` is logged."""
+        return self.end_event is not None
+
+    def _check_open(self, what: str) -> None:
+        if self.end_event is not None:
+            msg = (
+                f"turn {self.number} has ended (turn/end at seq {self.end_event.seq}): "
+                f"cannot {what}; start a new turn with session.turn()"
+            )
+            raise TurnStateError(msg)
+
+    # --- messages of the turn ----------------------------------------------------------
+
+    def user(
+        self, content: Content, *, source: MessageSource | Mapping[str, Any] | None = None
+    ) -> Event:
+        """Append a ``user/message`` (a prompt of the turn's batch); the source is the
+        user unless given."""
+        self._check_open("append a user/message")
+        wire_source = _source(source)
+        return self._session.append(
+            "user/message", {"content": _content(content), "source": wire_source},
+            surface_op="append",
+        )
+
+    def context(
+        self, content: Content, *, source: MessageSource | Mapping[str, Any] | None = None
+    ) -> Event:
+        """Append a ``context/message`` (injected context: a file-change notice...)."""
+        self._check_open("append a context/message")
+        wire_source = _source(source)
+        return self._session.append(
+            "context/message", {"content": _content(content), "source": wire_source},
+            surface_op="append",
+        )
+
+    def steer(
+        self, content: Content, *, source: MessageSource | Mapping[str, Any] | None = None
+    ) -> Event:
+        """Append a ``steering/message`` (sent while the turn runs, between steps)."""
+        self._check_open("append a steering/message")
+        wire_source = _source(source)
+        return self._session.append(
+            "steering/message",
+            {"turn": self.number, "content": _content(content), "source": wire_source},
+            surface_op="append",
+        )
+
+    # --- steps -------------------------------------------------------------------------
+
+    def step(self) -> Step:
+        """Append ``step/start`` of the next step (1, 2, ...) and return it, open.
+
+        :raises TurnStateError: the turn ended, or a step of it is still open.
+        """
+        self._check_open("start a step")
+        if self._open_step is not None:
+            msg = (
+                f"step {self._open_step.number} of turn {self.number} is still open: end "
+                f"it (leave its with block, or call step.end()) before starting another"
+            )
+            raise TurnStateError(msg)
+        number = self._step_count + 1
+        start = self._session.append("step/start", {"turn": self.number, "step": number})
+        self._step_count = number
+        self._failed_step = None  # a failure caught inside the turn is behind it
+        step = Step(self, number, start)
+        self._open_step = step
+        return step
+
+    @property
+    def steps(self) -> int:
+        """How many steps it started."""
+        return self._step_count
+
+    # --- ending ------------------------------------------------------------------------
+
+    def reason(self) -> TurnEndReason:
+        """The reason :meth:`end` writes when given none: ``completed``, unless a step
+        finished ``error`` or ``aborted`` (that, with its step), else ``max-tokens``."""
+        if self._finish is None:
+            return CompletedReason()
+        step, finish = self._finish
+        if isinstance(finish, ErrorFinish):
+            return ErrorReason(step=step, message=finish.message, code=finish.code)
+        if isinstance(finish, AbortedFinish):
+            return AbortedReason()
+        return MaxTokensReason()
+
+    def end(self, reason: TurnEndReason | Mapping[str, Any] | None = None) -> Event:
+        """End the open step, if any, then append ``turn/end``; return it.
+
+        :param reason: a :data:`~dsh_session_core.vocabulary.TurnEndReason` (or its wire
+            dict); by default :meth:`reason`.
+        :raises TurnStateError: the turn has ended already.
+        """
+        self._check_open("end it again")
+        if self._open_step is not None:
+            self._open_step.end()
+        if reason is None:
+            wire_reason: Any = _COMPLETED if self._finish is None else _wire(self.reason())
+        else:
+            wire_reason = _wire(reason)
+        event = self._session.append("turn/end", {"turn": self.number, "reason": wire_reason})
+        self.end_event = event
+        return event
+
+    def __enter__(self) -> Turn:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Literal[False]:
+        if self.end_event is not None:  # ended by hand inside the block
+            return False
+        if exc is None:
+            self.end()
+        elif isinstance(exc, Exception):
+            # The step it failed on: the open one, else the one a step's with block
+            # recorded as it closed, else the last started (0 before any step).
+            if self._open_step is not None:
+                step = self._open_step.number
+            elif self._failed_step is not None:
+                step = self._failed_step
+            else:
+                step = self._step_count
+            reason: dict[str, Any] = {"kind": "error", "step": step,
+                                      "message": str(exc) or type(exc).__name__}
+            code = getattr(exc, "code", None)
+            if isinstance(code, str):
+                reason["code"] = code
+            self.end(reason)
+        else:  # KeyboardInterrupt, CancelledError, GeneratorExit: a cancellation
+            self.end({"kind": "aborted"})
+        return False
+
+
+class ToolCallRef(msgspec.Struct, frozen=True, gc=False):
+    """A logged ``tool/call``, as :meth:`Step.tool_call` returns it: pass it to
+    :meth:`Step.tool_result`."""
+
+    #: The seq of the ``tool/call`` (the result's ``sourceEventSeqs``).
+    seq: int
+    call_id: str
+    name: str
+    arguments: str
+
+
+class Step:
+    """An open step of a turn: what ``turn.step()`` returns, after its ``step/start``.
+
+    Use it as a context manager (``with turn.step() as step:``), or call :meth:`end`.
+    """
+
+    __slots__ = ("_append", "_calls", "_chunk_seqs", "_results", "_session", "_turn",
+                 "_turn_number", "end_event", "number", "start_event")
+
+    def __init__(self, turn: Turn, number: int, start: Event) -> None:
+        self._turn = turn
+        self._session = turn.session
+        self._append = turn.session.append  # bound once: chunks come by the thousand
+        self._turn_number = turn.number
+        #: The step number within its turn (1, 2, ...).
+        self.number = number
+        #: The logged ``step/start``.
+        self.start_event = start
+        #: The logged ``step/end``, once the step ended.
+        self.end_event: Event | None = None
+        # The seqs of the chunks streamed since the last assistant/message: the next
+        # message's provenance, as the reference's loop records it.
+        self._chunk_seqs: list[int] = []
+        self._calls: dict[str, ToolCallRef] = {}
+        self._results: dict[str, int] = {}
+
+    def __repr__(self) -> str:
+        state = "ended" if self.end_event is not None else "open"
+        return f"<Step {self.number} of turn {self._turn_number}, {state}>"
+
+    @property
+    def turn(self) -> Turn:
+        """The turn it belongs to."""
+        return self._turn
+
+    def _check_open(self, what: str) -> None:
+        if self.end_event is not None:
+            msg = (
+                f"step {self.number} of turn {self._turn_number} has ended (step/end at "
+                f"seq {self.end_event.seq}): cannot {what}; start the next with turn.step()"
+            )
+            raise TurnStateError(msg)
+
+    def chunk(self, chunk: StreamChunk | Mapping[str, Any]) -> Event:
+        """Append one ``assistant/chunk`` (a :data:`~dsh_session_core.vocabulary.
+        StreamChunk` or its wire dict). A ``finish`` chunk also records how the model
+        call ended, for the turn's end reason."""
+        if self.end_event is not None:
+            self._check_open("append an assistant/chunk")
+        event = self._append(
+            "assistant/chunk",
+            {"turn": self._turn_number, "step": self.number, "chunk": _wire(chunk, _CHUNKS)},
+        )
+        self._chunk_seqs.append(event.seq)
+        data = event.data
+        if data.__class__ is AssistantChunkData and data.chunk.__class__ is FinishChunk:
+            self._finished(data.chunk.reason)
+        return event
+
+    def assistant(
+        self,
+        content: Content,
+        *,
+        usage: TokenUsage | Mapping[str, Any] | None = None,
+        finish: FinishReason | Mapping[str, Any] | None = None,
+        source_event_seqs: Iterable[int] | None = None,
+    ) -> Event:
+        """Append the step's assembled ``assistant/message``.
+
+        :param content: a string (one text block) or blocks (``TextBlock``,
+            ``ToolCallBlock``... or wire dicts).
+        :param usage: the call's token accounting, when the adapter reported it.
+        :param finish: how the model call ended, when no ``finish`` chunk said so. Not
+            logged (the message has no such field): it only sets the turn's end reason
+            (``max-tokens``, ``error``, ``aborted``).
+        :param source_event_seqs: provenance; by default the seqs of the chunks streamed
+            in this step since its last message (omitted when there are none).
+        """
+        self._check_open("append an assistant/message")
+        data: dict[str, Any] = {"turn": self._turn_number, "step": self.number,
+                                "content": _content(content)}
+        if usage is not None:
+            data["usage"] = _wire(usage, _USAGE)
+        if source_event_seqs is None and self._chunk_seqs:
+            source_event_seqs = self._chunk_seqs
+        event = self._session.append("assistant/message", data, surface_op="append",
+                                     source_event_seqs=source_event_seqs)
+        self._chunk_seqs = []
+        if finish is not None:
+            self._finished(msgspec.convert(_wire(finish), FinishReason))
+        return event
+
+    def _finished(self, finish: FinishReason) -> None:
+        turn = self._turn
+        if isinstance(finish, ErrorFinish | AbortedFinish):
+            if turn._finish is None or isinstance(turn._finish[1], MaxTokensFinish):
+                turn._finish = (self.number, finish)
+        elif isinstance(finish, MaxTokensFinish) and turn._finish is None:
+            turn._finish = (self.number, finish)
+
+    def tool_call(
+        self, call: ToolCallBlock | str, name: str | None = None, arguments: str | None = None
+    ) -> ToolCallRef:
+        """Append a ``tool/call``: from the message's ``ToolCallBlock``, or its id, name
+        and raw ``arguments`` text. Returns the reference :meth:`tool_result` takes.
+
+        :raises TurnStateError: the step ended, or the id was called already in it.
+        """
+        self._check_open("append a tool/call")
+        if isinstance(call, ToolCallBlock):
+            call_id, name, arguments = call.id, call.name, call.arguments
+        else:
+            call_id = call
+        if call_id in self._calls:
+            msg = (
+                f"tool call {call_id!r} was already logged in step {self.number} of turn "
+                f"{self._turn_number} (seq {self._calls[call_id].seq}): each call id once"
+            )
+            raise TurnStateError(msg)
+        if name is None or arguments is None:
+            msg = (
+                f"tool call {call_id!r} needs its name and arguments: "
+                f"step.tool_call(call_id, name, arguments), or pass its ToolCallBlock"
+            )
+            raise TurnStateError(msg)
+        event = self._session.append(
+            "tool/call",
+            {"turn": self._turn_number, "step": self.number, "callId": call_id,
+             "name": name, "arguments": arguments},
+        )
+        ref = ToolCallRef(event.seq, call_id, name, arguments)
+        self._calls[call_id] = ref
+        return ref
+
+    def tool_result(
+        self,
+        call: ToolCallRef | str,
+        content: Content,
+        *,
+        is_error: bool = False,
+        error: Mapping[str, Any] | msgspec.Struct | None = None,
+        meta: Any = UNSET,
+    ) -> Event:
+        """Append the ``tool/result`` answering a call of this step (its
+        :class:`ToolCallRef` or call id); its ``sourceEventSeqs`` is the call's seq.
+
+        :param error: ``{"name", "code"}`` of a failed call
+            (:class:`~dsh_session_core.events.ToolError`).
+        :param meta: the tool's private JSON presentation payload, when it has one.
+        :raises TurnStateError: the step ended, the call is not one of this step's, or
+            it has a result already.
+        """
+        self._check_open("append a tool/result")
+        call_id = call.call_id if isinstance(call, ToolCallRef) else call
+        ref = self._calls.get(call_id) if isinstance(call_id, str) else None
+        if ref is None or (isinstance(call, ToolCallRef) and ref != call):
+            known = ", ".join(repr(c) for c in self._calls) or "none"
+            msg = (
+                f"no tool/call {call_id!r} in step {self.number} of turn "
+                f"{self._turn_number} (its calls: {known}): log the call with "
+                f"step.tool_call(...) first, in the same step"
+            )
+            raise TurnStateError(msg)
+        if call_id in self._results:
+            msg = (
+                f"tool call {call_id!r} has a result already (seq {self._results[call_id]}):"
+                f" one tool/result per call"
+            )
+            raise TurnStateError(msg)
+        data: dict[str, Any] = {"turn": self._turn_number, "step": self.number,
+                                "callId": call_id, "content": _content(content),
+                                "isError": is_error}
+        if error is not None:
+            data["error"] = _wire(error)
+        if meta is not UNSET:
+            data["meta"] = meta
+        event = self._session.append("tool/result", data, surface_op="append",
+                                     source_event_seqs=(ref.seq,))
+        self._results[call_id] = event.seq
+        return event
+
+    def end(self) -> Event:
+        """Append ``step/end``; return it.
+
+        :raises TurnStateError: the step has ended already.
+        """
+        self._check_open("end it again")
+        event = self._session.append("step/end", {"turn": self._turn_number,
+                                                  "step": self.number})
+        self.end_event = event
+        self._turn._open_step = None
+        return event
+
+    def __enter__(self) -> Step:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Literal[False]:
+        if self.end_event is None:
+            if exc is not None:
+                self._turn._failed_step = self.number
+            if self._turn.end_event is None:
+                self.end()
+        return False

@@ -1,0 +1,445 @@
+"""The builders (``session.turn()``, ``turn.step()``, ``session.inject()``): the events
+they write are the hand-written appends' byte for byte, and a turn stays balanced when
+its block raises, is cancelled, or the builders are misused."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh_session_core import (
+    Message,
+    PluginSource,
+    Session,
+    TextBlock,
+    TokenUsage,
+    ToolCallBlock,
+    ToolResultBlock,
+    TurnStateError,
+    to_wire,
+)
+from dsh_session_core.errors import SchemaError
+from dsh_session_core.vocabulary import (
+    FinishChunk,
+    MaxTokensFinish,
+    ReasoningBlock,
+    RejectedReason,
+    StopFinish,
+    TextDeltaChunk,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load_bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_run", ROOT / "bench" / "run.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _load_bench()
+
+
+def _clock() -> int:
+    return 1_783_000_000_000
+
+
+def _session() -> Session:
+    return Session("b", clock=_clock)
+
+
+def _wire_lines(session: Session, start: int = 0) -> list[Any]:
+    return [msgspec.json.decode(line) for line in session.jsonl(start).splitlines()]
+
+
+# --- byte for byte the hand-written appends -------------------------------------------------
+
+
+def test_the_standard_workload_written_with_the_builders_is_byte_identical() -> None:
+    turns = 60
+    by_hand = _session()
+    bench.fill(by_hand, bench.workload(turns))
+    built = _session()
+    for t in range(1, turns + 1):
+        with built.turn() as turn:
+            turn.user(f"question {t}")
+            with turn.step() as step:
+                for i in range(40):
+                    step.chunk({"type": "text-delta", "index": 0, "text": f"tok{i} "})
+                call = ToolCallBlock(id=f"call-{t}", name="bash", arguments='{"command":"ls"}')
+                step.assistant(
+                    [TextBlock(text=f"turn {t}: the quick brown fox jumps over the lazy dog"),
+                     call],
+                    usage={"inputTokens": 1200, "outputTokens": 80, "cacheReadTokens": 1000},
+                )
+                step.tool_result(step.tool_call(call.id, call.name, call.arguments),
+                                 [{"type": "text", "text": "a.txt\nb.txt\n"}])
+    assert len(built.events) == turns * 48
+    assert built.to_jsonl() == by_hand.to_jsonl()
+
+
+def test_the_bench_builder_path_writes_the_bench_workload() -> None:
+    by_hand = _session()
+    bench.fill(by_hand, bench.workload(25))
+    built = _session()
+    bench.builder_fill(built, bench.builder_inputs(25))
+    assert built.to_jsonl() == by_hand.to_jsonl()
+
+
+texts = st.text(max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    prompt=texts,
+    deltas=st.lists(texts, max_size=5),
+    reply=texts,
+    calls=st.lists(st.tuples(texts, texts), max_size=3, unique_by=lambda c: c[0]),
+    usage=st.none() | st.tuples(st.integers(0, 10**6), st.integers(0, 10**6),
+                                st.none() | st.integers(0, 10**6)),
+    failed=st.booleans(),
+)
+def test_any_turn_matches_its_hand_written_appends(
+    prompt: str,
+    deltas: list[str],
+    reply: str,
+    calls: list[tuple[str, str]],
+    usage: tuple[int, int, int | None] | None,
+    failed: bool,
+) -> None:
+    built, by_hand = _session(), _session()
+    # Written by hand, as a harness would without the builders.
+    a = by_hand.append
+    a("turn/start", {"turn": 1, "trigger": {"kind": "message", "source": {"kind": "user"}}})
+    a("user/message", {"content": [{"type": "text", "text": prompt}],
+                       "source": {"kind": "user"}}, surface_op="append")
+    a("step/start", {"turn": 1, "step": 1})
+    for d in deltas:
+        a("assistant/chunk", {"turn": 1, "step": 1,
+                              "chunk": {"type": "reasoning-delta", "index": 0, "text": d}})
+    message: dict[str, Any] = {
+        "turn": 1, "step": 1,
+        "content": [{"type": "text", "text": reply}]
+        + [{"type": "tool-call", "id": cid, "name": "run", "arguments": args}
+           for cid, args in calls],
+    }
+    if usage is not None:
+        message["usage"] = {"inputTokens": usage[0], "outputTokens": usage[1]}
+        if usage[2] is not None:
+            message["usage"]["cacheWriteTokens"] = usage[2]
+    chunk_seqs = list(range(3, 3 + len(deltas)))
+    a("assistant/message", message, surface_op="append",
+      source_event_seqs=chunk_seqs or None)
+    for cid, args in calls:
+        call = a("tool/call", {"turn": 1, "step": 1, "callId": cid, "name": "run",
+                               "arguments": args})
+        a("tool/result", {"turn": 1, "step": 1, "callId": cid,
+                          "content": [{"type": "text", "text": f"ran {args}"}],
+                          "isError": failed}, surface_op="append", source_event_seqs=[call.seq])
+    a("step/end", {"turn": 1, "step": 1})
+    a("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+
+    # The same with the builders, from typed structs.
+    with built.turn() as turn:
+        turn.user(prompt)
+        with turn.step() as step:
+            for d in deltas:
+                step.chunk({"type": "reasoning-delta", "index": 0, "text": d})
+            blocks = [ToolCallBlock(id=cid, name="run", arguments=args) for cid, args in calls]
+            token_usage = None
+            if usage is not None:
+                token_usage = TokenUsage(
+                    input_tokens=usage[0], output_tokens=usage[1],
+                    **({} if usage[2] is None else {"cache_write_tokens": usage[2]}))
+            step.assistant([TextBlock(text=reply), *blocks], usage=token_usage)
+            for block in blocks:
+                ref = step.tool_call(block)
+                step.tool_result(ref, f"ran {block.arguments}", is_error=failed)
+    assert built.to_jsonl() == by_hand.to_jsonl()
+
+
+# --- numbering --------------------------------------------------------------------------------
+
+
+def test_turns_continue_from_the_last_turn_start_and_steps_count_from_one() -> None:
+    s = _session()
+    s.append("turn/start", {"turn": 7, "trigger": {"kind": "message", "source": {"kind": "user"}}})
+    s.append("turn/end", {"turn": 7, "reason": {"kind": "completed"}})
+    with s.turn() as turn:
+        assert turn.number == 8
+        turn.step().end()
+        with turn.step() as step:
+            assert step.number == 2
+    with s.turn(number=20) as turn:
+        pass
+    with s.turn() as turn:
+        assert turn.number == 21
+    numbers = [(w["type"], w["data"].get("turn"), w["data"].get("step"))
+               for w in _wire_lines(s, 2)]
+    assert numbers == [
+        ("turn/start", 8, None), ("step/start", 8, 1), ("step/end", 8, 1),
+        ("step/start", 8, 2), ("step/end", 8, 2), ("turn/end", 8, None),
+        ("turn/start", 20, None), ("turn/end", 20, None),
+        ("turn/start", 21, None), ("turn/end", 21, None),
+    ]
+
+
+def test_a_fresh_session_starts_at_turn_one_with_the_given_trigger() -> None:
+    s = _session()
+    with s.turn({"kind": "message", "source": {"kind": "plugin", "plugin": "cron"}}) as turn:
+        assert turn.number == 1
+    assert _wire_lines(s)[0]["data"] == {
+        "turn": 1, "trigger": {"kind": "message", "source": {"kind": "plugin", "plugin": "cron"}}}
+
+
+# --- ending: error, aborted, max-tokens, by hand -----------------------------------------------
+
+
+def test_a_block_raising_in_a_step_ends_the_step_then_the_turn_with_error() -> None:
+    s = _session()
+
+    def failing() -> None:
+        with s.turn() as turn:
+            turn.step().end()
+            with turn.step() as step:
+                step.chunk(TextDeltaChunk(index=0, text="par"))
+                raise ValueError("model failed")
+
+    with pytest.raises(ValueError, match="model failed"):
+        failing()
+    assert [(w["type"], w["data"]) for w in _wire_lines(s, 3)] == [
+        ("step/start", {"turn": 1, "step": 2}),
+        ("assistant/chunk", {"turn": 1, "step": 2,
+                             "chunk": {"type": "text-delta", "index": 0, "text": "par"}}),
+        ("step/end", {"turn": 1, "step": 2}),
+        ("turn/end", {"turn": 1, "reason": {"kind": "error", "step": 2,
+                                            "message": "model failed"}}),
+    ]
+
+
+class _CodedError(Exception):
+    code = "RATE_LIMIT"
+
+
+def test_an_error_between_steps_names_the_last_step_and_its_code() -> None:
+    s = _session()
+
+    def failing() -> None:
+        with s.turn() as turn:
+            turn.step().end()
+            raise _CodedError
+
+    with pytest.raises(_CodedError):
+        failing()
+    assert _wire_lines(s)[-1]["data"]["reason"] == {
+        "kind": "error", "step": 1, "message": "_CodedError", "code": "RATE_LIMIT"}
+
+
+def test_an_error_before_any_step_is_step_zero() -> None:
+    s = _session()
+
+    def failing() -> None:
+        with s.turn() as turn:
+            turn.user("hi")
+            raise KeyError("missing")
+
+    with pytest.raises(KeyError):
+        failing()
+    assert _wire_lines(s)[-1]["data"]["reason"] == {
+        "kind": "error", "step": 0, "message": "'missing'"}
+
+
+def test_a_keyboard_interrupt_ends_the_turn_aborted() -> None:
+    s = _session()
+    with pytest.raises(KeyboardInterrupt), s.turn() as turn, turn.step():
+        raise KeyboardInterrupt
+    assert [w["type"] for w in _wire_lines(s)] == [
+        "turn/start", "step/start", "step/end", "turn/end"]
+    assert _wire_lines(s)[-1]["data"]["reason"] == {"kind": "aborted"}
+
+
+def test_a_cancelled_task_ends_its_turn_aborted() -> None:
+    s = _session()
+    started = asyncio.Event()
+
+    async def agent() -> None:
+        with s.turn() as turn, turn.step() as step:
+            step.chunk({"type": "text-delta", "index": 0, "text": "thinking"})
+            started.set()
+            await asyncio.sleep(60)
+
+    async def main() -> None:
+        task = asyncio.create_task(agent())
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert [w["type"] for w in _wire_lines(s)][-2:] == ["step/end", "turn/end"]
+    assert _wire_lines(s)[-1]["data"] == {"turn": 1, "reason": {"kind": "aborted"}}
+
+
+def test_a_max_tokens_step_makes_the_turn_end_max_tokens() -> None:
+    s = _session()
+    with s.turn() as turn:
+        with turn.step() as step:
+            step.chunk(FinishChunk(reason=MaxTokensFinish()))
+            step.assistant("cut sh")
+        with turn.step() as step:
+            step.assistant("ort", finish=StopFinish())
+    assert _wire_lines(s)[-1]["data"]["reason"] == {"kind": "max-tokens"}
+    assert turn.reason().kind == "max-tokens"
+
+
+def test_a_model_error_wins_over_max_tokens() -> None:
+    s = _session()
+    with s.turn() as turn:
+        with turn.step() as step:
+            step.assistant("a", finish={"kind": "max-tokens"})
+        with turn.step() as step:
+            step.chunk({"type": "finish", "reason": {"kind": "error", "message": "overloaded",
+                                                     "code": "529"}})
+    assert _wire_lines(s)[-1]["data"]["reason"] == {
+        "kind": "error", "step": 2, "message": "overloaded", "code": "529"}
+
+
+def test_a_rejected_turn_is_ended_by_hand() -> None:
+    s = _session()
+    with s.turn() as turn:
+        s.append("prompt/blocked", {"content": [{"type": "text", "text": "rm -rf tests"}],
+                                    "source": {"kind": "user"}, "reason": "not here"})
+        turn.end(RejectedReason(reason="not here"))
+    assert turn.ended
+    assert [w["type"] for w in _wire_lines(s)] == ["turn/start", "prompt/blocked", "turn/end"]
+    assert _wire_lines(s)[-1]["data"]["reason"] == {"kind": "rejected", "reason": "not here"}
+
+
+# --- injection ----------------------------------------------------------------------------------
+
+
+def test_inject_is_the_one_shot_injection_turn_of_the_seeds() -> None:
+    s = _session()
+    with s.turn():
+        pass
+    message = s.inject("config changed", source=PluginSource(plugin="file-watch"))
+    source = {"kind": "plugin", "plugin": "file-watch"}
+    assert _wire_lines(s, 2) == [
+        {"type": "turn/start", "seq": 2, "time": _clock(),
+         "data": {"turn": 2, "trigger": {"kind": "injection", "source": source}}},
+        {"type": "context/message", "seq": 3, "time": _clock(),
+         "data": {"content": [{"type": "text", "text": "config changed"}], "source": source},
+         "surfaceOp": "append"},
+        {"type": "turn/end", "seq": 4, "time": _clock(),
+         "data": {"turn": 2, "reason": {"kind": "completed"}}},
+    ]
+    assert message.seq == 3
+
+
+def test_inject_inside_an_open_turn_is_refused() -> None:
+    s = _session()
+    with s.turn() as turn:
+        with pytest.raises(TurnStateError, match=r"turn\.context\(\)|still open"):
+            s.inject("late")
+        turn.context("in the turn instead")
+    assert [w["type"] for w in _wire_lines(s)] == ["turn/start", "context/message", "turn/end"]
+
+
+# --- misuse ---------------------------------------------------------------------------------------
+
+
+def test_misuse_is_refused_with_what_to_do_and_the_log_untouched() -> None:
+    s = _session()
+    with s.turn() as turn:
+        step = turn.step()
+        with pytest.raises(TurnStateError, match="still open"):
+            turn.step()
+        with pytest.raises(TurnStateError, match="still open"):
+            s.turn()
+        with pytest.raises(TurnStateError, match=r"no tool/call 'c9'.*step\.tool_call"):
+            step.tool_result("c9", "x")
+        ref = step.tool_call("c1", "read", "{}")
+        with pytest.raises(TurnStateError, match="already logged"):
+            step.tool_call("c1", "read", "{}")
+        with pytest.raises(TurnStateError, match="needs its name and arguments"):
+            step.tool_call("c2")
+        step.tool_result(ref, "ok")
+        with pytest.raises(TurnStateError, match="has a result already"):
+            step.tool_result("c1", "again")
+        step.end()
+        with pytest.raises(TurnStateError, match=r"step 1 of turn 1 has ended.*turn\.step\(\)"):
+            step.chunk({"type": "text-delta", "index": 0, "text": "late"})
+        with turn.step() as second, pytest.raises(TurnStateError, match="no tool/call 'c1'"):
+            second.tool_result(ref, "from another step")
+    seq = s.seq
+    with pytest.raises(TurnStateError, match=r"turn 1 has ended.*session\.turn\(\)"):
+        turn.user("late")
+    with pytest.raises(TurnStateError, match="has ended"):
+        turn.end()
+    assert s.seq == seq
+    assert [w["type"] for w in _wire_lines(s)] == [
+        "turn/start", "step/start", "tool/call", "tool/result", "step/end",
+        "step/start", "step/end", "turn/end"]
+
+
+def test_a_log_left_open_is_named_when_a_turn_starts() -> None:
+    s = _session()
+    s.append("turn/start", {"turn": 3, "trigger": {"kind": "message", "source": {"kind": "user"}}})
+    with pytest.raises(TurnStateError, match=r"turn 3 \(turn/start at seq 0\) is still open"):
+        s.turn()
+    assert s.seq == 1
+
+
+@pytest.mark.parametrize(
+    ("call", "path"),
+    [
+        (lambda st: st.assistant([TextBlock(text=1)]), "$.content[0].text"),  # type: ignore[arg-type]
+        (lambda st: st.assistant("x", usage=TokenUsage(input_tokens="9", output_tokens=1)),  # type: ignore[arg-type]
+         "$.usage.inputTokens"),
+        (lambda st: st.chunk(TextDeltaChunk(index=0.5, text="x")), "$.chunk.index"),  # type: ignore[arg-type]
+        (lambda st: st.chunk(TextBlock(text="a block is no chunk")), "$.chunk.type"),
+        (lambda st: st.assistant([ToolCallBlock(id="c", name=None, arguments="{}")]),  # type: ignore[arg-type]
+         "$.content[0].name"),
+    ],
+)
+def test_a_struct_holding_a_wrong_value_is_refused_like_a_dict(call: Any, path: str) -> None:
+    s = _session()
+    with s.turn() as turn, turn.step() as step:
+        before = s.seq
+        with pytest.raises(SchemaError) as info:
+            call(step)
+        assert info.value.path == path
+        assert s.seq == before
+
+
+# --- derived messages are the typed structs --------------------------------------------------
+
+
+def test_derived_messages_are_the_same_typed_structs() -> None:
+    s = _session()
+    with s.turn() as turn:
+        turn.user([TextBlock(text="list files")])
+        with turn.step() as step:
+            call = ToolCallBlock(id="c1", name="bash", arguments='{"command":"ls"}')
+            step.assistant([ReasoningBlock(text="use ls"), call])
+            step.tool_result(step.tool_call(call), "a.txt", is_error=True)
+    messages = s.derive_messages()
+    assert messages == [
+        Message(role="user", content=(TextBlock(text="list files"),)),
+        Message(role="assistant", content=(ReasoningBlock(text="use ls"), call)),
+        Message(role="user", content=(ToolResultBlock(
+            tool_call_id="c1", content=(TextBlock(text="a.txt"),), is_error=True),)),
+    ]
+    assert type(messages[1].content[1]) is ToolCallBlock
+    assert to_wire(messages[2])["content"][0]["toolCallId"] == "c1"
