@@ -34,8 +34,9 @@ def compact_pm() -> PluginManager:
     return pm
 
 
-def make_store(pm: PluginManager | None = None) -> SessionStore:
-    return SessionStore(pm if pm is not None else compact_pm(), clock=lambda: 1)
+def make_store(pm: PluginManager | None = None, **kw: Any) -> SessionStore:
+    """A store (``kw``: ``strict=False`` or ``foreign_types`` for a lenient one)."""
+    return SessionStore(pm if pm is not None else compact_pm(), clock=lambda: 1, **kw)
 
 
 def wire(event: Event) -> dict[str, JSON]:

@@ -70,8 +70,9 @@ def test_empty_entries_log_only_events_and_missing_seqs_are_skipped() -> None:
 
 
 def test_opaque_events_render_by_their_type() -> None:
-    # A block kind no schema knows makes the whole event opaque (read-only JSON).
-    s = make_store().create()
+    # A block kind no schema knows makes the whole event opaque (read-only JSON); only a
+    # lenient store appends it (the strict default refuses the unknown member).
+    s = make_store(strict=False).create()
     event = s.append(
         "user/message",
         {"content": [text("look"), {"type": "image", "data": "zzz"}], "source": {"kind": "user"}},

@@ -220,14 +220,14 @@ def test_current_todos_with_no_write_is_none() -> None:
 
 
 def test_without_the_plugin_the_event_is_untyped_but_still_read() -> None:
-    s = SessionStore(create_plugin_manager(autoload=False)).create()
+    s = SessionStore(create_plugin_manager(autoload=False), strict=False).create()
     assert todo_write(s, [item(" a ", "in_progress")]).is_error is False
     assert type(s.events[0]) is OpaqueEvent
     assert current_todos(s.events) == (TodoItem(content="a", status="in_progress"),)
 
 
 def test_a_latest_write_outside_the_schema_is_reported() -> None:
-    s = SessionStore(create_plugin_manager(autoload=False)).create()
+    s = SessionStore(create_plugin_manager(autoload=False), strict=False).create()
     todo_write(s, [item("a")])
     s.append("todo/write", {"todos": [item("b", "doing")]})
     with pytest.raises(TodoSnapshotError, match=r"^todo/write at seq 1 ") as info:
