@@ -16,7 +16,10 @@ plugins-persistence §8.4):
 
 The backend hooks are synchronous (file and SQLite I/O are); ``DurableStore.aflush``
 awaits a backend's native asyncio append where it has one (PostgreSQL) and otherwise runs
-the flush in a worker thread, so an asyncio loop is never blocked.
+the flush in a worker thread, so an asyncio loop is never blocked. The store's other
+``a*`` methods (:mod:`.aio`) run this coordinator's synchronous service in the store's
+worker thread; :meth:`PersistencePlugin.serialized` lets a reader in another thread keep
+clear of a session's writes.
 """
 
 from __future__ import annotations
@@ -95,6 +98,18 @@ class PersistencePlugin:
             if lock is None:
                 lock = self._id_locks[session_id] = threading.RLock()
             return lock
+
+    def serialized(self, session_id: str) -> threading.RLock:
+        """The lock that serializes this coordinator's work on one session: a reader
+        that calls the backend for a session from another thread (an asyncio follower's
+        poll) holds it, so that it never calls the backend at once with a write of that
+        session (the :class:`~.base.Backend` contract)."""
+        return self._serial(session_id)
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` (or :meth:`close_sessions`) ran."""
+        return self._closed
 
     def _own(self, state: _State) -> None:
         """Take the session's writer lock before this coordinator writes to it."""
@@ -284,6 +299,17 @@ class PersistencePlugin:
         """
         if self._closed:
             return
+        errors = self.close_sessions()
+        try:
+            self.backend.close()
+        except Exception as exc:
+            errors.append(exc)
+        self.raise_dispose(errors)
+
+    def close_sessions(self) -> builtins.list[Exception]:
+        """The first half of :meth:`close`: flush every buffered session and release the
+        writer locks; the coordinator is closed. Returns the failures, for
+        :meth:`raise_dispose` (the backend is left open)."""
         errors: builtins.list[Exception] = []
         for session, buffer in list(self._buffers.items()):
             if buffer:
@@ -296,10 +322,13 @@ class PersistencePlugin:
                 state.lock.release()
                 state.lock = None
         self._closed = True
-        try:
-            self.backend.close()
-        except Exception as exc:
-            errors.append(exc)
+        return errors
+
+    def raise_dispose(self, errors: builtins.list[Exception]) -> None:
+        """Raise the failures of a close, if any.
+
+        :raises ExceptionGroup: ``<backend name> dispose failed``, with every failure.
+        """
         if errors:
             msg = f"{self.backend.name} dispose failed"
             raise ExceptionGroup(msg, errors)

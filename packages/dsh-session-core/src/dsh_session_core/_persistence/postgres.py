@@ -582,6 +582,39 @@ class PostgresBackend:
         (last,) = await cur.fetchone()  # type: ignore[misc]
         raise conflict(session_id, last, seqs[0])
 
+    async def alist(self) -> builtins.list[SessionHeader]:
+        """:meth:`list` for asyncio hosts, on psycopg's ``AsyncConnection``."""
+        conn = await self._atake()
+        try:
+            rows = await (await conn.execute(SELECT_HEADERS)).fetchall()
+        finally:
+            self._agive(conn)
+        return [header_of(row) for row in rows]
+
+    async def atail_lines(self, session_id: str, count: int) -> LogTail | None:
+        """:meth:`tail_lines` for asyncio hosts, on psycopg's ``AsyncConnection``."""
+        conn = await self._atake()
+        try:
+            found = await postgres_follow.atail(conn, session_id, count)
+        finally:
+            self._agive(conn)
+        return None if found is None else LogTail(*found)
+
+    async def afollow_lines(
+        self, session_id: str, position: object, *, timeout: float | None = None
+    ) -> AsyncIterator[LogNews]:
+        """:meth:`follow_lines` for asyncio hosts: :meth:`afollow`'s reports, as the
+        protocol gives them (a cut back comes with a note). Closing it (or cancelling
+        its consumer) closes its listening connection."""
+        if type(position) is not int:
+            msg = f"a PostgreSQL position is a seq (int), got {position!r}"
+            raise TypeError(msg)
+        async with contextlib.aclosing(
+            postgres_follow.afollow(self._aconnect, session_id, position, timeout)
+        ) as reports:
+            async for top, lines in reports:
+                yield LogNews(lines, top, None if lines else postgres_follow.cut_note(top))
+
     async def _aconnect(self, application: str = "dsh-session") -> psycopg.AsyncConnection[Any]:
         import psycopg
 

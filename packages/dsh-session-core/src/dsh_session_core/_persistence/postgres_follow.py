@@ -10,7 +10,7 @@ The functions take a connection (or a way to make one), so the backend class
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .postgres_schema import (
@@ -26,7 +26,7 @@ from .rows import row_line
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["afollow", "cut_note", "follow", "tail"]
+__all__ = ["afollow", "atail", "cut_note", "follow", "tail"]
 
 #: A follow report: the last stored seq, and the new lines (none: the log was cut back
 #: to that seq).
@@ -49,6 +49,20 @@ def tail(conn: psycopg.Connection[Any], session_id: str, count: int
         return None
     (last,) = conn.execute(SELECT_LAST, (session_id,)).fetchone()  # type: ignore[misc]
     rows = conn.execute(SELECT_TAIL, (session_id, last, max(count, 0))).fetchall()
+    return [row_line(row) for row in reversed(rows)], int(last)
+
+
+# The twin of tail, on psycopg's async API: keep the two in step.
+async def atail(conn: psycopg.AsyncConnection[Any], session_id: str, count: int
+                ) -> tuple[list[bytes], int] | None:
+    """:func:`tail` for asyncio hosts, on an ``AsyncConnection``."""
+    if not text_ok(session_id):
+        return None
+    if await (await conn.execute(SELECT_FOUND, (session_id,))).fetchone() is None:
+        return None
+    (last,) = await (await conn.execute(SELECT_LAST, (session_id,))).fetchone()  # type: ignore[misc]
+    cur = await conn.execute(SELECT_TAIL, (session_id, last, max(count, 0)))
+    rows = await cur.fetchall()
     return [row_line(row) for row in reversed(rows)], int(last)
 
 
@@ -99,7 +113,7 @@ async def afollow(
     session_id: str,
     after: int,
     timeout: float | None,
-) -> AsyncIterator[News]:
+) -> AsyncGenerator[News, None]:
     """:func:`follow` for asyncio hosts: the same reports, waiting on NOTIFY without
     blocking the loop."""
     conn = await aconnect("dsh-session follower")

@@ -9,8 +9,9 @@ overridden by the ``DSH_SESSION_STORE`` environment variable or the ``url`` argu
 from __future__ import annotations
 
 import os
+import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -21,6 +22,7 @@ from .._session import Clock, Session
 from .._store import SessionStore
 from ..errors import PersistenceError
 from ..events import Event
+from .aio import StoredHeaders, StoreWorker, follow_events
 from .base import Backend
 from .coordinator import PersistencePlugin
 
@@ -35,6 +37,9 @@ __all__ = [
 
 #: Where ``open_store()`` stores by default: a URL or a folder path.
 STORE_ENV = "DSH_SESSION_STORE"
+
+#: Guards the making of a store's worker thread (:meth:`DurableStore._worker`).
+_WORKER_GUARD = threading.Lock()
 
 
 class DurableStore(SessionStore):
@@ -56,9 +61,17 @@ class DurableStore(SessionStore):
         plugin_manager: PluginManager | None = None,
         *,
         clock: Clock | None = None,
+        strict: bool = True,
+        foreign_types: Iterable[str] = (),
+        checks: bool = False,
     ) -> None:
+        """:param backend: where the sessions are stored.
+        :param strict, foreign_types, checks: what appends refuse, as for
+            :class:`~dsh_session_core.SessionStore`.
+        """
         pm = plugin_manager if plugin_manager is not None else create_plugin_manager()
-        super().__init__(pm, clock=clock)
+        super().__init__(pm, clock=clock, strict=strict, foreign_types=foreign_types,
+                         checks=checks)
         self.persistence = PersistencePlugin(backend, self.registry)
         pm.register(self.persistence, name="persistence")
 
@@ -117,13 +130,141 @@ class DurableStore(SessionStore):
             seed_length=h.seed_length if isinstance(h.seed_length, int) else None,
         )
 
+    # --- asyncio ------------------------------------------------------------------------
+    #
+    # Each operation below is its synchronous twin, awaited without blocking the event
+    # loop (see .aio for the rule of what may run at once): natively where the backend
+    # has an async hook for it, else in the store's worker thread, where the operations
+    # run one at a time.
+
+    #: The store's worker thread (:class:`~.aio.StoreWorker`), made at first use: a
+    #: class default, since ``__init__`` need not know about asyncio.
+    _aio_worker: StoreWorker | None = None
+
+    def _worker(self) -> StoreWorker:
+        worker = self._aio_worker
+        if worker is None:
+            with _WORKER_GUARD:  # two threads' first awaited operations: one worker
+                worker = self._aio_worker
+                if worker is None:
+                    worker = self._aio_worker = StoreWorker()
+        return worker
+
+    async def acreate(
+        self,
+        id: str | None = None,
+        *,
+        seed: Iterable[Event | Mapping[str, Any]] | None = None,
+        cwd: str | None = None,
+        parent_session: str | None = None,
+        created_at: int | None = None,
+        seed_length: int | None = None,
+        seed_jsonl: bytes | None = None,
+    ) -> Session:
+        """:meth:`create` for asyncio hosts, in the store's worker thread on every
+        backend: creating checks that nothing is stored under the id and takes the
+        session's writer lock (on PostgreSQL a lease: a synchronous connection of its
+        own, which the session's synchronous flushes then write through)."""
+        return await self._worker().run(
+            self.create, id, seed=seed, cwd=cwd, parent_session=parent_session,
+            created_at=created_at, seed_length=seed_length, seed_jsonl=seed_jsonl,
+        )
+
+    async def aopen(self, session_id: str) -> Session:
+        """:meth:`open` for asyncio hosts, in the store's worker thread on every backend:
+        the crash repair and the writer lock (the PostgreSQL lease) are synchronous, and
+        decoding a long log is CPU work that must not run on the event loop.
+
+        :raises PersistenceError: nothing is stored under this id.
+        """
+        return await self._worker().run(self.open, session_id)
+
+    async def afork(
+        self,
+        source: Session | str,
+        boundary: int | None = None,
+        child_id: str | None = None,
+    ) -> Session:
+        """:meth:`fork` for asyncio hosts, in the store's worker thread (the child is
+        created as :meth:`acreate` creates).
+
+        :raises SessionForkError: as :meth:`fork`.
+        """
+        return await self._worker().run(self.fork, source, boundary, child_id)
+
     async def aflush(self, session: Session) -> None:
         """Flush from asyncio: the durable write is awaited natively where the backend
         can (PostgreSQL, on psycopg's ``AsyncConnection``), else in a worker thread; then
         every other ``session_flush`` implementation runs, as :meth:`SessionStore.aflush`
-        runs them."""
+        runs them. It does not queue behind the store's other awaited operations:
+        flushes of different sessions run at once, each session's one at a time."""
         await self.persistence.aflush(session)
         await super().aflush(session)  # the persistence hook finds nothing left to write
+
+    async def arelease(self, session: Session) -> None:
+        """:meth:`release` for asyncio hosts: the flush as :meth:`aflush` does it, then
+        the writer lock is released in the store's worker thread."""
+        await self.persistence.aflush(session)
+        await self._worker().run(self.release, session)
+
+    def astored(self) -> StoredHeaders:
+        """:meth:`stored` for asyncio hosts: ``await store.astored()`` for the list, or
+        ``async for header in store.astored()``. Listed natively on PostgreSQL (one
+        query on psycopg's ``AsyncConnection``), else in the store's worker thread."""
+        return StoredHeaders(self._astored)
+
+    async def _astored(self) -> list[SessionHeader]:
+        native = getattr(self.backend, "alist", None)
+        if native is not None:
+            found: list[SessionHeader] = await native()
+            return found
+        return await self._worker().run(self.stored)
+
+    async def aappend_stored(
+        self, session_id: str, events: Iterable[Event | Mapping[str, Any]]
+    ) -> None:
+        """:meth:`append_stored` for asyncio hosts, in the store's worker thread (the
+        stored session is adopted: loaded, repaired and locked)."""
+        await self._worker().run(self.append_stored, session_id, events)
+
+    async def alocation(self, session_id: str) -> str:
+        """:meth:`location` for asyncio hosts, in the store's worker thread (a session
+        not live here is looked for in the stored ones)."""
+        return await self._worker().run(self.location, session_id)
+
+    def afollow(
+        self,
+        session_id: str,
+        *,
+        last: int = 0,
+        timeout: float | None = None,
+        on_note: Callable[[str], object] | None = None,
+    ) -> AsyncGenerator[Event, None]:
+        """Follow a stored session from asyncio: ``async for event in
+        store.afollow(id)`` gives its ``last`` stored events, then each event as it is
+        committed (by this store or any other writer), decoded with this store's event
+        types: what ``dsh-session tail -n LAST -f`` prints, as events.
+
+        PostgreSQL waits on the session's NOTIFY channel natively; the other backends
+        are polled every :data:`~.base.POLL_SECONDS`, each poll a short call in a thread
+        (nothing waits in a thread, so a cancelled follower leaves nothing running).
+
+        It ends after ``timeout`` seconds without news (``None``: never), or when its
+        consumer is cancelled, closing what it opened (PostgreSQL: its listening
+        connection). After a ``break``, close it at once with
+        ``contextlib.aclosing(store.afollow(...))`` rather than leave that to the
+        garbage collector.
+
+        :param last: how many stored events to give first (``0``: only new ones).
+        :param on_note: called with a note for people when the log was cut back under
+            the follower (a crash repair): the events that follow continue from the seq
+            it was cut back to.
+        :raises PersistenceError: nothing is stored under this id (a session is stored
+            from its first flushed event on).
+        :raises LogFormatError: a stored line is not JSON.
+        """
+        return follow_events(self.backend, self.persistence, session_id, last, timeout,
+                             on_note)
 
     def release(self, session: Session) -> None:
         """Flush ``session`` and hand it back: it leaves the store and its writer lock is
@@ -157,14 +298,41 @@ class DurableStore(SessionStore):
 
     def close(self) -> None:
         """Flush every session, release the writer locks, close the backend."""
-        self.persistence.close()
+        try:
+            self.persistence.close()
+        finally:
+            self._stop_worker()
 
     async def aclose(self) -> None:
-        """:meth:`close` for asyncio hosts: the final flushes and closes run in a worker
-        thread."""
-        import asyncio
+        """:meth:`close` for asyncio hosts: the final flushes and the lock releases run
+        in the store's worker thread, after the awaited operations queued before; the
+        backend is closed natively when it can (PostgreSQL closes its asyncio
+        connections politely), else in that thread.
 
-        await asyncio.to_thread(self.close)
+        :raises ExceptionGroup: ``<backend name> dispose failed``, with every failure.
+        """
+        persistence = self.persistence
+        try:
+            if persistence.closed:
+                return
+            worker = self._worker()
+            errors = await worker.run(persistence.close_sessions)
+            native = getattr(self.backend, "aclose", None)
+            try:
+                if native is not None:
+                    await native()
+                else:
+                    await worker.run(self.backend.close)
+            except Exception as exc:
+                errors.append(exc)
+            persistence.raise_dispose(errors)
+        finally:
+            self._stop_worker()
+
+    def _stop_worker(self) -> None:
+        worker = self._aio_worker
+        if worker is not None:
+            worker.shutdown()
 
     async def __aenter__(self) -> DurableStore:
         return self
@@ -284,9 +452,21 @@ def open_store(
     *,
     plugin_manager: PluginManager | None = None,
     clock: Clock | None = None,
+    strict: bool = True,
+    foreign_types: Iterable[str] = (),
+    checks: bool = False,
 ) -> DurableStore:
     """Open a durable store: the embedded default (JSONL in the user's data folder) when
-    ``url`` is omitted, else the backend the URL names (see :func:`backend_for`)."""
+    ``url`` is omitted, else the backend the URL names (see :func:`backend_for`).
+
+    :param strict: appends refuse an event type no plugin declares, an unknown key and
+        an unknown union member (the default); ``False`` keeps them verbatim, for a
+        harness that appends foreign events on purpose.
+    :param foreign_types: event-type patterns (``"myharness/*"``) appended verbatim
+        even when strict.
+    :param checks: appends also refuse an event that breaks turn enclosure or tool
+        pairing (a ``tool/result`` answering no ``tool/call`` of its turn and step).
+    """
     target = os.fspath(url) if url is not None else default_store_url()
     pm = plugin_manager
 
@@ -297,4 +477,5 @@ def open_store(
         return pm
 
     backend = backend_for(target, plugins=plugins)
-    return DurableStore(backend, pm, clock=clock)
+    return DurableStore(backend, pm, clock=clock, strict=strict,
+                        foreign_types=foreign_types, checks=checks)

@@ -1,0 +1,433 @@
+"""A durable store from asyncio: every awaited operation leaves the event loop running,
+on every backend, and gives what its synchronous twin gives.
+
+How "never blocked" is shown, without timing races:
+
+- the store writes through :class:`Slow`, a wrapper that makes each synchronous backend
+  call sleep :data:`DELAY` first and records the thread it ran on. The test asserts
+  that no such call ever ran on the event loop's thread (deterministic), that each
+  operation did wait for at least ``DELAY`` (so the check below spans a real block),
+  and that a heartbeat coroutine ticking every few milliseconds never saw a gap of
+  :data:`MAX_GAP` (a third of the delay: generous on a loaded machine, and far below
+  what one blocked call would cause);
+- PostgreSQL's native operations make no synchronous call at all (asserted); that they
+  wait on the loop is shown by holding a table lock on the server that only another
+  coroutine of the same loop releases: a blocked loop could never finish them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import psycopg
+import pytest
+
+from dsh_session_core import DurableStore, Session, create_plugin_manager, encode_events
+from dsh_session_core._persistence.base import Backend
+from dsh_session_core.errors import PersistenceError, SessionExistsError
+
+#: How long each synchronous backend call of a :class:`Slow` backend takes.
+DELAY = 0.3
+#: The longest heartbeat gap allowed while an operation runs.
+MAX_GAP = 0.1
+#: A bound for what should take a few DELAYs: only a hang reaches it.
+PATIENCE = 60
+
+USER = {"kind": "user"}
+
+T = TypeVar("T")
+
+
+class Recorder:
+    """What the :class:`Slow` backends of a test did: their synchronous calls, and those
+    that ran on the event loop's thread."""
+
+    def __init__(self) -> None:
+        self.loop_thread: int | None = None
+        self.calls: list[str] = []
+        self.on_loop: list[str] = []
+
+    def slow(self, name: str) -> None:
+        """Record the call ``name`` and sleep :data:`DELAY`, as slow storage would."""
+        self.calls.append(name)
+        if threading.get_ident() == self.loop_thread:
+            self.on_loop.append(name)
+        time.sleep(DELAY)
+
+
+class Slow:
+    """A backend whose every synchronous call first sleeps :data:`DELAY`, recorded in a
+    :class:`Recorder`; its async hooks (PostgreSQL's) pass through untouched, so the
+    store's native paths are the ones taken."""
+
+    def __init__(self, inner: Backend, recorder: Recorder) -> None:
+        self._inner = inner
+        self._recorder = recorder
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if not callable(attr) or inspect.iscoroutinefunction(attr) or (
+                inspect.isasyncgenfunction(attr)):
+            return attr
+        recorder = self._recorder
+
+        def slow(*args: Any, **kwargs: Any) -> Any:
+            recorder.slow(name)
+            result = attr(*args, **kwargs)
+            # Releasing a writer lock is I/O too (closing a file, a connection).
+            return _SlowLock(result, recorder) if name == "acquire" else result
+
+        return slow
+
+
+class _SlowLock:
+    """A writer lock whose release is slow (and recorded) like a :class:`Slow` call."""
+
+    def __init__(self, inner: Any, recorder: Recorder) -> None:
+        self._inner = inner
+        self._recorder = recorder
+
+    def release(self) -> None:
+        self._recorder.slow("release")
+        self._inner.release()
+
+
+class Heartbeat:
+    """Ticks every 5 ms on the loop; :attr:`gap` is the longest time between ticks."""
+
+    def __init__(self) -> None:
+        self.gap = 0.0
+
+    @contextlib.asynccontextmanager
+    async def beating(self) -> AsyncIterator[Heartbeat]:
+        loop = asyncio.get_running_loop()
+        self.gap = 0.0
+        started = asyncio.Event()
+
+        async def beat() -> None:
+            last = loop.time()
+            started.set()
+            while True:
+                await asyncio.sleep(0.005)
+                now = loop.time()
+                self.gap = max(self.gap, now - last)
+                last = now
+
+        task = asyncio.ensure_future(beat())
+        await started.wait()
+        try:
+            yield self
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+class Probe:
+    """Runs awaited operations of one store under a heartbeat and checks each."""
+
+    def __init__(self, slow: Recorder, native: set[str], native_backend: set[str]) -> None:
+        self.slow = slow
+        self.native = native
+        #: Ops whose backend part is native but which may also release locks in a thread.
+        self.native_backend = native_backend
+        self.heart = Heartbeat()
+
+    async def check(self, op: str, awaitable: Awaitable[T]) -> T:
+        """Await ``awaitable`` (the store's ``op``) and assert the loop ran throughout:
+        no sync call on its thread, no long heartbeat gap; a thread-run op really
+        waited, and a native one made no synchronous call."""
+        loop = asyncio.get_running_loop()
+        self.slow.loop_thread = threading.get_ident()
+        before = len(self.slow.calls)
+        try:
+            async with self.heart.beating():
+                start = loop.time()
+                result = await asyncio.wait_for(awaitable, PATIENCE)
+                elapsed = loop.time() - start
+        finally:
+            # The test's own synchronous comparisons, between checks, may block.
+            self.slow.loop_thread = None
+        calls = self.slow.calls[before:]
+        assert self.slow.on_loop == [], f"{op}: {self.slow.on_loop} ran on the loop"
+        assert self.heart.gap < MAX_GAP, f"{op}: the loop stalled {self.heart.gap:.3f} s"
+        if op in self.native:
+            assert calls == [], f"{op} is native here, yet called {calls}"
+        elif op in self.native_backend:
+            # The writer locks are released in the worker thread, the backend closed
+            # natively: only lock releases (if any lock was held) are synchronous.
+            assert set(calls) <= {"release"}, f"{op} called {calls}"
+            assert not calls or elapsed >= DELAY
+        else:
+            assert calls, f"{op} made no backend call"
+            assert elapsed >= DELAY, f"{op} took {elapsed:.3f} s"
+        return result
+
+
+def _turn(s: Session, turn: int) -> None:
+    s.append("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": USER}})
+    s.append("user/message", {"content": [{"type": "text", "text": f"hi {turn}"}],
+                              "source": USER}, surface_op="append")
+    s.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+
+
+def _store(backend: Any) -> DurableStore:
+    return DurableStore(backend, create_plugin_manager(autoload=False))
+
+
+def _is_postgres(backend: Backend) -> bool:
+    return type(backend).__name__ == "PostgresBackend"
+
+
+#: The operations PostgreSQL awaits natively (the others run in the worker thread).
+PG_NATIVE = {"aflush", "astored", "astored-iter", "afollow"}
+
+
+def test_every_operation_leaves_the_loop_running(storage: Callable[[], Backend]) -> None:
+    recorder = Recorder()
+    inner = storage()
+    pg = _is_postgres(inner)
+    probe = Probe(recorder, PG_NATIVE if pg else set(), {"aclose"} if pg else set())
+
+    async def main() -> None:
+        store = _store(Slow(inner, recorder))
+        check = probe.check
+        s = await check("acreate", store.acreate("a", cwd="/w"))
+        assert store.get("a") is s
+        assert s.header.cwd == "/w"
+        _turn(s, 1)
+        await check("aflush", store.aflush(s))
+
+        headers = await check("astored", store.astored())
+        assert headers == store.stored()
+        assert [h.id for h in headers] == ["a"]
+
+        async def listed() -> list[Any]:
+            return [h async for h in store.astored()]
+
+        assert await check("astored-iter", listed()) == headers
+
+        child = await check("afork", store.afork(s, child_id="b"))
+        assert child.header.parent_session == "a"
+        assert encode_events(child.events) == encode_events(s.events)
+        assert await check("alocation", store.alocation("a")) == store.location("a")
+        await check("arelease", store.arelease(child))
+        assert store.get("b") is None
+
+        # A second store (a second process) follows "a" while the first writes it.
+        other = _store(Slow(storage(), recorder))
+
+        async def follow_while_written() -> list[Any]:
+            async with contextlib.aclosing(other.afollow("a", last=2)) as follower:
+                # The tail is read at the first step: take it before the write.
+                got = [await anext(follower), await anext(follower)]
+                _turn(s, 2)
+                await store.aflush(s)
+                async for event in follower:
+                    got.append(event)
+                    if len(got) == 5:
+                        break
+            return got
+
+        got = await check("afollow", follow_while_written())
+        assert encode_events(got) == encode_events(s.events[1:])
+
+        await check("arelease", store.arelease(s))
+        opened = await check("aopen", other.aopen("a"))
+        assert encode_events(opened.events) == encode_events(s.events)
+        await check("aclose", other.aclose())
+        await check("aclose", store.aclose())
+
+    asyncio.run(main())
+    # What was written is what a synchronous store reads.
+    with _store(storage()) as reader:
+        assert [e.type for e in reader.open("a").events][-3:] == [
+            "turn/start", "user/message", "turn/end"]
+        assert len(reader.open("b").events) == 3
+
+
+def test_an_interrupted_turn_is_repaired_by_aopen(storage: Callable[[], Backend]) -> None:
+    """aopen does the crash repair of open, in the worker thread."""
+    writer = _store(storage())
+    s = writer.create("cut", cwd="/w")
+    s.append("turn/start", {"turn": 1, "trigger": {"kind": "message", "source": USER}})
+    writer.flush(s)
+    writer.release(s)
+    recorder = Recorder()
+    probe = Probe(recorder, set(), set())
+
+    async def main() -> Session:
+        async with _store(Slow(storage(), recorder)) as store:
+            return await probe.check("aopen", store.aopen("cut"))
+
+    opened = asyncio.run(main())
+    assert [e.type for e in opened.events] == ["turn/start", "turn/end"]
+    assert "commit_repair" in recorder.calls
+    writer.close()
+
+
+def test_awaited_operations_of_one_store_run_one_at_a_time(
+    storage: Callable[[], Backend],
+) -> None:
+    """Two acreate of one id at once: one creates it, the other is refused, as two
+    synchronous creates in a row would be (never two sessions bound to one id)."""
+
+    async def main() -> None:
+        async with _store(storage()) as store:
+            results = await asyncio.gather(store.acreate("same", cwd="/w"),
+                                           store.acreate("same", cwd="/w"),
+                                           return_exceptions=True)
+            created = [r for r in results if isinstance(r, Session)]
+            refused = [r for r in results if isinstance(r, SessionExistsError)]
+            assert len(created) == 1, results
+            assert len(refused) == 1, results
+            assert store.get("same") is created[0]
+            many = await asyncio.gather(*(store.acreate(f"s{i}") for i in range(8)))
+            for s in many:
+                _turn(s, 1)
+            await asyncio.gather(*(store.aflush(s) for s in many))
+            ids = sorted(h.id for h in await store.astored())
+            assert ids == sorted(f"s{i}" for i in range(8))
+
+    asyncio.run(main())
+
+
+def test_a_cancelled_follower_ends_cleanly(storage: Callable[[], Backend]) -> None:
+    """Cancelling the consumer of afollow ends it at once, closing what it opened."""
+    backend = storage()
+
+    async def main() -> None:
+        async with _store(backend) as store:
+            s = await store.acreate("f", cwd="/w")
+            _turn(s, 1)
+            await store.aflush(s)
+            first = asyncio.Event()
+
+            async def follow() -> None:
+                async for _ in store.afollow("f", last=1):
+                    first.set()
+
+            task = asyncio.ensure_future(follow())
+            await asyncio.wait_for(first.wait(), PATIENCE)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            # A follower gone: the session is still written and followed anew.
+            _turn(s, 2)
+            await store.aflush(s)
+            seen = [e.seq async for e in store.afollow("f", last=6, timeout=0)]
+            assert seen == list(range(6))
+
+    asyncio.run(main())
+    if _is_postgres(backend):
+        assert _listeners(backend.url) == 0  # type: ignore[attr-defined]
+
+
+def test_following_a_session_not_stored_is_refused(storage: Callable[[], Backend]) -> None:
+    async def main() -> None:
+        async with _store(storage()) as store:
+            store.create("unflushed")
+            for sid in ("nowhere", "unflushed"):
+                with pytest.raises(PersistenceError, match="not found"):
+                    async for _ in store.afollow(sid):
+                        pass
+
+    asyncio.run(main())
+
+
+def test_stored_headers_await_and_iterate(storage: Callable[[], Backend]) -> None:
+    async def main() -> None:
+        async with _store(storage()) as store:
+            assert await store.astored() == []
+            for sid in ("x", "y"):
+                s = await store.acreate(sid)
+                _turn(s, 1)
+                await store.aflush(s)
+            listed = [h.id async for h in store.astored()]
+            assert sorted(listed) == ["x", "y"]
+            assert [h.id for h in await store.astored()] == listed
+
+    asyncio.run(main())
+
+
+# --- PostgreSQL: the native reads wait on the server, not on the loop ------------------
+
+
+def test_postgres_native_reads_leave_the_loop_running(postgresql_url: str) -> None:
+    """astored and afollow's first read wait on a table lock that only another
+    coroutine of the same loop releases: if either blocked the loop, it could never
+    finish."""
+    from dsh_session_core import PostgresBackend
+
+    async def held(table: str, start: Callable[[], Any], heart: Heartbeat) -> Any:
+        blocker = await psycopg.AsyncConnection.connect(postgresql_url)
+        try:
+            await blocker.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+            async with heart.beating():
+                task = asyncio.ensure_future(start())
+                await _until_waiting(postgresql_url)
+                assert not task.done()
+                await blocker.rollback()  # only possible if the loop is free
+                result = await asyncio.wait_for(task, PATIENCE)
+            assert heart.gap < MAX_GAP
+            return result
+        finally:
+            await blocker.close()
+
+    async def main() -> None:
+        async with _store(PostgresBackend(postgresql_url)) as store:
+            s = await store.acreate("pg", cwd="/w")
+            _turn(s, 1)
+            await store.aflush(s)
+            heart = Heartbeat()
+            headers = await held("sessions", store.astored, heart)
+            assert headers == store.stored()
+
+            async def first_three() -> list[Any]:
+                follower = store.afollow("pg", last=3)
+                async with contextlib.aclosing(follower):
+                    return [await anext(follower) for _ in range(3)]
+
+            events = await held("events", first_three, heart)
+            assert encode_events(events) == encode_events(s.events)
+
+    asyncio.run(main())
+    assert _listeners(postgresql_url) == 0
+
+
+async def _until_waiting(url: str) -> None:
+    """Until some backend of this database waits on a lock (a deadline loop)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + PATIENCE
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        while loop.time() < deadline:
+            cur = await conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND wait_event_type = 'Lock'")
+            row = await cur.fetchone()
+            if row is not None and row[0] > 0:
+                return
+            await asyncio.sleep(0.01)
+    pytest.fail("no query ever waited on the lock")
+
+
+def _listeners(url: str) -> int:
+    """How many follower connections are still open on the server, once those being
+    closed are gone (a deadline loop: the server ends a closed connection's process
+    shortly after the client left)."""
+    deadline = time.monotonic() + PATIENCE
+    with psycopg.connect(url, autocommit=True) as conn:
+        while True:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND application_name LIKE 'dsh-session follower%'").fetchone()
+            count = 0 if row is None else int(row[0])
+            if count == 0 or time.monotonic() > deadline:
+                return count
+            time.sleep(0.01)
