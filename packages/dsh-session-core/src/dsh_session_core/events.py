@@ -216,9 +216,9 @@ class TurnEndData(_Payload, kw_only=True, frozen=True):
 
 
 class TurnEnd(Event, tag="turn/end", frozen=True):
-    """Closes turn `turn` with the TurnEndReason that ended it. The loop fires the awaited
-    `session/flush` checkpoint at every turn end, so the turn boundary is also the
-    durable-commit boundary.
+    """Closes turn `turn` with the TurnEndReason that ended it. A harness flushes the
+    store (`store.flush(session)`, or `await store.aflush(session)`) at every turn end, so
+    the turn boundary is also the durable-commit boundary.
     """
 
     data: TurnEndData
@@ -272,8 +272,8 @@ class PromptBlocked(Event, tag="prompt/blocked", frozen=True):
     prompt is allowed (there the turn does not end `rejected`, so the boundary reason
     alone would not preserve it). `content` is the original prompt the listener
     rejected; `reason` is the veto text (PromptDecision `block.reason`). NOT a
-    SurfaceEventType: a blocked prompt produces no LLM message and never reaches
-    `deriveMessages()`.
+    surface type: a blocked prompt produces no LLM message and never reaches
+    `derive_messages()`.
     """
 
     data: PromptBlockedData
@@ -377,11 +377,11 @@ class ToolResultData(_Payload, kw_only=True, frozen=True):
 
 class ToolResult(SurfaceEvent, tag="tool/result", frozen=True):
     """A completed tool call's model-facing result, plus an optional tool-private `meta`
-    presentation payload. `meta` is opaque to the core (`unknown` — the producing tool
-    owns its shape and reads it back in `presentResult`) but MUST be JSON-serializable:
-    `Session.append` runtime-validates all event data with `isJsonValue`, so a non-
-    serializable `meta` is rejected at the source, and the durable log reproduces the
-    identical card on replay. Absent unless the tool attaches one (e.g. `dsh-tool-fs`
+    presentation payload. `meta` is opaque to the core (any JSON: the producing tool owns
+    its shape and reads it back when it renders the result) but MUST be JSON:
+    `Session.append` checks all event data, so a `meta` JSON cannot carry is refused at
+    the source (`NotJsonError`), and the durable log reproduces the identical card on
+    replay. Absent unless the tool attaches one (e.g. `dsh-tool-fs`
     carries its result-time contextual diff here).
     """
 
@@ -404,7 +404,7 @@ class ToolCodeDispatch(Event, tag="tool/code-dispatch", frozen=True):
     the deterministic sub-call id (`<parent>:code:<n>`), the tool `name` with its JSON-
     normalized `arguments` — the exact value dispatched, normalized BEFORE dispatch, so
     this append can never fail on payload shape — whether the sub-call errored, and a
-    bounded `resultSummary` of its model-facing text. Log-only: `deriveMessages()`
+    bounded `resultSummary` of its model-facing text. Log-only: `derive_messages()`
     ignores it, so sub-calls never re-enter model context; persistence and UIs get every
     call. Appended inside the parent `run_code`'s execution (the bridge drains its queue
     before returning), so the turn-enclosure invariant holds by construction.
@@ -428,7 +428,7 @@ class RequestHeader(Event, tag="request/header", frozen=True):
     (`'initial'`/`'resume'`) or when a delta failed its round-trip guard (`'fallback'`);
     always records what the request actually used, post-`agent/request`. Anchors the
     header fold: reconstruction reads the latest snapshot and applies the deltas after
-    it. NOT a SurfaceEventType: it produces no LLM message — it is the request envelope,
+    it. NOT a surface type: it produces no LLM message — it is the request envelope,
     logged so every request is a pure function of the session log (the
     reconstructability RFC).
     """
@@ -452,9 +452,9 @@ class RequestHeaderDelta(Event, tag="request/header-delta", frozen=True):
     composed once per instance and anchored by that instance's snapshot, so this arm
     exists for codec totality). Appended by the loop inside the step, before dispatch,
     when the header for this request differs from the fold of the log so far; the writer
-    verifies `applyHeaderDelta(previous, delta)` reproduces the new header exactly and
+    verifies `apply_header_delta(previous, delta)` reproduces the new header exactly and
     falls back to a `'fallback'` `request/header` snapshot when it cannot, so a logged
-    delta ALWAYS round-trips. NOT a SurfaceEventType.
+    delta ALWAYS round-trips. NOT a surface type.
     """
 
     data: RequestHeaderDeltaData

@@ -62,7 +62,7 @@ class HookInvokedData(_HookPayload, frozen=True, kw_only=True):
 
 class HookInvoked(Event, tag="hook/invoked", frozen=True):
     """A hook command was invoked at a hook point — log-only provenance (like `compact/*`; NOT a
-    SurfaceEventType, carries no `surfaceOp`). `dialect` is the bridge that ran it
+    surface type, carries no `surfaceOp`). `dialect` is the bridge that ran it
     (`claude`/`codex`), `point` the hook point (`PreToolUse`, `Stop`, …), `matcher` the
     matcher-group pattern that selected it (absent for match-all), `handlerId` a stable id
     for the command (so an invoked/result pair correlates). `turn` is the open turn the
