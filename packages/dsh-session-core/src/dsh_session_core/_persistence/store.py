@@ -14,7 +14,7 @@ import uuid
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._header import SessionHeader
 from .._plugins import PluginManager, create_plugin_manager
@@ -22,9 +22,13 @@ from .._session import Clock, Session
 from .._store import SessionStore
 from ..errors import PersistenceError
 from ..events import Event
-from .aio import StoredHeaders, StoreWorker, follow_events
 from .base import Backend
 from .coordinator import PersistencePlugin
+
+if TYPE_CHECKING:
+    # Imported on first use: asyncio and concurrent.futures are for asyncio hosts only
+    # (`dsh-session --help` and the synchronous API must not pay for them).
+    from .aio import StoredHeaders, StoreWorker
 
 __all__ = [
     "STORE_ENV",
@@ -144,6 +148,8 @@ class DurableStore(SessionStore):
     def _worker(self) -> StoreWorker:
         worker = self._aio_worker
         if worker is None:
+            from .aio import StoreWorker
+
             with _WORKER_GUARD:  # two threads' first awaited operations: one worker
                 worker = self._aio_worker
                 if worker is None:
@@ -211,6 +217,8 @@ class DurableStore(SessionStore):
         """:meth:`stored` for asyncio hosts: ``await store.astored()`` for the list, or
         ``async for header in store.astored()``. Listed natively on PostgreSQL (one
         query on psycopg's ``AsyncConnection``), else in the store's worker thread."""
+        from .aio import StoredHeaders
+
         return StoredHeaders(self._astored)
 
     async def _astored(self) -> list[SessionHeader]:
@@ -263,6 +271,8 @@ class DurableStore(SessionStore):
             from its first flushed event on).
         :raises LogFormatError: a stored line is not JSON.
         """
+        from .aio import follow_events
+
         return follow_events(self.backend, self.persistence, session_id, last, timeout,
                              on_note)
 
