@@ -14,14 +14,15 @@ methods run them elsewhere:
   third-party backend without them works unchanged, through the worker thread;
 - **in the store's worker thread** otherwise (:class:`StoreWorker`).
 
-Thread-safety rule: a store's lifecycle operations (``acreate``, ``aopen``, ``afork``,
-``arelease``, ``astored``, ``aappend_stored``, ``alocation``, ``aclose``) run one at a
-time, in the order they were awaited, in one worker thread of the store's own, so two of
-them never race on the store's sessions or the coordinator's states. ``aflush`` does
-not wait for them: flushes of different sessions run at once (in the default thread
-pool, or natively), and the coordinator serializes each session's own flushes and
-writes. Followers read concurrently with everything (each poll holds the session's
-coordinator lock, so it never overlaps a write of that session in this process).
+Thread-safety rule: the operations that run in the store's worker thread (``acreate``,
+``aopen``, ``afork``, ``arelease``, ``aappend_stored``, ``alocation``, the thread part of
+``aclose``, and ``astored`` unless the backend lists natively) run one at a time, in the
+order they were awaited, in one thread of the store's own, so two of them never race on
+the store's sessions or the coordinator's states. ``aflush`` does not wait for them:
+flushes of different sessions run at once (in the default thread pool, or natively),
+and the coordinator serializes each session's own flushes and writes. Followers read
+concurrently with everything (each poll holds the session's coordinator lock, so it
+never overlaps a write of that session in this process).
 Calling the synchronous methods from other threads while awaited operations run is not
 supported: drive one store from one event loop, or from one thread.
 
