@@ -195,6 +195,22 @@ def test_turns_continue_from_the_last_turn_start_and_steps_count_from_one() -> N
     ]
 
 
+def test_a_turn_start_without_an_integer_number_asks_for_one() -> None:
+    # A reference log may hold anything: this one loads opaquely, verbatim.
+    s = Session("b", seed=[
+        {"type": "turn/start", "seq": 0, "time": 1,
+         "data": {"turn": "one", "trigger": {"kind": "message", "source": {"kind": "user"}}}},
+        {"type": "turn/end", "seq": 1, "time": 2,
+         "data": {"turn": "one", "reason": {"kind": "completed"}}},
+    ], clock=_clock)
+    with pytest.raises(TurnStateError, match=r"seq 0\) has no integer turn number.*number="):
+        s.turn()
+    assert s.seq == 2
+    with s.turn(number=2) as turn:
+        assert turn.number == 2
+    assert s.seq == 4
+
+
 def test_a_fresh_session_starts_at_turn_one_with_the_given_trigger() -> None:
     s = _session()
     with s.turn({"kind": "message", "source": {"kind": "plugin", "plugin": "cron"}}) as turn:

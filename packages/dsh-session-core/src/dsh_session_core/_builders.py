@@ -163,35 +163,27 @@ def _source(source: MessageSource | Mapping[str, Any] | None) -> Any:
     return _USER if source is None else _wire(source, _SOURCES)
 
 
-def _open_turn_and_last(events: Sequence[Event]) -> tuple[Event | None, int]:
-    """The log's open ``turn/start`` (``None`` when its last turn ended) and the number
-    of its last ``turn/start`` (0 when none). Scans back from the end: a balanced log
-    costs the length of its last turn."""
-    open_start: Event | None = None
+def _open_turn_and_last(events: list[Event]) -> tuple[Event | None, Event | None]:
+    """The log's open ``turn/start`` (``None`` when its last turn ended) and its last
+    ``turn/start`` (``None`` when none). Scans back from the end, by class first: a
+    balanced log costs the length of its last turn."""
     ended = False
-    for i in range(len(events) - 1, -1, -1):
-        ev = events[i]
+    for ev in reversed(events):
         cls = ev.__class__
         if cls is TurnEnd:
             ended = True
             continue
         if cls is not TurnStart:
-            if cls is not OpaqueEvent or ev.type not in ("turn/start", "turn/end"):
+            if cls is not OpaqueEvent:
                 continue
-            if ev.type == "turn/end":
+            etype = ev.type
+            if etype == "turn/end":
                 ended = True
                 continue
-        if not ended:
-            open_start = ev
-        number = _field(ev, "turn")
-        if number.__class__ is not int:
-            msg = (
-                f"the last turn/start (seq {ev.seq}) has no integer turn number "
-                f"({number!r}): pass the number, session.turn(number=...)"
-            )
-            raise TurnStateError(msg)
-        return open_start, number
-    return None, 0
+            if etype != "turn/start":
+                continue
+        return (None if ended else ev), ev
+    return None, None
 
 
 def _field(event: Event, name: str) -> Any:
@@ -208,7 +200,7 @@ def start_turn(
     number: int | None = None,
 ) -> Turn:
     """Append ``turn/start`` and return the open :class:`Turn` (``Session.turn``)."""
-    open_start, last = _open_turn_and_last(session.events)
+    open_start, last = _open_turn_and_last(session._events)  # the list: no view per item
     if open_start is not None:
         msg = (
             f"turn {_field(open_start, 'turn')} (turn/start at seq {open_start.seq}) is "
@@ -217,7 +209,16 @@ def start_turn(
         )
         raise TurnStateError(msg)
     if number is None:
-        number = last + 1
+        number = 1
+        if last is not None:
+            last_number = _field(last, "turn")
+            if last_number.__class__ is not int:
+                msg = (
+                    f"the last turn/start (seq {last.seq}) has no integer turn number "
+                    f"({last_number!r}): pass one, session.turn(number=...)"
+                )
+                raise TurnStateError(msg)
+            number = last_number + 1
     if trigger is None:
         wire_trigger: Any = {"kind": "message", "source": _USER}
     else:
@@ -477,6 +478,16 @@ class Step:
         call ended, for the turn's end reason."""
         if self.end_event is not None:
             self._check_open("append an assistant/chunk")
+        cls = chunk.__class__
+        if cls is TextDeltaChunk or cls is ReasoningDeltaChunk:
+            # The chunks of a stream, one per token or so: checked inline, and no finish.
+            if chunk.index.__class__ is not int or chunk.text.__class__ is not str:  # type: ignore[union-attr]
+                chunk = _to_builtins(chunk)  # for append to refuse, with its path
+            event = self._append(
+                "assistant/chunk", {"turn": self._turn_number, "step": self.number, "chunk": chunk}
+            )
+            self._chunk_seqs.append(event.seq)
+            return event
         event = self._append(
             "assistant/chunk",
             {"turn": self._turn_number, "step": self.number, "chunk": _wire(chunk, _CHUNKS)},
