@@ -1,0 +1,68 @@
+"""Issue 12: the agent loop of docs/getting-started.md runs as a newcomer would run it.
+
+Its first block (the loop: appends, a tool call and its result, a flush) runs in a fresh
+interpreter; its second (reopen and derive) in another one, as the page says: the
+history derived there comes from the store on disk, not from the first process.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "getting-started.md"
+
+
+def _loop_blocks() -> list[str]:
+    section = PAGE.read_text(encoding="utf-8").split("## A first agent loop", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, re.S)
+
+
+def _fresh(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DSH_SESSION")}
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True,
+                          text=True, check=False, env=env)
+
+
+def test_the_loop_runs_and_its_session_reopens_in_a_new_process(tmp_path: Path) -> None:
+    loop, reopen = _loop_blocks()
+    first = _fresh(loop, tmp_path)
+    assert first.returncode == 0, first.stderr
+    logs = list((tmp_path / "sessions").rglob("first.jsonl"))
+    assert len(logs) == 1
+    lines = logs[0].read_bytes().splitlines()
+    types = [msgspec.json.decode(line)["type"] for line in lines[1:]]
+    assert types == ["turn/start", "user/message", "step/start", "assistant/message",
+                     "tool/call", "tool/result", "step/end", "step/start",
+                     "assistant/message", "step/end", "turn/end"]
+    result = msgspec.json.decode(lines[6])["data"]
+    assert result["callId"] == "call-1"
+    assert result["content"] == [{"type": "text", "text": "a.txt b.txt\n"}]
+    second = _fresh(reopen, tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert logs[0].read_bytes().splitlines() == lines  # reading wrote nothing
+
+
+def test_the_reopening_block_fails_without_the_first(tmp_path: Path) -> None:
+    # The second block really reads the store: alone, it has nothing to open.
+    _, reopen = _loop_blocks()
+    alone = _fresh(reopen, tmp_path)
+    assert alone.returncode != 0
+    assert "not found" in alone.stderr
+
+
+def test_the_readme_quick_start_runs_in_a_fresh_process(tmp_path: Path) -> None:
+    readme = PAGE.parent.parent / "README.md"
+    (code,) = re.findall(r"```python\n(.*?)```", readme.read_text(encoding="utf-8"), re.S)
+    proc = _fresh(code, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == (
+        "[Message(role='user', content=(TextBlock(text='What is 2 + 2?'),)), "
+        "Message(role='assistant', content=(TextBlock(text='4'),))]\n")
+    assert len(list((tmp_path / "sessions").rglob("hello.jsonl"))) == 1
