@@ -459,3 +459,32 @@ def test_derived_messages_are_the_same_typed_structs() -> None:
     ]
     assert type(messages[1].content[1]) is ToolCallBlock
     assert to_wire(messages[2])["content"][0]["toolCallId"] == "c1"
+
+
+# --- on a durable store that checks turn enclosure and tool pairing --------------------------
+
+
+def test_builder_turns_pass_a_checking_store_and_reopen(tmp_path: Path) -> None:
+    from dsh_session_core import open_store
+
+    with open_store(tmp_path, checks=True) as store:
+        s = store.create("agent", cwd="/work")
+        with s.turn() as turn:
+            turn.user("hi")
+            with turn.step() as step:
+                call = ToolCallBlock(id="c1", name="bash", arguments="{}")
+                step.assistant(["ok", call])
+                step.tool_result(step.tool_call(call), "done")
+        with pytest.raises(RuntimeError), s.turn() as turn, turn.step():
+            raise RuntimeError("tool crashed")
+        s.inject("notice")
+        store.flush(s)
+    with open_store(tmp_path, checks=True) as store:
+        again = store.open("agent")
+        assert [e.type for e in again.events] == [
+            "turn/start", "user/message", "step/start", "assistant/message", "tool/call",
+            "tool/result", "step/end", "turn/end",
+            "turn/start", "step/start", "step/end", "turn/end",
+            "turn/start", "context/message", "turn/end"]
+        assert to_wire(again.events[11].data)["reason"] == {
+            "kind": "error", "step": 1, "message": "tool crashed"}
