@@ -12,12 +12,16 @@ The rules it keeps, from the reference's seeds:
 - a turn is ``turn/start`` ... ``turn/end``; each step in it is ``step/start`` ...
   ``step/end``, numbered from 1; turns are numbered 1 + the last ``turn/start``'s;
 - a block that raises ends the open step, then the turn: ``error`` (the step it failed
-  on and the message) for an :class:`Exception`, ``aborted`` for a cancellation
-  (``KeyboardInterrupt``, ``asyncio.CancelledError``, ``GeneratorExit``); the exception
-  propagates;
+  on and the message, and its ``code`` when it has a string one) for an
+  :class:`Exception`, ``aborted`` for any other ``BaseException``: a cancellation
+  (``KeyboardInterrupt``, ``asyncio.CancelledError``, a closed generator's
+  ``GeneratorExit``, ``SystemExit``); the exception propagates;
 - a block that returns ends the turn ``completed``, or ``max-tokens`` when a step of it
   finished ``max-tokens`` (the cut-short fact wins over ``completed`` only); a step the
-  model finished ``error`` or ``aborted`` makes the turn end so, taking precedence;
+  model finished ``error`` makes it end ``error`` (the seeds: a turn fails when "a step
+  threw or the model reported a failure"), and one it finished ``aborted``, ``aborted``:
+  both take precedence over ``max-tokens``, as the seeds rank them (this mapping of
+  finish reasons is the builders' reading; ``turn.end(reason)`` overrides it);
 - an idle injection is its own turn: ``turn/start`` (trigger ``injection``),
   ``context/message``, ``turn/end`` (``completed``).
 """
@@ -413,7 +417,7 @@ class Turn:
             if isinstance(code, str):
                 reason["code"] = code
             self.end(reason)
-        else:  # KeyboardInterrupt, CancelledError, GeneratorExit: a cancellation
+        else:  # KeyboardInterrupt, CancelledError, GeneratorExit, SystemExit: cancelled
             self.end({"kind": "aborted"})
         return False
 
