@@ -331,6 +331,33 @@ def test_a_model_error_wins_over_max_tokens() -> None:
         "kind": "error", "step": 2, "message": "overloaded", "code": "529"}
 
 
+def test_an_aborted_model_call_ends_the_turn_aborted() -> None:
+    s = _session()
+    with s.turn() as turn, turn.step() as step:
+        step.chunk({"type": "finish", "reason": {"kind": "aborted"}})
+    assert _wire_lines(s)[-1]["data"]["reason"] == {"kind": "aborted"}
+
+
+def test_context_and_steering_are_the_hand_written_appends() -> None:
+    built, by_hand = _session(), _session()
+    with built.turn() as turn:
+        turn.context([TextBlock(text="AGENTS.md says: be brief")],
+                     source=PluginSource(plugin="agents-md"))
+        turn.step().end()
+        turn.steer("use the other file")
+    a = by_hand.append
+    a("turn/start", {"turn": 1, "trigger": {"kind": "message", "source": {"kind": "user"}}})
+    a("context/message", {"content": [{"type": "text", "text": "AGENTS.md says: be brief"}],
+                          "source": {"kind": "plugin", "plugin": "agents-md"}},
+      surface_op="append")
+    a("step/start", {"turn": 1, "step": 1})
+    a("step/end", {"turn": 1, "step": 1})
+    a("steering/message", {"turn": 1, "content": [{"type": "text", "text": "use the other file"}],
+                           "source": {"kind": "user"}}, surface_op="append")
+    a("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    assert built.to_jsonl() == by_hand.to_jsonl()
+
+
 def test_a_rejected_turn_is_ended_by_hand() -> None:
     s = _session()
     with s.turn() as turn:
