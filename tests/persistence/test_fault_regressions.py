@@ -657,3 +657,14 @@ def test_a_stored_log_whose_header_id_has_a_lone_surrogate_is_refused_at_open(
         assert st.stored() == []
     st.close()
     assert log.read_bytes() == before
+
+
+def test_a_json_header_missing_a_field_is_named_as_no_header_not_as_bad_json(
+    tmp_path: Path
+) -> None:
+    log = tmp_path / "s.jsonl"
+    log.write_bytes(b'{"type":"session","version":0,"createdAt":0}\n')
+    code, _, err = _cli("derive", str(log))
+    assert code == 1
+    assert "first line is not a session header (Object missing required field `id`)" in err
+    assert "not valid JSON" not in err

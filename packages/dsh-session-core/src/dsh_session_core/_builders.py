@@ -400,6 +400,8 @@ class Turn:
     ) -> Literal[False]:
         if self.end_event is not None:  # ended by hand inside the block
             return False
+        if exc is not None and self._open_step is not None:
+            self._open_step._answer_pending(exc)
         if exc is None:
             self.end()
         elif isinstance(exc, Exception):
@@ -648,6 +650,20 @@ class Step:
         if self.end_event is None:
             if exc is not None:
                 self._turn._failed_step = self.number
+                self._answer_pending(exc)
             if self._turn.end_event is None:
                 self.end()
         return False
+
+    def _answer_pending(self, exc: BaseException) -> None:
+        """Answer each call of this step that has no result yet with an error result
+        naming why (the block raised): every provider refuses a history holding a tool
+        call without its result, and crash repair answers such calls the same way."""
+        why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        for call_id, ref in list(self._calls.items()):
+            if call_id not in self._results:
+                try:
+                    self.tool_result(ref, f"Tool call not completed: the turn failed "
+                                          f"({why}).", is_error=True)
+                except DshSessionError:  # the block's own error is the one to raise
+                    return

@@ -91,6 +91,9 @@ def parse_header(line: bytes, *, path: str | None = None) -> SessionHeader:
     except RecursionError:
         msg = f"corrupt session log: header line is not valid JSON (it {TOO_DEEP})"
         raise LogFormatError(msg, path=path, line=1) from None
+    except msgspec.ValidationError as exc:  # first: it is a DecodeError too
+        msg = f"corrupt session log: first line is not a session header ({exc})"
+        raise LogFormatError(msg, path=path, line=1) from exc
     except msgspec.DecodeError as exc:
         # msgspec refuses a lone surrogate escape that JSON.parse reads: name it as the
         # durable reading does, so every reader gives the same verdict on the header.
@@ -98,9 +101,6 @@ def parse_header(line: bytes, *, path: str | None = None) -> SessionHeader:
         if type(obj) is dict:
             _refuse_surrogate_fields(obj, path)
         msg = f"corrupt session log: header line is not valid JSON ({exc})"
-        raise LogFormatError(msg, path=path, line=1) from exc
-    except msgspec.ValidationError as exc:
-        msg = f"corrupt session log: first line is not a session header ({exc})"
         raise LogFormatError(msg, path=path, line=1) from exc
 
 
