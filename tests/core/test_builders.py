@@ -521,16 +521,22 @@ def test_a_raising_block_answers_its_unanswered_tool_calls_before_ending_the_tur
     from dsh_session_core import ToolCallBlock, to_wire
 
     s = Session("pending")
-    with pytest.raises(TimeoutError), s.turn() as turn, turn.step() as step:
-        call = ToolCallBlock(id="c1", name="ls", arguments="{}")
-        step.assistant([call])
-        step.tool_call(call)
-        raise TimeoutError("tool timed out")
+
+    def failing() -> None:
+        with s.turn() as turn, turn.step() as step:
+            call = ToolCallBlock(id="c1", name="ls", arguments="{}")
+            step.assistant([call])
+            step.tool_call(call)
+            raise TimeoutError("tool timed out")
+
+    with pytest.raises(TimeoutError):
+        failing()
     assert [e.type for e in s.events] == ["turn/start", "step/start", "assistant/message",
                                           "tool/call", "tool/result", "step/end", "turn/end"]
     result = to_wire(s.events[4].data)
-    assert result["callId"] == "c1" and result["isError"] is True
+    assert result["callId"] == "c1"
+    assert result["isError"] is True
     assert "TimeoutError: tool timed out" in result["content"][0]["text"]
-    assert s.events[4].source_event_seqs == (3,)
+    assert to_wire(s.events[4])["sourceEventSeqs"] == [3]
     assert to_wire(s.events[6].data)["reason"] == {"kind": "error", "step": 1,
                                                    "message": "tool timed out"}
