@@ -83,6 +83,7 @@ if _TYPE_CHECKING:
         is_surface_event,
     )
     from .vocabulary import (
+        ImageBlock,
         InjectionTrigger,
         Message,
         MessageTrigger,
@@ -101,6 +102,7 @@ _LAZY: dict[str, str] = {
     "Turn": "._builders",
     "TurnStateError": "._builders",
     "read_session": "._open_log",
+    "ImageBlock": ".vocabulary",
     "InjectionTrigger": ".vocabulary",
     "MessageTrigger": ".vocabulary",
     "PluginSource": ".vocabulary",
@@ -197,6 +199,7 @@ __all__ = [
     "EventRegistry",
     "EventSpec",
     "EventsView",
+    "ImageBlock",
     "InjectionTrigger",
     "JsonObject",
     "JsonValue",

@@ -27,6 +27,7 @@ __all__ = [
     "ErrorReason",
     "FinishChunk",
     "FinishReason",
+    "ImageBlock",
     "InjectionTrigger",
     "InterruptedReason",
     "LlmCallConfig",
@@ -114,7 +115,26 @@ class ToolResultBlock(_Block, tag="tool-result", kw_only=True, frozen=True):
     is_error: bool | UnsetType = UNSET
 
 
-ContentBlock: TypeAlias = TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock
+class ImageBlock(_Block, tag="image", kw_only=True, frozen=True):
+    """An image: ``data`` (base64) or ``url``, exactly one, with its ``media_type``.
+
+    Not in the reference (it dropped its image block); a reference reader keeps one
+    verbatim, as it keeps any content-block kind it does not know.
+    """
+
+    media_type: str
+    data: str | UnsetType = UNSET
+    url: str | UnsetType = UNSET
+
+    def __post_init__(self) -> None:
+        if (self.data is UNSET) == (self.url is UNSET):
+            msg = "an image block holds exactly one of data (base64) and url"
+            raise ValueError(msg)
+
+
+ContentBlock: TypeAlias = (
+    TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock | ImageBlock
+)
 
 
 class Message(_Value, kw_only=True, frozen=True):
