@@ -92,3 +92,38 @@ def test_the_schema_export_covers_every_type() -> None:
     turn_end = schema["events"]["turn/end"]["data"]
     assert turn_end == {"$ref": "#/$defs/TurnEndData"}
     assert schema["$defs"]["TurnEndData"]["required"] == ["turn", "reason"]
+
+
+# --- the vocabulary reference (issue 12) ---------------------------------------------------
+
+VOCABULARY = ROOT / "docs" / "vocabulary.md"
+
+
+def test_the_committed_vocabulary_reference_is_what_the_registry_renders() -> None:
+    proc = _cli("events", "--vocabulary")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == VOCABULARY.read_text(encoding="utf-8"), (
+        "docs/vocabulary.md is stale: run `DSH_SESSION_DISABLE_PLUGINS=example "
+        "dsh-session events --vocabulary > docs/vocabulary.md`")
+
+
+def test_the_vocabulary_reference_gives_python_and_wire_names_of_every_struct() -> None:
+    import msgspec.inspect as mi
+
+    from dsh_session_core import create_plugin_manager
+    from dsh_session_core._plugins import PluginHooks
+    from dsh_session_core._vocabulary_doc import render_vocabulary
+
+    registry = PluginHooks(create_plugin_manager(blocked=["example"])).build_registry()
+    text = render_vocabulary(registry)
+    for entry in registry:
+        info = mi.type_info(entry.payload)
+        assert isinstance(info, mi.StructType)
+        assert f"### {entry.payload.__name__}\n" in text
+        assert f"the payload of `{entry.type}` (plugin `{entry.plugin}`)" in text
+        for f in info.fields:
+            assert f"| `{f.name}` | `{f.encode_name}` |" in text
+    for member in registry.members:
+        assert f"### {member.struct.__name__}\n" in text
+    assert "| `tool_call_id` | `toolCallId` | str |  |" in text  # ToolResultBlock
+    assert "| `is_error` | `isError` | bool | optional |" in text

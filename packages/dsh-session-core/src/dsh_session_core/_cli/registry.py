@@ -116,6 +116,10 @@ def _events(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.markdown:
         write(render_catalog(reg))
+    elif args.vocabulary:
+        from .._vocabulary_doc import render_vocabulary
+
+        write(render_vocabulary(reg))
     elif args.schema:
         write(encode_line(payload_schemas(reg)) + b"\n")
     elif args.json:
@@ -141,6 +145,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     mode = events.add_mutually_exclusive_group()
     mode.add_argument("--json", action="store_true", help="print JSON rows")
     mode.add_argument("--markdown", action="store_true", help="print the event catalog")
+    mode.add_argument(
+        "--vocabulary", action="store_true",
+        help="print the vocabulary reference: every struct, with Python and wire names",
+    )
     mode.add_argument(
         "--check", nargs="?", const=CATALOG, metavar="PATH",
         help=f"exit 1 when the committed catalog (default {CATALOG}) is stale",
