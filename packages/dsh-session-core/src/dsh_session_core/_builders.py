@@ -300,35 +300,29 @@ class Turn:
     ) -> Event:
         """Append a ``user/message`` (a prompt of the turn's batch); the source is the
         user unless given."""
-        self._check_open("append a user/message")
-        wire_source = _source(source)
-        return self._session.append(
-            "user/message", {"content": _content(content), "source": wire_source},
-            surface_op="append",
-        )
+        return self._message("user/message", content, source, {})
 
     def context(
         self, content: Content, *, source: MessageSource | Mapping[str, Any] | None = None
     ) -> Event:
         """Append a ``context/message`` (injected context: a file-change notice...)."""
-        self._check_open("append a context/message")
-        wire_source = _source(source)
-        return self._session.append(
-            "context/message", {"content": _content(content), "source": wire_source},
-            surface_op="append",
-        )
+        return self._message("context/message", content, source, {})
 
     def steer(
         self, content: Content, *, source: MessageSource | Mapping[str, Any] | None = None
     ) -> Event:
         """Append a ``steering/message`` (sent while the turn runs, between steps)."""
-        self._check_open("append a steering/message")
-        wire_source = _source(source)
-        return self._session.append(
-            "steering/message",
-            {"turn": self.number, "content": _content(content), "source": wire_source},
-            surface_op="append",
-        )
+        return self._message("steering/message", content, source, {"turn": self.number})
+
+    def _message(self, type: str, content: Content,
+                 source: MessageSource | Mapping[str, Any] | None,
+                 data: dict[str, Any]) -> Event:
+        """Append one of the three message types: ``data`` (its other fields, first on
+        the wire), then the content and the source (the user unless given)."""
+        self._check_open(f"append a {type}")
+        data["content"] = _content(content)
+        data["source"] = _source(source)
+        return self._session.append(type, data, surface_op="append")
 
     # --- steps -------------------------------------------------------------------------
 
