@@ -415,3 +415,15 @@ def test_every_strict_error_is_a_schema_or_type_error_callers_already_catch() ->
     from dsh_session_core.errors import EventTypeError
 
     assert issubclass(UnknownEventTypeError, EventTypeError)
+
+
+def test_a_bare_session_names_an_installed_plugin_it_does_not_hold() -> None:
+    # A bare Session knows core's types only: the todo plugin is installed in this test
+    # environment, so the fix is a store's registry, not an install.
+    with pytest.raises(UnknownEventTypeError,
+                       match=r"its plugin \(dsh-session-todo\) is installed, but this "
+                             r"session's registry does not hold it"):
+        Session("bare").append("todo/write", {"todos": []})
+    store_session = SessionStore().create("from-a-store")
+    store_session.append("turn/start", START)
+    assert store_session.append("todo/write", {"todos": []}).type == "todo/write"

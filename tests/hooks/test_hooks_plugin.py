@@ -32,7 +32,7 @@ HOOK_TYPES: dict[str, type[Event]] = {"hook/invoked": HookInvoked, "hook/result"
 # The reference's catalog lines (seeds, persistence-log catalog), verbatim.
 INVOKED_DOC = (
     "A hook command was invoked at a hook point — log-only provenance (like `compact/*`; NOT "
-    "a SurfaceEventType, carries no `surfaceOp`). `dialect` is the bridge that ran it "
+    "a surface type, carries no `surfaceOp`). `dialect` is the bridge that ran it "
     "(`claude`/`codex`), `point` the hook point (`PreToolUse`, `Stop`, …), `matcher` the "
     "matcher-group pattern that selected it (absent for match-all), `handlerId` a stable id "
     "for the command (so an invoked/result pair correlates). `turn` is the open turn the "
@@ -40,7 +40,7 @@ INVOKED_DOC = (
 )
 RESULT_DOC = (
     "A hook command's outcome — log-only, paired with a prior `hook/invoked` (same "
-    "`handlerId`). `decision` is the dialect-neutral outcome derived by `appendHookResult` "
+    "`handlerId`). `decision` is the dialect-neutral outcome derived by `append_hook_result()` "
     "(which owns the rule): the hook's parsed decision (`approve`/`allow`/`block`/`deny`/"
     "`ask`), else `'stop'` when it asked to halt via `continue:false`, else `'pass'`. "
     "`exitCode` is the process exit (absent if it never ran), `stderrSummary` the trimmed "

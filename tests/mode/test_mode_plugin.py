@@ -14,7 +14,7 @@ from dsh_session_mode import ModeSet, ModeSetData
 
 CATALOG_LINE = (
     "The session mode in force from this point on: log-only, non-surface, whole-value "
-    "replace — the last `mode/set` in the log wins (see foldMode). A log with none folds "
+    "replace — the last `mode/set` in the log wins (see `fold_mode()`). A log with none folds "
     "to DEFAULT_MODE."
 )
 

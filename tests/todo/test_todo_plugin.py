@@ -22,7 +22,7 @@ SNAPSHOTS = "fixtures/examples/acp-agent/tests/snapshots"
 CATALOG_LINE = (
     "The agent's whole todo list, carried as a full snapshot and replaced wholesale on each "
     "write — the current list is the most recent `todo/write` (last-write-wins on replay, "
-    "no fold). Appended by an owning agent via `session.append('todo/write', { todos })`."
+    "no fold). Appended by an owning agent via `todo_write(session, todos)`."
 )
 
 

@@ -245,14 +245,32 @@ def strict_problem(registry: EventRegistry, entry: RegisteredEvent, data: Any
     return _Walk(registry.members).value(data, _info(entry.payload), "$")
 
 
+def _installed(distribution: str) -> bool:
+    from importlib import metadata
+
+    try:
+        metadata.distribution(distribution)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def unknown_type_problem(registry: EventRegistry, event_type: str) -> tuple[str, str | None]:
     """Why a strict append refuses ``event_type`` (declared by no plugin), and the
     closest registered type."""
-    from ._known_plugins import missing_plugin_hint
+    from ._known_plugins import DISTRIBUTIONS, missing_plugin_hint
 
     suggestion = closest(event_type, registry.types)
     hint = missing_plugin_hint(event_type)
-    message = f'unknown event type "{event_type}": no installed plugin declares it'
-    if hint:
-        message += f" ({hint})"
+    distribution = DISTRIBUTIONS.get(event_type.split("/", 1)[0])
+    if hint is not None and distribution is not None and _installed(distribution):
+        # Installed, yet not in this registry: a bare Session knows core's types only.
+        message = (f'unknown event type "{event_type}": its plugin ({distribution}) is '
+                   f"installed, but this session's registry does not hold it; create the "
+                   f"session from a store (SessionStore(), open_store()), or pass "
+                   f"Session(registry=store.registry)")
+    else:
+        message = f'unknown event type "{event_type}": no installed plugin declares it'
+        if hint:
+            message += f" ({hint})"
     return message + _mean(suggestion), suggestion

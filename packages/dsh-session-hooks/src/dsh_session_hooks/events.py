@@ -102,7 +102,7 @@ class HookResultData(_HookPayload, frozen=True, kw_only=True):
 
 class HookResult(Event, tag="hook/result", frozen=True):
     """A hook command's outcome — log-only, paired with a prior `hook/invoked` (same `handlerId`).
-    `decision` is the dialect-neutral outcome derived by `appendHookResult` (which owns the
+    `decision` is the dialect-neutral outcome derived by `append_hook_result()` (which owns the
     rule): the hook's parsed decision (`approve`/`allow`/`block`/`deny`/`ask`), else
     `'stop'` when it asked to halt via `continue:false`, else `'pass'`. `exitCode` is the
     process exit (absent if it never ran), `stderrSummary` the trimmed stderr truncated to

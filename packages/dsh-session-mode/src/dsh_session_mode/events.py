@@ -28,7 +28,7 @@ class ModeSetData(
 
 class ModeSet(Event, tag="mode/set", frozen=True):
     """The session mode in force from this point on: log-only, non-surface, whole-value
-    replace — the last `mode/set` in the log wins (see foldMode). A log with none folds to
+    replace — the last `mode/set` in the log wins (see `fold_mode()`). A log with none folds to
     DEFAULT_MODE.
 
     (The first paragraph is the reference catalog's doc line, word for word.) Appended by

@@ -96,8 +96,9 @@ def todo_write(session: Session | None, todos: Any) -> ToolOutcome:
         return ToolOutcome.error(str(exc))
     if session is None:
         return ToolOutcome.error("todo_write requires an owning agent session")
-    # The wire shape, not a TodoWriteData: it appends (as an opaque event) even to a
-    # session whose registry lacks the todo plugin.
+    # The wire shape, not a TodoWriteData: a session whose registry lacks the todo
+    # plugin keeps it as an opaque event when it lets the type through (strict=False, or
+    # foreign_types=["todo/*"]); a strict one refuses it, naming the plugin to install.
     wire = [{"content": item.content, "status": item.status} for item in items]
     session.append("todo/write", {"todos": wire})
     counts = {"pending": 0, "in_progress": 0, "completed": 0}

@@ -43,10 +43,10 @@ class TodoWriteData(
 class TodoWrite(Event, tag="todo/write", frozen=True):
     """The agent's whole todo list, carried as a full snapshot and replaced wholesale on
     each write — the current list is the most recent `todo/write` (last-write-wins on
-    replay, no fold). Appended by an owning agent via `session.append('todo/write', {
-    todos })`.
+    replay, no fold). Appended by an owning agent via `todo_write(session, todos)`.
 
-    (The first paragraph is the reference catalog's doc line, word for word.) NOT a
+    (The first paragraph is the reference catalog's doc line, with the Python call for
+    the reference's TypeScript one.) NOT a
     surface type: it produces no LLM message, carries no ``surfaceOp`` and stays off the
     surface; it is durable, replayable UI state, distinct from the conversation history.
     """
