@@ -75,11 +75,11 @@ def test_opaque_events_render_by_their_type() -> None:
     s = make_store(strict=False).create()
     event = s.append(
         "user/message",
-        {"content": [text("look"), {"type": "image", "data": "zzz"}], "source": {"kind": "user"}},
+        {"content": [text("look"), {"type": "audio", "data": "zzz"}], "source": {"kind": "user"}},
         surface_op="append",
     )
     assert type(event).__name__ == "OpaqueEvent"
-    assert render_transcript(s.events, [event.seq]) == "User: look\n[image]"
+    assert render_transcript(s.events, [event.seq]) == "User: look\n[audio]"
 
 
 # --- properties ------------------------------------------------------------------------

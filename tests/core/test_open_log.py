@@ -129,7 +129,8 @@ def test_a_torn_log_is_refused_unless_recovered(tmp_path: Path) -> None:
 def test_a_file_that_is_no_log_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "notes.jsonl"
     path.write_bytes(b'{"hello": "world"}\n')
-    with pytest.raises(LogFormatError, match="corrupt session log: header line") as info:
+    with pytest.raises(LogFormatError,
+                       match="corrupt session log: first line is not a session header") as info:
         read_session(path)
     assert info.value.line == 1
     with pytest.raises(FileNotFoundError):
