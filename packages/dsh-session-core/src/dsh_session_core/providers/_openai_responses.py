@@ -1,0 +1,128 @@
+"""``to_openai_responses``: derived messages as OpenAI Responses ``input`` items (plain
+dicts of the shape of ``openai.types.responses.ResponseInputItemParam``; no SDK needed).
+
+The Responses input is a flat list of items, so block order is kept exactly:
+
+- a system prompt is a ``message`` item of role ``system``;
+- a user message's text and images are one ``message`` item (``input_text`` and
+  ``input_image`` parts), split around its tool results;
+- an assistant's text blocks are ``message`` items of role ``assistant``, each call a
+  ``function_call`` item (raw JSON arguments), each reasoning block a ``reasoning`` item
+  (its text as the summary);
+- a tool result is a ``function_call_output`` item: its text, or its text and images as
+  an output list.
+
+What Responses cannot express follows docs/providers.md (a placeholder ``input_text``);
+``strict=True`` raises :class:`UnsupportedContentError` instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..vocabulary import ImageBlock, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from ._openai_chat import image_url
+from ._source import UnsupportedContentError, block_kind, blocks, normalize, placeholder
+
+__all__ = ["to_openai_responses"]
+
+TARGET = "openai-responses"
+
+
+def _unsupported(strict: bool, block: Any, index: int, what: str) -> str:
+    if strict:
+        raise UnsupportedContentError(TARGET, block_kind(block), index, what)
+    return placeholder(block)
+
+
+def _output(block: ToolResultBlock, index: int, strict: bool) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    images = False
+    for b in blocks(block.content):
+        if isinstance(b, TextBlock):
+            parts.append({"type": "input_text", "text": b.text})
+        elif isinstance(b, ImageBlock):
+            images = True
+            parts.append({"type": "input_image", "image_url": image_url(b), "detail": "auto"})
+        else:
+            parts.append({"type": "input_text", "text": _unsupported(
+                strict, b, index, "this block in a tool result")})
+    output: str | list[dict[str, Any]] = parts
+    if not images and len(parts) <= 1:
+        output = parts[0]["text"] if parts else ""
+    return {"type": "function_call_output", "call_id": block.tool_call_id, "output": output}
+
+
+def to_openai_responses(source: Any, *, strict: bool = False,
+                        reasoning: bool = True) -> list[dict[str, Any]]:
+    """The ``input`` of a Responses request (``client.responses.create(model=...,
+    input=to_openai_responses(session))``).
+
+    :param source: a :class:`~dsh_session_core.Session`, a sequence of derived messages,
+        or their wire JSON as ``dsh-session derive`` prints it.
+    :param strict: raise :class:`UnsupportedContentError` for a block Responses cannot
+        express, instead of the documented fallback.
+    :param reasoning: ``False`` leaves the ``reasoning`` items out (the API refuses a
+        reasoning item whose id it did not issue; a log keeps the provider's id only
+        when the recorder stored it).
+    """
+    systems, messages = normalize(source)
+    out: list[dict[str, Any]] = [{"type": "message", "role": "system", "content": s}
+                                 for s in systems]
+    append = out.append
+    for index, message in enumerate(messages):
+        role = message.role
+        if role == "assistant":
+            for position, b in enumerate(blocks(message.content)):
+                if isinstance(b, TextBlock):
+                    append({"type": "message", "role": "assistant", "content": b.text})
+                elif isinstance(b, ToolCallBlock):
+                    append({"type": "function_call", "call_id": b.id, "name": b.name,
+                            "arguments": b.arguments})
+                elif isinstance(b, ReasoningBlock) or block_kind(b) == "reasoning":
+                    if reasoning:
+                        append(_reasoning(b, index, position, strict))
+                else:
+                    append({"type": "message", "role": "assistant",
+                            "content": _unsupported(strict, b, index,
+                                                    "this block in an assistant message")})
+            continue
+        parts: list[dict[str, Any]] = []
+        for b in blocks(message.content):
+            if isinstance(b, TextBlock):
+                parts.append({"type": "input_text", "text": b.text})
+            elif isinstance(b, ToolResultBlock):
+                if parts:
+                    append({"type": "message", "role": role, "content": parts})
+                    parts = []
+                append(_output(b, index, strict))
+            elif isinstance(b, ImageBlock) and role == "user":
+                parts.append({"type": "input_image", "image_url": image_url(b),
+                              "detail": "auto"})
+            else:
+                parts.append({"type": "input_text", "text": _unsupported(
+                    strict, b, index, f"this block in a {role} message")})
+        if parts or not message.content:
+            append({"type": "message", "role": role, "content": parts or ""})
+    return out
+
+
+def _reasoning(block: Any, index: int, position: int, strict: bool) -> dict[str, Any]:
+    """A ``reasoning`` item: the block's text as its summary; the provider's ``id`` and
+    ``encryptedContent`` when the log kept them, else the id ``rs_<message>_<block>``."""
+    if isinstance(block, ReasoningBlock):
+        return {"type": "reasoning", "id": f"rs_{index}_{position}",
+                "summary": [{"type": "summary_text", "text": block.text}]}
+    text = block.get("text")
+    if not isinstance(text, str):
+        if strict:
+            raise UnsupportedContentError(TARGET, "reasoning", index, "reasoning without text")
+        text = placeholder(block)
+    item: dict[str, Any] = {"type": "reasoning"}
+    rid = block.get("id")
+    item["id"] = rid if isinstance(rid, str) else f"rs_{index}_{position}"
+    item["summary"] = [{"type": "summary_text", "text": text}]
+    encrypted = block.get("encryptedContent")
+    if isinstance(encrypted, str):
+        item["encrypted_content"] = encrypted
+    return item

@@ -1,0 +1,86 @@
+"""The providers' own SDK request types, as validators of the converted payloads.
+
+Each check runs pydantic's ``TypeAdapter`` over the SDK's TypedDicts with
+``extra="forbid"`` (a TypedDict adapter otherwise ignores unknown keys), drains every
+lazily validated ``Iterable`` field (pydantic checks its items only as it is iterated),
+and compares the validated value with the payload: a key dropped or a value coerced by
+a union member that does not really fit is a failure too.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pydantic import ConfigDict, TypeAdapter
+
+__all__ = ["check_anthropic", "check_chat", "check_pydantic_ai", "check_responses"]
+
+_FORBID = ConfigDict(extra="forbid")
+
+
+def _drain(value: Any) -> Any:
+    """The validated value with every lazy validator iterated into a list."""
+    if isinstance(value, Mapping):
+        return {k: _drain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_drain(v) for v in value]
+    if isinstance(value, Iterator) or type(value).__name__ == "ValidatorIterator":
+        return [_drain(v) for v in value]
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+@functools.cache
+def _adapter(name: str) -> TypeAdapter[Any]:
+    if name == "chat":
+        from openai.types.chat import ChatCompletionMessageParam
+
+        return TypeAdapter(list[ChatCompletionMessageParam], config=_FORBID)
+    if name == "responses":
+        from openai.types.responses import ResponseInputItemParam
+
+        return TypeAdapter(list[ResponseInputItemParam], config=_FORBID)
+    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+
+    # In a list: the config of an adapter of a bare TypedDict would be refused.
+    return TypeAdapter(list[MessageCreateParamsNonStreaming], config=_FORBID)
+
+
+def _check(name: str, payload: Any) -> None:
+    validated = _drain(_adapter(name).validate_python(payload))
+    assert validated == _plain(payload), f"{name}: the SDK type changed the payload"
+
+
+def check_chat(messages: list[dict[str, Any]]) -> None:
+    """``messages`` validates as ``list[openai.types.chat.ChatCompletionMessageParam]``."""
+    _check("chat", messages)
+
+
+def check_responses(items: list[dict[str, Any]]) -> None:
+    """``items`` validates as ``list[openai.types.responses.ResponseInputItemParam]``."""
+    _check("responses", items)
+
+
+def check_anthropic(kwargs: dict[str, Any]) -> None:
+    """``kwargs``, with a model and ``max_tokens``, validates as the SDK's
+    ``MessageCreateParamsNonStreaming`` (its ``messages`` as ``MessageParam``)."""
+    _check("anthropic", [{"model": "claude-sonnet-4-5", "max_tokens": 1024, **kwargs}])
+
+
+def check_pydantic_ai(history: list[Any]) -> None:
+    """``history`` round-trips through ``ModelMessagesTypeAdapter`` (JSON and Python)."""
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    assert ModelMessagesTypeAdapter.validate_json(
+        ModelMessagesTypeAdapter.dump_json(history)) == history
+    assert ModelMessagesTypeAdapter.validate_python(
+        ModelMessagesTypeAdapter.dump_python(history)) == history

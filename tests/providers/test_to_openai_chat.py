@@ -1,0 +1,101 @@
+"""``to_openai_chat``: the derived history as Chat Completions messages, checked against
+the ``openai`` SDK's own request types (``ChatCompletionMessageParam``) over the whole
+corpus and over generated histories."""
+
+from __future__ import annotations
+
+import pytest
+from corpus import UPSTREAM_DERIVING, corpus
+from hypothesis import given, settings
+from sdk_check import check_chat
+from to_strategies import histories
+
+from dsh_session_core.providers import UnsupportedContentError, to_openai_chat
+from dsh_session_core.vocabulary import (
+    ImageBlock,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
+
+PNG = ImageBlock(media_type="image/png", data="iVBORw0KGgo=")
+
+
+def test_a_tool_turn() -> None:
+    history = [
+        Message(role="user", content=(TextBlock(text="list"), PNG)),
+        Message(role="assistant", content=(
+            ReasoningBlock(text="use ls"), TextBlock(text="Listing."),
+            ToolCallBlock(id="c1", name="bash", arguments='{"cmd":"ls"}'),
+            ToolCallBlock(id="c2", name="shot", arguments="{}"))),
+        Message(role="user", content=(ToolResultBlock(
+            tool_call_id="c1", content=(TextBlock(text="a.txt"),), is_error=False),)),
+        Message(role="user", content=(ToolResultBlock(
+            tool_call_id="c2", content=(TextBlock(text="here"), PNG), is_error=True),)),
+        Message(role="user", content=(TextBlock(text="thanks"),)),
+    ]
+    out = to_openai_chat(history)
+    assert out == [
+        {"role": "user", "content": [
+            {"type": "text", "text": "list"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]},
+        {"role": "assistant", "content": "Listing.", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "bash",
+                                                          "arguments": '{"cmd":"ls"}'}},
+            {"id": "c2", "type": "function", "function": {"name": "shot", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a.txt"},
+        {"role": "tool", "tool_call_id": "c2", "content": "here"},
+        # The image a tool message cannot carry: after the run of tool messages.
+        {"role": "user", "content": [
+            {"type": "text", "text": "The images of the result of tool call c2:"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]},
+        {"role": "user", "content": [{"type": "text", "text": "thanks"}]},
+    ]
+    check_chat(out)
+
+
+def test_reasoning_only_is_left_out_and_strict_refuses_it() -> None:
+    history = [Message(role="assistant", content=(ReasoningBlock(text="hm"),))]
+    assert to_openai_chat(history) == []
+    with pytest.raises(UnsupportedContentError) as info:
+        to_openai_chat(history, strict=True)
+    assert (info.value.target, info.value.kind, info.value.index) == (
+        "openai-chat", "reasoning", 0)
+
+
+def test_an_unknown_block_is_a_placeholder_text() -> None:
+    history = [Message(role="assistant", content=({"type": "thinking", "x": 1},))]  # type: ignore[arg-type]
+    assert to_openai_chat(history) == [{"role": "assistant", "content":
+                                        '<block type="thinking">{"type":"thinking","x":1}</block>'}]
+
+
+def test_the_session_system_prompt_comes_first() -> None:
+    from dsh_session_core import Session
+
+    s = Session("s")
+    s.append("request/header", {"header": {"config": {"model": "m"}, "system": "be brief"},
+                                "reason": "initial"})
+    with s.turn() as turn:
+        turn.user("hi")
+    assert to_openai_chat(s) == [{"role": "system", "content": "be brief"},
+                                 {"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+
+
+def test_the_whole_corpus_converts_and_validates() -> None:
+    sessions = corpus()
+    assert len(sessions) == UPSTREAM_DERIVING + 2
+    failed = []
+    for name, session in sessions:
+        try:
+            check_chat(to_openai_chat(session))
+        except Exception as exc:
+            failed.append(f"{name}: {exc}")
+    assert failed == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories)
+def test_any_history_validates(history: list[Message]) -> None:
+    check_chat(to_openai_chat(history))
