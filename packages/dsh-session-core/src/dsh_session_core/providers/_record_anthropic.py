@@ -8,11 +8,14 @@ deltas). It writes what :mod:`._record_openai` describes (chunks, message, tool 
 with the assembler that module owns.
 
 Anthropic's blocks map to the vocabulary's: ``text`` to a text block, ``thinking`` to a
-reasoning block (its text; the vocabulary's reasoning block has no place for the
-``signature``), ``tool_use`` to a tool-call block whose ``arguments`` is the input's
-JSON text (as streamed, or the non-streamed ``input`` encoded). Every other block kind
-(``redacted_thinking``, a server tool's use and result...) has none, and is listed in
-:attr:`RecordedResponse.skipped`.
+reasoning block (its text), ``tool_use`` to a tool-call block whose ``arguments`` is
+the input's JSON text (as streamed, or the non-streamed ``input`` encoded). The
+vocabulary's reasoning block has no place for a thinking block's ``signature`` or a
+``redacted_thinking`` block's ``data``: ``provider_data=True`` keeps them on the block
+as the keys ``signature`` and ``redactedData`` (which :func:`to_anthropic` sends back),
+foreign data only a lenient session (``strict=False``) logs; without it a signature is
+dropped and a redacted block skipped. Every other block kind (a server tool's use and
+result...) has no place in the log, and is listed in :attr:`RecordedResponse.skipped`.
 """
 
 from __future__ import annotations
@@ -24,17 +27,24 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from ..vocabulary import (
-    ContentBlock,
     FinishReason,
     MaxTokensFinish,
-    ReasoningBlock,
     StopFinish,
     TextBlock,
     TokenUsage,
     ToolCallBlock,
     ToolCallsFinish,
 )
-from ._record_openai import RecordedResponse, _Assembler, _error, _get, _record_whole, _usage
+from ._record_openai import (
+    Recorded,
+    RecordedResponse,
+    _Assembler,
+    _error,
+    _get,
+    _reasoning,
+    _record_whole,
+    _usage,
+)
 
 if TYPE_CHECKING:
     from .._builders import Step
@@ -93,8 +103,8 @@ def _is_whole(response: Any) -> bool:
         _get(response, "type") == "message" and _get(response, "content") is not None)
 
 
-def _whole(step: Step, message: Any) -> RecordedResponse:
-    content: list[ContentBlock] = []
+def _whole(step: Step, message: Any, provider_data: bool) -> RecordedResponse:
+    content: list[Recorded] = []
     skipped: list[str] = []
     for block in _get(message, "content") or ():
         kind = _get(block, "type")
@@ -104,8 +114,12 @@ def _whole(step: Step, message: Any) -> RecordedResponse:
                 content.append(TextBlock(text=text))
         elif kind == "thinking":
             text = _get(block, "thinking")
-            if isinstance(text, str) and text:
-                content.append(ReasoningBlock(text=text))
+            signature = _get(block, "signature") if provider_data else None
+            extra = {"signature": signature} if isinstance(signature, str) and signature else None
+            if isinstance(text, str) and (text or extra):
+                content.append(_reasoning(text, extra))
+        elif kind == "redacted_thinking" and provider_data:
+            content.append(_reasoning("", {"redactedData": str(_get(block, "data"))}))
         elif kind == "tool_use":
             content.append(ToolCallBlock(id=_get(block, "id"), name=_get(block, "name"),
                                          arguments=_arguments(_get(block, "input"))))
@@ -124,8 +138,8 @@ class _Stream:
 
     __slots__ = ("asm", "counts", "kinds")
 
-    def __init__(self, step: Step) -> None:
-        self.asm = _Assembler(step)
+    def __init__(self, step: Step, provider_data: bool) -> None:
+        self.asm = _Assembler(step, provider_data)
         self.counts: dict[str, Any] = {}
         self.kinds: dict[Any, str] = {}  # each block index's kind, from its start
 
@@ -142,7 +156,9 @@ class _Stream:
                 asm.text(index, "reasoning", _get(delta, "thinking"))
             elif delta_kind == "input_json_delta" and self.kinds.get(index) == "tool_use":
                 asm.call(index, None, None, _get(delta, "partial_json"))
-            # signature_delta, citations_delta: nothing the vocabulary holds
+            elif delta_kind == "signature_delta":
+                asm.keep(index, "signature", _get(delta, "signature"), append=True)
+            # citations_delta: nothing the vocabulary holds (the cited text is streamed)
         elif kind == "content_block_start":
             index = _get(event, "index")
             block = _get(event, "content_block")
@@ -154,6 +170,8 @@ class _Stream:
                 asm.text(index, "text", _get(block, "text"))  # empty, but for a prefill
             elif block_kind == "thinking":
                 asm.text(index, "reasoning", _get(block, "thinking"))
+            elif block_kind == "redacted_thinking" and asm.provider_data:
+                asm.keep(index, "redactedData", _get(block, "data"))
             else:
                 asm.skipped.append(block_kind)
         elif kind == "content_block_stop":
@@ -181,7 +199,8 @@ class _Stream:
         return self.asm.close()
 
 
-def record_anthropic(step: Step, response: Any) -> RecordedResponse:
+def record_anthropic(step: Step, response: Any, *,
+                     provider_data: bool = False) -> RecordedResponse:
     """Record an Anthropic Messages response into the open ``step``.
 
     :param response: a ``Message`` or its JSON dict, or an iterable of its stream events
@@ -189,21 +208,24 @@ def record_anthropic(step: Step, response: Any) -> RecordedResponse:
         client.messages.stream(...) as stream:``) or their dicts.
     :returns: the logged message, tool calls, finish reason and usage; ``skipped`` names
         the blocks of kinds the log has none for.
+    :param provider_data: keep thinking signatures and redacted thinking on reasoning
+        blocks (``signature``, ``redactedData``), for a lenient session (see above).
     """
     if _is_whole(response):
-        return _whole(step, response)
-    stream = _Stream(step)
+        return _whole(step, response, provider_data)
+    stream = _Stream(step, provider_data)
     for event in response:
         stream.feed(event)
     return stream.close()
 
 
-async def arecord_anthropic(step: Step, response: Any) -> RecordedResponse:
+async def arecord_anthropic(step: Step, response: Any, *,
+                            provider_data: bool = False) -> RecordedResponse:
     """:func:`record_anthropic` of an async stream (``AsyncAnthropic``'s), or of a whole
     ``Message`` already awaited."""
     if _is_whole(response):
-        return _whole(step, response)
-    stream = _Stream(step)
+        return _whole(step, response, provider_data)
+    stream = _Stream(step, provider_data)
     async for event in response:
         stream.feed(event)
     return stream.close()

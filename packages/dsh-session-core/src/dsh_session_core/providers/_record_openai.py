@@ -34,8 +34,8 @@ __all__ = [
 ]
 
 import dataclasses
-from collections.abc import Hashable, Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal
+from collections.abc import Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from ..vocabulary import (
     AbortedFinish,
@@ -130,11 +130,11 @@ def _error(message: str, code: str | None) -> ErrorFinish:
                                                                           code=code)
 
 
-def _log_calls(step: Step, content: list[ContentBlock]) -> tuple[ToolCallRef, ...]:
+def _log_calls(step: Step, content: Sequence[Recorded]) -> tuple[ToolCallRef, ...]:
     return tuple(step.tool_call(b) for b in content if isinstance(b, ToolCallBlock))
 
 
-def _record_whole(step: Step, content: list[ContentBlock], usage: TokenUsage | None,
+def _record_whole(step: Step, content: Sequence[Recorded], usage: TokenUsage | None,
                   finish: FinishReason | None, skipped: list[str]) -> RecordedResponse:
     """Log a response that was not streamed: its message, then its tool calls."""
     message = step.assistant(content, usage=usage, finish=finish)
@@ -147,10 +147,22 @@ def _record_whole(step: Step, content: list[ContentBlock], usage: TokenUsage | N
 BlockKind = Literal["text", "reasoning", "tool-call"]
 
 
-class _Block:
-    """A content block being streamed: its kind, its index in the message, its text."""
+#: A block as the recorders assemble it: typed, or a reasoning block's wire dict carrying
+#: the provider's data (``provider_data=True``), which no vocabulary Struct holds.
+Recorded: TypeAlias = ContentBlock | dict[str, Any]
 
-    __slots__ = ("call_id", "index", "kind", "name", "parts")
+
+def _reasoning(text: str, extra: Mapping[str, str] | None) -> Recorded:
+    if not extra:
+        return ReasoningBlock(text=text)
+    return {"type": "reasoning", "text": text, **extra}
+
+
+class _Block:
+    """A content block being streamed: its kind, its index in the message, its text, and
+    the provider's data a reasoning block keeps (``provider_data=True``)."""
+
+    __slots__ = ("call_id", "extra", "index", "kind", "name", "parts")
 
     def __init__(self, kind: BlockKind, index: int, call_id: str, name: str) -> None:
         self.kind: BlockKind = kind
@@ -158,13 +170,14 @@ class _Block:
         self.call_id = call_id
         self.name = name
         self.parts: list[str] = []
+        self.extra: dict[str, str] | None = None
 
-    def assembled(self) -> ContentBlock:
+    def assembled(self) -> Recorded:
         text = "".join(self.parts)
         if self.kind == "text":
             return TextBlock(text=text)
         if self.kind == "reasoning":
-            return ReasoningBlock(text=text)
+            return _reasoning(text, self.extra)
         return ToolCallBlock(id=self.call_id, name=self.name, arguments=text)
 
 
@@ -179,10 +192,11 @@ class _Assembler:
     reference's loop records them: a provider need not say when a block is complete.
     """
 
-    __slots__ = ("blocks", "finish", "skipped", "step", "usage")
+    __slots__ = ("blocks", "finish", "provider_data", "skipped", "step", "usage")
 
-    def __init__(self, step: Step) -> None:
+    def __init__(self, step: Step, provider_data: bool) -> None:
         self.step = step
+        self.provider_data = provider_data
         self.blocks: dict[Hashable, _Block] = {}
         self.usage: TokenUsage | None = None
         self.finish: FinishReason | None = None
@@ -232,6 +246,16 @@ class _Assembler:
                                        arguments_delta=text)
         self.step.chunk(chunk)
 
+    def keep(self, key: Hashable, name: str, value: Any, *, append: bool = False) -> None:
+        """Keep provider data (a signature, an item id...) on reasoning block ``key``,
+        opened if need be (a reasoning item may stream no text), when asked to."""
+        if not self.provider_data or not isinstance(value, str) or not value:
+            return
+        block = self.open(key, "reasoning")
+        if block.extra is None:
+            block.extra = {}
+        block.extra[name] = block.extra.get(name, "") + value if append else value
+
     def set_arguments(self, key: Hashable, arguments: Any) -> None:
         """The provider's final argument text for a call, when it disagrees with the
         deltas (it is authoritative: the assembled block is what the model produced)."""
@@ -242,14 +266,17 @@ class _Assembler:
     def close(self, *, tool_calls_finish: bool = False) -> RecordedResponse:
         """End the stream: each block's ``block-end``, the ``usage`` and ``finish`` chunks,
         the ``assistant/message``, then one ``tool/call`` per call."""
-        content: list[ContentBlock] = []
+        content: list[Recorded] = []
         step = self.step
         for block in self.blocks.values():
             if block.kind == "tool-call" and not block.parts:
                 block.parts.append("")
             assembled = block.assembled()
             content.append(assembled)
-            step.chunk(BlockEndChunk(index=block.index, block=assembled))
+            if isinstance(assembled, dict):  # provider data: no Struct holds it
+                step.chunk({"type": "block-end", "index": block.index, "block": assembled})
+            else:
+                step.chunk(BlockEndChunk(index=block.index, block=assembled))
         if self.usage is not None:
             step.chunk(UsageChunk(usage=self.usage))
         finish = self.finish
@@ -313,7 +340,7 @@ class _ChatStream:
     __slots__ = ("asm",)
 
     def __init__(self, step: Step) -> None:
-        self.asm = _Assembler(step)
+        self.asm = _Assembler(step, provider_data=False)
 
     def feed(self, chunk: Any) -> None:
         asm = self.asm
@@ -348,7 +375,7 @@ def _is_whole_chat(response: Any) -> bool:
 def _chat_whole(step: Step, response: Any) -> RecordedResponse:
     choice = _first_choice(response)
     message = _get(choice, "message")
-    content: list[ContentBlock] = []
+    content: list[Recorded] = []
     reasoning = _reasoning_text(message)
     if isinstance(reasoning, str) and reasoning:
         content.append(ReasoningBlock(text=reasoning))
@@ -434,18 +461,29 @@ def _responses_finish(response: Any, has_calls: bool) -> FinishReason | None:
 _RESPONSES_ITEMS: Final = frozenset({"message", "function_call", "reasoning"})
 
 
-def _responses_whole(step: Step, response: Any) -> RecordedResponse:
-    content: list[ContentBlock] = []
+def _responses_whole(step: Step, response: Any, provider_data: bool) -> RecordedResponse:
+    content: list[Recorded] = []
     skipped: list[str] = []
     for item in _get(response, "output") or ():
         kind = _get(item, "type")
         if kind == "reasoning":
             # One reasoning block per summary part, then per raw reasoning part: the same
-            # blocks a stream opens, one per part it streams.
-            for part in (*(_get(item, "summary") or ()), *(_get(item, "content") or ())):
-                text = _get(part, "text")
-                if isinstance(text, str) and text:
-                    content.append(ReasoningBlock(text=text))
+            # blocks a stream opens, one per part it streams. The item's id and encrypted
+            # content, when kept, ride on its first block (one block when it has no text).
+            extra: dict[str, str] = {}
+            if provider_data:
+                for name, field in (("id", "id"), ("encryptedContent", "encrypted_content")):
+                    value = _get(item, field)
+                    if isinstance(value, str) and value:
+                        extra[name] = value
+            texts = [t for part in (*(_get(item, "summary") or ()),
+                                    *(_get(item, "content") or ()))
+                     if isinstance(t := _get(part, "text"), str) and t]
+            if extra and not texts:
+                texts = [""]
+            for text in texts:
+                content.append(_reasoning(text, extra))
+                extra = {}
         elif kind == "message":
             for part in _get(item, "content") or ():
                 text = _get(part, "text") if _get(part, "type") == "output_text" else (
@@ -471,24 +509,35 @@ class _ResponsesStream:
     chunks, but a call's final arguments win (the model's output is what was assembled).
     """
 
-    __slots__ = ("asm", "ended")
+    __slots__ = ("asm", "first")
 
-    def __init__(self, step: Step) -> None:
-        self.asm = _Assembler(step)
-        self.ended = False
+    def __init__(self, step: Step, provider_data: bool) -> None:
+        self.asm = _Assembler(step, provider_data)
+        # Each reasoning item's first block (its key), which keeps the item's id and
+        # encrypted content when provider data is kept.
+        self.first: dict[Any, Hashable] = {}
 
     def feed(self, event: Any) -> None:
         asm = self.asm
         kind = _get(event, "type")
         out = _get(event, "output_index")
+        key: Hashable
         if kind in ("response.output_text.delta", "response.refusal.delta"):
             asm.text(("text", out, _get(event, "content_index")), "text", _get(event, "delta"))
         elif kind == "response.reasoning_summary_text.delta":
-            asm.text(("summary", out, _get(event, "summary_index")), "reasoning",
-                     _get(event, "delta"))
+            key = ("summary", out, _get(event, "summary_index"))
+            self.first.setdefault(out, key)
+            asm.text(key, "reasoning", _get(event, "delta"))
         elif kind == "response.reasoning_text.delta":
-            asm.text(("reasoning", out, _get(event, "content_index")), "reasoning",
-                     _get(event, "delta"))
+            key = ("reasoning", out, _get(event, "content_index"))
+            self.first.setdefault(out, key)
+            asm.text(key, "reasoning", _get(event, "delta"))
+        elif kind == "response.output_item.done":
+            item = _get(event, "item")
+            if asm.provider_data and _get(item, "type") == "reasoning":
+                key = self.first.setdefault(out, ("summary", out, 0))
+                asm.keep(key, "id", _get(item, "id"))
+                asm.keep(key, "encryptedContent", _get(item, "encrypted_content"))
         elif kind == "response.output_item.added":
             item = _get(event, "item")
             item_kind = _get(item, "type")
@@ -518,7 +567,8 @@ def _is_whole_response(response: Any) -> bool:
     return isinstance(response, Mapping) or _get(response, "output") is not None
 
 
-def record_openai_responses(step: Step, response: Any) -> RecordedResponse:
+def record_openai_responses(step: Step, response: Any, *,
+                            provider_data: bool = False) -> RecordedResponse:
     """Record a Responses API response into the open ``step``.
 
     :param response: a ``Response`` (``client.responses.create(...)``) or its JSON dict,
@@ -526,20 +576,26 @@ def record_openai_responses(step: Step, response: Any) -> RecordedResponse:
         ``client.responses.stream(...)`` manager's stream) or their dicts.
     :returns: the logged message, tool calls, finish reason and usage; ``skipped`` names
         the output items of kinds the log has no block for (built-in tools' calls...).
+    :param provider_data: keep each reasoning item's ``id`` and ``encrypted_content``
+        (``include=["reasoning.encrypted_content"]``) on its reasoning block, as the keys
+        ``id`` and ``encryptedContent`` that :func:`to_openai_responses` sends back. The
+        vocabulary's reasoning block has no such fields: such a block is foreign data,
+        which only a lenient session (``strict=False``) logs.
     """
     if _is_whole_response(response):
-        return _responses_whole(step, response)
-    stream = _ResponsesStream(step)
+        return _responses_whole(step, response, provider_data)
+    stream = _ResponsesStream(step, provider_data)
     for event in response:
         stream.feed(event)
     return stream.close()
 
 
-async def arecord_openai_responses(step: Step, response: Any) -> RecordedResponse:
+async def arecord_openai_responses(step: Step, response: Any, *,
+                                   provider_data: bool = False) -> RecordedResponse:
     """:func:`record_openai_responses` of an async stream, or of a whole response."""
     if _is_whole_response(response):
-        return _responses_whole(step, response)
-    stream = _ResponsesStream(step)
+        return _responses_whole(step, response, provider_data)
+    stream = _ResponsesStream(step, provider_data)
     async for event in response:
         stream.feed(event)
     return stream.close()
