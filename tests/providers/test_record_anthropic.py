@@ -1,0 +1,322 @@
+"""Recording Anthropic Messages responses into a step, driven through the real
+``anthropic`` client (``messages.create``, streamed or not, and the ``messages.stream``
+helper) against a local transport serving tests/providers/recordings/: no network.
+
+Checked as the OpenAI recordings are (tests/providers/test_record_openai.py): the wire
+(enclosure, one chunk per delta, ``sourceEventSeqs``, usage, one ``tool/call`` per call),
+the derived messages (the response's content exactly), a checking store, and the round
+trip through ``to_anthropic``, which with ``provider_data=True`` gives back the thinking
+block with its signature.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx2
+import pytest
+
+from dsh_session_core import (
+    ReasoningBlock,
+    Session,
+    SessionStore,
+    TextBlock,
+    ToolCallBlock,
+    create_plugin_manager,
+    to_wire,
+)
+from dsh_session_core.providers import RecordedResponse, arecord_anthropic, record_anthropic
+from dsh_session_core.vocabulary import ToolCallsFinish
+
+RECORDINGS = Path(__file__).parent / "recordings"
+MESSAGE = "anthropic_message.json"
+STREAM = "anthropic_stream.sse"
+PROMPT = "What's the weather in Paris?"
+USAGE = {"inputTokens": 15, "outputTokens": 90, "cacheReadTokens": 2048,
+         "cacheWriteTokens": 1024}
+
+
+def _transport(name: str, seen: list[httpx2.Request]) -> httpx2.MockTransport:
+    body = (RECORDINGS / name).read_bytes()
+    kind = "text/event-stream" if name.endswith(".sse") else "application/json"
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        return httpx2.Response(200, content=body, headers={"content-type": kind})
+
+    return httpx2.MockTransport(handler)
+
+
+def _client(name: str, seen: list[httpx2.Request] | None = None) -> anthropic.Anthropic:
+    transport = _transport(name, [] if seen is None else seen)
+    return anthropic.Anthropic(api_key="sk-ant-test", base_url="http://anthropic.test",
+                               http_client=httpx2.Client(transport=transport))
+
+
+def _events(name: str) -> list[dict[str, Any]]:
+    """The JSON payloads of the recorded stream."""
+    return [json.loads(line[6:]) for line in (RECORDINGS / name).read_text().splitlines()
+            if line.startswith("data: ")]
+
+
+def _message() -> Any:
+    return json.loads((RECORDINGS / MESSAGE).read_text())
+
+
+def _expected() -> list[Any]:
+    out: list[Any] = []
+    for block in _message()["content"]:
+        if block["type"] == "thinking":
+            out.append(ReasoningBlock(text=block["thinking"]))
+        elif block["type"] == "text":
+            out.append(TextBlock(text=block["text"]))
+        elif block["type"] == "tool_use":
+            out.append(ToolCallBlock(id=block["id"], name=block["name"],
+                                     arguments=json.dumps(block["input"],
+                                                          separators=(",", ":"))))
+    return out
+
+
+def _session(strict: bool = True) -> Session:
+    store = SessionStore(create_plugin_manager(autoload=False), checks=True, strict=strict)
+    return store.create("rec")
+
+
+Mode = str  # "create": messages.create; "stream": create(stream=True); "helper": .stream()
+MODES = ["create", "stream", "helper"]
+
+
+def _call(mode: Mode, **options: Any) -> Callable[[Any], RecordedResponse]:
+    def call(step: Any) -> RecordedResponse:
+        seen: list[httpx2.Request] = []
+        client = _client(MESSAGE if mode == "create" else STREAM, seen)
+        request: Any = {"model": "claude-sonnet-4-5", "max_tokens": 1024,
+                        "messages": [{"role": "user", "content": PROMPT}],
+                        "thinking": {"type": "enabled", "budget_tokens": 512}}
+        if mode == "helper":
+            with client.messages.stream(**request) as stream:
+                result = record_anthropic(step, stream, **options)
+        else:
+            response = client.messages.create(**request, stream=mode == "stream")
+            result = record_anthropic(step, response, **options)
+        assert [r.url.path for r in seen] == ["/v1/messages"]
+        return result
+    return call
+
+
+def _record(session: Session, call: Callable[[Any], RecordedResponse]) -> RecordedResponse:
+    with session.turn() as turn:
+        turn.user(PROMPT)
+        with turn.step() as step:
+            result = call(step)
+            for ref in result.tool_calls:
+                step.tool_result(ref, "18°C, sunny")
+    return result
+
+
+def _wire(session: Session) -> list[dict[str, Any]]:
+    return [to_wire(e) for e in session.events]
+
+
+def _assistant(session: Session) -> list[Any]:
+    (message,) = [m for m in session.derive_messages() if m.role == "assistant"]
+    return list(message.content)
+
+
+@pytest.mark.parametrize("mode", ["stream", "helper"])
+def test_a_streamed_message_is_one_chunk_per_delta(mode: Mode) -> None:
+    session = _session()
+    result = _record(session, _call(mode))
+    events = _wire(session)
+    types = [e["type"] for e in events]
+    n = types.count("assistant/chunk")
+    assert types == ["turn/start", "user/message", "step/start", *["assistant/chunk"] * n,
+                     "assistant/message", "tool/call", "tool/result", "step/end", "turn/end"]
+    assert all((e["data"]["turn"], e["data"]["step"]) == (1, 1) for e in events[2:-1])
+
+    raw = _events(STREAM)
+
+    def deltas(index: int, kind: str, field: str) -> list[str]:
+        return [e["delta"][field] for e in raw if e["type"] == "content_block_delta"
+                and e["index"] == index and e["delta"]["type"] == kind]
+
+    call = _expected()[2]
+    content = [to_wire(b) for b in _expected()]
+    chunks = [e["data"]["chunk"] for e in events if e["type"] == "assistant/chunk"]
+    assert chunks == [
+        {"type": "block-start", "index": 0, "blockType": "reasoning"},
+        *({"type": "reasoning-delta", "index": 0, "text": t}
+          for t in deltas(0, "thinking_delta", "thinking")),
+        {"type": "block-start", "index": 1, "blockType": "text"},
+        *({"type": "text-delta", "index": 1, "text": t}
+          for t in deltas(1, "text_delta", "text")),
+        {"type": "block-start", "index": 2, "blockType": "tool-call"},
+        # content_block_start names the call; then one chunk per non-empty input_json_delta
+        {"type": "tool-call-delta", "index": 2, "id": call.id, "name": call.name,
+         "argumentsDelta": ""},
+        *({"type": "tool-call-delta", "index": 2, "id": call.id, "argumentsDelta": t}
+          for t in deltas(2, "input_json_delta", "partial_json") if t),
+        *({"type": "block-end", "index": i, "block": b} for i, b in enumerate(content)),
+        {"type": "usage", "usage": USAGE},
+        {"type": "finish", "reason": {"kind": "tool-calls"}},
+    ]
+    (message,) = [e for e in events if e["type"] == "assistant/message"]
+    assert message["data"] == {"turn": 1, "step": 1, "content": content, "usage": USAGE}
+    assert message["sourceEventSeqs"] == [
+        e["seq"] for e in events if e["type"] == "assistant/chunk"]
+    (tool_call,) = [e for e in events if e["type"] == "tool/call"]
+    assert tool_call["data"] == {"turn": 1, "step": 1, "callId": call.id, "name": call.name,
+                                 "arguments": call.arguments}
+    assert [r.seq for r in result.tool_calls] == [tool_call["seq"]]
+    (tool_result,) = [e for e in events if e["type"] == "tool/result"]
+    assert tool_result["sourceEventSeqs"] == [tool_call["seq"]]
+    assert result.finish == ToolCallsFinish()
+    # The signature has no place in the vocabulary's reasoning block: not kept by default.
+    assert result.skipped == ()
+
+
+def test_a_whole_message_is_its_message_without_chunks() -> None:
+    session = _session()
+    result = _record(session, _call("create"))
+    events = _wire(session)
+    assert [e["type"] for e in events] == [
+        "turn/start", "user/message", "step/start", "assistant/message", "tool/call",
+        "tool/result", "step/end", "turn/end"]
+    message = events[3]
+    assert message["data"]["usage"] == USAGE
+    assert "sourceEventSeqs" not in message
+    assert events[4]["data"]["callId"] == _expected()[2].id
+    assert result.finish == ToolCallsFinish()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_messages_derive_the_response_content_exactly(mode: Mode) -> None:
+    session = _session()
+    _record(session, _call(mode))
+    assert _assistant(session) == _expected()
+    # The streamed input JSON is the very text the whole message's input encodes to.
+    raw = "".join(e["delta"]["partial_json"] for e in _events(STREAM)
+                  if e["type"] == "content_block_delta"
+                  and e["delta"]["type"] == "input_json_delta")
+    assert json.loads(raw) == _message()["content"][2]["input"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_messages_round_trip_through_to_anthropic(mode: Mode) -> None:
+    from dsh_session_core.providers import to_anthropic
+
+    original = _message()["content"]
+    # Kept with provider_data (a lenient session: the signature is foreign data).
+    session = _session(strict=False)
+    _record(session, _call(mode, provider_data=True))
+    request = to_anthropic(session)
+    (assistant,) = [m for m in request["messages"] if m["role"] == "assistant"]
+    assert assistant["content"] == original  # thinking with its signature, text, tool_use
+    (_, answer) = [m for m in request["messages"] if m["role"] == "user"]
+    assert answer["content"][0]["tool_use_id"] == original[2]["id"]
+    _client(MESSAGE).messages.create(model="claude-sonnet-4-5", max_tokens=1024, **request)
+
+    # Without it, the unsigned thinking is what to_anthropic leaves out (docs/providers.md);
+    # the text and the tool call come back exactly.
+    session = _session()
+    _record(session, _call(mode))
+    (assistant,) = [m for m in to_anthropic(session)["messages"] if m["role"] == "assistant"]
+    assert assistant["content"] == original[1:]
+
+
+@pytest.mark.parametrize(("stop", "reason"), [
+    ("end_turn", {"kind": "completed"}),
+    ("stop_sequence", {"kind": "completed"}),
+    ("max_tokens", {"kind": "max-tokens"}),
+    ("refusal", {"kind": "error", "step": 1, "message": "the model refused to answer",
+                 "code": "refusal"}),
+])
+def test_stop_reasons_end_the_turn(stop: str, reason: dict[str, Any]) -> None:
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+               "content": [{"type": "text", "text": "Hi"}], "stop_reason": stop,
+               "usage": {"input_tokens": 3, "output_tokens": 1}}
+    stream = [
+        {"type": "message_start", "message": {**message, "content": [], "stop_reason": None}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text",
+                                                                      "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta",
+                                                              "text": "Hi"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 1}},
+        {"type": "message_stop"},
+    ]
+    for source in (message, stream):
+        session = _session()
+        with session.turn() as turn, turn.step() as step:
+            result = record_anthropic(step, source)
+        assert to_wire(session.events[-1])["data"]["reason"] == reason
+        assert _assistant(session) == [TextBlock(text="Hi")]
+        assert to_wire(result.usage) == {"inputTokens": 3, "outputTokens": 1}
+
+
+def test_a_call_without_input_has_empty_object_arguments_and_other_blocks_are_skipped() -> None:
+    use = {"type": "tool_use", "id": "toolu_1", "name": "now", "input": {}}
+    redacted = {"type": "redacted_thinking", "data": "EmwKAhgB"}
+    server = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+              "input": {"query": "paris"}}
+    message: dict[str, Any] = {
+               "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+               "content": [server, redacted, use],
+               "stop_reason": "tool_use", "usage": {"input_tokens": 3, "output_tokens": 1}}
+    stream = [
+        {"type": "message_start", "message": {**message, "content": [], "stop_reason": None}},
+        {"type": "content_block_start", "index": 0, "content_block": server},
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "input_json_delta", "partial_json": '{"query":"paris"}'}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": redacted},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "content_block_start", "index": 2, "content_block": use},
+        {"type": "content_block_stop", "index": 2},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+         "usage": {"output_tokens": 1}},
+    ]
+    for source in (message, stream):
+        session = _session()
+        with session.turn() as turn, turn.step() as step:
+            result = record_anthropic(step, source)
+            assert result.skipped == ("server_tool_use", "redacted_thinking")
+            assert [(r.call_id, r.arguments) for r in result.tool_calls] == [("toolu_1", "{}")]
+            step.tool_result(result.tool_calls[0], "noon")
+        assert _assistant(session) == [ToolCallBlock(id="toolu_1", name="now",
+                                                     arguments="{}")]
+    # With provider_data, redacted thinking is kept (as to_anthropic reads it back).
+    for source in (message, stream):
+        session = _session(strict=False)
+        with session.turn() as turn, turn.step() as step:
+            result = record_anthropic(step, source, provider_data=True)
+            assert result.skipped == ("server_tool_use",)
+            step.tool_result(result.tool_calls[0], "noon")
+        content = [to_wire(b) if not isinstance(b, dict) else b for b in _assistant(session)]
+        assert content[0] == {"type": "reasoning", "text": "", "redactedData": "EmwKAhgB"}
+
+
+def test_an_async_stream_records_as_a_sync_one() -> None:
+    async def run(session: Session) -> None:
+        client = anthropic.AsyncAnthropic(
+            api_key="sk-ant-test", base_url="http://anthropic.test",
+            http_client=httpx2.AsyncClient(transport=_transport(STREAM, [])))
+        with session.turn() as turn:
+            turn.user(PROMPT)
+            with turn.step() as step:
+                stream = await client.messages.create(
+                    model="claude-sonnet-4-5", max_tokens=1024, stream=True,
+                    messages=[{"role": "user", "content": PROMPT}])
+                result = await arecord_anthropic(step, stream)
+                for ref in result.tool_calls:
+                    step.tool_result(ref, "18°C, sunny")
+
+    session, sync = _session(), _session()
+    asyncio.run(run(session))
+    _record(sync, _call("stream"))
+    assert [{**e, "time": 0} for e in _wire(session)] == [{**e, "time": 0} for e in _wire(sync)]
