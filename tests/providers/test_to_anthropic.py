@@ -1,0 +1,113 @@
+"""``to_anthropic``: the derived history as the ``system`` and ``messages`` of
+``messages.create``, checked against the ``anthropic`` SDK's request types over the whole
+corpus and generated histories, with the alternation the API demands."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from corpus import UPSTREAM_DERIVING, corpus
+from hypothesis import given, settings
+from sdk_check import check_anthropic
+from to_strategies import histories
+
+from dsh_session_core.providers import UnsupportedContentError, to_anthropic
+from dsh_session_core.vocabulary import (
+    ImageBlock,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
+
+
+def _alternates(kwargs: dict[str, Any]) -> None:
+    roles = [m["role"] for m in kwargs["messages"]]
+    assert all(a != b for a, b in zip(roles, roles[1:], strict=False)), roles
+    for m in kwargs["messages"]:
+        assert m["content"], m
+        kinds = [b["type"] for b in m["content"]]
+        if "tool_result" in kinds:  # the results first in their turn
+            first_other = next((i for i, k in enumerate(kinds) if k != "tool_result"),
+                               len(kinds))
+            assert "tool_result" not in kinds[first_other:], kinds
+        for b in m["content"]:
+            assert b["type"] != "text" or b["text"], m  # the API refuses empty text
+
+
+def test_a_tool_turn_alternates_with_results_first() -> None:
+    signed = {"type": "reasoning", "text": "think", "signature": "sig"}
+    history = [
+        Message(role="system", content=(TextBlock(text="be brief"),)),
+        Message(role="user", content=(TextBlock(text="hi"),)),
+        Message(role="user", content=(TextBlock(text="<context source=\"plugin\">"),
+                                      TextBlock(text="x"), TextBlock(text="</context>"))),
+        Message(role="assistant", content=(
+            signed, ReasoningBlock(text="unsigned"), TextBlock(text="Calling."),  # type: ignore[arg-type]
+            ToolCallBlock(id="c1", name="bash", arguments='{"cmd":"ls"}'),
+            ToolCallBlock(id="c2", name="bash", arguments="not json"))),
+        Message(role="user", content=(TextBlock(text="steer"),)),
+        Message(role="user", content=(ToolResultBlock(
+            tool_call_id="c1", content=(TextBlock(text="a.txt"),), is_error=False),)),
+        Message(role="user", content=(ToolResultBlock(
+            tool_call_id="c2", content=(ImageBlock(media_type="image/png", data="AAAA"),),
+            is_error=True),)),
+    ]
+    out = to_anthropic(history)
+    assert out == {"system": "be brief", "messages": [
+        {"role": "user", "content": [
+            {"type": "text", "text": "hi"}, {"type": "text", "text": "<context source=\"plugin\">"},
+            {"type": "text", "text": "x"}, {"type": "text", "text": "</context>"}]},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "think", "signature": "sig"},
+            {"type": "text", "text": "Calling."},
+            {"type": "tool_use", "id": "c1", "name": "bash", "input": {"cmd": "ls"}},
+            {"type": "tool_use", "id": "c2", "name": "bash", "input": {"_arguments": "not json"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "c1", "is_error": False,
+             "content": [{"type": "text", "text": "a.txt"}]},
+            {"type": "tool_result", "tool_use_id": "c2", "is_error": True, "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                             "data": "AAAA"}}]},
+            {"type": "text", "text": "steer"}]},
+    ]}
+    check_anthropic(out)
+    _alternates(out)
+
+
+def test_strict_refuses_unsigned_reasoning_and_invalid_arguments() -> None:
+    with pytest.raises(UnsupportedContentError, match="signature"):
+        to_anthropic([Message(role="assistant", content=(ReasoningBlock(text="r"),))],
+                     strict=True)
+    with pytest.raises(UnsupportedContentError, match="arguments"):
+        to_anthropic([Message(role="assistant", content=(
+            ToolCallBlock(id="c", name="n", arguments="[1]"),))], strict=True)
+
+
+def test_no_system_prompt_no_system_key() -> None:
+    assert to_anthropic([Message(role="user", content=(TextBlock(text="hi"),))]) == {
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}
+
+
+def test_the_whole_corpus_converts_validates_and_alternates() -> None:
+    sessions = corpus()
+    assert len(sessions) == UPSTREAM_DERIVING + 2
+    failed = []
+    for name, session in sessions:
+        try:
+            out = to_anthropic(session)
+            check_anthropic(out)
+            _alternates(out)
+        except Exception as exc:
+            failed.append(f"{name}: {exc}")
+    assert failed == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories)
+def test_any_history_validates_and_alternates(history: list[Message]) -> None:
+    out = to_anthropic(history)
+    check_anthropic(out)
+    _alternates(out)

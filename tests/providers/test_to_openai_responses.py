@@ -1,0 +1,83 @@
+"""``to_openai_responses``: the derived history as Responses input items, checked against
+the ``openai`` SDK's ``ResponseInputItemParam`` over the whole corpus and generated
+histories."""
+
+from __future__ import annotations
+
+from corpus import UPSTREAM_DERIVING, corpus
+from hypothesis import given, settings
+from sdk_check import check_responses
+from to_strategies import histories
+
+from dsh_session_core.providers import to_openai_responses
+from dsh_session_core.vocabulary import (
+    ImageBlock,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
+
+PNG = ImageBlock(media_type="image/png", url="https://example.com/a.png")
+
+
+def test_items_keep_the_block_order() -> None:
+    history = [
+        Message(role="user", content=(TextBlock(text="look"), PNG)),
+        Message(role="assistant", content=(
+            ReasoningBlock(text="plan"), TextBlock(text="Looking."),
+            ToolCallBlock(id="c1", name="bash", arguments='{"cmd":"ls"}'),
+            TextBlock(text="And:"), ToolCallBlock(id="c2", name="shot", arguments="{}"))),
+        Message(role="user", content=(
+            ToolResultBlock(tool_call_id="c1", content=(TextBlock(text="a.txt"),),
+                            is_error=False),)),
+        Message(role="user", content=(
+            ToolResultBlock(tool_call_id="c2", content=(TextBlock(text="x"), PNG),
+                            is_error=True), TextBlock(text="go on"))),
+    ]
+    out = to_openai_responses(history)
+    image = {"type": "input_image", "image_url": "https://example.com/a.png", "detail": "auto"}
+    assert out == [
+        {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "look"}, image]},
+        {"type": "reasoning", "id": "rs_1_0",
+         "summary": [{"type": "summary_text", "text": "plan"}]},
+        {"type": "message", "role": "assistant", "content": "Looking."},
+        {"type": "function_call", "call_id": "c1", "name": "bash", "arguments": '{"cmd":"ls"}'},
+        {"type": "message", "role": "assistant", "content": "And:"},
+        {"type": "function_call", "call_id": "c2", "name": "shot", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "a.txt"},
+        {"type": "function_call_output", "call_id": "c2", "output": [
+            {"type": "input_text", "text": "x"}, image]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go on"}]},
+    ]
+    check_responses(out)
+    assert [i["type"] for i in to_openai_responses(history, reasoning=False)].count(
+        "reasoning") == 0
+
+
+def test_a_recorded_reasoning_item_keeps_its_id_and_encrypted_content() -> None:
+    block = {"type": "reasoning", "text": "t", "id": "rs_abc", "encryptedContent": "enc"}
+    out = to_openai_responses([Message(role="assistant", content=(block,))])  # type: ignore[arg-type]
+    assert out == [{"type": "reasoning", "id": "rs_abc", "encrypted_content": "enc",
+                    "summary": [{"type": "summary_text", "text": "t"}]}]
+    check_responses(out)
+
+
+def test_the_whole_corpus_converts_and_validates() -> None:
+    sessions = corpus()
+    assert len(sessions) == UPSTREAM_DERIVING + 2
+    failed = []
+    for name, session in sessions:
+        try:
+            check_responses(to_openai_responses(session))
+        except Exception as exc:
+            failed.append(f"{name}: {exc}")
+    assert failed == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories)
+def test_any_history_validates(history: list[Message]) -> None:
+    check_responses(to_openai_responses(history))

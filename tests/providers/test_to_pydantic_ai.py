@@ -1,0 +1,135 @@
+"""``to_pydantic_ai``: the derived history as pydantic-ai messages: they round-trip
+through ``ModelMessagesTypeAdapter``, and pydantic-ai's offline ``TestModel`` takes them
+as ``message_history``, over the whole corpus and generated histories."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+from corpus import UPSTREAM_DERIVING, corpus
+from hypothesis import given, settings
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    BinaryContent,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.test import TestModel
+from sdk_check import check_pydantic_ai
+from to_strategies import histories
+
+from dsh_session_core.providers import to_pydantic_ai
+from dsh_session_core.vocabulary import (
+    ImageBlock,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
+
+
+def _run(history: list[Any]) -> None:
+    """The offline model accepts the history. A history ending in calls with no result
+    is run without its last response: with a new prompt pydantic-ai refuses pending
+    calls (that response is checked by the type adapter all the same)."""
+    last = history[-1] if history else None
+    if isinstance(last, ModelResponse) and any(isinstance(p, ToolCallPart) for p in last.parts):
+        history = history[:-1]
+    result = Agent(TestModel()).run_sync("continue", message_history=history)
+    assert isinstance(result.output, str)
+
+
+def _shape(history: list[Any]) -> list[tuple[str, list[Any]]]:
+    """Kinds and contents, without the timestamps the parts are stamped with."""
+    out = []
+    for message in history:
+        parts = []
+        for p in message.parts:
+            fields = {k: getattr(p, k) for k in ("content", "tool_name", "args",
+                                                  "tool_call_id", "signature", "outcome")
+                      if hasattr(p, k)}
+            parts.append((type(p).__name__, fields))
+        out.append((type(message).__name__, parts))
+    return out
+
+
+def test_a_tool_turn() -> None:
+    history = [
+        Message(role="system", content=(TextBlock(text="be brief"),)),
+        Message(role="user", content=(TextBlock(text="hi"),
+                                      ImageBlock(media_type="image/png", data="AAAA"))),
+        Message(role="assistant", content=(
+            ReasoningBlock(text="plan"), TextBlock(text="Calling."),
+            ToolCallBlock(id="c1", name="bash", arguments='{"cmd":"ls"}'))),
+        Message(role="user", content=(ToolResultBlock(
+            tool_call_id="c1", content=(TextBlock(text="boom"),), is_error=True),)),
+    ]
+    out = to_pydantic_ai(history)
+    expected = [
+        ModelRequest(parts=[SystemPromptPart(content="be brief"), UserPromptPart(
+            content=["hi", BinaryContent(data=b"\x00\x00\x00", media_type="image/png")])]),
+        ModelResponse(parts=[ThinkingPart(content="plan"), TextPart(content="Calling."),
+                             ToolCallPart(tool_name="bash", args='{"cmd":"ls"}',
+                                          tool_call_id="c1")]),
+        ModelRequest(parts=[ToolReturnPart(tool_name="bash", content="boom",
+                                           tool_call_id="c1", outcome="failed")]),
+    ]
+    assert _shape(out) == _shape(expected)
+    check_pydantic_ai(out)
+    _run(out)
+
+
+def test_a_signed_reasoning_block_keeps_its_signature() -> None:
+    block = {"type": "reasoning", "text": "t", "signature": "sig"}
+    out = to_pydantic_ai([Message(role="assistant", content=(block,))])  # type: ignore[arg-type]
+    assert _shape(out) == [("ModelResponse", [("ThinkingPart", {"content": "t",
+                                                                "signature": "sig"})])]
+
+
+def test_without_pydantic_ai_the_error_names_the_package() -> None:
+    code = ("import sys; sys.modules['pydantic_ai'] = None\n"
+            "from dsh_session_core.providers import to_pydantic_ai\n"
+            "try:\n    to_pydantic_ai([])\n"
+            "except ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert "pip install pydantic-ai-slim" in out
+
+
+def test_core_imports_no_sdk() -> None:
+    code = ("import sys\nimport dsh_session_core.providers as p\n"
+            "p.to_openai_chat([]); p.to_openai_responses([]); p.to_anthropic([])\n"
+            "print(sorted(m for m in ('openai', 'anthropic', 'pydantic', 'pydantic_ai')"
+            " if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_whole_corpus_round_trips_and_runs() -> None:
+    sessions = corpus()
+    assert len(sessions) == UPSTREAM_DERIVING + 2
+    failed = []
+    for name, session in sessions:
+        try:
+            history = to_pydantic_ai(session)
+            check_pydantic_ai(history)
+            _run(history)
+        except Exception as exc:
+            failed.append(f"{name}: {exc!r}")
+    assert failed == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(histories)
+def test_any_history_round_trips(history: list[Message]) -> None:
+    check_pydantic_ai(to_pydantic_ai(history))
