@@ -320,3 +320,18 @@ def test_an_async_stream_records_as_a_sync_one() -> None:
     asyncio.run(run(session))
     _record(sync, _call("stream"))
     assert [{**e, "time": 0} for e in _wire(session)] == [{**e, "time": 0} for e in _wire(sync)]
+
+
+@pytest.mark.parametrize("mode", ["create", "stream"])
+def test_plain_json_records_as_the_sdks_objects(mode: Mode) -> None:
+    plain = _message() if mode == "create" else _events(STREAM)
+    from_json, from_sdk, replayed = _session(), _session(), _session()
+    _record(from_json, lambda step: record_anthropic(step, plain))
+    _record(from_sdk, _call(mode))
+
+    async def replay(step: Any) -> RecordedResponse:
+        return await arecord_anthropic(step, plain)  # a sync iterable: replayed as is
+    _record(replayed, lambda step: asyncio.run(replay(step)))
+    expected = [{**e, "time": 0} for e in _wire(from_sdk)]
+    assert [{**e, "time": 0} for e in _wire(from_json)] == expected
+    assert [{**e, "time": 0} for e in _wire(replayed)] == expected

@@ -563,3 +563,41 @@ def test_recorded_steps_pass_a_checking_store_and_read_back(tmp_path: Path) -> N
         again = store.open("agent")
         assert _wire(again) == written
         assert again.derive_messages() == derived
+
+
+# --- plain JSON, read as the SDK's objects are ---------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "record", "sdk"), [
+    (CHAT_STREAM, record_openai_chat, _chat(stream=True)),
+    (CHAT, record_openai_chat, _chat(stream=False)),
+    (RESPONSE_STREAM, record_openai_responses, _responses(stream=True)),
+    (RESPONSE, record_openai_responses, _responses(stream=False)),
+], ids=["chat-stream", "chat", "responses-stream", "responses"])
+def test_plain_json_records_as_the_sdks_objects(
+        name: str, record: Callable[[Any, Any], RecordedResponse],
+        sdk: Callable[[Any], RecordedResponse]) -> None:
+    plain = _sse(name) if name.endswith(".sse") else _json(name)
+    from_json, from_sdk, replayed = _session(), _session(), _session()
+    _record(from_json, lambda step: record(step, plain))
+    _record(from_sdk, sdk)
+    # arecord_* also takes a sync iterable (recorded chunks replayed in a coroutine).
+    arecord = arecord_openai_chat if record is record_openai_chat else arecord_openai_responses
+
+    async def replay(step: Any) -> RecordedResponse:
+        return await arecord(step, plain)
+    _record(replayed, lambda step: asyncio.run(replay(step)))
+    expected = [{**e, "time": 0} for e in _wire(from_sdk)]
+    assert [{**e, "time": 0} for e in _wire(from_json)] == expected
+    assert [{**e, "time": 0} for e in _wire(replayed)] == expected
+
+
+def test_a_custom_tool_call_is_named_as_skipped() -> None:
+    response = _chat_dict("tool_calls")
+    response["choices"][0]["message"]["tool_calls"] = [
+        {"id": "call_9", "type": "custom", "custom": {"name": "grammar", "input": "x"}}]
+    session = _session()
+    with session.turn() as turn, turn.step() as step:
+        result = record_openai_chat(step, response)
+    assert result.skipped == ("custom tool call",)
+    assert result.tool_calls == ()

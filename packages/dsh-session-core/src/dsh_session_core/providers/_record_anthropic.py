@@ -38,7 +38,9 @@ from ..vocabulary import (
 from ._record_openai import (
     Recorded,
     RecordedResponse,
+    _adrain,
     _Assembler,
+    _drain,
     _error,
     _get,
     _reasoning,
@@ -213,10 +215,7 @@ def record_anthropic(step: Step, response: Any, *,
     """
     if _is_whole(response):
         return _whole(step, response, provider_data)
-    stream = _Stream(step, provider_data)
-    for event in response:
-        stream.feed(event)
-    return stream.close()
+    return _drain(_Stream(step, provider_data), response)
 
 
 async def arecord_anthropic(step: Step, response: Any, *,
@@ -225,7 +224,4 @@ async def arecord_anthropic(step: Step, response: Any, *,
     ``Message`` already awaited."""
     if _is_whole(response):
         return _whole(step, response, provider_data)
-    stream = _Stream(step, provider_data)
-    async for event in response:
-        stream.feed(event)
-    return stream.close()
+    return await _adrain(_Stream(step, provider_data), response)

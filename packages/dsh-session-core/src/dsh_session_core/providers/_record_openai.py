@@ -35,7 +35,7 @@ __all__ = [
 
 import dataclasses
 from collections.abc import Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
 
 from ..vocabulary import (
     AbortedFinish,
@@ -140,6 +140,30 @@ def _record_whole(step: Step, content: Sequence[Recorded], usage: TokenUsage | N
     message = step.assistant(content, usage=usage, finish=finish)
     return RecordedResponse(message, _log_calls(step, content), finish, usage,
                             tuple(skipped))
+
+
+class _Feed(Protocol):
+    """A stream's state: fed its chunks or events one by one, then closed."""
+
+    def feed(self, item: Any, /) -> None: ...
+
+    def close(self) -> RecordedResponse: ...
+
+
+def _drain(state: _Feed, response: Any) -> RecordedResponse:
+    for item in response:
+        state.feed(item)
+    return state.close()
+
+
+async def _adrain(state: _Feed, response: Any) -> RecordedResponse:
+    """An async stream drained; a sync iterable too (recorded chunks replayed in a
+    coroutine), so ``arecord_*`` takes whatever ``record_*`` does."""
+    if not hasattr(response, "__aiter__"):
+        return _drain(state, response)
+    async for item in response:
+        state.feed(item)
+    return state.close()
 
 
 # --- the stream assembler ----------------------------------------------------------------
@@ -405,10 +429,7 @@ def record_openai_chat(step: Step, response: Any) -> RecordedResponse:
     """
     if _is_whole_chat(response):
         return _chat_whole(step, response)
-    stream = _ChatStream(step)
-    for chunk in response:
-        stream.feed(chunk)
-    return stream.close()
+    return _drain(_ChatStream(step), response)
 
 
 async def arecord_openai_chat(step: Step, response: Any) -> RecordedResponse:
@@ -416,10 +437,7 @@ async def arecord_openai_chat(step: Step, response: Any) -> RecordedResponse:
     response already awaited."""
     if _is_whole_chat(response):
         return _chat_whole(step, response)
-    stream = _ChatStream(step)
-    async for chunk in response:
-        stream.feed(chunk)
-    return stream.close()
+    return await _adrain(_ChatStream(step), response)
 
 
 # --- the Responses API -------------------------------------------------------------------
@@ -584,10 +602,7 @@ def record_openai_responses(step: Step, response: Any, *,
     """
     if _is_whole_response(response):
         return _responses_whole(step, response, provider_data)
-    stream = _ResponsesStream(step, provider_data)
-    for event in response:
-        stream.feed(event)
-    return stream.close()
+    return _drain(_ResponsesStream(step, provider_data), response)
 
 
 async def arecord_openai_responses(step: Step, response: Any, *,
@@ -595,8 +610,5 @@ async def arecord_openai_responses(step: Step, response: Any, *,
     """:func:`record_openai_responses` of an async stream, or of a whole response."""
     if _is_whole_response(response):
         return _responses_whole(step, response, provider_data)
-    stream = _ResponsesStream(step, provider_data)
-    async for event in response:
-        stream.feed(event)
-    return stream.close()
+    return await _adrain(_ResponsesStream(step, provider_data), response)
 
