@@ -445,6 +445,23 @@ def test_responses_round_trip_through_to_openai_responses(stream: bool) -> None:
     assert [o["call_id"] for o in outputs] == [output[2]["call_id"]]
     _client(RESPONSE).responses.create(model="o4-mini", input=items)  # type: ignore[arg-type]
 
+    # With provider_data (a lenient session), the reasoning item keeps its own id.
+    lenient = SessionStore(create_plugin_manager(autoload=False), checks=True,
+                           strict=False).create("lenient")
+    _record(lenient, lambda step: record_openai_responses(
+        step, _replay(stream), provider_data=True))
+    (item,) = [i for i in to_openai_responses(lenient) if i["type"] == "reasoning"]
+    assert item == {"type": "reasoning", "id": output[0]["id"],
+                    "summary": output[0]["summary"]}
+
+
+def _replay(stream: bool) -> Any:
+    """The recorded Responses stream or response, through the real client."""
+    client = _client(RESPONSE_STREAM if stream else RESPONSE)
+    if stream:
+        return client.responses.create(model="o4-mini", input=PROMPT, stream=True)
+    return client.responses.create(model="o4-mini", input=PROMPT)
+
 
 def _response_dict(status: str, **extra: Any) -> dict[str, Any]:
     return {"id": "resp_1", "object": "response", "status": status, "model": "m",
@@ -601,3 +618,19 @@ def test_a_custom_tool_call_is_named_as_skipped() -> None:
         result = record_openai_chat(step, response)
     assert result.skipped == ("custom tool call",)
     assert result.tool_calls == ()
+
+
+def test_a_stream_that_raises_midway_keeps_its_chunks_and_fails_the_turn() -> None:
+    def broken() -> Iterator[dict[str, Any]]:
+        yield from _sse(CHAT_STREAM)[:4]  # the role chunk, then three words
+        raise ConnectionError("connection reset")
+
+    session = _session()
+    with pytest.raises(ConnectionError), session.turn() as turn, turn.step() as step:
+        record_openai_chat(step, broken())
+    events = _wire(session)
+    assert [e["type"] for e in events] == ["turn/start", "step/start", *["assistant/chunk"] * 4,
+                                           "step/end", "turn/end"]
+    assert events[-1]["data"]["reason"] == {"kind": "error", "step": 1,
+                                            "message": "connection reset"}
+    assert session.derive_messages() == []
