@@ -18,6 +18,12 @@ What a recorder writes into the open step, as the reference's loop does:
 - then one ``tool/call`` per tool-call block, in order: the refs the harness answers with
   ``step.tool_result``.
 
+What the log's vocabulary has no place for is never dropped unsaid: an output kind
+with no block (a built-in tool's call...) is named in :attr:`RecordedResponse.skipped`,
+and a reasoning item's id and encrypted content are kept, with ``provider_data=True``,
+as foreign keys of its reasoning block (for a lenient session: a strict one refuses
+them), the keys :func:`~dsh_session_core.providers.to_openai_responses` reads back.
+
 No SDK is imported: a response is read by duck typing, as the SDK's pydantic object
 (attributes) or as the plain JSON dict of the same shape, so core needs neither ``openai``
 nor ``anthropic`` at run time.
