@@ -4,6 +4,7 @@ corpus and generated histories, with the alternation the API demands."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ from dsh_session_core.vocabulary import (
 
 def _alternates(kwargs: dict[str, Any]) -> None:
     roles = [m["role"] for m in kwargs["messages"]]
-    assert all(a != b for a, b in zip(roles, roles[1:], strict=False)), roles
+    assert all(a != b for a, b in itertools.pairwise(roles)), roles
     for m in kwargs["messages"]:
         assert m["content"], m
         kinds = [b["type"] for b in m["content"]]

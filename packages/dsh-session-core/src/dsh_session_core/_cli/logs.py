@@ -23,10 +23,12 @@ from .support import (
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from .._logfile import ScanResult
     from .._registry import EventRegistry
+    from .._session import Session
     from ..events import Event
-    from ..vocabulary import Message
 
 __all__ = ["add_commands"]
 
@@ -59,14 +61,44 @@ def _recovered(path: str, reg: EventRegistry) -> tuple[ScanResult, list[Event]]:
     return scan, interrupted_turn_closers(scan.events)
 
 
-def _derive_one(path: str, reg: EventRegistry, recover: bool) -> list[Message]:
+def _derive_one(path: str, reg: EventRegistry, recover: bool, to: str | None = None) -> Any:
     if not recover:
-        return load_session(path, reg).derive_messages()
-    from .._session import Session
+        session = load_session(path, reg)
+    else:
+        from .._session import Session
 
-    scan, closers = _recovered(path, reg)
-    events = [*scan.events, *closers]
-    return Session(scan.header.id, events, scan.header, registry=reg).derive_messages()
+        scan, closers = _recovered(path, reg)
+        events = [*scan.events, *closers]
+        session = Session(scan.header.id, events, scan.header, registry=reg)
+    if to is None:
+        return session.derive_messages()
+    return _convert(session, to)
+
+
+#: ``derive --to``: the provider request shapes (dsh_session_core.providers).
+_TARGETS = ("openai-chat", "openai-responses", "anthropic", "pydantic-ai")
+
+
+def _convert(session: Session, to: str) -> Any:
+    """The session's request as ``--to`` names it: plain JSON data (pydantic-ai's
+    messages as its ``ModelMessagesTypeAdapter`` dumps them)."""
+    from .. import providers
+
+    if to == "openai-chat":
+        return providers.to_openai_chat(session)
+    if to == "openai-responses":
+        return providers.to_openai_responses(session)
+    if to == "anthropic":
+        return providers.to_anthropic(session)
+    try:
+        history = providers.to_pydantic_ai(session)
+    except ImportError as exc:
+        msg = str(exc)
+        raise Failure(msg, EXIT_USAGE, hint="or pick another --to") from None
+    import msgspec
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    return msgspec.Raw(ModelMessagesTypeAdapter.dump_json(history))
 
 
 def _derive(args: argparse.Namespace) -> int:
@@ -79,7 +111,7 @@ def _derive(args: argparse.Namespace) -> int:
             msg = "derive takes one FILE"
             raise Failure(msg, EXIT_USAGE, hint="use --jsonl to derive several files at once")
         try:
-            messages = _derive_one(args.files[0], reg, args.recover)
+            messages = _derive_one(args.files[0], reg, args.recover, args.to)
         except DshSessionError as exc:
             msg = f"{args.files[0]}: {one_line(exc)}"
             raise Failure(msg, hint=log_hint(exc, None if args.recover else _LOG_HINT)) from exc
@@ -89,7 +121,7 @@ def _derive(args: argparse.Namespace) -> int:
     for path in args.files:
         row: dict[str, object] = {"file": path}
         try:
-            row["messages"] = _derive_one(path, reg, args.recover)
+            row["messages"] = _derive_one(path, reg, args.recover, args.to)
         except DshSessionError as exc:
             row["error"] = one_line(exc)
         except Failure as exc:
@@ -244,6 +276,13 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     derive.add_argument(
         "--recover", action="store_true",
         help="read as a durable backend loads: drop a torn tail, close an open turn",
+    )
+    derive.add_argument(
+        "--to", choices=_TARGETS, metavar="TARGET",
+        help="print the request a provider takes instead (dsh_session_core.providers): "
+             "openai-chat messages, openai-responses input items, anthropic "
+             "{system, messages}, or pydantic-ai (its ModelMessagesTypeAdapter JSON; "
+             "needs pydantic-ai-slim installed)",
     )
     derive.set_defaults(run=_derive)
 

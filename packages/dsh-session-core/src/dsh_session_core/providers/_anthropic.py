@@ -25,6 +25,7 @@ import msgspec
 from ..vocabulary import ImageBlock, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from ._source import (
     UnsupportedContentError,
+    all_text,
     block_kind,
     blocks,
     normalize,
@@ -46,11 +47,11 @@ def tool_input(arguments: str, index: int = 0, strict: bool = False) -> dict[str
     """A call's ``input`` object: its parsed arguments; ``{}`` for empty arguments; for
     arguments that are not a JSON object, ``{"_arguments": <the raw text>}`` (with
     ``strict``, :class:`UnsupportedContentError`)."""
-    if not arguments.strip():
-        return {}
     try:
         value = _decode(arguments)
     except (msgspec.DecodeError, UnicodeEncodeError):
+        if not arguments.strip():
+            return {}
         value = None
     if type(value) is dict:
         return value
@@ -77,6 +78,13 @@ def _image(block: ImageBlock, index: int, strict: bool) -> dict[str, Any]:
 
 def _tool_result(block: ToolResultBlock, index: int, strict: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_call_id}
+    if all_text(block.content):  # the common case, without the dispatch
+        texts = [{"type": "text", "text": b.text} for b in block.content if b.text]  # type: ignore[union-attr]
+        if texts:
+            out["content"] = texts
+        if block.is_error is True or block.is_error is False:
+            out["is_error"] = block.is_error
+        return out
     content: list[dict[str, Any]] = []
     for b in blocks(block.content):
         if isinstance(b, TextBlock):
@@ -110,6 +118,29 @@ def to_anthropic(source: Any, *, strict: bool = False) -> dict[str, Any]:
     last = ""
     for index, message in enumerate(messages):
         role = message.role
+        if role == "user" and len(message.content) == 1:
+            # Fast paths for the two commonest user messages: a tool result, a prompt.
+            first = message.content[0]
+            kind = type(first)
+            if kind is ToolResultBlock:
+                result = _tool_result(first, index, strict)  # type: ignore[arg-type]
+                if last == "user":
+                    results.append(result)
+                else:
+                    turns.append({"role": "user", "content": []})
+                    results = [result]
+                    last = "user"
+                continue
+            if kind is TextBlock:
+                if first.text:  # type: ignore[union-attr]
+                    text = {"type": "text", "text": first.text}  # type: ignore[union-attr]
+                    if last == "user":
+                        turns[-1]["content"].append(text)
+                    else:
+                        turns.append({"role": "user", "content": [text]})
+                        results = []
+                        last = "user"
+                continue
         if role == "system":
             for b in blocks(message.content):
                 if isinstance(b, TextBlock):

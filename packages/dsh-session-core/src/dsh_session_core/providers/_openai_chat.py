@@ -19,7 +19,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..vocabulary import ImageBlock, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
-from ._source import UnsupportedContentError, block_kind, blocks, normalize, placeholder
+from ._source import (
+    UnsupportedContentError,
+    all_text,
+    block_kind,
+    blocks,
+    normalize,
+    placeholder,
+)
 
 __all__ = ["image_url", "to_openai_chat"]
 
@@ -41,6 +48,13 @@ def _unsupported(strict: bool, block: Any, index: int, what: str) -> dict[str, A
 
 def _tool_message(block: ToolResultBlock, index: int, strict: bool,
                   images: list[dict[str, Any]]) -> dict[str, Any]:
+    content = block.content
+    if all_text(content):  # the common case, without the dispatch
+        if len(content) == 1:
+            return {"role": "tool", "tool_call_id": block.tool_call_id,
+                    "content": content[0].text}  # type: ignore[union-attr]
+        return {"role": "tool", "tool_call_id": block.tool_call_id,
+                "content": [{"type": "text", "text": b.text} for b in content]}  # type: ignore[union-attr]
     parts: list[dict[str, Any]] = []
     moved = False
     for b in blocks(block.content):
@@ -54,14 +68,14 @@ def _tool_message(block: ToolResultBlock, index: int, strict: bool,
             images.append({"type": "image_url", "image_url": {"url": image_url(b)}})
         else:
             parts.append(_unsupported(strict, b, index, "this block in a tool result"))
-    content: str | list[dict[str, Any]]
+    out: str | list[dict[str, Any]]
     if len(parts) == 1:
-        content = parts[0]["text"]
+        out = parts[0]["text"]
     elif parts:
-        content = parts
+        out = parts
     else:
-        content = "(the images follow in the next message)" if moved else ""
-    return {"role": "tool", "tool_call_id": block.tool_call_id, "content": content}
+        out = "(the images follow in the next message)" if moved else ""
+    return {"role": "tool", "tool_call_id": block.tool_call_id, "content": out}
 
 
 def to_openai_chat(source: Any, *, strict: bool = False) -> list[dict[str, Any]]:
@@ -80,6 +94,16 @@ def to_openai_chat(source: Any, *, strict: bool = False) -> list[dict[str, Any]]
     for index, message in enumerate(messages):
         role = message.role
         content = message.content
+        if role == "user" and len(content) == 1 and not images:
+            # Fast paths for the two commonest user messages: a tool result, a prompt.
+            first = content[0]
+            kind = type(first)
+            if kind is ToolResultBlock:
+                append(_tool_message(first, index, strict, images))  # type: ignore[arg-type]
+                continue
+            if kind is TextBlock:
+                append({"role": "user", "content": [{"type": "text", "text": first.text}]})  # type: ignore[union-attr]
+                continue
         if role == "assistant":
             if images:
                 append({"role": "user", "content": images})

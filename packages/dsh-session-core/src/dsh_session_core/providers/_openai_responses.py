@@ -22,7 +22,14 @@ from typing import Any
 
 from ..vocabulary import ImageBlock, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from ._openai_chat import image_url
-from ._source import UnsupportedContentError, block_kind, blocks, normalize, placeholder
+from ._source import (
+    UnsupportedContentError,
+    all_text,
+    block_kind,
+    blocks,
+    normalize,
+    placeholder,
+)
 
 __all__ = ["to_openai_responses"]
 
@@ -36,6 +43,12 @@ def _unsupported(strict: bool, block: Any, index: int, what: str) -> str:
 
 
 def _output(block: ToolResultBlock, index: int, strict: bool) -> dict[str, Any]:
+    content = block.content
+    if all_text(content):  # the common case, without the dispatch
+        return {"type": "function_call_output", "call_id": block.tool_call_id,
+                "output": content[0].text if len(content) == 1  # type: ignore[union-attr]
+                else [{"type": "input_text", "text": b.text} for b in content]  # type: ignore[union-attr]
+                if content else ""}
     parts: list[dict[str, Any]] = []
     images = False
     for b in blocks(block.content):

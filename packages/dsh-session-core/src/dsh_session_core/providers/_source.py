@@ -35,6 +35,7 @@ __all__ = [
     "Block",
     "Source",
     "UnsupportedContentError",
+    "all_text",
     "block_kind",
     "blocks",
     "normalize",
@@ -48,6 +49,8 @@ Source: TypeAlias = "Session | Sequence[Message] | Sequence[Mapping[str, Any]] |
 Block: TypeAlias = "ContentBlock | Mapping[str, Any]"
 
 _TYPED = (TextBlock, ReasoningBlock, ToolCallBlock, ToolResultBlock, ImageBlock)
+_TYPED_SET = frozenset(_TYPED)
+_TEXT_SET = frozenset({TextBlock})
 _KNOWN = frozenset({"text", "reasoning", "tool-call", "tool-result", "image"})
 _messages = msgspec.json.Decoder(list[Message])
 _any = msgspec.json.Decoder()
@@ -101,16 +104,19 @@ def _block(value: Any) -> Block:
 
 
 def blocks(content: Sequence[Any]) -> Sequence[Block]:
-    """A message's content with every untyped block read by :func:`_block`."""
-    for b in content:
-        t = type(b)
-        if t is not TextBlock and t is not ToolCallBlock and t is not ToolResultBlock \
-                and t is not ReasoningBlock and t is not ImageBlock:
-            read: list[Block] = []
-            for x in content:
-                read.append(x if isinstance(x, _TYPED) else _block(x))
-            return read
-    return content
+    """A message's content with every untyped block read by :func:`_block` (the content
+    itself when every block is typed, as derived content nearly always is)."""
+    if _TYPED_SET.issuperset(map(type, content)):
+        return content
+    read: list[Block] = []
+    for x in content:
+        read.append(x if isinstance(x, _TYPED) else _block(x))
+    return read
+
+
+def all_text(content: Sequence[Any]) -> bool:
+    """Whether every block of ``content`` is a text block (the common tool result)."""
+    return _TEXT_SET.issuperset(map(type, content))
 
 
 def _from_wire(items: Sequence[Any]) -> list[Message]:
@@ -161,7 +167,7 @@ def normalize(source: Any) -> tuple[list[str], list[Message]]:
         except msgspec.ValidationError:
             return [], _from_wire(_any.decode(source))
     if isinstance(source, Sequence):
-        if all(type(m) is Message for m in source):
+        if {Message}.issuperset(map(type, source)):
             return [], list(source)
         return [], _from_wire(source)
     msg = ("a conversion takes a Session, a sequence of derived messages, or their wire JSON "
