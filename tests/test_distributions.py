@@ -333,5 +333,10 @@ def test_the_readme_demo_environment_holds_no_test_tooling() -> None:
     assert not set(group) & set(demo)
     assert not any("example_plugin" in arg for arg in demo)
     assert set(group) <= set(test)
+    # The integrations with third-party frameworks (dsh-session-openai-agents...) are
+    # workspace members too, installed before the root, but not part of the batteries.
+    members, _ = dev._workspace()
+    integrations = [ROOT / m for m in members if ROOT / m not in MEMBERS.values()]
+    assert all(folder.parent == ROOT / "packages" for folder in integrations)
     assert [a for a in demo if a != "-e"] == [str(folder) for folder in [
-        *(MEMBERS[d] for d in MEMBERS if d != "dsh-session"), ROOT]]
+        *(MEMBERS[d] for d in MEMBERS if d != "dsh-session"), *integrations, ROOT]]

@@ -1,0 +1,19 @@
+"""The ``openai-agents`` plugin's entry point (group ``dsh_session.plugins``): hook
+implementations only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from dsh_session_core import EventSpec, hookimpl
+
+from .events import AgentsClear, AgentsItem, AgentsPop
+
+
+@hookimpl
+def register_event_types() -> Iterable[EventSpec]:
+    """Declare ``agents/item``, ``agents/pop`` and ``agents/clear``.
+
+    :returns: the three event specs of this plugin.
+    """
+    return (EventSpec(AgentsItem), EventSpec(AgentsPop), EventSpec(AgentsClear))
