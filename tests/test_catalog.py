@@ -19,9 +19,11 @@ CATALOG = ROOT / "docs" / "persistence-catalog.md"
 
 
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    # The catalog documents this repository's packages; the test suite's third-party
-    # example plugin is installed too, and is blocked here like any plugin can be.
-    env = {**os.environ, "DSH_SESSION_DISABLE_PLUGINS": "example"}
+    # The catalog documents the batteries' packages; the test suite's third-party example
+    # plugin and the framework integrations (dsh-session-adk, dsh-session-openai-agents:
+    # workspace members outside the batteries) are installed too, and are blocked here
+    # like any plugin can be.
+    env = {**os.environ, "DSH_SESSION_DISABLE_PLUGINS": "example,adk,openai-agents"}
     return subprocess.run([sys.executable, "-m", "dsh_session_core", *args],
                           capture_output=True, text=True, check=False, cwd=cwd, env=env)
 
@@ -103,7 +105,8 @@ def test_the_committed_vocabulary_reference_is_what_the_registry_renders() -> No
     proc = _cli("events", "--vocabulary")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == VOCABULARY.read_text(encoding="utf-8"), (
-        "docs/vocabulary.md is stale: run `DSH_SESSION_DISABLE_PLUGINS=example "
+        "docs/vocabulary.md is stale: run `DSH_SESSION_DISABLE_PLUGINS=example,adk,"
+        "openai-agents "
         "dsh-session events --vocabulary > docs/vocabulary.md`")
 
 

@@ -34,8 +34,14 @@ SEED_CATALOG = {
 }
 
 
+#: Plugins the test environment installs beside the batteries' four: the tests' example
+#: third-party plugin, and the framework integrations (workspace members that are not
+#: part of the batteries). The seed catalog is the batteries'.
+NOT_BATTERIES = "example,adk,openai-agents"
+
+
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DSH_SESSION_DISABLE_PLUGINS": "example"}
+    env = {**os.environ, "DSH_SESSION_DISABLE_PLUGINS": NOT_BATTERIES}
     return subprocess.run([sys.executable, "-m", "dsh_session_core", *args],
                           capture_output=True, text=True, check=False, env=env)
 

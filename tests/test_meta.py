@@ -73,7 +73,8 @@ def test_the_cli_starts_without_loading_the_heavy_parts() -> None:
 
 # --- hooks: every hookspec is tested and documented ------------------------------------
 
-PLUGINS = ("dsh_session_compact", "dsh_session_hooks", "dsh_session_mode", "dsh_session_todo")
+PLUGINS = ("dsh_session_compact", "dsh_session_hooks", "dsh_session_mode", "dsh_session_todo",
+           "dsh_session_adk")
 DOCS = TESTS.parent / "docs"
 
 
@@ -177,6 +178,7 @@ ENTRY_POINT_HOOKS = {
     "dsh_session_hooks": {"register_event_types"},
     "dsh_session_mode": {"register_event_types"},
     "dsh_session_todo": {"register_event_types"},
+    "dsh_session_adk": {"register_event_types"},
 }
 
 

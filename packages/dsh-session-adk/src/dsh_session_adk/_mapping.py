@@ -1,0 +1,148 @@
+"""How an ADK event is written to a dsh log: ``adk/event`` (the event whole), then the
+dsh message events its content maps onto, inside turns and steps.
+
+A turn is an ADK invocation: it opens at the first event with content of an invocation
+and closes at the agent's final response, or when an event of another invocation comes.
+A model event with content is a step (``step/start``, ``assistant/message``, a
+``tool/call`` per function call); the function responses answering its calls are
+``tool/result`` events, and the step ends when every call is answered.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.adk.events.event import Event as AdkEvent
+
+from dsh_session_core import Session
+
+__all__ = ["TurnCursor", "call_id", "end_turn", "map_event"]
+
+_USER = {"kind": "message", "source": {"kind": "user"}}
+_AGENT = {"kind": "message", "source": {"kind": "plugin", "plugin": "adk"}}
+
+
+@dataclass
+class TurnCursor:
+    """Where the log is: the open turn and step, and the step's unanswered calls."""
+
+    turn: int = 0
+    turn_open: bool = False
+    step: int = 0
+    step_open: bool = False
+    calls: set[str] = field(default_factory=set)
+    invocation: str | None = None
+
+    def see(self, event: Any) -> None:
+        """Follow one dsh event of the log (when it is read back)."""
+        t = event.type
+        if t == "turn/start":
+            self.turn, self.turn_open, self.step, self.step_open = event.data.turn, True, 0, False
+            self.calls = set()
+        elif t == "turn/end":
+            self.turn_open = self.step_open = False
+            self.calls = set()
+        elif t == "step/start":
+            self.step, self.step_open, self.calls = event.data.step, True, set()
+        elif t == "step/end":
+            self.step_open = False
+            self.calls = set()
+        elif t == "tool/call":
+            self.calls.add(event.data.call_id)
+        elif t == "tool/result":
+            self.calls.discard(event.data.call_id)
+        elif t == "adk/event":
+            self.invocation = event.data.event.get("invocationId")
+
+
+def _append(session: Session, cursor: TurnCursor, type: str, data: dict[str, Any],
+            **kwargs: Any) -> int:
+    event = session.append(type, data, **kwargs)
+    cursor.see(event)
+    return event.seq
+
+
+def _end_step(session: Session, cursor: TurnCursor) -> None:
+    if cursor.step_open:
+        _append(session, cursor, "step/end", {"turn": cursor.turn, "step": cursor.step})
+
+
+def end_turn(session: Session, cursor: TurnCursor, reason: str = "completed") -> None:
+    """Close the open step and turn, if any, with ``reason``'s kind."""
+    if cursor.turn_open:
+        _end_step(session, cursor)
+        _append(session, cursor, "turn/end", {"turn": cursor.turn, "reason": {"kind": reason}})
+
+
+def _start_turn(session: Session, cursor: TurnCursor, trigger: dict[str, Any],
+                invocation: str) -> None:
+    if not cursor.turn_open:
+        _append(session, cursor, "turn/start", {"turn": cursor.turn + 1, "trigger": trigger})
+    cursor.invocation = invocation
+
+
+def call_id(id: str | None, name: str | None) -> str:
+    """A function call's id, or its name when the model gave none."""
+    return id or name or "call"
+
+
+def map_event(session: Session, cursor: TurnCursor, event: AdkEvent,
+              dump: dict[str, Any]) -> None:
+    """Append ``event`` to ``session``: ``adk/event`` with ``dump``, then the dsh
+    events of its content (see the module's docstring)."""
+    if cursor.turn_open and event.invocation_id != cursor.invocation:
+        end_turn(session, cursor)
+    invocation = cursor.invocation
+    seq = _append(session, cursor, "adk/event", {"event": dump})
+    cursor.invocation = invocation
+    parts = event.content.parts if event.content and event.content.parts else []
+    texts = [p.text for p in parts if p.text and not p.thought]
+    thoughts = [p.text for p in parts if p.text and p.thought]
+    calls = [p.function_call for p in parts if p.function_call]
+    responses = [p.function_response for p in parts if p.function_response]
+    source = [seq]
+    if not parts:
+        return
+    if event.author == "user" and not responses:
+        if not texts:
+            return
+        _start_turn(session, cursor, _USER, event.invocation_id)
+        _append(session, cursor, "user/message",
+                {"content": [{"type": "text", "text": t} for t in texts],
+                 "source": {"kind": "user"}},
+                surface_op="append", source_event_seqs=source)
+        return
+    if texts or thoughts or calls:
+        _start_turn(session, cursor, _AGENT, event.invocation_id)
+        _end_step(session, cursor)
+        step = cursor.step + 1
+        _append(session, cursor, "step/start", {"turn": cursor.turn, "step": step})
+        content: list[dict[str, Any]] = [{"type": "reasoning", "text": t} for t in thoughts]
+        content += [{"type": "text", "text": t} for t in texts]
+        content += [{"type": "tool-call", "id": call_id(c.id, c.name), "name": c.name or "",
+                     "arguments": json.dumps(c.args or {})} for c in calls]
+        _append(session, cursor, "assistant/message",
+                {"turn": cursor.turn, "step": step, "content": content},
+                surface_op="append", source_event_seqs=source)
+        for c in calls:
+            _append(session, cursor, "tool/call",
+                    {"turn": cursor.turn, "step": step, "callId": call_id(c.id, c.name),
+                     "name": c.name or "", "arguments": json.dumps(c.args or {})})
+        if not calls:
+            _end_step(session, cursor)
+    if responses and cursor.step_open:
+        for r in responses:
+            rid = call_id(r.id, r.name)
+            if rid not in cursor.calls:
+                continue
+            _append(session, cursor, "tool/result",
+                    {"turn": cursor.turn, "step": cursor.step, "callId": rid,
+                     "content": [{"type": "text", "text": json.dumps(r.response or {})}],
+                     "isError": False},
+                    surface_op="append", source_event_seqs=source)
+        if not cursor.calls:
+            _end_step(session, cursor)
+    if event.author != "user" and not calls and event.is_final_response():
+        end_turn(session, cursor)

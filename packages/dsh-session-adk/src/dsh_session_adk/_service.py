@@ -1,0 +1,439 @@
+"""``DshSessionService``: Google ADK's ``BaseSessionService`` over a dsh-session store.
+
+One ADK session is one dsh session, whose id is derived from the ADK triple
+``(app_name, user_id, session_id)`` (ADK ids are unique per app and user only, and may
+hold any character). Its log holds ``adk/session`` (owner and initial state), an
+``adk/event`` per persisted ADK event (the event whole, as ADK dumps it to JSON) followed
+by the dsh message events it maps onto, and ``adk/deleted`` when deleted. The ADK view is
+a fold of that log from its last ``adk/session`` on. App state and user state live in one
+dsh session per app and one per app and user, as ``adk/state`` deltas.
+
+The service writes a session it holds live in its store: the store's writer lock (one
+writer per session, across processes and hosts) stays with it until :meth:`close`. App
+and user state sessions are opened, appended and released on each write, so every
+service of the app may write them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events.event import Event as AdkEvent
+from google.adk.sessions import _session_util
+from google.adk.sessions.base_session_service import (
+    BaseSessionService,
+    GetSessionConfig,
+    ListSessionsResponse,
+)
+from google.adk.sessions.session import Session as AdkSession
+from google.adk.sessions.state import State
+from typing_extensions import override
+
+from dsh_session_core import DurableStore, Session, SessionHeader, open_store, to_wire
+from dsh_session_core.errors import SessionLockedError
+
+from ._mapping import TurnCursor, end_turn, map_event
+
+__all__ = ["DshSessionService", "dsh_session_id"]
+
+_STALE_MESSAGE = (
+    "The session has been modified in storage since it was loaded. "
+    "Please reload the session before appending more events."
+)
+_LOCKED_MESSAGE = (
+    "Another writer holds this session (dsh-session's one writer per session). "
+    "Please reload the session once that writer has released it."
+)
+
+
+def _digest(*parts: str) -> str:
+    h = hashlib.sha256("\x00".join(parts).encode())
+    return h.hexdigest()[:20]
+
+
+def dsh_session_id(app_name: str, user_id: str | None = None,
+                   session_id: str | None = None) -> str:
+    """The dsh session id of an ADK session, or of an app's (``user_id=None``) or a
+    user's (``session_id=None``) state session.
+
+    :returns: ``adk-app-H``, ``adk-user-H-H`` or ``adk-s-H-H-H``, each ``H`` a digest.
+    """
+    app = _digest(app_name)
+    if user_id is None:
+        return f"adk-app-{app}"
+    user = _digest(app_name, user_id)
+    if session_id is None:
+        return f"adk-user-{app}-{user}"
+    return f"adk-s-{app}-{user}-{_digest(app_name, user_id, session_id)}"
+
+
+def _json_safe(state: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return _session_util.extract_json_safe_state_delta(dict(state))
+
+
+@dataclass
+class _View:
+    """An ADK session folded from its dsh log (from its last ``adk/session`` on)."""
+
+    app_name: str
+    user_id: str
+    session_id: str
+    state: dict[str, Any]
+    create_time: float
+    events: list[dict[str, Any]] = field(default_factory=list)
+    event_ids: dict[str, int] = field(default_factory=dict)
+    last_update_time: float = 0.0
+    deleted: bool = False
+    #: The dsh seq after the last event: the storage revision stale writers are told by.
+    revision: int = 0
+
+    def add(self, dump: dict[str, Any]) -> None:
+        """Fold one persisted ADK event (its JSON dump)."""
+        self.event_ids[dump["id"]] = len(self.events)
+        self.events.append(dump)
+        actions = dump.get("actions") or {}
+        delta = actions.get("stateDelta") or actions.get("state_delta") or {}
+        for key, value in delta.items():
+            if not key.startswith((State.APP_PREFIX, State.USER_PREFIX, State.TEMP_PREFIX)):
+                self.state[key] = value
+        self.last_update_time = float(dump["timestamp"])
+
+
+def _fold_session(events: Iterable[Any]) -> tuple[_View | None, TurnCursor]:
+    view: _View | None = None
+    cursor = TurnCursor()
+    for e in events:
+        cursor.see(e)
+        if e.type == "adk/session":
+            d = to_wire(e.data)
+            view = _View(d["appName"], d["userId"], d["sessionId"], dict(d["state"]),
+                         d["createTime"], last_update_time=d["createTime"])
+        elif view is None:
+            continue
+        elif e.type == "adk/event":
+            view.add(to_wire(e.data)["event"])
+        elif e.type == "adk/deleted":
+            view.deleted = True
+        view.revision = e.seq + 1
+    return view, cursor
+
+
+def _fold_state(events: Iterable[Any]) -> dict[str, Any]:
+    state: dict[str, Any] = {}
+    for e in events:
+        if e.type == "adk/state":
+            state.update(to_wire(e.data)["delta"])
+    return state
+
+
+@dataclass
+class _Live:
+    """An ADK session this service writes: its live dsh session, view and turn state."""
+
+    session: Session
+    view: _View
+    cursor: TurnCursor
+
+
+class DshSessionService(BaseSessionService):
+    """An ADK session service whose sessions are dsh-session logs.
+
+    :param store: a store URL (a folder, ``sqlite:///...``, ``postgresql://...``,
+        ``memory:``), ``None`` for the embedded default, or an open
+        :class:`~dsh_session_core.DurableStore` (then :meth:`close` leaves it open).
+    """
+
+    def __init__(self, store: str | DurableStore | None = None) -> None:
+        """Open the store (or adopt the given one)."""
+        if isinstance(store, DurableStore):
+            self.store = store
+            self._owns_store = False
+        else:
+            self.store = open_store(store)
+            self._owns_store = True
+        self._live: dict[str, _Live] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    # --- plumbing -----------------------------------------------------------------------
+
+    def _lock(self, dsh_id: str) -> asyncio.Lock:
+        lock = self._locks.get(dsh_id)
+        if lock is None:
+            lock = self._locks[dsh_id] = asyncio.Lock()
+        return lock
+
+    async def _stored_events(self, dsh_id: str) -> list[Any] | None:
+        """A stored log read without taking its writer lock, or ``None``."""
+        live = self.store.get(dsh_id)
+        if live is not None:
+            return list(live.events)
+        stored = await asyncio.to_thread(
+            self.store.backend.load_stored, dsh_id, self.store.registry)
+        return None if stored is None else stored.events
+
+    async def _view(self, app_name: str, user_id: str, session_id: str) -> _View | None:
+        dsh_id = dsh_session_id(app_name, user_id, session_id)
+        live = self._live.get(dsh_id)
+        if live is not None:
+            return live.view
+        events = await self._stored_events(dsh_id)
+        if events is None:
+            return None
+        view, _ = _fold_session(events)
+        if view is None or view.deleted:
+            return None
+        return view
+
+    async def _scoped_state(self, app_name: str, user_id: str | None) -> dict[str, Any]:
+        events = await self._stored_events(dsh_session_id(app_name, user_id))
+        return {} if events is None else _fold_state(events)
+
+    async def _write_state(self, scope: str, app_name: str, user_id: str | None,
+                           delta: dict[str, Any]) -> None:
+        """Append one ``adk/state`` delta to the app's or the user's state session."""
+        if not delta:
+            return
+        dsh_id = dsh_session_id(app_name, user_id)
+        async with self._lock(dsh_id):
+            session = await self._acquire(dsh_id)
+            try:
+                session.append("adk/state", {"scope": scope, "appName": app_name,
+                                             "userId": user_id, "delta": delta})
+            finally:
+                await self.store.arelease(session)
+
+    async def _acquire(self, dsh_id: str) -> Session:
+        """The dsh session live here, opened (or created) with its writer lock.
+
+        :raises StaleSessionError: another writer holds it.
+        """
+        from google.adk.errors import StaleSessionError
+
+        live = self.store.get(dsh_id)
+        if live is not None:
+            return live
+        try:
+            if await self._stored_events(dsh_id) is None:
+                return await self.store.acreate(dsh_id)
+            return await self.store.aopen(dsh_id)
+        except SessionLockedError as exc:
+            raise StaleSessionError(_LOCKED_MESSAGE) from exc
+
+    def _merge(self, view: _View, app_state: Mapping[str, Any],
+               user_state: Mapping[str, Any], events: list[dict[str, Any]]) -> AdkSession:
+        state = dict(view.state)
+        for key, value in app_state.items():
+            state[State.APP_PREFIX + key] = value
+        for key, value in user_state.items():
+            state[State.USER_PREFIX + key] = value
+        session = AdkSession(
+            id=view.session_id, app_name=view.app_name, user_id=view.user_id, state=state,
+            events=[AdkEvent.model_validate(e) for e in events],
+            last_update_time=view.last_update_time,
+        )
+        session._storage_update_marker = str(view.revision)
+        return session
+
+    # --- BaseSessionService -------------------------------------------------------------
+
+    @override
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> AdkSession:
+        """Create a session; ``app:`` and ``user:`` keys of ``state`` go to the shared
+        state, ``temp:`` ones are dropped.
+
+        :raises AlreadyExistsError: a session with this id exists (and is not deleted).
+        """
+        session_id = session_id.strip() if session_id else None
+        if session_id is None:
+            session_id = str(uuid.uuid4())
+        deltas = _json_safe(state or {})
+        dsh_id = dsh_session_id(app_name, user_id, session_id)
+        async with self._lock(dsh_id):
+            if await self._view(app_name, user_id, session_id) is not None:
+                msg = f"Session with id {session_id} already exists."
+                raise AlreadyExistsError(msg)
+            session = await self._acquire(dsh_id)
+            now = time.time()
+            session.append("adk/session", {
+                "appName": app_name, "userId": user_id, "sessionId": session_id,
+                "state": deltas["session"], "createTime": now,
+            })
+            await self.store.aflush(session)
+            view, cursor = _fold_session(session.events)
+            assert view is not None
+            self._live[dsh_id] = _Live(session, view, cursor)
+        await self._write_state("app", app_name, None, deltas["app"])
+        await self._write_state("user", app_name, user_id, deltas["user"])
+        return self._merge(view, await self._scoped_state(app_name, None),
+                           await self._scoped_state(app_name, user_id), [])
+
+    @override
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> AdkSession | None:
+        """The session with its events (filtered by ``config``) and merged state, or
+        ``None`` when there is none or it was deleted."""
+        view = await self._view(app_name, user_id, session_id)
+        if view is None:
+            return None
+        events = view.events
+        if config is not None:
+            if config.num_recent_events is not None:
+                events = events[-config.num_recent_events:] if config.num_recent_events else []
+            if config.after_timestamp is not None:
+                after = config.after_timestamp
+                events = [e for e in events if float(e["timestamp"]) >= after]
+        return self._merge(view, await self._scoped_state(app_name, None),
+                           await self._scoped_state(app_name, user_id), events)
+
+    async def _headers(self) -> list[SessionHeader]:
+        return list(await self.store.astored())
+
+    @override
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        """The app's (or the user's) sessions without events, oldest update first."""
+        prefix = ("adk-s-" + _digest(app_name) + "-"
+                  + ("" if user_id is None else _digest(app_name, user_id) + "-"))
+        ids = {h.id for h in await self._headers() if h.id.startswith(prefix)}
+        ids |= {i for i in self._live if i.startswith(prefix)}
+        views: list[_View] = []
+        for dsh_id in sorted(ids):
+            live = self._live.get(dsh_id)
+            if live is not None:
+                view: _View | None = live.view
+            else:
+                events = await self._stored_events(dsh_id)
+                view = None if events is None else _fold_session(events)[0]
+            if view is not None and not view.deleted and view.app_name == app_name and (
+                    user_id is None or view.user_id == user_id):
+                views.append(view)
+        app_state = await self._scoped_state(app_name, None)
+        user_states: dict[str, dict[str, Any]] = {}
+        sessions = []
+        for view in views:
+            if view.user_id not in user_states:
+                user_states[view.user_id] = await self._scoped_state(app_name, view.user_id)
+            sessions.append(self._merge(view, app_state, user_states[view.user_id], []))
+        sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
+        return ListSessionsResponse(sessions=sessions)
+
+    @override
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        """Tombstone the session (``adk/deleted``): listing and getting skip it, its log
+        stays. Deleting a session that does not exist does nothing."""
+        dsh_id = dsh_session_id(app_name, user_id, session_id)
+        async with self._lock(dsh_id):
+            if await self._view(app_name, user_id, session_id) is None:
+                return
+            session = await self._acquire(dsh_id)
+            live = self._live.pop(dsh_id, None)
+            end_turn(session, live.cursor if live else _fold_session(session.events)[1],
+                     "disposed")
+            session.append("adk/deleted", {"time": time.time()})
+            await self.store.arelease(session)
+
+    @override
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        """The user's shared state, keys without the ``user:`` prefix."""
+        return await self._scoped_state(app_name, user_id)
+
+    async def get_app_state(self, *, app_name: str) -> dict[str, Any]:
+        """The app's shared state, keys without the ``app:`` prefix."""
+        return await self._scoped_state(app_name, None)
+
+    @override
+    async def append_event(self, session: AdkSession, event: AdkEvent) -> AdkEvent:
+        """Persist ``event`` (unless ``partial``) and apply it to ``session``.
+
+        :raises SessionNotFoundError: the session does not exist (or was deleted).
+        :raises StaleSessionError: the session was written since ``session`` was read, or
+            another writer holds it.
+        """
+        from google.adk.errors import StaleSessionError
+
+        if event.partial:
+            return event
+        dsh_id = dsh_session_id(session.app_name, session.user_id, session.id)
+        async with self._lock(dsh_id):
+            live = self._live.get(dsh_id)
+            if live is None:
+                if await self._view(session.app_name, session.user_id, session.id) is None:
+                    msg = f"Session {session.id} not found."
+                    raise SessionNotFoundError(msg)
+                dsh = await self._acquire(dsh_id)
+                view, cursor = _fold_session(dsh.events)
+                assert view is not None
+                live = self._live[dsh_id] = _Live(dsh, view, cursor)
+            view = live.view
+            index = view.event_ids.get(event.id)
+            if index is not None and AdkEvent.model_validate(view.events[index]) == event:
+                return event  # the same event again: already persisted
+            marker = session._storage_update_marker
+            if marker is not None:
+                if marker != str(view.revision):
+                    raise StaleSessionError(_STALE_MESSAGE)
+            elif view.last_update_time > session.last_update_time and (
+                    (session.events[-1].id if session.events else None)
+                    != (view.events[-1]["id"] if view.events else None)):
+                raise StaleSessionError(_STALE_MESSAGE)
+            self._apply_temp_state(session, event)
+            event = self._trim_temp_delta_state(event)
+            delta = dict(event.actions.state_delta) if event.actions.state_delta else {}
+            deltas = _json_safe(delta)
+            dump = event.model_dump(mode="json", by_alias=True, exclude_none=True)
+            dsh = live.session
+            try:
+                map_event(dsh, live.cursor, event, dump)
+                await self.store.aflush(dsh)
+            except BaseException:
+                # Nothing of a refused or failed append may stay live: reload from storage.
+                self._live.pop(dsh_id, None)
+                self.store.detach(dsh)
+                raise
+            view.add(dump)
+            view.revision = dsh.seq
+        await self._write_state("app", session.app_name, None, deltas["app"])
+        await self._write_state("user", session.app_name, session.user_id, deltas["user"])
+        session.last_update_time = event.timestamp
+        session._storage_update_marker = str(view.revision)
+        return self._commit_event_to_session(session, event)
+
+    # --- lifetime -----------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Release every session this service writes and close the store it opened."""
+        for live in list(self._live.values()):
+            await self.store.arelease(live.session)
+        self._live.clear()
+        if self._owns_store:
+            await self.store.aclose()
+
+    async def __aenter__(self) -> DshSessionService:
+        """``async with DshSessionService(url) as service``."""
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """:meth:`close`."""
+        await self.close()
