@@ -94,41 +94,38 @@ def map_event(session: Session, cursor: TurnCursor, event: AdkEvent,
     events of its content (see the module's docstring)."""
     if cursor.turn_open and event.invocation_id != cursor.invocation:
         end_turn(session, cursor)
-    invocation = cursor.invocation
-    seq = _append(session, cursor, "adk/event", {"event": dump})
-    cursor.invocation = invocation
     parts = event.content.parts if event.content and event.content.parts else []
     texts = [p.text for p in parts if p.text and not p.thought]
     thoughts = [p.text for p in parts if p.text and p.thought]
     calls = [p.function_call for p in parts if p.function_call]
     responses = [p.function_response for p in parts if p.function_response]
-    source = [seq]
-    if not parts:
-        return
-    if event.author == "user" and not responses:
-        if not texts:
-            return
+    user = event.author == "user" and not responses
+    model = not user and bool(texts or thoughts or calls)
+    if user and texts:
         _start_turn(session, cursor, _USER, event.invocation_id)
+    elif model:
+        _start_turn(session, cursor, _AGENT, event.invocation_id)
+        _end_step(session, cursor)
+        _append(session, cursor, "step/start", {"turn": cursor.turn, "step": cursor.step + 1})
+    invocation = cursor.invocation
+    source = [_append(session, cursor, "adk/event", {"event": dump})]
+    cursor.invocation = invocation
+    if user and texts:
         _append(session, cursor, "user/message",
                 {"content": [{"type": "text", "text": t} for t in texts],
                  "source": {"kind": "user"}},
                 surface_op="append", source_event_seqs=source)
-        return
-    if texts or thoughts or calls:
-        _start_turn(session, cursor, _AGENT, event.invocation_id)
-        _end_step(session, cursor)
-        step = cursor.step + 1
-        _append(session, cursor, "step/start", {"turn": cursor.turn, "step": step})
+    elif model:
         content: list[dict[str, Any]] = [{"type": "reasoning", "text": t} for t in thoughts]
         content += [{"type": "text", "text": t} for t in texts]
         content += [{"type": "tool-call", "id": call_id(c.id, c.name), "name": c.name or "",
                      "arguments": json.dumps(c.args or {})} for c in calls]
         _append(session, cursor, "assistant/message",
-                {"turn": cursor.turn, "step": step, "content": content},
+                {"turn": cursor.turn, "step": cursor.step, "content": content},
                 surface_op="append", source_event_seqs=source)
         for c in calls:
             _append(session, cursor, "tool/call",
-                    {"turn": cursor.turn, "step": step, "callId": call_id(c.id, c.name),
+                    {"turn": cursor.turn, "step": cursor.step, "callId": call_id(c.id, c.name),
                      "name": c.name or "", "arguments": json.dumps(c.args or {})})
         if not calls:
             _end_step(session, cursor)

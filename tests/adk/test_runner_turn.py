@@ -1,0 +1,129 @@
+"""An offline ADK ``Runner`` turn (a scripted model calling a function tool) with
+``DshSessionService`` as its session service, on every store: the session ADK reads back
+is the one ADK's in-memory service gives for the same run, and the dsh log passes
+``dsh-session validate --strict`` and derives to the conversation."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import AsyncGenerator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.adk.agents import LlmAgent
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.runners import Runner
+from google.adk.sessions import InMemorySessionService
+from google.adk.sessions.base_session_service import BaseSessionService
+from google.genai import types
+
+from dsh_session_adk import DshSessionService, dsh_session_id
+from dsh_session_core import open_store, to_wire
+
+APP, USER, SID = "weather", "ada", "chat-1"
+
+
+class ScriptedModel(BaseLlm):
+    """A model that answers from a script: a function call first, then the answer."""
+
+    model: str = "scripted"
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        answered = any(p.function_response for c in llm_request.contents for p in c.parts or [])
+        if not answered:
+            call = types.FunctionCall(id="call-1", name="get_weather", args={"city": "Paris"})
+            yield LlmResponse(content=types.Content(role="model", parts=[
+                types.Part(text="Let me check."), types.Part(function_call=call)]))
+        else:
+            yield LlmResponse(content=types.Content(role="model", parts=[
+                types.Part(text="It is sunny in Paris.")]))
+
+
+def get_weather(city: str) -> dict[str, str]:
+    """The weather in a city."""
+    return {"city": city, "weather": "sunny"}
+
+
+@pytest.fixture(params=["jsonl", "sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "jsonl":
+        yield str(tmp_path / "logs")
+    elif request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/sessions.db"
+    else:
+        yield request.getfixturevalue("postgresql_url")
+
+
+async def _turn(service: BaseSessionService) -> list[dict[str, Any]]:
+    agent = LlmAgent(name="weather_agent", model=ScriptedModel(), tools=[get_weather],
+                     instruction="Answer about the weather.")
+    runner = Runner(agent=agent, app_name=APP, session_service=service)
+    await service.create_session(app_name=APP, user_id=USER, session_id=SID)
+    message = types.Content(role="user", parts=[types.Part(text="Weather in Paris?")])
+    async for _ in runner.run_async(user_id=USER, session_id=SID, new_message=message):
+        pass
+    session = await service.get_session(app_name=APP, user_id=USER, session_id=SID)
+    assert session is not None
+    # Event ids, invocation ids and timestamps are minted per run: compare the rest.
+    return [e.model_dump(mode="json", exclude={"id", "invocation_id", "timestamp"})
+            for e in session.events]
+
+
+def test_a_runner_turn_is_stored_and_derives_to_the_conversation(
+        store_url: str, tmp_path: Path) -> None:
+    async def run() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        expected = await _turn(InMemorySessionService())
+        async with DshSessionService(store_url) as service:
+            got = await _turn(service)
+        return expected, got
+
+    expected, got = asyncio.run(run())
+    assert got == expected
+    # The tool's response as ADK recorded it, as JSON text.
+    response = json.dumps(got[2]["content"]["parts"][0]["function_response"]["response"])
+    assert json.loads(response) == get_weather("Paris")
+    assert [e["author"] for e in got] == ["user", "weather_agent", "weather_agent",
+                                          "weather_agent"]
+
+    with open_store(store_url) as store:
+        log = store.open(dsh_session_id(APP, USER, SID))
+        types_ = [e.type for e in log.events]
+        assert types_ == [
+            "adk/session",
+            "turn/start", "adk/event", "user/message",
+            "step/start", "adk/event", "assistant/message", "tool/call",
+            "adk/event", "tool/result", "step/end",
+            "step/start", "adk/event", "assistant/message", "step/end", "turn/end",
+        ]
+        assert to_wire(log.derive_messages()) == [
+            {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "Let me check."},
+                {"type": "tool-call", "id": "call-1", "name": "get_weather",
+                 "arguments": '{"city": "Paris"}'}]},
+            {"role": "user", "content": [{"type": "tool-result", "toolCallId": "call-1",
+                                          "content": [{"type": "text", "text": response}],
+                                          "isError": False}]},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "It is sunny in Paris."}]},
+        ]
+        location = store.location(log.id)
+    if Path(location).suffix == ".jsonl":
+        target = Path(location)
+    else:  # validate reads JSONL logs: copy the session out of the database first
+        copy = subprocess.run(
+            [sys.executable, "-m", "dsh_session_core", "copy", store_url, str(tmp_path / "out")],
+            capture_output=True, text=True, check=False)
+        assert copy.returncode == 0, copy.stderr
+        target = next((tmp_path / "out").rglob("*.jsonl"))
+    proc = subprocess.run([sys.executable, "-m", "dsh_session_core", "validate", "--strict",
+                           str(target)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
