@@ -4,6 +4,8 @@ as ``message_history``, over the whole corpus and generated histories."""
 
 from __future__ import annotations
 
+import asyncio
+
 import subprocess
 import sys
 from typing import Any
@@ -44,7 +46,8 @@ def _run(history: list[Any]) -> None:
     last = history[-1] if history else None
     if isinstance(last, ModelResponse) and any(isinstance(p, ToolCallPart) for p in last.parts):
         history = history[:-1]
-    result = Agent(TestModel()).run_sync("continue", message_history=history)
+    # asyncio.run, not run_sync: run_sync leaves its event loop open for the process.
+    result = asyncio.run(Agent(TestModel()).run("continue", message_history=history))
     assert isinstance(result.output, str)
 
 
