@@ -97,7 +97,7 @@ def test_a_runner_turn_is_stored_and_derives_to_the_conversation(
         log = store.open(dsh_session_id(APP, USER, SID))
         types_ = [e.type for e in log.events]
         assert types_ == [
-            "adk/session",
+            "turn/start", "adk/session", "turn/end",
             "turn/start", "adk/event", "user/message",
             "step/start", "adk/event", "assistant/message", "tool/call",
             "adk/event", "tool/result", "step/end",
@@ -127,3 +127,23 @@ def test_a_runner_turn_is_stored_and_derives_to_the_conversation(
     proc = subprocess.run([sys.executable, "-m", "dsh_session_core", "validate", "--strict",
                            str(target)], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_log_keeps_cores_strictest_invariants(tmp_path: Path) -> None:
+    """A store with ``checks=True`` (every event turn-enclosed, every tool result
+    answering a call of its turn and step) accepts all the service writes."""
+    from google.adk.events.event import Event
+
+    async def run() -> None:
+        async with open_store(str(tmp_path / "logs"), checks=True) as store:
+            service = DshSessionService(store)
+            await _turn(service)
+            session = await service.get_session(app_name=APP, user_id=USER, session_id=SID)
+            assert session is not None
+            await service.append_event(session, Event(author="user", invocation_id="x"))
+            await service.create_session(app_name=APP, user_id=USER, session_id="other",
+                                         state={"app:a": 1, "user:b": 2})
+            await service.delete_session(app_name=APP, user_id=USER, session_id=SID)
+            await service.close()
+
+    asyncio.run(run())

@@ -246,8 +246,9 @@ def test_reload_by_a_new_service_and_the_tombstone(store_url: str) -> None:
         async with open_store(store_url) as store:
             log = await store.aopen(dsh_session_id(APP, USER, "s1"))
             types_ = [e.type for e in log.events]
-            assert types_[0] == "adk/session"
-            assert types_[-1] == "adk/deleted"
+            # Every record is turn-enclosed: the service's own in one-shot turns.
+            assert types_[:3] == ["turn/start", "adk/session", "turn/end"]
+            assert types_[-3:] == ["turn/start", "adk/deleted", "turn/end"]
             assert types_.count("adk/event") == 3
 
     asyncio.run(run())

@@ -1,8 +1,9 @@
 """How an ADK event is written to a dsh log: ``adk/event`` (the event whole), then the
 dsh message events its content maps onto, inside turns and steps.
 
-A turn is an ADK invocation: it opens at the first event with content of an invocation
-and closes at the agent's final response, or when an event of another invocation comes.
+A turn is an ADK invocation: it opens at the first event of an invocation and closes at
+the agent's final response, or when an event of another invocation comes. The service's
+own records are turn-enclosed too (:func:`enclosed`).
 A model event with content is a step (``step/start``, ``assistant/message``, a
 ``tool/call`` per function call); the function responses answering its calls are
 ``tool/result`` events, and the step ends when every call is answered.
@@ -18,10 +19,11 @@ from google.adk.events.event import Event as AdkEvent
 
 from dsh_session_core import Session
 
-__all__ = ["TurnCursor", "call_id", "end_turn", "map_event"]
+__all__ = ["TurnCursor", "call_id", "enclosed", "end_turn", "map_event"]
 
 _USER = {"kind": "message", "source": {"kind": "user"}}
 _AGENT = {"kind": "message", "source": {"kind": "plugin", "plugin": "adk"}}
+_SERVICE = {"kind": "injection", "source": {"kind": "plugin", "plugin": "adk"}}
 
 
 @dataclass
@@ -83,6 +85,19 @@ def _start_turn(session: Session, cursor: TurnCursor, trigger: dict[str, Any],
     cursor.invocation = invocation
 
 
+def enclosed(session: Session, cursor: TurnCursor, type: str, data: dict[str, Any],
+             reason: str = "completed") -> None:
+    """Append a record of the service (``adk/session``, ``adk/state``, ``adk/deleted``)
+    inside a turn: the open one, else a one-shot turn of its own (triggered by an
+    injection from the plugin), so that every event of the log is turn-enclosed."""
+    if cursor.turn_open:
+        _append(session, cursor, type, data)
+        return
+    _append(session, cursor, "turn/start", {"turn": cursor.turn + 1, "trigger": _SERVICE})
+    _append(session, cursor, type, data)
+    end_turn(session, cursor, reason)
+
+
 def call_id(id: str | None, name: str | None) -> str:
     """A function call's id, or its name when the model gave none."""
     return id or name or "call"
@@ -101,10 +116,8 @@ def map_event(session: Session, cursor: TurnCursor, event: AdkEvent,
     responses = [p.function_response for p in parts if p.function_response]
     user = event.author == "user" and not responses
     model = not user and bool(texts or thoughts or calls)
-    if user and texts:
-        _start_turn(session, cursor, _USER, event.invocation_id)
-    elif model:
-        _start_turn(session, cursor, _AGENT, event.invocation_id)
+    _start_turn(session, cursor, _USER if user else _AGENT, event.invocation_id)
+    if model:
         _end_step(session, cursor)
         _append(session, cursor, "step/start", {"turn": cursor.turn, "step": cursor.step + 1})
     invocation = cursor.invocation

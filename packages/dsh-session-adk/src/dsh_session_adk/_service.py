@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event as AdkEvent
@@ -40,7 +41,7 @@ from typing_extensions import override
 from dsh_session_core import DurableStore, Session, SessionHeader, open_store, to_wire
 from dsh_session_core.errors import SessionLockedError
 
-from ._mapping import TurnCursor, end_turn, map_event
+from ._mapping import TurnCursor, enclosed, end_turn, map_event
 
 __all__ = ["DshSessionService", "dsh_session_id"]
 
@@ -205,8 +206,9 @@ class DshSessionService(BaseSessionService):
         async with self._lock(dsh_id):
             session = await self._acquire(dsh_id)
             try:
-                session.append("adk/state", {"scope": scope, "appName": app_name,
-                                             "userId": user_id, "delta": delta})
+                enclosed(session, _fold_session(session.events)[1], "adk/state",
+                         {"scope": scope, "appName": app_name, "userId": user_id,
+                          "delta": delta})
             finally:
                 await self.store.arelease(session)
 
@@ -215,8 +217,6 @@ class DshSessionService(BaseSessionService):
 
         :raises StaleSessionError: another writer holds it.
         """
-        from google.adk.errors import StaleSessionError
-
         live = self.store.get(dsh_id)
         if live is not None:
             return live
@@ -269,7 +269,7 @@ class DshSessionService(BaseSessionService):
                 raise AlreadyExistsError(msg)
             session = await self._acquire(dsh_id)
             now = time.time()
-            session.append("adk/session", {
+            enclosed(session, _fold_session(session.events)[1], "adk/session", {
                 "appName": app_name, "userId": user_id, "sessionId": session_id,
                 "state": deltas["session"], "createTime": now,
             })
@@ -349,9 +349,9 @@ class DshSessionService(BaseSessionService):
                 return
             session = await self._acquire(dsh_id)
             live = self._live.pop(dsh_id, None)
-            end_turn(session, live.cursor if live else _fold_session(session.events)[1],
-                     "disposed")
-            session.append("adk/deleted", {"time": time.time()})
+            cursor = live.cursor if live else _fold_session(session.events)[1]
+            end_turn(session, cursor, "disposed")
+            enclosed(session, cursor, "adk/deleted", {"time": time.time()}, "disposed")
             await self.store.arelease(session)
 
     @override
@@ -371,8 +371,6 @@ class DshSessionService(BaseSessionService):
         :raises StaleSessionError: the session was written since ``session`` was read, or
             another writer holds it.
         """
-        from google.adk.errors import StaleSessionError
-
         if event.partial:
             return event
         dsh_id = dsh_session_id(session.app_name, session.user_id, session.id)
