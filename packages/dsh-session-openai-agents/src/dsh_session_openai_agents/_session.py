@@ -15,9 +15,11 @@ from __future__ import annotations
 __all__ = ["DshSession", "fold_items", "record_items"]
 
 import asyncio
+import contextlib
+import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any, TypeVar, cast
 
 from agents.items import TResponseInputItem
@@ -199,11 +201,26 @@ def _step_calls(step: Any) -> list[Any]:
 # --- the session --------------------------------------------------------------------------
 
 
-#: One asyncio lock per store object and session id: the operations of every instance on
-#: one store object take turns, so none finds the session held by another of them.
-_LOCKS: weakref.WeakKeyDictionary[DurableStore, dict[str, asyncio.Lock]] = (
+#: One lock per store object and session id: the operations of every instance on one
+#: store object take turns, whichever thread and event loop each runs on, so none finds
+#: the session held by another of them. A thread lock, taken without blocking the loop.
+_LOCKS: weakref.WeakKeyDictionary[DurableStore, dict[str, threading.Lock]] = (
     weakref.WeakKeyDictionary()
 )
+_LOCKS_GUARD = threading.Lock()
+
+
+@contextlib.asynccontextmanager
+async def _holding(lock: threading.Lock) -> AsyncIterator[None]:
+    """Hold ``lock``, polling for it (1 ms, growing to 20 ms) while another holds it."""
+    delay = 0.001
+    while not lock.acquire(blocking=False):
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.02)
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 class DshSession(SessionABC):
@@ -303,12 +320,13 @@ class DshSession(SessionABC):
         if self._owns_store:
             await self.store.aclose()
 
-    def _lock(self) -> asyncio.Lock:
-        locks = _LOCKS.setdefault(self.store, {})
-        lock = locks.get(self.session_id)
-        if lock is None:
-            lock = locks[self.session_id] = asyncio.Lock()
-        return lock
+    def _lock(self) -> threading.Lock:
+        with _LOCKS_GUARD:
+            locks = _LOCKS.setdefault(self.store, {})
+            lock = locks.get(self.session_id)
+            if lock is None:
+                lock = locks[self.session_id] = threading.Lock()
+            return lock
 
     async def _acquire(self, create: bool) -> tuple[Session | None, bool]:
         """The live session and whether this operation opened it (and must release it);
@@ -340,7 +358,7 @@ class DshSession(SessionABC):
     async def _run(self, operation: Callable[[Session], _T], create: bool) -> _T:
         """Run ``operation`` on the live session, then flush (and release what it opened).
         With nothing stored and ``create`` false, run it on an empty session."""
-        async with self._lock():
+        async with _holding(self._lock()):
             session, opened = await self._acquire(create)
             if session is None:
                 return operation(Session(self.session_id))
