@@ -54,10 +54,21 @@ def _workspace() -> tuple[list[str], list[str]]:
     return members, tests
 
 
+def _integrations() -> list[str]:
+    """The integrations with third-party frameworks (folders): tested, not batteries."""
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        config = tomllib.load(f)
+    found: list[str] = config["tool"]["dsh-session"]["workspace"].get("integrations", [])
+    return found
+
+
 def _requirements(purpose: str) -> list[str]:
     """What ``pip install`` gets for an environment: every member editable (core with
-    its PostgreSQL extra for the tests), then the test group and the example plugin."""
+    its PostgreSQL extra for the tests); for the tests, then the integrations, the test
+    group and the example plugin."""
     members, tests = _workspace()
+    if purpose == "test":
+        members = [*members[:-1], *_integrations(), members[-1]]  # the root stays last
     args: list[str] = []
     for member in members:
         path = str(ROOT / member)

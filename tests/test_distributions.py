@@ -333,10 +333,14 @@ def test_the_readme_demo_environment_holds_no_test_tooling() -> None:
     assert not set(group) & set(demo)
     assert not any("example_plugin" in arg for arg in demo)
     assert set(group) <= set(test)
-    # The integrations with third-party frameworks (dsh-session-openai-agents...) are
-    # workspace members too, installed before the root, but not part of the batteries.
-    members, _ = dev._workspace()
-    integrations = [ROOT / m for m in members if ROOT / m not in MEMBERS.values()]
-    assert all(folder.parent == ROOT / "packages" for folder in integrations)
+    # The demo installs the batteries' members only; the integrations with third-party
+    # frameworks (dsh-session-openai-agents...) are installed for the tests, before the
+    # root, and never for the demo.
     assert [a for a in demo if a != "-e"] == [str(folder) for folder in [
-        *(MEMBERS[d] for d in MEMBERS if d != "dsh-session"), *integrations, ROOT]]
+        *(MEMBERS[d] for d in MEMBERS if d != "dsh-session"), ROOT]]
+    integrations = [str(ROOT / m) for m in dev._integrations()]
+    assert {"dsh-session-adk", "dsh-session-openai-agents"} <= {
+        Path(i).name for i in integrations}
+    assert not set(integrations) & set(demo)
+    editable = [a for a in test if not a.startswith("-") and a not in group]
+    assert editable[-len(integrations) - 2:-2] == integrations  # before the root
