@@ -41,6 +41,8 @@ INVALID_ARGUMENTS_KEY = "_arguments"
 #: The image types the Messages API takes.
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 _decode = msgspec.json.decode
+#: The block types of an assistant message the fast path of :func:`to_anthropic` takes.
+_PLAIN_ASSISTANT = frozenset({TextBlock, ToolCallBlock})
 
 
 def tool_input(arguments: str, index: int = 0, strict: bool = False) -> dict[str, Any]:
@@ -151,7 +153,17 @@ def to_anthropic(source: Any, *, strict: bool = False) -> dict[str, Any]:
             continue
         content: list[dict[str, Any]] = []
         new_results: list[dict[str, Any]] = []
-        if role == "assistant":
+        if role == "assistant" and _PLAIN_ASSISTANT.issuperset(map(type, message.content)):
+            # Fast path for the commonest reply: text and tool calls only.
+            for b in message.content:
+                if type(b) is TextBlock:
+                    if b.text:
+                        content.append({"type": "text", "text": b.text})
+                else:
+                    content.append({"type": "tool_use", "id": b.id,  # type: ignore[union-attr]
+                                    "name": b.name,  # type: ignore[union-attr]
+                                    "input": tool_input(b.arguments, index, strict)})  # type: ignore[union-attr]
+        elif role == "assistant":
             for b in blocks(message.content):
                 if isinstance(b, TextBlock):
                     if b.text:
