@@ -125,7 +125,17 @@ def to_anthropic(source: Any, *, strict: bool = False) -> dict[str, Any]:
             first = message.content[0]
             kind = type(first)
             if kind is ToolResultBlock:
-                result = _tool_result(first, index, strict)  # type: ignore[arg-type]
+                inner = first.content  # type: ignore[union-attr]
+                if len(inner) == 1 and type(inner[0]) is TextBlock and inner[0].text:
+                    # The commonest result, one text, without the calls of _tool_result.
+                    result = {"type": "tool_result",
+                              "tool_use_id": first.tool_call_id,  # type: ignore[union-attr]
+                              "content": [{"type": "text", "text": inner[0].text}]}
+                    error = first.is_error  # type: ignore[union-attr]
+                    if error is True or error is False:
+                        result["is_error"] = error
+                else:
+                    result = _tool_result(first, index, strict)  # type: ignore[arg-type]
                 if last == "user":
                     results.append(result)
                 else:
