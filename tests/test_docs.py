@@ -60,8 +60,11 @@ def _run_console(body: str, cwd: Path) -> None:
         argv = shlex.split(command)
         if argv[0] == "dsh-session":
             argv = [sys.executable, "-m", "dsh_session_core", *argv[1:]]
-        # Commands show what a user sees: the test suite's example plugin is blocked.
-        env = {**os.environ, "DSH_SESSION_DISABLE_PLUGINS": "example", "TZ": "UTC"}
+        # Commands show what a user of the batteries sees: the test suite's example
+        # plugin and the framework integrations (installed for their own tests) are
+        # blocked.
+        env = {**os.environ, "DSH_SESSION_DISABLE_PLUGINS": "example,adk,openai-agents",
+               "TZ": "UTC"}
         proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False,
                               env=env)
         actual = (proc.stdout + proc.stderr).rstrip("\n").split("\n")
