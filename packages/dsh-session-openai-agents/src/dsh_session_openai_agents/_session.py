@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import threading
 import time
-import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any, TypeVar, cast
 
@@ -201,12 +200,14 @@ def _step_calls(step: Any) -> list[Any]:
 # --- the session --------------------------------------------------------------------------
 
 
-#: One lock per store object and session id: the operations of every instance on one
-#: store object take turns, whichever thread and event loop each runs on, so none finds
-#: the session held by another of them. A thread lock, taken without blocking the loop.
-_LOCKS: weakref.WeakKeyDictionary[DurableStore, dict[str, threading.Lock]] = (
-    weakref.WeakKeyDictionary()
-)
+#: One lock per stored session in this process: keyed by the store's identity (its
+#: folder, database file or server: two store objects over one store share it) and the
+#: session id. The operations of every instance take turns, whichever store object,
+#: thread and event loop each runs on, so none finds the session held by another, and
+#: two instances never both create one new session (the second would write over the
+#: first's first events). A thread lock, taken without blocking the loop. Across
+#: processes the stores' writer locks decide.
+_LOCKS: dict[tuple[object, str], threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
 
@@ -321,11 +322,12 @@ class DshSession(SessionABC):
             await self.store.aclose()
 
     def _lock(self) -> threading.Lock:
+        identity = self.store.backend.store_identity()
+        key = (identity if identity is not None else id(self.store), self.session_id)
         with _LOCKS_GUARD:
-            locks = _LOCKS.setdefault(self.store, {})
-            lock = locks.get(self.session_id)
+            lock = _LOCKS.get(key)
             if lock is None:
-                lock = locks[self.session_id] = threading.Lock()
+                lock = _LOCKS[key] = threading.Lock()
             return lock
 
     async def _acquire(self, create: bool) -> tuple[Session | None, bool]:
