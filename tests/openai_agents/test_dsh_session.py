@@ -117,13 +117,16 @@ def test_two_instances_share_one_history(url: str) -> None:
         with open_store(url) as store:
             first = DshSession("shared", store=store)
             second = DshSession("shared", store=url)  # another store object
-            await asyncio.gather(*(
-                (first if i % 2 else second).add_items([{"role": "user", "content": str(i)}])
-                for i in range(10)))
-            got = {cast(Any, item)["content"] for item in await first.get_items()}
-            assert got == {str(i) for i in range(10)}
-            assert await second.get_items() == await first.get_items()
-            await second.aclose()
+            try:
+                await asyncio.gather(*(
+                    (first if i % 2 else second).add_items(
+                        [{"role": "user", "content": str(i)}])
+                    for i in range(10)))
+                got = {cast(Any, item)["content"] for item in await first.get_items()}
+                assert got == {str(i) for i in range(10)}
+                assert await second.get_items() == await first.get_items()
+            finally:
+                await second.aclose()  # its connections, even when the test fails
 
     asyncio.run(main())
 

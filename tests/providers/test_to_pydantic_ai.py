@@ -5,7 +5,6 @@ as ``message_history``, over the whole corpus and generated histories."""
 from __future__ import annotations
 
 import asyncio
-
 import subprocess
 import sys
 from typing import Any
