@@ -22,7 +22,7 @@ from run import Target, cli, fill, workload
 
 CONVERSIONS = {"openai_chat": to_openai_chat, "openai_responses": to_openai_responses,
                "anthropic": to_anthropic}
-RUNS = 7
+RUNS = 15
 
 
 def run() -> dict[str, float]:

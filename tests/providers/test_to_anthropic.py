@@ -67,8 +67,8 @@ def test_a_tool_turn_alternates_with_results_first() -> None:
             {"type": "tool_use", "id": "c1", "name": "bash", "input": {"cmd": "ls"}},
             {"type": "tool_use", "id": "c2", "name": "bash", "input": {"_arguments": "not json"}}]},
         {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "c1", "is_error": False,
-             "content": [{"type": "text", "text": "a.txt"}]},
+            # One text is the string form of the content.
+            {"type": "tool_result", "tool_use_id": "c1", "is_error": False, "content": "a.txt"},
             {"type": "tool_result", "tool_use_id": "c2", "is_error": True, "content": [
                 {"type": "image", "source": {"type": "base64", "media_type": "image/png",
                                              "data": "AAAA"}}]},

@@ -51,7 +51,8 @@ def test_a_tool_turn() -> None:
         {"role": "user", "content": [
             {"type": "text", "text": "The images of the result of tool call c2:"},
             {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]},
-        {"role": "user", "content": [{"type": "text", "text": "thanks"}]},
+        # One text is the string form of the content.
+        {"role": "user", "content": "thanks"},
     ]
     check_chat(out)
 
@@ -80,7 +81,7 @@ def test_the_session_system_prompt_comes_first() -> None:
     with s.turn() as turn:
         turn.user("hi")
     assert to_openai_chat(s) == [{"role": "system", "content": "be brief"},
-                                 {"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+                                 {"role": "user", "content": "hi"}]
 
 
 def test_the_whole_corpus_converts_and_validates() -> None:

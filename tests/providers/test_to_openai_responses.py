@@ -50,7 +50,7 @@ def test_items_keep_the_block_order() -> None:
         {"type": "function_call_output", "call_id": "c1", "output": "a.txt"},
         {"type": "function_call_output", "call_id": "c2", "output": [
             {"type": "input_text", "text": "x"}, image]},
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go on"}]},
+        {"type": "message", "role": "user", "content": "go on"},  # one text: a string
     ]
     check_responses(out)
     assert [i["type"] for i in to_openai_responses(history, reasoning=False)].count(

@@ -3,7 +3,8 @@ dicts of the shape of ``openai.types.chat.ChatCompletionMessageParam``; no SDK n
 
 - a system prompt (a session's header ``system``, a ``system`` message) is a ``system``
   message;
-- user text and images are ``text`` and ``image_url`` parts of a ``user`` message;
+- a user message is its text (a string) when it has one text, else ``text`` and
+  ``image_url`` parts;
 - an assistant's text is its ``content``, its calls its ``tool_calls`` (arguments kept as
   the model's raw JSON text);
 - a tool result is a ``role: "tool"`` message; its images, which a tool message cannot
@@ -102,12 +103,20 @@ def to_openai_chat(source: Any, *, strict: bool = False) -> list[dict[str, Any]]
                 append(_tool_message(first, index, strict, images))  # type: ignore[arg-type]
                 continue
             if kind is TextBlock:
-                append({"role": "user", "content": [{"type": "text", "text": first.text}]})  # type: ignore[union-attr]
+                append({"role": "user", "content": first.text})  # type: ignore[union-attr]
                 continue
         if role == "assistant":
             if images:
                 append({"role": "user", "content": images})
                 images = []
+            if len(content) == 2 and type(content[0]) is TextBlock and type(
+                    content[1]) is ToolCallBlock:
+                # Fast path for the commonest reply: a text, then a call.
+                call: Any = content[1]
+                append({"role": "assistant", "content": content[0].text,
+                        "tool_calls": [{"id": call.id, "type": "function", "function": {
+                            "name": call.name, "arguments": call.arguments}}]})
+                continue
             texts: list[dict[str, Any]] = []
             calls: list[dict[str, Any]] = []
             for b in blocks(content):
@@ -153,10 +162,9 @@ def to_openai_chat(source: Any, *, strict: bool = False) -> list[dict[str, Any]]
                 append({"role": "user", "content": images})
                 images = []
         if parts:
-            if role == "system":
-                append({"role": "system", "content": parts})
-            else:
-                append({"role": "user", "content": parts})
+            one_text = len(parts) == 1 and parts[0]["type"] == "text"
+            append({"role": "system" if role == "system" else "user",
+                    "content": parts[0]["text"] if one_text else parts})
         elif not content:
             append({"role": role, "content": ""})
     if images:

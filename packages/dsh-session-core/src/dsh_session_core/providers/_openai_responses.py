@@ -4,8 +4,9 @@ dicts of the shape of ``openai.types.responses.ResponseInputItemParam``; no SDK 
 The Responses input is a flat list of items, so block order is kept exactly:
 
 - a system prompt is a ``message`` item of role ``system``;
-- a user message's text and images are one ``message`` item (``input_text`` and
-  ``input_image`` parts), split around its tool results;
+- a user message's text and images are one ``message`` item (its text as a string when
+  it is one text, else ``input_text`` and ``input_image`` parts), split around its tool
+  results;
 - an assistant's text blocks are ``message`` items of role ``assistant``, each call a
   ``function_call`` item (raw JSON arguments), each reasoning block a ``reasoning`` item
   (its text as the summary);
@@ -85,8 +86,18 @@ def to_openai_responses(source: Any, *, strict: bool = False,
     append = out.append
     for index, message in enumerate(messages):
         role = message.role
+        content: Any = message.content  # read by type below, hence Any
+        if role == "user" and len(content) == 1:
+            # Fast paths for the two commonest user messages: a prompt, a tool result.
+            kind = type(content[0])
+            if kind is TextBlock:
+                append({"type": "message", "role": "user", "content": content[0].text})
+                continue
+            if kind is ToolResultBlock:
+                append(_output(content[0], index, strict))
+                continue
         if role == "assistant":
-            for position, b in enumerate(blocks(message.content)):
+            for position, b in enumerate(blocks(content)):
                 if isinstance(b, TextBlock):
                     append({"type": "message", "role": "assistant", "content": b.text})
                 elif isinstance(b, ToolCallBlock):
@@ -101,7 +112,7 @@ def to_openai_responses(source: Any, *, strict: bool = False,
                                                     "this block in an assistant message")})
             continue
         parts: list[dict[str, Any]] = []
-        for b in blocks(message.content):
+        for b in blocks(content):
             if isinstance(b, TextBlock):
                 parts.append({"type": "input_text", "text": b.text})
             elif isinstance(b, ToolResultBlock):
@@ -115,8 +126,10 @@ def to_openai_responses(source: Any, *, strict: bool = False,
             else:
                 parts.append({"type": "input_text", "text": _unsupported(
                     strict, b, index, f"this block in a {role} message")})
-        if parts or not message.content:
-            append({"type": "message", "role": role, "content": parts or ""})
+        if parts or not content:
+            one_text = len(parts) == 1 and parts[0]["type"] == "input_text"
+            append({"type": "message", "role": role,
+                    "content": parts[0]["text"] if one_text else parts or ""})
     return out
 
 
