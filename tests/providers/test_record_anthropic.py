@@ -30,7 +30,12 @@ from dsh_session_core import (
     create_plugin_manager,
     to_wire,
 )
-from dsh_session_core.providers import RecordedResponse, arecord_anthropic, record_anthropic
+from dsh_session_core.providers import (
+    RecordedResponse,
+    arecord_anthropic,
+    record_anthropic,
+    to_anthropic,
+)
 from dsh_session_core.vocabulary import ToolCallsFinish
 
 RECORDINGS = Path(__file__).parent / "recordings"
@@ -82,8 +87,8 @@ def _expected() -> list[Any]:
     return out
 
 
-def _session(strict: bool = True) -> Session:
-    store = SessionStore(create_plugin_manager(autoload=False), checks=True, strict=strict)
+def _session() -> Session:
+    store = SessionStore(create_plugin_manager(autoload=False), checks=True)
     return store.create("rec")
 
 
@@ -208,11 +213,9 @@ def test_messages_derive_the_response_content_exactly(mode: Mode) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_messages_round_trip_through_to_anthropic(mode: Mode) -> None:
-    from dsh_session_core.providers import to_anthropic
-
     original = _message()["content"]
-    # Kept with provider_data (a lenient session: the signature is foreign data).
-    session = _session(strict=False)
+    # Kept with provider_data, on the reasoning block of a strict (default) session.
+    session = _session()
     _record(session, _call(mode, provider_data=True))
     request = to_anthropic(session)
     (assistant,) = [m for m in request["messages"] if m["role"] == "assistant"]
@@ -292,13 +295,16 @@ def test_a_call_without_input_has_empty_object_arguments_and_other_blocks_are_sk
                                                      arguments="{}")]
     # With provider_data, redacted thinking is kept (as to_anthropic reads it back).
     for source in (message, stream):
-        session = _session(strict=False)
+        session = _session()
         with session.turn() as turn, turn.step() as step:
             result = record_anthropic(step, source, provider_data=True)
             assert result.skipped == ("server_tool_use",)
             step.tool_result(result.tool_calls[0], "noon")
-        content = [to_wire(b) if not isinstance(b, dict) else b for b in _assistant(session)]
-        assert content[0] == {"type": "reasoning", "text": "", "redactedData": "EmwKAhgB"}
+        assert _assistant(session)[0] == ReasoningBlock(text="", redacted_data="EmwKAhgB")
+        assert to_wire(_assistant(session)[0]) == {
+            "type": "reasoning", "text": "", "redactedData": "EmwKAhgB"}
+        (reply,) = [m for m in to_anthropic(session)["messages"] if m["role"] == "assistant"]
+        assert reply["content"][0] == {"type": "redacted_thinking", "data": "EmwKAhgB"}
 
 
 def test_an_async_stream_records_as_a_sync_one() -> None:

@@ -38,6 +38,7 @@ from dsh_session_core.providers import (
     arecord_openai_responses,
     record_openai_chat,
     record_openai_responses,
+    to_openai_responses,
 )
 from dsh_session_core.vocabulary import StopFinish, ToolCallsFinish
 
@@ -425,7 +426,6 @@ def test_responses_derive_the_response_content_exactly(stream: bool) -> None:
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
 def test_responses_round_trip_through_to_openai_responses(stream: bool) -> None:
-    from dsh_session_core.providers import to_openai_responses
 
     session = _session()
     _record(session, _responses(stream))
@@ -445,12 +445,11 @@ def test_responses_round_trip_through_to_openai_responses(stream: bool) -> None:
     assert [o["call_id"] for o in outputs] == [output[2]["call_id"]]
     _client(RESPONSE).responses.create(model="o4-mini", input=items)  # type: ignore[arg-type]
 
-    # With provider_data (a lenient session), the reasoning item keeps its own id.
-    lenient = SessionStore(create_plugin_manager(autoload=False), checks=True,
-                           strict=False).create("lenient")
-    _record(lenient, lambda step: record_openai_responses(
+    # With provider_data, the reasoning item keeps its own id (in a strict session).
+    kept = SessionStore(create_plugin_manager(autoload=False), checks=True).create("kept")
+    _record(kept, lambda step: record_openai_responses(
         step, _replay(stream), provider_data=True))
-    (item,) = [i for i in to_openai_responses(lenient) if i["type"] == "reasoning"]
+    (item,) = [i for i in to_openai_responses(kept) if i["type"] == "reasoning"]
     assert item == {"type": "reasoning", "id": output[0]["id"],
                     "summary": output[0]["summary"]}
 
@@ -534,16 +533,18 @@ def test_provider_data_keeps_the_reasoning_items_id_and_encrypted_content() -> N
     no_text = {**expected, "text": ""}  # an item that streamed no summary still counts
     for source, want in ((response, expected), ([added, delta, done], expected),
                          ([added, done], no_text)):
-        # Foreign keys on a block: a lenient session logs them verbatim.
-        session = Session("lenient", strict=False)
+        # Fields of the reasoning block: a strict (default) session logs them.
+        session = Session("strict")
         with session.turn() as turn, turn.step() as step:
             record_openai_responses(step, source, provider_data=True)
         (message,) = [e for e in _wire(session) if e["type"] == "assistant/message"]
         assert message["data"]["content"][0] == want
-    # The vocabulary holds no such keys: a strict session refuses them, as any foreign key.
-    with Session("strict").turn() as turn, turn.step() as step, pytest.raises(
-            Exception, match="unknown key"):
-        record_openai_responses(step, response, provider_data=True)
+        # ... and they load back typed, and go back to the API.
+        block = session.derive_messages()[-1].content[0]
+        assert isinstance(block, ReasoningBlock)
+        assert (block.id, block.encrypted_content) == (want["id"], "gAAAAB-opaque")
+        (item,) = [i for i in to_openai_responses(session) if i["type"] == "reasoning"]
+        assert (item["id"], item["encrypted_content"]) == (want["id"], "gAAAAB-opaque")
 
 
 def test_an_async_response_stream_records_as_a_sync_one() -> None:

@@ -39,14 +39,14 @@ def _alternates(kwargs: dict[str, Any]) -> None:
 
 
 def test_a_tool_turn_alternates_with_results_first() -> None:
-    signed = {"type": "reasoning", "text": "think", "signature": "sig"}
+    signed = ReasoningBlock(text="think", signature="sig")
     history = [
         Message(role="system", content=(TextBlock(text="be brief"),)),
         Message(role="user", content=(TextBlock(text="hi"),)),
         Message(role="user", content=(TextBlock(text="<context source=\"plugin\">"),
                                       TextBlock(text="x"), TextBlock(text="</context>"))),
         Message(role="assistant", content=(
-            signed, ReasoningBlock(text="unsigned"), TextBlock(text="Calling."),  # type: ignore[arg-type]
+            signed, ReasoningBlock(text="unsigned"), TextBlock(text="Calling."),
             ToolCallBlock(id="c1", name="bash", arguments='{"cmd":"ls"}'),
             ToolCallBlock(id="c2", name="bash", arguments="not json"))),
         Message(role="user", content=(TextBlock(text="steer"),)),

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
 from corpus import UPSTREAM_DERIVING, corpus
 from hypothesis import given, settings
 from pydantic_ai import Agent
@@ -90,9 +91,12 @@ def test_a_tool_turn() -> None:
     _run(out)
 
 
-def test_a_signed_reasoning_block_keeps_its_signature() -> None:
-    block = {"type": "reasoning", "text": "t", "signature": "sig"}
-    out = to_pydantic_ai([Message(role="assistant", content=(block,))])  # type: ignore[arg-type]
+@pytest.mark.parametrize("block", [
+    ReasoningBlock(text="t", signature="sig"),
+    {"type": "reasoning", "text": "t", "signature": "sig"},  # as an untyped source has it
+], ids=["typed", "untyped"])
+def test_a_signed_reasoning_block_keeps_its_signature(block: Any) -> None:
+    out = to_pydantic_ai([Message(role="assistant", content=(block,))])
     assert _shape(out) == [("ModelResponse", [("ThinkingPart", {"content": "t",
                                                                 "signature": "sig"})])]
 

@@ -38,7 +38,7 @@ from dsh_session_core.vocabulary import (
 BLOCKS: dict[str, Any] = {
     "text": TextBlock(text="t"),
     "reasoning": ReasoningBlock(text="r"),
-    "reasoning+signature": {"type": "reasoning", "text": "r", "signature": "s"},
+    "reasoning+signature": ReasoningBlock(text="r", signature="s"),
     "tool-call": ToolCallBlock(id="c", name="n", arguments='{"a":1}'),
     "tool-call, arguments no object": ToolCallBlock(id="c", name="n", arguments="[1]"),
     "tool-result": ToolResultBlock(tool_call_id="c", content=(TextBlock(text="o"),),

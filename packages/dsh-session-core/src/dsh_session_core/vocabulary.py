@@ -93,9 +93,24 @@ class TextBlock(_Block, tag="text", kw_only=True, frozen=True):
 
 
 class ReasoningBlock(_Block, tag="reasoning", kw_only=True, frozen=True):
-    """The model's reasoning text."""
+    """The model's reasoning text, and what its provider needs to take it back.
+
+    The four optional fields are not in the reference (whose block is ``text`` alone; a
+    reference reader keeps them verbatim): the recorders fill them with
+    ``provider_data=True`` and the conversions send them back (docs/providers.md).
+
+    :ivar signature: an Anthropic thinking block's ``signature`` (pydantic-ai's
+        ``ThinkingPart.signature``).
+    :ivar redacted_data: a ``redacted_thinking`` block's opaque ``data`` (``text`` empty).
+    :ivar id: the provider's id of the reasoning (an OpenAI Responses reasoning item's).
+    :ivar encrypted_content: a Responses reasoning item's ``encrypted_content``.
+    """
 
     text: str
+    signature: str | UnsetType = UNSET
+    redacted_data: str | UnsetType = UNSET
+    id: str | UnsetType = UNSET
+    encrypted_content: str | UnsetType = UNSET
 
 
 class ToolCallBlock(_Block, tag="tool-call", kw_only=True, frozen=True):

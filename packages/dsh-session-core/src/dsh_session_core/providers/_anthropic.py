@@ -9,9 +9,9 @@ of Anthropic's ``client.messages.create`` (plain dicts of the shape of
 - a tool call is a ``tool_use`` block whose ``input`` is the parsed arguments object;
 - tool results are ``tool_result`` blocks (``is_error`` kept; one text is the string
   ``content``), first in their user turn;
-- reasoning is a ``thinking`` block when the log kept the provider's signature (an
-  untyped reasoning block with ``signature``; ``redactedData`` gives a
-  ``redacted_thinking`` block).
+- reasoning is a ``thinking`` block when the log kept the provider's signature (a
+  reasoning block's ``signature``; ``redacted_data`` gives a ``redacted_thinking``
+  block).
 
 What Anthropic cannot express follows docs/providers.md; ``strict=True`` raises
 :class:`UnsupportedContentError` instead of any fallback.
@@ -119,20 +119,20 @@ def _blocks_of(role: str, message_content: Any, index: int, strict: bool
             elif isinstance(b, ToolCallBlock):
                 content.append({"type": "tool_use", "id": b.id, "name": b.name,
                                 "input": tool_input(b.arguments, index, strict)})
-            elif isinstance(b, ReasoningBlock) or (
-                    block_kind(b) == "reasoning" and signature_of(b) is None):
-                if strict:
-                    raise UnsupportedContentError(
-                        TARGET, "reasoning", index, "reasoning without the provider's signature")
-            else:
+            elif isinstance(b, ReasoningBlock) or block_kind(b) == "reasoning":
                 signed = signature_of(b)
                 if signed is None:
-                    content.append(_text(strict, b, index, "this block in an assistant message"))
+                    if strict:
+                        raise UnsupportedContentError(
+                            TARGET, "reasoning", index,
+                            "reasoning without the provider's signature")
                 elif signed[2] is not None:
                     content.append({"type": "redacted_thinking", "data": signed[2]})
                 else:
                     content.append({"type": "thinking", "thinking": signed[0],
                                     "signature": signed[1]})
+            else:
+                content.append(_text(strict, b, index, "this block in an assistant message"))
         return content, results
     for b in blocks(message_content):
         if isinstance(b, TextBlock):

@@ -137,8 +137,13 @@ def _reasoning(block: Any, index: int, position: int, strict: bool) -> dict[str,
     """A ``reasoning`` item: the block's text as its summary; the provider's ``id`` and
     ``encryptedContent`` when the log kept them, else the id ``rs_<message>_<block>``."""
     if isinstance(block, ReasoningBlock):
-        return {"type": "reasoning", "id": f"rs_{index}_{position}",
-                "summary": [{"type": "summary_text", "text": block.text}]}
+        typed: dict[str, Any] = {
+            "type": "reasoning",
+            "id": block.id if isinstance(block.id, str) else f"rs_{index}_{position}",
+            "summary": [{"type": "summary_text", "text": block.text}]}
+        if isinstance(block.encrypted_content, str):
+            typed["encrypted_content"] = block.encrypted_content
+        return typed
     text = block.get("text")
     if not isinstance(text, str):
         if strict:

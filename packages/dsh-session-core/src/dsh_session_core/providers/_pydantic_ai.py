@@ -98,7 +98,8 @@ def to_pydantic_ai(source: Any, *, strict: bool = False) -> list[ModelMessage]:
                     parts.append(ToolCallPart(tool_name=b.name, args=b.arguments,
                                               tool_call_id=b.id))
                 elif isinstance(b, ReasoningBlock):
-                    parts.append(m.ThinkingPart(content=b.text))
+                    parts.append(m.ThinkingPart(content=b.text, signature=(
+                        b.signature if isinstance(b.signature, str) else None)))
                 elif (isinstance(b, Mapping) and b.get("type") == "reasoning"
                       and isinstance(b.get("text", ""), str)):
                     sig = b.get("signature")

@@ -9,12 +9,12 @@ with the assembler that module owns.
 
 Anthropic's blocks map to the vocabulary's: ``text`` to a text block, ``thinking`` to a
 reasoning block (its text), ``tool_use`` to a tool-call block whose ``arguments`` is
-the input's JSON text (as streamed, or the non-streamed ``input`` encoded). The
-vocabulary's reasoning block has no place for a thinking block's ``signature`` or a
-``redacted_thinking`` block's ``data``: ``provider_data=True`` keeps them on the block
-as the keys ``signature`` and ``redactedData`` (which :func:`to_anthropic` sends back),
-foreign data only a lenient session (``strict=False``) logs; without it a signature is
-dropped and a redacted block skipped. Every other block kind (a server tool's use and
+the input's JSON text (as streamed, or the non-streamed ``input`` encoded).
+``provider_data=True`` keeps a thinking block's ``signature`` and a
+``redacted_thinking`` block's ``data`` on the reasoning block (``signature``,
+``redacted_data``: :func:`to_anthropic` sends them back, as Anthropic requires of the
+thinking before a tool call); without it a signature is dropped and a redacted block
+skipped. Every other block kind (a server tool's use and
 result...) has no place in the log, and is listed in :attr:`RecordedResponse.skipped`.
 """
 
@@ -211,7 +211,7 @@ def record_anthropic(step: Step, response: Any, *,
     :returns: the logged message, tool calls, finish reason and usage; ``skipped`` names
         the blocks of kinds the log has none for.
     :param provider_data: keep thinking signatures and redacted thinking on reasoning
-        blocks (``signature``, ``redactedData``), for a lenient session (see above).
+        blocks (``signature``, ``redacted_data``), which :func:`to_anthropic` sends back.
     """
     if _is_whole(response):
         return _whole(step, response, provider_data)

@@ -21,8 +21,8 @@ What a recorder writes into the open step, as the reference's loop does:
 What the log's vocabulary has no place for is never dropped unsaid: an output kind
 with no block (a built-in tool's call...) is named in :attr:`RecordedResponse.skipped`,
 and a reasoning item's id and encrypted content are kept, with ``provider_data=True``,
-as foreign keys of its reasoning block (for a lenient session: a strict one refuses
-them), the keys :func:`~dsh_session_core.providers.to_openai_responses` reads back.
+on its reasoning block (``id``, ``encrypted_content``), which
+:func:`~dsh_session_core.providers.to_openai_responses` sends back.
 
 No SDK is imported: a response is read by duck typing, as the SDK's pydantic object
 (attributes) or as the plain JSON dict of the same shape, so core needs neither ``openai``
@@ -177,15 +177,19 @@ async def _adrain(state: _Feed, response: Any) -> RecordedResponse:
 BlockKind = Literal["text", "reasoning", "tool-call"]
 
 
-#: A block as the recorders assemble it: typed, or a reasoning block's wire dict carrying
-#: the provider's data (``provider_data=True``), which no vocabulary Struct holds.
-Recorded: TypeAlias = ContentBlock | dict[str, Any]
+#: A block as the recorders assemble it.
+Recorded: TypeAlias = ContentBlock
+
+#: The provider data a reasoning block keeps: its wire key -> its field.
+_PROVIDER_FIELDS = {"signature": "signature", "redactedData": "redacted_data", "id": "id",
+                    "encryptedContent": "encrypted_content"}
 
 
 def _reasoning(text: str, extra: Mapping[str, str] | None) -> Recorded:
+    """A reasoning block, with the provider's data ``extra`` (by wire key) when kept."""
     if not extra:
         return ReasoningBlock(text=text)
-    return {"type": "reasoning", "text": text, **extra}
+    return ReasoningBlock(text=text, **{_PROVIDER_FIELDS[k]: v for k, v in extra.items()})
 
 
 class _Block:
@@ -601,10 +605,8 @@ def record_openai_responses(step: Step, response: Any, *,
     :returns: the logged message, tool calls, finish reason and usage; ``skipped`` names
         the output items of kinds the log has no block for (built-in tools' calls...).
     :param provider_data: keep each reasoning item's ``id`` and ``encrypted_content``
-        (``include=["reasoning.encrypted_content"]``) on its reasoning block, as the keys
-        ``id`` and ``encryptedContent`` that :func:`to_openai_responses` sends back. The
-        vocabulary's reasoning block has no such fields: such a block is foreign data,
-        which only a lenient session (``strict=False``) logs.
+        (``include=["reasoning.encrypted_content"]``) on its reasoning block (``id``,
+        ``encrypted_content``), which :func:`to_openai_responses` sends back.
     """
     if _is_whole_response(response):
         return _responses_whole(step, response, provider_data)

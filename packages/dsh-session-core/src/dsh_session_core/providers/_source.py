@@ -184,9 +184,15 @@ def block_kind(block: Block) -> str:
 
 
 def signature_of(block: Block) -> tuple[str, str | None, str | None] | None:
-    """An untyped reasoning block's ``(text, signature, redacted data)``, when it carries
-    a provider signature (``"signature"``) or redacted reasoning (``"redactedData"``);
-    ``None`` for any other block."""
+    """A reasoning block's ``(text, signature, redacted data)``, when it carries a
+    provider signature or redacted reasoning (typed, or an untyped block's
+    ``"signature"`` and ``"redactedData"``); ``None`` for any other block."""
+    if isinstance(block, ReasoningBlock):
+        signature = block.signature if isinstance(block.signature, str) else None
+        redacted = block.redacted_data if isinstance(block.redacted_data, str) else None
+        if signature is None and redacted is None:
+            return None
+        return block.text, signature, redacted
     if isinstance(block, msgspec.Struct) or block.get("type") != "reasoning":
         return None
     text, sig, data = block.get("text", ""), block.get("signature"), block.get("redactedData")
