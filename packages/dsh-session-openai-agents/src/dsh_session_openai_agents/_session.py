@@ -1,8 +1,10 @@
 """``DshSession``: the OpenAI Agents SDK's ``Session`` protocol on a dsh-session store.
 
 This module owns the mapping from SDK items to dsh events (:func:`record_items`), the
-item view as a fold of the log (:func:`fold_items`), and the per-operation open, write,
-flush and release of the session (:class:`DshSession`).
+item view as a fold of the log (:func:`fold_items`), and the session (:class:`DshSession`):
+by default each operation opens, writes, flushes and releases it; with ``keep_open`` the
+first operation opens it and keeps it until ``close()``, each later one folding in only
+the events appended since the last (:class:`_LogIndex`).
 
 Each ``add_items`` call is written as one or more turns: the item itself first, verbatim,
 as ``agents/item``, then the typed event that records it (``user/message``,
@@ -18,7 +20,14 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Sequence,
+)
 from typing import Any, TypeVar, cast
 
 from agents.items import TResponseInputItem
@@ -54,20 +63,66 @@ DEFAULT_LOCK_TIMEOUT = 30.0
 # --- the item view: a fold of the log ---------------------------------------------------
 
 
+def _advance(events: Iterable[Event], items: list[AgentsItem], calls: dict[str, int]) -> None:
+    """Fold ``events`` into the item view (``items``: the ``agents/item`` events it
+    holds) and the open tool calls (``calls``: the seq of each ``tool/call`` no
+    ``tool/result`` answers yet, by call id)."""
+    for event in events:
+        if isinstance(event, AgentsItem):
+            items.append(event)
+        elif isinstance(event, AgentsPop):
+            if items and items[-1].seq == event.data.item_seq:
+                items.pop()
+        elif isinstance(event, AgentsClear):
+            items.clear()
+        elif event.type == "tool/call":
+            calls[event.data.call_id] = event.seq
+        elif event.type == "tool/result":
+            calls.pop(event.data.call_id, None)
+
+
+def _item(event: AgentsItem) -> Any:
+    """The item an ``agents/item`` holds, as a fresh plain JSON value."""
+    return to_wire(event.data)["item"]
+
+
 def fold_items(events: Iterable[Event]) -> list[tuple[int, Any]]:
     """The SDK's item list of a log, as ``(seq of its agents/item, item)`` pairs: every
     ``agents/item`` in order, less what ``agents/pop`` took off the end and what
     ``agents/clear`` emptied. The items are fresh plain JSON values."""
-    items: list[tuple[int, Any]] = []
-    for event in events:
-        if isinstance(event, AgentsItem):
-            items.append((event.seq, to_wire(event.data)["item"]))
-        elif isinstance(event, AgentsPop):
-            if items and items[-1][0] == event.data.item_seq:
-                items.pop()
-        elif isinstance(event, AgentsClear):
-            items.clear()
-    return items
+    items: list[AgentsItem] = []
+    _advance(events, items, {})
+    return [(event.seq, _item(event)) for event in items]
+
+
+class _LogIndex:
+    """What the operations read of one session's log, the item view and the open tool
+    calls, brought up to date from the events appended since it last looked
+    (:meth:`update`): on a session kept open, an operation costs what it appends, not
+    the length of the log."""
+
+    __slots__ = ("calls", "items", "scanned", "session")
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.scanned = 0
+        self.items: list[AgentsItem] = []
+        self.calls: dict[str, int] = {}
+
+    def reset(self) -> None:
+        """Forget what was folded: the next :meth:`update` folds the whole log."""
+        self.scanned = 0
+        self.items.clear()
+        self.calls.clear()
+
+    def update(self) -> _LogIndex:
+        """Fold in the events appended since the last update (by anyone)."""
+        events = self.session.events
+        end = len(events)
+        if end > self.scanned:
+            _advance(events[self.scanned:end], self.items, self.calls)
+            self.scanned = end
+        return self
 
 
 # --- the mapping: items to typed events ---------------------------------------------------
@@ -115,23 +170,34 @@ def _kind(item: Any) -> str:
     return "other"
 
 
-def _open_calls(session: Session) -> dict[str, int]:
-    """The seqs of the session's ``tool/call`` events that no ``tool/result`` answers
-    yet, by call id."""
-    calls: dict[str, int] = {}
-    for event in session.events:
-        if event.type == "tool/call":
-            calls[event.data.call_id] = event.seq
-        elif event.type == "tool/result":
-            calls.pop(event.data.call_id, None)
-    return calls
+def _check_items(session: Session, items: Sequence[Any]) -> None:
+    """Refuse a batch holding an item the log cannot keep (a value JSON cannot carry,
+    nesting too deep) before any of it is appended: each item is appended as
+    ``agents/item`` to a scratch session with the same event types and rules, which
+    raises what the real append would (:class:`~dsh_session_core.errors.NotJsonError`,
+    ``TooDeepError``)."""
+    scratch = Session(session.id, registry=session.registry, strict=session.strict,
+                      foreign_types=session.foreign_types)
+    for item in items:
+        scratch.append("agents/item", {"item": item})
 
 
 def record_items(session: Session, items: Sequence[Any]) -> None:
     """Append ``items`` to ``session``: each as ``agents/item``, followed by the typed
     event recording it, inside turns (a new turn at each user message that follows
-    model output). The turns are closed when this returns."""
-    calls = _open_calls(session)
+    model output). The turns are closed when this returns.
+
+    A batch holding an item the log cannot keep (a value JSON cannot carry, nesting too
+    deep) is refused whole, before any of it is appended."""
+    _record(_LogIndex(session).update(), items)
+
+
+def _record(index: _LogIndex, items: Sequence[Any]) -> None:
+    """:func:`record_items` on an up-to-date index of the session's log, which it
+    leaves up to date."""
+    session = index.session
+    _check_items(session, items)
+    calls = index.calls  # kept as the log's own fold would: update() agrees after
     groups: list[list[Any]] = []
     model_output = False
     for item in items:
@@ -141,55 +207,60 @@ def record_items(session: Session, items: Sequence[Any]) -> None:
             model_output = False
         groups[-1].append(item)
         model_output = model_output or not user
-    for group in groups:
-        with session.turn() as turn:
-            step = None
-            answered = False  # the open step holds a tool result
-            for item in group:
-                session.append("agents/item", {"item": item})
-                kind = _kind(item)
-                if kind == "user":
-                    blocks = _text_blocks(item.get("content"))
-                    if blocks and step is None:
-                        turn.user(blocks)
-                    elif blocks:
-                        turn.steer(blocks)
-                    continue
-                if kind in ("assistant", "call") and (step is None or answered):
-                    if step is not None:
-                        step.end()
-                    step, answered = turn.step(), False
-                if kind == "assistant":
-                    assert step is not None
-                    blocks = _text_blocks(item.get("content"))
-                    if blocks:
-                        step.assistant(blocks)
-                elif kind == "call":
-                    assert step is not None
-                    block = ToolCallBlock(id=item["call_id"], name=item["name"],
-                                          arguments=item["arguments"])
-                    step.assistant([block])
-                    step.tool_call(block)
-                    calls[block.id] = session.events[-1].seq
-                elif kind == "output":
-                    call_id = item["call_id"]
-                    seq = calls.pop(call_id, None)
-                    if seq is None:
-                        continue  # an output of no recorded call: kept as the item only
-                    if step is None:
+    try:
+        for group in groups:
+            with session.turn() as turn:
+                step = None
+                answered = False  # the open step holds a tool result
+                for item in group:
+                    session.append("agents/item", {"item": item})
+                    kind = _kind(item)
+                    if kind == "user":
+                        blocks = _text_blocks(item.get("content"))
+                        if blocks and step is None:
+                            turn.user(blocks)
+                        elif blocks:
+                            turn.steer(blocks)
+                        continue
+                    if kind in ("assistant", "call") and (step is None or answered):
+                        if step is not None:
+                            step.end()
                         step, answered = turn.step(), False
-                    output = item.get("output")
-                    blocks = _text_blocks(output) if output is not None else []
-                    if any(c.call_id == call_id for c in _step_calls(step)):
-                        step.tool_result(call_id, blocks)
-                    else:  # a call of an earlier add_items: answered by seq
-                        session.append(
-                            "tool/result",
-                            {"turn": turn.number, "step": step.number, "callId": call_id,
-                             "content": [to_wire(b) for b in blocks], "isError": False},
-                            surface_op="append", source_event_seqs=[seq],
-                        )
-                    answered = True
+                    if kind == "assistant":
+                        assert step is not None
+                        blocks = _text_blocks(item.get("content"))
+                        if blocks:
+                            step.assistant(blocks)
+                    elif kind == "call":
+                        assert step is not None
+                        block = ToolCallBlock(id=item["call_id"], name=item["name"],
+                                              arguments=item["arguments"])
+                        step.assistant([block])
+                        step.tool_call(block)
+                        calls[block.id] = session.events[-1].seq
+                    elif kind == "output":
+                        call_id = item["call_id"]
+                        seq = calls.pop(call_id, None)
+                        if seq is None:
+                            continue  # an output of no recorded call: kept as the item only
+                        if step is None:
+                            step, answered = turn.step(), False
+                        output = item.get("output")
+                        blocks = _text_blocks(output) if output is not None else []
+                        if any(c.call_id == call_id for c in _step_calls(step)):
+                            step.tool_result(call_id, blocks)
+                        else:  # a call of an earlier add_items: answered by seq
+                            session.append(
+                                "tool/result",
+                                {"turn": turn.number, "step": step.number, "callId": call_id,
+                                 "content": [to_wire(b) for b in blocks], "isError": False},
+                                surface_op="append", source_event_seqs=[seq],
+                            )
+                        answered = True
+    except BaseException:
+        index.reset()  # what it kept of a half-appended batch: folded afresh next
+        raise
+    index.update()
 
 
 def _step_calls(step: Any) -> list[Any]:
@@ -200,28 +271,115 @@ def _step_calls(step: Any) -> list[Any]:
 # --- the session --------------------------------------------------------------------------
 
 
-#: One lock per stored session in this process: keyed by the store's identity (its
-#: folder, database file or server: two store objects over one store share it) and the
-#: session id. The operations of every instance take turns, whichever store object,
+class _Turns:
+    """The lock the operations on one stored session take turns on, and how many hold
+    it or wait for it (``users``): the entry leaves :data:`_LOCKS` when the last user
+    lets go, so the table holds only the sessions in use."""
+
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0
+
+
+#: One lock per stored session in use in this process: keyed by the store's identity
+#: (its folder, database file or server: two store objects over one store share it) and
+#: the session id. The operations of every instance take turns, whichever store object,
 #: thread and event loop each runs on, so none finds the session held by another, and
 #: two instances never both create one new session (the second would write over the
 #: first's first events). A thread lock, taken without blocking the loop. Across
-#: processes the stores' writer locks decide.
-_LOCKS: dict[tuple[object, str], threading.Lock] = {}
+#: processes the stores' writer locks decide. An entry is made by the first operation
+#: that needs it and dropped by the last that leaves it (see :class:`_Turns`).
+_LOCKS: dict[tuple[object, str], _Turns] = {}
 _LOCKS_GUARD = threading.Lock()
 
 
+def _join(key: tuple[object, str]) -> _Turns:
+    """The entry of ``key``, made if need be, counting one more user."""
+    with _LOCKS_GUARD:
+        turns = _LOCKS.get(key)
+        if turns is None:
+            turns = _LOCKS[key] = _Turns()
+        turns.users += 1
+        return turns
+
+
+def _leave(key: tuple[object, str], turns: _Turns) -> None:
+    """One user fewer; the entry is dropped with its last user (no one holds its lock
+    then, nor waits for it: the next user makes a new one)."""
+    with _LOCKS_GUARD:
+        turns.users -= 1
+        if not turns.users and _LOCKS.get(key) is turns:
+            del _LOCKS[key]
+
+
 @contextlib.asynccontextmanager
-async def _holding(lock: threading.Lock) -> AsyncIterator[None]:
-    """Hold ``lock``, polling for it (1 ms, growing to 20 ms) while another holds it."""
-    delay = 0.001
-    while not lock.acquire(blocking=False):
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, 0.02)
+async def _taking_turns(key: tuple[object, str]) -> AsyncIterator[None]:
+    """Hold the lock of ``key``, polling for it (1 ms, growing to 20 ms) while another
+    holds it (a cancelled wait leaves the table as it found it)."""
+    turns = _join(key)
     try:
-        yield
+        delay = 0.001
+        while not turns.lock.acquire(blocking=False):
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.02)
+        try:
+            yield
+        finally:
+            turns.lock.release()
     finally:
-        lock.release()
+        _leave(key, turns)
+
+
+@contextlib.contextmanager
+def _taking_turns_now(key: tuple[object, str], timeout: float) -> Iterator[None]:
+    """Hold the lock of ``key``, blocking this thread up to ``timeout`` seconds: for
+    :meth:`DshSession.close`. On a thread running an event loop it does not wait (the
+    holder may be a task of that very loop, which cannot run while this blocks).
+
+    :raises RuntimeError: the lock was not had in time."""
+    try:
+        asyncio.get_running_loop()
+        timeout = 0.0
+    except RuntimeError:
+        pass
+    turns = _join(key)
+    try:
+        had = (turns.lock.acquire(timeout=timeout) if timeout > 0
+               else turns.lock.acquire(blocking=False))
+        if not had:
+            msg = (f'an operation on session "{key[1]}" is still running: close() cannot '
+                   f"wait for it on its event loop's thread; await aclose() instead")
+            raise RuntimeError(msg)
+        try:
+            yield
+        finally:
+            turns.lock.release()
+    finally:
+        _leave(key, turns)
+
+
+async def _settled(aw: Awaitable[_T], then: Callable[[_T], object] | None = None) -> _T:
+    """Await ``aw`` to its end even when cancelled meanwhile: the work it waits for runs
+    on in a thread regardless, and the caller's turn on the session must last as long.
+    ``then`` gets its result first (also when cancelled); then a cancellation is raised.
+    """
+    task = asyncio.ensure_future(aw)
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait((task,))
+        except asyncio.CancelledError as exc:
+            cancelled = exc
+    if cancelled is not None:
+        if not task.cancelled() and task.exception() is None and then is not None:
+            then(task.result())
+        raise cancelled
+    result = task.result()
+    if then is not None:
+        then(result)
+    return result
 
 
 class DshSession(SessionABC):
@@ -235,9 +393,15 @@ class DshSession(SessionABC):
         its dict.
     :param lock_timeout: seconds an operation waits for another writer of the session
         (another store object or process) before raising ``SessionLockedError``.
+    :param keep_open: keep the session open between operations, as this store's live
+        writer, until :meth:`close`: each operation then costs what it reads or appends,
+        not the length of the log, and every other store object and process is refused
+        the session meanwhile (``SessionLockedError`` after their ``lock_timeout``).
 
-    Each operation opens the session, writes, flushes and releases it, so instances on
-    one store and id, in one process or many, share its history and take turns writing.
+    By default each operation opens the session, writes, flushes and releases it, so
+    instances on one store and id, in one process or many, share its history and take
+    turns writing. With ``keep_open``, the first operation opens the session (or creates
+    it) and keeps it; instances on the same store object share it.
     """
 
     session_settings: SessionSettings | None = None
@@ -249,6 +413,7 @@ class DshSession(SessionABC):
         session_settings: SessionSettings | dict[str, Any] | None = None,
         *,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        keep_open: bool = False,
     ) -> None:
         self.session_id = session_id
         self.session_settings = (
@@ -259,6 +424,12 @@ class DshSession(SessionABC):
         self._owns_store = not isinstance(store, DurableStore)
         self.store: DurableStore = store if isinstance(store, DurableStore) else open_store(store)
         self.lock_timeout = lock_timeout
+        self.keep_open = keep_open
+        #: keep_open: the session this instance opened and holds, and its log's index.
+        self._held: Session | None = None
+        self._index: _LogIndex | None = None
+        self._turns_key: tuple[object, str] | None = None
+        self._store_closed = False
 
     # --- the protocol -----------------------------------------------------------------
 
@@ -268,19 +439,24 @@ class DshSession(SessionABC):
         """The items, oldest first; the last ``limit`` (or ``session_settings.limit``)
         when given: ``0`` gives none, a negative limit all (as ``SQLiteSession``)."""
         session_limit = resolve_session_limit(limit, self.session_settings)
-        items = [item for _, item in await self._run(lambda s: fold_items(s.events), False)]
-        if session_limit is not None and session_limit >= 0:
-            items = items[-session_limit:] if session_limit else []
-        return cast(list[TResponseInputItem], items)
+
+        def get(index: _LogIndex) -> list[Any]:
+            events = index.items
+            if session_limit is not None and session_limit >= 0:
+                events = events[-session_limit:] if session_limit else []
+            return [_item(event) for event in events]
+
+        return cast(list[TResponseInputItem], await self._run(get, False))
 
     async def add_items(
         self, items: list[TResponseInputItem], *, wrapper: RunContextWrapper[Any] | None = None
     ) -> None:
-        """Append the items (durable when this returns)."""
+        """Append the items (durable when this returns). A batch holding an item the log
+        cannot keep (not JSON) is refused whole: nothing of it is appended."""
         if not items:
             return
         batch = list(items)
-        await self._run(lambda s: record_items(s, batch), True)
+        await self._run(lambda index: _record(index, batch), True)
 
     async def pop_item(
         self, *, wrapper: RunContextWrapper[Any] | None = None
@@ -288,13 +464,13 @@ class DshSession(SessionABC):
         """Take the most recent item off the view and return it (``None`` when empty):
         an ``agents/pop`` event, durable when this returns."""
 
-        def pop(session: Session) -> Any:
-            items = fold_items(session.events)
-            if not items:
+        def pop(index: _LogIndex) -> Any:
+            if not index.items:
                 return None
-            seq, item = items[-1]
-            session.append("agents/pop", {"itemSeq": seq})
-            return item
+            event = index.items[-1]
+            index.session.append("agents/pop", {"itemSeq": event.seq})
+            index.update()
+            return _item(event)
 
         return cast("TResponseInputItem | None", await self._run(pop, False))
 
@@ -302,37 +478,65 @@ class DshSession(SessionABC):
         """Empty the view: an ``agents/clear`` event, durable when this returns (the log
         keeps every earlier event)."""
 
-        def clear(session: Session) -> None:
-            items = fold_items(session.events)
-            if items:
-                session.append("agents/clear", {"items": len(items)})
+        def clear(index: _LogIndex) -> None:
+            if index.items:
+                index.session.append("agents/clear", {"items": len(index.items)})
+                index.update()
 
         await self._run(clear, False)
 
     # --- the store -----------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the store if this instance opened it from a URL."""
-        if self._owns_store:
-            self.store.close()
+        """Release the session this instance keeps open (``keep_open``), then close the
+        store if this instance opened it from a URL. Safe to call again.
+
+        :raises RuntimeError: on the thread of an event loop where an operation of this
+            session is still running (await :meth:`aclose` there).
+        """
+        try:
+            if self._held is not None:
+                with _taking_turns_now(self._key(), self.lock_timeout):
+                    held, self._held, self._index = self._held, None, None
+                    if held is not None and self._live() is held:
+                        self.store.release(held)
+        finally:
+            if self._owns_store and not self._store_closed:
+                self._store_closed = True
+                self.store.close()
 
     async def aclose(self) -> None:
-        """:meth:`close`, awaited."""
-        if self._owns_store:
-            await self.store.aclose()
+        """:meth:`close`, awaited (it waits for a running operation of this session)."""
+        try:
+            if self._held is not None:
+                async with _taking_turns(self._key()):
+                    held, self._held, self._index = self._held, None, None
+                    if held is not None and self._live() is held:
+                        await _settled(self.store.arelease(held))
+        finally:
+            if self._owns_store and not self._store_closed:
+                self._store_closed = True
+                await self.store.aclose()
 
-    def _lock(self) -> threading.Lock:
-        identity = self.store.backend.store_identity()
-        key = (identity if identity is not None else id(self.store), self.session_id)
-        with _LOCKS_GUARD:
-            lock = _LOCKS.get(key)
-            if lock is None:
-                lock = _LOCKS[key] = threading.Lock()
-            return lock
+    def _live(self) -> Session | None:
+        """The session live in the store (``None`` once the store is closed)."""
+        if self.store.persistence.closed:
+            return None
+        return self.store.get(self.session_id)
 
-    async def _acquire(self, create: bool) -> tuple[Session | None, bool]:
+    def _key(self) -> tuple[object, str]:
+        key = self._turns_key
+        if key is None:
+            identity = self.store.backend.store_identity()
+            key = self._turns_key = (
+                identity if identity is not None else id(self.store), self.session_id)
+        return key
+
+    async def _acquire(self, create: bool, hold: bool = False) -> tuple[Session | None, bool]:
         """The live session and whether this operation opened it (and must release it);
-        ``(None, False)`` when nothing is stored and ``create`` is false."""
+        ``(None, False)`` when nothing is stored and ``create`` is false. With ``hold``
+        (``keep_open``), what it opens is this instance's to hold, even when the
+        operation is cancelled while the store opens it."""
         live = self.store.get(self.session_id)
         if live is not None:
             return live, False
@@ -341,7 +545,7 @@ class DshSession(SessionABC):
         while True:
             try:
                 try:
-                    return await self.store.aopen(self.session_id), True
+                    return await self._opening(self.store.aopen(self.session_id), hold), True
                 except SessionLockedError:
                     raise
                 except PersistenceError:
@@ -350,24 +554,58 @@ class DshSession(SessionABC):
                         raise
                     if not create:
                         return None, False
-                    return await self.store.acreate(self.session_id), True
+                    return await self._opening(self.store.acreate(self.session_id),
+                                               hold), True
             except SessionLockedError:
                 if time.monotonic() >= deadline:
                     raise
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 0.1)
 
-    async def _run(self, operation: Callable[[Session], _T], create: bool) -> _T:
-        """Run ``operation`` on the live session, then flush (and release what it opened).
-        With nothing stored and ``create`` false, run it on an empty session."""
-        async with _holding(self._lock()):
+    async def _opening(self, opening: Awaitable[Session], hold: bool) -> Session:
+        """Await the store opening (or creating) the session; with ``hold``, to its end
+        even when cancelled, the session then held (released by :meth:`close`)."""
+        if not hold:
+            return await opening
+        return await _settled(opening, self._hold)
+
+    def _hold(self, session: Session) -> None:
+        self._held = session
+
+    async def _run(self, operation: Callable[[_LogIndex], _T], create: bool) -> _T:
+        """Run ``operation`` on the index of the live session, then flush (and release
+        what it opened, unless ``keep_open``). With nothing stored and ``create`` false,
+        run it on an empty session (``keep_open`` creates it: the first operation takes
+        the session)."""
+        async with _taking_turns(self._key()):
+            if self.keep_open:
+                return await self._run_held(operation)
             session, opened = await self._acquire(create)
             if session is None:
-                return operation(Session(self.session_id))
+                return operation(_LogIndex(Session(self.session_id)))
             try:
-                return operation(session)
+                return operation(_LogIndex(session).update())
             finally:
                 if opened:
                     await self.store.arelease(session)
                 else:
                     await self.store.aflush(session)
+
+    async def _run_held(self, operation: Callable[[_LogIndex], _T]) -> _T:
+        """``keep_open``: the live session (opened, or created, and held at the first
+        operation; shared with the other instances of this store object), its index
+        kept from one operation to the next. The operation and the flush run in one
+        worker thread: one hop off the loop per operation, where ``aflush`` takes two."""
+        session, _ = await self._acquire(True, hold=True)
+        assert session is not None
+        index = self._index
+        if index is None or index.session is not session:
+            index = self._index = _LogIndex(session)
+        return await _settled(asyncio.to_thread(self._apply, operation, index))
+
+    def _apply(self, operation: Callable[[_LogIndex], _T], index: _LogIndex) -> _T:
+        """Run ``operation`` on ``index`` brought up to date, then flush its session."""
+        try:
+            return operation(index.update())
+        finally:
+            self.store.flush(index.session)
