@@ -13,7 +13,8 @@ Loaded before their test modules are collected, it replaces
   subclasses on an in-memory store of their own.
 
 Their files are run unmodified; ``DSH_OA_DESELECT`` (a file of node ids, one a line,
-``#`` comments) deselects the tests of SQLite internals.
+``#`` comments) deselects the tests of SQLite internals. With ``DSH_OA_KEEP_OPEN=1``
+every substitute is a ``DshSession(..., keep_open=True)``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,15 @@ from agents.memory.session_settings import SessionSettings
 
 from dsh_session_core import DurableStore, open_store
 from dsh_session_openai_agents import DshSession, fold_items, record_items
+
+KEEP_OPEN = os.environ.get("DSH_OA_KEEP_OPEN") == "1"
+#: The substitutes made, by their keep_open: reported at the end of the run, so that the
+#: caller sees that they ran, and how.
+MADE: dict[bool, int] = {}
+
+
+def _made(session: DshSession) -> None:
+    MADE[session.keep_open] = MADE.get(session.keep_open, 0) + 1
 
 
 def _store_for(db_path: str | Path) -> DurableStore:
@@ -51,7 +61,8 @@ class SQLiteSession(DshSession):
         session_settings: SessionSettings | dict[str, Any] | None = None,
     ) -> None:
         super().__init__(session_id, store=_store_for(db_path),
-                         session_settings=session_settings)
+                         session_settings=session_settings, keep_open=KEEP_OPEN)
+        _made(self)
         self._owns_store = True
         self.db_path = db_path
         self._closed = False
@@ -79,7 +90,8 @@ class SimpleListSession(DshSession):
 
     def __init__(self, session_id: str = "test",
                  history: list[TResponseInputItem] | None = None) -> None:
-        super().__init__(session_id, store=open_store("memory:"))
+        super().__init__(session_id, store=open_store("memory:"), keep_open=KEEP_OPEN)
+        _made(self)
         self._ignore_ids_for_matching = False
         if history:
             live = self.store.create(session_id)
@@ -157,3 +169,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     dropped = [item for item in items if item.nodeid in names]
     config.hook.pytest_deselected(items=dropped)
     items[:] = keep
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line: how many substitutes were made, with and without keep_open."""
+    terminalreporter.write_line(
+        f"sdk_plugin: DshSession substitutes: keep_open={MADE.get(True, 0)} "
+        f"default={MADE.get(False, 0)}")

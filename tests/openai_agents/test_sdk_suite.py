@@ -1,5 +1,6 @@
 """The OpenAI Agents SDK's own session tests, unmodified, with ``DshSession`` in place of
-their sessions (``sdk_plugin.py``), next to a stock run of the same files.
+their sessions (``sdk_plugin.py``), on JSONL and SQLite, in the default mode and kept
+open (``keep_open=True``), next to a stock run of the same files.
 
 The sdist of ``openai-agents`` 0.24.0 is downloaded from the package index with pip into
 ``.cache/openai-agents-sdist/`` (gitignored, never part of the repository) and extracted
@@ -71,6 +72,10 @@ def _run(source: Path, *extra: str, env: dict[str, str] | None = None) -> dict[s
     counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|errors?|deselected|"
                                                r"skipped)", summary)}
     counts["returncode"] = done.returncode
+    made = re.search(r"sdk_plugin: DshSession substitutes: keep_open=(\d+) default=(\d+)",
+                     done.stdout)
+    if made:
+        counts["made_keep_open"], counts["made_default"] = map(int, made.groups())
     print(summary)
     if done.returncode not in (0, 1):
         pytest.fail(done.stdout[-4000:] + done.stderr[-4000:])
@@ -82,14 +87,22 @@ def _excluded() -> list[str]:
     return [n for n in names if n]
 
 
+@pytest.mark.parametrize("keep_open", [False, True], ids=["default", "keep_open"])
 @pytest.mark.parametrize("store", ["jsonl", "sqlite"])
-def test_their_session_tests_pass_with_dsh_session(sdk_source: Path, store: str) -> None:
+def test_their_session_tests_pass_with_dsh_session(
+    sdk_source: Path, store: str, keep_open: bool
+) -> None:
     counts = _run(sdk_source, "-p", "sdk_plugin",
-                  env={"DSH_OA_STORE": store, "DSH_OA_DESELECT": str(EXCLUSIONS)})
+                  env={"DSH_OA_STORE": store, "DSH_OA_DESELECT": str(EXCLUSIONS),
+                       "DSH_OA_KEEP_OPEN": "1" if keep_open else "0"})
     assert counts.get("failed", 0) == 0, counts
     assert counts.get("deselected") == len(_excluded()) == 17
     assert counts["passed"] == STOCK_PASSED - 17 == 231
     assert counts["returncode"] == 0
+    # The substitutes ran, all in the mode asked for.
+    made = counts["made_keep_open"] if keep_open else counts["made_default"]
+    assert made > 100
+    assert counts["made_default" if keep_open else "made_keep_open"] == 0
 
 
 def test_the_stock_run_of_the_same_files(sdk_source: Path) -> None:
