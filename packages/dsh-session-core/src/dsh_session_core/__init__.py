@@ -45,7 +45,7 @@ if _TYPE_CHECKING:
     from ._json import MAX_JSON_DEPTH, JsonObject, JsonValue
     from ._names import ENTRY_POINT_GROUP, PROJECT_NAME
     from ._open_log import read_session
-    from ._persistence.base import Backend, SessionLockedError, StoredLog, WriterLock
+    from ._persistence.base import Backend, Deleted, SessionLockedError, StoredLog, WriterLock
     from ._persistence.coordinator import PersistenceError, PersistencePlugin
     from ._persistence.copy import CopyProgress, CopyReport, SessionCopy, copy_sessions
     from ._persistence.jsonl import JsonlBackend
@@ -158,6 +158,7 @@ _LAZY: dict[str, str] = {
     "SessionCopy": "._persistence.copy",
     "copy_sessions": "._persistence.copy",
     "Backend": "._persistence.base",
+    "Deleted": "._persistence.base",
     "SessionLockedError": "._persistence.base",
     "StoredLog": "._persistence.base",
     "WriterLock": "._persistence.base",
@@ -237,6 +238,7 @@ __all__ = [
     "CompletedReason",
     "CopyProgress",
     "CopyReport",
+    "Deleted",
     "DisposedReason",
     "DurableStore",
     "ErrorFinish",

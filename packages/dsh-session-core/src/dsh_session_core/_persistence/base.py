@@ -22,24 +22,28 @@ import dataclasses
 import os
 import time
 from collections.abc import Hashable, Iterator, Sequence
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
 from .._header import SessionHeader
 from .._registry import EventRegistry
-from ..errors import SessionIdError, SessionLockedError
+from ..errors import PersistenceError, SessionIdError, SessionLockedError
 from ..events import Event
 
 __all__ = [
     "COMMON_ID_RULE",
     "POLL_SECONDS",
     "Backend",
+    "DeleteStatus",
+    "Deleted",
     "LogNews",
     "LogTail",
     "SessionLockedError",
     "SessionSummary",
     "StoredLog",
     "WriterLock",
+    "cannot_delete",
     "check_common_id",
+    "not_found",
     "stored_lines",
 ]
 
@@ -117,6 +121,65 @@ class LogNews:
     lines: builtins.list[bytes]
     position: object
     note: str | None = None
+
+
+#: What became of a session :meth:`Backend.delete` (or a prune) was asked to remove.
+DeleteStatus: TypeAlias = Literal["deleted", "would-delete", "locked", "failed"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Deleted:
+    """A session removed from a store, or one a dry run or a prune would remove or had
+    to leave (:meth:`Backend.delete`, ``DurableStore.delete``, ``DurableStore.prune``).
+
+    :ivar session_id: the session.
+    :ivar status: ``"deleted"`` (gone), ``"would-delete"`` (a dry run: nothing was
+        changed), ``"locked"`` (a writer holds it: left as it is; prune only) or
+        ``"failed"`` (it could not be removed, ``reason`` says why: left as it is;
+        prune only).
+    :ivar location: where its log lived (a file, a database file, a database URL).
+    :ivar removed: what was (or would be) removed, for people: the files (JSONL: the
+        log, its lock file and dead temp files), or the rows and the lock file
+        (SQLite), or the rows (PostgreSQL).
+    :ivar bytes: the bytes freed, where known: JSONL, the sizes of the files removed;
+        SQLite and PostgreSQL, the size of the session's log (its header and event
+        lines, as ``export`` writes them), the data removed (the database file does not
+        shrink: SQLite reuses the freed pages, PostgreSQL's VACUUM reclaims them).
+    :ivar events: how many events it held, where known.
+    :ivar header: its header, where known.
+    :ivar last_activity: the time (epoch ms) of its last event, where known (prune
+        sets it: what it compared with the cutoff).
+    :ivar reason: why it was left (``"locked"``, ``"failed"``), for people.
+    """
+
+    session_id: str
+    status: DeleteStatus = "deleted"
+    location: str = ""
+    removed: tuple[str, ...] = ()
+    bytes: int | None = None
+    events: int | None = None
+    header: SessionHeader | None = None
+    last_activity: int | float | None = None
+    reason: str | None = None
+
+    @property
+    def deleted(self) -> bool:
+        """Whether the session is gone (not a dry run, not left)."""
+        return self.status == "deleted"
+
+
+def not_found(session_id: str) -> PersistenceError:
+    """The error for an id no session is stored under (``open``'s, ``location``'s)."""
+    return PersistenceError(f'session "{session_id}" not found', session_id=session_id)
+
+
+def cannot_delete(backend: object, session_id: str) -> PersistenceError:
+    """The error of a backend that has no way to delete a session (a third-party one
+    written before :meth:`Backend.delete` existed): nothing was changed."""
+    name = getattr(backend, "name", None) or type(backend).__name__
+    return PersistenceError(
+        f'the {name} backend cannot delete sessions (it implements no delete): session '
+        f'"{session_id}" is left as it is', session_id=session_id)
 
 
 @runtime_checkable
@@ -209,6 +272,21 @@ class Backend(Protocol):
     def close(self) -> None:
         """Release what the backend holds (files, connections, locks)."""
         ...
+
+    def delete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
+        """Remove a stored session whole: its log, and its writer lock's file where it
+        has one. The session's writer lock (the one :meth:`acquire` takes) is taken
+        first, without waiting, so a session a live writer holds, in this process or
+        another, is refused and left as it is; it is released once the session is gone.
+        Only this session is touched, whatever other ids look like.
+
+        :param dry_run: change nothing: say what would be removed (the lock is only
+            tested, and refused the same way).
+        :raises SessionLockedError: a writer holds the session.
+        :raises PersistenceError: nothing is stored under this id (``not found``); the
+            default, for a backend that cannot delete (:func:`cannot_delete`).
+        """
+        raise cannot_delete(self, session_id)
 
     # --- reading without writing: defaults a backend should override ---------------------
 

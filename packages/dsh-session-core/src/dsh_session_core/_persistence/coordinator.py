@@ -40,9 +40,9 @@ from .._header import SESSION_FORMAT_VERSION, SessionHeader
 from .._json import find_non_json
 from .._plugins import hookimpl
 from .._registry import EventRegistry
-from ..errors import PersistenceError, StoreWriteError
+from ..errors import PersistenceError, SessionLockedError, StoreWriteError
 from ..events import Event
-from .base import Backend, StoredLog, WriterLock
+from .base import Backend, Deleted, StoredLog, WriterLock, cannot_delete
 from .repair import interrupted_turn_closers
 
 if TYPE_CHECKING:
@@ -179,6 +179,31 @@ class PersistencePlugin:
     def list(self) -> builtins.list[SessionHeader]:
         """Every materialized session's header (metadata only)."""
         return self.backend.list()
+
+    def delete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
+        """Remove a stored session (:meth:`~.base.Backend.delete`), unless a live
+        session of this coordinator writes it. A state kept without a live session (an
+        ``append`` adopted it) is dropped first, its writer lock released, so that the
+        backend can take the lock itself.
+
+        :raises SessionLockedError: a live session here, or a writer elsewhere, holds it.
+        :raises PersistenceError: nothing is stored under this id, or the backend cannot
+            delete (:func:`~.base.cannot_delete`).
+        """
+        remove = getattr(self.backend, "delete", None)
+        if remove is None:  # a backend that does not subclass Backend, written before
+            raise cannot_delete(self.backend, session_id)
+        with self._serial(session_id):
+            state = self._states.get(session_id)
+            if state is not None and state.owner is not None:
+                raise SessionLockedError(
+                    session_id, "a live session of this store: release it first")
+            if state is not None:
+                if state.lock is not None:
+                    state.lock.release()
+                del self._states[session_id]
+            deleted: Deleted = remove(session_id, dry_run=dry_run)
+            return deleted
 
     # --- the write path (plugin hooks) --------------------------------------------------
 

@@ -39,12 +39,15 @@ __all__ = [
     "fsync_dir",
     "link_target",
     "list_logs",
+    "lock_is_free",
     "mkdirs",
     "open_nofollow",
     "read_if_exists",
+    "same_file",
     "seq_before",
     "sweep_temps",
     "tail_file",
+    "temps_of",
     "unlink_quietly",
     "write_all",
 ]
@@ -244,10 +247,55 @@ def sweep_temps(bucket: str, held: str | None = None) -> None:
         except OSError:
             os.close(fd)
             continue
+        if not same_file(fd, os.path.join(bucket, match[1] + ".lock")):
+            os.close(fd)  # a delete removed the lock file meanwhile: not ours to judge
+            continue
         try:
             unlink_quietly(temp)
         finally:
             os.close(fd)  # unlocks
+
+
+def temps_of(bucket: str, encoded: str) -> list[str]:
+    """The temp files of killed first writes of one session (its encoded id) in a
+    bucket: exactly its own (``<encoded>.jsonl.<12 hex>.tmp``), never those of an id it
+    is a prefix of."""
+    try:
+        names = [entry.name for entry in os.scandir(bucket)]
+    except OSError:
+        return []
+    return [os.path.join(bucket, name) for name in sorted(names)
+            if (match := _TEMP.fullmatch(name)) is not None and match[1] == encoded]
+
+
+def lock_is_free(path: str) -> bool:
+    """Whether nobody holds the ``flock`` of a lock file, tested without waiting and
+    without creating anything: a missing file is free (every writer creates it before
+    locking it). The lock is taken and released at once when it is free."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # unlocks
+    return True
+
+
+def same_file(fd: int, path: str) -> bool:
+    """Whether the open file ``fd`` is still the one at ``path`` (not unlinked or
+    replaced since it was opened). A writer lock taken on a lock file that a delete
+    unlinked meanwhile locks nothing anyone else will see: the lock must be taken again
+    on the file now at the path."""
+    try:
+        there = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    here = os.fstat(fd)
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 def exists(path: str) -> bool:

@@ -40,18 +40,32 @@ from msgspec import UnsetType
 
 from .._codec import ENCODER
 from .._header import SessionHeader
-from .._logfile import count_log, scan_log
+from .._logfile import count_log, durable_header, scan_log
 from .._registry import EventRegistry
-from ..errors import LinkedLogError, PersistenceError
+from ..errors import LinkedLogError, LogFormatError, PersistenceError
 from ..events import Event
 from . import files
-from .base import LogNews, LogTail, SessionLockedError, SessionSummary, StoredLog, WriterLock
+from .base import (
+    Deleted,
+    DeleteStatus,
+    LogNews,
+    LogTail,
+    SessionLockedError,
+    SessionSummary,
+    StoredLog,
+    WriterLock,
+    not_found,
+)
 from .paths import encode_segment, lock_path, log_path
 
 __all__ = ["MAX_OPEN_LOGS", "JsonlBackend"]
 
 #: How many append descriptors stay open between batches (least recently used go first).
 MAX_OPEN_LOGS: Final = 128
+
+#: How many times :meth:`JsonlBackend.acquire` takes a lock file again that a delete
+#: removed while it was being locked (once is all a delete makes it need).
+_LOCK_ATTEMPTS: Final = 8
 
 
 def _cwd_of(header: SessionHeader) -> str | None:
@@ -467,29 +481,43 @@ class JsonlBackend:
         waiting. Every call opens its own descriptor, so two backends in one process
         exclude each other too (flock locks belong to open file descriptions).
 
-        The lock file is created on demand and never deleted: deleting it would let a
-        waiter lock an unlinked inode while a newcomer locks a fresh file.
+        The lock file is created on demand, and deleted only by :meth:`delete`, while it
+        holds the lock. A writer that opened it before that and locks it after locks an
+        unlinked file: the lock is then checked to be on the file at the path
+        (:func:`~.files.same_file`), and taken again on the new one when it is not, so
+        two writers never both hold a session.
 
         :raises SessionLockedError: another writer holds it.
         """
         path = lock_path(self.root, _cwd_of(header), header.id)
         bucket = os.path.dirname(path)
-        files.mkdirs(bucket)
-        # The lock is taken to write: refuse now, not at the first write, a bucket, a
-        # lock or a log that is a symbolic link (files.open_nofollow).
-        fd = files.open_nofollow(self.root, header.id, path,
-                                 os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            log = log_path(self.root, _cwd_of(header), header.id)
-            if os.path.islink(log):
-                raise LinkedLogError(header.id, log, files.link_target(log))
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        fd = -1
+        for _ in range(_LOCK_ATTEMPTS):
+            files.mkdirs(bucket)
+            # The lock is taken to write: refuse now, not at the first write, a bucket,
+            # a lock or a log that is a symbolic link (files.open_nofollow).
+            fd = files.open_nofollow(self.root, header.id, path,
+                                     os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                log = log_path(self.root, _cwd_of(header), header.id)
+                if os.path.islink(log):
+                    raise LinkedLogError(header.id, log, files.link_target(log))
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise SessionLockedError(header.id, f"lock {path}") from None
+            except BaseException:
+                os.close(fd)
+                raise
+            if files.same_file(fd, path):
+                break
+            # A delete unlinked this lock file between our open and our flock: the lock
+            # taken is on a file nobody else will open. Take the one at the path now.
             os.close(fd)
-            raise SessionLockedError(header.id, f"lock {path}") from None
-        except BaseException:
-            os.close(fd)
-            raise
+            fd = -1
+        if fd < 0:
+            raise SessionLockedError(header.id, f"lock {path} (removed under us, again and "
+                                                f"again: a delete loop?)")
         lock = _FileLock(fd, path, self)
         with self._mutex:
             self._locks.add(lock)
@@ -500,6 +528,91 @@ class JsonlBackend:
         if sweep:
             files.sweep_temps(bucket, encode_segment(header.id))
         return lock
+
+    # -- deleting --
+
+    def delete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
+        """Remove the session's log (from the first bucket holding it, as
+        :meth:`load_stored` finds it), its lock file and the temp files of its killed
+        first writes, under its writer lock (:meth:`acquire`), then make the removal
+        durable (the bucket is fsynced). The bucket folder stays (a writer may be making
+        a file in it). Only files named for exactly this id are touched: the encoding
+        of ids into names is injective (:mod:`.paths`).
+
+        :raises SessionLockedError: a writer holds the session.
+        :raises PersistenceError: no log of this id (``not found``).
+        :raises MisplacedLogError: the file named for this id holds another session
+            (renamed by hand): it is left alone.
+        :raises LogFormatError: its first line is not a session header.
+        :raises LinkedLogError: the log, its lock or its bucket is a symbolic link.
+        """
+        path = files.find_log(self.root, session_id)
+        if path is None:
+            raise not_found(session_id)
+        header = self._header_at(path)
+        lock_file = lock_path(self.root, _cwd_of(header), header.id)
+        # Measured first: taking the lock may sweep them already (acquire).
+        temps = self._temps(path, header.id)
+        if dry_run:
+            if os.path.islink(path):
+                raise LinkedLogError(header.id, path, files.link_target(path))
+            if not files.lock_is_free(lock_file):
+                raise SessionLockedError(header.id, f"lock {lock_file}")
+            return self._report(header, path, lock_file, temps, "would-delete")
+        lock = self.acquire(header)
+        try:
+            if not files.exists(path):  # deleted meanwhile, by another store
+                raise not_found(session_id)
+            report = self._report(header, path, lock_file, temps, "deleted")
+            self._forget(path)
+            os.unlink(path)
+            for temp in temps:
+                files.unlink_quietly(temp)
+            # Unlinked while held: a writer that opened it before locks a dead file,
+            # sees it (acquire checks) and takes the lock on a new one.
+            files.unlink_quietly(lock_file)
+            files.fsync_dir(os.path.dirname(path))
+        finally:
+            lock.release()
+        return report
+
+    def _header_at(self, path: str) -> SessionHeader:
+        line = files.first_line(path)
+        if line is None:
+            msg = f"{path} has no complete first line: it is no session log (left as it is)"
+            raise LogFormatError(msg, path=path, line=1)
+        header = durable_header(line, path=path)
+        files.check_placed(self.root, path, header)
+        return header
+
+    @staticmethod
+    def _temps(path: str, session_id: str) -> dict[str, int]:
+        """The session's dead temp files beside its log, with their sizes."""
+        found = {}
+        for temp in files.temps_of(os.path.dirname(path), encode_segment(session_id)):
+            with contextlib.suppress(OSError):
+                found[temp] = os.stat(temp, follow_symlinks=False).st_size
+        return found
+
+    @staticmethod
+    def _report(
+        header: SessionHeader, path: str, lock_file: str, temps: dict[str, int],
+        status: DeleteStatus,
+    ) -> Deleted:
+        size = os.stat(path, follow_symlinks=False).st_size + sum(temps.values())
+        counts = count_log(path)
+        return Deleted(header.id, status, path, (path, lock_file, *temps), size,
+                       counts.events, header, counts.last_activity)
+
+    def _forget(self, path: str) -> None:
+        """Drop what this backend keeps about a log it is removing."""
+        with self._mutex:
+            fd = self._fds.pop(path, None)
+            self._dirty.pop(path, None)
+            self._unacked.pop(path, None)
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def _forget_lock(self, lock: _FileLock) -> None:
         with self._mutex:

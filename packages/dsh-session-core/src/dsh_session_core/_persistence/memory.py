@@ -19,6 +19,7 @@ from .._registry import EventRegistry
 from ..events import Event
 from .base import (
     POLL_SECONDS,
+    Deleted,
     LogNews,
     LogTail,
     SessionLockedError,
@@ -26,6 +27,7 @@ from .base import (
     StoredLog,
     WriterLock,
     check_common_id,
+    not_found,
 )
 
 __all__ = ["MemoryBackend"]
@@ -105,6 +107,26 @@ class MemoryBackend:
             raise SessionLockedError(header.id, "another writer in this process")
         self._held.add(header.id)
         return _Lock(self._held, header.id)
+
+    def delete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
+        """Drop the session's log, unless a writer of this backend holds it."""
+        log = self._logs.get(session_id)
+        if log is None:
+            raise not_found(session_id)
+        if session_id in self._held:
+            raise SessionLockedError(session_id, "another writer in this process")
+        jsonl = b"".join(log.lines)
+        from .._codec import ENCODER
+
+        last = jsonl[jsonl.rfind(b"\n", 0, len(jsonl) - 1) + 1 : -1]
+        wire = line_wire(last) if last else None
+        when = None if wire is None else wire.get("time")
+        if not dry_run:
+            del self._logs[session_id]
+        return Deleted(session_id, "would-delete" if dry_run else "deleted", "memory:",
+                       (f"memory: the log of {session_id!r}",),
+                       len(ENCODER.encode(log.header)) + 1 + len(jsonl), jsonl.count(b"\n"),
+                       log.header, when if isinstance(when, int) else None)
 
     def summaries(self) -> builtins.list[SessionSummary]:
         """Counted from the stored lines, without decoding them (as JSONL's)."""

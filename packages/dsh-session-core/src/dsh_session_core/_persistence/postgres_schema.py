@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "APPEND",
+    "DELETE_EVENTS",
+    "DELETE_SESSION",
     "DELETE_TAIL",
     "INSERT_ROWS",
     "NOTIFY",
@@ -37,6 +39,7 @@ __all__ = [
     "SELECT_HEADER",
     "SELECT_HEADERS",
     "SELECT_LAST",
+    "SELECT_MEASURE",
     "SELECT_ROWS",
     "SELECT_STORED_ROWS",
     "SELECT_SUMMARIES",
@@ -162,6 +165,20 @@ SELECT_CHUNK: Final = (
     f"SELECT count(*), convert_to(string_agg({LINE}, E'\\n' ORDER BY seq), 'UTF8')"
     " FROM events WHERE session_id = %s AND seq >= %s AND seq < %s"
 )
+
+# Deleting a session: what it holds (the header, the count of events, the size of their
+# log lines, each with its newline, and the time of the last one), then its rows, by the
+# exact id.
+SELECT_MEASURE: Final = (
+    "SELECT id, version, created_at, cwd, parent_session, seed_length,"
+    " (SELECT count(*) FROM events WHERE session_id = %(sid)s),"
+    f" (SELECT coalesce(sum(octet_length({LINE}) + 1), 0) FROM events"
+    " WHERE session_id = %(sid)s),"
+    " (SELECT time FROM events WHERE session_id = %(sid)s ORDER BY seq DESC LIMIT 1)"
+    " FROM sessions WHERE id = %(sid)s"
+)
+DELETE_EVENTS: Final = "DELETE FROM events WHERE session_id = %s"
+DELETE_SESSION: Final = "DELETE FROM sessions WHERE id = %s"
 
 # Reading without writing: listing with counts in one query (an aggregate over the
 # events' primary key, then the time of each session's highest seq), and a tail by the

@@ -33,7 +33,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Hashable, Iterator, Sequence
-from typing import Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 from .._header import SessionHeader
 from .._registry import EventRegistry
@@ -41,6 +41,7 @@ from ..errors import SchemaVersionError, StoreNotFoundError, UnstorableError
 from ..events import Event
 from .base import (
     POLL_SECONDS,
+    Deleted,
     LogNews,
     LogTail,
     SessionLockedError,
@@ -48,7 +49,9 @@ from .base import (
     StoredLog,
     WriterLock,
     check_common_id,
+    not_found,
 )
+from .files import lock_is_free, same_file
 from .rows import (
     PARAMS_PER_ROW,
     Row,
@@ -215,6 +218,23 @@ _SELECT_CHUNK: Final = (
 #: Rows per chunk of the fast load: small enough that decoding starts early, large
 #: enough that per-query costs vanish.
 _CHUNK: Final = 8192
+
+# What a delete removes: the header, the count of events, the size of their log lines
+# (as a load builds them, each with its newline) and the time of the last one.
+_SELECT_MEASURE: Final = (
+    "SELECT id, version, created_at, cwd, parent_session, seed_length,"
+    " (SELECT count(*) FROM events WHERE session_id = ?1),"
+    f" (SELECT coalesce(sum(length(CAST({_LINE} AS BLOB)) + 1), 0) FROM events"
+    " WHERE session_id = ?1),"
+    " (SELECT time FROM events WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1)"
+    " FROM sessions WHERE id = ?1"
+)
+_DELETE_EVENTS: Final = "DELETE FROM events WHERE session_id = ?"
+_DELETE_SESSION: Final = "DELETE FROM sessions WHERE id = ?"
+
+#: How many times a lock file that a delete removed while it was being locked is
+#: taken again (once is all a delete makes it need).
+_LOCK_ATTEMPTS: Final = 8
 
 
 # --- the writer lock ------------------------------------------------------------------
@@ -475,35 +495,108 @@ class SqliteBackend:
         :raises UnstorableError: the id has a lone surrogate (refused here, at create or
             open, rather than at the first flush).
         """
-        session_id = header.id
+        return self._acquire(header.id)
+
+    def _lock_file(self, session_id: str) -> str | None:
+        """The session's lock file (``None`` for a ``:memory:`` database)."""
+        if self._lock_dir is None:
+            return None
+        digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
+        return os.path.join(self._lock_dir, f"{digest}.lock")
+
+    def _acquire(self, session_id: str) -> WriterLock:
         if not utf8_ok(session_id):
             raise unencodable(session_id, "the id", "SQLite")
-        if self._lock_dir is None:
+        path = self._lock_file(session_id)
+        if path is None:
             with self._lock:
                 if session_id in self._memory_locks:
                     raise SessionLockedError(session_id, "another writer in this process")
                 self._memory_locks.add(session_id)
             return _MemoryLock(self._memory_locks, session_id)
-        os.makedirs(self._lock_dir, mode=0o700, exist_ok=True)
-        digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
-        path = os.path.join(self._lock_dir, f"{digest}.lock")
-        # The file is never deleted: unlinking a lock file races with a process that
-        # has it open and is about to lock the old inode.
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            # flock, not fcntl/lockf: its locks belong to the open file description,
-            # so a second open of the file in this very process conflicts too.
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise SessionLockedError(session_id, f"lock {path}") from None
-        except BaseException:
-            os.close(fd)
-            raise
+        fd = -1
+        for _ in range(_LOCK_ATTEMPTS):
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            # The file is deleted only by delete(), while it holds the lock; a process
+            # that opened it before and locks it after holds a dead file, so the lock
+            # is checked to be on the file at the path (files.same_file).
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                # flock, not fcntl/lockf: its locks belong to the open file description,
+                # so a second open of the file in this very process conflicts too.
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise SessionLockedError(session_id, f"lock {path}") from None
+            except BaseException:
+                os.close(fd)
+                raise
+            if same_file(fd, path):
+                break
+            os.close(fd)  # removed by a delete between our open and our flock
+            fd = -1
+        if fd < 0:
+            raise SessionLockedError(session_id, f"lock {path} (removed under us, again "
+                                                 f"and again: a delete loop?)")
         lock = _FileLock(fd, self._file_locks)
         with self._lock:
             self._file_locks.add(lock)
         return lock
+
+    def delete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
+        """Remove the session's ``sessions`` row and every ``events`` row of it in one
+        transaction, under its writer lock (:meth:`acquire`), then its lock file (while
+        holding it). Rows are matched by the exact id (``=``), never a pattern. The
+        database file keeps its size: SQLite reuses the freed pages.
+
+        :raises SessionLockedError: a writer holds the session.
+        :raises PersistenceError: no session of this id (``not found``).
+        """
+        if not utf8_ok(session_id):
+            raise not_found(session_id)  # no row can hold this id
+        with self._lock:
+            found = self._conn.execute(_SELECT_FOUND, (session_id,)).fetchone()
+        if found is None:
+            raise not_found(session_id)
+        lock_file = self._lock_file(session_id)
+        if dry_run:
+            free = (session_id not in self._memory_locks if lock_file is None
+                    else lock_is_free(lock_file))
+            if not free:
+                raise SessionLockedError(
+                    session_id, "another writer in this process" if lock_file is None
+                    else f"lock {lock_file}")
+            with self._lock, self._transaction("BEGIN") as conn:
+                measured = conn.execute(_SELECT_MEASURE, (session_id,)).fetchone()
+            if measured is None:
+                raise not_found(session_id)
+            return self._report(measured, lock_file, "would-delete")
+        lock = self._acquire(session_id)
+        try:
+            with self._lock, self._transaction() as conn:
+                measured = conn.execute(_SELECT_MEASURE, (session_id,)).fetchone()
+                if measured is None:  # deleted meanwhile, by another store
+                    raise not_found(session_id)
+                conn.execute(_DELETE_EVENTS, (session_id,))
+                conn.execute(_DELETE_SESSION, (session_id,))
+            if lock_file is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(lock_file)
+        finally:
+            lock.release()
+        return self._report(measured, lock_file, "deleted")
+
+    def _report(self, row: tuple[Any, ...], lock_file: str | None, status: Literal[
+            "deleted", "would-delete"]) -> Deleted:
+        from .._codec import ENCODER
+
+        header = header_of(row[:6])
+        events, size, last = int(row[6]), int(row[7]), row[8]
+        removed = (f"{self.path}: the sessions row and {events} events row(s)",
+                   *([lock_file] if lock_file is not None else []))
+        return Deleted(header.id, status, self.path, removed,
+                       len(ENCODER.encode(header)) + 1 + size, events, header,
+                       last if isinstance(last, int) else None)
 
     def close(self) -> None:
         """Release every writer lock still held and close the database."""

@@ -1,0 +1,118 @@
+"""Shared pieces of the lifecycle tests (``store.delete``/``prune``, ``rm``/``prune``):
+the kinds of store, sessions written at chosen times, a second process holding a
+session, and a store's exported bytes."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from dsh_session_core import DurableStore, open_store
+from dsh_session_core._codec import ENCODER
+
+USER = {"kind": "user"}
+
+#: The durable kinds of store: the URL of a fresh store in a test's ``tmp``.
+KINDS = ("jsonl", "sqlite", "postgresql")
+
+
+def store_url(kind: str, request: pytest.FixtureRequest, tmp: Path, name: str = "store") -> str:
+    """The URL of store ``name`` of kind ``kind`` (PostgreSQL: the test's database)."""
+    if kind == "jsonl":
+        return str(tmp / name)
+    if kind == "sqlite":
+        return f"sqlite:///{tmp / name}.db"
+    if kind == "postgresql":
+        url: str = request.getfixturevalue("postgresql_url")
+        return url
+    raise AssertionError(kind)
+
+
+class Clock:
+    """A settable clock (epoch ms): the events written at ``clock.now`` carry that time."""
+
+    def __init__(self, now: int = 1_700_000_000_000) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def write(store: DurableStore, clock: Clock, session_id: str, *, cwd: str | None = None,
+          at: int | None = None, turns: int = 1, text: str = "hello") -> None:
+    """Store a session of ``turns`` closed turns, every event at ``at`` (default: the
+    clock's time), and release it."""
+    if at is not None:
+        clock.now = at
+    s = store.create(session_id, cwd=cwd)
+    for turn in range(1, turns + 1):
+        s.append("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": USER}})
+        s.append("user/message", {"content": [{"type": "text", "text": f"{text} {turn}"}],
+                                  "source": USER}, surface_op="append")
+        s.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+    store.release(s)
+
+
+def exported(store: DurableStore, session_id: str) -> bytes:
+    """A stored session as ``export`` writes it: its header line, then its event lines."""
+    stored = store.backend.load_stored(session_id, store.registry)
+    assert stored is not None, session_id
+    assert stored.jsonl is not None
+    return ENCODER.encode(stored.header) + b"\n" + stored.jsonl
+
+
+def snapshot(store: DurableStore) -> dict[str, bytes]:
+    """Every stored session's exported bytes, by id."""
+    return {h.id: exported(store, h.id) for h in store.stored()}
+
+
+def files_under(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` (relative path → bytes)."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+_HOLDER = textwrap.dedent("""
+    import sys
+    from dsh_session_core import open_store
+
+    with open_store(sys.argv[1]) as store:
+        session = store.open(sys.argv[2])
+        print("holding", len(session.events), flush=True)
+        sys.stdin.readline()  # until the test lets go
+""")
+
+
+@contextlib.contextmanager
+def held_by_another_process(url: str, session_id: str) -> Iterator[subprocess.Popen[str]]:
+    """A second process that opens ``session_id`` of ``url`` (taking its writer lock)
+    and holds it for the ``with`` block; no sleep: it says when it holds it."""
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, url, session_id],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.startswith("holding"):
+            proc.kill()
+            _, err = proc.communicate()
+            raise AssertionError(f"the holder did not start: {line!r} {err}")
+        yield proc
+    finally:
+        if proc.poll() is None:
+            assert proc.stdin is not None
+            proc.communicate("done\n", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+def opened(url: str, clock: Callable[[], int] | None = None) -> DurableStore:
+    """A store over ``url`` with core's plugins only."""
+    from dsh_session_core import create_plugin_manager
+
+    return open_store(url, plugin_manager=create_plugin_manager(autoload=False), clock=clock)
