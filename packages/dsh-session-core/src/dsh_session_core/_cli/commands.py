@@ -26,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fork": ("sessions",
              "create a child session seeded with a session's events up to a turn/end"),
     "copy": ("copy", "copy sessions between two stores (resumable, verified)"),
+    "rm": ("lifecycle", "remove sessions from a store (refuses one a live writer holds)"),
+    "prune": ("lifecycle", "remove the sessions idle for longer than a duration"),
 }
 
 #: Command name → its one-line help (what each module passes to ``add_parser``).

@@ -1,0 +1,352 @@
+"""``dsh-session rm`` and ``prune``: removing sessions from a store, one by one or by age
+(the rules are :meth:`~.._persistence.store.DurableStore.delete`'s and ``prune``'s).
+
+A session is removed whole and physically (its JSONL file, or its rows, and its lock
+file), under its writer lock: one that a live writer holds, in any process, is refused
+(``rm``) or skipped (``prune``), and left intact. Nothing else is touched.
+
+Both ask before removing anything when stdin is a terminal (``--yes`` skips the
+question); when it is not, they refuse without ``--yes`` (a script must say so).
+``prune --dry-run`` removes nothing and needs no ``--yes``.
+
+Exit codes: 0 everything asked for is removed (``prune``: a locked session skipped is
+no error); 1 a session was refused (not found, locked, or it could not be removed), or
+the question was not answered yes; 2 bad usage (no id, a bad duration, a negative
+``--keep``, no ``--yes`` without a terminal, a bad or ``memory:`` store URL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .commands import HELP
+from .support import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, Failure
+
+# typing costs ~10 ms to import: `dsh-session --help` must not pay for it.
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    import datetime
+    from typing import Any
+
+    from .._persistence.base import Deleted
+    from .._persistence.store import DurableStore
+
+__all__ = ["add_commands", "parse_duration"]
+
+#: Seconds per unit of a DURATION.
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+_NOT_CONFIRMED = "not confirmed: nothing was removed"
+
+_DURATION_HINT = "a DURATION is a number and a unit (s, m, h, d, w), e.g. 30d, 12h, 90m, 2w"
+
+
+def parse_duration(text: str) -> datetime.timedelta:
+    """A DURATION (``30d``, ``12h``, ``90m``, ``2w``, ``45s``, or several, ``1d12h``).
+
+    :raises Failure: anything else (a usage error).
+    """
+    import datetime
+    import re
+
+    parts = re.findall(r"(\d+)([smhdw])", text)
+    if not text or "".join(n + u for n, u in parts) != text:
+        msg = f"--older-than takes a duration such as 30d, 12h, 90m or 2w, got {text!r}"
+        raise Failure(msg, EXIT_USAGE, hint=_DURATION_HINT)
+    try:
+        return datetime.timedelta(seconds=sum(int(n) * _UNITS[u] for n, u in parts))
+    except OverflowError:
+        msg = f"--older-than {text} is longer than any date can be"
+        raise Failure(msg, EXIT_USAGE, hint=_DURATION_HINT) from None
+
+
+# --- asking ---------------------------------------------------------------------------
+
+
+def _interactive() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (AttributeError, ValueError):  # closed, or no file behind it
+        return False
+
+
+def _must_be_able_to_ask(args: argparse.Namespace, what: str, hint: str) -> None:
+    """Refuse (usage) to remove anything without ``--yes`` when no one can be asked."""
+    if not args.yes and not _interactive():
+        msg = f"refusing to {what} without asking: stdin is not a terminal"
+        raise Failure(msg, EXIT_USAGE, hint=hint)
+
+
+def _confirm(question: str) -> bool:
+    """Ask on stderr, read the answer from stdin: only ``y`` or ``yes`` is yes."""
+    sys.stderr.write(f"{question} [y/N] ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline()
+    if not answer.endswith("\n"):  # end of input: no answer
+        sys.stderr.write("\n")
+    return answer.strip().lower() in ("y", "yes")
+
+
+# --- what is reported -----------------------------------------------------------------
+
+
+def _wire(d: Deleted) -> dict[str, Any]:
+    row: dict[str, Any] = {"id": d.session_id, "status": d.status, "location": d.location,
+                           "removed": list(d.removed), "bytes": d.bytes, "events": d.events,
+                           "lastActivity": d.last_activity}
+    if d.header is not None and isinstance(d.header.cwd, str):
+        row["cwd"] = d.header.cwd
+    if d.reason is not None:
+        row["reason"] = d.reason
+    return row
+
+
+def _size(d: Deleted) -> str:
+    events = "?" if d.events is None else f"{d.events:,}"
+    size = "?" if d.bytes is None else f"{d.bytes:,}"
+    return f"{events} event(s), {size} bytes"
+
+
+def _total(found: list[Deleted]) -> int:
+    return sum(d.bytes or 0 for d in found)
+
+
+def _shown(url: str) -> str:
+    from .._persistence.store import printable_url
+
+    return printable_url(url)
+
+
+def _open(args: argparse.Namespace) -> tuple[DurableStore, str]:
+    """The store of ``--store`` (it must exist: nothing is created to remove from)."""
+    from .._persistence.store import DurableStore
+    from .source import open_backend, store_url
+
+    url = store_url(args)
+    return DurableStore(open_backend(url)), _shown(url)
+
+
+# --- rm -------------------------------------------------------------------------------
+
+
+def _problem(session_id: str, exc: Exception, shown: str) -> tuple[str, str | None]:
+    """One line naming why a session cannot be removed, and a hint."""
+    from ..errors import PersistenceError, SessionLockedError
+    from .support import one_line
+    from .term import printable
+
+    name = printable(session_id)
+    if isinstance(exc, SessionLockedError):
+        return (f'session "{name}" is held by a writer ({printable(exc.holder)}): left as '
+                f"it is", "stop its writer, or let it release the session, then run rm again")
+    if isinstance(exc, PersistenceError) and str(exc) == f'session "{session_id}" not found':
+        return (f'no session "{name}" in {shown}',
+                f"`dsh-session ls --store {shown}` lists the sessions")
+    if isinstance(exc, OSError) and not isinstance(exc, PersistenceError):
+        return f'cannot remove session "{name}": {exc.strerror or exc}', None
+    return f'cannot remove session "{name}": {printable(one_line(exc))}', None
+
+
+def _rm(args: argparse.Namespace) -> int:
+    from ..errors import DshSessionError
+    from .source import out_json, out_text
+    from .term import printable
+
+    _must_be_able_to_ask(args, "remove sessions",
+                         "pass --yes to remove them without being asked")
+    ids = list(dict.fromkeys(args.ids))
+    problems: list[tuple[str, str, str | None]] = []
+    removed: list[Deleted] = []
+    store, shown = _open(args)
+    with store:
+        planned: list[Deleted] = []
+        for session_id in ids:  # first what can go, and what cannot
+            try:
+                planned.append(store.delete(session_id, dry_run=True))
+            except (DshSessionError, OSError) as exc:
+                problems.append((session_id, *_problem(session_id, exc, shown)))
+        if planned and not args.yes:
+            names = ", ".join(printable(d.session_id) for d in planned)
+            question = (f"remove {len(planned)} session(s) from {shown} ({names}: "
+                        f"{_total(planned):,} bytes)?")
+            if not _confirm(question):
+                raise Failure(_NOT_CONFIRMED)
+        for plan in planned:
+            try:
+                removed.append(store.delete(plan.session_id))
+            except (DshSessionError, OSError) as exc:  # changed since it was looked at
+                problems.append((plan.session_id, *_problem(plan.session_id, exc, shown)))
+    if args.json:
+        out_json({"store": shown, "removed": [_wire(d) for d in removed],
+                  "bytes": _total(removed),
+                  "errors": [{"id": i, "error": m} for i, m, _ in problems]})
+        return EXIT_REJECTED if problems else EXIT_OK
+    if problems and not removed and len(problems) == 1:
+        _, message, hint = problems[0]
+        raise Failure(message, hint=hint)
+    for d in removed:
+        out_text(f"removed {printable(d.session_id)}: {_size(d)}\n")
+    _report_problems(problems)
+    if removed or not problems:
+        out_text(f"removed {len(removed)} session(s), {_total(removed):,} bytes freed\n")
+    return EXIT_REJECTED if problems else EXIT_OK
+
+
+def _report_problems(problems: list[tuple[str, str, str | None]]) -> None:
+    from .term import Style
+
+    style = Style.for_stream(sys.stderr)
+    for _, message, _ in problems:
+        sys.stderr.write(f"dsh-session: {style('error:', 'red')} {message}\n")
+    for hint in dict.fromkeys(h for _, _, h in problems if h):
+        sys.stderr.write(f"{style('hint:', 'bold')} {hint}\n")
+
+
+# --- prune ----------------------------------------------------------------------------
+
+
+def _line(d: Deleted) -> str:
+    from .describe import when
+    from .term import printable
+
+    name = printable(d.session_id)
+    last = when(d.last_activity)
+    if d.status == "locked":
+        return f"skipped {name} (a writer holds it; last activity {last})"
+    if d.status == "failed":
+        return f"failed {name}: {printable(d.reason or '')}"
+    verb = "would remove" if d.status == "would-delete" else "removed"
+    return f"{verb} {name}  ({_size(d)}, last activity {last})"
+
+
+def _prune(args: argparse.Namespace) -> int:
+    import datetime
+    import os
+
+    from .source import out_json, out_text
+
+    older_than = parse_duration(args.older_than)
+    if args.keep < 0:
+        msg = f"--keep takes a count of sessions (0 or more), got {args.keep}"
+        raise Failure(msg, EXIT_USAGE)
+    if not args.dry_run:
+        _must_be_able_to_ask(args, "prune sessions",
+                             "pass --yes to prune without being asked, or --dry-run to "
+                             "see what would be removed")
+    cwd = args.cwd
+    if cwd is not None and not os.path.isabs(cwd):
+        cwd = os.path.abspath(cwd)
+    now = datetime.datetime.now(datetime.UTC)  # one moment for the question and the run
+    store, shown = _open(args)
+    with store:
+        try:
+            if not args.dry_run and not args.yes:
+                plan = store.prune(older_than, cwd=cwd, keep=args.keep, dry_run=True, now=now)
+                going = [d for d in plan if d.status == "would-delete"]
+                if going:
+                    for d in plan:
+                        sys.stderr.write(_line(d) + "\n")
+                    question = (f"remove {len(going)} session(s) from {shown} "
+                                f"({_total(going):,} bytes)?")
+                    if not _confirm(question):
+                        raise Failure(_NOT_CONFIRMED)
+            found = store.prune(older_than, cwd=cwd, keep=args.keep, dry_run=args.dry_run,
+                                now=now)
+        except OSError as exc:
+            msg = f"cannot list the store {shown}: {exc.strerror or exc}"
+            raise Failure(msg) from exc
+    failed = [d for d in found if d.status == "failed"]
+    if args.json:
+        out_json({"store": shown, "olderThan": args.older_than, "cwd": cwd,
+                  "keep": args.keep, "dryRun": args.dry_run,
+                  "sessions": [_wire(d) for d in found],
+                  "bytes": _total([d for d in found if d.status in ("deleted",
+                                                                   "would-delete")])})
+        return EXIT_REJECTED if failed else EXIT_OK
+    for d in found:
+        if d.status != "failed":
+            out_text(_line(d) + "\n")
+    for d in failed:
+        sys.stderr.write(f"dsh-session: error: {_line(d)}\n")
+    gone = [d for d in found if d.status in ("deleted", "would-delete")]
+    locked = sum(d.status == "locked" for d in found)
+    if args.dry_run:
+        summary = (f"would remove {len(gone)} session(s), {_total(gone):,} bytes "
+                   f"(dry run: nothing was removed)")
+    else:
+        summary = f"removed {len(gone)} session(s), {_total(gone):,} bytes freed"
+    if locked:
+        summary += f"; {locked} skipped (a writer holds them)"
+    if failed:
+        summary += f"; {len(failed)} failed"
+    out_text(summary + "\n")
+    return EXIT_REJECTED if failed else EXIT_OK
+
+
+# --- wiring ---------------------------------------------------------------------------
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and examples as written; the width measured as the other commands'
+    help measures it."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        from .help import columns
+
+        super().__init__(prog, indent_increment, max_help_position,
+                         columns() - 2 if width is None else width)
+
+
+_STORE_HELP = ("the store: a folder, jsonl:///path, sqlite:///path.db or "
+               "postgresql://host/dbname (default: $DSH_SESSION_STORE, else the user's "
+               "data folder)")
+
+_RM_DESCRIPTION = """\
+Remove sessions from a store, whole: the log (a JSONL file, or the rows of a
+database) and its lock file. A session that a live writer holds is refused and
+left intact. On a terminal, asks first."""
+
+_RM_EXAMPLE = """\
+example:
+  dsh-session rm chat-1 chat-1-retry --store sqlite:///agent.db --yes"""
+
+_PRUNE_DESCRIPTION = """\
+Remove the sessions whose last activity is older than DURATION (the --keep newest
+of them are kept). A session that a live writer holds is skipped and listed. On a
+terminal, shows what would go and asks first."""
+
+_PRUNE_EXAMPLE = """\
+example:
+  dsh-session prune --older-than 30d --cwd ~/project --keep 5 --dry-run"""
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    # Only argparse here: `dsh-session --help` must not import what the commands use.
+    rm = sub.add_parser("rm", help=HELP["rm"], description=_RM_DESCRIPTION,
+                        epilog=_RM_EXAMPLE, formatter_class=_Formatter)
+    rm.add_argument("ids", nargs="+", metavar="ID", help="the id of a session to remove")
+    rm.add_argument("--store", metavar="URL", help=_STORE_HELP)
+    rm.add_argument("--yes", "-y", action="store_true",
+                    help="remove without asking (needed when stdin is not a terminal)")
+    rm.add_argument("--json", action="store_true", help="print what was removed as JSON")
+    rm.set_defaults(run=_rm)
+
+    prune = sub.add_parser("prune", help=HELP["prune"], description=_PRUNE_DESCRIPTION,
+                           epilog=_PRUNE_EXAMPLE, formatter_class=_Formatter)
+    prune.add_argument("--older-than", required=True, metavar="DURATION",
+                       help="remove sessions idle for longer than this: 30d, 12h, 90m, 2w, "
+                            "45s (or several: 1d12h)")
+    prune.add_argument("--cwd", metavar="PATH",
+                       help="only the sessions of this working directory")
+    prune.add_argument("--keep", type=int, default=0, metavar="N",
+                       help="keep the N newest of the sessions that would go (default 0)")
+    prune.add_argument("--dry-run", action="store_true",
+                       help="say what would be removed; remove nothing")
+    prune.add_argument("--store", metavar="URL", help=_STORE_HELP)
+    prune.add_argument("--yes", "-y", action="store_true",
+                       help="remove without asking (needed when stdin is not a terminal)")
+    prune.add_argument("--json", action="store_true", help="print the report as JSON")
+    prune.set_defaults(run=_prune)
