@@ -62,7 +62,7 @@ def _at(ms: int) -> datetime.datetime:
 TRICKY_IDS = (
     "a", "ab", "a.b", "a-b", "a_b", "A", "a/b", "a~002Fb", "a~", ".", "..", "a.jsonl",
     "a.lock", "a.jsonl.0123456789ab.tmp", "é", "😀", "a" * 240, "a" * 241, "a" * 300,
-    "a" * 300 + "b",
+    "a" * 300 + "b", "a%", "%", "a_", "a*", "a'", "a\\", "a b",
 )
 
 
@@ -92,7 +92,7 @@ def test_delete_removes_one_session_and_leaves_every_other_byte_for_byte(url: st
         before = snapshot(store)
         assert sorted(before) == sorted(TRICKY_IDS)
     root = _root(url)
-    order = [TRICKY_IDS[i] for i in (0, 6, 7, 10, 9, 1, 17, 16, 19, 18, 3, 2)]
+    order = [TRICKY_IDS[i] for i in (0, 6, 7, 10, 9, 1, 17, 16, 19, 18, 3, 2, 21, 20, 22)]
     for sid in order:
         on_disk = files_under(root) if root is not None else {}
         with opened(url) as store:
