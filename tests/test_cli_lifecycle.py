@@ -112,6 +112,22 @@ def test_rm_asks_on_a_terminal(
         assert _left(url) == before
 
 
+def test_rm_names_at_most_five_sessions_in_its_question(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = str(tmp_path / "store")
+    clock = Clock(OLD)
+    ids = [f"s{i}" for i in range(7)]
+    with opened(url, clock) as store:
+        for sid in ids:
+            write(store, clock, sid)
+    monkeypatch.setattr("sys.stdin", _Terminal("n\n"))
+    code, _, err = run_cli("rm", *ids, "--store", url)
+    assert code == 1
+    assert err.startswith(f"remove 7 session(s) from {url} (s0, s1, s2, s3, s4 and 2 more: ")
+    assert sorted(_left(url)) == ids
+
+
 def test_rm_and_prune_refuse_what_a_second_process_holds(url: str) -> None:
     before = _fill(url)
     with held_by_another_process(url, "a"):

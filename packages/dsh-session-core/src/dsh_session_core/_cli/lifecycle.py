@@ -38,6 +38,9 @@ __all__ = ["add_commands", "parse_duration"]
 #: Seconds per unit of a DURATION.
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
+#: How many ids the question of ``rm`` names (then "and N more").
+_NAMED = 5
+
 _NOT_CONFIRMED = "not confirmed: nothing was removed"
 
 _DURATION_HINT = "a DURATION is a number and a unit (s, m, h, d, w), e.g. 30d, 12h, 90m, 2w"
@@ -152,7 +155,7 @@ def _problem(session_id: str, exc: Exception, shown: str) -> tuple[str, str | No
 def _rm(args: argparse.Namespace) -> int:
     from ..errors import DshSessionError
     from .source import out_json, out_text
-    from .term import printable
+    from .term import printable, shorten
 
     _must_be_able_to_ask(args, "remove sessions",
                          "pass --yes to remove them without being asked")
@@ -168,7 +171,9 @@ def _rm(args: argparse.Namespace) -> int:
             except (DshSessionError, OSError) as exc:
                 problems.append((session_id, *_problem(session_id, exc, shown)))
         if planned and not args.yes:
-            names = ", ".join(printable(d.session_id) for d in planned)
+            names = ", ".join(shorten(d.session_id, 40) for d in planned[:_NAMED])
+            if len(planned) > _NAMED:
+                names += f" and {len(planned) - _NAMED} more"
             question = (f"remove {len(planned)} session(s) from {shown} ({names}: "
                         f"{_total(planned):,} bytes)?")
             if not _confirm(question):

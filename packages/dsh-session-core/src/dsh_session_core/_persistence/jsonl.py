@@ -601,8 +601,11 @@ class JsonlBackend:
     ) -> Deleted:
         size = os.stat(path, follow_symlinks=False).st_size + sum(temps.values())
         counts = count_log(path)
+        last = counts.last_activity
+        if isinstance(last, bool) or not isinstance(last, int | float):
+            last = None  # a time only (a hand-written log may hold anything there)
         return Deleted(header.id, status, path, (path, lock_file, *temps), size,
-                       counts.events, header, counts.last_activity)
+                       counts.events, header, last)
 
     def _forget(self, path: str) -> None:
         """Drop what this backend keeps about a log it is removing."""
