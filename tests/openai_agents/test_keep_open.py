@@ -454,3 +454,46 @@ def test_the_lock_table_keeps_operations_apart_across_threads(tmp_path: Path) ->
     items = [item["content"] for _, item in fold_items(_stored(logs, "shared"))]
     assert sorted(items) == sorted(f"{n}{i}" for n in "ab" for i in range(60))
     assert not [key for key in module._LOCKS if key[1] == "shared"]
+
+
+@pytest.mark.parametrize("keep_open", [True, False])
+def test_a_failed_write_stays_buffered_and_the_next_operation_writes_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep_open: bool
+) -> None:
+    """The store's write fails (a full disk): ``add_items`` raises, nothing of the batch
+    is stored, and it stays in the live session, buffered; the next operation shows it
+    and writes it, once; and the session is then released as usual (the default mode
+    lets another process in)."""
+    logs = str(tmp_path / "logs")
+
+    async def main() -> None:
+        session = DshSession("kept", store=logs, keep_open=keep_open)
+        await session.add_items(ITEMS[:3])
+        backend = session.store.backend
+        real = backend.append_batch
+
+        def full(*args: Any, **kwargs: Any) -> None:
+            monkeypatch.setattr(backend, "append_batch", real)  # once
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(backend, "append_batch", full)
+        with pytest.raises(OSError, match="No space left"):
+            await session.add_items(ITEMS[3:5])
+        assert [i for _, i in fold_items(_stored_now(logs))] == ITEMS[:3]
+        assert await session.get_items() == ITEMS[:5]
+        assert [i for _, i in fold_items(_stored_now(logs))] == ITEMS[:5]
+        if not keep_open:
+            assert session.store.get("kept") is None
+            assert await asyncio.to_thread(_other_process, logs) == "5"
+        await session.aclose()
+
+    asyncio.run(main())
+    assert [item for _, item in fold_items(_stored(logs, "kept"))] == ITEMS[:5]
+
+
+def _stored_now(url: str) -> list[Event]:
+    """The stored log, read without the writer lock (as ``dsh-session show`` reads)."""
+    from dsh_session_core import read_session
+
+    with open_store(url) as store:
+        return list(read_session(store.location("kept")).events)

@@ -50,6 +50,7 @@ from dsh_session_core import (
     open_store,
     to_wire,
 )
+from dsh_session_core.events import ToolCall, ToolResult
 
 from .events import AgentsClear, AgentsItem, AgentsPop
 
@@ -67,18 +68,19 @@ def _advance(events: Iterable[Event], items: list[AgentsItem], calls: dict[str, 
     """Fold ``events`` into the item view (``items``: the ``agents/item`` events it
     holds) and the open tool calls (``calls``: the seq of each ``tool/call`` no
     ``tool/result`` answers yet, by call id)."""
-    for event in events:
-        if isinstance(event, AgentsItem):
-            items.append(event)
-        elif isinstance(event, AgentsPop):
+    for event in events:  # by exact class: a reload folds every event of the log
+        cls = event.__class__
+        if cls is AgentsItem:
+            items.append(event)  # type: ignore[arg-type]  # its class says so
+        elif cls is ToolCall:
+            calls[event.data.call_id] = event.seq
+        elif cls is ToolResult:
+            calls.pop(event.data.call_id, None)
+        elif cls is AgentsPop:
             if items and items[-1].seq == event.data.item_seq:
                 items.pop()
-        elif isinstance(event, AgentsClear):
+        elif cls is AgentsClear:
             items.clear()
-        elif event.type == "tool/call":
-            calls[event.data.call_id] = event.seq
-        elif event.type == "tool/result":
-            calls.pop(event.data.call_id, None)
 
 
 def _item(event: AgentsItem) -> Any:
@@ -429,6 +431,8 @@ class DshSession(SessionABC):
         self._held: Session | None = None
         self._index: _LogIndex | None = None
         self._turns_key: tuple[object, str] | None = None
+        #: The default mode: the session an operation opened and could not release.
+        self._unreleased: Session | None = None
         self._store_closed = False
 
     # --- the protocol -----------------------------------------------------------------
@@ -583,11 +587,16 @@ class DshSession(SessionABC):
             session, opened = await self._acquire(create)
             if session is None:
                 return operation(_LogIndex(Session(self.session_id)))
+            # One this instance opened and failed to release (its write failed, so it
+            # stayed live with its batch buffered): this operation writes and releases it.
+            opened = opened or session is self._unreleased
             try:
                 return operation(_LogIndex(session).update())
             finally:
                 if opened:
+                    self._unreleased = session
                     await self.store.arelease(session)
+                    self._unreleased = None
                 else:
                     await self.store.aflush(session)
 
