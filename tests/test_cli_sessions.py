@@ -358,8 +358,14 @@ def test_ls_lists_the_sessions_with_their_counts(store: tuple[str, dict[str, Any
 
 
 def test_ls_of_an_empty_or_missing_store(tmp_path: Path) -> None:
-    assert _cli("ls", "--store", str(tmp_path / "none")).stdout == (
-        f"no sessions in {tmp_path / 'none'}\n")
+    # A store named that does not exist is a typo until proven otherwise (issue 15).
+    proc = _cli("ls", "--store", str(tmp_path / "none"))
+    assert (proc.returncode, proc.stdout) == (1, "")
+    missing = f"dsh-session: no store at {tmp_path / 'none'}\n"
+    assert _one_line_error(proc.stderr).startswith(missing)
+    (tmp_path / "empty").mkdir()
+    assert _cli("ls", "--store", str(tmp_path / "empty")).stdout == (
+        f"no sessions in {tmp_path / 'empty'}\n")
     proc = _cli("ls", "--store", f"sqlite:///{tmp_path}/none.db")
     assert proc.returncode == 1
     assert "no SQLite store at" in _one_line_error(proc.stderr)
@@ -633,7 +639,7 @@ def test_fork_creates_a_persisted_child_with_its_lineage(
     store: tuple[str, dict[str, Any]]
 ) -> None:
     url, expected = store
-    proc = _cli("fork", "alpha", "--at", "7", "--id", "kid", "--store", url, "--json")
+    proc = _cli("fork", "alpha", "--at", "7", "--as", "kid", "--store", url, "--json")
     assert (proc.returncode, proc.stderr) == (0, "")
     doc = json.loads(proc.stdout)
     assert (doc["id"], doc["lineage"], doc["store"]) == ("kid", ["kid", "alpha"], url)
@@ -659,7 +665,7 @@ def test_fork_refuses_a_boundary_that_is_not_a_turn_end(
     err = _one_line_error(proc.stderr)
     assert "must be turn/end, got assistant/message" in err
     assert "hint: pick the seq of a turn/end" in err
-    for args in (["--at", "99"], ["--at", "7", "--id", "beta"]):
+    for args in (["--at", "99"], ["--at", "7", "--as", "beta"]):
         proc = _cli("fork", "alpha", *args, "--store", url)
         assert proc.returncode == 1
         _one_line_error(proc.stderr)
@@ -673,7 +679,7 @@ def test_fork_refuses_a_boundary_that_is_not_a_turn_end(
 
 def test_fork_a_log_file_into_a_store(tmp_path: Path, upstream: Path) -> None:
     url = str(tmp_path / "sessions")
-    proc = _cli("fork", str(DENY), "--at", "113", "--id", "copy", "--store", url, "--json")
+    proc = _cli("fork", str(DENY), "--at", "113", "--as", "copy", "--store", url, "--json")
     assert proc.returncode == 0, proc.stderr
     header = json.loads(proc.stdout)["header"]
     assert header["parentSession"] == "c23c86ef-d4e2-494c-8297-f4e0e0afc6b1"

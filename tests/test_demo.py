@@ -353,7 +353,9 @@ def test_the_json_summary(
         (["--store", "memory:"], 2, "the demo cannot use an in-memory store"),
         (["--store", "sqlite::memory:"], 2, "the demo cannot use an in-memory store"),
         (["--store", "ftp://host/x"], 2, "unknown store URL scheme 'ftp'"),
-        (["--session-id", "a/b"], 2, "invalid --session-id 'a/b'"),
+        # The one id rule of every command (the store's): "a/b" is a fine id, "" is not.
+        (["--session-id", ""], 2, "invalid --session-id '': it is empty"),
+        (["--session-id", "x\udc80"], 2, "invalid --session-id 'x\\udc80': it holds a lone"),
     ],
 )
 def test_bad_usage_is_one_line_and_a_hint(

@@ -183,7 +183,7 @@ def test_every_store_reading_command_works_with_a_plugins_backend(
     assert (code, err) == (0, "")
     assert [json.loads(line) for line in out.splitlines()] == events[-2:]
 
-    code, out, err = _cli("fork", "chat", "--at", "5", "--id", "kid", "--store", "dict:one",
+    code, out, err = _cli("fork", "chat", "--at", "5", "--as", "kid", "--store", "dict:one",
                           "--json")
     assert (code, err) == (0, "")
     assert json.loads(out)["lineage"] == ["kid", "chat"]

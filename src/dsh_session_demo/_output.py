@@ -44,7 +44,7 @@ def _turns(session: Session) -> list[dict[str, Any]]:
 def next_commands(run: DemoRun, store: str | None) -> list[tuple[str, str]]:
     """The commands to try next, each with what it shows."""
     loc = run.location
-    sid, fork = run.session.id, run.fork.id
+    sid, fork = shlex.quote(run.session.id), shlex.quote(run.fork.id)
     # The embedded default needs no flag; any other store is named as it was given.
     flag = f" --store {shlex.quote(store)}" if store else ""
     commands = [
@@ -59,10 +59,11 @@ def next_commands(run: DemoRun, store: str | None) -> list[tuple[str, str]]:
             (f"dsh-session validate --strict {log} {fork_log}", "check every event"),
             (f"dsh-session export {log}", "the log re-encoded (byte for byte the same)"),
         ]
-    else:  # a database: derive and validate read files, so export the log to one first
+    else:  # a database: every command reads the session by its id
         commands += [
-            (f"dsh-session export {sid}{flag} > {sid}.jsonl",
-             f"the log as a JSONL file, for derive and validate --strict {sid}.jsonl"),
+            (f"dsh-session derive {sid}{flag}", "the messages the model would see, as JSON"),
+            (f"dsh-session validate --strict {sid} {fork}{flag}", "check every event"),
+            (f"dsh-session export {sid}{flag} > {sid}.jsonl", "the log as a JSONL file"),
         ]
     return commands
 

@@ -10,8 +10,6 @@ and the demo continues on it: that reopened session is the one printed.
 from __future__ import annotations
 
 import dataclasses
-import os
-import re
 import sqlite3
 
 from dsh_session_compact import (
@@ -30,6 +28,7 @@ from dsh_session_core import (
     SqliteBackend,
     open_store,
 )
+from dsh_session_core.errors import SessionIdError
 from dsh_session_mode import Modes
 
 from ._crash import ChildReport, CrashError, crash_child
@@ -51,7 +50,6 @@ __all__ = ["Compaction", "DemoError", "DemoRun", "Location", "run_demo"]
 #: would hold untyped events and the strict check would fail.
 _PLUGIN_TYPES = {"compact/summary": "compact", "hook/result": "hooks", "mode/set": "mode",
                  "todo/write": "todo"}
-_SAFE_ID = re.compile(r"[A-Za-z0-9._-]+")
 
 
 class DemoError(Exception):
@@ -145,9 +143,14 @@ def _pick_id(store: DurableStore, wanted: str | None) -> str:
     """``wanted``, or the first free one of ``demo``, ``demo-2``... (with its fork id)."""
     taken = {h.id for h in store.stored()}
     if wanted is not None:
-        if not _SAFE_ID.fullmatch(wanted):
-            msg = f"invalid --session-id {wanted!r}"
-            raise DemoError(msg, "use letters, digits, '.', '_' and '-' only", 2)
+        # The one id rule of every command: the store's own (Backend.check_id).
+        for candidate in (wanted, f"{wanted}-fork"):
+            try:
+                store.backend.check_id(candidate)
+            except SessionIdError as exc:
+                msg = f"invalid --session-id {wanted!r}: {exc.problem}"
+                raise DemoError(msg, f"the {exc.backend} backend's session ids are "
+                                     f"{exc.rule}", 2) from None
         if wanted in taken or f"{wanted}-fork" in taken:
             msg = f'session "{wanted}" (or "{wanted}-fork") already exists in this store'
             raise DemoError(msg, "pick another --session-id, or leave it out to get a free one")
@@ -167,19 +170,8 @@ def _locate(store: DurableStore, session_id: str, fork_id: str) -> Location:
     if isinstance(backend, PostgresBackend):
         return Location("postgresql", backend.location_url, None, None)
     assert isinstance(backend, JsonlBackend)  # _open refused the other kinds
-    return Location("jsonl", backend.root, _log_file(backend.root, session_id),
-                    _log_file(backend.root, fork_id))
-
-
-def _log_file(root: str, session_id: str) -> str | None:
-    # Logs live in one folder per cwd; the id is its own file name (it is checked to be
-    # a safe name), so the file is found by looking in each folder.
-    with os.scandir(root) as buckets:
-        for bucket in sorted(buckets, key=lambda b: b.name):
-            path = os.path.join(bucket.path, f"{session_id}.jsonl")
-            if os.path.isfile(path):
-                return path
-    return None
+    return Location("jsonl", backend.root, store.location(session_id),
+                    store.location(fork_id))
 
 
 def _compact_oldest(harness: Harness) -> Compaction:

@@ -583,7 +583,7 @@ def test_a_failed_fork_flush_is_one_cli_line(tmp_path: Path,
     _turn(s, 1)
     st.close()
     _fail(monkeypatch, "fsync", times=100)
-    code, _, err = _cli("fork", "parent", "--store", str(tmp_path), "--at", "2", "--id", "kid")
+    code, _, err = _cli("fork", "parent", "--store", str(tmp_path), "--at", "2", "--as", "kid")
     monkeypatch.undo()
     assert code == 1
     assert "Traceback" not in err

@@ -9,6 +9,8 @@ is the only code that calls hooks; everything else gets typed results from it.
 from __future__ import annotations
 
 import os
+import re
+import warnings
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast, final
 
@@ -18,7 +20,7 @@ from . import hookspecs
 from ._entry_points import EntryPoint, find_entry_points
 from ._names import DISABLE_AUTOLOAD_ENV, DISABLE_PLUGINS_ENV, ENTRY_POINT_GROUP, PROJECT_NAME
 from ._registry import EventRegistry, EventSpec
-from .errors import PluginConflictError, PluginError
+from .errors import PluginConflictError, PluginError, UnknownPluginWarning
 
 if TYPE_CHECKING:
     from ._persistence.base import Backend
@@ -64,15 +66,30 @@ class PluginManager(pluggy.PluginManager):
 
 
 def _blocked_from_env() -> list[str]:
+    """The names in ``DSH_SESSION_DISABLE_PLUGINS``, separated by commas or spaces."""
     raw = os.environ.get(DISABLE_PLUGINS_ENV, "")
-    return [n.strip() for n in raw.split(",") if n.strip()]
+    return [n for n in re.split(r"[,\s]+", raw) if n]
+
+
+#: The unknown names already warned about in this process (once each is enough).
+_WARNED: set[str] = set()
+
+
+def _warn_unknown(names: Iterable[str], installed: set[str]) -> None:
+    for name in names:
+        if name not in installed and name != CORE_PLUGIN_NAME and name not in _WARNED:
+            _WARNED.add(name)
+            warnings.warn(UnknownPluginWarning(name, tuple(sorted(installed))),
+                          stacklevel=4)
 
 
 def _entry_points(blocked: set[str]) -> list[EntryPoint]:
     """The group's entry points, refusing two distributions that claim one name (pluggy
-    would silently keep whichever it met first)."""
+    would silently keep whichever it met first); warns of a blocked name none has."""
     owners: dict[str, set[str]] = {}
-    found = [ep for ep in find_entry_points(ENTRY_POINT_GROUP) if ep.name not in blocked]
+    every = list(find_entry_points(ENTRY_POINT_GROUP))
+    _warn_unknown(_blocked_from_env(), {ep.name for ep in every})
+    found = [ep for ep in every if ep.name not in blocked]
     for ep in found:
         owners.setdefault(ep.name, set()).add(ep.distribution or "<unknown distribution>")
     for name, dists in owners.items():

@@ -74,6 +74,7 @@ __all__ = [
     "UnknownEventTypeError",
     "UnknownFieldError",
     "UnknownMemberError",
+    "UnknownPluginWarning",
     "UnstorableError",
 ]
 
@@ -345,6 +346,24 @@ class MisplacedLogError(LogFormatError):
         )
         self.session_id = session_id
         self.expected = expected
+
+
+class UnknownPluginWarning(UserWarning):
+    """A name in ``DSH_SESSION_DISABLE_PLUGINS`` that no installed plugin has (a typo
+    would otherwise leave the plugin it meant loaded, silently). Warned once per name.
+
+    :ivar name: the name.
+    :ivar installed: the names of the installed plugins.
+    """
+
+    def __init__(self, name: str, installed: tuple[str, ...]) -> None:
+        known = ", ".join(installed) if installed else "none"
+        super().__init__(
+            f"DSH_SESSION_DISABLE_PLUGINS names {name!r}, which no installed plugin is "
+            f"(installed: {known}): check the spelling (`dsh-session plugins` lists them)"
+        )
+        self.name = name
+        self.installed = installed
 
 
 class SkippedLogWarning(UserWarning):

@@ -1,4 +1,5 @@
-"""``dsh-session derive``, ``export``, ``validate`` and ``repair``: commands on log files."""
+"""``dsh-session derive``, ``export``, ``validate`` and ``repair``: commands on logs, each a
+log file or a stored session (the SOURCE rule of :mod:`.source`)."""
 
 from __future__ import annotations
 
@@ -61,12 +62,20 @@ def _recovered(path: str, reg: EventRegistry) -> tuple[ScanResult, list[Event]]:
     return scan, interrupted_turn_closers(scan.events)
 
 
-def _derive_one(path: str, reg: EventRegistry, recover: bool, to: str | None = None) -> Any:
-    if not recover:
+def _derive_one(args: argparse.Namespace, path: str, reg: EventRegistry) -> Any:
+    from .._session import Session
+    from .source import load_source, resolve, warn
+
+    recover, to = args.recover, args.to
+    if resolve(path, args) == "id":
+        source = load_source(args, reg, path)
+        for warning in source.warnings:
+            warn(warning)
+        events = [*source.events, *source.closers] if recover else source.events
+        session = Session(source.header.id, events, source.header, registry=reg)
+    elif not recover:
         session = load_session(path, reg)
     else:
-        from .._session import Session
-
         scan, closers = _recovered(path, reg)
         events = [*scan.events, *closers]
         session = Session(scan.header.id, events, scan.header, registry=reg)
@@ -104,24 +113,27 @@ def _convert(session: Session, to: str) -> Any:
 def _derive(args: argparse.Namespace) -> int:
     from .._codec import encode_line
     from ..errors import DshSessionError
+    from .source import resolve
 
     reg = registry()
     if not args.jsonl:
-        if len(args.files) != 1:
-            msg = "derive takes one FILE"
-            raise Failure(msg, EXIT_USAGE, hint="use --jsonl to derive several files at once")
+        if len(args.sources) != 1:
+            msg = "derive takes one SOURCE"
+            raise Failure(msg, EXIT_USAGE, hint="use --jsonl to derive several at once")
         try:
-            messages = _derive_one(args.files[0], reg, args.recover, args.to)
+            messages = _derive_one(args, args.sources[0], reg)
         except DshSessionError as exc:
-            msg = f"{args.files[0]}: {one_line(exc)}"
+            msg = f"{args.sources[0]}: {one_line(exc)}"
             raise Failure(msg, hint=log_hint(exc, None if args.recover else _LOG_HINT)) from exc
         write(encode_line(messages) + b"\n")
         return EXIT_OK
     status = EXIT_OK
-    for path in args.files:
+    for path in args.sources:
         row: dict[str, object] = {"file": path}
         try:
-            row["messages"] = _derive_one(path, reg, args.recover, args.to)
+            if resolve(path, args) == "id":
+                row = {"session": path}
+            row["messages"] = _derive_one(args, path, reg)
         except DshSessionError as exc:
             row["error"] = one_line(exc)
         except Failure as exc:
@@ -139,18 +151,17 @@ def _export(args: argparse.Namespace) -> int:
     from .._codec import encode_events, encode_line
     from .._logfile import dump_log, parse_log
     from ..errors import DshSessionError
-    from .source import is_log_file, load_source, read_bytes, warn
+    from .source import load_source, read_bytes, resolve, warn
 
     reg = registry()
-    if is_log_file(args.file):
+    if resolve(args.source, args) == "file":
         try:
-            log = parse_log(read_bytes(args.file, "exporting"), reg, path=args.file)
+            log = parse_log(read_bytes(args.source, "exporting"), reg, path=args.source)
         except DshSessionError as exc:
-            msg = f"{args.file}: {one_line(exc)}"
+            msg = f"{args.source}: {one_line(exc)}"
             raise Failure(msg, hint=log_hint(exc, _LOG_HINT)) from exc
         header, events = log.header, log.events
     else:
-        args.source = args.file
         source = load_source(args, reg)
         for warning in source.warnings:
             warn(warning)
@@ -170,36 +181,106 @@ def _validate(args: argparse.Namespace) -> int:
     from .._check_log import check_log
     from .._codec import encode_line
     from ..errors import DshSessionError
+    from .source import load_source, resolve, warn
 
     reg = registry()
     failed = 0
-    for path in args.files:
+    for path in args.sources:
+        key = "file"
         try:
-            problems = [str(p) for p in check_log(read_log(path, reg).events, reg,
-                                                  strict=args.strict)]
+            if resolve(path, args) == "file":
+                events = read_log(path, reg).events
+            else:
+                key = "session"
+                source = load_source(args, reg, path)
+                for warning in source.warnings:
+                    warn(warning)
+                events = source.events
+            problems = [str(p) for p in check_log(events, reg, strict=args.strict)]
         except DshSessionError as exc:
             problems = [one_line(exc)]
+        except Failure as exc:
+            if len(args.sources) == 1:
+                raise
+            problems = [str(exc)]
         failed += bool(problems)
         if args.json:
-            write(encode_line({"file": path, "ok": not problems, "problems": problems}) + b"\n")
+            write(encode_line({key: path, "ok": not problems, "problems": problems}) + b"\n")
         else:
             for problem in problems:
                 write(f"{path}: {problem}\n")
     if not args.json:
-        checked = len(args.files)
+        checked = len(args.sources)
         write(f"{checked - failed} of {checked} logs valid"
               f"{_STRICT_NOTE if args.strict else ''}\n")
     return EXIT_REJECTED if failed else EXIT_OK
 
 
 def _repair(args: argparse.Namespace) -> int:
+    from .source import resolve
+
+    status = EXIT_OK
+    for source in args.sources:
+        if resolve(source, args) == "id":
+            status = max(status, _repair_stored(args, source))
+        else:
+            status = max(status, _repair_file(args, source))
+    return status
+
+
+def _repair_stored(args: argparse.Namespace, session_id: str) -> int:
+    """A stored session repaired as opening it repairs it (any backend): the torn tail
+    cut and the interrupted turn closed, under the session's writer lock."""
+    from .._persistence.repair import interrupted_turn_closers
+    from .._persistence.store import DurableStore
+    from ..errors import DshSessionError, SessionLockedError
+    from .source import check_session_id, not_found, open_backend, store_url
+
+    url = store_url(args)
+    label = f'session "{session_id}" in {url}'
+    with DurableStore(open_backend(url)) as store:
+        check_session_id(store.backend, session_id)
+        try:
+            stored = store.backend.load_stored(session_id, store.registry)
+        except DshSessionError as exc:
+            msg = f"{label}: {one_line(exc)}"
+            raise Failure(msg, hint="corruption before the last turn/end is not a crash "
+                                    "tail: restore the session from a copy") from exc
+        if stored is None:
+            raise not_found(session_id, url)
+        closers = interrupted_turn_closers(stored.events)
+        if stored.torn is None and not closers:
+            write(f"{label}: nothing to repair ({len(stored.events)} events, last turn "
+                  "closed)\n")
+            return EXIT_OK
+        would = "would " if args.dry_run else ""
+        if stored.torn is not None:
+            write(f"{label}: {would}cut a torn tail after event seq "
+                  f"{len(stored.events) - 1}\n")
+        if closers:
+            kinds = ", ".join(f"{c.type} (seq {c.seq})" for c in closers)
+            write(f"{label}: {would}close the interrupted turn with {kinds}\n")
+        if args.dry_run:
+            return EXIT_OK
+        try:
+            store.release(store.open(session_id))
+        except SessionLockedError:
+            msg = f"{label}: a writer holds this session's lock"
+            raise Failure(msg, hint="stop the writer, then repair") from None
+        except (DshSessionError, OSError) as exc:
+            msg = f"{label}: the repair failed: {one_line(exc)}"
+            raise Failure(msg, hint="fix the cause, then run the repair again") from exc
+    write(f"{label}: repaired\n")
+    return EXIT_OK
+
+
+def _repair_file(args: argparse.Namespace, path: str) -> int:
     import fcntl
     import os
 
     from .._codec import encode_events
     from ..errors import DshSessionError, LinkedLogError
 
-    path = args.file
     if os.path.islink(path):
         # Never written through: a log planted as a link would have us append to
         # whatever it points at.
@@ -268,10 +349,12 @@ def _repair(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .source import add_source_arguments
+
     derive = sub.add_parser("derive", help=HELP["derive"])
-    derive.add_argument("files", nargs="+", metavar="FILE", help="a JSONL session log")
+    add_source_arguments(derive, many=True, recover=False)
     derive.add_argument(
-        "--jsonl", action="store_true", help="one JSON line per file, errors included"
+        "--jsonl", action="store_true", help="one JSON line per SOURCE, errors included"
     )
     derive.add_argument(
         "--recover", action="store_true",
@@ -289,21 +372,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     repair = sub.add_parser(
         "repair", help=HELP["repair"]
     )
-    repair.add_argument("file", metavar="FILE", help="a JSONL session log")
+    add_source_arguments(repair, many=True, recover=False)
     repair.add_argument("--dry-run", action="store_true", help="say what would change")
     repair.set_defaults(run=_repair)
 
     export = sub.add_parser(
         "export", help=HELP["export"]
     )
-    export.add_argument(
-        "file", metavar="SOURCE", help="a JSONL session log, or the id of a stored session"
-    )
-    export.add_argument(
-        "--store", metavar="URL",
-        help="the store holding SOURCE when it is a session id (default: "
-             "$DSH_SESSION_STORE, else the user's data folder)",
-    )
+    add_source_arguments(export, recover=False)
     export.add_argument(
         "--json", action="store_true",
         help='one JSON document {"header": ..., "events": [...]} instead of JSONL',
@@ -313,7 +389,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     validate = sub.add_parser(
         "validate", help=HELP["validate"]
     )
-    validate.add_argument("files", nargs="+", metavar="FILE", help="JSONL session logs")
+    add_source_arguments(validate, many=True, recover=False)
     validate.add_argument(
         "--strict", action="store_true",
         help="event types no plugin declares, and payloads that only load opaquely (an "

@@ -10,6 +10,7 @@ and PostgreSQL run one aggregate query; either way O(store size), never JSON dec
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -31,10 +32,20 @@ def _row(summary: SessionSummary) -> dict[str, Any]:
     return row
 
 
-def _rows(url: str) -> list[dict[str, Any]]:
+def _rows(url: str, named: bool) -> list[dict[str, Any]]:
+    """The rows of the store at ``url``; a store the user ``named`` (``--store``,
+    ``$DSH_SESSION_STORE``) must exist, the default one lists nothing until written."""
     from .source import open_backend
 
     backend = open_backend(url)
+    if named and not backend.exists():
+        backend.close()
+        msg = f"no store at {url}"
+        sqlite = f"sqlite://{url}" if url.startswith("/") else f"sqlite:{url}"
+        hint = (f"a SQLite database is named by its URL: --store {sqlite}"
+                if url.endswith(".db")
+                else "check the path: a store is made by the first session written to it")
+        raise Failure(msg, hint=hint)
     try:
         summaries = backend.summaries()
     except OSError as exc:
@@ -57,7 +68,7 @@ def run_ls(args: argparse.Namespace) -> int:
     from .term import Style, printable, text_table
 
     url = store_url(args)
-    rows = _rows(url)
+    rows = _rows(url, named=bool(args.store or os.environ.get("DSH_SESSION_STORE")))
     if args.json:
         out_json(rows)
         return EXIT_OK

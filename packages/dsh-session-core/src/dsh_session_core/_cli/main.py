@@ -72,11 +72,22 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         # Imported here, not at the top: `--help` does not pay for the error classes.
         from ..errors import DshSessionError
 
-        if args.debug or not isinstance(exc, DshSessionError):  # e.g. two plugins clash
+        if args.debug:
             raise
-        print(f"dsh-session: {one_line(exc)}", file=sys.stderr)
-        print("hint: run again with --debug to see where it came from", file=sys.stderr)
+        if isinstance(exc, DshSessionError):  # e.g. two plugins clash
+            print(f"dsh-session: {one_line(exc)}", file=sys.stderr)
+            print("hint: run again with --debug to see where it came from", file=sys.stderr)
+        else:
+            # A bug of ours or of a plugin: still one line, never a traceback without
+            # --debug.
+            print(f"dsh-session: internal error: {one_line(exc)}", file=sys.stderr)
+            print("hint: run again with --debug for the traceback, and report it",
+                  file=sys.stderr)
         raise SystemExit(EXIT_REJECTED) from None
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        raise SystemExit(130) from None
     raise SystemExit(status)
 
 

@@ -166,7 +166,15 @@ def _fork(args: argparse.Namespace) -> int:
     from .._session import Session
     from ..errors import DshSessionError, SessionForkError
     from .describe import wire_of
-    from .source import load_source, open_backend, out_json, out_text, store_url, warn
+    from .source import (
+        check_session_id,
+        load_source,
+        open_backend,
+        out_json,
+        out_text,
+        store_url,
+        warn,
+    )
 
     url = store_url(args)
     # The store is opened as every command opens it (a bad URL or database is one
@@ -175,9 +183,11 @@ def _fork(args: argparse.Namespace) -> int:
         source = load_source(args, store.registry)
         for warning in source.warnings:
             warn(warning)
-        if args.id is not None and any(h.id == args.id for h in store.stored()):
-            msg = f'a session "{args.id}" is already stored in {url}'
-            raise Failure(msg, hint="pick another --id, or leave it out for a new UUID")
+        if args.child_id is not None:
+            check_session_id(store.backend, args.child_id)
+            if any(h.id == args.child_id for h in store.stored()):
+                msg = f'a session "{args.child_id}" is already stored in {url}'
+                raise Failure(msg, hint="pick another --as, or leave it out for a new UUID")
         try:
             # The parent is made live in this store only, never announced: the
             # persistence plugin does not bind it, so its log is neither locked,
@@ -185,11 +195,11 @@ def _fork(args: argparse.Namespace) -> int:
             parent = Session(source.header.id, source.events, source.header,
                              registry=store.registry)
             store.enter(parent)
-            child = store.fork(parent, args.at, args.id)
+            child = store.fork(parent, args.at, args.child_id)
             store.flush(child)
         except SessionForkError as exc:
             hint = ("pick the seq of a turn/end (`dsh-session show` lists them)"
-                    if exc.code in ("OPEN_TURN", "INVALID_BOUNDARY") else "pick another --id")
+                    if exc.code in ("OPEN_TURN", "INVALID_BOUNDARY") else "pick another --as")
             msg = f"cannot fork {source.origin}: {exc}"
             raise Failure(msg, hint=hint) from exc
         except DshSessionError as exc:
@@ -212,26 +222,9 @@ def _fork(args: argparse.Namespace) -> int:
 # --- wiring -----------------------------------------------------------------------------
 
 
-def _add_source_arguments(parser: argparse.ArgumentParser, *, recover: bool = True) -> None:
-    parser.add_argument(
-        "source", metavar="SOURCE",
-        help="a .jsonl log file, or the id of a session in the store",
-    )
-    parser.add_argument(
-        "--store", metavar="URL",
-        help="the store holding SOURCE when it is a session id: a folder, jsonl:///path, "
-             "sqlite:///path.db or postgresql://host/dbname (default: $DSH_SESSION_STORE, "
-             "else the user's data folder)",
-    )
-    if recover:
-        parser.add_argument(
-            "--recover", action="store_true",
-            help="read a file as a durable backend loads it: a torn tail is dropped, "
-                 "a hole before the last turn/end is an error",
-        )
-
-
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .source import add_source_arguments
+
     # Only argparse here: `dsh-session --help` must not import what the commands use.
     ls = sub.add_parser("ls", help=HELP["ls"])
     ls.add_argument("--store", metavar="URL",
@@ -242,19 +235,19 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     ls.set_defaults(run=_run_ls)
 
     show = sub.add_parser("show", help=HELP["show"])
-    _add_source_arguments(show)
+    add_source_arguments(show)
     show.add_argument("--json", action="store_true", help="print the timeline as JSON")
     show.set_defaults(run=_run_show)
 
     stats = sub.add_parser("stats", help=HELP["stats"])
-    _add_source_arguments(stats)
+    add_source_arguments(stats)
     stats.add_argument("--json", action="store_true", help="print JSON")
     stats.set_defaults(run=_stats)
 
     tail = sub.add_parser(
         "tail", help=HELP["tail"]
     )
-    _add_source_arguments(tail, recover=False)
+    add_source_arguments(tail, recover=False)
     tail.add_argument("-f", "--follow", action="store_true",
                       help="keep printing events as they are appended (Ctrl-C stops)")
     tail.add_argument("-n", "--lines", type=int, default=10, metavar="N",
@@ -266,10 +259,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     fork = sub.add_parser(
         "fork", help=HELP["fork"]
     )
-    _add_source_arguments(fork, recover=False)
+    add_source_arguments(fork, recover=False)
     fork.add_argument("--at", type=int, required=True, metavar="SEQ",
                       help="the seq of the turn/end to cut after")
-    fork.add_argument("--id", metavar="NEW", help="the child's id (default: a new UUID)")
+    fork.add_argument("--as", dest="child_id", metavar="NEW",
+                      help="the child's id (default: a new UUID)")
     fork.add_argument("--json", action="store_true", help="print the child's header as JSON")
     fork.set_defaults(run=_fork)
 

@@ -1,7 +1,11 @@
 """The SOURCE of the session commands: a log file, or a session id in a store.
 
-An existing path (not a directory) is a file; anything else is a session id in
-``--store URL`` (default: :func:`~.._persistence.store.default_store_url`). Both are read
+One rule, :func:`resolve`, for every command that reads a session: ``--file`` reads
+SOURCE as a path and ``--id`` as a session id in ``--store URL`` (default:
+:func:`~.._persistence.store.default_store_url`); without either, an existing path (not a
+directory) is a file and anything else a session id, unless the store also holds a
+session of that name: then the command says so rather than guess. A session id is
+checked by the store's own id rule (``Backend.check_id``) before anything is read. Both are read
 without writing anything and without taking the session's writer lock, so inspecting a
 live session never disturbs its writer:
 
@@ -40,6 +44,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Source",
+    "add_source_arguments",
+    "check_session_id",
     "is_log_file",
     "load_source",
     "not_found",
@@ -48,6 +54,7 @@ __all__ = [
     "out_text",
     "payload",
     "read_bytes",
+    "resolve",
     "store_url",
     "warn",
 ]
@@ -271,11 +278,28 @@ def not_found(session_id: str, url: str) -> Failure:
     return Failure(msg, hint=f"`dsh-session ls --store {url}` lists the sessions")
 
 
+def check_session_id(backend: Backend, session_id: str) -> None:
+    """Refuse, as one line naming the rule, an id the store's backend cannot hold (the
+    empty id, a lone surrogate, an id too long for PostgreSQL...)."""
+    from ..errors import SessionIdError
+
+    try:
+        backend.check_id(session_id)
+    except SessionIdError as exc:
+        shown = repr(session_id)
+        if len(shown) > 60:
+            shown = f"{shown[:40]}...{shown[-12:]} ({len(session_id)} characters)"
+        msg = f"invalid session id {printable(shown)}: {exc.problem}"
+        raise Failure(msg, EXIT_USAGE,
+                      hint=f"the {exc.backend} backend's session ids are {exc.rule}") from None
+
+
 def _read_stored(session_id: str, url: str, reg: EventRegistry) -> Source:
     from ..errors import LogFormatError
 
     backend = open_backend(url)
     try:
+        check_session_id(backend, session_id)
         stored = backend.load_stored(session_id, reg)
     except LogFormatError as exc:
         where = f" ({exc.path})" if getattr(exc, "path", None) else ""
@@ -307,9 +331,82 @@ def is_log_file(source: str) -> bool:
     return os.path.exists(source) and not os.path.isdir(source)
 
 
-def load_source(args: argparse.Namespace, reg: EventRegistry) -> Source:
-    """The session ``args.source`` names (see the module docstring)."""
-    path: str = args.source
-    if is_log_file(path):
+def _stored_here(session_id: str, url: str) -> bool:
+    """Whether the store at ``url`` holds ``session_id`` (a store that does not exist, or
+    cannot hold such an id, holds none): one cheap lookup, no session loaded."""
+    from ..errors import DshSessionError
+
+    try:
+        backend = open_backend(url)
+    except Failure:
+        return False
+    try:
+        backend.check_id(session_id)
+        return backend.tail_lines(session_id, 0) is not None
+    except (DshSessionError, OSError):
+        return False
+    finally:
+        backend.close()
+
+
+def resolve(source: str, args: argparse.Namespace) -> str:
+    """How SOURCE is read: ``"file"`` or ``"id"`` (the module's rule).
+
+    :raises Failure: ``--file`` of a path that is no file; a path that is a file and
+        also a session id in the store, with neither ``--file`` nor ``--id``.
+    """
+    if getattr(args, "as_file", False):
+        if not is_log_file(source):
+            what = "a directory" if os.path.isdir(source) else "not found"
+            msg = f"no log file {source} ({what})"
+            raise Failure(msg, hint="without --file, SOURCE may be a session id")
+        return "file"
+    if getattr(args, "as_id", False) or not is_log_file(source):
+        return "id"
+    url = store_url(args)
+    if _stored_here(source, url):
+        msg = f'"{source}" is both a log file here and a session in {url}'
+        raise Failure(msg, EXIT_USAGE, hint=f"say which: --file {source} reads the file, "
+                                            f"--id {source} the stored session")
+    return "file"
+
+
+def load_source(args: argparse.Namespace, reg: EventRegistry,
+                source: str | None = None) -> Source:
+    """The session ``source`` (default: ``args.source``) names, read by the module's
+    rule."""
+    path: str = args.source if source is None else source
+    if resolve(path, args) == "file":
         return _read_file(path, reg, getattr(args, "recover", False))
     return _read_stored(path, store_url(args), reg)
+
+
+#: The ``--store`` help of every command that reads a SOURCE.
+STORE_HELP = ("the store holding a SOURCE that is a session id: a folder, jsonl:///path, "
+              "sqlite:///path.db or postgresql://host/dbname (default: $DSH_SESSION_STORE, "
+              "else the user's data folder)")
+
+
+def add_source_arguments(parser: argparse.ArgumentParser, *, many: bool = False,
+                         recover: bool = True) -> None:
+    """SOURCE (one, or with ``many`` one or more), ``--store``, ``--file``/``--id``, and
+    ``--recover``: the same arguments, with the same meaning, on every command that
+    reads sessions."""
+    if many:
+        parser.add_argument("sources", nargs="+", metavar="SOURCE",
+                            help="log files (.jsonl) or ids of sessions in the store")
+    else:
+        parser.add_argument("source", metavar="SOURCE",
+                            help="a log file (.jsonl), or the id of a session in the store")
+    parser.add_argument("--store", metavar="URL", help=STORE_HELP)
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--file", dest="as_file", action="store_true",
+                     help="read SOURCE as a file path, never a session id")
+    how.add_argument("--id", dest="as_id", action="store_true",
+                     help="read SOURCE as a session id, even when a file has its name")
+    if recover:
+        parser.add_argument(
+            "--recover", action="store_true",
+            help="read a file as a durable backend loads it: a torn tail is dropped, "
+                 "a hole before the last turn/end is an error",
+        )

@@ -101,10 +101,11 @@ def _tail_file(path: str, n: int, follow: bool, emit: Emit) -> int:
 
 
 def _tail_stored(session_id: str, url: str, n: int, follow: bool, emit: Emit) -> int:
-    from .source import not_found, open_backend
+    from .source import check_session_id, not_found, open_backend
 
     backend = open_backend(url)
     try:
+        check_session_id(backend, session_id)
         tail = backend.tail_lines(session_id, n)
         if tail is None:
             raise not_found(session_id, url)
@@ -120,7 +121,7 @@ def _tail_stored(session_id: str, url: str, n: int, follow: bool, emit: Emit) ->
 
 
 def run_tail(args: argparse.Namespace) -> int:
-    from .source import is_log_file, store_url
+    from .source import resolve, store_url
 
     emit = _emitter(args.json)
     source: str = args.source
@@ -134,7 +135,7 @@ def run_tail(args: argparse.Namespace) -> int:
         # set SIGINT to be ignored (a background job of a script): listen to it again.
         signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        if is_log_file(source):
+        if resolve(source, args) == "file":
             return _tail_file(source, args.lines, args.follow, emit)
         return _tail_stored(source, store_url(args), args.lines, args.follow, emit)
     except KeyboardInterrupt:  # Ctrl-C is how a person stops following
