@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 import dsh_session_core._persistence.sqlite as sqlite_backend
 from dsh_session_core import (
+    DurableStore,
     Event,
     OpaqueEvent,
     Session,
@@ -273,6 +274,27 @@ def test_a_relative_path_is_made_absolute_with_private_folders(
     os.umask(umask)
     assert stat.S_IMODE((tmp_path / "a" / "b").stat().st_mode) == 0o700 & ~umask
     assert (tmp_path / "a" / "b" / "x.db").is_file()
+
+
+def test_a_new_database_and_its_wal_files_are_private_whatever_the_umask(
+    tmp_path: Path, opened: list[SqliteBackend]
+) -> None:
+    old = os.umask(0)  # the loosest umask: the file's mode is the backend's alone
+    try:
+        backend = open_backend(opened, str(tmp_path / "x.db"))
+        store = DurableStore(backend)
+        store.release(store.create("a"))
+        files = sorted(p.name for p in tmp_path.iterdir() if p.is_file())
+        assert files == ["x.db", "x.db-shm", "x.db-wal"]
+        for name in files:
+            assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600, name
+    finally:
+        os.umask(old)
+    # A database that is there keeps its mode (the user chose it).
+    (tmp_path / "shared.db").touch(mode=0o640)
+    os.chmod(tmp_path / "shared.db", 0o640)
+    open_backend(opened, str(tmp_path / "shared.db"))
+    assert stat.S_IMODE((tmp_path / "shared.db").stat().st_mode) == 0o640
 
 
 # --- 68: row encoding -----------------------------------------------------------------------

@@ -315,6 +315,12 @@ class SqliteBackend:
             self.path = os.path.abspath(raw)
             os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
             self._lock_dir = self.path + ".locks"
+            if create:
+                # A new database file is private, as a JSONL log is (0600, whatever the
+                # umask); SQLite gives its -wal and -shm files the database's mode.
+                with contextlib.suppress(FileExistsError):
+                    os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                                     | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600))
         self._lock = threading.Lock()
         self._file_locks: set[_FileLock] = set()
         self._memory_locks: set[str] = set()
