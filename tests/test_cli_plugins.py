@@ -111,3 +111,29 @@ def test_every_plugin_scenario_has_a_test() -> None:
         named.update(int(n) for n in re.findall(r"def test_s(\d+)_", path.read_text()))
     plugins = set(range(72, 91))
     assert sorted(plugins - named) == []
+
+
+@pytest.mark.parametrize("columns", [80, 100, 200])
+def test_events_wraps_its_docs_to_the_terminal_width(
+    columns: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cli_support import run_cli
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    monkeypatch.setenv("DSH_SESSION_DISABLE_PLUGINS", "example")
+    code, out, err = run_cli("events")
+    assert (code, err) == (0, "")
+    lines = out.decode().splitlines()
+    # Only a word longer than the doc column overflows it (words are never cut).
+    over = [line for line in lines if len(line) > columns and len(line.split()) > 1
+            and not line.startswith(" ")]
+    over += [line for line in lines if len(line) > columns and line.startswith(" ")
+             and len(line.split()) > 1]
+    assert over == [], over
+    # Nothing lost: the docs joined back are the registry's, type by type.
+    from dsh_session_core._catalog import event_rows
+    from dsh_session_core._cli.support import registry
+
+    text = " ".join(line.strip() for line in lines)
+    for row in event_rows(registry()):
+        assert " ".join(row["doc"].split()) in " ".join(text.split()), row["type"]

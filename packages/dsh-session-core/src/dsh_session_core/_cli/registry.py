@@ -126,14 +126,29 @@ def _events(args: argparse.Namespace) -> int:
         rows = {"events": event_rows(reg), "unions": member_rows(reg)}
         write(encode_line(rows) + b"\n")
     else:
+        from .term import terminal_width
+
+        width = terminal_width()
         for row in event_rows(reg):
             badge = "surface" if row["surface"] else "log-only"
-            write(f"{row['type']:<22} {badge:<8}  {row['plugin']:<8}  {row['doc']}\n")
+            write(_wrapped(f"{row['type']:<22} {badge:<8}  {row['plugin']:<8}  ",
+                           row["doc"], width))
         write("\nunion members:\n")
         for member in member_rows(reg):
-            write(f"{member['union']:<16} {member['tag']:<16} {member['plugin']:<8}  "
-                  f"{member['doc']}\n")
+            write(_wrapped(f"{member['union']:<16} {member['tag']:<16} "
+                           f"{member['plugin']:<8}  ", member["doc"], width))
     return EXIT_OK
+
+
+def _wrapped(prefix: str, doc: str, width: int) -> str:
+    """``prefix`` then ``doc`` wrapped to ``width`` columns, its continuation lines under
+    its first (as ``show`` wraps its lines); a long prefix leaves the doc 30 at least."""
+    import textwrap
+
+    lines = textwrap.wrap(doc, max(30, width - len(prefix)), break_on_hyphens=False,
+                          break_long_words=False) or [""]
+    indent = " " * len(prefix)
+    return prefix + f"\n{indent}".join(lines) + "\n"
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
