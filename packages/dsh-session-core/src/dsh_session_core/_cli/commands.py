@@ -7,7 +7,7 @@ that command runs, so ``dsh-session --help`` costs little more than starting Pyt
 
 from __future__ import annotations
 
-__all__ = ["COMMANDS", "HELP"]
+__all__ = ["COMMANDS", "EXAMPLES", "HELP"]
 
 #: Command name → (the module of this package whose ``add_commands`` adds it, its help).
 #: In the order ``--help`` lists them.
@@ -32,3 +32,21 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 #: Command name → its one-line help (what each module passes to ``add_parser``).
 HELP: dict[str, str] = {name: text for name, (_, text) in COMMANDS.items()}
+
+#: Command name → the example its ``--help`` ends with (a command that writes its own
+#: epilog keeps it).
+EXAMPLES: dict[str, str] = {
+    "demo": "dsh-session demo --store sqlite:///tmp/demo.db",
+    "derive": "dsh-session derive --to anthropic chat-1 --store sqlite:///agent.db",
+    "repair": "dsh-session repair --dry-run ~/logs/crashed.jsonl",
+    "export": "dsh-session export chat-1 --store sqlite:///agent.db > chat-1.jsonl",
+    "validate": "dsh-session validate --strict chat-1 chat-2 --store ~/sessions",
+    "plugins": "dsh-session plugins --json",
+    "events": "dsh-session events --markdown > docs/persistence-catalog.md",
+    "ls": "dsh-session ls --store sqlite:///agent.db --json",
+    "show": "dsh-session show chat-1 --store postgresql://db.internal/agents",
+    "stats": "dsh-session stats --file ./chat-1.jsonl --json",
+    "tail": "dsh-session tail -f -n 20 chat-1",
+    "fork": "dsh-session fork chat-1 --at 41 --as chat-1-retry",
+    "copy": "dsh-session copy ~/sessions sqlite:///archive.db --dry-run",
+}

@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from . import help as top
-from .commands import COMMANDS
+from .commands import COMMANDS, EXAMPLES
 from .support import EXIT_OK, one_line
 
 # typing costs ~10 ms to import: `dsh-session --help` must not pay for it.
@@ -34,12 +34,21 @@ class _Formatter(argparse.HelpFormatter):
         super().__init__(prog, indent_increment, max_help_position,
                          top.columns() - 2 if width is None else width)
 
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        # An example is a command line: shown as written, never re-wrapped.
+        if text.startswith("example:"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
 
 class _Parser(argparse.ArgumentParser):
     """The commands' parsers: :class:`_Formatter` unless a command asks for another."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
+        command = str(kwargs.get("prog") or "").rsplit(" ", 1)[-1]
+        if command in EXAMPLES:
+            kwargs.setdefault("epilog", f"example:\n  {EXAMPLES[command]}")
         super().__init__(*args, **kwargs)
 
 
