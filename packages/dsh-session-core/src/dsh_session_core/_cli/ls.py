@@ -1,10 +1,29 @@
 """``dsh-session ls``: the sessions in a store, with their size and last activity.
 
 Each row: id, cwd, created, events, turns, last activity (the time of the last event),
-parent. The rows are the backend's :meth:`~.._persistence.base.Backend.summaries`:
-nothing is decoded into events, nothing is written, no lock is taken. What that costs is
-the backend's (documented there): JSONL reads each log once without parsing JSON, SQLite
-and PostgreSQL run one aggregate query; either way O(store size), never JSON decoded.
+parent. Nothing is decoded into events, nothing is written, no lock is taken.
+
+Selecting: ``--cwd PATH`` (that working directory), ``--parent ID`` (the forks of a
+session), ``--since WHEN`` / ``--until WHEN`` (last activity at or after / before; a
+session with no event counts its creation time; WHEN is an ISO date or time, local
+unless it names its zone, or a DURATION back from now: ``7d``, ``12h``). Ordering:
+``--sort created|activity|events|id`` (default ``created``, then id), ``--reverse``.
+Paging: ``--offset N`` rows skipped, then ``--limit N`` rows shown. ``-q`` prints the ids
+only, ``--json`` the rows (``--offset``/``--limit`` apply to both).
+
+What each costs:
+
+- The rows shown always need their counts: JSONL reads those logs whole (without parsing
+  JSON), SQLite and PostgreSQL answer them in their aggregate query.
+- ``--sort activity`` or ``events``, ``--since``, ``--until`` need every session's
+  counts, to pick the rows: the backend's
+  :meth:`~.._persistence.base.Backend.summaries` (JSONL: every log read once, O(store
+  size); SQLite and PostgreSQL: one aggregate query).
+- Otherwise (``created`` or ``id``, filtered by ``--cwd`` and ``--parent`` only) a JSONL
+  store reads each log's *first line* only (its header, as listing does), picks the page
+  from the headers, then reads just the logs of the rows shown; ``-q`` reads no log past
+  its header. O(sessions) small reads plus O(rows shown) logs. SQLite and PostgreSQL
+  run their one query either way.
 """
 
 from __future__ import annotations
@@ -14,12 +33,21 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .support import EXIT_OK, Failure
+from .support import EXIT_OK, EXIT_USAGE, Failure
 
 if TYPE_CHECKING:
-    from .._persistence.base import SessionSummary
+    from collections.abc import Callable
+
+    from .._header import SessionHeader
+    from .._persistence.base import Backend, SessionSummary
 
 __all__ = ["run_ls"]
+
+#: The sort keys of ``--sort``; each falls back to the id, so that an order is total.
+SORTS = ("created", "activity", "events", "id")
+
+_WHEN_HINT = ("WHEN is an ISO date or time (2026-01-01, 2026-01-01T09:00) or a duration "
+              "back from now (7d, 12h, 90m)")
 
 
 def _row(summary: SessionSummary) -> dict[str, Any]:
@@ -32,8 +60,65 @@ def _row(summary: SessionSummary) -> dict[str, Any]:
     return row
 
 
-def _rows(url: str, named: bool) -> list[dict[str, Any]]:
-    """The rows of the store at ``url``; a store the user ``named`` (``--store``,
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    return float(value)
+
+
+def _time(value: Any) -> float | None:
+    """A stored time as epoch ms, ``None`` when it is no finite number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not (value == value and abs(value) < 1e300):
+        return None
+    return float(value)
+
+
+def parse_when(option: str, text: str) -> float:
+    """``--since``/``--until``'s WHEN as epoch milliseconds.
+
+    :raises Failure: neither an ISO date/time nor a DURATION (a usage error).
+    """
+    import datetime
+
+    from .lifecycle import parse_duration
+
+    if text and text[0].isdigit() and text[-1] in "smhdw":
+        try:
+            back = parse_duration(text)
+        except Failure:
+            pass
+        else:
+            now = datetime.datetime.now(datetime.UTC)
+            try:
+                return (now - back).timestamp() * 1000
+            except OverflowError:
+                msg = f"{option} {text} reaches back before any date"
+                raise Failure(msg, EXIT_USAGE, hint=_WHEN_HINT) from None
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        msg = f"{option} takes a date, a time or a duration, got {text!r}"
+        raise Failure(msg, EXIT_USAGE, hint=_WHEN_HINT) from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # local, as ls prints times
+    return moment.timestamp() * 1000
+
+
+def _count(option: str, text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        msg = f"{option} takes a count (0 or more), got {text!r}"
+        raise Failure(msg, EXIT_USAGE)
+    return value
+
+
+def _open(url: str, named: bool) -> Backend:
+    """The backend of the store at ``url``; a store the user ``named`` (``--store``,
     ``$DSH_SESSION_STORE``) must exist, the default one lists nothing until written."""
     from .source import open_backend
 
@@ -46,20 +131,112 @@ def _rows(url: str, named: bool) -> list[dict[str, Any]]:
                 if url.endswith(".db")
                 else "check the path: a store is made by the first session written to it")
         raise Failure(msg, hint=hint)
-    try:
-        summaries = backend.summaries()
-    except OSError as exc:
-        msg = f"cannot list the store {url}: {exc.strerror or exc}"
-        raise Failure(msg) from exc
-    finally:
-        backend.close()
-    rows = [_row(s) for s in summaries]
-    rows.sort(key=lambda r: (_number(r.get("createdAt")), r["id"]))
+    return backend
+
+
+class _Query:
+    """What ``ls`` was asked for, checked."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.cwd: str | None = None
+        if args.cwd is not None:
+            if not args.cwd:
+                msg = "--cwd takes a path, got ''"
+                raise Failure(msg, EXIT_USAGE)
+            self.cwd = os.path.abspath(args.cwd)
+        if args.parent is not None and not args.parent:
+            msg = "--parent takes a session id, got ''"
+            raise Failure(msg, EXIT_USAGE)
+        self.parent: str | None = args.parent
+        self.since = None if args.since is None else parse_when("--since", args.since)
+        self.until = None if args.until is None else parse_when("--until", args.until)
+        if self.since is not None and self.until is not None and self.since > self.until:
+            msg = f"--since {args.since} is after --until {args.until}: nothing can match"
+            raise Failure(msg, EXIT_USAGE)
+        self.limit = None if args.limit is None else _count("--limit", args.limit)
+        self.offset = 0 if args.offset is None else _count("--offset", args.offset)
+        self.sort: str = args.sort
+        self.reverse: bool = args.reverse
+
+    @property
+    def needs_counts(self) -> bool:
+        """Whether picking the rows needs every session's counts."""
+        return (self.sort in ("activity", "events") or self.since is not None
+                or self.until is not None)
+
+    def header_matches(self, header: SessionHeader) -> bool:
+        from msgspec import UNSET
+
+        if self.cwd is not None and (header.cwd is UNSET or header.cwd != self.cwd):
+            return False
+        return self.parent is None or header.parent_session == self.parent
+
+    def summary_matches(self, s: SessionSummary) -> bool:
+        if not self.header_matches(s.header):
+            return False
+        if self.since is None and self.until is None:
+            return True
+        when = _time(s.last_activity)
+        if when is None:
+            when = _time(s.header.created_at)
+        if when is None:
+            return False  # its age cannot be told: outside every window
+        return ((self.since is None or when >= self.since)
+                and (self.until is None or when < self.until))
+
+    def page(self, items: list[Any], key: Callable[[Any], Any]) -> list[Any]:
+        items.sort(key=key, reverse=self.reverse)
+        end = None if self.limit is None else self.offset + self.limit
+        return items[self.offset:end]
+
+
+def _header_key(sort: str) -> Callable[[SessionHeader], Any]:
+    if sort == "id":
+        return lambda h: h.id
+    return lambda h: (_number(h.created_at), h.id)
+
+
+def _summary_key(sort: str) -> Callable[[SessionSummary], Any]:
+    if sort == "activity":
+        return lambda s: (_time(s.last_activity) is not None, _number(s.last_activity),
+                          s.header.id)
+    if sort == "events":
+        return lambda s: (s.events, s.header.id)
+    by_header = _header_key(sort)
+    return lambda s: by_header(s.header)
+
+
+def _select(backend: Backend, query: _Query, ids_only: bool) -> list[SessionSummary]:
+    """The summaries of the rows to show (for ``ids_only``, of a JSONL store picked from
+    headers, with no counts: zeros)."""
+    from .._persistence.jsonl import JsonlBackend
+
+    if isinstance(backend, JsonlBackend) and not query.needs_counts:
+        return _select_from_headers(backend.root, query, ids_only)
+    found = [s for s in backend.summaries() if query.summary_matches(s)]
+    return query.page(found, _summary_key(query.sort))
+
+
+def _select_from_headers(root: str, query: _Query, ids_only: bool
+                         ) -> list[SessionSummary]:
+    from .._logfile import count_log
+    from .._persistence import files
+    from .._persistence.base import SessionSummary
+
+    key = _header_key(query.sort)
+    logs = [(h, p) for h, p in files.list_logs(root) if query.header_matches(h)]
+    shown = query.page(logs, lambda log: key(log[0]))
+    if ids_only:
+        return [SessionSummary(h, 0, 0) for h, _ in shown]
+    rows = []
+    for header, path in shown:
+        try:
+            counts = count_log(path)
+        except OSError:  # removed since it was listed
+            continue
+        rows.append(SessionSummary(header, counts.events, counts.turns,
+                                   counts.last_activity, counts.torn))
     return rows
-
-
-def _number(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) else 0.0
 
 
 def run_ls(args: argparse.Namespace) -> int:
@@ -67,13 +244,26 @@ def run_ls(args: argparse.Namespace) -> int:
     from .source import out_json, out_text, store_url
     from .term import Style, printable, text_table
 
+    query = _Query(args)
     url = store_url(args)
-    rows = _rows(url, named=bool(args.store or os.environ.get("DSH_SESSION_STORE")))
+    backend = _open(url, named=bool(args.store or os.environ.get("DSH_SESSION_STORE")))
+    try:
+        summaries = _select(backend, query, ids_only=args.quiet and not args.json)
+    except OSError as exc:
+        msg = f"cannot list the store {url}: {exc.strerror or exc}"
+        raise Failure(msg) from exc
+    finally:
+        backend.close()
+    if args.quiet and not args.json:
+        out_text("".join(f"{printable(s.header.id)}\n" for s in summaries))
+        return EXIT_OK
+    rows = [_row(s) for s in summaries]
     if args.json:
         out_json(rows)
         return EXIT_OK
     if not rows:
-        out_text(f"no sessions in {url}\n")
+        out_text(f"no sessions in {url}\n" if _unfiltered(query)
+                 else f"no sessions match in {url}\n")
         return EXIT_OK
     style = Style.for_stream(sys.stdout)
     table = [["ID", "CREATED", "LAST ACTIVITY", "EVENTS", "TURNS", "CWD", "PARENT"]]
@@ -88,3 +278,8 @@ def run_ls(args: argparse.Namespace) -> int:
     lines[0] = style(lines[0], "bold")
     out_text("\n".join(lines) + f"\n{len(rows)} session(s) in {url}\n")
     return EXIT_OK
+
+
+def _unfiltered(query: _Query) -> bool:
+    return (query.cwd is None and query.parent is None and query.since is None
+            and query.until is None and query.offset == 0 and query.limit != 0)

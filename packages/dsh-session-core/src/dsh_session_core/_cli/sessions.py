@@ -231,6 +231,20 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                     help="a folder, jsonl:///path, sqlite:///path.db or "
                          "postgresql://host/dbname (default: $DSH_SESSION_STORE, else the "
                          "user's data folder)")
+    ls.add_argument("--cwd", metavar="PATH", help="only the sessions of this working directory")
+    ls.add_argument("--parent", metavar="ID", help="only the forks of this session")
+    ls.add_argument("--since", metavar="WHEN",
+                    help="only sessions active at or after WHEN: an ISO date or time "
+                         "(2026-01-01, 2026-01-01T09:00; local unless zoned) or a duration "
+                         "back from now (7d, 12h)")
+    ls.add_argument("--until", metavar="WHEN",
+                    help="only sessions last active before WHEN (as --since)")
+    ls.add_argument("--sort", choices=("created", "activity", "events", "id"),
+                    default="created", help="the order of the rows (default: created)")
+    ls.add_argument("--reverse", action="store_true", help="the other way round")
+    ls.add_argument("--limit", metavar="N", help="show at most N rows")
+    ls.add_argument("--offset", metavar="N", help="skip the first N rows")
+    ls.add_argument("-q", "--quiet", action="store_true", help="print the ids only, one a line")
     ls.add_argument("--json", action="store_true", help="print JSON")
     ls.set_defaults(run=_run_ls)
 
