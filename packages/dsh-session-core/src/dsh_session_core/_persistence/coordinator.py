@@ -40,7 +40,12 @@ from .._header import SESSION_FORMAT_VERSION, SessionHeader
 from .._json import find_non_json
 from .._plugins import hookimpl
 from .._registry import EventRegistry
-from ..errors import PersistenceError, SessionLockedError, StoreWriteError
+from ..errors import (
+    PersistenceError,
+    SessionExistsError,
+    SessionLockedError,
+    StoreWriteError,
+)
 from ..events import Event
 from .base import Backend, Deleted, StoredLog, WriterLock, cannot_delete
 from .repair import interrupted_turn_closers
@@ -386,10 +391,38 @@ class PersistencePlugin:
         _check_follows(sid, state.cursor, events)
         self._own(state)
         jsonl = lines if lines is not None else encode_events(events)
-        with _named(sid, self.backend, state.header, "flushing"):
-            self.backend.append_batch(state.header, events, jsonl, state.materialized)
+        try:
+            with _named(sid, self.backend, state.header, "flushing"):
+                self.backend.append_batch(state.header, events, jsonl, state.materialized)
+        except Exception as exc:
+            # A first write refused because another writer (another process) created
+            # the same id since this store's create checked it: say so, whatever the
+            # backend's own error was (a file that exists, a duplicate key).
+            cause = exc.__cause__ if isinstance(exc, StoreWriteError) else exc
+            # An I/O error is this write's own (a publication it could not withdraw
+            # finishes at the next write); a refusal (a log that exists, a duplicate
+            # key: the driver's integrity error) is another writer's doing.
+            refused = isinstance(cause, FileExistsError) or not isinstance(cause, OSError)
+            if not state.materialized and refused and self._stored_now(sid):
+                # This session can never be written: it lets go of the id (its lock,
+                # its buffer), so that closing the store does not try again.
+                if state.lock is not None:
+                    state.lock.release()
+                    state.lock = None
+                if state.owner is not None:
+                    self._buffers.pop(state.owner, None)
+                self._states.pop(sid, None)
+                raise SessionExistsError(sid) from exc
+            raise
         state.materialized = True
         state.cursor += len(events)
+
+    def _stored_now(self, sid: str) -> bool:
+        """Whether the backend holds ``sid`` (for an error message only: never raises)."""
+        try:
+            return self.backend.tail_lines(sid, 0) is not None
+        except Exception:
+            return False
 
     def _load_core(self, sid: str) -> StoredLog:
         stored = self.backend.load_stored(sid, self.registry)
