@@ -249,18 +249,8 @@ def _repair_stored(args: argparse.Namespace, session_id: str) -> int:
         if stored is None:
             raise not_found(session_id, url)
         closers = interrupted_turn_closers(stored.events)
-        if stored.torn is None and not closers:
-            write(f"{label}: nothing to repair ({len(stored.events)} events, last turn "
-                  "closed)\n")
-            return EXIT_OK
-        would = "would " if args.dry_run else ""
-        if stored.torn is not None:
-            write(f"{label}: {would}cut a torn tail after event seq "
-                  f"{len(stored.events) - 1}\n")
-        if closers:
-            kinds = ", ".join(f"{c.type} (seq {c.seq})" for c in closers)
-            write(f"{label}: {would}close the interrupted turn with {kinds}\n")
-        if args.dry_run:
+        tail = "a torn tail" if stored.torn is not None else None
+        if not _say_repair(label, tail, closers, len(stored.events), args.dry_run):
             return EXIT_OK
         try:
             store.release(store.open(session_id))
@@ -272,6 +262,22 @@ def _repair_stored(args: argparse.Namespace, session_id: str) -> int:
             raise Failure(msg, hint="fix the cause, then run the repair again") from exc
     write(f"{label}: repaired\n")
     return EXIT_OK
+
+
+def _say_repair(label: str, tail: str | None, closers: list[Event], events: int,
+                dry_run: bool) -> bool:
+    """Print what a repair of ``label`` does (or, dry, would do): cut ``tail`` (after the
+    last of its ``events``), append the ``closers``. Whether there is anything to write."""
+    if tail is None and not closers:
+        write(f"{label}: nothing to repair ({events} events, last turn closed)\n")
+        return False
+    would = "would " if dry_run else ""
+    if tail is not None:
+        write(f"{label}: {would}cut {tail} after event seq {events - 1}\n")
+    if closers:
+        kinds = ", ".join(f"{c.type} (seq {c.seq})" for c in closers)
+        write(f"{label}: {would}close the interrupted turn with {kinds}\n")
+    return not dry_run
 
 
 def _repair_file(args: argparse.Namespace, path: str) -> int:
@@ -298,17 +304,8 @@ def _repair_file(args: argparse.Namespace, path: str) -> int:
         raise Failure(msg, hint=hint) from exc
     size = os.path.getsize(path)
     torn = size - scan.committed_bytes
-    if not torn and not closers:
-        write(f"{path}: nothing to repair ({len(scan.events)} events, last turn closed)\n")
-        return EXIT_OK
-    would = "would " if args.dry_run else ""
-    if torn:
-        write(f"{path}: {would}cut a torn tail of {torn} byte(s) after event seq "
-              f"{len(scan.events) - 1}\n")
-    if closers:
-        kinds = ", ".join(f"{c.type} (seq {c.seq})" for c in closers)
-        write(f"{path}: {would}close the interrupted turn with {kinds}\n")
-    if args.dry_run:
+    tail = f"a torn tail of {torn} byte(s)" if torn else None
+    if not _say_repair(path, tail, closers, len(scan.events), args.dry_run):
         return EXIT_OK
     nofollow = os.O_NOFOLLOW | os.O_CLOEXEC
     try:
