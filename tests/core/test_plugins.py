@@ -191,8 +191,15 @@ def test_block_list_environment_variable(install: Install, monkeypatch: pytest.M
         FakeDist("dsh-session-quiet", [ep("quiet", Quiet())]),
         FakeDist("dsh-session-other", [ep("other", Quiet())]),
     )
+    from dsh_session_core import _plugins
+    from dsh_session_core.errors import UnknownPluginWarning
+
+    monkeypatch.setattr(_plugins, "_WARNED", set())
     monkeypatch.setenv(DISABLE_PLUGINS, " nothing, echo ,")
-    pm = create_plugin_manager()
+    # A name no installed plugin has is warned about, once per process.
+    with pytest.warns(UnknownPluginWarning, match="'nothing', which no installed plugin is "
+                      r"\(installed: echo, other, quiet\)"):
+        pm = create_plugin_manager()
     assert not pm.has_plugin("echo")
     assert pm.has_plugin("quiet")
     # The argument adds to the variable.
