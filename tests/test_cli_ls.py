@@ -167,8 +167,9 @@ def test_ls_property(url: str, cwd: str | None, parent: str | None, since: int |
                      limit: int | None) -> None:
     if since is not None and until is not None and since > until:
         since, until = until, since
-    options: dict[str, Any] = {"cwd": cwd, "parent": parent, "since": since, "until": until, "sort": sort,
-               "reverse": reverse, "offset": offset, "limit": limit}
+    options: dict[str, Any] = {"cwd": cwd, "parent": parent, "since": since, "until": until,
+                               "sort": sort, "reverse": reverse, "offset": offset,
+                               "limit": limit}
     assert _ids(url, *_argv(options)) == _model(**{**options, "offset": offset or 0})
 
 
