@@ -170,7 +170,7 @@ def test_an_unexpected_error_is_still_one_line(monkeypatch: pytest.MonkeyPatch) 
     def broken(*_: object, **__: object) -> None:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(ls, "_rows", broken)
+    monkeypatch.setattr(ls, "run_ls", broken)
     code, _, err = run_cli("ls")
     assert code == FAILED
     assert err.splitlines() == ["dsh-session: internal error: RuntimeError: a bug",

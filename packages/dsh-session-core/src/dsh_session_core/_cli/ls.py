@@ -207,36 +207,20 @@ def _summary_key(sort: str) -> Callable[[SessionSummary], Any]:
 
 
 def _select(backend: Backend, query: _Query, ids_only: bool) -> list[SessionSummary]:
-    """The summaries of the rows to show (for ``ids_only``, of a JSONL store picked from
-    headers, with no counts: zeros)."""
-    from .._persistence.jsonl import JsonlBackend
+    """The summaries of the rows to show (for ``ids_only`` and no counting sort, with no
+    counts: zeros). Without a counting sort or time filter, the page is picked from the
+    headers alone (``Backend.list``) and only its rows are summarized
+    (``Backend.summaries_of``: a JSONL store reads just those logs)."""
+    from .._persistence.base import SessionSummary, summaries_of
 
-    if isinstance(backend, JsonlBackend) and not query.needs_counts:
-        return _select_from_headers(backend.root, query, ids_only)
+    if not query.needs_counts:
+        key = _header_key(query.sort)
+        shown = query.page([h for h in backend.list() if query.header_matches(h)], key)
+        if ids_only:
+            return [SessionSummary(h, 0, 0) for h in shown]
+        return summaries_of(backend, shown)
     found = [s for s in backend.summaries() if query.summary_matches(s)]
     return query.page(found, _summary_key(query.sort))
-
-
-def _select_from_headers(root: str, query: _Query, ids_only: bool
-                         ) -> list[SessionSummary]:
-    from .._logfile import count_log
-    from .._persistence import files
-    from .._persistence.base import SessionSummary
-
-    key = _header_key(query.sort)
-    logs = [(h, p) for h, p in files.list_logs(root) if query.header_matches(h)]
-    shown = query.page(logs, lambda log: key(log[0]))
-    if ids_only:
-        return [SessionSummary(h, 0, 0) for h, _ in shown]
-    rows = []
-    for header, path in shown:
-        try:
-            counts = count_log(path)
-        except OSError:  # removed since it was listed
-            continue
-        rows.append(SessionSummary(header, counts.events, counts.turns,
-                                   counts.last_activity, counts.torn))
-    return rows
 
 
 def run_ls(args: argparse.Namespace) -> int:

@@ -38,7 +38,10 @@ class _Formatter(argparse.HelpFormatter):
         # An example is a command line: shown as written, never re-wrapped.
         if text.startswith("example:"):
             return "".join(indent + line for line in text.splitlines(keepends=True))
-        return super()._fill_text(text, width, indent)
+        import textwrap  # what argparse's own formatter does with any other text
+
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent,
+                             subsequent_indent=indent)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -45,6 +45,7 @@ __all__ = [
     "check_common_id",
     "not_found",
     "stored_lines",
+    "summaries_of",
 ]
 
 #: How often a polling follower (:meth:`Backend.follow_lines` of JSONL, SQLite and the
@@ -389,6 +390,19 @@ class Backend(Protocol):
         if os.path.isabs(where):
             where = os.path.realpath(where)
         return (type(self).__module__, type(self).__qualname__, where)
+
+
+def summaries_of(backend: Backend, headers: Sequence[SessionHeader]
+                 ) -> builtins.list[SessionSummary]:
+    """The summaries of the sessions of ``headers`` (as ``backend.list()`` gave them), in
+    their order; a session gone since is left out: what ``ls`` shows of a page it picked
+    from the headers alone. A backend with a ``summaries_of`` of its own (JSONL: it reads
+    only those logs) answers; for any other, :meth:`Backend.summaries` is filtered."""
+    own = getattr(backend, "summaries_of", None)
+    if own is not None:
+        return list(own(headers))
+    by_id = {s.header.id: s for s in backend.summaries()}
+    return [by_id[h.id] for h in headers if h.id in by_id]
 
 
 def check_common_id(

@@ -225,6 +225,19 @@ class JsonlBackend:
                                         counts.last_activity, counts.torn))
         return found
 
+    def summaries_of(self, headers: Sequence[SessionHeader]) -> builtins.list[SessionSummary]:
+        """:meth:`summaries` of just these sessions: their logs alone are read (each
+        at the path its header gives it)."""
+        found = []
+        for header in headers:
+            try:
+                counts = count_log(self.location(header))
+            except OSError:  # removed since it was listed
+                continue
+            found.append(SessionSummary(header, counts.events, counts.turns,
+                                        counts.last_activity, counts.torn))
+        return found
+
     def tail_lines(self, session_id: str, count: int) -> LogTail | None:
         """The last ``count`` complete lines of the session's log (in the first bucket
         holding it), read backwards from the end of the file; the position is a
