@@ -218,6 +218,25 @@ def to_anthropic(source: Any, *, strict: bool = False) -> dict[str, Any]:
             continue
         new: list[dict[str, Any]] | None = None
         if role == "assistant":
+            if len(content) == 2:  # a text and a call: the commonest step, inline
+                said, call = content
+                if type(said) is text_block and type(call) is call_block and said.text:
+                    try:
+                        value = _decode(call.arguments)
+                    except (msgspec.DecodeError, UnicodeEncodeError):
+                        value = None
+                    if type(value) is dict:
+                        text_part = {"type": "text", "text": said.text}
+                        use_part = {"type": "tool_use", "id": call.id, "name": call.name,
+                                    "input": value}
+                        if last == "assistant":
+                            current.append(text_part)
+                            current.append(use_part)
+                        else:
+                            current = [text_part, use_part]
+                            add_turn({"role": "assistant", "content": current})
+                            last = "assistant"
+                        continue
             new = []
             for b in content:
                 kind = type(b)
