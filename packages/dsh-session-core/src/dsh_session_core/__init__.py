@@ -56,6 +56,7 @@ if _TYPE_CHECKING:
     from ._persistence.store import DurableStore, open_store
     from ._plugins import PluginManager, create_plugin_manager, hookimpl
     from ._registry import EventRegistry, EventSpec, RegisteredEvent
+    from ._search import SearchHit
     from ._request_header import (
         RequestHeaderWriter,
         apply_header_delta,
@@ -159,6 +160,7 @@ _LAZY: dict[str, str] = {
     "copy_sessions": "._persistence.copy",
     "Backend": "._persistence.base",
     "Deleted": "._persistence.base",
+    "SearchHit": "._search",
     "SessionLockedError": "._persistence.base",
     "StoredLog": "._persistence.base",
     "WriterLock": "._persistence.base",
@@ -273,6 +275,7 @@ __all__ = [
     "RejectedReason",
     "ReplaceOp",
     "RequestHeaderWriter",
+    "SearchHit",
     "Session",
     "SessionCopy",
     "SessionHeader",

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "copy": ("copy", "copy sessions between two stores (resumable, verified)"),
     "rm": ("lifecycle", "remove sessions from a store (refuses one a live writer holds)"),
     "prune": ("lifecycle", "remove the sessions idle for longer than a duration"),
+    "search": ("search", "search the messages, tool calls and tool results of a store"),
 }
 
 #: Command name → its one-line help (what each module passes to ``add_parser``).
@@ -49,4 +50,5 @@ EXAMPLES: dict[str, str] = {
     "tail": "dsh-session tail -f -n 20 chat-1",
     "fork": "dsh-session fork chat-1 --at 41 --as chat-1-retry",
     "copy": "dsh-session copy ~/sessions sqlite:///archive.db --dry-run",
+    "search": 'dsh-session search "rate limit" --type tool/result --since 7d',
 }

@@ -34,7 +34,7 @@ import os
 import secrets
 import threading
 from collections.abc import Hashable, Iterator, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from msgspec import UnsetType
 
@@ -57,6 +57,9 @@ from .base import (
     not_found,
 )
 from .paths import encode_segment, lock_path, log_path
+
+if TYPE_CHECKING:
+    from .._search import SearchHit, SearchQuery
 
 __all__ = ["MAX_OPEN_LOGS", "JsonlBackend"]
 
@@ -258,6 +261,18 @@ class JsonlBackend:
     ) -> Iterator[LogNews]:
         """Follow the log file itself (:func:`~.files.follow_file`: polling its size)."""
         return files.follow_file(position, timeout=timeout)
+
+    def search(self, query: SearchQuery) -> builtins.list[SearchHit]:
+        """Every hit of ``query``: a streaming scan of the logs (no index to go stale),
+        in worker processes for a large store (:func:`~.search.scan_files`)."""
+        from .search import scan_files
+
+        if query.sessions:
+            logs = [(path, sid) for sid in sorted(query.sessions)
+                    if (path := files.find_log(self.root, sid)) is not None]
+        else:
+            logs = [(path, header.id) for header, path in files.list_logs(self.root)]
+        return scan_files(logs, query)
 
     def exists(self) -> bool:
         """Whether the root folder exists (it is made at the first write)."""

@@ -28,6 +28,8 @@ from .coordinator import PersistencePlugin
 if TYPE_CHECKING:
     import datetime
 
+    from .._search import SearchHit, Sort
+
     # Imported on first use: asyncio and concurrent.futures are for asyncio hosts only
     # (`dsh-session --help` and the synchronous API must not pay for them).
     from .aio import StoredHeaders, StoreWorker
@@ -440,6 +442,78 @@ class DurableStore(SessionStore):
         return await self._worker().run(self.prune, older_than, cwd=cwd, keep=keep,
                                         dry_run=dry_run, now=now)
 
+    # --- full-text search ---------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        types: Iterable[str] = (),
+        roles: Iterable[str] = (),
+        sessions: Iterable[str] = (),
+        since: datetime.datetime | int | float | None = None,
+        until: datetime.datetime | int | float | None = None,
+        sort: Sort = "newest",
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[SearchHit]:
+        """Search the stored sessions' messages, tool calls and tool results.
+
+        ``query`` is words that must all be in an event (caseless, whole words;
+        ``word*`` for a prefix, ``"two words"`` for a phrase); what is searched and how
+        words are told apart is in docs/search.md. Only what is stored is searched: a
+        live session's appends are found once flushed. SQLite and PostgreSQL answer
+        from an index kept in step with the log; JSONL scans the logs. Every backend
+        gives the same hits for the same sessions.
+
+        :param types: only these event types (``tool/result``...).
+        :param roles: only these roles: ``user``, ``assistant``, ``tool``.
+        :param sessions: only these sessions.
+        :param since: only events at or after this moment (a datetime, or epoch ms).
+        :param until: only events before this moment.
+        :param sort: ``"newest"`` first, or most ``"relevance"`` first.
+        :param limit: at most this many hits (``None``: all).
+        :param offset: skip this many hits first (paging).
+        :returns: the hits (:class:`~dsh_session_core.SearchHit`), in ``sort`` order.
+        :raises ValueError: a query without words, an unknown type or role, a negative
+            limit or offset.
+        """
+        from .._search import SearchQuery
+        from .search import search_backend, search_page
+
+        if limit is not None and (type(limit) is not int or limit < 0):
+            msg = f"limit takes a count of hits (0 or more) or None, got {limit!r}"
+            raise ValueError(msg)
+        if type(offset) is not int or offset < 0:
+            msg = f"offset takes a count of hits (0 or more), got {offset!r}"
+            raise ValueError(msg)
+        if sort not in ("newest", "relevance"):
+            msg = f"sort is 'newest' or 'relevance', got {sort!r}"
+            raise ValueError(msg)
+        parsed = SearchQuery.parse(query, types=types, roles=roles, sessions=sessions,
+                                   since=_moment(since, "since"),
+                                   until=_moment(until, "until"))
+        return search_page(search_backend(self.backend, parsed), sort, limit, offset)
+
+    async def asearch(
+        self,
+        query: str,
+        *,
+        types: Iterable[str] = (),
+        roles: Iterable[str] = (),
+        sessions: Iterable[str] = (),
+        since: datetime.datetime | int | float | None = None,
+        until: datetime.datetime | int | float | None = None,
+        sort: Sort = "newest",
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[SearchHit]:
+        """:meth:`search` for asyncio hosts, in the store's worker thread."""
+        return await self._worker().run(
+            self.search, query, types=tuple(types), roles=tuple(roles),
+            sessions=tuple(sessions), since=since, until=until, sort=sort, limit=limit,
+            offset=offset)
+
     def close(self) -> None:
         """Flush every session, release the writer locks, close the backend."""
         try:
@@ -499,6 +573,22 @@ class DurableStore(SessionStore):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _moment(value: object, name: str) -> int | float | None:
+    """A search bound as epoch ms: a datetime (naive: local time), or a number."""
+    import datetime
+
+    if value is None:
+        return None
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            value = value.astimezone()
+        return value.timestamp() * 1000
+    if type(value) in (int, float):
+        return value  # type: ignore[return-value]
+    msg = f"{name} takes a datetime or epoch milliseconds, got {value!r}"
+    raise TypeError(msg)
 
 
 def _epoch_ms(value: object) -> int | float | None:

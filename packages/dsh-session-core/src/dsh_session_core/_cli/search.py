@@ -1,0 +1,160 @@
+"""``dsh-session search``: full-text search over a store's messages, tool calls and tool
+results (the query syntax and what is searched: ``_search.py`` and docs/search.md).
+
+Each hit prints its session, seq, turn, event type and time, then a one-line snippet
+with the matched words highlighted (bold on a terminal, ``**word**`` otherwise);
+``--json`` prints the hits as one JSON array. Newest first, or ``--sort relevance``.
+SQLite and PostgreSQL answer from their index, a JSONL store is scanned.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from .support import EXIT_OK, EXIT_USAGE, Failure
+
+if TYPE_CHECKING:
+    from .._search import SearchHit
+    from .term import Style
+
+__all__ = ["add_commands"]
+
+#: Hits shown when ``--limit`` is not given.
+DEFAULT_LIMIT = 20
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .commands import HELP
+
+    search = sub.add_parser("search", help=HELP["search"])
+    search.add_argument("query", nargs="+", metavar="QUERY",
+                        help='words that must all be in an event (caseless, whole words; '
+                             'word* for a prefix, "two words" for a phrase)')
+    search.add_argument("--store", metavar="URL",
+                        help="a folder, sqlite:///path.db or postgresql://host/dbname "
+                             "(default: $DSH_SESSION_STORE, else the user's data folder)")
+    search.add_argument("--type", dest="types", action="append", default=[],
+                        metavar="TYPE", help="only events of this type (repeatable): "
+                        "user/message, assistant/message, tool/call, tool/result...")
+    search.add_argument("--role", dest="roles", action="append", default=[],
+                        choices=("user", "assistant", "tool"),
+                        help="only what this role said (repeatable)")
+    search.add_argument("--session", dest="sessions", action="append", default=[],
+                        metavar="ID", help="only this session (repeatable)")
+    search.add_argument("--since", metavar="WHEN",
+                        help="only events at or after WHEN: an ISO date or time, or a "
+                             "duration back from now (7d, 12h)")
+    search.add_argument("--until", metavar="WHEN", help="only events before WHEN")
+    search.add_argument("--sort", choices=("newest", "relevance"), default="newest",
+                        help="the order of the hits (default: newest)")
+    search.add_argument("--limit", metavar="N",
+                        help=f"show at most N hits (default {DEFAULT_LIMIT}; 0: all)")
+    search.add_argument("--offset", metavar="N", help="skip the first N hits")
+    search.add_argument("--json", action="store_true", help="print the hits as JSON")
+    search.set_defaults(run=run_search)
+
+
+def _count(option: str, text: str | None, default: int) -> int:
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        msg = f"{option} takes a count (0 or more), got {text!r}"
+        raise Failure(msg, EXIT_USAGE)
+    return value
+
+
+def run_search(args: argparse.Namespace) -> int:
+    from .._persistence.search import search_backend, search_page
+    from .._search import SearchQuery
+    from .ls import _open, parse_when
+    from .source import out_json, out_text, store_url
+
+    since = None if args.since is None else parse_when("--since", args.since)
+    until = None if args.until is None else parse_when("--until", args.until)
+    if since is not None and until is not None and since > until:
+        msg = f"--since {args.since} is after --until {args.until}: nothing can match"
+        raise Failure(msg, EXIT_USAGE)
+    for sid in args.sessions:
+        if not sid:
+            msg = "--session takes a session id, got ''"
+            raise Failure(msg, EXIT_USAGE)
+    limit = _count("--limit", args.limit, DEFAULT_LIMIT)
+    offset = _count("--offset", args.offset, 0)
+    text = " ".join(args.query)
+    try:
+        query = SearchQuery.parse(text, types=args.types, roles=args.roles,
+                                  sessions=args.sessions, since=since, until=until)
+    except ValueError as exc:
+        raise Failure(str(exc), EXIT_USAGE, hint=_hint(exc)) from None
+    url = store_url(args)
+    backend = _open(url, named=bool(args.store or os.environ.get("DSH_SESSION_STORE")))
+    try:
+        found = search_backend(backend, query)
+    except OSError as exc:
+        msg = f"cannot search the store {url}: {exc.strerror or exc}"
+        raise Failure(msg) from exc
+    finally:
+        backend.close()
+    page = search_page(found, args.sort, limit or None, offset)
+    if args.json:
+        out_json([hit.to_dict() for hit in page])
+        return EXIT_OK
+    if not page:
+        out_text(f"no hits for {text!r} in {url}\n" if not found else
+                 f"no hits past the first {offset} of {len(found)} in {url}\n")
+        return EXIT_OK
+    out_text(_render(page, sys.stdout) + _footer(len(page), len(found), offset, url))
+    return EXIT_OK
+
+
+def _hint(exc: ValueError) -> str | None:
+    if "no word" in str(exc):
+        return 'search for words: dsh-session search "tool error" --type tool/result'
+    if "quote" in str(exc):
+        return 'close the phrase: dsh-session search \'"exact words"\''
+    return None
+
+
+def _render(hits: list[SearchHit], stream: object) -> str:
+    from .describe import when
+    from .term import Style, printable
+
+    style = Style.for_stream(stream)
+    out = []
+    for hit in hits:
+        turn = "-" if hit.turn is None else str(hit.turn)
+        head = (f"{printable(hit.session_id)}  #{hit.seq}  turn {turn}  {hit.type}  "
+                f"{when(hit.time)}")
+        out.append(style(head, "bold") + "\n")
+        out.append("    " + _highlight(hit, style) + "\n")
+    return "".join(out)
+
+
+def _highlight(hit: SearchHit, style: Style) -> str:
+    """The snippet, its matched words in bold on a terminal, else between ``**``."""
+    from .term import printable
+
+    text = hit.snippet
+    pieces = []
+    at = 0
+    for start, end in hit.highlights:
+        word = printable(text[start:end])
+        pieces.append(printable(text[at:start]))
+        pieces.append(style(word, "bold", "yellow") if style.enabled else f"**{word}**")
+        at = end
+    pieces.append(printable(text[at:]))
+    return "".join(pieces)
+
+
+def _footer(shown: int, total: int, offset: int, url: str) -> str:
+    if shown == total:
+        return f"{total} hit(s) in {url}\n"
+    return (f"hits {offset + 1}-{offset + shown} of {total} in {url} "
+            f"(--offset {offset + shown} for more)\n")
