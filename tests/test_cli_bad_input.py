@@ -116,6 +116,19 @@ TABLE: list[tuple[list[str], int, str]] = [
     (["show", "beta", "--store", "sqlite:///nonexistent/x.db"], FAILED,
      "no dsh-session store at /nonexistent/x.db"),
     (["demo", "--store", "memory:"], USAGE, "the demo cannot use an in-memory store"),
+    # Search.
+    (["search", ""], USAGE, "holds no word to search for"),
+    (["search", "--", "--- ..."], USAGE, "holds no word to search for"),
+    (["search", '"open'], USAGE, "has a quote that is not closed"),
+    (["search", "x", "--type", "assistant/chunk"], USAGE,
+     "never returns events of type assistant/chunk"),
+    (["search", "x", "--role", "system"], USAGE, "invalid choice: 'system'"),
+    (["search", "x", "--limit", "-1"], USAGE, "--limit takes a count (0 or more), got '-1'"),
+    (["search", "x", "--since", "yesterday"], USAGE, "--since takes a date, a time or a"),
+    (["search", "x", "--since", "1d", "--until", "2d"], USAGE, "is after --until 2d"),
+    (["search", "x", "--session", ""], USAGE, "--session takes a session id, got ''"),
+    (["search", "x", "--store", "/nonexistent/place"], FAILED,
+     "no store at /nonexistent/place"),
 ]
 
 

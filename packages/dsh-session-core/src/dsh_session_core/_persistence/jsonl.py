@@ -265,14 +265,14 @@ class JsonlBackend:
     def search(self, query: SearchQuery) -> builtins.list[SearchHit]:
         """Every hit of ``query``: a streaming scan of the logs (no index to go stale),
         in worker processes for a large store (:func:`~.search.scan_files`)."""
-        from .search import scan_files
+        from .search import log_files, scan_files
 
         if query.sessions:
-            logs = [(path, sid) for sid in sorted(query.sessions)
-                    if (path := files.find_log(self.root, sid)) is not None]
+            paths = [path for sid in sorted(query.sessions)
+                     if (path := files.find_log(self.root, sid)) is not None]
         else:
-            logs = [(path, header.id) for header, path in files.list_logs(self.root)]
-        return scan_files(logs, query)
+            paths = log_files(self.root)
+        return scan_files(self.root, paths, query)
 
     def exists(self) -> bool:
         """Whether the root folder exists (it is made at the first write)."""

@@ -5,7 +5,7 @@ A backend with a ``search(query)`` method of its own (SQLite's FTS5 index,
 PostgreSQL's ``tsvector`` index, the JSONL scan) answers :func:`search_backend`;
 any other is scanned through the :class:`~.base.Backend` protocol (each session
 loaded). Every answer is checked line by line by :func:`~.._search.hit_of_line`, so
-the same store gives the same hits on every backend (``tests/persistence/test_search.py``
+the same store gives the same hits on every backend (``tests/persistence/test_search_backends.py``
 copies one store into the others and compares).
 """
 
@@ -28,11 +28,19 @@ from .._search import (
 )
 from .base import Backend, stored_lines
 
-__all__ = ["PARALLEL_BYTES", "lines_hits", "scan_files", "search_backend", "search_page"]
+__all__ = [
+    "PARALLEL_FILES",
+    "lines_hits",
+    "log_files",
+    "scan_files",
+    "search_backend",
+    "search_page",
+]
 
-#: From how many bytes of logs on a machine with several cores the JSONL scan runs in
-#: worker processes: below it, starting them costs more than they save.
-PARALLEL_BYTES: Final = 64 * 1024 * 1024
+#: From how many log files on a machine with several cores the JSONL scan runs in
+#: worker processes: below it, starting them and sending their hits back costs more
+#: than they save.
+PARALLEL_FILES: Final = 5_000
 _TYPE_PREFIX: Final = b'{"type":"'
 
 
@@ -69,63 +77,124 @@ def lines_hits(session_id: str, lines: Iterable[bytes], query: SearchQuery
     return hits
 
 
-def _file_hits(path: str, session_id: str, query: SearchQuery) -> list[SearchHit]:
-    """The hits of one JSONL log: its complete lines after the header (a torn last
-    line is not part of the session yet). A file gone meanwhile has none."""
+def _file_hits(root: str, path: str, query: SearchQuery, terms: list[bytes]
+               ) -> tuple[list[SearchHit], tuple[str, str] | None]:
+    """The hits of one JSONL log (its complete lines after the header: a torn last line
+    is not part of the session yet), and, for a log a listing leaves out (its first line
+    is not a header, or the header is for another file), ``(path, why)`` instead. The
+    file is read once; its header is decoded only when its bytes may hold a hit, so a
+    log without the query's words costs a read and a byte search. A file gone meanwhile
+    has nothing."""
+    from .._logfile import durable_header
+    from ..errors import LogFormatError, MisplacedLogError
+    from .files import check_placed
+
     try:
         with open(path, "rb") as f:
             data = f.read()
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    if not may_hold(data, query.ascii_terms()):
-        return []  # the common case: no need to split the file into lines
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return [], None
+    first = data.find(b"\n")
+    if first < 0 or not may_hold(data, terms):
+        return [], None  # no complete header line (listing skips it), or no hit
+    try:
+        header = durable_header(data[:first], path=path)
+        check_placed(root, path, header)
+    except LogFormatError as exc:
+        why = str(exc)
+        if not isinstance(exc, MisplacedLogError):
+            why += "; `dsh-session validate FILE` says more, or remove the file from the store"
+        return [], (path, why)
+    if query.sessions and header.id not in query.sessions:
+        return [], None
     end = data.rfind(b"\n") + 1
-    lines = data[:end].split(b"\n")[1:-1]  # the header line, and the empty last piece
-    return lines_hits(session_id, lines, query)
+    return lines_hits(header.id, data[first + 1:end].split(b"\n")[:-1], query), None
 
 
-def _files_hits(work: Sequence[tuple[str, str]], query: SearchQuery) -> list[SearchHit]:
+def _paths_hits(root: str, paths: Sequence[str], query: SearchQuery
+                ) -> tuple[list[SearchHit], list[tuple[str, str]]]:
     hits: list[SearchHit] = []
-    for path, session_id in work:
-        hits.extend(_file_hits(path, session_id, query))
-    return hits
+    skipped: list[tuple[str, str]] = []
+    terms = query.ascii_terms()
+    for path in paths:
+        found, left_out = _file_hits(root, path, query, terms)
+        hits.extend(found)
+        if left_out is not None:
+            skipped.append(left_out)
+    return hits, skipped
 
 
-def scan_files(logs: Sequence[tuple[str, str]], query: SearchQuery, *,
+def log_files(root: str) -> list[str]:
+    """Every ``*.jsonl`` file in a store's buckets (no file is opened)."""
+    try:
+        buckets = os.scandir(root)
+    except FileNotFoundError:
+        return []
+    paths: list[str] = []
+    with buckets:
+        for bucket in buckets:
+            if not bucket.is_dir(follow_symlinks=False):
+                continue
+            try:
+                entries = os.scandir(bucket.path)
+            except (FileNotFoundError, NotADirectoryError):  # removed meanwhile
+                continue
+            with entries:
+                paths.extend(e.path for e in entries
+                             if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False))
+    return paths
+
+
+def _may_fork() -> bool:
+    """Whether worker processes may be forked: on Linux (elsewhere a fork can break the
+    system's libraries), from a process with no thread but this one (a forked child of a
+    threaded process can deadlock on a lock another thread held)."""
+    import sys
+    import threading
+
+    return sys.platform == "linux" and threading.active_count() == 1
+
+
+def scan_files(root: str, paths: Sequence[str], query: SearchQuery, *,
                workers: int | None = None) -> list[SearchHit]:
-    """Scan JSONL logs, ``(path, session id)`` each, for ``query``'s hits: with msgspec,
-    line by line, skipping a whole file whose bytes cannot hold the query's words.
+    """Scan a JSONL store's logs for ``query``'s hits: each file read once, skipped
+    whole when its bytes cannot hold the query's words, else checked line by line with
+    msgspec. A log that listing leaves out (misplaced, or not a log) is left out here
+    too, with the same :class:`~dsh_session_core.errors.SkippedLogWarning`.
 
+    :param paths: the log files (:func:`log_files`, or the files of chosen sessions).
     :param workers: worker processes to spread the files over (``None``: one per core
-        when the logs hold at least :data:`PARALLEL_BYTES`, else none; ``0``: none).
+        for at least :data:`PARALLEL_FILES` files; ``0`` or ``1``: none). Workers are
+        forked, so only on Linux and from a process without other threads (the
+        command line is one); elsewhere the scan runs in this process.
     """
     if workers is None:
-        cores = os.cpu_count() or 1
-        workers = 0
-        if cores > 1 and len(logs) > 1:
-            size = 0
-            for path, _ in logs:
-                try:
-                    size += os.stat(path).st_size
-                except OSError:
-                    continue
-                if size >= PARALLEL_BYTES:
-                    workers = cores
-                    break
-    if workers <= 1 or len(logs) < 2:
-        return _files_hits(logs, query)
-    import concurrent.futures
-    import multiprocessing
+        workers = (os.cpu_count() or 1) if len(paths) >= PARALLEL_FILES else 0
+    if workers <= 1 or len(paths) < 2 or not _may_fork():
+        hits, skipped = _paths_hits(root, paths, query)
+    else:
+        import concurrent.futures
+        import multiprocessing
 
-    # Spawned, not forked: the host process may hold threads (a store's worker, a
-    # follower), and a forked child of a threaded process can deadlock.
-    context = multiprocessing.get_context("spawn")
-    chunks = [logs[i::workers * 4] for i in range(workers * 4)]
-    hits: list[SearchHit] = []
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-        for found in pool.map(_files_hits, [c for c in chunks if c],
-                              [query] * len(chunks)):
-            hits.extend(found)
+        # Forked, never spawned: a spawned worker imports the host's __main__ again (a
+        # script without a main guard would run twice). Forking is safe only in a
+        # process without other threads (_may_fork): else the scan runs here.
+        context = multiprocessing.get_context("fork")
+        parts = workers * 4  # smaller parts even out the workers' loads
+        chunks = [paths[i::parts] for i in range(parts) if paths[i::parts]]
+        hits, skipped = [], []
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+            for found, left_out in pool.map(_paths_hits, [root] * len(chunks), chunks,
+                                            [query] * len(chunks)):
+                hits.extend(found)
+                skipped.extend(left_out)
+    if skipped:
+        import warnings
+
+        from ..errors import SkippedLogWarning
+
+        for path, why in sorted(skipped):
+            warnings.warn(SkippedLogWarning(path, why), stacklevel=3)
     return hits
 
 

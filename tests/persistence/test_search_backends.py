@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import random
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -218,3 +220,29 @@ def test_the_cli_prints_the_same_on_every_backend(stores: dict[str, str]) -> Non
         assert code == 0, err
         outputs.add(out)
     assert len(outputs) == 1
+
+
+def test_the_parallel_scan_finds_what_the_serial_one_finds(jsonl_store: str) -> None:
+    # In a fresh process with no other thread, as the command line runs it: workers are
+    # forked there (and only there).
+    script = f"""
+from dsh_session_core._persistence.search import _may_fork, log_files, scan_files
+from dsh_session_core._search import SearchQuery
+
+root = {jsonl_store!r}
+assert _may_fork()
+paths = log_files(root)
+for text in ("paris", "sun*", '"rate limit"', "nowhere"):
+    query = SearchQuery.parse(text)
+    key = lambda h: (h.session_id, h.seq)
+    serial = sorted(scan_files(root, paths, query, workers=0), key=key)
+    parallel = sorted(scan_files(root, paths, query, workers=2), key=key)
+    assert serial == parallel, text
+    print(text, len(serial))
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    counts = dict(line.rsplit(" ", 1) for line in proc.stdout.splitlines())
+    assert int(counts["paris"]) > 0
+    assert counts["nowhere"] == "0"
