@@ -39,8 +39,9 @@ from ls import store as ls_store
 from run import Target, cli
 
 SMALL = 1_000
-WORDS = ("paris weather sunny rain error timeout file read write grep list deploy build "
-         "test commit branch merge review docs api token limit retry cache index").split()
+WORDS = ["paris", "weather", "sunny", "rain", "error", "timeout", "file", "read", "write",
+         "grep", "list", "deploy", "build", "test", "commit", "branch", "merge", "review",
+         "docs", "api", "token", "limit", "retry", "cache", "index"]
 
 
 def _best_ms(fn: Callable[[], object], repeat: int) -> float:
@@ -79,7 +80,7 @@ def _small_store(root: str) -> None:
                 turn.user(" ".join(rng.choices(WORDS, k=12)))
                 with turn.step() as step:
                     call = step.tool_call(f"c{rng.random()}", "bash",
-                                          '{"command": "%s"}' % rng.choice(WORDS))
+                                          f'{{"command": "{rng.choice(WORDS)}"}}')
                     step.tool_result(call, " ".join(rng.choices(WORDS, k=40)))
                 with turn.step() as step:
                     step.assistant(" ".join(rng.choices(WORDS, k=30)))
