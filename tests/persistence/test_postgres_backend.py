@@ -159,7 +159,7 @@ def test_another_schema_version_is_refused(postgresql_url: str) -> None:
     PostgresBackend(postgresql_url).close()
     _sql(postgresql_url, "UPDATE dsh_session_schema SET version = 7")
     with pytest.raises(SchemaVersionError, match=r"schema version 7, incompatible with this "
-                                                 r"build \(1\)") as info:
+                                                 rf"build \({SCHEMA_VERSION}\)") as info:
         PostgresBackend(postgresql_url)
     assert info.value.version == 7
     assert info.value.expected == SCHEMA_VERSION

@@ -246,3 +246,11 @@ for text in ("paris", "sun*", '"rate limit"', "nowhere"):
     counts = dict(line.rsplit(" ", 1) for line in proc.stdout.splitlines())
     assert int(counts["paris"]) > 0
     assert counts["nowhere"] == "0"
+
+
+@pytest.mark.parametrize("sid", ["", "\udcff", "a\x00b", "%", "gen-0001' OR '1'='1"])
+def test_a_session_filter_no_session_can_have_finds_nothing(stores: dict[str, str],
+                                                            sid: str) -> None:
+    for url in stores.values():
+        with open_store(url) as store:
+            assert store.search("paris", sessions=[sid]) == []

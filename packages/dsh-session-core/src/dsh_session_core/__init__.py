@@ -56,7 +56,6 @@ if _TYPE_CHECKING:
     from ._persistence.store import DurableStore, open_store
     from ._plugins import PluginManager, create_plugin_manager, hookimpl
     from ._registry import EventRegistry, EventSpec, RegisteredEvent
-    from ._search import SearchHit
     from ._request_header import (
         RequestHeaderWriter,
         apply_header_delta,
@@ -66,6 +65,7 @@ if _TYPE_CHECKING:
         header_equals,
         record_request_header,
     )
+    from ._search import SearchHit
     from ._session import EventsView, Session
     from ._store import SessionStore
     from ._surface import Surface, SurfaceNode

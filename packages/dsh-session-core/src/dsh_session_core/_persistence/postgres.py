@@ -25,6 +25,11 @@ when told something changed.
 
 Loading builds each row's log line in SQL and decodes a chunk of lines in one msgspec
 call, like the SQLite backend.
+
+Search: each batch writes its events' index entries (``search_docs``, a ``tsvector`` of
+their words, GIN-indexed) in the statement that inserts it, and a repair or a delete
+rewrites them in its transaction; sessions whose rows another writer stored are
+indexed by the next search (:meth:`PostgresBackend.search`).
 """
 
 from __future__ import annotations
@@ -57,48 +62,80 @@ from .base import (
 )
 from .postgres_schema import (
     APPEND,
+    APPEND_INDEXED,
+    DELETE_DOCS,
+    DELETE_DOCS_FROM,
     DELETE_EVENTS,
     DELETE_SESSION,
+    DELETE_STATE,
     DELETE_TAIL,
+    INSERT_DOCS,
     INSERT_ROWS,
     NOTIFY,
     SCHEMA_VERSION,
+    SEARCH_LOCK_KEY,
+    SELECT_CANDIDATES,
     SELECT_CHUNK,
     SELECT_FOUND,
     SELECT_HEADER,
     SELECT_HEADERS,
     SELECT_LAST,
     SELECT_MEASURE,
+    SELECT_PROGRESS,
     SELECT_ROWS,
+    SELECT_ROWS_FROM,
+    SELECT_STATE,
     SELECT_STORED_ROWS,
     SELECT_SUMMARIES,
+    SELECT_TOPS,
+    SELECT_TURN_CHANGES,
     UPSERT_SESSION,
+    UPSERT_STATE,
     Columns,
     batch_columns,
     channel_of,
     checked_header,
     conflict,
     database_of,
+    index_columns,
     lock_key,
     open_schema,
     redacted,
     same_rows,
     storable_text,
     text_ok,
+    words_text,
 )
 from .rows import (
     header_of,
     load_chunks,
+    row_line,
     scanned,
+)
+from .search_index import (
+    TURN_UNKNOWN,
+    IndexRow,
+    bindable,
+    index_lines,
+    lines_of,
+    scan_hits,
+    stored_turn,
+    tsquery_text,
 )
 
 if TYPE_CHECKING:
     import psycopg
 
+    from .._search import SearchHit, SearchQuery
+
 __all__ = ["ID_RULE", "MAX_ID_BYTES", "SCHEMA_VERSION", "PostgresBackend", "channel_of"]
 
 #: Rows per chunk of the fast load.
 _CHUNK: Final = 16384
+#: Rows per page when indexing, or checking, rows no index entry covers.
+_PAGE: Final = 4096
+#: Below every seq: "from" it means the whole session.
+_ALL_SEQS: Final = -(2**63)
 
 #: The longest session id, in UTF-8 bytes: well under what a B-tree index entry holds
 #: (2704 bytes, less the entry's header and the ``seq`` beside the id in ``events``).
@@ -142,6 +179,100 @@ def _chunk_fetcher(
     return fetch
 
 
+# --- the search index, outside the hot path --------------------------------------------
+
+
+def _progress(conn: psycopg.Connection[Any], query: SearchQuery, indexed: bool
+              ) -> builtins.list[tuple[str, int | None, int | None, int]]:
+    """``(session id, next seq indexed, turn, last seq)`` of each stored session the
+    query reads that has an event (the state ``None`` when it has none)."""
+    sql = SELECT_PROGRESS if indexed else SELECT_TOPS
+    params: tuple[Any, ...] = ()
+    if query.sessions:
+        sql += " WHERE s.id = ANY(%s)"
+        params = (sorted(i for i in query.sessions if text_ok(i)),)  # else: no row
+    return [(sid, None if n is None else int(n), turn, int(top))
+            for sid, n, turn, top in conn.execute(sql, params).fetchall()
+            if top is not None]
+
+
+def _lines_from(conn: psycopg.Connection[Any], session_id: str, start: int, end: int
+                ) -> Iterator[bytes]:
+    """The log lines of the rows ``start <= seq < end``, a page at a time."""
+    while start < end:
+        rows = conn.execute(SELECT_ROWS_FROM, (session_id, start, end, _PAGE)).fetchall()
+        for row in rows:
+            yield row_line(row)
+        if len(rows) < _PAGE:
+            return
+        start = int(rows[-1][0]) + 1
+
+
+def _turn_before(conn: psycopg.Connection[Any], session_id: str, seq: int) -> int | None:
+    """The turn open right before ``seq``: that of the last turn change before it."""
+    from .._search import turn_change
+
+    while True:
+        rows = conn.execute(SELECT_TURN_CHANGES, (session_id, seq, 64)).fetchall()
+        for row in rows:
+            change = turn_change(row_line(row))
+            if change is not None:
+                return change[1]
+        if len(rows) < 64:
+            return None
+        seq = int(rows[-1][0])
+
+
+def _insert_docs(conn: psycopg.Connection[Any], session_id: str,
+                 rows: Sequence[IndexRow]) -> None:
+    if rows:
+        conn.execute(INSERT_DOCS, {
+            "sid": session_id, "iseqs": [row.seq for row in rows],
+            "iturns": [stored_turn(row.turn) for row in rows],
+            "iwords": [words_text(row) for row in rows]})
+
+
+def _sync(conn: psycopg.Connection[Any], session_id: str, end: int, cut: bool = False
+          ) -> int | None:
+    """Bring a session's index to cover exactly its rows before seq ``end`` (in the
+    caller's transaction, under the catch-up lock; the caller then stores the state),
+    and return the turn open there (:data:`TURN_UNKNOWN` when no column holds it).
+    The same cases as the SQLite backend's: no state (index from the first row), a
+    state behind (from there), a state past ``end``: cut there by our repair (``cut``:
+    what follows is indexed again), else by a writer without the index, which may have
+    cut anywhere before (the whole session is indexed again)."""
+    state = conn.execute(SELECT_STATE, (session_id,)).fetchone()
+    if state is not None and state[0] == end:
+        return state[1]  # type: ignore[no-any-return]
+    turn: int | None
+    if state is None or (state[0] > end and not cut):
+        start, turn = _ALL_SEQS, None
+        conn.execute(DELETE_DOCS, (session_id,))  # and rows left by a writer's delete
+    elif state[0] > end:
+        start, turn = end, stored_turn(_turn_before(conn, session_id, end))
+        conn.execute(DELETE_DOCS_FROM, (session_id, end))
+    else:
+        start, turn = int(state[0]), state[1]
+    while start < end:
+        page = conn.execute(SELECT_ROWS_FROM, (session_id, start, end, _PAGE)).fetchall()
+        rows, turn, _ = index_lines([row_line(row) for row in page], turn)
+        _insert_docs(conn, session_id, rows)
+        if len(page) < _PAGE:
+            break
+        start = int(page[-1][0]) + 1
+    return stored_turn(turn)
+
+
+def _index(conn: psycopg.Connection[Any], session_id: str, first: int,
+           lines: Sequence[bytes], end: int, cut: bool = False) -> None:
+    """Index the events ``first .. end-1`` (their ``lines``) after catching up the rows
+    before them, and store the session's state; in the caller's transaction."""
+    turn = _sync(conn, session_id, first, cut)
+    rows, turn, _ = index_lines(lines, turn)
+    _insert_docs(conn, session_id, rows)
+    conn.execute(UPSERT_STATE, (session_id, end, stored_turn(turn)))
+
+
 class PostgresBackend:
     """Sessions in one PostgreSQL database, shared by every host that connects to it.
 
@@ -176,7 +307,7 @@ class PostgresBackend:
         self._aidle = weakref.WeakKeyDictionary()  # event loop -> its idle connections
         self._conn = self._connect()
         try:
-            open_schema(self._conn, create, self.location_url)
+            self._indexed = open_schema(self._conn, create, self.location_url)
         except BaseException:
             self._conn.close()
             raise
@@ -312,6 +443,8 @@ class PostgresBackend:
             return
         columns, before = batch_columns(header.id, events)
         columns["before"] = before
+        if self._indexed:
+            index_columns(columns, jsonl)
         head = None if materialized else checked_header(header)
         lease = self._leases.get(header.id)
         if lease is None:
@@ -331,6 +464,12 @@ class PostgresBackend:
             self._retake(lease)
             self._write(lease.conn, header.id, columns, head)
 
+    @property
+    def _append(self) -> str:
+        """The batch's statement: with its index entries, when the database has the
+        index."""
+        return APPEND_INDEXED if self._indexed else APPEND
+
     @staticmethod
     def _errors() -> Any:
         import psycopg
@@ -347,12 +486,12 @@ class PostgresBackend:
         seqs = columns["seqs"]
         try:
             if head is None:  # the usual case: one statement, committed on its own
-                if conn.execute(APPEND, columns).fetchone() is not None:
+                if conn.execute(self._append, columns).fetchone() is not None:
                     return
                 raise _Refused
             with conn.transaction():  # the first batch brings the session's row
                 conn.execute(UPSERT_SESSION, head)
-                if conn.execute(APPEND, columns).fetchone() is None:
+                if conn.execute(self._append, columns).fetchone() is None:
                     raise _Refused  # rolls the session's row back too
                 return
         except _Refused:
@@ -384,10 +523,24 @@ class PostgresBackend:
         with self._lock if lease is None else contextlib.nullcontext():
             conn = self._conn if lease is None else lease.conn
             with conn.transaction():
+                if self._indexed:  # taken first, as every catch-up takes it
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (SEARCH_LOCK_KEY,))
                 if torn is not None:
                     conn.execute(DELETE_TAIL, (header.id, torn))
                 if columns is not None:
                     conn.execute(INSERT_ROWS, columns)
+                if self._indexed:
+                    # The index is cut back with the rows (_sync: a state past the first
+                    # closer), and the closers indexed after what is left.
+                    seqs = columns["seqs"] if columns is not None else []
+                    lines = lines_of(jsonl, len(seqs))
+                    if lines is None:
+                        lines = builtins.list(_lines_from(
+                            conn, header.id, seqs[0], seqs[-1] + 1)) if seqs else []
+                    first = seqs[0] if seqs else torn
+                    end = seqs[-1] + 1 if seqs else torn
+                    _index(conn, header.id, first, lines, end,  # type: ignore[arg-type]
+                           cut=torn is not None)
                 conn.execute(NOTIFY, (channel_of(header.id), "repair"))
 
     # --- the lease ----------------------------------------------------------------------
@@ -492,6 +645,9 @@ class PostgresBackend:
                 if not dry_run:
                     conn.execute(DELETE_EVENTS, (session_id,))
                     conn.execute(DELETE_SESSION, (session_id,))
+                    if self._indexed:
+                        conn.execute(DELETE_DOCS, (session_id,))
+                        conn.execute(DELETE_STATE, (session_id,))
                     conn.execute(NOTIFY, (channel_of(session_id), "delete"))
         finally:
             with contextlib.suppress(self._errors().Error):
@@ -566,6 +722,91 @@ class PostgresBackend:
         say): the same reports, waiting on NOTIFY without blocking the loop."""
         return postgres_follow.afollow(self._aconnect, session_id, after, timeout)
 
+    # --- search -------------------------------------------------------------------------
+
+    def search(self, query: SearchQuery) -> builtins.list[SearchHit]:
+        """Every hit of ``query``, in no order, from the ``tsvector`` index.
+
+        Sessions the index lags behind (rows stored by a writer without it, or a batch
+        that found the index behind) are indexed first, in one transaction; when this
+        connection may not write, their rows past the index are checked one by one
+        instead, so the answer is complete either way. Every candidate is checked by
+        :func:`~.._search.hit_of`.
+        """
+        from .._search import extract, hit_of
+
+        types = query.event_types()
+        if not types:
+            return []  # the type and role filters exclude each other
+        hits: builtins.list[SearchHit] = []
+        with self._lock:
+            conn = self._conn
+            if self._indexed:
+                self._catch_up(conn, query)
+            with conn.transaction():  # one snapshot for every query
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                behind = self._behind(conn, query)
+                if self._indexed:
+                    sql = SELECT_CANDIDATES
+                    params: dict[str, Any] = {"q": tsquery_text(query), "types": types}
+                    if query.sessions:
+                        sql += " AND d.session_id = ANY(%(sessions)s)"
+                        params["sessions"] = sorted(i for i in query.sessions if text_ok(i))
+                    for name, bound, op in (("since", query.since, ">="),
+                                            ("until", query.until, "<")):
+                        if bindable(bound):
+                            sql += f" AND e.time {op} %({name})s"
+                            params[name] = bound
+                    for sid, turn, *row in conn.execute(sql, params).fetchall():
+                        late = behind.get(sid)
+                        if late is not None and row[0] >= late[0]:
+                            continue  # checked below, with the rows no index covers
+                        extracted = extract(row_line(row))
+                        if extracted is None:
+                            continue
+                        if turn == TURN_UNKNOWN:
+                            turn = _turn_before(conn, sid, row[0])
+                        hit = hit_of(sid, extracted, turn, query)
+                        if hit is not None:
+                            hits.append(hit)
+                for sid, (start, turn, end) in behind.items():
+                    if turn == TURN_UNKNOWN:
+                        turn = _turn_before(conn, sid, start)
+                    hits += scan_hits(sid, _lines_from(conn, sid, start, end), turn, query)
+        return hits
+
+    def _catch_up(self, conn: psycopg.Connection[Any], query: SearchQuery) -> None:
+        """Index the rows of the sessions (that the query reads) the index lags behind,
+        in one transaction under the catch-up lock; nothing when the index is in step or
+        this connection may not write."""
+        if not any(row[1] != row[3] + 1 for row in _progress(conn, query, True)):
+            return
+        psycopg = self._errors()
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (SEARCH_LOCK_KEY,))
+                for sid, next_seq, _, top in _progress(conn, query, True):
+                    if next_seq != top + 1:
+                        turn = _sync(conn, sid, top + 1)
+                        conn.execute(UPSERT_STATE, (sid, top + 1, turn))
+        except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege):
+            pass
+
+    def _behind(self, conn: psycopg.Connection[Any], query: SearchQuery
+                ) -> dict[str, tuple[int, int | None, int]]:
+        """The sessions whose rows from some seq on no index entry covers: ``{id: (that
+        seq, the turn open there, the seq after the last)}``; every session when the
+        database has no index."""
+        behind: dict[str, tuple[int, int | None, int]] = {}
+        for sid, next_seq, turn, top in _progress(conn, query, self._indexed):
+            # A state past the last row: rows cut by a writer without the index, which
+            # may have written others in their place: no entry of it is trusted.
+            if not self._indexed or next_seq is None or next_seq > top + 1:
+                behind[sid] = (_ALL_SEQS, None, top + 1)
+            elif next_seq <= top:
+                behind[sid] = (next_seq, turn, top + 1)
+        return behind
+
     def exists(self) -> bool:
         """Always: opening the backend found (or created) the tables."""
         return True
@@ -595,6 +836,8 @@ class PostgresBackend:
             return
         columns, before = batch_columns(header.id, events)
         columns["before"] = before
+        if self._indexed:
+            index_columns(columns, jsonl)
         head = None if materialized else checked_header(header)
         conn = await self._atake()
         try:
@@ -613,12 +856,12 @@ class PostgresBackend:
         seqs = columns["seqs"]
         try:
             if head is None:
-                if await (await conn.execute(APPEND, columns)).fetchone() is not None:
+                if await (await conn.execute(self._append, columns)).fetchone() is not None:
                     return
                 raise _Refused
             async with conn.transaction():
                 await conn.execute(UPSERT_SESSION, head)
-                if await (await conn.execute(APPEND, columns)).fetchone() is None:
+                if await (await conn.execute(self._append, columns)).fetchone() is None:
                     raise _Refused
                 return
         except _Refused:

@@ -19,6 +19,18 @@ when a chunk does not decode or its seqs are not the expected ones.
 
 The writer lock (beyond the reference) is an ``flock`` on a file beside the database,
 which the kernel releases when the holding process dies.
+
+The full-text search index (beyond the reference, so in tables of its own, which the
+reference never reads; the two tables above and the version stay exactly its own)::
+
+    dsh_search_docs(id, session_id, seq, turn)    one row per searched event with words
+    dsh_search(words)                              FTS5, rowid = dsh_search_docs.id
+    dsh_search_state(session_id, next_seq, turn)   how far each session is indexed
+
+Each batch and repair indexes its events in its own transaction
+(:mod:`.search_index`). Rows another writer stored (the reference, or a build without
+the index) are indexed when a batch or a search next meets the session; a database
+that cannot be written is searched as completely, those rows checked one by one.
 """
 
 from __future__ import annotations
@@ -33,7 +45,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Hashable, Iterator, Sequence
-from typing import Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from .._header import SessionHeader
 from .._registry import EventRegistry
@@ -66,6 +78,20 @@ from .rows import (
     unencodable,
     utf8_ok,
 )
+from .search_index import (
+    TURN_UNKNOWN,
+    IndexRow,
+    bindable,
+    fts_match,
+    fts_trusted,
+    index_lines,
+    lines_of,
+    scan_hits,
+    stored_turn,
+)
+
+if TYPE_CHECKING:
+    from .._search import SearchHit, SearchQuery
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -232,6 +258,207 @@ _SELECT_MEASURE: Final = (
 _DELETE_EVENTS: Final = "DELETE FROM events WHERE session_id = ?"
 _DELETE_SESSION: Final = "DELETE FROM sessions WHERE id = ?"
 
+# --- the search index -------------------------------------------------------------------
+
+#: How FTS5 splits the stored words again: on what is not a letter or digit, no
+#: diacritics removed (a word is found only as it was written, caselessly).
+_TOKENIZE: Final = "'unicode61 remove_diacritics 0'"
+_INDEX_TABLES: Final = ("dsh_search_docs", "dsh_search", "dsh_search_state")
+# Tables of our own beside the reference's: created when a writable database is opened,
+# never stamped in user_version (the reference refuses any version but 4, and must
+# keep reading what this build writes).
+_INDEX_SCHEMA: Final = (
+    """CREATE TABLE IF NOT EXISTS dsh_search_docs (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        turn INTEGER,
+        UNIQUE (session_id, seq)
+    ) STRICT""",
+    # Its rowid is the docs row's id; the body is the event's index words, joined by
+    # spaces.
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS dsh_search USING fts5(words, tokenize = {_TOKENIZE})",
+    """CREATE TABLE IF NOT EXISTS dsh_search_state (
+        session_id TEXT PRIMARY KEY,
+        next_seq INTEGER NOT NULL,
+        turn INTEGER
+    ) STRICT""",
+)
+_SELECT_INDEX_TABLES: Final = (
+    "SELECT count(*) FROM sqlite_master WHERE name IN"
+    " ('dsh_search_docs', 'dsh_search', 'dsh_search_state')"
+)
+_SELECT_STATE: Final = "SELECT next_seq, turn FROM dsh_search_state WHERE session_id = ?"
+_UPSERT_STATE: Final = """
+    INSERT INTO dsh_search_state (session_id, next_seq, turn) VALUES (?, ?, ?)
+    ON CONFLICT (session_id) DO UPDATE SET next_seq = excluded.next_seq, turn = excluded.turn"""
+_SELECT_MAX_DOC: Final = "SELECT coalesce(max(id), 0) FROM dsh_search_docs"
+# The FTS rows go first, while the docs rows still say which they are.
+_DELETE_FTS_FROM: Final = (
+    "DELETE FROM dsh_search WHERE rowid IN"
+    " (SELECT id FROM dsh_search_docs WHERE session_id = ? AND seq >= ?)"
+)
+_DELETE_DOCS_FROM: Final = "DELETE FROM dsh_search_docs WHERE session_id = ? AND seq >= ?"
+_DELETE_STATE: Final = "DELETE FROM dsh_search_state WHERE session_id = ?"
+#: Below every seq: "from" it means the whole session.
+_ALL_SEQS: Final = -(2**63)
+_SELECT_ROWS_FROM: Final = (
+    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
+    " WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq LIMIT ?"
+)
+#: Rows per page when indexing or checking rows no index covers.
+_PAGE: Final = 4096
+# The turn changes before a seq, newest first (the primary key's index, backwards).
+_SELECT_TURN_CHANGES: Final = (
+    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
+    " WHERE session_id = ? AND seq < ? AND type IN ('turn/start', 'turn/end')"
+    " ORDER BY seq DESC"
+)
+# Every stored session with how far it is indexed and its last seq (one lookup in the
+# events' primary key each; a sessions row exists iff the session has an event).
+_SELECT_PROGRESS: Final = (
+    "SELECT s.id, st.next_seq, st.turn,"
+    " (SELECT max(seq) FROM events WHERE session_id = s.id)"
+    " FROM sessions AS s LEFT JOIN dsh_search_state AS st ON st.session_id = s.id"
+)
+_SELECT_TOPS: Final = (
+    "SELECT s.id, NULL, NULL, (SELECT max(seq) FROM events WHERE session_id = s.id)"
+    " FROM sessions AS s"
+)
+# The candidates: the index's matches joined to their events (an index row whose
+# event is gone matches nothing), narrowed by type, session and time.
+_SELECT_CANDIDATES: Final = (
+    "SELECT d.session_id, d.turn, e.seq, e.type, e.time, e.data, e.source_event_seqs,"
+    " e.surface_op FROM dsh_search JOIN dsh_search_docs AS d ON d.id = dsh_search.rowid"
+    " JOIN events AS e ON e.session_id = d.session_id AND e.seq = d.seq"
+    " WHERE dsh_search MATCH ? AND e.type IN (SELECT value FROM json_each(?))"
+)
+
+
+@functools.cache
+def _insert_docs_sql(count: int) -> str:
+    return ("INSERT INTO dsh_search_docs (session_id, id, seq, turn) VALUES "
+            + ",".join(["(?1, ?, ?, ?)"] * count))
+
+
+@functools.cache
+def _insert_fts_sql(count: int) -> str:
+    return "INSERT INTO dsh_search (rowid, words) VALUES " + ",".join(["(?, ?)"] * count)
+
+
+def _insert_index(conn: sqlite3.Connection, session_id: str, rows: Sequence[IndexRow]
+                  ) -> None:
+    """Insert index rows: one multi-row statement per table (per 500 rows), the ids
+    given here (after the highest, read inside this write transaction) so that each
+    FTS row's rowid is its docs row's id without reading them back."""
+    if not rows:
+        return
+    (top,) = conn.execute(_SELECT_MAX_DOC).fetchone()
+    for start in range(0, len(rows), _ROWS_PER_INSERT):
+        chunk = rows[start : start + _ROWS_PER_INSERT]
+        docs: list[object] = [session_id]
+        fts: list[object] = []
+        for i, row in enumerate(chunk, top + start + 1):
+            docs += (i, row.seq, stored_turn(row.turn))
+            fts += (i, " ".join(row.words))
+        conn.execute(_insert_docs_sql(len(chunk)), docs)
+        conn.execute(_insert_fts_sql(len(chunk)), fts)
+
+
+def _delete_index(conn: sqlite3.Connection, session_id: str, start: int) -> None:
+    conn.execute(_DELETE_FTS_FROM, (session_id, start))
+    conn.execute(_DELETE_DOCS_FROM, (session_id, start))
+
+
+def _lines_from(conn: sqlite3.Connection, session_id: str, start: int, end: int
+                ) -> Iterator[bytes]:
+    """The log lines of the rows ``start <= seq < end``, a page at a time."""
+    while start < end:
+        rows = conn.execute(_SELECT_ROWS_FROM, (session_id, start, end, _PAGE)).fetchall()
+        for row in rows:
+            yield row_line(row)
+        if len(rows) < _PAGE:
+            return
+        start = rows[-1][0] + 1
+
+
+def _turn_before(conn: sqlite3.Connection, session_id: str, seq: int) -> int | None:
+    """The turn open right before ``seq``: that of the last turn change before it."""
+    from .._search import turn_change
+
+    for row in conn.execute(_SELECT_TURN_CHANGES, (session_id, seq)):
+        change = turn_change(row_line(row))
+        if change is not None:
+            return change[1]
+    return None
+
+
+def _sync(conn: sqlite3.Connection, session_id: str, end: int, cut: bool = False
+          ) -> int | None:
+    """Bring a session's index to cover exactly its rows before seq ``end`` (in the
+    caller's write transaction, which then stores the state), and return the turn open
+    there (:data:`TURN_UNKNOWN` when no column holds it).
+
+    The usual case, a state at ``end``, reads one row. No state (rows a writer without
+    the index stored): the session is indexed from its first row. A state behind:
+    from there. A state past ``end``: the rows were cut back at ``end`` by our repair
+    (``cut``), so what follows is indexed again; else by a writer that keeps no index
+    (the reference's repair), which may have cut them anywhere before and written
+    others: the whole session is indexed again.
+    """
+    state = conn.execute(_SELECT_STATE, (session_id,)).fetchone()
+    if state is not None and state[0] == end:
+        return state[1]  # type: ignore[no-any-return]
+    if state is None or (state[0] > end and not cut):
+        start, turn = _ALL_SEQS, None
+        _delete_index(conn, session_id, _ALL_SEQS)  # and rows left by a writer's delete
+    elif state[0] > end:
+        start, turn = end, stored_turn(_turn_before(conn, session_id, end))
+        _delete_index(conn, session_id, end)
+    else:
+        start, turn = state
+    # A page at a time, so a long session never sits in memory whole; each page is
+    # fetched before its rows are written, so no read cursor is open across an insert.
+    while start < end:
+        page = conn.execute(_SELECT_ROWS_FROM, (session_id, start, end, _PAGE)).fetchall()
+        rows, turn, _ = index_lines([row_line(row) for row in page], turn)
+        _insert_index(conn, session_id, rows)
+        if len(page) < _PAGE:
+            break
+        start = page[-1][0] + 1
+    return stored_turn(turn)
+
+
+def _index(conn: sqlite3.Connection, session_id: str, first: int, lines: Sequence[bytes],
+           end: int, cut: bool = False) -> None:
+    """Index the events ``first .. end-1`` (their ``lines``), after catching up the rows
+    before them, and store the session's state; in the caller's write transaction."""
+    turn = _sync(conn, session_id, first, cut)
+    rows, turn, _ = index_lines(lines, turn)
+    _insert_index(conn, session_id, rows)
+    conn.execute(_UPSERT_STATE, (session_id, end, stored_turn(turn)))
+
+
+def _batch_lines(params: Sequence[object], jsonl: bytes) -> builtins.list[bytes]:
+    """The batch's lines: the ones the coordinator encoded, or (when they are not one a
+    row) built from the rows as the loader builds them."""
+    count = len(params) // PARAMS_PER_ROW
+    lines = lines_of(jsonl, count)
+    if lines is not None:
+        return lines
+    n = PARAMS_PER_ROW
+    return [row_line((params[i], params[i + 1], params[i + 2], params[i + 3],  # type: ignore[arg-type]
+                      params[i + 4] or None, params[i + 5] or None))
+            for i in range(0, len(params), n)]
+
+
+def _read_only(exc: sqlite3.Error) -> bool:
+    """Whether SQLite refused a write because the database cannot be written."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF == sqlite3.SQLITE_READONLY
+    return "readonly" in str(exc)
+
 #: How many times a lock file that a delete removed while it was being locked is
 #: taken again (once is all a delete makes it need).
 _LOCK_ATTEMPTS: Final = 8
@@ -358,6 +585,25 @@ class SqliteBackend:
         # A database stamped by a build that stopped before creating its tables.
         for statement in _SCHEMA:
             conn.execute(statement)
+        self._indexed = self._open_index()
+
+    def _open_index(self) -> bool:
+        """Create the search index's tables when they are missing (a database written
+        by the reference, or by a build without the index); whether they are there. A
+        database that cannot be written, or an SQLite built without FTS5, is searched
+        without them (every line checked)."""
+        conn = self._conn
+        if conn.execute(_SELECT_INDEX_TABLES).fetchone()[0] == len(_INDEX_TABLES):
+            return True
+        try:
+            with self._transaction():
+                for statement in _INDEX_SCHEMA:
+                    conn.execute(statement)
+        except sqlite3.OperationalError as exc:
+            if not (_read_only(exc) or "no such module" in str(exc)):
+                raise
+            return False
+        return True
 
     def _user_version(self) -> int:
         (version,) = self._conn.execute("PRAGMA user_version").fetchone()
@@ -461,10 +707,14 @@ class SqliteBackend:
             return  # a session row only ever comes with an event
         params = event_params(header.id, events)
         head = None if materialized else header_row(header)
+        lines = _batch_lines(params, jsonl) if self._indexed else None
         with self._lock, self._transaction() as conn:
             if head is not None:
                 conn.execute(_UPSERT_SESSION, head)
             _insert_rows(conn, header.id, params)
+            if lines is not None:  # the seqs as the rows hold them (checked ints)
+                _index(conn, header.id, params[0], lines,  # type: ignore[arg-type]
+                       params[-PARAMS_PER_ROW] + 1)  # type: ignore[operator]
 
     def commit_repair(
         self, header: SessionHeader, torn: object | None, closers: Sequence[Event], jsonl: bytes
@@ -477,10 +727,18 @@ class SqliteBackend:
         params = event_params(header.id, closers)
         if torn is None and not params:
             return
+        lines = _batch_lines(params, jsonl) if self._indexed else None
         with self._lock, self._transaction() as conn:
             if torn is not None:
                 conn.execute(_DELETE_TAIL, (header.id, torn))
             _insert_rows(conn, header.id, params)
+            if lines is not None:
+                # The index is cut back with the rows (_sync: a state past the first
+                # closer), and the closers indexed after what is left.
+                first = params[0] if params else torn
+                end = params[-PARAMS_PER_ROW] + 1 if params else torn  # type: ignore[operator]
+                _index(conn, header.id, first, lines, end,  # type: ignore[arg-type]
+                       cut=torn is not None)
 
     def location(self, header: SessionHeader) -> str:
         """The database file (``:memory:`` for an in-memory one); ids are global in it."""
@@ -585,6 +843,9 @@ class SqliteBackend:
                     raise not_found(session_id)
                 conn.execute(_DELETE_EVENTS, (session_id,))
                 conn.execute(_DELETE_SESSION, (session_id,))
+                if self._indexed:
+                    _delete_index(conn, session_id, _ALL_SEQS)
+                    conn.execute(_DELETE_STATE, (session_id,))
             if lock_file is not None:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(lock_file)
@@ -670,6 +931,104 @@ class SqliteBackend:
             if timeout is not None and time.monotonic() - quiet_since >= timeout:
                 return
             time.sleep(POLL_SECONDS)
+
+    # --- search ---------------------------------------------------------------------
+
+    def search(self, query: SearchQuery) -> builtins.list[SearchHit]:
+        """Every hit of ``query``, in no order, from the FTS5 index.
+
+        Sessions the index lags behind (rows stored by a writer without it) are indexed
+        first, in one write transaction; when the database cannot be written, their
+        rows past the index are checked one by one instead, so the answer is complete
+        either way. Every candidate is checked by :func:`~.._search.hit_of`.
+        """
+        from msgspec.json import encode
+
+        from .._search import extract, hit_of
+
+        types = query.event_types()
+        if not types:
+            return []  # the type and role filters exclude each other
+        trusted = self._indexed and fts_trusted(query, _TOKENIZE)
+        with self._lock:
+            if self._indexed:
+                self._catch_up(query)
+            hits: builtins.list[SearchHit] = []
+            with self._transaction("BEGIN") as conn:  # one snapshot for every query
+                # Whatever is still behind (a read-only database, or a writer without
+                # the index that committed since): from where, and in which turn.
+                behind = self._behind(conn, query, trusted)
+                if self._indexed and trusted:
+                    sql = _SELECT_CANDIDATES
+                    params: builtins.list[object] = [fts_match(query), encode(types).decode()]
+                    if query.sessions:
+                        sql += " AND d.session_id IN (SELECT value FROM json_each(?))"
+                        # An id UTF-8 cannot hold has no row (check_id refuses it).
+                        params.append(encode(sorted(
+                            i for i in query.sessions if utf8_ok(i))).decode())
+                    for bound, op in ((query.since, ">="), (query.until, "<")):
+                        if bindable(bound):
+                            sql += f" AND e.time {op} ?"
+                            params.append(bound)
+                    for sid, turn, *row in conn.execute(sql, params).fetchall():
+                        late = behind.get(sid)
+                        if late is not None and row[0] >= late[0]:
+                            continue  # checked below, with the rows no index covers
+                        extracted = extract(row_line(row))
+                        if extracted is None:
+                            continue
+                        if turn == TURN_UNKNOWN:
+                            turn = _turn_before(conn, sid, row[0])
+                        hit = hit_of(sid, extracted, turn, query)
+                        if hit is not None:
+                            hits.append(hit)
+                for sid, (start, turn, end) in behind.items():
+                    if turn == TURN_UNKNOWN:
+                        turn = _turn_before(conn, sid, start)
+                    hits += scan_hits(sid, _lines_from(conn, sid, start, end), turn, query)
+        return hits
+
+    def _progress(self, conn: sqlite3.Connection, query: SearchQuery
+                  ) -> builtins.list[tuple[str, int | None, int | None, int]]:
+        """``(session id, next seq indexed, turn, last seq)`` of each stored session the
+        query reads that has an event (the state ``None`` when it has none)."""
+        rows = conn.execute(_SELECT_PROGRESS if self._indexed else _SELECT_TOPS).fetchall()
+        return [row for row in rows if row[3] is not None
+                and (not query.sessions or row[0] in query.sessions)]
+
+    def _catch_up(self, query: SearchQuery) -> None:
+        """Index the rows of the sessions the index lags behind, in one write
+        transaction; nothing when it is in step, or the database is read-only."""
+        def lagging(rows: builtins.list[tuple[str, int | None, int | None, int]]) -> bool:
+            return any(row[1] != row[3] + 1 for row in rows)
+
+        with self._transaction("BEGIN") as conn:
+            if not lagging(self._progress(conn, query)):
+                return
+        try:
+            with self._transaction() as conn:
+                for sid, next_seq, _, top in self._progress(conn, query):
+                    if next_seq != top + 1:
+                        turn = _sync(conn, sid, top + 1)
+                        conn.execute(_UPSERT_STATE, (sid, top + 1, turn))
+        except sqlite3.OperationalError as exc:
+            if not _read_only(exc):
+                raise
+
+    def _behind(self, conn: sqlite3.Connection, query: SearchQuery, trusted: bool
+                ) -> dict[str, tuple[int, int | None, int]]:
+        """The sessions whose rows from some seq on no index entry covers: ``{id:
+        (that seq, the turn open there, the seq after the last)}``. Every session when
+        there is no index, or it cannot answer this query (:func:`fts_trusted`)."""
+        behind: dict[str, tuple[int, int | None, int]] = {}
+        for sid, next_seq, turn, top in self._progress(conn, query):
+            # A state past the last row: rows cut by a writer without the index, which
+            # may have written others in their place: no entry of it is trusted.
+            if not (self._indexed and trusted) or next_seq is None or next_seq > top + 1:
+                behind[sid] = (_ALL_SEQS, None, top + 1)
+            elif next_seq <= top:
+                behind[sid] = (next_seq, turn, top + 1)
+        return behind
 
     def exists(self) -> bool:
         """Always: the database was opened (or created) with the backend."""
