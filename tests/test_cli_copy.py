@@ -22,7 +22,7 @@ import pytest
 
 from cli_support import run_cli
 from conftest import upstream_dir
-from dsh_session_core import JsonlBackend, SessionHeader
+from dsh_session_core import JsonlBackend, SessionHeader, SqliteBackend
 
 if TYPE_CHECKING:
     from pg_support import Databases
@@ -524,3 +524,52 @@ def test_a_terminal_shows_a_progress_bar_and_it_is_erased(
     assert "\rcopying 1/2 demo [" in drawn
     assert " 0/270 events" in drawn  # the first state is drawn at once
     assert drawn.endswith("\r" + " " * 99 + "\r")  # erased at the end
+
+
+# --- SRC as a log file (the SOURCE rule) ------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite", "postgresql"])
+def test_a_log_file_is_copied_into_a_store_and_comes_back_byte_for_byte(
+        demo: str, places: Places, kind: str, tmp_path: Path) -> None:
+    log = tmp_path / "demo.jsonl"
+    log.write_bytes(_export("demo", demo))
+    dst = STORE_URLS[kind](places, "dst")
+    code, out, err = _run("copy", str(log), dst)
+    assert (code, err) == (0, ""), err
+    assert out.splitlines()[-1].startswith("copied 1 session(s)")
+    # As a copy of the store holding it gives it (a database rebuilds each line in the
+    # reference's key order, JSONL keeps the bytes).
+    twin = STORE_URLS[kind](places, "twin")
+    assert _run("copy", demo, twin, "--session", "demo")[0] == 0
+    assert _export("demo", dst) == _export("demo", twin)
+    if kind == "jsonl":
+        assert _export("demo", dst) == log.read_bytes()
+    code, out, _ = _run("copy", str(log), dst)  # again: nothing left to do
+    assert code == 0
+    assert "1 up to date" in out
+
+
+def test_a_torn_log_file_is_copied_up_to_its_tear(tmp_path: Path) -> None:
+    torn = upstream_dir() / "synthetic" / "crash-after-tool-call.jsonl"
+    code, out, err = _run("copy", str(torn), str(tmp_path / "dst"))
+    assert code == 0, err
+    assert "torn tail" in err  # said, on stderr
+    assert "copied 60 event(s)" in out
+    assert torn.read_bytes().startswith(
+        _export(_ids(str(tmp_path / "dst"))[0], str(tmp_path / "dst")))
+
+
+def test_a_file_that_is_no_log_or_a_database_by_path_is_refused(tmp_path: Path) -> None:
+    garbage = tmp_path / "notes.jsonl"
+    garbage.write_bytes(b"not a log\n")
+    code, _, err = _run("copy", str(garbage), str(tmp_path / "dst"))
+    assert code == 1
+    assert "header line is not valid JSON" in err
+    assert "hint: SRC is a store, or a log file" in err
+    db = tmp_path / "x.db"  # a store, named by its path instead of its URL
+    SqliteBackend(db).close()
+    code, _, err = _run("copy", str(db), str(tmp_path / "dst"))
+    assert code == 2
+    assert "is a SQLite database: name it by its URL" in err
+    assert not (tmp_path / "dst").exists()

@@ -291,6 +291,37 @@ def test_a_deleted_session_can_be_made_again_and_locked_again(url: str) -> None:
         store.release(live)
 
 
+@pytest.mark.parametrize("again", [False, True], ids=["deleted", "deleted-and-made-again"])
+def test_a_session_deleted_while_it_is_opened_is_refused_not_written_after(
+        url: str, monkeypatch: pytest.MonkeyPatch, again: bool) -> None:
+    # open reads the log, then takes the writer lock: another process's delete (and,
+    # maybe, a new session of the same id) lands in between, here injected right before
+    # the lock is taken.
+    clock = Clock()
+    with opened(url, clock) as store, opened(url, clock) as other:
+        write(store, clock, "a", turns=2)
+        real = store.backend.acquire
+
+        def acquire_after_a_delete(header: Any) -> Any:
+            other.delete("a")
+            if again:
+                write(other, clock, "a", turns=1, text="new")
+            return real(header)
+
+        monkeypatch.setattr(store.backend, "acquire", acquire_after_a_delete)
+        with pytest.raises(PersistenceError, match="removed or rewritten while it was "
+                                                   "being opened"):
+            store.open("a")
+        monkeypatch.undo()
+        expected = [] if not again else ["a"]
+        assert [h.id for h in other.stored()] == expected
+        if again:
+            assert b"new 1" in exported(other, "a")
+            live = store.open("a")  # open it again: the new one, and its lock
+            assert len(live.events) == 3
+            store.release(live)
+
+
 def test_an_adopted_session_without_a_live_one_is_let_go_and_deleted(url: str) -> None:
     clock = Clock()
     with opened(url, clock) as store:

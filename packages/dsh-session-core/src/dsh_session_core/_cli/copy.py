@@ -3,7 +3,9 @@ the copies (the rules are :mod:`dsh_session_core._persistence.copy`'s).
 
 SRC and DST are store URLs, as ``--store`` takes them elsewhere: a folder (JSONL),
 ``jsonl:///path``, ``sqlite:///path.db`` or ``postgresql://user@host/dbname``;
-``memory:`` is refused (nothing outlives the process). SRC must exist (for PostgreSQL: a
+``memory:`` is refused (nothing outlives the process). SRC may also be a log file, as
+the SOURCE of the other commands: its session is copied into DST (a torn tail is
+dropped, as a store's load drops it). SRC must exist (for PostgreSQL: a
 database holding dsh-session's tables) and is only read; DST is created when missing (a
 dry run creates nothing). A PostgreSQL URL is shown without its password. Each session
 gets one line on stdout as it is done (a failure: one line on stderr), then a summary
@@ -20,6 +22,7 @@ usage (a bad URL, ``memory:``, SRC and DST the same store, a batch size below 1)
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .commands import HELP
@@ -74,7 +77,15 @@ def _opened(url: str, *, must_exist: bool, empty_if_missing: bool = False) -> Ba
         raise
 
 
-def _open_source(url: str) -> Backend:
+def _open_source(url: str, reg: EventRegistry) -> Backend:
+    from .source import is_log_file
+
+    if is_log_file(url):
+        if _is_sqlite_file(url):
+            msg = f"SRC {url} is a SQLite database: name it by its URL"
+            raise Failure(msg, EXIT_USAGE, hint=f"dsh-session copy sqlite:///"
+                                                f"{os.path.abspath(url).lstrip('/')} DST")
+        return _log_file_source(url, reg)
     # must_exist: a missing SQLite file or PostgreSQL store would be created.
     backend = _opened(url, must_exist=True)
     if not backend.exists():  # a JSONL folder that is not there
@@ -82,6 +93,40 @@ def _open_source(url: str) -> Backend:
         msg = f"no store at {_shown(url)} (it does not exist)"
         raise Failure(msg, hint="check SRC: a folder, jsonl:///path, sqlite:///path.db or "
                                 "postgresql://user@host/dbname")
+    return backend
+
+
+def _is_sqlite_file(path: str) -> bool:
+    """Whether a file is a SQLite database (its magic header): a store named by its
+    path instead of its ``sqlite:`` URL, never a log."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+def _log_file_source(path: str, reg: EventRegistry) -> Backend:
+    """SRC as a log file (the SOURCE rule of the other commands): its session, read by
+    the durable load rules (a torn tail dropped, as a store drops it), in an in-memory
+    store to copy from."""
+    from .._logfile import scan_log
+    from .._persistence.memory import MemoryBackend
+    from .source import _scanned, read_bytes, warn
+
+    data = read_bytes(path, "loading")
+    try:
+        source = _scanned(path, data, reg)  # the checks and warnings of `--recover`
+    except Failure as exc:
+        raise Failure(str(exc), exc.status,
+                      hint="SRC is a store, or a log file: `dsh-session validate FILE` "
+                           "says what is wrong with this one") from exc
+    for warning in source.warnings:
+        warn(f"{path}: {warning}")
+    scan = scan_log(data, reg, path=path)  # its lines as written, to copy byte for byte
+    backend = MemoryBackend()
+    if scan.events:
+        backend.append_batch(scan.header, scan.events, scan.jsonl, materialized=False)
     return backend
 
 
@@ -160,7 +205,7 @@ def _copy(args: argparse.Namespace) -> int:
         msg = f"--batch-size must be at least 1, got {args.batch_size}"
         raise Failure(msg, EXIT_USAGE)
     reg = registry()
-    src = _open_source(args.src)
+    src = _open_source(args.src, reg)
     try:
         dst = _open_destination(args.dst, args.dry_run)
         try:
@@ -244,7 +289,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     copy.add_argument("src", metavar="SRC",
                       help="the store to read: a folder, jsonl:///path, sqlite:///path.db "
-                           "or postgresql://user@host/dbname")
+                           "or postgresql://user@host/dbname; or a log file (its session)")
     copy.add_argument("dst", metavar="DST",
                       help="the store to write (created when missing)")
     copy.add_argument("--session", action="append", dest="session_ids", metavar="ID",

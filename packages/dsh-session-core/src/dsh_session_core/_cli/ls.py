@@ -20,10 +20,11 @@ What each costs:
   :meth:`~.._persistence.base.Backend.summaries` (JSONL: every log read once, O(store
   size); SQLite and PostgreSQL: one aggregate query).
 - Otherwise (``created`` or ``id``, filtered by ``--cwd`` and ``--parent`` only) a JSONL
-  store reads each log's *first line* only (its header, as listing does), picks the page
-  from the headers, then reads just the logs of the rows shown; ``-q`` reads no log past
-  its header. O(sessions) small reads plus O(rows shown) logs. SQLite and PostgreSQL
-  run their one query either way.
+  store takes each log's header from its header cache (a ``stat`` per log; the first
+  line of a log new or changed since the last listing), picks the page from the
+  headers, then reads just the logs of the rows shown; ``-q`` reads no log past its
+  header. O(sessions) ``stat`` calls plus O(rows shown) logs. SQLite and PostgreSQL run
+  their one query either way.
 """
 
 from __future__ import annotations

@@ -506,12 +506,37 @@ class PersistencePlugin:
                     f"do not match this live session (id collision)"
                 )
                 raise PersistenceError(msg, session_id=sid)
+        last = state.loaded[-1] if state.loaded else None
         state.owner = session
         state.loaded = None
+        taken = state.lock is None
         self._own(state)
+        if taken and last is not None:
+            self._check_unchanged(state, last)
         if len(seed) > state.cursor:
             rest = session.jsonl(state.cursor, len(seed))
             self._append_core(sid, seed[state.cursor :], rest)
+
+    def _check_unchanged(self, state: _State, last: Event) -> None:
+        """After taking the writer lock on a log read without it (``open``): refuse if
+        the log was removed (or removed and written again) in between, rather than
+        write after a prefix that is gone. One read of the log's last line."""
+        from .._logfile import line_wire
+
+        sid = state.header.id
+        tail = self.backend.tail_lines(sid, 1)
+        wire = line_wire(tail.lines[-1]) if tail is not None and tail.lines else None
+        if (wire is not None and wire.get("seq") == last.seq
+                and wire.get("type") == last.type and wire.get("time") == last.time):
+            return
+        state.owner = None
+        if state.lock is not None:
+            lock, state.lock = state.lock, None
+            lock.release()
+        del self._states[sid]
+        msg = (f'session "{sid}" was removed or rewritten while it was being opened '
+               f"(a delete or prune in another process?): open it again")
+        raise PersistenceError(msg, session_id=sid)
 
     def _adopt_live_prefix(
         self, session: Session, stored: StoredLog, seed: builtins.list[Event]

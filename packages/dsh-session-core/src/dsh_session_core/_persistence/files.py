@@ -314,12 +314,21 @@ def list_logs(root: str) -> list[tuple[SessionHeader, str]]:
     :class:`~dsh_session_core.errors.SkippedLogWarning`. No order. The temp files of
     killed first writes are swept meanwhile (:func:`sweep_temps`).
 
+    A log that :mod:`.header_cache` holds, unchanged since (one ``stat``), is not opened:
+    a listing of a large store costs a directory scan and a ``stat`` per log, plus the
+    first lines of the logs new or written since the last listing.
+
     :raises OSError: the root cannot be listed (a missing root lists nothing).
     """
+    from . import header_cache
+
     try:
         buckets = os.scandir(root)
     except FileNotFoundError:
         return []
+    cache = header_cache.load(root)
+    fresh: list[header_cache.Cached] = []
+    read = 0  # logs whose first line was read: the cache is out of date
     found: list[tuple[SessionHeader, str]] = []
     with buckets:
         for bucket in buckets:
@@ -335,6 +344,16 @@ def list_logs(root: str) -> list[tuple[SessionHeader, str]]:
                     if not entry.name.endswith(".jsonl") or not entry.is_file():
                         temps = temps or entry.name.endswith(".tmp")
                         continue
+                    try:
+                        stat = entry.stat()
+                    except FileNotFoundError:  # removed meanwhile
+                        continue
+                    cached = cache.get((bucket.name, entry.name))
+                    if cached is not None and header_cache.matches(cached, stat):
+                        found.append((cached.header, entry.path))
+                        fresh.append(cached)
+                        continue
+                    read += 1
                     line = first_line(entry.path)
                     if line is None:
                         continue
@@ -345,11 +364,13 @@ def list_logs(root: str) -> list[tuple[SessionHeader, str]]:
                         _skipped(entry.path, exc)
                         continue
                     found.append((header, entry.path))
+                    fresh.append(header_cache.Cached(bucket.name, entry.name, stat.st_ino,
+                                                     stat.st_size, stat.st_mtime_ns, header))
             if temps:
                 sweep_temps(bucket.path)
+    if read or len(fresh) != len(cache):
+        header_cache.save(root, fresh)
     return found
-
-
 
 
 def _skipped(path: str, exc: LogFormatError) -> None:

@@ -1,0 +1,91 @@
+"""The JSONL store's header cache: what listing a large store needs to read no log.
+
+Listing (``list()``, ``ls``, ``copy``...) needs every session's header, the first line of
+its log. Opening 100,000 files for their first line costs as much as reading them, so a
+store keeps, in one file at its root (:data:`CACHE_NAME`), each log's header with the
+identity of the file it was read from: its inode, size and modification time. A cached
+header is used only while ``stat`` still finds that very file unchanged; anything else
+(a new, appended, replaced or edited log) is read again. The cache can therefore never
+be stale, only incomplete, and a missing, unreadable or corrupt cache is a cold one. It
+is written (atomically, mode 0600) by a listing that found it out of date, when the
+store's root can be written; a read-only store is listed without it.
+
+The logs stay the reference's, and the only truth: the cache holds nothing a log does
+not, and deleting it loses nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from typing import Final
+
+import msgspec
+
+from .._header import SessionHeader
+
+__all__ = ["CACHE_NAME", "Cached", "load", "matches", "save"]
+
+#: The cache file, at a store's root (buckets are folders: no bucket has this name).
+CACHE_NAME: Final = ".headers-cache"
+_VERSION: Final = 1
+
+
+class Cached(msgspec.Struct, array_like=True, frozen=True, gc=False):
+    """One log's header, and the file it was read from."""
+
+    bucket: str
+    name: str
+    inode: int
+    size: int
+    mtime_ns: int
+    header: SessionHeader
+
+
+class _File(msgspec.Struct, array_like=True):
+    version: int
+    entries: list[Cached]
+
+
+_decoder = msgspec.json.Decoder(_File)
+_encoder = msgspec.json.Encoder()
+
+
+def load(root: str) -> dict[tuple[str, str], Cached]:
+    """The cached headers by ``(bucket, file name)``; empty when there is no usable
+    cache (absent, unreadable, corrupt, or of another version)."""
+    try:
+        with open(os.path.join(root, CACHE_NAME), "rb") as f:
+            data = f.read()
+        cache = _decoder.decode(data)
+    except (OSError, msgspec.DecodeError):
+        return {}
+    if cache.version != _VERSION:
+        return {}
+    return {(c.bucket, c.name): c for c in cache.entries}
+
+
+def matches(cached: Cached, stat: os.stat_result) -> bool:
+    """Whether ``stat`` is of the very file the cached header was read from, unchanged."""
+    return (cached.inode == stat.st_ino and cached.size == stat.st_size
+            and cached.mtime_ns == stat.st_mtime_ns)
+
+
+def save(root: str, entries: list[Cached]) -> None:
+    """Write the cache, atomically (a temp file renamed over it); quietly nothing when
+    the root cannot be written (a read-only store), or the write fails."""
+    path = os.path.join(root, CACHE_NAME)
+    temp = f"{path}.{secrets.token_hex(6)}.tmp"
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+                     | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(_encoder.encode(_File(_VERSION, entries)))
+        os.replace(temp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
