@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import os
 import socket
 import threading
@@ -113,12 +114,11 @@ from .rows import (
     scanned,
 )
 from .search_index import (
-    TURN_UNKNOWN,
     IndexRow,
+    answer,
     bindable,
     index_lines,
     lines_of,
-    scan_hits,
     stored_turn,
     tsquery_text,
 )
@@ -733,12 +733,9 @@ class PostgresBackend:
         instead, so the answer is complete either way. Every candidate is checked by
         :func:`~.._search.hit_of`.
         """
-        from .._search import extract, hit_of
-
         types = query.event_types()
         if not types:
             return []  # the type and role filters exclude each other
-        hits: builtins.list[SearchHit] = []
         with self._lock:
             conn = self._conn
             if self._indexed:
@@ -746,6 +743,7 @@ class PostgresBackend:
             with conn.transaction():  # one snapshot for every query
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 behind = self._behind(conn, query)
+                candidates: builtins.list[Any] = []
                 if self._indexed:
                     sql = SELECT_CANDIDATES
                     params: dict[str, Any] = {"q": tsquery_text(query), "types": types}
@@ -757,22 +755,10 @@ class PostgresBackend:
                         if bindable(bound):
                             sql += f" AND e.time {op} %({name})s"
                             params[name] = bound
-                    for sid, turn, *row in conn.execute(sql, params).fetchall():
-                        late = behind.get(sid)
-                        if late is not None and row[0] >= late[0]:
-                            continue  # checked below, with the rows no index covers
-                        extracted = extract(row_line(row))
-                        if extracted is None:
-                            continue
-                        if turn == TURN_UNKNOWN:
-                            turn = _turn_before(conn, sid, row[0])
-                        hit = hit_of(sid, extracted, turn, query)
-                        if hit is not None:
-                            hits.append(hit)
-                for sid, (start, turn, end) in behind.items():
-                    if turn == TURN_UNKNOWN:
-                        turn = _turn_before(conn, sid, start)
-                    hits += scan_hits(sid, _lines_from(conn, sid, start, end), turn, query)
+                    candidates = conn.execute(sql, params).fetchall()
+                hits = answer(candidates, behind, query, line_of=row_line,
+                              turn_before=functools.partial(_turn_before, conn),
+                              lines_from=functools.partial(_lines_from, conn))
         return hits
 
     def _catch_up(self, conn: psycopg.Connection[Any], query: SearchQuery) -> None:

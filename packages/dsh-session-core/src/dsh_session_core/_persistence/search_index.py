@@ -17,8 +17,8 @@ up in the log", never a wrong answer.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
-from typing import Final, NamedTuple
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Final, NamedTuple
 
 from .._search import (
     SEARCHED_TYPES,
@@ -34,7 +34,9 @@ from .._search import (
 __all__ = [
     "MAX_TSVECTOR_BYTES",
     "TURN_UNKNOWN",
+    "Behind",
     "IndexRow",
+    "answer",
     "bindable",
     "fts_match",
     "fts_trusted",
@@ -145,6 +147,44 @@ def scan_hits(session_id: str, lines: Iterable[bytes], turn: int | None,
             hit = hit_of(session_id, extracted, open_turn, query)
             if hit is not None:
                 hits.append(hit)
+    return hits
+
+
+#: Sessions the index lags behind: ``{id: (the first seq no index entry covers, the
+#: turn open there, the seq after the last)}``.
+Behind = dict[str, tuple[int, int | None, int]]
+
+
+def answer(candidates: Iterable[Sequence[Any]], behind: Behind, query: SearchQuery, *,
+           line_of: Callable[[Any], bytes],
+           turn_before: Callable[[str, int], int | None],
+           lines_from: Callable[[str, int, int], Iterable[bytes]]) -> list[SearchHit]:
+    """A database backend's hits: its index's candidates checked, then the rows no
+    index covers scanned.
+
+    :param candidates: ``(session id, stored turn, seq, *the rest of the row)`` each;
+        ``line_of`` gets ``(seq, *the rest)`` and rebuilds the event's log line.
+    :param turn_before: the turn open right before a seq of a session (for a turn stored
+        as :data:`TURN_UNKNOWN`).
+    :param lines_from: the log lines of a session's rows ``start <= seq < end``.
+    """
+    hits: list[SearchHit] = []
+    for sid, turn, *row in candidates:
+        late = behind.get(sid)
+        if late is not None and row[0] >= late[0]:
+            continue  # checked below, with the rows no index covers
+        extracted = extract(line_of(row))
+        if extracted is None:
+            continue
+        if turn == TURN_UNKNOWN:
+            turn = turn_before(sid, row[0])
+        hit = hit_of(sid, extracted, turn, query)
+        if hit is not None:
+            hits.append(hit)
+    for sid, (start, turn, end) in behind.items():
+        if turn == TURN_UNKNOWN:
+            turn = turn_before(sid, start)
+        hits += scan_hits(sid, lines_from(sid, start, end), turn, query)
     return hits
 
 

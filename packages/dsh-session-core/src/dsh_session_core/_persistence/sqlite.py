@@ -79,14 +79,13 @@ from .rows import (
     utf8_ok,
 )
 from .search_index import (
-    TURN_UNKNOWN,
     IndexRow,
+    answer,
     bindable,
     fts_match,
     fts_trusted,
     index_lines,
     lines_of,
-    scan_hits,
     stored_turn,
 )
 
@@ -944,8 +943,6 @@ class SqliteBackend:
         """
         from msgspec.json import encode
 
-        from .._search import extract, hit_of
-
         types = query.event_types()
         if not types:
             return []  # the type and role filters exclude each other
@@ -953,11 +950,11 @@ class SqliteBackend:
         with self._lock:
             if self._indexed:
                 self._catch_up(query)
-            hits: builtins.list[SearchHit] = []
             with self._transaction("BEGIN") as conn:  # one snapshot for every query
                 # Whatever is still behind (a read-only database, or a writer without
                 # the index that committed since): from where, and in which turn.
                 behind = self._behind(conn, query, trusted)
+                candidates: builtins.list[Any] = []
                 if self._indexed and trusted:
                     sql = _SELECT_CANDIDATES
                     params: builtins.list[object] = [fts_match(query), encode(types).decode()]
@@ -970,22 +967,10 @@ class SqliteBackend:
                         if bindable(bound):
                             sql += f" AND e.time {op} ?"
                             params.append(bound)
-                    for sid, turn, *row in conn.execute(sql, params).fetchall():
-                        late = behind.get(sid)
-                        if late is not None and row[0] >= late[0]:
-                            continue  # checked below, with the rows no index covers
-                        extracted = extract(row_line(row))
-                        if extracted is None:
-                            continue
-                        if turn == TURN_UNKNOWN:
-                            turn = _turn_before(conn, sid, row[0])
-                        hit = hit_of(sid, extracted, turn, query)
-                        if hit is not None:
-                            hits.append(hit)
-                for sid, (start, turn, end) in behind.items():
-                    if turn == TURN_UNKNOWN:
-                        turn = _turn_before(conn, sid, start)
-                    hits += scan_hits(sid, _lines_from(conn, sid, start, end), turn, query)
+                    candidates = conn.execute(sql, params).fetchall()
+                hits = answer(candidates, behind, query, line_of=row_line,
+                              turn_before=functools.partial(_turn_before, conn),
+                              lines_from=functools.partial(_lines_from, conn))
         return hits
 
     def _progress(self, conn: sqlite3.Connection, query: SearchQuery
