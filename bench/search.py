@@ -29,13 +29,13 @@ import random
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 
 from dsh_session_core import Session, open_store
 from dsh_session_core._logfile import dump_log
 from dsh_session_core._persistence.copy import copy_sessions
 from dsh_session_core._persistence.store import backend_for
+from ls import _best_ms
 from ls import store as ls_store
 from run import Target, cli
 
@@ -43,15 +43,6 @@ SMALL = 1_000
 WORDS = ["paris", "weather", "sunny", "rain", "error", "timeout", "file", "read", "write",
          "grep", "list", "deploy", "build", "test", "commit", "branch", "merge", "review",
          "docs", "api", "token", "limit", "retry", "cache", "index"]
-
-
-def _best_ms(fn: Callable[[], object], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, (time.perf_counter() - t0) * 1000)
-    return best
 
 
 def _grep(root: str, word: str) -> Callable[[], None]:

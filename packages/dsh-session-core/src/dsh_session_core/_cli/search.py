@@ -57,23 +57,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     search.set_defaults(run=run_search)
 
 
-def _count(option: str, text: str | None, default: int) -> int:
-    if text is None:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        msg = f"{option} takes a count (0 or more), got {text!r}"
-        raise Failure(msg, EXIT_USAGE)
-    return value
-
-
 def run_search(args: argparse.Namespace) -> int:
     from .._persistence.search import search_backend, search_page
     from .._search import SearchQuery
-    from .ls import _open, parse_when
+    from .ls import _count, _open, parse_when
     from .source import out_json, out_text, store_url
 
     since = None if args.since is None else parse_when("--since", args.since)
@@ -85,8 +72,8 @@ def run_search(args: argparse.Namespace) -> int:
         if not sid:
             msg = "--session takes a session id, got ''"
             raise Failure(msg, EXIT_USAGE)
-    limit = _count("--limit", args.limit, DEFAULT_LIMIT)
-    offset = _count("--offset", args.offset, 0)
+    limit = DEFAULT_LIMIT if args.limit is None else _count("--limit", args.limit)
+    offset = 0 if args.offset is None else _count("--offset", args.offset)
     text = " ".join(args.query)
     try:
         query = SearchQuery.parse(text, types=args.types, roles=args.roles,
