@@ -145,6 +145,8 @@ def _plain_match(text: str, query: str) -> bool:
 @settings(max_examples=300, deadline=None)
 @given(text=_TEXT, query=st.text(_ALPHABET, min_size=1, max_size=6))
 def test_a_hit_is_what_the_rules_say(text: str, query: str) -> None:
+    if '"' in query:
+        return  # phrases have their own tests
     terms = [w for w in query.split() if re.search(r"[^\W_]", w)]
     if not terms or any(re.search(r"[\W_]", w[:-1] if w.endswith("*") else w)
                         for w in terms) or any(w.endswith("*") for w in terms):

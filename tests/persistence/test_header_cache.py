@@ -51,8 +51,9 @@ def test_a_second_listing_opens_no_log(tmp_path: Path, reads: list[str]) -> None
         _write(tmp_path, f"s{i}", 1000 + i, cwd=f"/p/{i % 2}")
     assert _listed(tmp_path) == {f"s{i}": 1000 + i for i in range(5)}
     assert len(reads) == 5
-    cache = tmp_path / header_cache.CACHE_NAME
+    cache = tmp_path / header_cache.CACHE_DIR / header_cache.CACHE_FILE
     assert stat.S_IMODE(cache.stat().st_mode) == 0o600
+    assert stat.S_IMODE(cache.parent.stat().st_mode) == 0o700
     reads.clear()
     assert _listed(tmp_path) == {f"s{i}": 1000 + i for i in range(5)}
     assert reads == []
@@ -84,7 +85,8 @@ def test_what_changed_is_read_again(tmp_path: Path, reads: list[str]) -> None:
 @pytest.mark.parametrize("content", [b"", b"not json", b"[1, [2]]", b'[99, []]'])
 def test_a_bad_cache_is_a_cold_one(tmp_path: Path, content: bytes) -> None:
     _write(tmp_path, "a", 1)
-    (tmp_path / header_cache.CACHE_NAME).write_bytes(content)
+    (tmp_path / header_cache.CACHE_DIR).mkdir()
+    (tmp_path / header_cache.CACHE_DIR / header_cache.CACHE_FILE).write_bytes(content)
     assert _listed(tmp_path) == {"a": 1}
     assert header_cache.load(str(tmp_path)).keys() == {("_no-cwd", "a.jsonl")}
 
@@ -119,7 +121,7 @@ def test_a_read_only_store_is_listed_without_a_cache(tmp_path: Path) -> None:
     try:
         _write(root, "a", 1)
         for folder in (root, *root.iterdir()):
-            folder.chmod(0o555)
+            folder.chmod(0o555)  # the cache's folder cannot be made
         for log in root.glob("*/*.jsonl"):
             log.chmod(0o444)
         script = ("import sys; from dsh_session_core._persistence import files; "
@@ -129,7 +131,7 @@ def test_a_read_only_store_is_listed_without_a_cache(tmp_path: Path) -> None:
                               user="nobody" if os.geteuid() == 0 else None)
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == "['a']"
-        assert not (root / header_cache.CACHE_NAME).exists()
+        assert not (root / header_cache.CACHE_DIR).exists()
     finally:
         for folder in (root, *root.iterdir()):
             folder.chmod(0o755)
@@ -138,10 +140,11 @@ def test_a_read_only_store_is_listed_without_a_cache(tmp_path: Path) -> None:
 
 def test_an_unwritable_cache_changes_nothing(tmp_path: Path) -> None:
     _write(tmp_path, "a", 1)
-    (tmp_path / header_cache.CACHE_NAME).mkdir()  # a folder where the file would go
+    cache = tmp_path / header_cache.CACHE_DIR
+    (cache / header_cache.CACHE_FILE).mkdir(parents=True)  # a folder where the file goes
     assert _listed(tmp_path) == {"a": 1}
     assert _listed(tmp_path) == {"a": 1}
-    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert [p.name for p in cache.iterdir()] == [header_cache.CACHE_FILE]  # no temp left
 
 
 def test_the_store_api_lists_through_it(tmp_path: Path) -> None:

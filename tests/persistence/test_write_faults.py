@@ -282,7 +282,8 @@ _CHECK = textwrap.dedent("""
             listed = [h.id for h in backend.list()]  # sweeps the temp files too
             stored = backend.load_stored("s", core_registry())
             lines = None if stored is None else stored.jsonl.decode().splitlines()
-            files = sorted(n for d in os.listdir(root) for n in os.listdir(os.path.join(root, d)))
+            files = sorted(n for d in os.listdir(root) if d != ".headers-cache"
+                           for n in os.listdir(os.path.join(root, d)))  # the buckets
             out[root] = {"listed": listed, "lines": lines, "torn": stored.torn, "files": files}
         except Exception as exc:
             out[root] = {"error": repr(exc)}

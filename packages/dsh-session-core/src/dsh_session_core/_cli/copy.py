@@ -111,7 +111,7 @@ def _log_file_source(path: str, reg: EventRegistry) -> Backend:
     the durable load rules (a torn tail dropped, as a store drops it), in an in-memory
     store to copy from."""
     from .._logfile import scan_log
-    from .._persistence.memory import MemoryBackend
+    from .._persistence.store import backend_for
     from .source import _scanned, read_bytes, warn
 
     data = read_bytes(path, "loading")
@@ -124,7 +124,7 @@ def _log_file_source(path: str, reg: EventRegistry) -> Backend:
     for warning in source.warnings:
         warn(f"{path}: {warning}")
     scan = scan_log(data, reg, path=path)  # its lines as written, to copy byte for byte
-    backend = MemoryBackend()
+    backend = backend_for("memory:")  # an in-memory store: the one URL mapping
     if scan.events:
         backend.append_batch(scan.header, scan.events, scan.jsonl, materialized=False)
     return backend

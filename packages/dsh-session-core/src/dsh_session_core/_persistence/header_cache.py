@@ -2,8 +2,11 @@
 
 Listing (``list()``, ``ls``, ``copy``...) needs every session's header, the first line of
 its log. Opening 100,000 files for their first line costs as much as reading them, so a
-store keeps, in one file at its root (:data:`CACHE_NAME`), each log's header with the
-identity of the file it was read from: its inode, size and modification time. A cached
+store keeps, in one file (:data:`CACHE_FILE` in the folder :data:`CACHE_DIR` at its root),
+each log's header with the identity of the file it was read from: its inode, size and
+modification time. A folder, not a file: the reference implementation takes every
+folder at a store's root for a bucket and reads its ``*.jsonl`` files, which this one has
+none of, so it sees an empty bucket and nothing else. A cached
 header is used only while ``stat`` still finds that very file unchanged; anything else
 (a new, appended, replaced or edited log) is read again. The cache can therefore never
 be stale, only incomplete, and a missing, unreadable or corrupt cache is a cold one. It
@@ -25,10 +28,13 @@ import msgspec
 
 from .._header import SessionHeader
 
-__all__ = ["CACHE_NAME", "Cached", "load", "matches", "save"]
+__all__ = ["CACHE_DIR", "CACHE_FILE", "Cached", "load", "matches", "save"]
 
-#: The cache file, at a store's root (buckets are folders: no bucket has this name).
-CACHE_NAME: Final = ".headers-cache"
+#: The cache's folder, at a store's root (no bucket has this name: they are ``_no-cwd``
+#: and ``cwd-<hex>``).
+CACHE_DIR: Final = ".headers-cache"
+#: The cache file in it; its version is in its name and its content.
+CACHE_FILE: Final = "headers.v1"
 _VERSION: Final = 1
 
 
@@ -56,7 +62,7 @@ def load(root: str) -> dict[tuple[str, str], Cached]:
     """The cached headers by ``(bucket, file name)``; empty when there is no usable
     cache (absent, unreadable, corrupt, or of another version)."""
     try:
-        with open(os.path.join(root, CACHE_NAME), "rb") as f:
+        with open(os.path.join(root, CACHE_DIR, CACHE_FILE), "rb") as f:
             data = f.read()
         cache = _decoder.decode(data)
     except (OSError, msgspec.DecodeError):
@@ -74,10 +80,15 @@ def matches(cached: Cached, stat: os.stat_result) -> bool:
 
 def save(root: str, entries: list[Cached]) -> None:
     """Write the cache, atomically (a temp file renamed over it); quietly nothing when
-    the root cannot be written (a read-only store), or the write fails."""
-    path = os.path.join(root, CACHE_NAME)
-    temp = f"{path}.{secrets.token_hex(6)}.tmp"
+    the root cannot be written (a read-only store), or the write fails. The temp file
+    ends in ``.part``, not ``.tmp``: listing sweeps a bucket's ``.tmp`` files, and would
+    take a concurrent writer's."""
+    folder = os.path.join(root, CACHE_DIR)
+    path = os.path.join(folder, CACHE_FILE)
+    temp = f"{path}.{secrets.token_hex(6)}.part"
     try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, 0o700)
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
                      | os.O_NOFOLLOW, 0o600)
     except OSError:
