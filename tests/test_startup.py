@@ -96,3 +96,20 @@ def test_the_help_lists_every_command_with_its_own_help() -> None:
     for name, (_, text) in COMMANDS.items():
         assert name in listed
         assert text.split()[0] in listed
+
+
+def test_loading_every_installed_plugin_imports_no_framework() -> None:
+    # What every store and CLI command does: load the plugins through their entry points.
+    # The framework integrations declare their event types without importing the
+    # framework (the OpenAI Agents SDK alone costs more than a second to import).
+    out = subprocess.run(
+        [sys.executable, "-c",
+         "import sys\n"
+         "from dsh_session_core import create_plugin_manager\n"
+         "pm = create_plugin_manager()\n"
+         "print(' '.join(sorted(name for name, _ in pm.list_name_plugin())))\n"
+         "print(' '.join(sorted(m.split('.')[0] for m in sys.modules)))"],
+        capture_output=True, text=True, check=True)
+    plugins, modules = (line.split() for line in out.stdout.splitlines())
+    assert {"openai-agents", "adk"} <= set(plugins), plugins
+    assert not {"agents", "openai", "google", "pydantic", "anthropic"} & set(modules)
