@@ -18,13 +18,16 @@ The workspace is installed editable, so a change to the code needs no reinstall.
 
 The PostgreSQL tests use the server at ``DSH_SESSION_TEST_POSTGRESQL`` if it is set;
 otherwise ``test`` starts a throwaway server with ``tests/pgserver.py`` for the run (when
-the PostgreSQL server binaries are installed; without them those tests skip).
+the PostgreSQL server binaries are installed; without them those tests skip). The
+viewer's browser tests (``tests/view``) drive Debian's ``chromium`` through its
+``chromedriver`` (``apt-get install chromium chromium-driver``); without them they skip.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -127,6 +130,9 @@ def _pgserver(*args: str) -> subprocess.CompletedProcess[str]:
 def _test(python: str, args: list[str]) -> int:
     """Run pytest, with a throwaway PostgreSQL server unless one is given."""
     pytest = [python, "-m", "pytest", *args]
+    if not (shutil.which("chromium") and shutil.which("chromedriver")):
+        print("dev.py: no chromium or chromedriver, the browser tests will skip "
+              "(apt-get install chromium chromium-driver)")
     if os.environ.get(PG_ENV):
         return subprocess.run(pytest, cwd=ROOT).returncode
     check = _pgserver("check")

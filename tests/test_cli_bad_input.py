@@ -129,6 +129,14 @@ TABLE: list[tuple[list[str], int, str]] = [
     (["search", "x", "--session", ""], USAGE, "--session takes a session id, got ''"),
     (["search", "x", "--store", "/nonexistent/place"], FAILED,
      "no store at /nonexistent/place"),
+    # The viewer (refused before it listens).
+    (["view", "--store", "ftp://host/x", "--no-open"], USAGE, "unknown store URL scheme 'ftp'"),
+    (["view", "--store", "/nonexistent/place", "--no-open"], FAILED,
+     "no store at /nonexistent/place"),
+    (["view", "--host", "0.0.0.0", "--no-open"], USAGE,
+     "--host 0.0.0.0 would make the viewer reachable from the network"),
+    (["view", "--port", "70000", "--no-open"], USAGE, "--port takes 0 (a free port) to 65535"),
+    (["export", "--html", "nosuch"], FAILED, 'no session "nosuch"'),
 ]
 
 

@@ -299,7 +299,8 @@ def test_the_command_prints_the_timeline_the_log_and_the_next_commands(
     assert [p.name for p in logs] == ["demo-fork.jsonl", "demo.jsonl"]
     fork_log, log = (str(p) for p in logs)
     assert f"  {log}  (" in out
-    for command in (f"dsh-session show demo --store {root}",
+    for command in (f"dsh-session view demo --store {root}",
+                    f"dsh-session show demo --store {root}",
                     f"dsh-session stats demo --store {root}",
                     f"dsh-session derive {log}",
                     f"dsh-session validate --strict {log} {fork_log}",

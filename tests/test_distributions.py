@@ -1,10 +1,10 @@
-"""The installable shape: six wheels, each installed alone into a fresh virtual environment.
+"""The installable shape: seven wheels, each installed alone into a fresh virtual environment.
 
 ``dsh-session-core`` alone must work on its own (the 15 core event types, a log of absent
 plugins' events loaded, derived and round-tripped, ``validate --strict`` naming what to
 install); core plus one plugin must show that plugin's events and no other's; and
-``dsh-session`` must bring core, the four plugins and the demo, and nothing of the
-development environment. The wheels are built from the workspace as a release would
+``dsh-session`` must bring core, the four plugins, the viewer and the demo, and nothing of
+the development environment. The wheels are built from the workspace as a release would
 build them, and installed from files, not from the source tree.
 """
 
@@ -28,6 +28,7 @@ MEMBERS = {
     "dsh-session-hooks": ROOT / "packages" / "dsh-session-hooks",
     "dsh-session-mode": ROOT / "packages" / "dsh-session-mode",
     "dsh-session-todo": ROOT / "packages" / "dsh-session-todo",
+    "dsh-session-view": ROOT / "packages" / "dsh-session-view",
     "dsh-session": ROOT,
 }
 PLUGIN_NAMESPACES = {"compact": "compact", "hooks": "hook", "mode": "mode", "todo": "todo"}
@@ -106,7 +107,7 @@ class Env:
 
 @pytest.fixture(scope="module")
 def batteries(tmp_path_factory: pytest.TempPathFactory, wheels: dict[str, Path]) -> Env:
-    """``pip install dsh-session``: the six wheels."""
+    """``pip install dsh-session``: the seven wheels."""
     return Env(tmp_path_factory.mktemp("venv") / "batteries", list(wheels.values()))
 
 
@@ -210,11 +211,38 @@ def test_the_batteries_distribution_is_core_the_four_plugins_and_the_demo(
     meta = _metadata(wheels["dsh-session"])
     assert _requirement_names(meta) == {
         "dsh-session-core", "dsh-session-compact", "dsh-session-hooks",
-        "dsh-session-mode", "dsh-session-todo",
+        "dsh-session-mode", "dsh-session-todo", "dsh-session-view",
     }
     with zipfile.ZipFile(wheels["dsh-session"]) as z:
         packages = {n.split("/")[0] for n in z.namelist() if "dist-info" not in n}
     assert packages == {"dsh_session_demo"}
+
+
+def test_the_viewer_depends_on_core_only_and_ships_its_page(wheels: dict[str, Path]) -> None:
+    wheel = wheels["dsh-session-view"]
+    assert _requirement_names(_metadata(wheel)) == {"dsh-session-core"}
+    points = _entry_points(wheel)
+    assert "dsh_session.plugins" not in points  # not a plugin: core's CLI imports it
+    assert "console_scripts" not in points
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+    assert {n.split("/")[0] for n in names if "dist-info" not in n} == {"dsh_session_view"}
+    for static in ("index.html", "app.js", "app.css"):
+        assert f"dsh_session_view/static/{static}" in names
+
+
+def test_the_viewer_serves_in_the_batteries_and_is_named_without_them(
+    batteries: Env, core_alone: Env, demo_log: Path, tmp_path: Path,
+) -> None:
+    out = tmp_path / "demo.html"
+    batteries.run("export", "--html", str(demo_log), "-o", str(out))
+    assert out.read_bytes().startswith(b"<!doctype html>")
+    assert "--no-open" in batteries.run("view", "--help").stdout
+    for argv in (["view", "--no-open"], ["export", "--html", str(demo_log)]):
+        proc = core_alone.run(*argv, check=False)
+        assert proc.returncode == 1, argv
+        assert proc.stderr.splitlines()[-1] == "hint: pip install dsh-session-view", argv
+        assert "Traceback" not in proc.stderr
 
 
 # --- core alone ----------------------------------------------------------------------------

@@ -27,6 +27,7 @@ PACKAGES = [
     "dsh_session_hooks",
     "dsh_session_mode",
     "dsh_session_todo",
+    "dsh_session_view",
     "dsh_session_adk",
     "dsh_session_demo",
 ]

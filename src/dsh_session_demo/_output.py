@@ -48,6 +48,7 @@ def next_commands(run: DemoRun, store: str | None) -> list[tuple[str, str]]:
     # The embedded default needs no flag; any other store is named as it was given.
     flag = f" --store {shlex.quote(store)}" if store else ""
     commands = [
+        (f"dsh-session view {sid}{flag}", "the session in your browser (local, read-only)"),
         (f"dsh-session show {sid}{flag}", "the session, turn by turn"),
         (f"dsh-session stats {sid}{flag}", "its numbers: events, turns, tokens"),
         (f"dsh-session show {fork}{flag}", "the fork, with its parent"),

@@ -15,7 +15,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "run a scripted agent session into a store and show its log"),
     "derive": ("logs", "print the messages derived from a log"),
     "repair": ("logs", "cut a log's torn tail and close its interrupted turn, durably"),
-    "export": ("logs", "write a log or a stored session as JSONL, or as one JSON document"),
+    "export": ("logs", "write a log or a stored session as JSONL, as one JSON document, or as "
+                        "one HTML page"),
     "validate": ("logs", "check every event of logs against its registered schema"),
     "plugins": ("registry", "list the installed plugins"),
     "events": ("registry", "list every registered event type"),
@@ -29,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rm": ("lifecycle", "remove sessions from a store (refuses one a live writer holds)"),
     "prune": ("lifecycle", "remove the sessions idle for longer than a duration"),
     "search": ("search", "search the messages, tool calls and tool results of a store"),
+    "view": ("view", "browse a store's sessions in a local web page (read-only)"),
 }
 
 #: Command name → its one-line help (what each module passes to ``add_parser``).
@@ -51,4 +53,5 @@ EXAMPLES: dict[str, str] = {
     "fork": "dsh-session fork chat-1 --at 41 --as chat-1-retry",
     "copy": "dsh-session copy ~/sessions sqlite:///archive.db --dry-run",
     "search": 'dsh-session search "rate limit" --type tool/result --since 7d',
+    "view": "dsh-session view --store sqlite:///agent.db",
 }

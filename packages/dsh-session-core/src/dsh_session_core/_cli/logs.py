@@ -153,6 +153,8 @@ def _export(args: argparse.Namespace) -> int:
     from ..errors import DshSessionError
     from .source import load_source, read_bytes, resolve, warn
 
+    if args.html or args.output is not None:
+        return _export_html(args)
     reg = registry()
     if resolve(args.source, args) == "file":
         try:
@@ -175,6 +177,22 @@ def _export(args: argparse.Namespace) -> int:
     write(b'{"header":' + encode_line(header) + b',"events":['
           + lines[:-1].replace(b"\n", b",") + b"]}\n")
     return EXIT_OK
+
+
+def _export_html(args: argparse.Namespace) -> int:
+    """``export --html``: the session's page as one HTML file (dsh-session-view's)."""
+    if not args.html:
+        msg = "-o/--output goes with --html"
+        raise Failure(msg, EXIT_USAGE, hint="JSONL and --json go to stdout: redirect it")
+    if args.json:
+        msg = "--html and --json are two formats: pick one"
+        raise Failure(msg, EXIT_USAGE)
+    from .view import need_view
+
+    need_view("dsh-session export --html")
+    from dsh_session_view import run_export_html
+
+    return run_export_html(args)
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -381,6 +399,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--json", action="store_true",
         help='one JSON document {"header": ..., "events": [...]} instead of JSONL',
     )
+    export.add_argument(
+        "--html", action="store_true",
+        help="the session's page as one self-contained HTML file (needs dsh-session-view)",
+    )
+    export.add_argument("-o", "--output", metavar="FILE",
+                        help="with --html: write to FILE instead of stdout")
     export.set_defaults(run=_export)
 
     validate = sub.add_parser(

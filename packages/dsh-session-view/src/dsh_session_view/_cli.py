@@ -1,0 +1,135 @@
+"""What ``dsh-session view`` and ``dsh-session export --html`` run (core's CLI parses
+their arguments and calls these): where to listen, and refusing to listen on the network
+unless asked to in so many words."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+from typing import Final
+
+__all__ = ["check_address", "run_export_html", "run_view"]
+
+#: The default address: this machine only.
+LOOPBACK: Final = "127.0.0.1"
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_address(args: argparse.Namespace) -> tuple[str, int]:
+    """The host and port to listen on. A host that is not a loopback address is taken
+    only with ``--allow-remote`` (then with a warning: anyone who can reach it reads
+    every session, with no authentication).
+
+    :raises Failure: a non-loopback host without ``--allow-remote``, or a bad port (usage).
+    """
+    from dsh_session_core._cli.support import EXIT_USAGE, Failure
+
+    host: str = args.host or LOOPBACK
+    port: int = args.port
+    if not 0 <= port <= 65535:
+        msg = f"--port takes 0 (a free port) to 65535, got {port}"
+        raise Failure(msg, EXIT_USAGE)
+    if not _is_loopback(host):
+        if not args.allow_remote:
+            msg = (f"--host {host} would make the viewer reachable from the network "
+                   f"(read-only, with no authentication)")
+            raise Failure(msg, EXIT_USAGE, hint=f"add --allow-remote to mean it, or leave "
+                                                f"--host out ({LOOPBACK})")
+        sys.stderr.write(f"dsh-session: warning: listening on {host}: anyone who can reach "
+                         f"port {port or '(free)'} of this machine can read every session "
+                         f"shown (read-only, no authentication)\n")
+    return host, port
+
+
+def run_view(args: argparse.Namespace) -> int:
+    """``dsh-session view [SOURCE]``: serve until Ctrl-C."""
+    import webbrowser
+    from urllib.parse import quote
+
+    from dsh_session_core._cli.source import load_source, resolve, store_url
+    from dsh_session_core._cli.support import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, Failure, registry
+
+    from ._server import make_server
+    from ._sources import ViewError
+
+    host, port = check_address(args)
+    reg = registry()
+    url: str | None = store_url(args)
+    file = None
+    session_id = None
+    if args.source is not None:
+        if resolve(args.source, args) == "file":
+            session_id = load_source(args, reg).header.id  # a log that does not read fails
+            url, file = None, args.source
+        else:
+            session_id = args.source
+    if url is not None:
+        # A bad URL, an unknown scheme, or a named store that is not there: refused now,
+        # as `ls` refuses them, not page by page.
+        import os
+
+        from dsh_session_core._cli.ls import _open
+
+        _open(url, named=bool(args.store or os.environ.get("DSH_SESSION_STORE"))).close()
+    try:
+        server = make_server(reg, url=url, file=file, host=host, port=port)
+    except OSError as exc:
+        msg = f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+        raise Failure(msg, hint="pick another --port, or 0 for a free one") from exc
+    path = ""
+    if session_id is not None:
+        try:
+            server.viewed.preload(session_id)
+        except ViewError as exc:
+            server.server_close()
+            status = EXIT_USAGE if exc.status == 400 else EXIT_REJECTED
+            raise Failure(exc.message, status, hint=exc.hint) from None
+        path = "s/" + quote(session_id, safe="")
+    page = server.url + path
+    print(f"viewing {server.viewed.label} at {page}", flush=True)
+    print("read-only; Ctrl-C stops it", flush=True)
+    if not args.no_open:
+        webbrowser.open(page)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("stopped", flush=True)
+    finally:
+        server.stopping.set()
+        server.server_close()
+    return EXIT_OK
+
+
+def run_export_html(args: argparse.Namespace) -> int:
+    """``dsh-session export --html SOURCE [-o FILE]``: one self-contained HTML file."""
+    from dsh_session_core._cli.source import load_source, warn
+    from dsh_session_core._cli.support import EXIT_OK, Failure, registry, write
+
+    from ._export import export_html
+    from ._model import SessionDocument
+
+    reg = registry()
+    source = load_source(args, reg)
+    for warning in source.warnings:
+        warn(warning)
+    data = export_html(SessionDocument(source, reg).whole())
+    if args.output is None or args.output == "-":
+        write(data)
+        return EXIT_OK
+    try:
+        with open(args.output, "wb") as f:
+            f.write(data)
+    except OSError as exc:
+        msg = f"cannot write {args.output}: {exc.strerror or exc}"
+        raise Failure(msg) from exc
+    sys.stderr.write(f"wrote {args.output} ({len(data):,} bytes)\n")
+    return EXIT_OK

@@ -1,0 +1,276 @@
+"""The viewer's HTTP server: its routes, their JSON answers and the live-follow stream.
+
+A :class:`ViewServer` is the standard library's ``ThreadingHTTPServer`` (one thread a
+request) over a :class:`~._sources.Viewed` store or file. Every route is a GET; any other
+method is 405, an unknown path 404, and every refusal a JSON ``{"error", "hint"}``. JSON
+is encoded with core's codec (a lone surrogate of a log is written as JavaScript writes
+it); every answer says its type, forbids sniffing and carries a Content-Security-Policy
+that allows the page's own files only.
+
+Routes::
+
+    /                                  the session list page
+    /s/<id>                            one session's page (the same HTML shell)
+    /static/app.js, /static/app.css    the page's code and style
+    /api/sessions?cwd=&parent=&since=&until=&limit=&offset=
+    /api/search?q=&type=&role=&session=&limit=
+    /api/session/<id>?turns=A-B        a page of the session's document (default 0-49;
+                                       &full=1 waits for the whole document, &all=1
+                                       answers every block)
+    /api/session/<id>/events?after=SEQ&limit=N
+    /api/session/<id>/follow?after=SEQ server-sent events: one per appended batch
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from ._model import PAGE_TURNS
+from ._sources import Viewed, ViewError
+from ._static import static_file
+
+if TYPE_CHECKING:
+    from dsh_session_core import EventRegistry
+
+__all__ = ["CSP", "ViewServer", "make_server"]
+
+#: What the served page may load: its own files, and data: images.
+CSP: Final = ("default-src 'self'; img-src 'self' data:; style-src 'self'; "
+              "script-src 'self'; connect-src 'self'")
+#: Seconds without news after which the follow stream sends a heartbeat (and so notices
+#: a client gone).
+HEARTBEAT: Final = 5.0
+#: Raw events per answer, at most.
+EVENTS_MAX: Final = 1000
+
+_STATIC = {"/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
+           "/static/app.css": ("app.css", "text/css; charset=utf-8")}
+
+
+class ViewServer(ThreadingHTTPServer):
+    """The viewer: a threading HTTP server over one store or log file.
+
+    :ivar viewed: what it shows.
+    :ivar stopping: set on shutdown; follow streams end when they see it.
+    """
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], viewed: Viewed) -> None:
+        super().__init__(address, _Handler)
+        self.viewed = viewed
+        self.stopping = threading.Event()
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        shown = str(host)
+        if ":" in shown:
+            shown = f"[{shown}]"
+        return f"http://{shown}:{port}/"
+
+    def shutdown(self) -> None:
+        self.stopping.set()
+        super().shutdown()
+
+
+def make_server(reg: EventRegistry, *, url: str | None = None, file: str | None = None,
+                host: str = "127.0.0.1", port: int = 0) -> ViewServer:
+    """A viewer of the store at ``url`` (or of one log ``file``), bound to ``host:port``
+    (``port`` 0: a free one), not yet serving."""
+    return ViewServer((host, port), Viewed(reg, url=url, file=file))
+
+
+def _encode(value: Any) -> bytes:
+    from dsh_session_core._codec import encode_line
+
+    return encode_line(value)
+
+
+def _turns(text: str | None) -> tuple[int, int]:
+    if not text:
+        return 0, PAGE_TURNS - 1
+    first, sep, last = text.partition("-")
+    try:
+        start = int(first)
+        end = int(last) if sep else start
+    except ValueError:
+        raise ViewError(400, f"turns takes a range of turn blocks such as 0-49, got "
+                             f"{text!r}") from None
+    if start < 0 or end < start:
+        raise ViewError(400, f"turns takes a range of turn blocks such as 0-49, got {text!r}")
+    return start, end
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: ViewServer
+    protocol_version = "HTTP/1.1"
+    server_version = "dsh-session-view"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: no line per request
+        return
+
+    # --- answers --------------------------------------------------------------------------
+
+    def _headers(self, status: int, ctype: str, length: int | None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        if length is not None:
+            self.send_header("Content-Length", str(length))
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Content-Security-Policy", CSP)
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+
+    def _send(self, status: int, body: bytes, ctype: str) -> None:
+        self._headers(status, ctype, len(body))
+        self.wfile.write(body)
+
+    def _json(self, value: Any, status: int = 200) -> None:
+        self._send(status, _encode(value), "application/json")
+
+    def _raw_json(self, body: bytes) -> None:
+        self._send(200, body, "application/json")
+
+    def _error(self, error: ViewError) -> None:
+        self._json(error.to_dict(), error.status)
+
+    # --- methods --------------------------------------------------------------------------
+
+    def _refuse(self) -> None:
+        body = _encode({"error": f"method {self.command} is not allowed: the viewer is "
+                                 f"read-only", "hint": "use GET", "status": 405})
+        self.send_response(405)
+        self.send_header("Allow", "GET")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Content-Security-Policy", CSP)
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        self.close_connection = True
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _refuse
+
+    def do_GET(self) -> None:
+        try:
+            self._route()
+        except ViewError as exc:
+            self._error(exc)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except Exception as exc:  # a bug: one JSON line, the server goes on
+            from dsh_session_core._cli.support import one_line
+
+            self._error(ViewError(500, f"internal error: {one_line(exc)}",
+                                  "report it, with the log if you can"))
+
+    def _route(self) -> None:
+        parts = urlsplit(self.path)
+        raw = parts.path
+        params = dict(parse_qsl(parts.query, keep_blank_values=True))
+        if raw in ("/", "/index.html") or raw.startswith("/s/"):
+            if raw.startswith("/s/"):
+                _segment(raw[3:])  # a bad id is refused here too, as JSON
+            self._send(200, static_file("index.html"), "text/html; charset=utf-8")
+            return
+        if raw in _STATIC:
+            name, ctype = _STATIC[raw]
+            self._send(200, static_file(name), ctype)
+            return
+        if raw == "/api/sessions":
+            self._json(self.server.viewed.rows(params))
+            return
+        if raw == "/api/search":
+            self._json(self.server.viewed.search(params))
+            return
+        if raw.startswith("/api/session/"):
+            rest = raw[len("/api/session/"):]
+            encoded, _, tail = rest.partition("/")
+            session_id = _segment(encoded)
+            if tail == "":
+                self._session(session_id, params)
+                return
+            if tail == "events":
+                self._events(session_id, params)
+                return
+            if tail == "follow":
+                self._follow(session_id, params)
+                return
+        raise ViewError(404, f"no such page: {unquote(raw)!r}",
+                        "the pages are /, /s/<id> and /api/...")
+
+    def _session(self, session_id: str, params: dict[str, str]) -> None:
+        viewed = self.server.viewed
+        if params.get("all") == "1":
+            self._json(viewed.document(session_id).whole())
+            return
+        start, end = _turns(params.get("turns"))
+        self._json(viewed.page(session_id, start, end, full=params.get("full") == "1"))
+
+    def _events(self, session_id: str, params: dict[str, str]) -> None:
+        after = _seq(params.get("after"))
+        limit = _seq(params.get("limit"))
+        doc = self.server.viewed.document(session_id)
+        self._raw_json(doc.events_after(after, min(limit if limit is not None else 100,
+                                                   EVENTS_MAX)))
+
+    def _follow(self, session_id: str, params: dict[str, str]) -> None:
+        after = _seq(params.get("after"))
+        stream = self.server.viewed.follow(session_id, after, self.server.stopping,
+                                           HEARTBEAT)
+        first = next(stream)  # refusals (a bad id, no such session) before the headers
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Content-Security-Policy", CSP)
+        self.send_header("Connection", "close")
+        self.end_headers()
+        try:
+            self._event("hello", first)
+            for news in stream:
+                if news is None:
+                    self.wfile.write(b": keep-alive\n\n")
+                    self.wfile.flush()
+                else:
+                    self._event("append", news)
+                if self.server.stopping.is_set():
+                    break
+        except (BrokenPipeError, ConnectionResetError, TimeoutError):
+            pass  # the page went away
+        finally:
+            with contextlib.suppress(Exception):
+                stream.close()
+
+    def _event(self, name: str, value: Any) -> None:
+        self.wfile.write(b"event: " + name.encode() + b"\ndata: " + _encode(value) + b"\n\n")
+        self.wfile.flush()
+
+
+def _segment(encoded: str) -> str:
+    """A path segment, URL-decoded (UTF-8; an encoded surrogate decodes to one, for the
+    id rule to refuse)."""
+    try:
+        return unquote(encoded, errors="surrogatepass")
+    except UnicodeDecodeError:
+        raise ViewError(400, f"the session id in the URL is not UTF-8: {encoded!r}",
+                        "session ids are strings with a UTF-8 form") from None
+
+
+def _seq(text: str | None) -> int | None:
+    if text is None or text == "":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise ViewError(400, f"expected a whole number, got {text!r}") from None

@@ -1,0 +1,145 @@
+"""``dsh-session export --html``: one self-contained file, no network, the document
+embedded as JSON that no log content can break out of, and decodable back to the
+document the server serves."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_session_core import open_store
+from dsh_session_core._cli.source import load_source
+from dsh_session_core._cli.support import EXIT_USAGE, Failure, registry
+from dsh_session_demo import run_demo
+from dsh_session_view import SessionDocument, embed_json, export_html
+from dsh_session_view._export import EXPORT_CSP
+
+_DATA = re.compile(rb'<script type="application/json" id="data">(.*?)</script>', re.S)
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", "from dsh_session_core._cli.main import main; "
+                           "main()", *argv], capture_output=True, text=True, check=False)
+
+
+def _document(store: str, session_id: str) -> dict[str, Any]:
+    reg = registry()
+    source = load_source(argparse.Namespace(as_id=True, store=store), reg, session_id)
+    whole: dict[str, Any] = json.loads(json.dumps(SessionDocument(source, reg).whole()))
+    return whole
+
+
+def _embedded(page: bytes) -> Any:
+    [data] = _DATA.findall(page)
+    for raw in (b"<", b">", b"&", "\u2028".encode(), "\u2029".encode()):
+        assert raw not in data
+    return json.loads(data)
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    store = tmp_path_factory.mktemp("demo") / "store"
+    run_demo(str(store))
+    return str(store)
+
+
+def test_the_demo_exports_as_one_file_with_no_request(demo_store: str, tmp_path: Path) -> None:
+    out = tmp_path / "demo.html"
+    proc = _cli("export", "--html", "demo", "--store", demo_store, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.startswith(f"wrote {out} (")
+    page = out.read_bytes()
+    assert page.startswith(b"<!doctype html>")
+    assert f'<meta http-equiv="Content-Security-Policy" content="{EXPORT_CSP}">'.encode() in page
+    assert EXPORT_CSP == ("default-src 'none'; style-src 'unsafe-inline'; "
+                          "script-src 'unsafe-inline'; img-src data:")
+    # Nothing is fetched: no external file, no URL to load.
+    assert not re.search(rb"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", page, re.I)
+    assert not re.search(rb"<(?:link|iframe|img|object|embed)\b", page, re.I)
+    assert re.findall(rb"<script\b[^>]*>", page) == [
+        b'<script type="application/json" id="data">', b"<script>"]
+    assert page.count(b"</script") == 2
+    assert page.count(b"<style>") == 1
+    # The embedded document is the server's, decoded back.
+    assert _embedded(page) == _document(demo_store, "demo")
+
+
+def test_export_goes_to_stdout_without_o(demo_store: str) -> None:
+    proc = _cli("export", "--html", "demo-fork", "--store", demo_store)
+    assert proc.returncode == 0, proc.stderr
+    doc = _embedded(proc.stdout.encode())
+    assert doc["header"]["parentSession"] == "demo"
+    assert doc["complete"] is True
+
+
+def test_export_refuses_mixed_options(demo_store: str) -> None:
+    both = _cli("export", "--html", "--json", "demo", "--store", demo_store)
+    assert both.returncode == EXIT_USAGE
+    assert "pick one" in both.stderr
+    alone = _cli("export", "-o", "x.html", "demo", "--store", demo_store)
+    assert alone.returncode == EXIT_USAGE
+    assert "goes with --html" in alone.stderr
+    missing = _cli("export", "--html", "nope", "--store", demo_store)
+    assert missing.returncode == 1
+    assert missing.stderr.startswith('dsh-session: no session "nope" in ')
+
+
+HOSTILE = [
+    "</script><script>window.pwned=1</script>",
+    "<img src=x onerror=window.pwned=1>",
+    "[link](javascript:window.pwned=1) & <!-- --> \u2028\u2029",
+    "</SCRIPT ><ScRiPt>window.pwned=1</sCrIpT>",
+]
+
+
+def test_log_content_cannot_leave_the_data_element(tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    with open_store(store) as s:
+        chat = s.create("</script>", cwd="/<script>/")
+        with chat.turn() as turn:
+            for text in HOSTILE:
+                turn.user(text)
+        s.flush(chat)
+    out = tmp_path / "hostile.html"
+    proc = _cli("export", "--html", "--id", "</script>", "--store", store, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    page = out.read_bytes()
+    assert page.lower().count(b"</script") == 2  # the data's own end, and the code's
+    assert b"pwned" not in page.replace(_DATA.search(page).group(1), b"")  # type: ignore[union-attr]
+    assert b"<title>dsh-session &lt;/script&gt;</title>" in page
+    doc = _embedded(page)
+    texts = [i["text"] for b in doc["timeline"] for i in b["items"] if i["kind"] == "user"]
+    assert texts == HOSTILE
+    assert doc["header"]["cwd"] == "/<script>/"
+
+
+def test_embed_json_escapes_what_could_end_the_element() -> None:
+    value = {"a": "</script>&<!--\u2028\u2029", "b": ["\ud800"]}
+    data = embed_json(value)
+    assert data == (b'{"a":"\\u003c/script\\u003e\\u0026\\u003c!--\\u2028\\u2029",'
+                    b'"b":["\\ud800"]}')
+    assert json.loads(data) == value
+
+
+def test_export_html_is_a_function_of_the_document() -> None:
+    page = export_html({"session": "s<1>", "timeline": [], "messages": []})
+    assert b"<title>dsh-session s&lt;1&gt;</title>" in page
+    assert _embedded(page) == {"session": "s<1>", "timeline": [], "messages": []}
+
+
+def test_without_the_view_package_export_html_names_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from dsh_session_core._cli.view import need_view
+
+    monkeypatch.setitem(sys.modules, "dsh_session_view", None)
+    with pytest.raises(Failure) as missing:
+        need_view("dsh-session export --html")
+    assert str(missing.value) == "dsh-session export --html needs the dsh-session-view package"
+    assert missing.value.hint == "pip install dsh-session-view"
