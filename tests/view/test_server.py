@@ -502,8 +502,21 @@ with open_store(sys.argv[1]) as store:
 """
 
 
-def test_follow_delivers_an_event_another_process_appends(tmp_path: Path) -> None:
-    store = str(tmp_path / "store")
+@pytest.fixture(params=["jsonl", "sqlite", "postgresql"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store URL of each backend (PostgreSQL: a new database of the test server)."""
+    if request.param == "jsonl":
+        return str(tmp_path / "store")
+    if request.param == "sqlite":
+        return f"sqlite://{tmp_path}/store.db"
+    url: str = request.getfixturevalue("postgresql_url")
+    return url
+
+
+def test_follow_delivers_an_event_another_process_appends(any_store: str) -> None:
+    # On every backend: each follows its own way (a file's size, an indexed query,
+    # PostgreSQL's NOTIFY), behind the one Backend.follow_lines.
+    store = any_store
     _many_turns(store, 2)
     with serving(url=store) as server, _stream(server, "/api/session/long/follow?after=11") as s:
         name, hello = _next_event(s, time.monotonic() + 10)
