@@ -73,9 +73,11 @@ def snapshot(store: DurableStore) -> dict[str, bytes]:
 
 
 def files_under(root: Path) -> dict[str, bytes]:
-    """Every file under ``root`` (relative path → bytes)."""
+    """Every file under ``root`` (relative path → bytes) but a JSONL store's header cache,
+    which every listing may refresh (``_persistence/header_cache.py``): it holds nothing
+    a log does not."""
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file()}
+            if p.is_file() and p.relative_to(root).parts[0] != ".headers-cache"}
 
 
 _HOLDER = textwrap.dedent("""
