@@ -187,9 +187,15 @@ class _Query:
                 and (self.until is None or when < self.until))
 
     def page(self, items: list[Any], key: Callable[[Any], Any]) -> list[Any]:
-        items.sort(key=key, reverse=self.reverse)
-        end = None if self.limit is None else self.offset + self.limit
-        return items[self.offset:end]
+        if self.limit is None:
+            items.sort(key=key, reverse=self.reverse)
+            return items[self.offset:]
+        # The first offset + limit rows only: a heap, not a sort of every session (the
+        # same rows: nsmallest/nlargest are sorted()[:n], and every key ends with the id).
+        import heapq
+
+        pick = heapq.nlargest if self.reverse else heapq.nsmallest
+        return pick(self.offset + self.limit, items, key=key)[self.offset:]
 
 
 def _header_key(sort: str) -> Callable[[SessionHeader], Any]:
@@ -217,7 +223,10 @@ def _select(backend: Backend, query: _Query, ids_only: bool) -> list[SessionSumm
 
     if not query.needs_counts:
         key = _header_key(query.sort)
-        shown = query.page([h for h in backend.list() if query.header_matches(h)], key)
+        headers = backend.list()
+        if query.cwd is not None or query.parent is not None:
+            headers = [h for h in headers if query.header_matches(h)]
+        shown = query.page(headers, key)
         if ids_only:
             return [SessionSummary(h, 0, 0) for h in shown]
         return summaries_of(backend, shown)

@@ -339,17 +339,22 @@ def list_logs(root: str) -> list[tuple[SessionHeader, str]]:
             except FileNotFoundError:  # removed meanwhile
                 continue
             temps = False
+            bucket_name = bucket.name
             with files:
                 for entry in files:
-                    if not entry.name.endswith(".jsonl") or not entry.is_file():
-                        temps = temps or entry.name.endswith(".tmp")
+                    name = entry.name
+                    if not name.endswith(".jsonl") or not entry.is_file():
+                        temps = temps or name.endswith(".tmp")
                         continue
                     try:
                         stat = entry.stat()
                     except FileNotFoundError:  # removed meanwhile
                         continue
-                    cached = cache.get((bucket.name, entry.name))
-                    if cached is not None and header_cache.matches(cached, stat):
+                    cached = cache.get((bucket_name, name))
+                    # header_cache.matches, inline: this loop runs once per log.
+                    if (cached is not None and cached.inode == stat.st_ino
+                            and cached.size == stat.st_size
+                            and cached.mtime_ns == stat.st_mtime_ns):
                         found.append((cached.header, entry.path))
                         fresh.append(cached)
                         continue

@@ -33,9 +33,10 @@ __all__ = ["CACHE_DIR", "CACHE_FILE", "Cached", "load", "matches", "save"]
 #: The cache's folder, at a store's root (no bucket has this name: they are ``_no-cwd``
 #: and ``cwd-<hex>``).
 CACHE_DIR: Final = ".headers-cache"
-#: The cache file in it; its version is in its name and its content.
-CACHE_FILE: Final = "headers.v1"
-_VERSION: Final = 1
+#: The cache file in it (MessagePack: it decodes in half the time JSON takes); its
+#: version is in its name and its content.
+CACHE_FILE: Final = "headers.v2"
+_VERSION: Final = 2
 
 
 class Cached(msgspec.Struct, array_like=True, frozen=True, gc=False):
@@ -54,8 +55,8 @@ class _File(msgspec.Struct, array_like=True):
     entries: list[Cached]
 
 
-_decoder = msgspec.json.Decoder(_File)
-_encoder = msgspec.json.Encoder()
+_decoder = msgspec.msgpack.Decoder(_File)
+_encoder = msgspec.msgpack.Encoder()
 
 
 def load(root: str) -> dict[tuple[str, str], Cached]:
