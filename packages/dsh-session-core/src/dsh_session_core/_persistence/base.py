@@ -44,6 +44,7 @@ __all__ = [
     "cannot_delete",
     "check_common_id",
     "not_found",
+    "read_lines_of",
     "stored_lines",
     "summaries_of",
 ]
@@ -334,6 +335,22 @@ class Backend(Protocol):
         lines = stored_lines(stored)
         return LogTail(lines[max(len(lines) - count, 0) :] if count > 0 else [], len(lines))
 
+    def read_lines(self, session_id: str, after: int, limit: int | None
+                   ) -> builtins.list[bytes] | None:
+        """The log lines of the stored events whose seq is greater than ``after``, at most
+        ``limit`` of them (``None``: all), oldest first (a torn tail left out); ``None``
+        when the session is not stored. Nothing is written and no lock is taken.
+
+        The built-in backends read only what they return (JSONL: a binary search over
+        the file for the line of seq ``after + 1``; the databases: a key range); the
+        default loads the session.
+        """
+        stored = self.load_stored(session_id, EventRegistry([]))
+        if stored is None:
+            return None
+        lines = stored_lines(stored)[max(after + 1, 0):]
+        return lines if limit is None else lines[:max(limit, 0)]
+
     def follow_lines(
         self, session_id: str, position: object, *, timeout: float | None = None
     ) -> Iterator[LogNews]:
@@ -403,6 +420,17 @@ def summaries_of(backend: Backend, headers: Sequence[SessionHeader]
         return list(own(headers))
     by_id = {s.header.id: s for s in backend.summaries()}
     return [by_id[h.id] for h in headers if h.id in by_id]
+
+
+def read_lines_of(backend: Backend, session_id: str, after: int, limit: int | None
+                  ) -> builtins.list[bytes] | None:
+    """:meth:`Backend.read_lines` of any backend: its own, or (a backend that does not
+    subclass :class:`Backend`) the default, which loads the session."""
+    own = getattr(backend, "read_lines", None)
+    if own is not None:
+        found: builtins.list[bytes] | None = own(session_id, after, limit)
+        return found
+    return Backend.read_lines(backend, session_id, after, limit)
 
 
 def check_common_id(

@@ -256,6 +256,29 @@ class JsonlBackend:
         except FileNotFoundError:  # removed since it was found
             return None
 
+    def read_lines(self, session_id: str, after: int, limit: int | None
+                   ) -> builtins.list[bytes] | None:
+        """The lines after seq ``after`` (at most ``limit``), found by a binary search
+        over the log file (:func:`~.ranges.lines_after`): O(log size) small reads plus
+        the lines returned. A log that search cannot read (written by hand in another
+        key order) is read whole instead.
+
+        :raises OSError: the log cannot be read.
+        """
+        from .base import Backend
+        from .ranges import lines_after
+
+        path = files.find_log(self.root, session_id)
+        if path is None:
+            return None
+        try:
+            found = lines_after(path, after, limit)
+        except FileNotFoundError:  # removed since it was found
+            return None
+        if found is None:
+            return Backend.read_lines(self, session_id, after, limit)
+        return found
+
     def follow_lines(
         self, session_id: str, position: object, *, timeout: float | None = None
     ) -> Iterator[LogNews]:

@@ -149,6 +149,15 @@ class MemoryBackend:
         lines = log.split()
         return LogTail(lines[max(len(lines) - count, 0) :] if count > 0 else [], len(lines))
 
+    def read_lines(self, session_id: str, after: int, limit: int | None
+                   ) -> builtins.list[bytes] | None:
+        """The lines after seq ``after`` (at most ``limit``)."""
+        log = self._logs.get(session_id)
+        if log is None:
+            return None
+        lines = log.split()[max(after + 1, 0):]
+        return lines if limit is None else lines[:max(limit, 0)]
+
     def follow_lines(
         self, session_id: str, position: object, *, timeout: float | None = None
     ) -> Iterator[LogNews]:

@@ -83,6 +83,7 @@ from .postgres_schema import (
     SELECT_LAST,
     SELECT_MEASURE,
     SELECT_PROGRESS,
+    SELECT_RANGE,
     SELECT_ROWS,
     SELECT_ROWS_FROM,
     SELECT_STATE,
@@ -679,6 +680,21 @@ class PostgresBackend:
         is not stored."""
         tail = self.tail_lines(session_id, count)
         return None if tail is None else tail.lines
+
+    def read_lines(self, session_id: str, after: int, limit: int | None
+                   ) -> builtins.list[bytes] | None:
+        """The rows after seq ``after`` (at most ``limit``) by the primary key, as log
+        lines: a key range, whatever the session's length."""
+        if not text_ok(session_id):
+            return None  # no row can hold this id
+        with self._lock, self._conn.transaction():
+            conn = self._conn
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            if conn.execute(SELECT_FOUND, (session_id,)).fetchone() is None:
+                return None
+            rows = conn.execute(SELECT_RANGE, (session_id, after, None if limit is None
+                                               else max(limit, 0))).fetchall()
+        return [row_line(row) for row in rows]
 
     def tail_lines(self, session_id: str, count: int) -> LogTail | None:
         """The last ``count`` rows by the primary key, as log lines; the position is the

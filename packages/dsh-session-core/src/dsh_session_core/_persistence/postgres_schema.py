@@ -58,6 +58,7 @@ __all__ = [
     "SELECT_LAST",
     "SELECT_MEASURE",
     "SELECT_PROGRESS",
+    "SELECT_RANGE",
     "SELECT_ROWS",
     "SELECT_ROWS_FROM",
     "SELECT_STATE",
@@ -269,6 +270,10 @@ SELECT_CANDIDATES: Final = (
 DELETE_TAIL: Final = "DELETE FROM events WHERE session_id = %s AND seq >= %s"
 NOTIFY: Final = "SELECT pg_notify(%s, %s)"
 SELECT_LAST: Final = "SELECT coalesce(max(seq), -1) FROM events WHERE session_id = %s"
+SELECT_RANGE: Final = (
+    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
+    " WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s"
+)
 SELECT_AFTER: Final = (
     "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
     " WHERE session_id = %s AND seq > %s ORDER BY seq"

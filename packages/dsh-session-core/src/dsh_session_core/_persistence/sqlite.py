@@ -204,6 +204,10 @@ _SELECT_TAIL: Final = (
     "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
     " WHERE session_id = ? ORDER BY seq DESC LIMIT ?"
 )
+_SELECT_RANGE: Final = (
+    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
+    " WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+)
 _SELECT_AFTER: Final = (
     "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
     " WHERE session_id = ? AND seq > ? ORDER BY seq"
@@ -887,6 +891,20 @@ class SqliteBackend:
         with self._lock:
             rows = self._conn.execute(_SELECT_SUMMARIES).fetchall()
         return [SessionSummary(header_of(row[:6]), row[6], row[7], row[8]) for row in rows]
+
+    def read_lines(self, session_id: str, after: int, limit: int | None
+                   ) -> builtins.list[bytes] | None:
+        """The rows after seq ``after`` (at most ``limit``) by the primary key, as log
+        lines: a key range, whatever the session's length."""
+        if not utf8_ok(session_id):
+            return None  # no row can hold this id
+        with self._lock, self._transaction("BEGIN") as conn:  # one snapshot
+            if conn.execute(_SELECT_FOUND, (session_id,)).fetchone() is None:
+                return None
+            rows = conn.execute(_SELECT_RANGE, (session_id, after,
+                                                -1 if limit is None else max(limit, 0))
+                                ).fetchall()
+        return [row_line(row) for row in rows]
 
     def tail_lines(self, session_id: str, count: int) -> LogTail | None:
         """The last ``count`` rows by the primary key, as log lines; the position is the

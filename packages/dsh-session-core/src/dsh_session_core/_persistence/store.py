@@ -442,6 +442,59 @@ class DurableStore(SessionStore):
         return await self._worker().run(self.prune, older_than, cwd=cwd, keep=keep,
                                         dry_run=dry_run, now=now)
 
+    # --- reading part of a stored session ----------------------------------------------
+
+    def read(self, session_id: str, *, after: int = -1, limit: int | None = None
+             ) -> list[Event]:
+        """The stored events whose seq is greater than ``after``, at most ``limit`` of them,
+        oldest first, decoded with this store's event types: a page of a session, read
+        without loading the rest (JSONL: a binary search over the log; SQLite and
+        PostgreSQL: a key range). Only what is stored is read (a live session's appends
+        once flushed); nothing is written, no lock is taken, no crash is repaired.
+
+        :param after: the seq the page starts after (``-1``: from the first event).
+        :param limit: at most this many events (``None``: every one after ``after``).
+        :raises PersistenceError: nothing is stored under this id.
+        :raises ValueError: a negative ``limit``.
+        """
+        from .._decode import decode_lines
+        from .base import read_lines_of
+
+        if limit is not None and (type(limit) is not int or limit < 0):
+            msg = f"limit takes a count of events (0 or more) or None, got {limit!r}"
+            raise ValueError(msg)
+        lines = read_lines_of(self.backend, session_id, int(after), limit)
+        if lines is None:
+            raise not_found(session_id)
+        return decode_lines(self.registry, lines)
+
+    def tail(self, session_id: str, count: int) -> list[Event]:
+        """The last ``count`` stored events, oldest first, read from the end of the log
+        (JSONL: backwards in blocks; SQLite and PostgreSQL: the last keys), decoded with
+        this store's event types. A torn last line is left out. Nothing is written.
+
+        :raises PersistenceError: nothing is stored under this id.
+        :raises ValueError: a negative ``count``.
+        """
+        from .._decode import decode_lines
+
+        if type(count) is not int or count < 0:
+            msg = f"count takes a number of events (0 or more), got {count!r}"
+            raise ValueError(msg)
+        found = self.backend.tail_lines(session_id, count)
+        if found is None:
+            raise not_found(session_id)
+        return decode_lines(self.registry, found.lines)
+
+    async def aread(self, session_id: str, *, after: int = -1, limit: int | None = None
+                    ) -> list[Event]:
+        """:meth:`read` for asyncio hosts, in the store's worker thread."""
+        return await self._worker().run(self.read, session_id, after=after, limit=limit)
+
+    async def atail(self, session_id: str, count: int) -> list[Event]:
+        """:meth:`tail` for asyncio hosts, in the store's worker thread."""
+        return await self._worker().run(self.tail, session_id, count)
+
     # --- full-text search ---------------------------------------------------------------
 
     def search(

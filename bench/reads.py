@@ -1,0 +1,122 @@
+"""Benchmark of reads that return part of a session (issue 17, point 3): ``store.tail(id,
+100)`` and ``store.read(id, after=seq, limit=100)`` on a session of 1,000,000 events (the
+standard workload of bench/run.py, ten times over), in a JSONL store, a SQLite store and,
+with ``--url`` or ``$DSH_SESSION_TEST_POSTGRESQL``, a PostgreSQL store. Each figure is
+the best of 20 calls on a warm store; the store's full load of the same session is timed
+once beside them, so the ratio shows the reads do not grow with the log.
+
+Target: the last 100 events (and a page of 100 from the middle) in at most 5 ms::
+
+    python bench/reads.py            # a table with the targets
+    python bench/reads.py --json     # one JSON object
+    python bench/reads.py --events 200000   # another size
+
+A benchmark, not a test: it asserts nothing and is never run by the test suite.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from dsh_session_core import Session, open_store
+from dsh_session_core._logfile import dump_log
+from dsh_session_core._persistence.copy import copy_sessions
+from dsh_session_core._persistence.paths import log_path
+from dsh_session_core._persistence.store import backend_for
+from run import Target, cli, fill, workload
+
+EVENTS = 1_000_000
+SID = "long"
+
+
+def _option(name: str, default: str | None) -> str | None:
+    if name in sys.argv:
+        i = sys.argv.index(name)
+        value = sys.argv[i + 1]
+        del sys.argv[i:i + 2]
+        return value
+    return default
+
+
+def _best_ms(fn: Callable[[], object], repeat: int = 20) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, (time.perf_counter() - t0) * 1000)
+    return best
+
+
+def _session(events: int) -> Session:
+    appends = workload()
+    s = Session(SID)
+    while len(s.events) < events:
+        fill(s, appends)
+    return s
+
+
+def run(events: int, pg: str | None) -> dict[str, float]:
+    results: dict[str, float] = {}
+    s = _session(events)
+    results["events"] = len(s.events)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = os.path.join(tmp, "jsonl")
+        path = Path(log_path(root, None, SID))
+        path.parent.mkdir(parents=True)
+        path.write_bytes(dump_log(s.header, list(s.events)))
+        urls = {"jsonl": root, "sqlite": f"sqlite://{tmp}/store.db"}
+        admin = None
+        if pg is not None:
+            import psycopg
+
+            admin = psycopg.connect(pg, autocommit=True)
+            admin.execute("DROP DATABASE IF EXISTS dsh_bench_reads")
+            admin.execute("CREATE DATABASE dsh_bench_reads")
+            urls["postgresql"] = pg.rsplit("/", 1)[0] + "/dsh_bench_reads"
+        try:
+            for name, url in urls.items():
+                if name != "jsonl":
+                    src, dst = backend_for(root), backend_for(url)
+                    try:
+                        copy_sessions(src, dst, verify=False)
+                    finally:
+                        src.close()
+                        dst.close()
+                with open_store(url) as store:
+                    middle = len(s.events) // 2
+                    results[f"{name}_tail100_ms"] = _best_ms(lambda st=store: st.tail(SID, 100))
+                    results[f"{name}_read100_middle_ms"] = _best_ms(
+                        lambda st=store: st.read(SID, after=middle, limit=100))
+                    t0 = time.perf_counter()
+                    store.backend.load_stored(SID, store.registry)
+                    results[f"{name}_full_load_ms"] = (time.perf_counter() - t0) * 1000
+        finally:
+            if admin is not None:
+                admin.execute("DROP DATABASE IF EXISTS dsh_bench_reads WITH (FORCE)")
+                admin.close()
+    return results
+
+
+def _targets(names: list[str]) -> dict[str, Target]:
+    targets: dict[str, Target] = {}
+    for name in names:
+        for read in ("tail100", "read100_middle"):
+            key = f"{name}_{read}_ms"
+            targets[key] = ("<=", lambda r, k=key: r[k], 5)  # type: ignore[misc]
+    return targets
+
+
+def main() -> None:
+    events = int(_option("--events", str(EVENTS)) or EVENTS)
+    pg = _option("--url", os.environ.get("DSH_SESSION_TEST_POSTGRESQL"))
+    names = ["jsonl", "sqlite", *(["postgresql"] if pg else [])]
+    cli(__doc__ or "", lambda: run(events, pg), _targets(names))
+
+
+if __name__ == "__main__":
+    main()

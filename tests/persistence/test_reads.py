@@ -1,0 +1,135 @@
+"""Issue 17, point 3: reads that return part of a session read only that part.
+``store.read(id, after=, limit=)`` and ``store.tail(id, n)`` (and their async twins) give
+exactly the slices of the stored log on every backend; the JSONL binary search
+(``_persistence/ranges.py``) finds any seq in logs of lines short and long (over its
+64 KiB block), leaves a torn tail out, and a log it cannot read that way (keys in
+another order) is read whole instead, with the same answer."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dsh_session_core import encode_event, open_store
+from dsh_session_core._persistence.base import stored_lines
+from dsh_session_core._persistence.ranges import lines_after
+from dsh_session_core.errors import PersistenceError
+
+KINDS = ["jsonl", "sqlite", "postgresql", "memory"]
+
+
+def _url(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if kind == "jsonl":
+        return str(tmp_path / "store")
+    if kind == "sqlite":
+        return f"sqlite://{tmp_path}/store.db"
+    if kind == "memory":
+        return "memory:"
+    url: str = request.getfixturevalue("postgresql_url")
+    return url
+
+
+def _fill(store: Any, sid: str, turns: int, seed: int) -> None:
+    rng = random.Random(seed)
+    session = store.create(sid)
+    for t in range(turns):
+        with session.turn() as turn:
+            turn.user("q" * rng.choice([1, 50, 3000, 70_000]))  # some lines over a block
+            with turn.step() as step:
+                step.assistant(f"answer {t}")
+        if t % 3 == 0:
+            store.flush(session)
+    store.flush(session)
+
+
+def _lines(store: Any, sid: str) -> list[bytes]:
+    stored = store.backend.load_stored(sid, store.registry)
+    assert stored is not None
+    return stored_lines(stored)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_read_and_tail_are_slices_of_the_log(kind: str, request: pytest.FixtureRequest,
+                                             tmp_path: Path) -> None:
+    with open_store(_url(kind, request, tmp_path)) as store:
+        _fill(store, "s", turns=40, seed=1)
+        every = _lines(store, "s")
+        n = len(every)
+        cases = [(-1, None), (-1, 0), (-1, 5), (0, 1), (n // 2, 7), (n - 2, None),
+                 (n - 1, 3), (n + 5, 2), (-7, 2), (3, n * 2)]
+        for after, limit in cases:
+            page = store.read("s", after=after, limit=limit)
+            expected = every[max(after + 1, 0):]
+            expected = expected if limit is None else expected[:limit]
+            assert [encode_event(e) for e in page] == expected, (after, limit)
+        for count in (0, 1, 9, n, n + 3):
+            assert [encode_event(e) for e in store.tail("s", count)] == (
+                every[n - count:] if 0 < count <= n else every if count else [])
+        with pytest.raises(PersistenceError, match="not found"):
+            store.read("nosuch")
+        with pytest.raises(PersistenceError, match="not found"):
+            store.tail("nosuch", 3)
+        with pytest.raises(ValueError, match="limit"):
+            store.read("s", limit=-1)
+        with pytest.raises(ValueError, match="count"):
+            store.tail("s", -1)
+
+        async def twins() -> tuple[list[Any], list[Any]]:
+            return (await store.aread("s", after=4, limit=3), await store.atail("s", 2))
+
+        page, last = asyncio.run(twins())
+        assert [e.seq for e in page] == [5, 6, 7]
+        assert [e.seq for e in last] == [n - 2, n - 1]
+
+
+def _log(tmp_path: Path, sizes: list[int]) -> tuple[Path, list[bytes]]:
+    lines = [b'{"type":"user/message","seq":%d,"time":1,"data":{"content":[{"type":"text",'
+             b'"text":"%s"}],"source":{"kind":"user"}},"surfaceOp":"append"}' % (i, b"x" * n)
+             for i, n in enumerate(sizes)]
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"type":"session","version":0,"id":"x","createdAt":1}\n'
+                     + b"".join(line + b"\n" for line in lines))
+    return path, lines
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sizes=st.lists(st.sampled_from([0, 10, 200, 5000, 70_000, 140_000]), max_size=40),
+       after=st.integers(-3, 45), limit=st.none() | st.integers(0, 50))
+def test_the_binary_search_finds_every_seq(tmp_path: Path, sizes: list[int], after: int,
+                                           limit: int | None) -> None:
+    path, lines = _log(tmp_path, sizes)
+    expected = lines[max(after + 1, 0):]
+    assert lines_after(str(path), after, limit) == (
+        expected if limit is None else expected[:limit])
+
+
+def test_a_torn_tail_is_left_out(tmp_path: Path) -> None:
+    path, lines = _log(tmp_path, [10] * 30)
+    with path.open("ab") as f:
+        f.write(b'{"type":"user/message","seq":30,"ti')
+    assert lines_after(str(path), 25, None) == lines[26:]
+    assert lines_after(str(path), 29, 5) == []
+
+
+def test_a_log_in_another_key_order_is_read_whole(tmp_path: Path) -> None:
+    # Written by hand with seq first: the search cannot read it, the answer is the same.
+    with open_store(str(tmp_path / "store")) as store:
+        _fill(store, "s", turns=6, seed=2)
+        every = _lines(store, "s")
+        path = Path(store.backend.location(store.backend.list()[0]))
+    assert lines_after(str(path), 3, 2) == every[4:6]  # as written: found by the search
+    data = path.read_bytes().split(b"\n", 1)[0] + b"\n"
+    for original in every:
+        wire = original.split(b",", 2)  # {"type":"..."  "seq":N  rest
+        data += b"{" + wire[1] + b"," + wire[0][1:] + b"," + wire[2] + b"\n"
+    path.write_bytes(data)
+    assert lines_after(str(path), 3, 2) is None  # the search cannot read this log
+    with open_store(str(tmp_path / "store")) as store:
+        assert [e.seq for e in store.read("s", after=3, limit=2)] == [4, 5]
