@@ -101,6 +101,57 @@ def appends_then_write_fsync(path: Path, appends: list[Append]) -> tuple[float, 
     return elapsed, writing
 
 
+def plain_sqlite(path: Path, session: Session, offsets: list[int], index: bool) -> float:
+    """Seconds for SQLite's own limit (issue 17, point 7): a plain ``sqlite3`` loop that
+    inserts the same rows into the same schema, with the same pragmas (WAL, the default
+    ``synchronous=FULL``, foreign keys on), one transaction per turn; the rows are built
+    beforehand, so only SQLite's work is timed. With ``index``, it also writes the
+    search index's rows (the docs, the FTS5 words, the state), as every flush does.
+    The database is made by the backend itself, so the schema is the one it uses."""
+    import sqlite3
+
+    from dsh_session_core._persistence.rows import event_params, header_row
+    from dsh_session_core._persistence.search_index import index_lines
+    from dsh_session_core._persistence.sqlite import SqliteBackend
+
+    SqliteBackend(path).close()  # the schema (and the index's tables), as a store makes it
+    sid = session.header.id
+    events = list(session.events)
+    turns = []
+    turn: int | None = None
+    doc = 0
+    for a, b in itertools.pairwise(offsets):
+        params = event_params(sid, events[a:b])
+        rows = [(sid, *params[i:i + 6]) for i in range(0, len(params), 6)]
+        rows = [(r[0], r[1], r[2], r[3], r[4], r[5] or None, r[6] or None) for r in rows]
+        found, turn, _ = index_lines(session.jsonl(a, b).split(b"\n")[:-1], turn)
+        docs = [(doc + k + 1, sid, r.seq, r.turn) for k, r in enumerate(found)]
+        words = [(doc + k + 1, " ".join(r.words)) for k, r in enumerate(found)]
+        doc += len(found)
+        turns.append((rows, docs, words, (sid, b, turn)))
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA journal_mode = WAL")
+    head = header_row(session.header)
+    t0 = time.perf_counter()
+    for i, (rows, docs, words, state) in enumerate(turns):
+        conn.execute("BEGIN IMMEDIATE")
+        if i == 0:
+            conn.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)", head)
+        conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        if index:
+            conn.executemany("INSERT INTO dsh_search_docs (id, session_id, seq, turn) "
+                             "VALUES (?, ?, ?, ?)", docs)
+            conn.executemany("INSERT INTO dsh_search (rowid, words) VALUES (?, ?)", words)
+            conn.execute("INSERT INTO dsh_search_state VALUES (?, ?, ?) ON CONFLICT "
+                         "(session_id) DO UPDATE SET next_seq = excluded.next_seq, "
+                         "turn = excluded.turn", state)
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - t0
+    conn.close()
+    return elapsed
+
+
 def cold_load_ms(url: str, repeat: int = 5) -> float:
     def load() -> None:
         store = DurableStore(backend_for(url), create_plugin_manager(autoload=False))
@@ -120,6 +171,8 @@ def run() -> dict[str, float]:
         # backend and the limit see the same conditions.
         runs: dict[str, list[tuple[float, float]]] = {"jsonl": [], "sqlite": []}
         limit: list[float] = []
+        sqlite_plain: list[float] = []
+        sqlite_plain_indexed: list[float] = []
         limit_e2e: list[float] = []
         limit_writes: list[float] = []
         batches: list[bytes] = []
@@ -138,6 +191,9 @@ def run() -> dict[str, float]:
                 batches = [session.jsonl(a, b) for a, b in itertools.pairwise(offsets)]
                 assert b"".join(batches) == session.jsonl()
             limit.append(plain_write_fsync(root / f"plain-{i}.jsonl", batches))
+            sqlite_plain.append(plain_sqlite(root / f"plain-{i}.db", session, offsets, False))
+            sqlite_plain_indexed.append(
+                plain_sqlite(root / f"plain-indexed-{i}.db", session, offsets, True))
             whole, writes = appends_then_write_fsync(root / f"plain-e2e-{i}.jsonl", appends)
             limit_e2e.append(whole)
             limit_writes.append(writes)
@@ -158,6 +214,16 @@ def run() -> dict[str, float]:
                 w / f for (_, f), w in zip(measured, limit_writes, strict=True))
             results[f"{name}_durable_vs_bare_ratio"] = statistics.median(
                 bare / f for (_, f), bare in zip(measured, limit, strict=True))
+        # SQLite against SQLite itself (issue 17, point 7), round by round: the same rows
+        # into the reference's tables alone, and into the same schema with the search
+        # index, which is what every flush of ours writes.
+        flushes = [f for _, f in runs["sqlite"]]
+        results["sqlite_plain_eps"] = n / statistics.median(sqlite_plain)
+        results["sqlite_plain_indexed_eps"] = n / statistics.median(sqlite_plain_indexed)
+        results["sqlite_vs_plain_sqlite_ratio"] = statistics.median(
+            p / f for f, p in zip(flushes, sqlite_plain_indexed, strict=True))
+        results["sqlite_vs_plain_sqlite_no_index_ratio"] = statistics.median(
+            p / f for f, p in zip(flushes, sqlite_plain, strict=True))
         results["write_fsync_limit_eps"] = n / statistics.median(limit)
         results["appends_write_fsync_limit_eps"] = n / statistics.median(limit_e2e)
         # The in-memory load of the same log (bench/run.py's load_ms).
@@ -190,6 +256,7 @@ TARGETS: dict[str, Target] = {
     "sqlite_end_to_end_ratio": (">=", lambda r: r["sqlite_end_to_end_ratio"], 0.8),
     "jsonl_durable_ratio": (">=", lambda r: r["jsonl_durable_ratio"], 0.8),
     "sqlite_durable_ratio": (">=", lambda r: r["sqlite_durable_ratio"], 0.8),
+    "sqlite_vs_plain_sqlite_ratio": (">=", lambda r: r["sqlite_vs_plain_sqlite_ratio"], 0.9),
     "jsonl_load_ms / memory_load_ms": (
         "<=", lambda r: r["jsonl_load_ms"] / r["memory_load_ms"], 1.5),
     "sqlite_load_ms / memory_load_ms": (
