@@ -94,6 +94,8 @@ Sort = Literal["newest", "relevance"]
 
 def words_of(text: str) -> list[str]:
     """The words of a text, case-folded, in order."""
+    if text.isascii():  # folding ASCII is lowering it, and keeps every word's bounds
+        return _WORD.findall(text.lower())
     return [m.group().casefold() for m in _WORD.finditer(text)]
 
 
@@ -321,9 +323,59 @@ def _block_texts(content: object, out: list[str]) -> None:
                 out.append(text)
 
 
+class _Block(msgspec.Struct):
+    type: Any = None
+    text: Any = None
+
+
+class _TypedData(msgspec.Struct, rename="camel"):
+    content: list[_Block] | None = None
+    name: Any = None
+    arguments: Any = None
+    turn: Any = None
+
+
+class _TypedLine(msgspec.Struct):
+    type: str
+    seq: int
+    time: Any = None
+    data: _TypedData | None = None
+
+
+_typed_decoder = msgspec.json.Decoder(_TypedLine)
+
+
+def _extract_typed(line: bytes) -> Extracted | None | bool:
+    """:func:`extract` of a well-formed line in one typed decode (content blocks as
+    structs, not dicts); ``False`` when the line is not of that shape (the general
+    reading decides)."""
+    try:
+        wire = _typed_decoder.decode(line)
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return False
+    role = SEARCHED_TYPES.get(wire.type)
+    data = wire.data
+    if role is None or data is None or type(wire.seq) is not int:
+        return False if role is not None else None
+    texts: list[str] = []
+    if wire.type == "tool/call":
+        for value in (data.name, data.arguments):
+            if isinstance(value, str):
+                texts.append(value)
+    elif data.content is not None:
+        for block in data.content:
+            if block.type in ("text", "reasoning") and isinstance(block.text, str):
+                texts.append(block.text)
+    turn = data.turn if type(data.turn) is int else None
+    return Extracted(wire.type, role, wire.seq, wire.time, turn, "\n".join(texts))
+
+
 def extract(line: bytes) -> Extracted | None:
     """The searched text of one log line, with what a hit reports; ``None`` for a line
     that is not a searched event (another type, a torn or malformed line)."""
+    typed = _extract_typed(line)
+    if typed is not False:
+        return typed  # type: ignore[return-value]
     try:
         wire = _line_decoder.decode(line)
     except (msgspec.DecodeError, UnicodeDecodeError):
