@@ -345,7 +345,7 @@ class _TypedLine(msgspec.Struct):
 _typed_decoder = msgspec.json.Decoder(_TypedLine)
 
 
-def _extract_typed(line: bytes) -> Extracted | None | bool:
+def _extract_typed(line: bytes) -> Extracted | bool | None:
     """:func:`extract` of a well-formed line in one typed decode (content blocks as
     structs, not dicts); ``False`` when the line is not of that shape (the general
     reading decides)."""
