@@ -21,14 +21,13 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
+from copies import every_backend
 from dsh_session_core import Session, open_store
 from dsh_session_core._logfile import dump_log
-from dsh_session_core._persistence.copy import copy_sessions
 from dsh_session_core._persistence.paths import log_path
-from dsh_session_core._persistence.store import backend_for
+from ls import _best_ms
 from run import Target, cli, fill, workload
 
 EVENTS = 1_000_000
@@ -42,15 +41,6 @@ def _option(name: str, default: str | None) -> str | None:
         del sys.argv[i:i + 2]
         return value
     return default
-
-
-def _best_ms(fn: Callable[[], object], repeat: int = 20) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, (time.perf_counter() - t0) * 1000)
-    return best
 
 
 def _session(events: int) -> Session:
@@ -70,37 +60,17 @@ def run(events: int, pg: str | None) -> dict[str, float]:
         path = Path(log_path(root, None, SID))
         path.parent.mkdir(parents=True)
         path.write_bytes(dump_log(s.header, list(s.events)))
-        urls = {"jsonl": root, "sqlite": f"sqlite://{tmp}/store.db"}
-        admin = None
-        if pg is not None:
-            import psycopg
-
-            admin = psycopg.connect(pg, autocommit=True)
-            admin.execute("DROP DATABASE IF EXISTS dsh_bench_reads")
-            admin.execute("CREATE DATABASE dsh_bench_reads")
-            urls["postgresql"] = pg.rsplit("/", 1)[0] + "/dsh_bench_reads"
-        try:
+        with every_backend(root, tmp, pg, "dsh_bench_reads") as urls:
             for name, url in urls.items():
-                if name != "jsonl":
-                    src, dst = backend_for(root), backend_for(url)
-                    try:
-                        copy_sessions(src, dst, verify=False)
-                    finally:
-                        src.close()
-                        dst.close()
                 with open_store(url) as store:
                     middle = len(s.events) // 2
                     results[f"{name}_tail100_ms"] = _best_ms(
-                        functools.partial(store.tail, SID, 100))
+                        functools.partial(store.tail, SID, 100), 20)
                     results[f"{name}_read100_middle_ms"] = _best_ms(
-                        functools.partial(store.read, SID, after=middle, limit=100))
+                        functools.partial(store.read, SID, after=middle, limit=100), 20)
                     t0 = time.perf_counter()
                     store.backend.load_stored(SID, store.registry)
                     results[f"{name}_full_load_ms"] = (time.perf_counter() - t0) * 1000
-        finally:
-            if admin is not None:
-                admin.execute("DROP DATABASE IF EXISTS dsh_bench_reads WITH (FORCE)")
-                admin.close()
     return results
 
 

@@ -31,10 +31,9 @@ import sys
 import tempfile
 from collections.abc import Callable
 
+from copies import every_backend
 from dsh_session_core import Session, open_store
 from dsh_session_core._logfile import dump_log
-from dsh_session_core._persistence.copy import copy_sessions
-from dsh_session_core._persistence.store import backend_for
 from ls import _best_ms
 from ls import store as ls_store
 from run import Target, cli
@@ -100,25 +99,7 @@ def run() -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         small = os.path.join(tmp, "jsonl")
         _small_store(small)
-        urls = {"jsonl": small, "sqlite": f"sqlite://{tmp}/store.db"}
-        pg = _pg_url()
-        admin = None
-        if pg is not None:
-            import psycopg
-
-            admin = psycopg.connect(pg, autocommit=True)
-            admin.execute("DROP DATABASE IF EXISTS dsh_bench_search")
-            admin.execute("CREATE DATABASE dsh_bench_search")
-            urls["postgresql"] = pg.rsplit("/", 1)[0] + "/dsh_bench_search"
-        try:
-            for name, url in urls.items():
-                if name != "jsonl":
-                    src, dst = backend_for(small), backend_for(url)
-                    try:
-                        copy_sessions(src, dst, verify=False)
-                    finally:
-                        src.close()
-                        dst.close()
+        with every_backend(small, tmp, _pg_url(), "dsh_bench_search") as urls:
             answers = {}
             for name, url in urls.items():
                 with open_store(url) as s:
@@ -131,10 +112,6 @@ def run() -> dict[str, float]:
             results["1k_common_hits"] = len(answers["jsonl"])
             results["backends_agree"] = float(all(a == answers["jsonl"]
                                                   for a in answers.values()))
-        finally:
-            if admin is not None:
-                admin.execute("DROP DATABASE IF EXISTS dsh_bench_search WITH (FORCE)")
-                admin.close()
     return results
 
 
