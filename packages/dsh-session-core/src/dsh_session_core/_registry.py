@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import functools
 import sys
 from collections.abc import Iterable, Iterator
 from types import MappingProxyType
@@ -135,6 +136,17 @@ def _untyped_fields(payload: type[msgspec.Struct]) -> tuple[str, ...]:
     return tuple(f.name for f in info.fields if _holds_untyped(f.type, {id(payload)}))
 
 
+@functools.cache
+def _payload_facts(payload: type[msgspec.Struct]) -> tuple[tuple[str, ...], int]:
+    """What a registry needs to know of a payload class: its untyped fields, and the
+    line depth past which a line of it is decoded with care. Worked out once per class
+    (``msgspec.inspect`` walks the whole type tree: most of a store's start-up cost when
+    it was done for every registry, and a process may open many stores)."""
+    deep = (2 * (MAX_JSON_DEPTH + 1) if _recursive(mi.type_info(payload), frozenset())
+            else sys.maxsize)
+    return _untyped_fields(payload), deep
+
+
 @final
 class EventRegistry:
     """The frozen set of known event types. Iterates in sorted type order."""
@@ -169,6 +181,7 @@ class EventRegistry:
             if not doc:
                 undocumented.append(f"{etype!r} (plugin {plugin!r})")
             payload = _payload_of(cls)
+            untyped, deep = _payload_facts(payload)
             by_type[etype] = RegisteredEvent(
                 type=etype,
                 event=cls,
@@ -176,12 +189,8 @@ class EventRegistry:
                 surface=issubclass(cls, SurfaceEvent),
                 doc=doc,
                 plugin=plugin,
-                untyped_fields=_untyped_fields(payload),
-                deep_line=(
-                    2 * (MAX_JSON_DEPTH + 1)
-                    if _recursive(mi.type_info(payload), frozenset())
-                    else sys.maxsize
-                ),
+                untyped_fields=untyped,
+                deep_line=deep,
             )
         # A plain dict for the append path (a mapping proxy's get costs a call more).
         self._lookup: dict[str, RegisteredEvent] = dict(sorted(by_type.items()))
