@@ -9,6 +9,7 @@ import os
 import stat
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from dsh_session_core import JsonlBackend, SessionHeader, open_store
@@ -82,11 +83,18 @@ def test_what_changed_is_read_again(tmp_path: Path, reads: list[str]) -> None:
     assert reads == []
 
 
-@pytest.mark.parametrize("content", [b"", b"not json", b"[1, [2]]", b'[99, []]'])
+_ENTRY = ["_no-cwd", "a.jsonl", 1, 2, 3, {"type": "session", "id": "a", "createdAt": 9}]
+
+
+@pytest.mark.parametrize("content", [
+    b"", b"not msgpack", msgspec.msgpack.encode([2, [[1, 2]]]),  # torn, garbage, mis-shaped
+    msgspec.msgpack.encode([99, [_ENTRY]]),  # another version's cache
+], ids=["empty", "garbage", "shape", "version"])
 def test_a_bad_cache_is_a_cold_one(tmp_path: Path, content: bytes) -> None:
     _write(tmp_path, "a", 1)
     (tmp_path / header_cache.CACHE_DIR).mkdir()
     (tmp_path / header_cache.CACHE_DIR / header_cache.CACHE_FILE).write_bytes(content)
+    assert header_cache.load(str(tmp_path)) == {}  # not believed
     assert _listed(tmp_path) == {"a": 1}
     assert header_cache.load(str(tmp_path)).keys() == {("_no-cwd", "a.jsonl")}
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final, Literal
 
 import msgspec
@@ -52,6 +52,7 @@ __all__ = [
     "index_words",
     "may_hold",
     "order_hits",
+    "walk",
     "words_of",
 ]
 
@@ -413,6 +414,45 @@ def turn_change(line: bytes) -> tuple[bool, int | None] | None:
     if wire.type == "turn/end":
         return True, None
     return None
+
+
+_TYPE_PREFIX: Final = b'{"type":"'
+_TURN_PREFIX: Final = b'{"type":"turn/'
+_SEARCHED_PREFIXES: Final = tuple(b'{"type":"%s"' % t.encode() for t in SEARCHED_TYPES)
+
+
+def walk(lines: Iterable[bytes], turn: int | None = None, *,
+         prefixes: tuple[bytes, ...] = _SEARCHED_PREFIXES, terms: Sequence[bytes] = ()
+         ) -> Iterator[tuple[Extracted | None, int | None, bool]]:
+    """A session's consecutive event lines (no newline), read as a search reads them,
+    starting with ``turn`` open: each searched event with the turn open where it was
+    written and whether that is still the starting turn; each turn change as ``(None,
+    the turn open after it, False)``.
+
+    A line the writers' key order shows to be of another type (not one of ``prefixes``),
+    or whose bytes cannot hold ``terms`` (:func:`may_hold`), is skipped undecoded; a line
+    written in another key order is decoded.
+    """
+    inherited = True
+    for line in lines:
+        if line.startswith(_TYPE_PREFIX):
+            if line.startswith(_TURN_PREFIX):
+                change = turn_change(line)
+                if change is not None:
+                    turn, inherited = change[1], False
+                    yield None, turn, False
+                continue
+            if not line.startswith(prefixes) or not may_hold(line, terms):
+                continue
+        else:
+            change = turn_change(line)
+            if change is not None:
+                turn, inherited = change[1], False
+                yield None, turn, False
+                continue
+        extracted = extract(line)
+        if extracted is not None:
+            yield extracted, turn, inherited
 
 
 def may_hold(data: bytes, terms: Sequence[bytes]) -> bool:

@@ -388,13 +388,18 @@ STORE_HELP = ("the store holding a SOURCE that is a session id: a folder, jsonl:
 
 
 def add_source_arguments(parser: argparse.ArgumentParser, *, many: bool = False,
-                         recover: bool = True) -> None:
+                         recover: bool = True, optional: str | None = None) -> None:
     """SOURCE (one, or with ``many`` one or more), ``--store``, ``--file``/``--id``, and
     ``--recover``: the same arguments, with the same meaning, on every command that
-    reads sessions."""
+    reads sessions.
+
+    :param optional: SOURCE may be left out; this says what it does when given.
+    """
     if many:
         parser.add_argument("sources", nargs="+", metavar="SOURCE",
                             help="log files (.jsonl) or ids of sessions in the store")
+    elif optional is not None:
+        parser.add_argument("source", nargs="?", metavar="SOURCE", help=optional)
     else:
         parser.add_argument("source", metavar="SOURCE",
                             help="a log file (.jsonl), or the id of a session in the store")

@@ -35,23 +35,17 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .source import STORE_HELP
+    from .source import add_source_arguments
 
     view = sub.add_parser(
         "view", help=HELP["view"],
         description="Serve a store's sessions as a local web page: the list (filters, "
                     "search, fork lineage) and each session's turns, items, derived "
-                    "messages and charts. Read-only: nothing is written, no lock is taken.",
+                    "messages and charts. Read-only: no session is written, no lock is taken.",
     )
-    view.add_argument("source", nargs="?", metavar="SOURCE",
-                      help="open on this session: a log file (.jsonl, shown alone) or the "
-                           "id of a session in the store")
-    view.add_argument("--store", metavar="URL", help=STORE_HELP)
-    how = view.add_mutually_exclusive_group()
-    how.add_argument("--file", dest="as_file", action="store_true",
-                     help="read SOURCE as a file path, never a session id")
-    how.add_argument("--id", dest="as_id", action="store_true",
-                     help="read SOURCE as a session id, even when a file has its name")
+    add_source_arguments(view, recover=False,
+                         optional="open on this session: a log file (.jsonl, shown alone) "
+                                  "or the id of a session in the store")
     view.add_argument("--host", metavar="HOST",
                       help="the address to listen on (default 127.0.0.1: this machine only)")
     view.add_argument("--allow-remote", action="store_true",

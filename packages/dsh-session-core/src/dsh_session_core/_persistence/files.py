@@ -351,7 +351,7 @@ def list_logs(root: str) -> list[tuple[SessionHeader, str]]:
                     except FileNotFoundError:  # removed meanwhile
                         continue
                     cached = cache.get((bucket_name, name))
-                    # header_cache.matches, inline: this loop runs once per log.
+                    # The very file the header was read from, unchanged (header_cache).
                     if (cached is not None and cached.inode == stat.st_ino
                             and cached.size == stat.st_size
                             and cached.mtime_ns == stat.st_mtime_ns):

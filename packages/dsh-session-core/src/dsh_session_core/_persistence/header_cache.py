@@ -28,7 +28,7 @@ import msgspec
 
 from .._header import SessionHeader
 
-__all__ = ["CACHE_DIR", "CACHE_FILE", "Cached", "load", "matches", "save"]
+__all__ = ["CACHE_DIR", "CACHE_FILE", "Cached", "load", "save"]
 
 #: The cache's folder, at a store's root (no bucket has this name: they are ``_no-cwd``
 #: and ``cwd-<hex>``).
@@ -71,12 +71,6 @@ def load(root: str) -> dict[tuple[str, str], Cached]:
     if cache.version != _VERSION:
         return {}
     return {(c.bucket, c.name): c for c in cache.entries}
-
-
-def matches(cached: Cached, stat: os.stat_result) -> bool:
-    """Whether ``stat`` is of the very file the cached header was read from, unchanged."""
-    return (cached.inode == stat.st_ino and cached.size == stat.st_size
-            and cached.mtime_ns == stat.st_mtime_ns)
 
 
 def save(root: str, entries: list[Cached]) -> None:

@@ -20,11 +20,10 @@ from .._search import (
     SearchHit,
     SearchQuery,
     Sort,
-    extract,
     hit_of,
     may_hold,
     order_hits,
-    turn_change,
+    walk,
 )
 from .base import Backend, stored_lines
 
@@ -33,6 +32,7 @@ __all__ = [
     "lines_hits",
     "log_files",
     "scan_files",
+    "scan_hits",
     "search_backend",
     "search_page",
 ]
@@ -41,40 +41,28 @@ __all__ = [
 #: worker processes: below it, starting them and sending their hits back costs more
 #: than they save.
 PARALLEL_FILES: Final = 5_000
-_TYPE_PREFIX: Final = b'{"type":"'
+
+
+def scan_hits(session_id: str, lines: Iterable[bytes], turn: int | None,
+              query: SearchQuery) -> list[SearchHit]:
+    """The hits among a session's consecutive event lines (without their newline, oldest
+    first), starting with ``turn`` open (:func:`~.._search.walk`: a line of a type the
+    query cannot return, or whose bytes cannot hold its words, is skipped undecoded)."""
+    prefixes = tuple(b'{"type":"%s"' % t.encode() for t in query.event_types())
+    hits: list[SearchHit] = []
+    for extracted, open_turn, _ in walk(lines, turn, prefixes=prefixes,
+                                        terms=query.ascii_terms()):
+        if extracted is not None:
+            hit = hit_of(session_id, extracted, open_turn, query)
+            if hit is not None:
+                hits.append(hit)
+    return hits
 
 
 def lines_hits(session_id: str, lines: Iterable[bytes], query: SearchQuery
                ) -> list[SearchHit]:
-    """The hits among one session's event lines (without their newline, oldest
-    first), tracking the turn each event is written in. A line of a type the query
-    cannot return, or whose bytes cannot hold the query's words, is skipped undecoded
-    (the reference writes ``type`` first; a line that does not start so is decoded)."""
-    searched = tuple(b'{"type":"%s"' % t.encode() for t in query.event_types())
-    terms = query.ascii_terms()
-    turn: int | None = None
-    hits: list[SearchHit] = []
-    for line in lines:
-        if line.startswith(_TYPE_PREFIX):
-            if line.startswith(b'{"type":"turn/'):
-                change = turn_change(line)
-                if change is not None:
-                    turn = change[1]
-                continue
-            if not line.startswith(searched) or not may_hold(line, terms):
-                continue
-        else:
-            change = turn_change(line)
-            if change is not None:
-                turn = change[1]
-                continue
-        extracted = extract(line)
-        if extracted is None:
-            continue
-        hit = hit_of(session_id, extracted, turn, query)
-        if hit is not None:
-            hits.append(hit)
-    return hits
+    """The hits among one session's event lines, from its first (no turn open)."""
+    return scan_hits(session_id, lines, None, query)
 
 
 def _file_hits(root: str, path: str, query: SearchQuery, terms: list[bytes]

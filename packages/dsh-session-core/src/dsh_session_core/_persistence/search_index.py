@@ -4,7 +4,7 @@ index rows, the query strings each index takes, and checking lines no index cove
 An index row is ``(seq, turn, words)`` for each searched event with words (the
 :func:`~.._search.extract` of its line, its :func:`~.._search.index_words`); its turn is
 the event's own ``data.turn``, else the turn open where it was written, tracked across
-the session's lines exactly as :func:`~.search.lines_hits` tracks it. Each backend keeps,
+the session's lines by :func:`~.._search.walk`, as every scan tracks it. Each backend keeps,
 per session, the seq after the last event indexed and the turn open after it, so a
 batch is indexed from its own lines and that state alone.
 
@@ -17,19 +17,18 @@ up in the log", never a wrong answer.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, NamedTuple
 
 from .._search import (
-    SEARCHED_TYPES,
-    Extracted,
     SearchHit,
     SearchQuery,
     extract,
     hit_of,
     index_words,
-    turn_change,
+    walk,
 )
+from .search import scan_hits
 
 __all__ = [
     "MAX_TSVECTOR_BYTES",
@@ -42,7 +41,6 @@ __all__ = [
     "fts_trusted",
     "index_lines",
     "lines_of",
-    "scan_hits",
     "stored_turn",
     "tsquery_text",
 ]
@@ -55,9 +53,6 @@ TURN_UNKNOWN: Final = -(2**31)
 #: stored without them (NULL) and is a candidate of every search.
 MAX_TSVECTOR_BYTES: Final = 512 * 1024
 
-_TYPE_PREFIX: Final = b'{"type":"'
-_TURN_PREFIX: Final = b'{"type":"turn/'
-_SEARCHED: Final = tuple(b'{"type":"%s"' % t.encode() for t in SEARCHED_TYPES)
 
 
 class IndexRow(NamedTuple):
@@ -85,34 +80,6 @@ def stored_turn(turn: int | None) -> int | None:
     return TURN_UNKNOWN
 
 
-def _tracked(lines: Iterable[bytes], turn: int | None
-             ) -> Iterator[tuple[Extracted, int | None, bool] | tuple[None, int | None, bool]]:
-    """Each searched event of ``lines`` with the turn open where it was written and
-    whether that turn is still the starting one; a turn change yields ``(None, the turn
-    open after it, False)``. The same rules, and the same shortcut on the reference's
-    key order, as :func:`~.search.lines_hits`."""
-    inherited = True
-    for line in lines:
-        if line.startswith(_TYPE_PREFIX):
-            if line.startswith(_TURN_PREFIX):
-                change = turn_change(line)
-                if change is not None:
-                    turn, inherited = change[1], False
-                    yield None, turn, False
-                continue
-            if not line.startswith(_SEARCHED):
-                continue
-        else:
-            change = turn_change(line)
-            if change is not None:
-                turn, inherited = change[1], False
-                yield None, turn, False
-                continue
-        extracted = extract(line)
-        if extracted is not None:
-            yield extracted, turn, inherited
-
-
 def index_lines(lines: Iterable[bytes], turn: int | None
                 ) -> tuple[list[IndexRow], int | None, bool]:
     """The index rows of a session's consecutive event lines (no newline), starting
@@ -120,7 +87,7 @@ def index_lines(lines: Iterable[bytes], turn: int | None
     starting one."""
     rows: list[IndexRow] = []
     after, still = turn, True
-    for extracted, open_turn, inherited in _tracked(lines, turn):
+    for extracted, open_turn, inherited in walk(lines, turn):
         if extracted is None:
             after, still = open_turn, False
             continue
@@ -134,20 +101,6 @@ def index_lines(lines: Iterable[bytes], turn: int | None
         else:
             rows.append(IndexRow(extracted.seq, open_turn, words, inherited))
     return rows, after, still
-
-
-def scan_hits(session_id: str, lines: Iterable[bytes], turn: int | None,
-              query: SearchQuery) -> list[SearchHit]:
-    """The hits among lines no index covers, starting with ``turn`` open: what
-    :func:`~.search.lines_hits` gives for them when they follow the session's earlier
-    lines."""
-    hits: list[SearchHit] = []
-    for extracted, open_turn, _ in _tracked(lines, turn):
-        if extracted is not None:
-            hit = hit_of(session_id, extracted, open_turn, query)
-            if hit is not None:
-                hits.append(hit)
-    return hits
 
 
 #: Sessions the index lags behind: ``{id: (the first seq no index entry covers, the
