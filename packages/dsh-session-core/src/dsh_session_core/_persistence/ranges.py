@@ -16,6 +16,8 @@ import os
 import re
 from typing import BinaryIO, Final
 
+from .._logfile import complete_end
+
 __all__ = ["lines_after"]
 
 #: How much of a line's start a probe reads: enough for ``{"type":"<type>","seq":N``.
@@ -47,12 +49,6 @@ def _seq_at(f: BinaryIO, start: int) -> int | None:
     return None if found is None else int(found[1])
 
 
-def _complete_end(f: BinaryIO, size: int) -> int:
-    from .._logfile import complete_end
-
-    return complete_end(f, size)
-
-
 def lines_after(path: str, after: int, limit: int | None) -> list[bytes] | None:
     """The complete event lines (without their newline) of the log at ``path`` whose
     seq is greater than ``after``, at most ``limit`` of them (``None``: all), oldest
@@ -64,7 +60,7 @@ def lines_after(path: str, after: int, limit: int | None) -> list[bytes] | None:
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     with os.fdopen(fd, "rb", buffering=0) as f:
         size = os.fstat(fd).st_size
-        end = _complete_end(f, size)
+        end = complete_end(f, size)
         header_end = _line_start(f, 1, end) if end > 0 else 0
         if header_end >= end or (limit is not None and limit <= 0):
             return []
