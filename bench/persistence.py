@@ -161,7 +161,7 @@ def cold_load_ms(url: str, repeat: int = 5) -> float:
     return median_ms(load, repeat)
 
 
-def run() -> dict[str, float]:
+def run(rounds: int = 7) -> dict[str, float]:
     appends = workload()
     n = len(appends)
     results: dict[str, float] = {}
@@ -177,7 +177,7 @@ def run() -> dict[str, float]:
         limit_writes: list[float] = []
         batches: list[bytes] = []
         urls = {}
-        for i in range(7):
+        for i in range(rounds):
             for name in ("jsonl", "sqlite"):
                 url = (str(root / f"jsonl-{i}") if name == "jsonl"
                        else f"sqlite:///{root / f'db-{i}.sqlite'}")

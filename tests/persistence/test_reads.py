@@ -133,3 +133,27 @@ def test_a_log_in_another_key_order_is_read_whole(tmp_path: Path) -> None:
     assert lines_after(str(path), 3, 2) is None  # the search cannot read this log
     with open_store(str(tmp_path / "store")) as store:
         assert [e.seq for e in store.read("s", after=3, limit=2)] == [4, 5]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_page_of_summaries_is_the_whole_listing_cut(kind: str,
+                                                      request: pytest.FixtureRequest,
+                                                      tmp_path: Path) -> None:
+    """``ls`` counts only the page it shows (``summaries_of``): the same counts as the
+    whole listing's, in the page's order, a session deleted since left out."""
+    from dsh_session_core._persistence.base import summaries_of
+
+    with open_store(_url(kind, request, tmp_path)) as store:
+        for i, turns in enumerate([1, 4, 2, 3]):
+            _fill(store, f"s{i}", turns=turns, seed=i)
+        every = {s.header.id: s for s in store.backend.summaries()}
+        headers = {h.id: h for h in store.backend.list()}
+        assert [every[f"s{i}"].turns for i in range(4)] == [1, 4, 2, 3]
+        page = [headers["s3"], headers["s0"], headers["s2"]]
+        assert summaries_of(store.backend, page) == [every["s3"], every["s0"], every["s2"]]
+        live = store.get("s0")
+        assert live is not None
+        store.release(live)  # a live session cannot be deleted
+        store.delete("s0")
+        assert summaries_of(store.backend, page) == [every["s3"], every["s2"]]
+        assert summaries_of(store.backend, []) == []

@@ -64,6 +64,7 @@ __all__ = [
     "SELECT_STATE",
     "SELECT_STORED_ROWS",
     "SELECT_SUMMARIES",
+    "SELECT_SUMMARIES_OF",
     "SELECT_TAIL",
     "SELECT_TOPS",
     "SELECT_TURN_CHANGES",
@@ -336,6 +337,15 @@ SELECT_SUMMARIES: Final = (
     " count(*) FILTER (WHERE type = 'turn/start') AS turns, max(seq) AS last"
     " FROM events GROUP BY session_id) AS e ON e.session_id = s.id"
     " LEFT JOIN events AS t ON t.session_id = e.session_id AND t.seq = e.last"
+)
+# The counts of a page of sessions (``ls``): per id, its own range of the events' primary
+# key, so a page costs what its sessions hold, whatever the store's size.
+SELECT_SUMMARIES_OF: Final = (
+    "SELECT s.id, s.version, s.created_at, s.cwd, s.parent_session, s.seed_length,"
+    " (SELECT count(*) FROM events WHERE session_id = s.id),"
+    " (SELECT count(*) FROM events WHERE session_id = s.id AND type = 'turn/start'),"
+    " (SELECT time FROM events WHERE session_id = s.id ORDER BY seq DESC LIMIT 1)"
+    " FROM sessions AS s WHERE s.id = ANY(%s)"
 )
 SELECT_FOUND: Final = "SELECT 1 FROM sessions WHERE id = %s"
 SELECT_TAIL: Final = (

@@ -26,7 +26,7 @@ from .._registry import EventRegistry
 from ..errors import LogFormatError, UnstorableError
 from ..events import Event, OpaqueEvent
 from ..jscompat import json_parse
-from .base import StoredLog
+from .base import SessionSummary, StoredLog
 
 __all__ = [
     "PARAMS_PER_ROW",
@@ -353,6 +353,21 @@ def unencodable(session_id: str, what: str, backend: str) -> UnstorableError:
         session_id=session_id,
         seq=None,
     )
+
+
+def summaries_in_order(headers: Sequence[SessionHeader], rows: Iterable[Sequence[Any]]
+                       ) -> list[SessionSummary]:
+    """The summaries of ``rows`` (a header's six columns, then the events, the turns and
+    the last activity), in the order of ``headers``; a session without a row (deleted
+    since it was listed) is left out."""
+    by_id = {row[0]: row for row in rows}
+    found = []
+    for header in headers:
+        row = by_id.get(header.id)
+        if row is not None:
+            found.append(SessionSummary(header_of(tuple(row[:6])), int(row[6]), int(row[7]),
+                                        row[8]))
+    return found
 
 
 def header_of(row: tuple[Any, ...]) -> SessionHeader:

@@ -47,6 +47,7 @@ import time
 from collections.abc import Hashable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
+from .._codec import ENCODER
 from .._header import SessionHeader
 from .._registry import EventRegistry
 from ..errors import SchemaVersionError, StoreNotFoundError, UnstorableError
@@ -75,6 +76,7 @@ from .rows import (
     row_line,
     scan_rows,
     scanned,
+    summaries_in_order,
     unencodable,
     utf8_ok,
 )
@@ -187,6 +189,16 @@ _SELECT_HEADER: Final = (
 _SELECT_ROWS: Final = (
     "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
     " WHERE session_id = ? ORDER BY seq"
+)
+
+# The counts of a page of sessions (``ls``): per id, its own rows' range of the events'
+# primary key, so a page costs what its sessions hold, whatever the store's size.
+_SELECT_SUMMARIES_OF: Final = (
+    "SELECT s.id, s.version, s.created_at, s.cwd, s.parent_session, s.seed_length,"
+    " (SELECT count(*) FROM events WHERE session_id = s.id),"
+    " (SELECT count(*) FROM events WHERE session_id = s.id AND type = 'turn/start'),"
+    " (SELECT time FROM events WHERE session_id = s.id ORDER BY seq DESC LIMIT 1)"
+    " FROM sessions AS s WHERE s.id IN (SELECT value FROM json_each(?))"
 )
 
 # Listing with counts: one aggregate over the events' primary-key index (count, turn
@@ -858,8 +870,6 @@ class SqliteBackend:
 
     def _report(self, row: tuple[Any, ...], lock_file: str | None, status: Literal[
             "deleted", "would-delete"]) -> Deleted:
-        from .._codec import ENCODER
-
         header = header_of(row[:6])
         events, size, last = int(row[6]), int(row[7]), row[8]
         removed = (f"{self.path}: the sessions row and {events} events row(s)",
@@ -891,6 +901,14 @@ class SqliteBackend:
         with self._lock:
             rows = self._conn.execute(_SELECT_SUMMARIES).fetchall()
         return [SessionSummary(header_of(row[:6]), row[6], row[7], row[8]) for row in rows]
+
+    def summaries_of(self, headers: Sequence[SessionHeader]) -> builtins.list[SessionSummary]:
+        """:meth:`summaries` of just these sessions, in their order: one query, which
+        reads only their rows (a page of ``ls`` costs the same in any store)."""
+        ids = ENCODER.encode([h.id for h in headers if utf8_ok(h.id)]).decode()
+        with self._lock:
+            rows = self._conn.execute(_SELECT_SUMMARIES_OF, (ids,)).fetchall()
+        return summaries_in_order(headers, rows)
 
     def read_lines(self, session_id: str, after: int, limit: int | None
                    ) -> builtins.list[bytes] | None:
