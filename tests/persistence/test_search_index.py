@@ -30,6 +30,7 @@ from dsh_session_core._persistence.search import lines_hits
 from dsh_session_core._persistence.search_index import (
     TURN_UNKNOWN,
     fts_match,
+    index_batch,
     index_lines,
     tsquery_text,
 )
@@ -565,6 +566,53 @@ def test_varied_logs_and_flushes(opener: Opener, log: list[dict[str, Any]],
         writer.flush(*log[a:b])
     query = SearchQuery.parse(text, sessions=[sid])
     assert searched(backend, query) == scanned(backend, query)
+
+
+def _both_readings(events: list[Event], turn: int | None) -> None:
+    """A batch indexed from its events gives the rows its lines give."""
+    jsonl = encode_events(events)
+    lines = jsonl.split(b"\n")[:-1]
+    read: list[bool] = []
+
+    def from_lines() -> list[bytes]:
+        read.append(True)
+        return lines
+
+    assert index_batch(events, jsonl, from_lines, turn) == index_lines(lines, turn)
+    typed = not any(type(e).__name__ == "OpaqueEvent" for e in events)
+    assert read == ([] if typed and b"\\ud" not in jsonl else [True])
+
+
+@settings(max_examples=60, deadline=None)
+@given(log=st.lists(ITEMS | st.builds(call, st.sampled_from(WORDS), st.sampled_from(WORDS)),
+                    max_size=20),
+       turn=st.none() | st.integers(-3, 3) | st.just(2**40))
+def test_a_batch_indexed_from_its_events_as_from_its_lines(log: list[dict[str, Any]],
+                                                           turn: int | None) -> None:
+    _both_readings(events_of(log, 0), turn)
+
+
+def test_every_reference_log_indexed_from_its_events_as_from_its_lines(
+        upstream: Path) -> None:
+    from dsh_session_core._logfile import parse_log
+
+    logs = sorted(upstream.rglob("*.jsonl"))
+    assert logs
+    for path in logs:
+        try:
+            parsed = parse_log(path.read_bytes(), REGISTRY)
+        except ValueError:
+            continue  # a fixture of a broken log: no batch of it is written
+        for size in (1, 7, len(parsed.events) or 1):
+            turn = None
+            for i in range(0, len(parsed.events), size):
+                batch = parsed.events[i:i + size]
+                _both_readings(batch, turn)
+                turn = index_lines(encode_events(batch).split(b"\n")[:-1], turn)[1]
+
+
+def test_a_lone_surrogate_sends_a_batch_to_its_lines() -> None:
+    _both_readings(events_of([user("a \ud800 b"), user("alpha")], 0), None)
 
 
 def test_words_fts5_does_not_take_for_letters(opener: Opener) -> None:

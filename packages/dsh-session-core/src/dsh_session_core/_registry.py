@@ -72,6 +72,15 @@ def _event_type_of(cls: type[Event]) -> str:
     return tag
 
 
+def _bind_type(cls: type[Event], tag: str) -> None:
+    """Give a registered event class its type as a plain class attribute, so that
+    ``event.type`` is read without the property's call (a tenth of its cost: the log's
+    readers, writers and indexes ask it of every event). Set once per class; the
+    property stays for a class no registry has seen."""
+    if cls.__dict__.get("type") != tag:
+        type.__setattr__(cls, "type", tag)
+
+
 def _payload_of(cls: type[Event]) -> type[msgspec.Struct]:
     for f in msgspec.structs.fields(cls):
         if f.name == "data":
@@ -175,6 +184,7 @@ class EventRegistry:
                 msg = f"plugin {plugin!r} registered {cls!r}, which is not an Event subclass"
                 raise PluginError(msg)
             etype = _event_type_of(cls)
+            _bind_type(cls, etype)
             if etype in by_type:
                 raise DuplicateEventTypeError(etype, (by_type[etype].plugin, plugin))
             doc = spec.doc or _first_paragraph(cls.__doc__)

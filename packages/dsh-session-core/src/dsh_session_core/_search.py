@@ -39,6 +39,8 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from .events import Event, OpaqueEvent
+
 __all__ = [
     "MAX_INDEXED_WORD",
     "ROLES",
@@ -53,6 +55,7 @@ __all__ = [
     "may_hold",
     "order_hits",
     "walk",
+    "walk_events",
     "words_of",
 ]
 
@@ -453,6 +456,47 @@ def walk(lines: Iterable[bytes], turn: int | None = None, *,
         extracted = extract(line)
         if extracted is not None:
             yield extracted, turn, inherited
+
+
+_TEXT_BLOCKS: Final = ("text", "reasoning")
+
+
+def walk_events(events: Iterable[Event], turn: int | None = None
+                ) -> Iterator[tuple[Extracted | None, int | None, bool]] | None:
+    """:func:`walk` of typed events' own log lines, read from the events themselves (no
+    line decoded): the same items, as a typed event's line is its encoding. ``None``
+    when an event is opaque (kept verbatim: its line says what it holds), so that the
+    caller walks the lines instead."""
+    batch = list(events)
+    if any(type(event) is OpaqueEvent for event in batch):
+        return None
+    return _walk_typed(batch, turn)
+
+
+def _walk_typed(events: list[Event], turn: int | None
+                ) -> Iterator[tuple[Extracted | None, int | None, bool]]:
+    inherited = True
+    searched = SEARCHED_TYPES
+    for event in events:
+        etype = event.type
+        if etype == "turn/start":
+            started = event.data.turn
+            turn, inherited = (started if type(started) is int else None), False
+            yield None, turn, False
+        elif etype == "turn/end":
+            turn, inherited = None, False
+            yield None, None, False
+        elif etype in searched:
+            data = event.data
+            if etype == "tool/call":
+                texts = [v for v in (data.name, data.arguments) if isinstance(v, str)]
+            else:
+                texts = [block.text for block in data.content
+                         if block.type in _TEXT_BLOCKS and isinstance(block.text, str)]
+            own = getattr(data, "turn", None)
+            yield (Extracted(etype, searched[etype], event.seq, event.time,
+                             own if type(own) is int else None, "\n".join(texts)),
+                   turn, inherited)
 
 
 def may_hold(data: bytes, terms: Sequence[bytes]) -> bool:

@@ -447,7 +447,7 @@ class PostgresBackend:
         columns, before = batch_columns(header.id, events)
         columns["before"] = before
         if self._indexed:
-            index_columns(columns, jsonl)
+            index_columns(columns, events, jsonl)
         head = None if materialized else checked_header(header)
         lease = self._leases.get(header.id)
         if lease is None:
@@ -849,7 +849,7 @@ class PostgresBackend:
         columns, before = batch_columns(header.id, events)
         columns["before"] = before
         if self._indexed:
-            index_columns(columns, jsonl)
+            index_columns(columns, events, jsonl)
         head = None if materialized else checked_header(header)
         conn = await self._atake()
         try:

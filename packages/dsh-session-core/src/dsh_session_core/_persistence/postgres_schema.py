@@ -27,7 +27,7 @@ from .rows import PARAMS_PER_ROW, event_params, header_row, row_line
 from .search_index import (
     MAX_TSVECTOR_BYTES,
     IndexRow,
-    index_lines,
+    index_batch,
     lines_of,
     stored_turn,
 )
@@ -428,20 +428,24 @@ def batch_columns(session_id: str, events: Sequence[Event]) -> tuple[Columns, in
     return columns, seqs[0] - 1  # type: ignore[operator]
 
 
-def index_columns(columns: Columns, jsonl: bytes) -> None:
+def index_columns(columns: Columns, events: Sequence[Event], jsonl: bytes) -> None:
     """Add a batch's index entries to its :func:`batch_columns`, for
-    :data:`APPEND_INDEXED`: built from the batch's encoded lines (the rows' when the
-    lines are not one a row), their turns filled in from the stored state where they
-    inherit it."""
+    :data:`APPEND_INDEXED`: read from its events or encoded lines (:func:`index_batch`;
+    the rows' lines when the encoded ones are not one a row), their turns filled in
+    from the stored state where they inherit it."""
     seqs = columns["seqs"]
-    lines = lines_of(jsonl, len(seqs))
-    if lines is None:
-        lines = [row_line(row) for row in zip(seqs, columns["types"], columns["times"],
-                                              columns["datas"],
-                                              [s or None for s in columns["srcs"]],
-                                              [o or None for o in columns["ops"]],
-                                              strict=True)]
-    rows, after, still = index_lines(lines, None)
+
+    def lines() -> Sequence[bytes]:
+        found = lines_of(jsonl, len(seqs))
+        if found is not None:
+            return found
+        return [row_line(row) for row in zip(seqs, columns["types"], columns["times"],
+                                             columns["datas"],
+                                             [s or None for s in columns["srcs"]],
+                                             [o or None for o in columns["ops"]],
+                                             strict=True)]
+
+    rows, after, still = index_batch(events, jsonl, lines, None)
     columns.update(
         first=seqs[0], next=seqs[-1] + 1,
         iseqs=[row.seq for row in rows], iturns=[stored_turn(row.turn) for row in rows],

@@ -21,13 +21,16 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, NamedTuple
 
 from .._search import (
+    Extracted,
     SearchHit,
     SearchQuery,
     extract,
     hit_of,
     index_words,
     walk,
+    walk_events,
 )
+from ..events import Event
 from .search import scan_hits
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "bindable",
     "fts_match",
     "fts_trusted",
+    "index_batch",
     "index_lines",
     "lines_of",
     "stored_turn",
@@ -85,9 +89,30 @@ def index_lines(lines: Iterable[bytes], turn: int | None
     """The index rows of a session's consecutive event lines (no newline), starting
     with ``turn`` open; and the turn open after them, with whether it is still the
     starting one."""
+    return _rows_of(walk(lines, turn), turn)
+
+
+def index_batch(events: Sequence[Event], jsonl: bytes, lines: Callable[[], Sequence[bytes]],
+                turn: int | None) -> tuple[list[IndexRow], int | None, bool]:
+    """:func:`index_lines` of a batch being written (``jsonl``, its lines as the
+    coordinator encoded them): read from its typed events where they give the same rows
+    (:func:`~.._search.walk_events`: no line decoded), else from its ``lines()``. A
+    lone surrogate's escape in the bytes (``\\ud800``: msgspec writes no other ``\\u``
+    escape above the control characters) sends the batch to its lines, where such a
+    line reads as it does in a scan."""
+    walked = None
+    if jsonl.count(b"\n") == len(events) and b"\\ud" not in jsonl and b"\\uD" not in jsonl:
+        walked = walk_events(events, turn)
+    if walked is None:
+        return index_lines(lines(), turn)
+    return _rows_of(walked, turn)
+
+
+def _rows_of(walked: Iterable[tuple[Extracted | None, int | None, bool]], turn: int | None
+             ) -> tuple[list[IndexRow], int | None, bool]:
     rows: list[IndexRow] = []
     after, still = turn, True
-    for extracted, open_turn, inherited in walk(lines, turn):
+    for extracted, open_turn, inherited in walked:
         if extracted is None:
             after, still = open_turn, False
             continue

@@ -44,7 +44,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from .._codec import ENCODER
@@ -86,6 +86,7 @@ from .search_index import (
     bindable,
     fts_match,
     fts_trusted,
+    index_batch,
     index_lines,
     lines_of,
     stored_turn,
@@ -307,7 +308,6 @@ _SELECT_STATE: Final = "SELECT next_seq, turn FROM dsh_search_state WHERE sessio
 _UPSERT_STATE: Final = """
     INSERT INTO dsh_search_state (session_id, next_seq, turn) VALUES (?, ?, ?)
     ON CONFLICT (session_id) DO UPDATE SET next_seq = excluded.next_seq, turn = excluded.turn"""
-_SELECT_MAX_DOC: Final = "SELECT coalesce(max(id), 0) FROM dsh_search_docs"
 # The FTS rows go first, while the docs rows still say which they are.
 _DELETE_FTS_FROM: Final = (
     "DELETE FROM dsh_search WHERE rowid IN"
@@ -315,6 +315,9 @@ _DELETE_FTS_FROM: Final = (
 )
 _DELETE_DOCS_FROM: Final = "DELETE FROM dsh_search_docs WHERE session_id = ? AND seq >= ?"
 _DELETE_STATE: Final = "DELETE FROM dsh_search_state WHERE session_id = ?"
+#: A session's index state: the seq after the last indexed row, the turn open there
+#: (as stored: :func:`stored_turn`).
+IndexState: TypeAlias = tuple[int, int | None]
 #: Below every seq: "from" it means the whole session.
 _ALL_SEQS: Final = -(2**63)
 _SELECT_ROWS_FROM: Final = (
@@ -352,8 +355,8 @@ _SELECT_CANDIDATES: Final = (
 
 @functools.cache
 def _insert_docs_sql(count: int) -> str:
-    return ("INSERT INTO dsh_search_docs (session_id, id, seq, turn) VALUES "
-            + ",".join(["(?1, ?, ?, ?)"] * count))
+    return ("INSERT INTO dsh_search_docs (session_id, seq, turn) VALUES "
+            + ",".join(["(?1, ?, ?)"] * count))
 
 
 @functools.cache
@@ -363,20 +366,20 @@ def _insert_fts_sql(count: int) -> str:
 
 def _insert_index(conn: sqlite3.Connection, session_id: str, rows: Sequence[IndexRow]
                   ) -> None:
-    """Insert index rows: one multi-row statement per table (per 500 rows), the ids
-    given here (after the highest, read inside this write transaction) so that each
-    FTS row's rowid is its docs row's id without reading them back."""
-    if not rows:
-        return
-    (top,) = conn.execute(_SELECT_MAX_DOC).fetchone()
+    """Insert index rows: one multi-row statement per table (per 500 rows). SQLite gives
+    the docs rows of one statement consecutive ids (each row the highest id plus one, in
+    this write transaction), so the last one (``lastrowid``) gives them all: each FTS
+    row's rowid is its docs row's id without reading anything back."""
     for start in range(0, len(rows), _ROWS_PER_INSERT):
         chunk = rows[start : start + _ROWS_PER_INSERT]
         docs: list[object] = [session_id]
+        for row in chunk:
+            docs += (row.seq, stored_turn(row.turn))
+        last = conn.execute(_insert_docs_sql(len(chunk)), docs).lastrowid
+        assert last is not None  # an INSERT of at least one row sets it
         fts: list[object] = []
-        for i, row in enumerate(chunk, top + start + 1):
-            docs += (i, row.seq, stored_turn(row.turn))
+        for i, row in enumerate(chunk, last - len(chunk) + 1):
             fts += (i, " ".join(row.words))
-        conn.execute(_insert_docs_sql(len(chunk)), docs)
         conn.execute(_insert_fts_sql(len(chunk)), fts)
 
 
@@ -444,14 +447,30 @@ def _sync(conn: sqlite3.Connection, session_id: str, end: int, cut: bool = False
     return stored_turn(turn)
 
 
-def _index(conn: sqlite3.Connection, session_id: str, first: int, lines: Sequence[bytes],
-           end: int, cut: bool = False) -> None:
-    """Index the events ``first .. end-1`` (their ``lines``), after catching up the rows
-    before them, and store the session's state; in the caller's write transaction."""
-    turn = _sync(conn, session_id, first, cut)
-    rows, turn, _ = index_lines(lines, turn)
+#: A batch's index rows given the turn open before it (:func:`index_batch`'s answer).
+RowsFrom: TypeAlias = Callable[[int | None], tuple[builtins.list[IndexRow], int | None, bool]]
+
+
+def _index(conn: sqlite3.Connection, session_id: str, first: int, rows_from: RowsFrom,
+           end: int, cut: bool = False, known: IndexState | None = None) -> IndexState:
+    """Index the events ``first .. end-1`` (``rows_from`` reads them), after catching up
+    the rows before them, and store the session's state; in the caller's write
+    transaction.
+
+    :param known: the state this backend stored with the session's last batch, while it
+        has held the session's writer lock since: no other writer has changed it, so it
+        is not read again.
+    :returns: the state stored.
+    """
+    if known is not None and known[0] == first:
+        turn: int | None = known[1]
+    else:
+        turn = _sync(conn, session_id, first, cut)
+    rows, turn, _ = rows_from(turn)
     _insert_index(conn, session_id, rows)
-    conn.execute(_UPSERT_STATE, (session_id, end, stored_turn(turn)))
+    state = (end, stored_turn(turn))
+    conn.execute(_UPSERT_STATE, (session_id, *state))
+    return state
 
 
 def _batch_lines(params: Sequence[object], jsonl: bytes) -> builtins.list[bytes]:
@@ -566,6 +585,10 @@ class SqliteBackend:
         self._lock = threading.Lock()
         self._file_locks: set[_FileLock] = set()
         self._memory_locks: set[str] = set()
+        # The index state each session's last batch stored, kept while this backend
+        # holds the session's writer lock (dropped when it takes the lock, deletes or
+        # repairs): no other writer can have changed it, so a flush does not read it.
+        self._states: dict[str, IndexState] = {}
         # Autocommit (isolation_level=None): the module then opens no transaction
         # behind our back, and BEGIN/COMMIT make one batch exactly one transaction.
         # check_same_thread=False because the coordinator calls from several threads;
@@ -722,14 +745,21 @@ class SqliteBackend:
             return  # a session row only ever comes with an event
         params = event_params(header.id, events)
         head = None if materialized else header_row(header)
-        lines = _batch_lines(params, jsonl) if self._indexed else None
-        with self._lock, self._transaction() as conn:
-            if head is not None:
-                conn.execute(_UPSERT_SESSION, head)
-            _insert_rows(conn, header.id, params)
-            if lines is not None:  # the seqs as the rows hold them (checked ints)
-                _index(conn, header.id, params[0], lines,  # type: ignore[arg-type]
-                       params[-PARAMS_PER_ROW] + 1)  # type: ignore[operator]
+        with self._lock:
+            # Taken out first: a batch that fails leaves no state believed.
+            known = self._states.pop(header.id, None)
+            with self._transaction() as conn:
+                if head is not None:
+                    conn.execute(_UPSERT_SESSION, head)
+                _insert_rows(conn, header.id, params)
+                if self._indexed:  # the seqs as the rows hold them (checked ints)
+                    rows_from = functools.partial(
+                        index_batch, events, jsonl, functools.partial(_batch_lines, params, jsonl))
+                    state = _index(conn, header.id, params[0], rows_from,  # type: ignore[arg-type]
+                                   params[-PARAMS_PER_ROW] + 1,  # type: ignore[operator]
+                                   known=known)
+            if self._indexed:
+                self._states[header.id] = state
 
     def commit_repair(
         self, header: SessionHeader, torn: object | None, closers: Sequence[Event], jsonl: bytes
@@ -744,6 +774,7 @@ class SqliteBackend:
             return
         lines = _batch_lines(params, jsonl) if self._indexed else None
         with self._lock, self._transaction() as conn:
+            self._states.pop(header.id, None)
             if torn is not None:
                 conn.execute(_DELETE_TAIL, (header.id, torn))
             _insert_rows(conn, header.id, params)
@@ -752,8 +783,8 @@ class SqliteBackend:
                 # closer), and the closers indexed after what is left.
                 first = params[0] if params else torn
                 end = params[-PARAMS_PER_ROW] + 1 if params else torn  # type: ignore[operator]
-                _index(conn, header.id, first, lines, end,  # type: ignore[arg-type]
-                       cut=torn is not None)
+                _index(conn, header.id, first, functools.partial(index_lines, lines),  # type: ignore[arg-type]
+                       end, cut=torn is not None)  # type: ignore[arg-type]
 
     def location(self, header: SessionHeader) -> str:
         """The database file (``:memory:`` for an in-memory one); ids are global in it."""
@@ -786,6 +817,8 @@ class SqliteBackend:
     def _acquire(self, session_id: str) -> WriterLock:
         if not utf8_ok(session_id):
             raise unencodable(session_id, "the id", "SQLite")
+        with self._lock:  # another writer may have held it since this one did
+            self._states.pop(session_id, None)
         path = self._lock_file(session_id)
         if path is None:
             with self._lock:
