@@ -426,17 +426,20 @@ class DshSession(SessionABC):
         (left open), or ``None`` for the default store.
     :param session_settings: the SDK's settings (``limit``), as ``SessionSettings`` or
         its dict.
-    :param lock_timeout: seconds an operation waits for another writer of the session
+    :param lock_timeout: seconds a write waits for another writer of the session
         (another store object or process) before raising ``SessionLockedError``.
     :param keep_open: keep the session open between operations, as this store's live
         writer, until :meth:`close`: each operation then costs what it reads or appends,
         not the length of the log, and every other store object and process is refused
-        the session meanwhile (``SessionLockedError`` after their ``lock_timeout``).
+        writing the session meanwhile (``SessionLockedError`` after their
+        ``lock_timeout``).
 
-    By default each operation opens the session, writes, flushes and releases it, so
+    By default each write opens the session, writes, flushes and releases it, so
     instances on one store and id, in one process or many, share its history and take
-    turns writing. With ``keep_open``, the first operation opens the session (or creates
-    it) and keeps it; instances on the same store object share it.
+    turns writing; :meth:`get_items` reads the item view from what is stored, without
+    opening the session (it waits for no writer). With ``keep_open``, the first
+    operation opens the session (or creates it) and keeps it; instances on the same
+    store object share it.
     """
 
     session_settings: SessionSettings | None = None
