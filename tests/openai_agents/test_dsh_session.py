@@ -132,9 +132,9 @@ def test_two_instances_share_one_history(url: str) -> None:
 
 
 def test_a_writer_in_another_process_is_waited_for_then_refused(tmp_path: Path) -> None:
-    """The one-writer rule: while another process holds the session, an operation waits
-    up to ``lock_timeout``, then raises ``SessionLockedError``; once it lets go, the
-    operation goes through."""
+    """The one-writer rule: while another process holds the session, a write waits up to
+    ``lock_timeout``, then raises ``SessionLockedError``; once it lets go, the write goes
+    through. A read never waits: it reads what is stored."""
     logs = str(tmp_path / "logs")
     asyncio.run(DshSession("held", store=logs).add_items(ITEMS[:1]))
     with subprocess.Popen(
@@ -152,12 +152,14 @@ def test_a_writer_in_another_process_is_waited_for_then_refused(tmp_path: Path) 
         assert holder.stdout.readline() == "held\n"
         session = DshSession("held", store=logs, lock_timeout=0.3)
         with pytest.raises(SessionLockedError):
-            asyncio.run(session.get_items())
+            asyncio.run(session.add_items(ITEMS[1:2]))
+        assert asyncio.run(session.get_items()) == ITEMS[:1]
         assert holder.stdin is not None
         holder.stdin.write("\n")
         holder.stdin.flush()
         assert holder.wait(10) == 0
-    assert asyncio.run(session.get_items()) == ITEMS[:1]
+    asyncio.run(session.add_items(ITEMS[1:2]))
+    assert asyncio.run(session.get_items()) == ITEMS[:2]
 
 
 @function_tool

@@ -144,11 +144,13 @@ def test_another_process_is_refused_while_held_and_let_in_after_close(url: str) 
     async def main() -> None:
         session = DshSession("kept", store=url, keep_open=True)
         await session.add_items(ITEMS[:2])
-        assert await asyncio.to_thread(_other_process, url) == "locked"
+        assert await asyncio.to_thread(_other_process, url, "add") == "locked"
+        # A read is never refused: it gets what the holder has made durable.
+        assert await asyncio.to_thread(_other_process, url) == "2"
         await session.add_items(ITEMS[2:4])  # still ours
-        assert await asyncio.to_thread(_other_process, url) == "locked"
+        assert await asyncio.to_thread(_other_process, url, "add") == "locked"
         await session.aclose()
-        assert await asyncio.to_thread(_other_process, url) == "4"
+        assert await asyncio.to_thread(_other_process, url, "add") == "5"
         await session.aclose()  # twice: nothing more to do
 
     asyncio.run(main())
@@ -279,8 +281,8 @@ def test_an_append_folds_only_what_it_appended_when_kept_open(
     assert log > 30 * len(ITEMS) * 2
     if keep_open:
         assert max(folded) < 10, folded  # a turn of one user message, then the pop
-    else:
-        assert len([n for n in folded if n > log - 10]) == 3, (folded, log)  # one each
+    else:  # the append and the pop fold the log; the read, the view's events alone
+        assert len([n for n in folded if n > log - 10]) == 2, (folded, log)
 
 
 @pytest.mark.parametrize("keep_open", [True, False])

@@ -12,13 +12,14 @@ import random
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsh_session_core import encode_event, open_store
 from dsh_session_core._persistence.base import stored_lines
-from dsh_session_core._persistence.ranges import lines_after
+from dsh_session_core._persistence.ranges import lines_after, lines_of_types
 from dsh_session_core.errors import PersistenceError
 
 KINDS = ["jsonl", "sqlite", "postgresql", "memory"]
@@ -157,3 +158,61 @@ def test_a_page_of_summaries_is_the_whole_listing_cut(kind: str,
         store.delete("s0")
         assert summaries_of(store.backend, page) == [every["s3"], every["s2"]]
         assert summaries_of(store.backend, []) == []
+
+
+def _of_types(lines: list[bytes], types: tuple[str, ...]) -> list[bytes]:
+    return [line for line in lines
+            if any(line.startswith(b'{"type":"%s",' % t.encode()) for t in types)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_read_lines_gives_the_lines_of_some_types(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """``store.read_lines(id, types=)``: the stored lines of those types, in log order,
+    on every backend (JSONL searches the file's bytes; the others filter every line)."""
+    with open_store(_url(kind, request, tmp_path)) as store:
+        _fill(store, "s", turns=12, seed=3)
+        every = _lines(store, "s")
+        for types in (("turn/start",), ("step/start", "step/end"),
+                      ("user/message", "assistant/message", "turn/end"), ("no/such",), ()):
+            assert store.read_lines("s", types=types) == _of_types(every, types), types
+        with pytest.raises(PersistenceError, match="not found"):
+            store.read_lines("nosuch", types=("turn/start",))
+        got = asyncio.run(store.aread_lines("s", types=("turn/end",)))
+        assert got == _of_types(every, ("turn/end",))
+
+
+def test_lines_of_types_leaves_a_torn_tail_out(tmp_path: Path) -> None:
+    path, lines = _log(tmp_path, [10] * 5)
+    with path.open("ab") as f:
+        f.write(b'{"type":"user/message","seq":5,"ti')
+    assert lines_of_types(str(path), ("user/message",)) == lines
+    assert lines_of_types(str(path), ("turn/end",)) == []
+
+
+def test_lines_of_types_refuses_a_log_it_may_misread(tmp_path: Path) -> None:
+    """A line of those types written another way (``seq`` first), or a string of the
+    data that begins as the types do: the search answers ``None`` and the backend
+    filters every line instead, with the right answer."""
+    with open_store(str(tmp_path / "store")) as store:
+        _fill(store, "s", turns=6, seed=4)
+        every = _lines(store, "s")
+        path = Path(store.backend.location(store.backend.list()[0]))
+    types = ("step/start", "step/end")
+    assert lines_of_types(str(path), types) == _of_types(every, types)
+    data = path.read_bytes().split(b"\n", 1)[0] + b"\n"
+    for original in every:
+        wire = original.split(b",", 2)  # {"type":"..."  "seq":N  rest
+        data += b"{" + wire[1] + b"," + wire[0][1:] + b"," + wire[2] + b"\n"
+    path.write_bytes(data)
+    assert lines_of_types(str(path), types) is None
+    with open_store(str(tmp_path / "store")) as store:
+        got = store.read_lines("s", types=types)  # every line: no type can be told
+    assert len(got) == len(every)
+    decoded = [msgspec.json.decode(line) for line in got]
+    assert [w["seq"] for w in decoded if w["type"] in types] == [
+        msgspec.json.decode(line)["seq"] for line in _of_types(every, types)]
+    path, _ = _log(tmp_path, [3])
+    path.write_bytes(path.read_bytes().replace(b'"text":"xxx"', b'"text":"user/message"'))
+    assert lines_of_types(str(path), ("user/message",)) is None  # the type, in the data

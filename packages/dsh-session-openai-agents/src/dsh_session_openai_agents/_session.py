@@ -30,6 +30,7 @@ from collections.abc import (
 )
 from typing import Any, TypeVar, cast
 
+import msgspec
 from agents.items import TResponseInputItem
 from agents.memory.session import SessionABC
 from agents.memory.session_settings import (
@@ -88,13 +89,45 @@ def _item(event: AgentsItem) -> Any:
     return to_wire(event.data)["item"]
 
 
+def _items(events: Sequence[AgentsItem]) -> list[Any]:
+    """The items of ``events``, as fresh plain JSON values: in one encode and one decode
+    of the list, where an :func:`_item` each costs two calls an item."""
+    return cast(list[Any], to_wire([event.data.item for event in events]))
+
+
+#: The event types the item view is a fold of: a reload of the view reads only these.
+VIEW_TYPES = ("agents/item", "agents/pop", "agents/clear")
+#: Their lines, decoded in one call into the plugin's own event classes: every payload
+#: checked against its schema, each item coming out as a fresh plain JSON value.
+_VIEW_DECODER = msgspec.json.Decoder(list[AgentsItem | AgentsPop | AgentsClear])
+
+
+def stored_view(lines: list[bytes]) -> list[Any] | None:
+    """The item view of a stored log from the lines of its ``agents/item``,
+    ``agents/pop`` and ``agents/clear`` events (:meth:`DurableStore.read_lines`), or
+    ``None`` when a line does not decode into those classes (a line of another type or
+    layout, one msgspec cannot read): the caller then loads the log.
+
+    The items are read once, by msgspec, straight into the values returned: a session
+    loaded whole decodes each item, freezes it for the log, then copies it out again."""
+    if not lines:
+        return []
+    try:
+        events = _VIEW_DECODER.decode(b"[" + b",".join(lines) + b"]")
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        return None
+    items: list[AgentsItem] = []
+    _advance(events, items, {})
+    return [event.data.item for event in items]
+
+
 def fold_items(events: Iterable[Event]) -> list[tuple[int, Any]]:
     """The SDK's item list of a log, as ``(seq of its agents/item, item)`` pairs: every
     ``agents/item`` in order, less what ``agents/pop`` took off the end and what
     ``agents/clear`` emptied. The items are fresh plain JSON values."""
     items: list[AgentsItem] = []
     _advance(events, items, {})
-    return [(event.seq, _item(event)) for event in items]
+    return list(zip([event.seq for event in items], _items(items), strict=True))
 
 
 class _LogIndex:
@@ -393,17 +426,20 @@ class DshSession(SessionABC):
         (left open), or ``None`` for the default store.
     :param session_settings: the SDK's settings (``limit``), as ``SessionSettings`` or
         its dict.
-    :param lock_timeout: seconds an operation waits for another writer of the session
+    :param lock_timeout: seconds a write waits for another writer of the session
         (another store object or process) before raising ``SessionLockedError``.
     :param keep_open: keep the session open between operations, as this store's live
         writer, until :meth:`close`: each operation then costs what it reads or appends,
         not the length of the log, and every other store object and process is refused
-        the session meanwhile (``SessionLockedError`` after their ``lock_timeout``).
+        writing the session meanwhile (``SessionLockedError`` after their
+        ``lock_timeout``).
 
-    By default each operation opens the session, writes, flushes and releases it, so
+    By default each write opens the session, writes, flushes and releases it, so
     instances on one store and id, in one process or many, share its history and take
-    turns writing. With ``keep_open``, the first operation opens the session (or creates
-    it) and keeps it; instances on the same store object share it.
+    turns writing; :meth:`get_items` reads the item view from what is stored, without
+    opening the session (it waits for no writer). With ``keep_open``, the first
+    operation opens the session (or creates it) and keeps it; instances on the same
+    store object share it.
     """
 
     session_settings: SessionSettings | None = None
@@ -444,13 +480,17 @@ class DshSession(SessionABC):
         when given: ``0`` gives none, a negative limit all (as ``SQLiteSession``)."""
         session_limit = resolve_session_limit(limit, self.session_settings)
 
-        def get(index: _LogIndex) -> list[Any]:
-            events = index.items
+        def last(items: list[_T]) -> list[_T]:
             if session_limit is not None and session_limit >= 0:
-                events = events[-session_limit:] if session_limit else []
-            return [_item(event) for event in events]
+                return items[-session_limit:] if session_limit else []
+            return items
 
-        return cast(list[TResponseInputItem], await self._run(get, False))
+        if not self.keep_open:
+            stored = await self._stored_items()
+            if stored is not None:
+                return cast(list[TResponseInputItem], last(stored))
+        return cast(list[TResponseInputItem],
+                    await self._run(lambda index: _items(last(index.items)), False))
 
     async def add_items(
         self, items: list[TResponseInputItem], *, wrapper: RunContextWrapper[Any] | None = None
@@ -535,6 +575,23 @@ class DshSession(SessionABC):
             key = self._turns_key = (
                 identity if identity is not None else id(self.store), self.session_id)
         return key
+
+    async def _stored_items(self) -> list[Any] | None:
+        """The default mode's read: the item view of what is stored, from the lines of
+        the view's events alone (:func:`stored_view`), without opening the session: no
+        writer lock is taken, so a reader never waits for a writer; it sees what the
+        writers have made durable. ``None`` when the session must be loaded instead:
+        live in this store (held by a ``keep_open`` instance, or left unreleased by a
+        failed write, buffered events included), or a line :func:`stored_view` cannot
+        read."""
+        async with _taking_turns(self._key()):
+            if self.store.get(self.session_id) is not None:
+                return None
+            try:
+                lines = await self.store.aread_lines(self.session_id, types=VIEW_TYPES)
+            except PersistenceError:
+                return []  # nothing stored: an empty view, as the load gives
+            return stored_view(lines)
 
     async def _acquire(self, create: bool, hold: bool = False) -> tuple[Session | None, bool]:
         """The live session and whether this operation opened it (and must release it);

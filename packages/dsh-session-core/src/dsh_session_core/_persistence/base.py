@@ -20,8 +20,9 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import os
+import re
 import time
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Collection, Hashable, Iterator, Sequence
 from typing import Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
 from .._header import SessionHeader
@@ -43,6 +44,8 @@ __all__ = [
     "WriterLock",
     "cannot_delete",
     "check_common_id",
+    "keep_types",
+    "lines_of_types_of",
     "not_found",
     "read_lines_of",
     "stored_lines",
@@ -431,6 +434,43 @@ def read_lines_of(backend: Backend, session_id: str, after: int, limit: int | No
         found: builtins.list[bytes] | None = own(session_id, after, limit)
         return found
     return Backend.read_lines(backend, session_id, after, limit)
+
+
+def lines_of_types_of(backend: Backend, session_id: str, types: Collection[str]
+                      ) -> builtins.list[bytes] | None:
+    """The log lines of the stored events whose type is one of ``types``, oldest first
+    (a torn tail left out); ``None`` when the session is not stored. Nothing is written
+    and no lock is taken. A line whose type cannot be told without parsing it (not
+    written ``{"type":"<type>"`` first, as every writer does) is returned too: the
+    caller decodes it, and its type decides.
+
+    A backend with a ``lines_of_types`` of its own answers (JSONL searches the file's
+    bytes for those lines); for any other, every line is read (:func:`read_lines_of`)
+    and those are kept (:func:`keep_types`).
+    """
+    own = getattr(backend, "lines_of_types", None)
+    if own is not None:
+        found: builtins.list[bytes] | None = own(session_id, types)
+        return found
+    lines = read_lines_of(backend, session_id, -1, None)
+    return None if lines is None else keep_types(lines, types)
+
+
+#: The type a log line begins with, as every writer writes it (a type spelt with an
+#: escape is not read here: its line is kept, for the caller to decode).
+_TYPE_FIRST = re.compile(rb'\{"type":"([^"\\]*)"')
+
+
+def keep_types(lines: Sequence[bytes], types: Collection[str]) -> builtins.list[bytes]:
+    """The ``lines`` of the events of ``types``, and those whose type cannot be told
+    without parsing them (see :func:`lines_of_types_of`)."""
+    wanted = {t.encode("utf-8", "surrogatepass") for t in types}
+    kept = []
+    for line in lines:
+        found = _TYPE_FIRST.match(line)
+        if found is None or found[1] in wanted:
+            kept.append(line)
+    return kept
 
 
 def check_common_id(

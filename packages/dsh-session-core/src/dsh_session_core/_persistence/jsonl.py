@@ -33,7 +33,7 @@ import fcntl
 import os
 import secrets
 import threading
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Collection, Hashable, Iterator, Sequence
 from typing import TYPE_CHECKING, Final
 
 from msgspec import UnsetType
@@ -277,6 +277,30 @@ class JsonlBackend:
             return None
         if found is None:
             return Backend.read_lines(self, session_id, after, limit)
+        return found
+
+    def lines_of_types(self, session_id: str, types: Collection[str]
+                       ) -> builtins.list[bytes] | None:
+        """:func:`~.base.lines_of_types_of`: the lines of those types, found in one
+        read of the log file (:func:`~.ranges.lines_of_types`). A log that search
+        cannot read (written by hand in another key order) has every line read and
+        filtered instead.
+
+        :raises OSError: the log cannot be read.
+        """
+        from .base import keep_types
+        from .ranges import lines_of_types
+
+        path = files.find_log(self.root, session_id)
+        if path is None:
+            return None
+        try:
+            found = lines_of_types(path, types)
+        except FileNotFoundError:  # removed since it was found
+            return None
+        if found is None:
+            every = self.read_lines(session_id, -1, None)
+            return None if every is None else keep_types(every, types)
         return found
 
     def follow_lines(

@@ -41,7 +41,7 @@ import os
 import socket
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable, Hashable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Hashable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from .._header import SessionHeader
@@ -92,6 +92,7 @@ from .postgres_schema import (
     SELECT_SUMMARIES_OF,
     SELECT_TOPS,
     SELECT_TURN_CHANGES,
+    SELECT_TYPES,
     UPSERT_SESSION,
     UPSERT_STATE,
     Columns,
@@ -704,6 +705,21 @@ class PostgresBackend:
                 return None
             rows = conn.execute(SELECT_RANGE, (session_id, after, None if limit is None
                                                else max(limit, 0))).fetchall()
+        return [row_line(row) for row in rows]
+
+    def lines_of_types(self, session_id: str, types: Collection[str]
+                       ) -> builtins.list[bytes] | None:
+        """:func:`~.base.lines_of_types_of`: the rows of those types (by the ``type``
+        column), as log lines, in one query."""
+        if not text_ok(session_id):
+            return None  # no row can hold this id
+        wanted = [t for t in types if text_ok(t)]
+        with self._lock, self._conn.transaction():
+            conn = self._conn
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            if conn.execute(SELECT_FOUND, (session_id,)).fetchone() is None:
+                return None
+            rows = conn.execute(SELECT_TYPES, (session_id, wanted)).fetchall()
         return [row_line(row) for row in rows]
 
     def tail_lines(self, session_id: str, count: int) -> LogTail | None:

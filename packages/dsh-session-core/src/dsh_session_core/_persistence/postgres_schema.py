@@ -68,6 +68,7 @@ __all__ = [
     "SELECT_TAIL",
     "SELECT_TOPS",
     "SELECT_TURN_CHANGES",
+    "SELECT_TYPES",
     "UPSERT_SESSION",
     "UPSERT_STATE",
     "Columns",
@@ -348,6 +349,11 @@ SELECT_SUMMARIES_OF: Final = (
     " FROM sessions AS s WHERE s.id = ANY(%s)"
 )
 SELECT_FOUND: Final = "SELECT 1 FROM sessions WHERE id = %s"
+# The rows of some types (``lines_of_types``): the session's key range, filtered.
+SELECT_TYPES: Final = (
+    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
+    " WHERE session_id = %s AND type = ANY(%s) ORDER BY seq"
+)
 SELECT_TAIL: Final = (
     "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
     " WHERE session_id = %s AND seq <= %s ORDER BY seq DESC LIMIT %s"

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Collection
 from typing import BinaryIO, Final
+
+import msgspec
 
 from .._logfile import complete_end
 
-__all__ = ["lines_after"]
+__all__ = ["lines_after", "lines_of_types"]
 
 #: How much of a line's start a probe reads: enough for ``{"type":"<type>","seq":N``.
 _HEAD: Final = 256
@@ -138,3 +141,47 @@ def _collect(f: BinaryIO, start: int, end: int, first: int, limit: int | None
             if found is None or int(found[1]) != first + offset:
                 return None
     return lines
+
+
+
+def lines_of_types(path: str, types: Collection[str]) -> list[bytes] | None:
+    """The complete event lines (without their newline) of the log at ``path`` whose
+    type is one of ``types``, oldest first; a torn last line is never returned. ``None``
+    when the log may hold a line of those types that this search does not see (written
+    by hand, ``type`` not first, or spaced): the caller reads every line instead.
+
+    One read of the file and two passes over its bytes at C speed: a search for the
+    start of each line whose type begins as the types all do (``\\n{"type":"agents/``),
+    and a count of every place a string so begins (``"agents/``), which must be those
+    lines' types alone (else an event of those types may be written some other way; or
+    a string of the data merely starts so, and the caller's full read costs more, that
+    is all). The other lines are never split out: the cost is the read and the lines
+    returned, not the count of lines.
+
+    :raises FileNotFoundError: there is no file at ``path``.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        body = f.read()
+    end = body.rfind(b"\n")  # the newline ending the last complete line
+    first = body.find(b"\n")  # the newline ending the header, before the first event
+    if first < 0 or end <= first or not types:
+        return []
+    # Each type's JSON string without its closing quote, and what they all begin with.
+    quoted = [msgspec.json.encode(t)[:-1] for t in set(types)]
+    low, high = min(quoted), max(quoted)  # what all share, the first and last share
+    size = next((i for i, (a, b) in enumerate(zip(low, high, strict=False)) if a != b),
+                len(low))
+    common = low[:size]
+    keys = tuple(q + b'",' for q in quoted)
+    start = b'\n{"type":' + common
+    lines: list[bytes] = []
+    seen = 0
+    at = body.find(start, first, end)
+    while at >= 0:
+        seen += 1
+        stop = body.find(b"\n", at + 1, end + 1)
+        if body.startswith(keys, at + 9):  # past '\n{"type":'
+            lines.append(body[at + 1:stop])
+        at = body.find(start, stop, end)
+    return lines if body.count(common, first, end) == seen else None

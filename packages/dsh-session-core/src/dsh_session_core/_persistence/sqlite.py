@@ -44,7 +44,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from .._codec import ENCODER
@@ -212,6 +212,11 @@ _SELECT_SUMMARIES: Final = (
     " LEFT JOIN events AS t ON t.session_id = e.session_id AND t.seq = e.last"
 )
 _SELECT_FOUND: Final = "SELECT 1 FROM sessions WHERE id = ?"
+# The rows of some types (``lines_of_types``): the session's key range, filtered.
+_SELECT_TYPES: Final = (
+    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
+    " WHERE session_id = ? AND type IN (SELECT value FROM json_each(?)) ORDER BY seq"
+)
 _SELECT_LAST: Final = "SELECT max(seq) FROM events WHERE session_id = ?"
 _SELECT_TAIL: Final = (
     "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
@@ -955,6 +960,19 @@ class SqliteBackend:
             rows = conn.execute(_SELECT_RANGE, (session_id, after,
                                                 -1 if limit is None else max(limit, 0))
                                 ).fetchall()
+        return [row_line(row) for row in rows]
+
+    def lines_of_types(self, session_id: str, types: Collection[str]
+                       ) -> builtins.list[bytes] | None:
+        """:func:`~.base.lines_of_types_of`: the rows of those types (by the ``type``
+        column), as log lines, in one query."""
+        if not utf8_ok(session_id):
+            return None  # no row can hold this id
+        wanted = ENCODER.encode([t for t in types if utf8_ok(t)]).decode()
+        with self._lock, self._transaction("BEGIN") as conn:  # one snapshot
+            if conn.execute(_SELECT_FOUND, (session_id,)).fetchone() is None:
+                return None
+            rows = conn.execute(_SELECT_TYPES, (session_id, wanted)).fetchall()
         return [row_line(row) for row in rows]
 
     def tail_lines(self, session_id: str, count: int) -> LogTail | None:
