@@ -201,10 +201,12 @@ def sqlite_lockstep(root: Path, appends: list[Append]) -> tuple[float, float]:
 
 
 def cold_load_ms(url: str, repeat: int = 5) -> float:
-    def load() -> None:
+    def load() -> Session:
         store = DurableStore(backend_for(url), create_plugin_manager(autoload=False))
-        store.open("bench").derive_messages()
+        session = store.open("bench")
+        session.derive_messages()
         store.close()
+        return session
 
     return median_ms(load, repeat)
 
@@ -284,9 +286,13 @@ def run(rounds: int = 7) -> dict[str, float]:
         # The in-memory load of the same log (bench/run.py's load_ms).
         data = session.to_jsonl()
         registry = core_registry()
-        results["memory_load_ms"] = median_ms(
-            lambda: open_session(parse_log(data, registry), registry).derive_messages()
-        )
+
+        def memory_load() -> Session:
+            loaded = open_session(parse_log(data, registry), registry)
+            loaded.derive_messages()
+            return loaded
+
+        results["memory_load_ms"] = median_ms(memory_load)
     results["extra_turn_flush_ms"] = _one_more_turn_ms(appends)
     return results
 
