@@ -18,7 +18,7 @@ from typing import BinaryIO, Final
 
 from .._logfile import complete_end
 
-__all__ = ["lines_after"]
+__all__ = ["lines_after", "lines_in"]
 
 #: How much of a line's start a probe reads: enough for ``{"type":"<type>","seq":N``.
 _HEAD: Final = 256
@@ -59,18 +59,23 @@ def lines_after(path: str, after: int, limit: int | None) -> list[bytes] | None:
     """
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     with os.fdopen(fd, "rb", buffering=0) as f:
-        size = os.fstat(fd).st_size
-        end = complete_end(f, size)
-        header_end = _line_start(f, 1, end) if end > 0 else 0
-        if header_end >= end or (limit is not None and limit <= 0):
-            return []
-        target = max(after + 1, 0)
-        start = _find(f, target, header_end, end)
-        if start is None:
-            return None
-        if start >= end:
-            return []
-        return _collect(f, start, end, target, limit)
+        return lines_in(f, os.fstat(fd).st_size, after, limit)
+
+
+def lines_in(f: BinaryIO, size: int, after: int, limit: int | None) -> list[bytes] | None:
+    """:func:`lines_after` of an open log of ``size`` bytes (a compact log's decoded
+    bytes, in memory)."""
+    end = complete_end(f, size)
+    header_end = _line_start(f, 1, end) if end > 0 else 0
+    if header_end >= end or (limit is not None and limit <= 0):
+        return []
+    target = max(after + 1, 0)
+    start = _find(f, target, header_end, end)
+    if start is None:
+        return None
+    if start >= end:
+        return []
+    return _collect(f, start, end, target, limit)
 
 
 def _find(f: BinaryIO, target: int, lo: int, end: int) -> int | None:
