@@ -305,8 +305,8 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
                          columns() - 2 if width is None else width)
 
 
-_STORE_HELP = ("the store: a folder, jsonl:///path, sqlite:///path.db or "
-               "postgresql://host/dbname (default: $DSH_SESSION_STORE, else the user's "
+_STORE_HELP = ("the store: a folder, jsonl:///path, jsonl+zstd:///path (compact), "
+               "sqlite:///path.db or postgresql://host/dbname (default: $DSH_SESSION_STORE, else the user's "
                "data folder)")
 
 _RM_DESCRIPTION = """\
