@@ -306,8 +306,8 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
 
 _STORE_HELP = ("the store: a folder, jsonl:///path, jsonl+zstd:///path (compact), "
-               "sqlite:///path.db or postgresql://host/dbname (default: $DSH_SESSION_STORE, else the user's "
-               "data folder)")
+               "sqlite:///path.db or postgresql://host/dbname (default: "
+               "$DSH_SESSION_STORE, else the user's data folder)")
 
 _RM_DESCRIPTION = """\
 Remove sessions from a store, whole: the log (a JSONL file, or the rows of a
