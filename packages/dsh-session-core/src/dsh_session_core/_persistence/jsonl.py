@@ -192,6 +192,17 @@ class JsonlBackend:
         """The log's counts (:func:`count_log`)."""
         return count_log(path)
 
+    def _tail(self, path: str, count: int) -> LogTail:
+        """The log's last ``count`` lines (:func:`~.files.tail_file`)."""
+        return files.tail_file(path, count)
+
+    def _lines_after(self, path: str, after: int, limit: int | None
+                     ) -> builtins.list[bytes] | None:
+        """The log's lines after seq ``after`` (:func:`~.ranges.lines_after`)."""
+        from .ranges import lines_after
+
+        return lines_after(path, after, limit)
+
     # -- reading --
 
     def _stored(self, data: bytes, registry: EventRegistry, path: str) -> StoredLog:
@@ -297,7 +308,7 @@ class JsonlBackend:
         if path is None:
             return None
         try:
-            return files.tail_file(path, count)
+            return self._tail(path, count)
         except FileNotFoundError:  # removed since it was found
             return None
 
@@ -311,13 +322,12 @@ class JsonlBackend:
         :raises OSError: the log cannot be read.
         """
         from .base import Backend
-        from .ranges import lines_after
 
         path = files.find_log(self.root, session_id, self.suffix)
         if path is None:
             return None
         try:
-            found = lines_after(path, after, limit)
+            found = self._lines_after(path, after, limit)
         except FileNotFoundError:  # removed since it was found
             return None
         if found is None:

@@ -407,39 +407,22 @@ class JsonlZstdBackend(JsonlBackend):
 
     # -- reading: the whole log is decoded (a frame is found only from the start) --
 
-    def tail_lines(self, session_id: str, count: int) -> LogTail | None:
-        """The last ``count`` complete lines of the session's log: decoded whole, then
-        read from its end; the position is the end of the last whole frame read."""
-        path = files.find_log(self.root, session_id, self.suffix)
-        if path is None:
-            return None
-        try:
-            frames = _decode_file(path)
-        except FileNotFoundError:  # removed since it was found
-            return None
+    def _tail(self, path: str, count: int) -> LogTail:
+        """The last ``count`` complete lines: the log decoded whole, then read from its
+        end; the position is the end of the last whole frame read."""
+        frames = _decode_file(path)
         file_end, plain_end = frames.line_end()
         lines = last_lines(io.BytesIO(frames.plain), plain_end, count)
         return LogTail(lines, files.FilePosition(path, file_end))
 
-    def read_lines(self, session_id: str, after: int, limit: int | None
-                   ) -> builtins.list[bytes] | None:
-        """The lines after seq ``after`` (at most ``limit``): the log decoded whole, then
-        searched as a plain log is (:func:`~.ranges.lines_in`); a log that search
-        cannot read is loaded instead."""
-        from .base import Backend
+    def _lines_after(self, path: str, after: int, limit: int | None
+                     ) -> builtins.list[bytes] | None:
+        """The lines after seq ``after``: the log decoded whole, then searched as a
+        plain log is (:func:`~.ranges.lines_in`)."""
         from .ranges import lines_in
 
-        path = files.find_log(self.root, session_id, self.suffix)
-        if path is None:
-            return None
-        try:
-            frames = _decode_file(path)
-        except FileNotFoundError:  # removed since it was found
-            return None
-        found = lines_in(io.BytesIO(frames.plain), len(frames.plain), after, limit)
-        if found is None:
-            return Backend.read_lines(self, session_id, after, limit)
-        return found
+        frames = _decode_file(path)
+        return lines_in(io.BytesIO(frames.plain), len(frames.plain), after, limit)
 
     def follow_lines(
         self, session_id: str, position: object, *, timeout: float | None = None
