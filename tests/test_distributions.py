@@ -282,6 +282,7 @@ def test_core_alone_names_the_extra_a_compact_store_needs(core_alone: Env,
     assert proc.returncode == 1
     assert "pip install 'dsh-session-core[zstd]'" in proc.stderr
     assert "Traceback" not in proc.stderr
+    (tmp_path / "plain").mkdir()
     assert core_alone.run("ls", "--store", str(tmp_path / "plain")).returncode == 0
 
 
