@@ -389,6 +389,28 @@ def test_the_command_line_copies_and_exports_a_compact_store(tmp_path: Path) -> 
     assert not list((tmp_path / "compact").rglob("s.*"))  # the log and its lock
 
 
+def test_the_commands_on_a_log_file_read_a_compact_one(tmp_path: Path) -> None:
+    _write(f"jsonl+zstd://{tmp_path}/store", "s", 2)
+    log = _log(tmp_path / "store")
+    plain = tmp_path / "s.jsonl"
+    plain.write_bytes(_zstd_d(log.read_bytes()))
+    for command in ("export", "derive", "validate"):
+        assert run_cli(command, str(log)) == run_cli(command, str(plain)), command
+    # A torn frame is skipped, and said so, as a torn line is.
+    torn = tmp_path / "torn.jsonl.zst"
+    torn.write_bytes(log.read_bytes()[:-4])
+    code, out, err = run_cli("export", str(torn))
+    assert code == 0
+    assert out == _zstd_d(log.read_bytes()[: len(_frames(log.read_bytes())[0])])
+    assert "do not decode (a torn write?): skipped" in err
+    # Repair writes: never plain lines into a compact log.
+    before = log.read_bytes()
+    code, _, err = run_cli("repair", str(log))
+    assert code == 1
+    assert "is a compact log (zstd frames): repair writes it through its store" in err
+    assert log.read_bytes() == before
+
+
 def test_a_delete_frees_the_compact_file(tmp_path: Path) -> None:
     url = f"jsonl+zstd://{tmp_path}/store"
     _write(url, "a", 2)
