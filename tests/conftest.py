@@ -29,7 +29,7 @@ def upstream() -> Path:
     return upstream_dir()
 
 
-@pytest.fixture(params=["jsonl", "memory", "sqlite", "postgresql"])
+@pytest.fixture(params=["jsonl", "jsonl+zstd", "memory", "sqlite", "postgresql"])
 def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Any]:
     """Opens fresh backend instances over one storage (the persistence contract runs on
     every backend of ``persist_support.BACKENDS``)."""

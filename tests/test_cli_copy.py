@@ -46,6 +46,7 @@ class Places:
 #: The kinds of store a copy goes between: the URL of store ``name`` of a test.
 STORE_URLS: dict[str, Callable[[Places, str], str]] = {
     "jsonl": lambda at, name: str(at.tmp / name),
+    "jsonl+zstd": lambda at, name: f"jsonl+zstd://{at.tmp / name}",
     "sqlite": lambda at, name: f"sqlite:///{at.tmp / name}.db",
     "postgresql": lambda at, name: at.database(name),
 }
@@ -529,7 +530,7 @@ def test_a_terminal_shows_a_progress_bar_and_it_is_erased(
 # --- SRC as a log file (the SOURCE rule) ------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["jsonl", "sqlite", "postgresql"])
+@pytest.mark.parametrize("kind", ["jsonl", "jsonl+zstd", "sqlite", "postgresql"])
 def test_a_log_file_is_copied_into_a_store_and_comes_back_byte_for_byte(
         demo: str, places: Places, kind: str, tmp_path: Path) -> None:
     log = tmp_path / "demo.jsonl"
@@ -543,7 +544,7 @@ def test_a_log_file_is_copied_into_a_store_and_comes_back_byte_for_byte(
     twin = STORE_URLS[kind](places, "twin")
     assert _run("copy", demo, twin, "--session", "demo")[0] == 0
     assert _export("demo", dst) == _export("demo", twin)
-    if kind == "jsonl":
+    if kind.startswith("jsonl"):
         assert _export("demo", dst) == log.read_bytes()
     code, out, _ = _run("copy", str(log), dst)  # again: nothing left to do
     assert code == 0

@@ -185,7 +185,7 @@ def test_every_wheel_carries_the_license_and_says_what_it_needs(
 def test_core_depends_on_msgspec_and_pluggy_only(wheels: dict[str, Path]) -> None:
     meta = _metadata(wheels["dsh-session-core"])
     assert _requirement_names(meta) == {"msgspec", "pluggy"}
-    assert meta.get_all("Provides-Extra") == ["postgresql"]
+    assert meta.get_all("Provides-Extra") == ["postgresql", "zstd"]
     points = _entry_points(wheels["dsh-session-core"])
     assert "dsh_session.plugins" not in points  # core is built in, not an entry point
     assert "dsh-session = dsh_session_core._cli.main:main" in points
@@ -272,6 +272,18 @@ def test_core_alone_has_no_plugin_package(core_alone: Env) -> None:
     assert demo.returncode == 1
     assert "pip install dsh-session" in demo.stderr
     assert "Traceback" not in demo.stderr
+
+
+def test_core_alone_names_the_extra_a_compact_store_needs(core_alone: Env,
+                                                         tmp_path: Path) -> None:
+    """Without the zstd extra, core imports and runs; a compact store (``jsonl+zstd:``)
+    is refused with the command that installs it, and no traceback."""
+    proc = core_alone.run("ls", "--store", f"jsonl+zstd://{tmp_path}/compact", check=False)
+    assert proc.returncode == 1
+    assert "pip install 'dsh-session-core[zstd]'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    (tmp_path / "plain").mkdir()
+    assert core_alone.run("ls", "--store", str(tmp_path / "plain")).returncode == 0
 
 
 def test_core_alone_loads_derives_and_round_trips_a_log_of_absent_plugins(

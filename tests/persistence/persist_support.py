@@ -32,6 +32,11 @@ def _jsonl(request: pytest.FixtureRequest, tmp: Path) -> Factory:
     return lambda: module.JsonlBackend(tmp / "root")
 
 
+def _jsonl_zstd(request: pytest.FixtureRequest, tmp: Path) -> Factory:
+    module: Any = importlib.import_module("dsh_session_core._persistence.jsonl_zstd")
+    return lambda: module.JsonlZstdBackend(tmp / "root")
+
+
 def _sqlite(request: pytest.FixtureRequest, tmp: Path) -> Factory:
     module: Any = importlib.import_module("dsh_session_core._persistence.sqlite")
     return lambda: module.SqliteBackend(tmp / "sessions.db")
@@ -60,6 +65,7 @@ def _postgresql(request: pytest.FixtureRequest, tmp: Path) -> Factory:
 BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], Factory]] = {
     "memory": _memory,
     "jsonl": _jsonl,
+    "jsonl+zstd": _jsonl_zstd,
     "sqlite": _sqlite,
     "postgresql": _postgresql,
 }

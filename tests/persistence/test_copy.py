@@ -39,6 +39,7 @@ from dsh_session_core._persistence.copy import (
     copy_sessions,
     same_store,
 )
+from dsh_session_core._persistence.jsonl_zstd import JsonlZstdBackend
 from dsh_session_core._persistence.paths import log_path
 from dsh_session_core.errors import SessionLockedError, SkippedLogWarning
 
@@ -89,6 +90,7 @@ Opener = Callable[[Places, str], Backend]
 #: a folder, a file, a memory backend or a database of its :class:`Places`.
 STORES: dict[str, Opener] = {
     "jsonl": lambda at, name: at.opened(JsonlBackend(at.tmp / name)),
+    "jsonl+zstd": lambda at, name: at.opened(JsonlZstdBackend(at.tmp / name)),
     "sqlite": lambda at, name: at.opened(SqliteBackend(at.tmp / f"{name}.db")),
     "memory": lambda at, name: at.memory(name),
     "postgresql": lambda at, name: at.opened(PostgresBackend(at.database(name))),
@@ -626,8 +628,8 @@ def _reference_stores(tmp: Path) -> list[tuple[JsonlBackend, list[Path]]]:
     return [(backend, logs) for backend, _, logs in stores]
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
-def test_every_reference_log_survives_a_trip_through_a_database_byte_for_byte(
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql", "jsonl+zstd"])
+def test_every_reference_log_survives_a_trip_through_another_store_byte_for_byte(
     places: Places, kind: str
 ) -> None:
     tmp_path = places.tmp

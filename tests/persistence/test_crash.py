@@ -24,19 +24,22 @@ from dsh_session_core._persistence.base import SessionLockedError
 from dsh_session_core._persistence.store import DurableStore, backend_for
 
 #: Kills per backend of the resumed-writer test, and of the first-write test.
-KILLS = {"jsonl": 200, "sqlite": 60}
-FIRST_WRITE_KILLS = {"jsonl": 60, "sqlite": 30}
+KILLS = {"jsonl": 200, "jsonl+zstd": 200, "sqlite": 60}
+FIRST_WRITE_KILLS = {"jsonl": 60, "jsonl+zstd": 60, "sqlite": 30}
 SID = "crash"
 
 
 def _kind(url: str) -> str:
-    return "sqlite" if url.startswith("sqlite:") else "jsonl"
+    scheme = url.partition(":")[0]
+    return scheme if scheme in ("sqlite", "jsonl+zstd") else "jsonl"
 
 
-@pytest.fixture(params=["jsonl", "sqlite"])
+@pytest.fixture(params=["jsonl", "jsonl+zstd", "sqlite"])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "jsonl":
         return str(tmp_path / "root")
+    if request.param == "jsonl+zstd":  # compact: each flush one zstd frame
+        return f"jsonl+zstd://{tmp_path / 'root'}"
     return f"sqlite:///{tmp_path / 'sessions.db'}"
 
 
@@ -190,8 +193,9 @@ def test_writers_killed_in_their_first_write_leave_a_log_that_loads_or_none(
             assert len(events) >= durable
             assert events[-1].type == "turn/end"
         st.close()
-    if _kind(url) == "jsonl":  # the temp files of killed first writes were swept
-        assert not [p for p in Path(url).rglob("*") if p.name.endswith(".tmp")]
+    if _kind(url) != "sqlite":  # the temp files of killed first writes were swept
+        root = Path(url.removeprefix("jsonl+zstd://"))
+        assert not [p for p in root.rglob("*") if p.name.endswith(".tmp")]
 
 
 def test_a_second_process_cannot_write_a_session_being_written(

@@ -552,12 +552,13 @@ def _expected(case: dict[str, Any]) -> list[str]:
     return [sid for _, sid in sorted(matching[case["keep"]:])]
 
 
-@pytest.mark.parametrize("kind", ["memory", "jsonl", "sqlite"])
+@pytest.mark.parametrize("kind", ["memory", "jsonl", "jsonl+zstd", "sqlite"])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=_cases())
 def test_prune_removes_exactly_what_its_rules_name(kind: str, case: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         url = {"memory": "memory:", "jsonl": f"{tmp}/store",
+               "jsonl+zstd": f"jsonl+zstd://{tmp}/store",
                "sqlite": f"sqlite:///{tmp}/s.db"}[kind]
         clock = Clock()
         with opened(url, clock) as store:

@@ -72,6 +72,8 @@ def _env() -> dict[str, str]:
 def _url(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if kind == "postgresql":
         return str(request.getfixturevalue("postgresql_url"))
+    if kind == "jsonl+zstd":
+        return f"jsonl+zstd://{tmp_path}/sessions"
     return str(tmp_path / "sessions") if kind == "jsonl" else f"sqlite:///{tmp_path}/s.db"
 
 
@@ -133,7 +135,7 @@ def _check(seqs: Sequence[int], last: int, who: str) -> None:
         f"in order: {list(seqs) == sorted(seqs)}")
 
 
-@pytest.mark.parametrize("kind", ["jsonl", "sqlite", "postgresql"])
+@pytest.mark.parametrize("kind", ["jsonl", "jsonl+zstd", "sqlite", "postgresql"])
 def test_tail_follow_prints_every_commit_of_a_fast_writer_process_once(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
@@ -238,7 +240,8 @@ def _write_in_thread(backend: Backend, stop_at: threading.Event, last_box: list[
     stop_at.set()
 
 
-@pytest.mark.parametrize("kind", ["jsonl", "sqlite", "postgresql", "memory", "defaults"])
+@pytest.mark.parametrize("kind", ["jsonl", "jsonl+zstd", "sqlite", "postgresql", "memory",
+                                  "defaults"])
 def test_follow_lines_reports_every_commit_of_a_fast_writer_once(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:

@@ -22,12 +22,14 @@ from dsh_session_core._persistence.base import stored_lines
 from dsh_session_core._persistence.ranges import lines_after, lines_of_types
 from dsh_session_core.errors import PersistenceError
 
-KINDS = ["jsonl", "sqlite", "postgresql", "memory"]
+KINDS = ["jsonl", "jsonl+zstd", "sqlite", "postgresql", "memory"]
 
 
 def _url(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if kind == "jsonl":
         return str(tmp_path / "store")
+    if kind == "jsonl+zstd":
+        return f"jsonl+zstd://{tmp_path}/store"
     if kind == "sqlite":
         return f"sqlite://{tmp_path}/store.db"
     if kind == "memory":

@@ -274,10 +274,10 @@ def _run(scenario: Scenario, make: Callable[[Injector], Any], plan: Plan | None,
 _CHECK = textwrap.dedent("""
     import json, os, sys
     from dsh_session_core import core_registry
-    from dsh_session_core._persistence.jsonl import JsonlBackend
+    from dsh_session_core._persistence.store import backend_for
     out = {}
-    for root in sys.argv[1:]:
-        backend = JsonlBackend(root)
+    for root in sys.argv[2:]:
+        backend = backend_for(sys.argv[1] + root)
         try:
             listed = [h.id for h in backend.list()]  # sweeps the temp files too
             stored = backend.load_stored("s", core_registry())
@@ -291,27 +291,40 @@ _CHECK = textwrap.dedent("""
 """)
 
 
-def _torn_writer(root: Path) -> Callable[[], None]:
+def _torn_writer(root: Path, compact: bool) -> Callable[[], None]:
+    torn_line = b'{"type":"assistant/chunk","seq":8,"ti'
+    if compact:  # the first bytes of a frame (of a whole line): a torn frame
+        import zstandard
+
+        torn_line = zstandard.ZstdCompressor().compress(torn_line + b'me":1}\n')[:-5]
+
     def torn() -> None:
-        [log] = root.glob("*/s.jsonl")
+        [log] = root.glob("*/s.jsonl.zst" if compact else "*/s.jsonl")
         with log.open("ab") as f:
-            f.write(b'{"type":"assistant/chunk","seq":8,"ti')
+            f.write(torn_line)
 
     return torn
 
 
+@pytest.mark.parametrize("kind", ["jsonl", "jsonl+zstd"])
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_jsonl_survives_a_fault_at_every_system_call(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario: Scenario
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario: Scenario, kind: str
 ) -> None:
     injector = Injector()
     _patch_os(monkeypatch, injector)
+    compact = kind == "jsonl+zstd"  # the compact store (jsonl_zstd.py) is a JsonlBackend too
 
     def make(inj: Injector, *, root: Path) -> JsonlBackend:
+        if compact:
+            from dsh_session_core._persistence.jsonl_zstd import JsonlZstdBackend
+
+            return JsonlZstdBackend(root)
         return JsonlBackend(root)
 
     dry = tmp_path / "dry"
-    _run(scenario, functools.partial(make, root=dry), None, injector, _torn_writer(dry))
+    _run(scenario, functools.partial(make, root=dry), None, injector,
+         _torn_writer(dry, compact))
     count = len(injector.trace)
     assert count >= (2 if scenario.name == "flush" else 3), injector.trace
     expected: dict[str, tuple[str, bytes, list[bytes]]] = {}
@@ -319,12 +332,13 @@ def test_jsonl_survives_a_fault_at_every_system_call(
         root = tmp_path / f"{plan.kind}-{plan.at}"
         injector.reset()
         lines, kept = _run(scenario, functools.partial(make, root=root), plan, injector,
-                           _torn_writer(root))
+                           _torn_writer(root, compact))
         assert injector.injected, f"{plan}: no fault was injected"
         expected[str(root)] = (str(plan), lines, kept)
     monkeypatch.undo()
-    proc = subprocess.run([sys.executable, "-c", _CHECK, *expected], capture_output=True,
-                          text=True, check=True)
+    scheme = "jsonl+zstd://" if compact else "jsonl://"
+    proc = subprocess.run([sys.executable, "-c", _CHECK, scheme, *expected],
+                          capture_output=True, text=True, check=True)
     found = json.loads(proc.stdout)
     for where, (plan_name, lines, kept) in expected.items():
         got = found[where]
@@ -334,7 +348,8 @@ def test_jsonl_survives_a_fault_at_every_system_call(
         assert got["torn"] is None, f"{scenario.name} {plan_name}: a torn tail is left"
         assert got["lines"][: len(kept)] == [k.decode() for k in kept], plan_name
         assert got["listed"] == [SID], plan_name
-        assert got["files"] == ["s.jsonl", "s.lock"], f"{scenario.name} {plan_name}"
+        log = "s.jsonl.zst" if compact else "s.jsonl"
+        assert got["files"] == [log, "s.lock"], f"{scenario.name} {plan_name}"
 
 
 # --- memory and SQLite: the backend seam ----------------------------------------------------
@@ -427,7 +442,7 @@ def test_cli_repair_survives_a_fault_at_every_system_call(
 
     def crashed(root: Path) -> tuple[Path, list[bytes]]:
         kept = _crash(JsonlBackend(root))
-        _torn_writer(root)()
+        _torn_writer(root, compact=False)()
         [log] = root.glob("*/s.jsonl")
         return log, kept
 
@@ -455,8 +470,8 @@ def test_cli_repair_survives_a_fault_at_every_system_call(
         st.close()
         expected[str(log.parent.parent)] = (str(plan), s.jsonl(), kept)
     monkeypatch.undo()
-    proc = subprocess.run([sys.executable, "-c", _CHECK, *expected], capture_output=True,
-                          text=True, check=True)
+    proc = subprocess.run([sys.executable, "-c", _CHECK, "jsonl://", *expected],
+                          capture_output=True, text=True, check=True)
     found = json.loads(proc.stdout)
     for where, (plan_name, lines, kept) in expected.items():
         got = found[where]

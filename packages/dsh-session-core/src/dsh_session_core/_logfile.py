@@ -48,6 +48,7 @@ __all__ = [
     "ParsedLog",
     "ScanResult",
     "complete_end",
+    "count_file",
     "count_log",
     "dump_log",
     "durable_header",
@@ -526,17 +527,22 @@ def count_log(path: str) -> LogCounts:
 
     :raises OSError: the file cannot be read.
     """
+    with open(path, "rb") as f:
+        return count_file(f)
+
+
+def count_file(f: BinaryIO) -> LogCounts:
+    """:func:`count_log` of an open log, read from where it stands (its start)."""
     lines = turns = 0
     tail = b""
-    with open(path, "rb") as f:
-        while chunk := f.read(_COUNT_CHUNK):
-            lines += chunk.count(b"\n")
-            window = tail + chunk  # a turn line may straddle two chunks
-            turns += window.count(TURN_LINE)
-            tail = window[-(len(TURN_LINE) - 1) :]
-        size = f.tell()
-        end = complete_end(f, size)
-        last = last_lines(f, end, 1)
+    while chunk := f.read(_COUNT_CHUNK):
+        lines += chunk.count(b"\n")
+        window = tail + chunk  # a turn line may straddle two chunks
+        turns += window.count(TURN_LINE)
+        tail = window[-(len(TURN_LINE) - 1) :]
+    size = f.tell()
+    end = complete_end(f, size)
+    last = last_lines(f, end, 1)
     wire = line_wire(last[0]) if last else None
     return LogCounts(max(lines - 1, 0), turns, None if wire is None else wire.get("time"),
                      end < size)

@@ -25,6 +25,8 @@ as attributes, and its message says what went wrong and what to do about it::
     │   └── LinkedLogError                 a write would follow a symbolic link out of a store
     ├── SessionLockedError                 another writer holds the session's writer lock
     ├── SchemaVersionError (RuntimeError)  a SQLite database of another schema version
+    ├── StoreKindError                     a JSONL store folder opened as the other kind
+    ├── MissingExtraError (ImportError)    a feature needs an extra that is not installed
     ├── UnstorableError (ValueError)       a value the SQLite schema cannot store losslessly
     │   └── SessionIdError                 a session id the backend's id rule refuses
     └── PluginError
@@ -51,6 +53,7 @@ __all__ = [
     "LinkedLogError",
     "LogFormatError",
     "MisplacedLogError",
+    "MissingExtraError",
     "NotJsonError",
     "PersistenceError",
     "PluginConflictError",
@@ -65,6 +68,7 @@ __all__ = [
     "SessionIdError",
     "SessionLockedError",
     "SkippedLogWarning",
+    "StoreKindError",
     "StoreNotFoundError",
     "StoreWriteError",
     "SurfaceError",
@@ -553,6 +557,42 @@ class StoreNotFoundError(DshSessionError, LookupError):
     def __init__(self, location: str, detail: str) -> None:
         super().__init__(f"no dsh-session store at {location} ({detail})")
         self.location = location
+
+
+class StoreKindError(DshSessionError):
+    """A JSONL store folder opened as the other kind: a compact store (``jsonl+zstd:``,
+    its logs zstd frames) as a plain one, or a plain store (the reference's logs) as a
+    compact one. A folder holds one kind of log; ``dsh-session copy`` converts a store.
+
+    :ivar location: the folder.
+    :ivar kind: what it holds: ``"compact"`` or ``"plain"``.
+    """
+
+    def __init__(self, location: str, kind: str) -> None:
+        url, other = (("jsonl+zstd://", "plain") if kind == "compact"
+                      else ("jsonl://", "compact"))
+        super().__init__(
+            f"{location} is a {kind} JSONL store, not a {other} one: open it as "
+            f"{url}{location}, or copy it into a new {other} store (dsh-session copy)"
+        )
+        self.location = location
+        self.kind = kind
+
+
+class MissingExtraError(DshSessionError, ImportError):
+    """A feature needs an optional dependency that is not installed (an extra of a
+    distribution): the message says what to install.
+
+    :ivar name: the missing module (as :class:`ImportError` names it).
+    :ivar requirement: what ``pip install`` needs, e.g. ``dsh-session-core[zstd]``.
+    """
+
+    def __init__(self, feature: str, module: str, requirement: str) -> None:
+        super().__init__(
+            f"{feature} needs {module}, which is not installed: pip install '{requirement}'",
+            name=module,
+        )
+        self.requirement = requirement
 
 
 class UnstorableError(DshSessionError, ValueError):

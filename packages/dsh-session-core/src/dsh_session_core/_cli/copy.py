@@ -2,7 +2,8 @@
 the copies (the rules are :mod:`dsh_session_core._persistence.copy`'s).
 
 SRC and DST are store URLs, as ``--store`` takes them elsewhere: a folder (JSONL),
-``jsonl:///path``, ``sqlite:///path.db`` or ``postgresql://user@host/dbname``;
+``jsonl:///path``, ``jsonl+zstd:///path`` (compact JSONL: copying converts between the
+two), ``sqlite:///path.db`` or ``postgresql://user@host/dbname``;
 ``memory:`` is refused (nothing outlives the process). SRC may also be a log file, as
 the SOURCE of the other commands: its session is copied into DST (a torn tail is
 dropped, as a store's load drops it). SRC must exist (for PostgreSQL: a
@@ -54,8 +55,8 @@ _HINTS: dict[CopyStatus, str] = {
 }
 
 
-_URL_HINT = ("SRC and DST are stores: a folder, jsonl:///path, sqlite:///path.db or "
-             "postgresql://user@host/dbname")
+_URL_HINT = ("SRC and DST are stores: a folder, jsonl:///path, jsonl+zstd:///path, "
+             "sqlite:///path.db or postgresql://user@host/dbname")
 
 
 def _shown(url: str) -> str:
@@ -91,8 +92,8 @@ def _open_source(url: str, reg: EventRegistry) -> Backend:
     if not backend.exists():  # a JSONL folder that is not there
         backend.close()
         msg = f"no store at {_shown(url)} (it does not exist)"
-        raise Failure(msg, hint="check SRC: a folder, jsonl:///path, sqlite:///path.db or "
-                                "postgresql://user@host/dbname")
+        raise Failure(msg, hint="check SRC: a folder, jsonl:///path, jsonl+zstd:///path, "
+                                "sqlite:///path.db or postgresql://user@host/dbname")
     return backend
 
 
@@ -288,8 +289,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                     "overwritten. Each copy is loaded back and checked against SRC.",
     )
     copy.add_argument("src", metavar="SRC",
-                      help="the store to read: a folder, jsonl:///path, sqlite:///path.db "
-                           "or postgresql://user@host/dbname; or a log file (its session)")
+                      help="the store to read: a folder, jsonl:///path, jsonl+zstd:///path "
+                           "(compact), sqlite:///path.db or postgresql://user@host/dbname; "
+                           "or a log file (its session)")
     copy.add_argument("dst", metavar="DST",
                       help="the store to write (created when missing)")
     copy.add_argument("--session", action="append", dest="session_ids", metavar="ID",

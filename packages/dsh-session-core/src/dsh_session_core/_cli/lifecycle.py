@@ -305,9 +305,9 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
                          columns() - 2 if width is None else width)
 
 
-_STORE_HELP = ("the store: a folder, jsonl:///path, sqlite:///path.db or "
-               "postgresql://host/dbname (default: $DSH_SESSION_STORE, else the user's "
-               "data folder)")
+_STORE_HELP = ("the store: a folder, jsonl:///path, jsonl+zstd:///path (compact), "
+               "sqlite:///path.db or postgresql://host/dbname (default: "
+               "$DSH_SESSION_STORE, else the user's data folder)")
 
 _RM_DESCRIPTION = """\
 Remove sessions from a store, whole: the log (a JSONL file, or the rows of a

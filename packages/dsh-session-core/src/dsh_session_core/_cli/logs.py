@@ -298,6 +298,17 @@ def _say_repair(label: str, tail: str | None, closers: list[Event], events: int,
     return not dry_run
 
 
+def _compact(path: str) -> bool:
+    """Whether a file is a compact log (it starts with a zstd frame)."""
+    from .support import ZSTD_MAGIC
+
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(ZSTD_MAGIC)) == ZSTD_MAGIC
+    except OSError:
+        return False  # the repair's own read says why
+
+
 def _repair_file(args: argparse.Namespace, path: str) -> int:
     import fcntl
     import os
@@ -313,6 +324,10 @@ def _repair_file(args: argparse.Namespace, path: str) -> int:
         msg = f"{path}: {one_line(refused)}"
         raise Failure(msg, hint=f"repair the file itself: dsh-session repair "
                                 f"{os.path.realpath(path)}")
+    if _compact(path):
+        msg = f"{path} is a compact log (zstd frames): repair writes it through its store"
+        raise Failure(msg, hint="dsh-session repair ID --store jsonl+zstd:///STORE (the "
+                                "folder holding its bucket)")
     try:
         scan, closers = _recovered(path, registry())
     except DshSessionError as exc:

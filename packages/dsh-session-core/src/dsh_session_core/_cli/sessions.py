@@ -228,9 +228,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     # Only argparse here: `dsh-session --help` must not import what the commands use.
     ls = sub.add_parser("ls", help=HELP["ls"])
     ls.add_argument("--store", metavar="URL",
-                    help="a folder, jsonl:///path, sqlite:///path.db or "
-                         "postgresql://host/dbname (default: $DSH_SESSION_STORE, else the "
-                         "user's data folder)")
+                    help="a folder, jsonl:///path, jsonl+zstd:///path (compact), "
+                         "sqlite:///path.db or postgresql://host/dbname (default: "
+                         "$DSH_SESSION_STORE, else the user's data folder)")
     ls.add_argument("--cwd", metavar="PATH", help="only the sessions of this working directory")
     ls.add_argument("--parent", metavar="ID", help="only the forks of this session")
     ls.add_argument("--since", metavar="WHEN",

@@ -383,8 +383,8 @@ def load_source(args: argparse.Namespace, reg: EventRegistry,
 
 #: The ``--store`` help of every command that reads a SOURCE.
 STORE_HELP = ("the store holding a SOURCE that is a session id: a folder, jsonl:///path, "
-              "sqlite:///path.db or postgresql://host/dbname (default: $DSH_SESSION_STORE, "
-              "else the user's data folder)")
+              "jsonl+zstd:///path (compact), sqlite:///path.db or postgresql://host/dbname "
+              "(default: $DSH_SESSION_STORE, else the user's data folder)")
 
 
 def add_source_arguments(parser: argparse.ArgumentParser, *, many: bool = False,

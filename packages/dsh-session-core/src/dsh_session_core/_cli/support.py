@@ -71,7 +71,9 @@ def registry() -> EventRegistry:
 
 
 def read_file(path: str, label: str = "reading") -> bytes:
-    """A whole file; on a terminal, a big one shows a progress bar as it is read."""
+    """A whole file; on a terminal, a big one shows a progress bar as it is read. A
+    compact log (``<id>.jsonl.zst`` of a ``jsonl+zstd:`` store) is read as the log it
+    holds (:func:`compact_log`)."""
     import os
 
     from .term import Progress
@@ -87,7 +89,34 @@ def read_file(path: str, label: str = "reading") -> bytes:
     except OSError as exc:
         msg = f"cannot read {path}: {exc.strerror or exc}"
         raise Failure(msg, hint="check the path (a session id needs --store)") from exc
-    return b"".join(chunks)
+    data = b"".join(chunks)
+    return compact_log(path, data) if data.startswith(ZSTD_MAGIC) else data
+
+
+#: How a zstd frame starts: a file starting so is a compact log, never a JSONL one.
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def compact_log(path: str, data: bytes) -> bytes:
+    """A compact log file's log: its whole zstd frames, decoded. A frame cut short at
+    the end (a torn write) is left out, with a warning, as a torn line is skipped.
+
+    :raises Failure: ``zstandard`` is not installed.
+    """
+    from .._persistence.jsonl_zstd import decode_frames
+    from ..errors import MissingExtraError
+
+    try:
+        frames = decode_frames(data)
+    except MissingExtraError as exc:
+        msg = f"{path}: {exc}"
+        raise Failure(msg, hint="or decode it first: zstd -dc FILE") from exc
+    if frames.complete < len(data):
+        from .source import warn
+
+        warn(f"{path}: the zstd frames from byte {frames.complete} on do not decode (a torn "
+             f"write?): skipped")
+    return frames.plain
 
 
 _CHUNK = 1 << 20  # progress granularity of big reads

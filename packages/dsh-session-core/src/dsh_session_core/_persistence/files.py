@@ -4,7 +4,10 @@ finding them in a store's buckets, and following one as it grows.
 What a log's bytes mean is :mod:`dsh_session_core._logfile`'s (the format); where a log
 lives is :mod:`.paths`'; this module does the system calls: whole-file and first-line
 reads, writes that are all-or-nothing, ``mkdir -p`` with private modes, directory
-fsyncs, and the polling follower behind ``tail -f``.
+fsyncs, the polling follower behind ``tail -f``, and the mark that tells a compact store
+(``jsonl+zstd:``, :mod:`.jsonl_zstd`) from a plain one. Where a compact log's bytes differ
+(its name, its first line, its complete lines), the functions take the difference as an
+argument; the plain log's is the default.
 """
 
 from __future__ import annotations
@@ -16,20 +19,31 @@ import fcntl
 import os
 import re
 import time
-from collections.abc import Iterator
-from typing import Final
+from collections.abc import Callable, Iterator
+from typing import BinaryIO, Final, Protocol
 
 from msgspec import UnsetType
 
 from .._header import SessionHeader
 from .._logfile import complete_end, durable_header, last_lines, line_wire
-from ..errors import LinkedLogError, LogFormatError, MisplacedLogError, SkippedLogWarning
+from ..errors import (
+    LinkedLogError,
+    LogFormatError,
+    MisplacedLogError,
+    SkippedLogWarning,
+    StoreKindError,
+)
 from .base import POLL_SECONDS, LogNews, LogTail
 from .paths import encode_segment, log_path
 
 __all__ = [
+    "COMPACT_MARK",
+    "COMPACT_SUFFIX",
+    "LINES",
     "FilePosition",
+    "Framing",
     "check_bucket",
+    "check_kind",
     "check_placed",
     "cut",
     "exists",
@@ -37,9 +51,11 @@ __all__ = [
     "first_line",
     "follow_file",
     "fsync_dir",
+    "last_seq",
     "link_target",
     "list_logs",
     "lock_is_free",
+    "mark_compact",
     "mkdirs",
     "open_nofollow",
     "read_if_exists",
@@ -55,8 +71,16 @@ __all__ = [
 #: ``list()`` reads first lines in chunks of this size, as the reference does.
 _CHUNK: Final = 8192
 
-#: The temp file of a first write: ``<encoded id>.jsonl.<12 hex>.tmp`` (JsonlBackend).
+#: The temp file of a first write: ``<encoded id>.jsonl.<12 hex>.tmp`` (JsonlBackend, and
+#: the compact backend too).
 _TEMP = re.compile(r"(.+)\.jsonl\.[0-9a-f]{12}\.tmp")
+
+#: The folder that marks a store's root as a compact store's (``jsonl+zstd:``). A folder,
+#: not a file, for the reason the header cache's is one (:mod:`.header_cache`): the
+#: reference takes every entry at a store's root for a bucket; this one it finds empty.
+COMPACT_MARK: Final = ".jsonl-zstd"
+#: How a compact log's file name ends (a plain one's ends ``.jsonl``).
+COMPACT_SUFFIX: Final = ".jsonl.zst"
 
 
 # --- reading ----------------------------------------------------------------------------
@@ -155,10 +179,17 @@ def seq_before(path: str, end: int) -> int | None:
     if end <= 0:
         return None
     with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as f:
-        f.seek(end - 1)
-        if f.read(1) != b"\n":
-            return None
-        lines = last_lines(f, end, 1)
+        return last_seq(f, end)
+
+
+def last_seq(f: BinaryIO, end: int) -> int | None:
+    """:func:`seq_before` of an open log (a compact log's decoded bytes, in memory)."""
+    if end <= 0:
+        return None
+    f.seek(end - 1)
+    if f.read(1) != b"\n":
+        return None
+    lines = last_lines(f, end, 1)
     if not lines:
         return -1
     wire = line_wire(lines[0])
@@ -205,13 +236,15 @@ def open_nofollow(root: str, session_id: str, path: str, flags: int, mode: int =
 
 def check_placed(root: str, path: str, header: SessionHeader) -> None:
     """Refuse a log whose header is not the session its file name and bucket are for (a
-    renamed or moved file): writing it would write elsewhere.
+    renamed or moved file): writing it would write elsewhere. The name's ending (a plain
+    log's ``.jsonl``, a compact one's :data:`COMPACT_SUFFIX`) is the file's own.
 
     :raises MisplacedLogError: it is not.
     """
     cwd = None if isinstance(header.cwd, UnsetType) else header.cwd
+    suffix = COMPACT_SUFFIX if path.endswith(COMPACT_SUFFIX) else ".jsonl"
     try:
-        expected = log_path(root, cwd, header.id)
+        expected = log_path(root, cwd, header.id, suffix)
     except ValueError:  # no file name encodes this id (an empty one)
         expected = "(nowhere: the id is empty)"
     if expected != path:
@@ -306,11 +339,56 @@ def exists(path: str) -> bool:
     return True
 
 
-def list_logs(root: str) -> list[tuple[SessionHeader, str]]:
-    """Every ``*.jsonl`` log under a store's root, with its header read from its first
-    line only; files without a complete first line are skipped (as the reference skips
-    them), and a file whose complete first line is not a valid header, or whose header
-    is for another file name or bucket (:func:`check_placed`), is skipped with a
+def check_kind(root: str, *, compact: bool) -> None:
+    """Refuse to open a store folder as the other kind of JSONL store: a compact one
+    (``jsonl+zstd:``) as plain, or a plain one as compact. A folder is compact when it
+    holds the :data:`COMPACT_MARK` folder (made before any bucket: :func:`mark_compact`),
+    plain when it holds a bucket and no mark; a folder that is missing or holds no bucket
+    is either kind, until its first write.
+
+    :raises StoreKindError: it is the other kind.
+    """
+    try:
+        marked = os.path.isdir(os.path.join(root, COMPACT_MARK))
+        if marked == compact or (compact and not _holds_bucket(root)):
+            return
+    except OSError:  # unreadable: the first real access says why
+        return
+    raise StoreKindError(root, "compact" if marked else "plain")
+
+
+def _holds_bucket(root: str) -> bool:
+    try:
+        entries = os.scandir(root)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    with entries:
+        # Buckets are _no-cwd and cwd-<hex>; the mark and the header cache start with ".".
+        return any(not e.name.startswith(".") and e.is_dir() for e in entries)
+
+
+def mark_compact(root: str) -> None:
+    """Mark a store's root (made if missing) as a compact store's, durably, before its
+    first bucket is made (:func:`check_kind`)."""
+    mkdirs(root)
+    mark = os.path.join(root, COMPACT_MARK)
+    if os.path.isdir(mark):
+        return
+    with contextlib.suppress(FileExistsError):  # made meanwhile by another writer
+        os.mkdir(mark, 0o700)
+    fsync_dir(root)
+
+
+def list_logs(
+    root: str, suffix: str = ".jsonl",
+    first: Callable[[str], bytes | None] | None = None,
+) -> list[tuple[SessionHeader, str]]:
+    """Every ``*.jsonl`` log under a store's root (every ``*<suffix>`` one), with its
+    header read from its first line only (by ``first``, default :func:`first_line`: a
+    compact log's first line is decoded); files without a complete first line are
+    skipped (as the reference skips them), and a file whose complete first line is not
+    a valid header, or whose header is for another file name or bucket
+    (:func:`check_placed`), is skipped with a
     :class:`~dsh_session_core.errors.SkippedLogWarning`. No order. The temp files of
     killed first writes are swept meanwhile (:func:`sweep_temps`).
 
@@ -343,7 +421,7 @@ def list_logs(root: str) -> list[tuple[SessionHeader, str]]:
             with files:
                 for entry in files:
                     name = entry.name
-                    if not name.endswith(".jsonl") or not entry.is_file():
+                    if not name.endswith(suffix) or not entry.is_file():
                         temps = temps or name.endswith(".tmp")
                         continue
                     try:
@@ -359,7 +437,7 @@ def list_logs(root: str) -> list[tuple[SessionHeader, str]]:
                         fresh.append(cached)
                         continue
                     read += 1
-                    line = first_line(entry.path)
+                    line = (first or first_line)(entry.path)
                     if line is None:
                         continue
                     try:
@@ -397,11 +475,11 @@ def _skipped(path: str, exc: LogFormatError) -> None:
     warnings.warn(SkippedLogWarning(path, reason), stacklevel=level)
 
 
-def find_log(root: str, session_id: str) -> str | None:
+def find_log(root: str, session_id: str, suffix: str = ".jsonl") -> str | None:
     """The log file of a session in a store (any bucket, in directory order, as
     ``load_stored`` finds it); ``None`` when there is none."""
     try:
-        name = encode_segment(session_id) + ".jsonl"
+        name = encode_segment(session_id) + suffix
         buckets = os.scandir(root)
     except (FileNotFoundError, ValueError):
         return None
@@ -441,11 +519,51 @@ def tail_file(path: str, count: int) -> LogTail:
     return LogTail(lines, FilePosition(path, offset))
 
 
+class Framing(Protocol):
+    """How a follower finds complete lines in a log file's bytes: :data:`LINES` for a
+    plain log, whole zstd frames for a compact one (:mod:`.jsonl_zstd`)."""
+
+    def end_before(self, f: BinaryIO, limit: int) -> int:
+        """Where the last complete unit (a line, a frame of lines) in the first ``limit``
+        bytes of the file ends; 0 when none does."""
+        ...
+
+    def moved(self, fd: int, offset: int) -> bool:
+        """Whether ``offset`` (a unit's end the follower read up to, not 0) is no longer
+        one: the file was cut and regrew between two polls."""
+        ...
+
+    def complete(self, chunk: bytes) -> tuple[int, bytes]:
+        """Of the bytes after a unit's end: how many make complete units, and their lines
+        (each ``\n``-ended)."""
+        ...
+
+
+class _Lines:
+    """A plain log's units are its lines."""
+
+    def end_before(self, f: BinaryIO, limit: int) -> int:
+        return complete_end(f, limit)
+
+    def moved(self, fd: int, offset: int) -> bool:
+        return os.pread(fd, 1, offset - 1) != b"\n"
+
+    def complete(self, chunk: bytes) -> tuple[int, bytes]:
+        end = chunk.rfind(b"\n") + 1  # complete lines only: a torn line waits
+        return end, chunk[:end]
+
+
+#: The framing of a plain log (:func:`follow_file`'s default).
+LINES: Final[Framing] = _Lines()
+
+
 def follow_file(
-    position: object, *, timeout: float | None = None, poll: float = POLL_SECONDS
+    position: object, *, timeout: float | None = None, poll: float = POLL_SECONDS,
+    framing: Framing = LINES,
 ) -> Iterator[LogNews]:
     """Follow a log file from ``position``: yield its new *complete* lines as they arrive
-    (a torn last line is reported once its newline arrives).
+    (a torn last line is reported once its newline arrives; in a compact log, a frame
+    once it is whole: ``framing``).
 
     Polls, since a follower legitimately waits for data: every ``poll`` seconds it
     compares the file's size with what it has read, a ``stat`` costing microseconds.
@@ -469,7 +587,7 @@ def follow_file(
         while True:
             size = os.fstat(fd).st_size
             if size < offset:
-                offset = complete_end(f, size)
+                offset = framing.end_before(f, size)
                 header_pending = offset == 0
                 quiet_since = time.monotonic()
                 yield LogNews([], FilePosition(path, offset),
@@ -477,18 +595,18 @@ def follow_file(
                               f"from there")
                 continue
             note = None
-            if size > offset and offset and os.pread(fd, 1, offset - 1) != b"\n":
+            if size > offset and offset and framing.moved(fd, offset):
                 # Cut and regrown between two polls: what we read up to is no longer a
                 # line end. Go back to the start of the line that is there now.
-                offset = complete_end(f, offset - 1)
+                offset = framing.end_before(f, offset - 1)
                 header_pending = offset == 0
                 note = ("the log was rewritten under the follower; following from the "
                         "last complete line")
             f.seek(offset)
             chunk = f.read(size - offset) if size > offset else b""
-            end = chunk.rfind(b"\n") + 1  # complete lines only: a torn line waits
+            end, text = framing.complete(chunk)
             if end or note is not None:
-                lines = chunk[: end - 1].split(b"\n") if end else []
+                lines = text[:-1].split(b"\n") if text else []
                 offset += end
                 if header_pending and lines:
                     lines, header_pending = lines[1:], False

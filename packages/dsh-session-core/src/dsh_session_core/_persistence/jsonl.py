@@ -23,6 +23,10 @@ and the system calls are :mod:`.files`'.
 Beyond the reference, :meth:`JsonlBackend.acquire` takes an exclusive ``flock`` on a
 ``.lock`` file beside the log, so two writers (two processes, or two backends in one
 process) cannot interleave appends to one session.
+
+The compact backend (:mod:`.jsonl_zstd`) is this class with another file format: the
+methods under "the file format" below are where the two differ (a log's name, how a
+batch's bytes are written, how a file is read back into the log's bytes).
 """
 
 from __future__ import annotations
@@ -34,13 +38,13 @@ import os
 import secrets
 import threading
 from collections.abc import Collection, Hashable, Iterator, Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, ClassVar, Final
 
 from msgspec import UnsetType
 
 from .._codec import ENCODER
 from .._header import SessionHeader
-from .._logfile import count_log, durable_header, scan_log
+from .._logfile import LogCounts, ScanResult, count_log, durable_header, scan_log
 from .._registry import EventRegistry
 from ..errors import LinkedLogError, LogFormatError, PersistenceError
 from ..events import Event
@@ -126,9 +130,13 @@ class JsonlBackend:
     """
 
     name = "session-persistence-jsonl"
+    #: How a log file's name ends, after the encoded session id (:mod:`.paths`).
+    suffix: ClassVar[str] = ".jsonl"
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
+        """:raises StoreKindError: ``root`` is a compact store's folder."""
         self.root = os.path.abspath(os.fspath(root))
+        self._check_kind()
         self._mutex = threading.Lock()
         # Append descriptors kept open between batches: reopening a log for every
         # batch costs more than the write. Checked out (popped) while in use, so that
@@ -145,14 +153,68 @@ class JsonlBackend:
         self._swept: set[str] = set()
 
     def __repr__(self) -> str:
-        return f"JsonlBackend({self.root!r})"
+        return f"{type(self).__name__}({self.root!r})"
+
+    # -- the file format: what the compact backend (.jsonl_zstd) replaces --
+
+    def _check_kind(self) -> None:
+        """Refuse a root of the other kind (:func:`~.files.check_kind`)."""
+        files.check_kind(self.root, compact=False)
+
+    def _prepare_root(self) -> None:
+        """Called before a bucket is made in the root (a plain root needs nothing)."""
+
+    def _encode(self, plain: bytes) -> bytes:
+        """A batch's bytes (header and event lines) as written to the file."""
+        return plain
+
+    def _scan(self, data: bytes, registry: EventRegistry, path: str
+              ) -> tuple[ScanResult, object | None]:
+        """A log file's durable reading (:func:`scan_log`), and where its torn tail
+        starts (a byte offset of the file; ``None``: none)."""
+        scan = scan_log(data, registry, path=path)
+        return scan, scan.committed_bytes if scan.committed_bytes < len(data) else None
+
+    def _read_plain(self, path: str) -> bytes | None:
+        """The log's bytes, as the reference would write them (``None``: no file)."""
+        return files.read_if_exists(path)
+
+    def _seq_before(self, path: str, end: int) -> int | None:
+        """:func:`~.files.seq_before`: the seq of the last line in the file's first
+        ``end`` bytes."""
+        return files.seq_before(path, end)
+
+    def _first_line(self, path: str) -> bytes | None:
+        """The log's first line (:func:`~.files.first_line`)."""
+        return files.first_line(path)
+
+    def _count(self, path: str) -> LogCounts:
+        """The log's counts (:func:`count_log`)."""
+        return count_log(path)
+
+    def _tail(self, path: str, count: int) -> LogTail:
+        """The log's last ``count`` lines (:func:`~.files.tail_file`)."""
+        return files.tail_file(path, count)
+
+    def _lines_after(self, path: str, after: int, limit: int | None
+                     ) -> builtins.list[bytes] | None:
+        """The log's lines after seq ``after`` (:func:`~.ranges.lines_after`)."""
+        from .ranges import lines_after
+
+        return lines_after(path, after, limit)
+
+    def _lines_of_types(self, path: str, types: Collection[str]
+                        ) -> builtins.list[bytes] | None:
+        """The log's lines of those types (:func:`~.ranges.lines_of_types`)."""
+        from .ranges import lines_of_types
+
+        return lines_of_types(path, types)
 
     # -- reading --
 
     def _stored(self, data: bytes, registry: EventRegistry, path: str) -> StoredLog:
-        scan = scan_log(data, registry, path=path)
+        scan, torn = self._scan(data, registry, path)
         files.check_placed(self.root, path, scan.header)
-        torn = scan.committed_bytes if scan.committed_bytes < len(data) else None
         with self._mutex:
             # What was just read is the log now: the coordinator re-anchors on it, so a
             # failed batch's leftover is no longer this backend's to cut.
@@ -165,7 +227,7 @@ class JsonlBackend:
         :raises LogFormatError: committed corruption.
         :raises OSError: the root or a log cannot be read (other than "not found").
         """
-        name = encode_segment(session_id) + ".jsonl"
+        name = encode_segment(session_id) + self.suffix
         try:
             buckets = os.scandir(self.root)
         except FileNotFoundError:
@@ -187,13 +249,13 @@ class JsonlBackend:
 
         :raises NotADirectoryError: the bucket path is a file (not "absent").
         """
-        path = log_path(self.root, cwd, session_id)
+        path = log_path(self.root, cwd, session_id, self.suffix)
         data = files.read_if_exists(path)
         return None if data is None else self._stored(data, registry, path)
 
     def location(self, header: SessionHeader) -> str:
         """The session's log file (where its cwd bucket puts it)."""
-        return log_path(self.root, _cwd_of(header), header.id)
+        return log_path(self.root, _cwd_of(header), header.id, self.suffix)
 
     def check_id(self, session_id: str) -> None:
         """The common rule only (:func:`~.base.check_common_id`): any other id has a
@@ -208,7 +270,8 @@ class JsonlBackend:
 
         :raises OSError: the root cannot be listed (a missing root lists nothing).
         """
-        return [header for header, _ in files.list_logs(self.root)]
+        return [header for header, _ in
+                files.list_logs(self.root, self.suffix, self._first_line)]
 
     def summaries(self) -> builtins.list[SessionSummary]:
         """Every log under the root with its counts (:func:`count_log`): each file found
@@ -219,9 +282,9 @@ class JsonlBackend:
         :raises OSError: the root cannot be listed.
         """
         found = []
-        for header, path in files.list_logs(self.root):
+        for header, path in files.list_logs(self.root, self.suffix, self._first_line):
             try:
-                counts = count_log(path)
+                counts = self._count(path)
             except OSError:  # removed since it was listed
                 continue
             found.append(SessionSummary(header, counts.events, counts.turns,
@@ -234,7 +297,7 @@ class JsonlBackend:
         found = []
         for header in headers:
             try:
-                counts = count_log(self.location(header))
+                counts = self._count(self.location(header))
             except OSError:  # removed since it was listed
                 continue
             found.append(SessionSummary(header, counts.events, counts.turns,
@@ -248,11 +311,11 @@ class JsonlBackend:
 
         :raises OSError: the log cannot be read.
         """
-        path = files.find_log(self.root, session_id)
+        path = files.find_log(self.root, session_id, self.suffix)
         if path is None:
             return None
         try:
-            return files.tail_file(path, count)
+            return self._tail(path, count)
         except FileNotFoundError:  # removed since it was found
             return None
 
@@ -266,13 +329,12 @@ class JsonlBackend:
         :raises OSError: the log cannot be read.
         """
         from .base import Backend
-        from .ranges import lines_after
 
-        path = files.find_log(self.root, session_id)
+        path = files.find_log(self.root, session_id, self.suffix)
         if path is None:
             return None
         try:
-            found = lines_after(path, after, limit)
+            found = self._lines_after(path, after, limit)
         except FileNotFoundError:  # removed since it was found
             return None
         if found is None:
@@ -289,13 +351,12 @@ class JsonlBackend:
         :raises OSError: the log cannot be read.
         """
         from .base import keep_types
-        from .ranges import lines_of_types
 
-        path = files.find_log(self.root, session_id)
+        path = files.find_log(self.root, session_id, self.suffix)
         if path is None:
             return None
         try:
-            found = lines_of_types(path, types)
+            found = self._lines_of_types(path, types)
         except FileNotFoundError:  # removed since it was found
             return None
         if found is None:
@@ -312,14 +373,18 @@ class JsonlBackend:
     def search(self, query: SearchQuery) -> builtins.list[SearchHit]:
         """Every hit of ``query``: a streaming scan of the logs (no index to go stale),
         in worker processes for a large store (:func:`~.search.scan_files`)."""
-        from .search import log_files, scan_files
+        from .search import scan_files
+
+        return scan_files(self.root, self._search_paths(query), query)
+
+    def _search_paths(self, query: SearchQuery) -> builtins.list[str]:
+        """The log files a search reads: the query's sessions', else every one."""
+        from .search import log_files
 
         if query.sessions:
-            paths = [path for sid in sorted(query.sessions)
-                     if (path := files.find_log(self.root, sid)) is not None]
-        else:
-            paths = log_files(self.root)
-        return scan_files(self.root, paths, query)
+            return [path for sid in sorted(query.sessions)
+                    if (path := files.find_log(self.root, sid, self.suffix)) is not None]
+        return log_files(self.root, self.suffix)
 
     def exists(self) -> bool:
         """Whether the root folder exists (it is made at the first write)."""
@@ -349,7 +414,7 @@ class JsonlBackend:
         if not jsonl.endswith(b"\n"):
             msg = "a batch's log lines must each end with a newline"
             raise ValueError(msg)
-        path = log_path(self.root, _cwd_of(header), header.id)
+        path = self.location(header)
         if materialized:
             self._append(header.id, path, jsonl, events[0].seq)
         else:
@@ -360,7 +425,7 @@ class JsonlBackend:
     ) -> None:
         """Cut the log back to ``torn`` bytes (when not ``None``; ``0`` would be a cut
         too), fsync, then append the ``closers`` like any batch."""
-        path = log_path(self.root, _cwd_of(header), header.id)
+        path = self.location(header)
         if torn is not None:
             if type(torn) is not int or torn < 0:
                 msg = f"a JSONL torn marker is a byte offset, got {torn!r}"
@@ -397,6 +462,7 @@ class JsonlBackend:
                 os.close(stale)
 
     def _append(self, session_id: str, path: str, data: bytes, first_seq: int) -> None:
+        data = self._encode(data)
         fd = self._checkout(session_id, path)
         try:
             if path in self._dirty:
@@ -437,7 +503,7 @@ class JsonlBackend:
         """
         durable = self._dirty[path]
         size = os.fstat(fd).st_size
-        last = files.seq_before(path, durable) if size >= durable else None
+        last = self._seq_before(path, durable) if size >= durable else None
         if last is None or last != first_seq - 1:
             msg = (
                 f'the log {path} of session "{session_id}" is not as its writer left it '
@@ -477,6 +543,7 @@ class JsonlBackend:
         # Each new directory entry is made durable in its parent, down to the bucket.
         files.mkdirs(self.root)
         files.fsync_dir(os.path.dirname(self.root))
+        self._prepare_root()
         files.mkdirs(bucket)
         files.fsync_dir(self.root)
         files.check_bucket(self.root, header.id, bucket)
@@ -487,12 +554,13 @@ class JsonlBackend:
             if self._republish(header, path, content):
                 return
             raise _refusal(header.id)
-        temp = f"{path}.{secrets.token_hex(6)}.tmp"
+        # <id>.jsonl.<hex>.tmp for either kind of log (files.sweep_temps finds them).
+        temp = f"{path.removesuffix(self.suffix)}.jsonl.{secrets.token_hex(6)}.tmp"
         # O_APPEND: once published, this descriptor is the log's append descriptor.
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC,
                      0o600)
         try:
-            files.write_all(fd, content)
+            files.write_all(fd, self._encode(content))
             os.fsync(fd)
             try:
                 # A hard link, never a rename: it fails when the log exists, so a log
@@ -529,7 +597,7 @@ class JsonlBackend:
         published = self._unacked.get(path)
         if published is None or not content.startswith(published):
             return False
-        if files.read_if_exists(path) != published:
+        if self._read_plain(path) != published:
             return False
         fd = files.open_nofollow(self.root, header.id, path,
                                  os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
@@ -568,13 +636,14 @@ class JsonlBackend:
         bucket = os.path.dirname(path)
         fd = -1
         for _ in range(_LOCK_ATTEMPTS):
+            self._prepare_root()
             files.mkdirs(bucket)
             # The lock is taken to write: refuse now, not at the first write, a bucket,
             # a lock or a log that is a symbolic link (files.open_nofollow).
             fd = files.open_nofollow(self.root, header.id, path,
                                      os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
-                log = log_path(self.root, _cwd_of(header), header.id)
+                log = self.location(header)
                 if os.path.islink(log):
                     raise LinkedLogError(header.id, log, files.link_target(log))
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -621,7 +690,7 @@ class JsonlBackend:
         :raises LogFormatError: its first line is not a session header.
         :raises LinkedLogError: the log, its lock or its bucket is a symbolic link.
         """
-        path = files.find_log(self.root, session_id)
+        path = files.find_log(self.root, session_id, self.suffix)
         if path is None:
             raise not_found(session_id)
         header = self._header_at(path)
@@ -652,7 +721,7 @@ class JsonlBackend:
         return report
 
     def _header_at(self, path: str) -> SessionHeader:
-        line = files.first_line(path)
+        line = self._first_line(path)
         if line is None:
             msg = f"{path} has no complete first line: it is no session log (left as it is)"
             raise LogFormatError(msg, path=path, line=1)
@@ -669,13 +738,12 @@ class JsonlBackend:
                 found[temp] = os.stat(temp, follow_symlinks=False).st_size
         return found
 
-    @staticmethod
     def _report(
-        header: SessionHeader, path: str, lock_file: str, temps: dict[str, int],
+        self, header: SessionHeader, path: str, lock_file: str, temps: dict[str, int],
         status: DeleteStatus,
     ) -> Deleted:
         size = os.stat(path, follow_symlinks=False).st_size + sum(temps.values())
-        counts = count_log(path)
+        counts = self._count(path)
         last = counts.last_activity
         if isinstance(last, bool) or not isinstance(last, int | float):
             last = None  # a time only (a hand-written log may hold anything there)

@@ -24,6 +24,10 @@ normal encoding never holds ``~H`` (an escape is ``~`` and four *hex* digits), s
 shortened name is never the name of a short id, and two ids share one only if SHA-256
 collides. Every id (but the empty one) therefore has a file, and ids the reference can
 store keep the reference's file name.
+
+A compact store (``jsonl+zstd:``, :mod:`.jsonl_zstd`) names its logs
+``<encode_segment(id)>.jsonl.zst`` in the same buckets (10 characters after the segment,
+fewer than a temp file's 23), and its first writes use the same temp file names.
 """
 
 from __future__ import annotations
@@ -121,9 +125,11 @@ def _file_in_bucket(root: str, cwd: str | None, session_id: str, suffix: str) ->
     return os.path.join(root, bucket_name(cwd), encode_segment(session_id) + suffix)
 
 
-def log_path(root: str | os.PathLike[str], cwd: str | None, session_id: str) -> str:
-    """The log file of a session: ``<bucket>/<encode_segment(id)>.jsonl``."""
-    return _file_in_bucket(os.fspath(root), cwd, session_id, ".jsonl")
+def log_path(root: str | os.PathLike[str], cwd: str | None, session_id: str,
+             suffix: str = ".jsonl") -> str:
+    """The log file of a session: ``<bucket>/<encode_segment(id)>.jsonl`` (a compact
+    store's: ``.jsonl.zst``, its ``suffix``)."""
+    return _file_in_bucket(os.fspath(root), cwd, session_id, suffix)
 
 
 def lock_path(root: str | os.PathLike[str], cwd: str | None, session_id: str) -> str:

@@ -21,7 +21,7 @@ import msgspec
 
 from .._logfile import complete_end
 
-__all__ = ["lines_after", "lines_of_types"]
+__all__ = ["lines_after", "lines_in", "lines_of_types", "lines_of_types_in"]
 
 #: How much of a line's start a probe reads: enough for ``{"type":"<type>","seq":N``.
 _HEAD: Final = 256
@@ -62,18 +62,23 @@ def lines_after(path: str, after: int, limit: int | None) -> list[bytes] | None:
     """
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     with os.fdopen(fd, "rb", buffering=0) as f:
-        size = os.fstat(fd).st_size
-        end = complete_end(f, size)
-        header_end = _line_start(f, 1, end) if end > 0 else 0
-        if header_end >= end or (limit is not None and limit <= 0):
-            return []
-        target = max(after + 1, 0)
-        start = _find(f, target, header_end, end)
-        if start is None:
-            return None
-        if start >= end:
-            return []
-        return _collect(f, start, end, target, limit)
+        return lines_in(f, os.fstat(fd).st_size, after, limit)
+
+
+def lines_in(f: BinaryIO, size: int, after: int, limit: int | None) -> list[bytes] | None:
+    """:func:`lines_after` of an open log of ``size`` bytes (a compact log's decoded
+    bytes, in memory)."""
+    end = complete_end(f, size)
+    header_end = _line_start(f, 1, end) if end > 0 else 0
+    if header_end >= end or (limit is not None and limit <= 0):
+        return []
+    target = max(after + 1, 0)
+    start = _find(f, target, header_end, end)
+    if start is None:
+        return None
+    if start >= end:
+        return []
+    return _collect(f, start, end, target, limit)
 
 
 def _find(f: BinaryIO, target: int, lo: int, end: int) -> int | None:
@@ -162,7 +167,11 @@ def lines_of_types(path: str, types: Collection[str]) -> list[bytes] | None:
     """
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     with os.fdopen(fd, "rb", buffering=0) as f:
-        body = f.read()
+        return lines_of_types_in(f.read(), types)
+
+
+def lines_of_types_in(body: bytes, types: Collection[str]) -> list[bytes] | None:
+    """:func:`lines_of_types` of a log's bytes (a compact log's, decoded)."""
     end = body.rfind(b"\n")  # the newline ending the last complete line
     first = body.find(b"\n")  # the newline ending the header, before the first event
     if first < 0 or end <= first or not types:

@@ -12,7 +12,7 @@ copies one store into the others and compares).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from .._registry import EventRegistry
@@ -65,7 +65,8 @@ def lines_hits(session_id: str, lines: Iterable[bytes], query: SearchQuery
     return scan_hits(session_id, lines, None, query)
 
 
-def _file_hits(root: str, path: str, query: SearchQuery, terms: list[bytes]
+def _file_hits(root: str, path: str, query: SearchQuery, terms: list[bytes],
+               read: Callable[[str], bytes]
                ) -> tuple[list[SearchHit], tuple[str, str] | None]:
     """The hits of one JSONL log (its complete lines after the header: a torn last line
     is not part of the session yet), and, for a log a listing leaves out (its first line
@@ -78,7 +79,7 @@ def _file_hits(root: str, path: str, query: SearchQuery, terms: list[bytes]
     from .files import check_placed
 
     try:
-        data = _read(path)
+        data = read(path)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return [], None
     first = data.find(b"\n")
@@ -115,21 +116,23 @@ def _read(path: str) -> bytes:
         os.close(fd)
 
 
-def _paths_hits(root: str, paths: Sequence[str], query: SearchQuery
+def _paths_hits(root: str, paths: Sequence[str], query: SearchQuery,
+                read: Callable[[str], bytes]
                 ) -> tuple[list[SearchHit], list[tuple[str, str]]]:
     hits: list[SearchHit] = []
     skipped: list[tuple[str, str]] = []
     terms = query.ascii_terms()
     for path in paths:
-        found, left_out = _file_hits(root, path, query, terms)
+        found, left_out = _file_hits(root, path, query, terms, read)
         hits.extend(found)
         if left_out is not None:
             skipped.append(left_out)
     return hits, skipped
 
 
-def log_files(root: str) -> list[str]:
-    """Every ``*.jsonl`` file in a store's buckets (no file is opened)."""
+def log_files(root: str, suffix: str = ".jsonl") -> list[str]:
+    """Every ``*.jsonl`` file in a store's buckets (every ``*<suffix>`` one: a compact
+    store's ``*.jsonl.zst``); no file is opened."""
     try:
         buckets = os.scandir(root)
     except FileNotFoundError:
@@ -145,7 +148,7 @@ def log_files(root: str) -> list[str]:
                 continue
             with entries:
                 paths.extend(e.path for e in entries
-                             if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False))
+                             if e.name.endswith(suffix) and e.is_file(follow_symlinks=False))
     return paths
 
 
@@ -160,13 +163,16 @@ def _may_fork() -> bool:
 
 
 def scan_files(root: str, paths: Sequence[str], query: SearchQuery, *,
-               workers: int | None = None) -> list[SearchHit]:
+               workers: int | None = None, read: Callable[[str], bytes] = _read
+               ) -> list[SearchHit]:
     """Scan a JSONL store's logs for ``query``'s hits: each file read once, skipped
     whole when its bytes cannot hold the query's words, else checked line by line with
     msgspec. A log that listing leaves out (misplaced, or not a log) is left out here
     too, with the same :class:`~dsh_session_core.errors.SkippedLogWarning`.
 
     :param paths: the log files (:func:`log_files`, or the files of chosen sessions).
+    :param read: a log file's bytes (a compact log's decoded ones), by path: a module's
+        function (the workers are handed it by name).
     :param workers: worker processes to spread the files over (``None``: one per core
         for at least :data:`PARALLEL_FILES` files; ``0`` or ``1``: none). Workers are
         forked, so only on Linux and from a process without other threads (the
@@ -175,7 +181,7 @@ def scan_files(root: str, paths: Sequence[str], query: SearchQuery, *,
     if workers is None:
         workers = (os.cpu_count() or 1) if len(paths) >= PARALLEL_FILES else 0
     if workers <= 1 or len(paths) < 2 or not _may_fork():
-        hits, skipped = _paths_hits(root, paths, query)
+        hits, skipped = _paths_hits(root, paths, query, read)
     else:
         import concurrent.futures
         import multiprocessing
@@ -189,7 +195,7 @@ def scan_files(root: str, paths: Sequence[str], query: SearchQuery, *,
         hits, skipped = [], []
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
             for found, left_out in pool.map(_paths_hits, [root] * len(chunks), chunks,
-                                            [query] * len(chunks)):
+                                            [query] * len(chunks), [read] * len(chunks)):
                 hits.extend(found)
                 skipped.extend(left_out)
     if skipped:

@@ -699,6 +699,8 @@ def backend_for(
       many hosts (needs the ``postgresql`` extra: psycopg 3);
     - ``memory:``: in memory (tests, throwaway sessions);
     - ``jsonl:///abs/folder``, ``file:///abs/folder`` or a plain folder path: JSONL;
+    - ``jsonl+zstd:///abs/folder`` or ``jsonl+zstd:relative/folder``: compact JSONL, each
+      log's batches zstd frames (needs the ``zstd`` extra: zstandard);
     - any other scheme: the backend a plugin opens for it (the ``store_backend`` hook).
 
     :param create: whether the store may be created; ``False`` for readers: a SQLite
@@ -709,6 +711,8 @@ def backend_for(
         then (default: the installed plugins, :func:`create_plugin_manager`).
     :raises ValueError: an unknown scheme no plugin opens, with the ones that are known.
     :raises StoreNotFoundError: not ``create``, and the store does not exist.
+    :raises StoreKindError: a JSONL folder of the other kind (compact, or plain).
+    :raises MissingExtraError: a compact store without zstandard installed.
     """
     scheme, sep, rest = url.partition(":")
     if not sep or len(scheme) == 1:  # a plain path (or a Windows drive letter)
@@ -734,6 +738,10 @@ def backend_for(
         from .jsonl import JsonlBackend
 
         return JsonlBackend(path)
+    if scheme == "jsonl+zstd":
+        from .jsonl_zstd import JsonlZstdBackend
+
+        return JsonlZstdBackend(path)
     from .._plugins import PluginHooks
 
     pm = plugins() if plugins is not None else create_plugin_manager()
@@ -742,7 +750,7 @@ def backend_for(
         return backend
     msg = (
         f"unknown store URL scheme {scheme!r} in {url!r}: use a folder path, jsonl:///path, "
-        f"sqlite:///path.db, postgresql://host/dbname or memory:"
+        f"jsonl+zstd:///path, sqlite:///path.db, postgresql://host/dbname or memory:"
     )
     raise ValueError(msg)
 
