@@ -190,18 +190,20 @@ def decode_body(registry: EventRegistry, body: bytes) -> list[Event]:
     """
     if not body:
         return []
-    if body.endswith(b"\n"):
-        body = body[:-1]
-    if not body or _OPS_FIRST.search(body):  # one empty line; or lines to keep verbatim
-        return _decode_each(registry, body.split(b"\n"))
+    # Where the lines end (before a last newline), found without copying the block:
+    # a long log is copied twice here, once to turn newlines into commas, once to
+    # bracket the array.
+    end = len(body) - 1 if body.endswith(b"\n") else len(body)
+    if not end or _OPS_FIRST.search(body, 0, end):  # one empty line; or lines kept verbatim
+        return _decode_each(registry, body[:end].split(b"\n"))
     try:
         events: list[Event] = registry.list_decoder.decode(
-            b"[" + body.replace(b"\n", b",") + b"]"
+            b"".join((b"[", memoryview(body.replace(b"\n", b","))[:end], b"]"))
         )
         _fix_untyped(registry, events)
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, JsonDepthError):
         # RecursionError, JsonDepthError: a line nests too deep; line by line, to name it.
-        return _decode_each(registry, body.split(b"\n"))
+        return _decode_each(registry, body[:end].split(b"\n"))
     return events
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, NamedTuple
 
@@ -64,6 +65,7 @@ __all__ = [
 _header_decoder = msgspec.json.Decoder(SessionHeader)
 
 _EMPTY: Final = "empty or header-less session log"
+_NOT_NEWLINE: Final = re.compile(rb"[^\n]")
 _HEADER_NOT_JSON: Final = "corrupt session log: header line is not valid JSON"
 _NOT_A_HEADER: Final = "corrupt session log: first line is not a session header"
 
@@ -129,7 +131,7 @@ def _split_header(data: bytes, path: str | None) -> tuple[SessionHeader, bytes]:
 
     :raises LogFormatError: an empty log, or a first line that is not a header.
     """
-    if not data.strip(b"\n"):
+    if _NOT_NEWLINE.search(data) is None:  # only newlines (a strip would copy the log)
         raise LogFormatError(_EMPTY, path=path)
     end = data.find(b"\n")
     if end < 0:

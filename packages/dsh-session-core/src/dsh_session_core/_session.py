@@ -674,16 +674,18 @@ def _check_seed(
     log has a hundred thousand events; the first failing event is then reported.
     """
     items = list(seed)
-    if all(issubclass(t, Event) for t in set(map(type, items))):
+    types = list(map(type, items))  # once: both checks below read it
+    if all(issubclass(t, Event) for t in set(types)):
         events: list[Event] = items  # type: ignore[assignment]  # checked just above
     else:
         events = _events_of(registry, items)
+        types = list(map(type, events))
     n = len(events)
     first_gap = n
     if list(map(_seq_of, events)) != list(range(n)):
         first_gap = next(i for i, ev in enumerate(events) if ev.seq != i)
     candidates = frozenset(r.event for r in registry if r.surface) | {OpaqueEvent}
-    hint = list(itertools.compress(range(n), map(candidates.__contains__, map(type, events))))
+    hint = list(itertools.compress(range(n), map(candidates.__contains__, types)))
     surface_types = registry.surface_types
     first_bare = n
     for i in hint:
