@@ -200,7 +200,7 @@ class Viewed:
             for s in summaries:
                 row = _row(s)
                 where = backend.location(s.header)
-                if where.endswith(".jsonl") and os.path.isfile(where):
+                if where.endswith((".jsonl", ".jsonl.zst")) and os.path.isfile(where):
                     row["sizeBytes"] = os.path.getsize(where)
                 rows.append(row)
             return rows
