@@ -470,13 +470,22 @@ class Session:
 
     def _dispatch(self, event: Event) -> None:
         """Deliver ``event`` to the listener; nested appends queue behind it."""
-        queue = self._queue
-        queue.append(event)
         if self._dispatching:
+            self._queue.append(event)
             return
         self._dispatching = True
-        errors: list[Exception] = []
+        failed: Exception | None = None
+        later: list[Exception] | None = None
         try:
+            # The usual append: delivered without the queue, and nothing allocated
+            # unless the listener raises. What it appends is delivered after it, in order.
+            try:
+                listener = self.on_append
+                if listener is not None:
+                    listener(event)
+            except Exception as exc:  # raised once all have run
+                failed = exc
+            queue = self._queue
             while queue:
                 ev = queue.popleft()
                 listener = self.on_append
@@ -484,10 +493,13 @@ class Session:
                     continue
                 try:
                     listener(ev)
-                except Exception as exc:  # raised once all have run
-                    errors.append(exc)
+                except Exception as exc:
+                    later = [*(later or ()), exc]
         finally:
             self._dispatching = False
+        if failed is None and later is None:
+            return
+        errors = [*((failed,) if failed is not None else ()), *(later or ())]
         if len(errors) == 1:
             raise errors[0]
         if errors:

@@ -29,6 +29,10 @@ __all__ = ["SessionStore"]
 Detach = Callable[[], None]
 
 
+def _raised_by(plugin: str, event: Event) -> str:
+    return f"raised by session_event of plugin {plugin!r} for {event.type} seq {event.seq}"
+
+
 class SessionStore:
     """Holds the live sessions of one process.
 
@@ -142,15 +146,21 @@ class SessionStore:
         hooks = self._hooks
 
         def notify(event: Event) -> None:
+            listeners = hooks.session_event_listeners()
+            if len(listeners) == 1:  # the usual store: one listener, no list of errors
+                plugin, fn = listeners[0]
+                try:
+                    fn(session=session, event=event)
+                except Exception as exc:
+                    exc.add_note(_raised_by(plugin, event))
+                    raise
+                return
             errors: list[Exception] = []
-            for plugin, fn in hooks.session_event_listeners():
+            for plugin, fn in listeners:
                 try:
                     fn(session=session, event=event)
                 except Exception as exc:  # every listener runs first
-                    exc.add_note(
-                        f"raised by session_event of plugin {plugin!r} for {event.type} "
-                        f"seq {event.seq}"
-                    )
+                    exc.add_note(_raised_by(plugin, event))
                     errors.append(exc)
             if len(errors) == 1:
                 raise errors[0]
