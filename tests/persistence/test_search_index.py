@@ -354,6 +354,34 @@ def test_sqlite_index_rows_dropped_or_cut_by_another_writer(tmp_path: Path) -> N
         backend.close()
 
 
+def test_sqlite_a_search_in_step_reads_no_session_progress(tmp_path: Path) -> None:
+    """Once a search found the index in step, the next one checks it with SQLite's
+    ``data_version`` alone, until another connection commits: then every session's
+    progress is read again, and the rows it wrote without the index are found."""
+    from dsh_session_core._persistence import sqlite as module
+
+    db = tmp_path / "s.db"
+    backend = SqliteBackend(db)
+    try:
+        fill(backend)
+        statements: list[str] = []
+        backend._conn.set_trace_callback(statements.append)
+        query = SearchQuery.parse("alpha")
+        first = searched(backend, query)
+        assert any(module._SELECT_PROGRESS.strip() in s for s in statements)
+        statements.clear()
+        assert searched(backend, query) == first
+        assert not any(module._SELECT_PROGRESS.strip() in s for s in statements)
+        _sqlite_insert(db, "late", [user("alpha late")], 0)  # another connection
+        statements.clear()
+        assert [h.session_id for h in searched(backend, query)
+                if h.session_id == "late"] == ["late"]
+        assert any(module._SELECT_PROGRESS.strip() in s for s in statements)
+        assert searched(backend, query) == scanned(backend, query)
+    finally:
+        backend.close()
+
+
 # A reader of a read-only copy: as this user, or (the tests run as root, who writes a
 # 0444 file all the same) as nobody, in a process of its own.
 _READER = """

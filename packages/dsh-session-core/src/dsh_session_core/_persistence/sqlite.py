@@ -212,6 +212,8 @@ _SELECT_SUMMARIES: Final = (
     " LEFT JOIN events AS t ON t.session_id = e.session_id AND t.seq = e.last"
 )
 _SELECT_FOUND: Final = "SELECT 1 FROM sessions WHERE id = ?"
+#: A read that starts a read transaction's snapshot.
+_SELECT_ANY: Final = "SELECT 1 FROM sessions LIMIT 1"
 # The rows of some types (``lines_of_types``): the session's key range, filtered.
 _SELECT_TYPES: Final = (
     "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
@@ -594,6 +596,9 @@ class SqliteBackend:
         # holds the session's writer lock (dropped when it takes the lock, deletes or
         # repairs): no other writer can have changed it, so a flush does not read it.
         self._states: dict[str, IndexState] = {}
+        # The data_version at which a search last found the index in step with every
+        # row (None: not yet): until another connection commits, it still is.
+        self._in_step_at: int | None = None
         # Autocommit (isolation_level=None): the module then opens no transaction
         # behind our back, and BEGIN/COMMIT make one batch exactly one transaction.
         # check_same_thread=False because the coordinator calls from several threads;
@@ -1035,12 +1040,22 @@ class SqliteBackend:
             return []  # the type and role filters exclude each other
         trusted = self._indexed and fts_trusted(query, _TOKENIZE)
         with self._lock:
-            if self._indexed:
+            if self._indexed and self._data_version() != self._in_step_at:
                 self._catch_up(query)
             with self._transaction("BEGIN") as conn:  # one snapshot for every query
                 # Whatever is still behind (a read-only database, or a writer without
-                # the index that committed since): from where, and in which turn.
-                behind = self._behind(conn, query, trusted)
+                # the index that committed since): from where, and in which turn. When
+                # no other connection has committed since the index was last found in
+                # step with every row (this connection's own writes index as they go),
+                # nothing is: checking it costs a lookup per stored session.
+                conn.execute(_SELECT_ANY).fetchall()  # the snapshot begins here
+                version = self._data_version()
+                if trusted and version == self._in_step_at:
+                    behind: dict[str, tuple[int, int | None, int]] = {}
+                else:
+                    behind = self._behind(conn, query, trusted)
+                    if trusted and not behind and not query.sessions:
+                        self._in_step_at = version
                 candidates: builtins.list[Any] = []
                 if self._indexed and trusted:
                     sql = _SELECT_CANDIDATES
@@ -1059,6 +1074,12 @@ class SqliteBackend:
                               turn_before=functools.partial(_turn_before, conn),
                               lines_from=functools.partial(_lines_from, conn))
         return hits
+
+    def _data_version(self) -> int:
+        """SQLite's ``data_version``: it changes when another connection commits (within
+        a read transaction, as of its snapshot); this connection's own commits leave it."""
+        (version,) = self._conn.execute("PRAGMA data_version").fetchone()
+        return int(version)
 
     def _progress(self, conn: sqlite3.Connection, query: SearchQuery
                   ) -> builtins.list[tuple[str, int | None, int | None, int]]:
