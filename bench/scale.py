@@ -353,7 +353,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--big", action="store_true",
-                        help="also 3M events and 100k sessions (about 15 more minutes)")
+                        help="also 3M events (about 2 more minutes) and 100k sessions "
+                             "(about 15 more with PostgreSQL, most of it copying into it)")
     parser.add_argument("--only", choices=("events", "sessions", "limits"), action="append",
                         help="run only this series (may repeat)")
     parser.add_argument("--url", default=os.environ.get("DSH_SESSION_TEST_POSTGRESQL"),
