@@ -1,6 +1,7 @@
 """Shared pieces of the lifecycle tests (``store.delete``/``prune``, ``rm``/``prune``):
-the kinds of store, sessions written at chosen times, a second process holding a
-session, and a store's exported bytes."""
+the kinds of store and their URLs (which every test on several kinds takes), sessions
+written at chosen times, a second process holding a session, and a store's exported
+bytes."""
 
 from __future__ import annotations
 
@@ -23,14 +24,21 @@ KINDS = ("jsonl", "sqlite", "postgresql")
 
 
 def store_url(kind: str, request: pytest.FixtureRequest, tmp: Path, name: str = "store") -> str:
-    """The URL of store ``name`` of kind ``kind`` (PostgreSQL: the test's database)."""
+    """The URL of a fresh store ``name`` of kind ``kind`` under ``tmp``: ``jsonl``,
+    ``jsonl+zstd``, ``sqlite``, ``postgresql`` (the test's database, made by the
+    ``postgresql_url`` fixture) or ``memory``. Every test that runs on several kinds of
+    store takes its URL here."""
     if kind == "jsonl":
         return str(tmp / name)
+    if kind == "jsonl+zstd":
+        return f"jsonl+zstd://{tmp / name}"
     if kind == "sqlite":
         return f"sqlite:///{tmp / name}.db"
     if kind == "postgresql":
         url: str = request.getfixturevalue("postgresql_url")
         return url
+    if kind == "memory":
+        return "memory:"
     raise AssertionError(kind)
 
 

@@ -29,6 +29,7 @@ from conftest import UPSTREAM
 from dsh_session_core import open_store, to_wire
 from dsh_session_core._cli.support import registry
 from dsh_session_core._logfile import parse_log
+from lifecycle_support import store_url
 
 RUN = "from dsh_session_core._cli.main import main; main()"  # the real command
 SNAPSHOTS = UPSTREAM / "fixtures" / "examples" / "acp-agent" / "tests" / "snapshots"
@@ -296,9 +297,7 @@ def _turn(session: Any, turn: int, *, tool: bool, reason: dict[str, Any]) -> Non
 
 def _store_url(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh, empty store of ``kind``: ``jsonl``, ``sqlite`` or ``postgresql``."""
-    if kind == "postgresql":
-        return str(request.getfixturevalue("postgresql_url"))
-    return str(tmp_path / "sessions") if kind == "jsonl" else f"sqlite:///{tmp_path}/s.db"
+    return store_url(kind, request, tmp_path, "sessions")
 
 
 @pytest.fixture(params=["jsonl", "sqlite", "postgresql"])

@@ -11,6 +11,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+import lifecycle_support
 from cli_support import run_cli
 from dsh_session_core import ToolCallBlock, open_store
 
@@ -44,12 +45,7 @@ def _fill(url: str) -> None:
 
 @pytest.fixture(params=["jsonl", "sqlite", "postgresql"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "jsonl":
-        url = str(tmp_path / "store")
-    elif request.param == "sqlite":
-        url = f"sqlite://{tmp_path}/sessions.db"
-    else:
-        url = request.getfixturevalue("postgresql_url")
+    url = lifecycle_support.store_url(request.param, request, tmp_path)
     _fill(url)
     return url
 

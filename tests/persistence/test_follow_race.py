@@ -35,6 +35,7 @@ from dsh_session_core._persistence.memory import MemoryBackend
 from dsh_session_core._persistence.store import DurableStore, backend_for
 from dsh_session_core._registry import EventRegistry
 from dsh_session_core.events import Event
+from lifecycle_support import store_url
 
 RUN = "from dsh_session_core._cli.main import main; main()"
 SESSION = "race"
@@ -67,14 +68,6 @@ with open_store(url) as st:
 
 def _env() -> dict[str, str]:
     return {**os.environ, "DSH_SESSION_DISABLE_PLUGINS": "example"}
-
-
-def _url(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if kind == "postgresql":
-        return str(request.getfixturevalue("postgresql_url"))
-    if kind == "jsonl+zstd":
-        return f"jsonl+zstd://{tmp_path}/sessions"
-    return str(tmp_path / "sessions") if kind == "jsonl" else f"sqlite:///{tmp_path}/s.db"
 
 
 class _Seqs:
@@ -139,7 +132,7 @@ def _check(seqs: Sequence[int], last: int, who: str) -> None:
 def test_tail_follow_prints_every_commit_of_a_fast_writer_process_once(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    url = _url(kind, request, tmp_path)
+    url = store_url(kind, request, tmp_path, "sessions")
     with _children() as procs:
         writer = _start_writer(url, procs)
         followers: list[_Seqs] = []
@@ -256,7 +249,7 @@ def test_follow_lines_reports_every_commit_of_a_fast_writer_once(
         finally:
             writer.join()
     else:
-        url = _url(kind, request, tmp_path)
+        url = store_url(kind, request, tmp_path, "sessions")
         with _children() as procs:
             proc = _start_writer(url, procs)
             readers = [backend_for(url, create=False) for _ in range(FOLLOWERS)]

@@ -21,21 +21,9 @@ from dsh_session_core import encode_event, open_store
 from dsh_session_core._persistence.base import stored_lines
 from dsh_session_core._persistence.ranges import lines_after, lines_of_types
 from dsh_session_core.errors import PersistenceError
+from lifecycle_support import store_url
 
 KINDS = ["jsonl", "jsonl+zstd", "sqlite", "postgresql", "memory"]
-
-
-def _url(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if kind == "jsonl":
-        return str(tmp_path / "store")
-    if kind == "jsonl+zstd":
-        return f"jsonl+zstd://{tmp_path}/store"
-    if kind == "sqlite":
-        return f"sqlite://{tmp_path}/store.db"
-    if kind == "memory":
-        return "memory:"
-    url: str = request.getfixturevalue("postgresql_url")
-    return url
 
 
 def _fill(store: Any, sid: str, turns: int, seed: int) -> None:
@@ -60,7 +48,7 @@ def _lines(store: Any, sid: str) -> list[bytes]:
 @pytest.mark.parametrize("kind", KINDS)
 def test_read_and_tail_are_slices_of_the_log(kind: str, request: pytest.FixtureRequest,
                                              tmp_path: Path) -> None:
-    with open_store(_url(kind, request, tmp_path)) as store:
+    with open_store(store_url(kind, request, tmp_path)) as store:
         _fill(store, "s", turns=40, seed=1)
         every = _lines(store, "s")
         n = len(every)
@@ -146,7 +134,7 @@ def test_a_page_of_summaries_is_the_whole_listing_cut(kind: str,
     whole listing's, in the page's order, a session deleted since left out."""
     from dsh_session_core._persistence.base import summaries_of
 
-    with open_store(_url(kind, request, tmp_path)) as store:
+    with open_store(store_url(kind, request, tmp_path)) as store:
         for i, turns in enumerate([1, 4, 2, 3]):
             _fill(store, f"s{i}", turns=turns, seed=i)
         every = {s.header.id: s for s in store.backend.summaries()}
@@ -173,7 +161,7 @@ def test_read_lines_gives_the_lines_of_some_types(
 ) -> None:
     """``store.read_lines(id, types=)``: the stored lines of those types, in log order,
     on every backend (JSONL searches the file's bytes; the others filter every line)."""
-    with open_store(_url(kind, request, tmp_path)) as store:
+    with open_store(store_url(kind, request, tmp_path)) as store:
         _fill(store, "s", turns=12, seed=3)
         every = _lines(store, "s")
         for types in (("turn/start",), ("step/start", "step/end"),

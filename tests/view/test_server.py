@@ -28,6 +28,7 @@ from dsh_session_core._cli.support import EXIT_USAGE, Failure, registry
 from dsh_session_demo import run_demo
 from dsh_session_view import ViewServer, check_address, make_server
 from dsh_session_view._server import CSP
+from lifecycle_support import store_url
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "packages" / "dsh-session-view" / "src" / "dsh_session_view" / "static"
@@ -505,12 +506,7 @@ with open_store(sys.argv[1]) as store:
 @pytest.fixture(params=["jsonl", "sqlite", "postgresql"])
 def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A store URL of each backend (PostgreSQL: a new database of the test server)."""
-    if request.param == "jsonl":
-        return str(tmp_path / "store")
-    if request.param == "sqlite":
-        return f"sqlite://{tmp_path}/store.db"
-    url: str = request.getfixturevalue("postgresql_url")
-    return url
+    return store_url(request.param, request, tmp_path)
 
 
 def test_follow_delivers_an_event_another_process_appends(any_store: str) -> None:

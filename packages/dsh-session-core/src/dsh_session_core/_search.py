@@ -461,19 +461,18 @@ def walk(lines: Iterable[bytes], turn: int | None = None, *,
 _TEXT_BLOCKS: Final = ("text", "reasoning")
 
 
-def walk_events(events: Iterable[Event], turn: int | None = None
+def walk_events(events: Sequence[Event], turn: int | None = None
                 ) -> Iterator[tuple[Extracted | None, int | None, bool]] | None:
     """:func:`walk` of typed events' own log lines, read from the events themselves (no
     line decoded): the same items, as a typed event's line is its encoding. ``None``
     when an event is opaque (kept verbatim: its line says what it holds), so that the
     caller walks the lines instead."""
-    batch = list(events)
-    if any(type(event) is OpaqueEvent for event in batch):
+    if any(type(event) is OpaqueEvent for event in events):
         return None
-    return _walk_typed(batch, turn)
+    return _walk_typed(events, turn)
 
 
-def _walk_typed(events: list[Event], turn: int | None
+def _walk_typed(events: Sequence[Event], turn: int | None
                 ) -> Iterator[tuple[Extracted | None, int | None, bool]]:
     inherited = True
     searched = SEARCHED_TYPES
