@@ -63,7 +63,9 @@ def test_the_reopening_block_fails_without_the_first(tmp_path: Path) -> None:
 
 def _quick_start() -> str:
     readme = PAGE.parent.parent / "README.md"
-    (code,) = re.findall(r"```python\n(.*?)```", readme.read_text(encoding="utf-8"), re.S)
+    blocks: list[str] = re.findall(r"```python\n(.*?)```", readme.read_text(encoding="utf-8"),
+                                   re.S)
+    (code,) = blocks
     return code
 
 

@@ -22,7 +22,6 @@ import pytest
 
 from dsh_session_core import DurableStore, open_store
 from dsh_session_core.errors import LogFormatError, SessionLockedError
-
 from lifecycle_support import held_by_another_process, store_url
 
 ALL_KINDS = ("jsonl", "jsonl+zstd", "sqlite", "postgresql", "memory")

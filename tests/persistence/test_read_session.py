@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsh_session_core import DurableStore, ToolCallBlock, open_store
+from dsh_session_core import DurableStore, Message, TextBlock, ToolCallBlock, open_store
 from dsh_session_core.errors import PersistenceError, ReadOnlySessionError, SessionLockedError
 from dsh_session_core.providers import (
     to_anthropic,
@@ -26,7 +26,6 @@ from dsh_session_core.providers import (
     to_openai_responses,
     to_pydantic_ai,
 )
-
 from lifecycle_support import held_by_another_process, store_url
 
 ALL_KINDS = ("jsonl", "jsonl+zstd", "sqlite", "postgresql", "memory")
@@ -50,6 +49,12 @@ def _write(store: DurableStore, session_id: str = "chat") -> None:
         with turn.step() as step:
             step.assistant("You are welcome.")
     store.release(session)
+
+
+def _text(message: Message) -> str:
+    block = message.content[0]
+    assert isinstance(block, TextBlock)
+    return block.text
 
 
 def _files(root: Path) -> dict[str, tuple[bytes, int]]:
@@ -135,7 +140,7 @@ def test_a_session_another_process_writes_is_read_without_waiting_or_writing(
         read = store.read_session("chat")
         assert _files(tmp_path) == files  # not a byte, not an mtime
         assert len(read.events) == 17
-        assert read.derive_messages()[-1].content[0].text == "You are welcome."
+        assert _text(read.derive_messages()[-1]) == "You are welcome."
         assert holder.poll() is None  # still holding it
 
 
@@ -161,7 +166,7 @@ def test_a_torn_tail_is_left_out_and_nothing_is_repaired(tmp_path: Path) -> None
         read = store.read_session("crashed")
         assert [e.type for e in read.events] == ["turn/start", "user/message"]
         assert (log.read_bytes(), os.stat(log).st_mtime_ns) == before
-        assert read.derive_messages()[0].content[0].text == "half"
+        assert _text(read.derive_messages()[0]) == "half"
         # open, the writer, repairs it: the torn line cut, the turn closed.
         opened = store.open("crashed")
         assert [e.type for e in opened.events] == ["turn/start", "user/message", "turn/end"]
@@ -220,9 +225,9 @@ def test_a_session_live_here_reads_as_far_as_it_is_flushed(
 @pytest.mark.parametrize("kind", ALL_KINDS)
 def test_a_missing_session_is_not_found(kind: str, request: pytest.FixtureRequest,
                                         tmp_path: Path) -> None:
-    with open_store(store_url(kind, request, tmp_path)) as store:
-        with pytest.raises(PersistenceError, match='^session "nope" not found$'):
-            store.read_session("nope")
+    with (open_store(store_url(kind, request, tmp_path)) as store,
+          pytest.raises(PersistenceError, match=r'^session "nope" not found$')):
+        store.read_session("nope")
 
 
 @pytest.mark.parametrize("kind", SHARED_KINDS)

@@ -58,8 +58,11 @@ class DurableStore(SessionStore):
     """A :class:`SessionStore` whose sessions are durable.
 
     Appends are buffered; :meth:`flush` (call it at every ``turn/end``) makes them
-    durable. :meth:`open` resumes a stored session, repairing a crash. Use it as a
-    context manager, or call :meth:`close`, to flush what is left and release the
+    durable. :meth:`open` resumes a stored session, repairing a crash;
+    :meth:`open_or_create` resumes it or creates it; :meth:`read_session` reads it
+    without writing. :meth:`stored` lists what is stored (what ``dsh-session ls``
+    lists), :meth:`~dsh_session_core.SessionStore.live` the sessions live here. Use it
+    as a context manager, or call :meth:`close`, to flush what is left and release the
     sessions' writer locks.
 
     :param backend: where logs live.
@@ -122,10 +125,13 @@ class DurableStore(SessionStore):
         )
 
     def open(self, session_id: str) -> Session:
-        """Resume a stored session as a live one: its torn tail is cut and an
-        interrupted turn is closed (durably) before it is returned.
+        """Resume a stored session as a live one, to write it: its writer lock is
+        taken, its torn tail is cut and an interrupted turn is closed (durably) before
+        it is returned (:attr:`~dsh_session_core.Session.created` is ``False``). To read
+        it without writing, :meth:`read_session`.
 
         :raises PersistenceError: nothing is stored under this id.
+        :raises SessionLockedError: another writer holds it.
         """
         stored = self.persistence.load(session_id)
         h = stored.header
