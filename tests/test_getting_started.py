@@ -3,6 +3,10 @@
 Its first block (the loop: appends, a tool call and its result, a flush) runs in a fresh
 interpreter; its second (reopen and derive) in another one, as the page says: the
 history derived there comes from the store on disk, not from the first process.
+
+Issue 24: a newcomer runs an example twice. The README's quick start and the page's loop
+run twice in a row in one folder, each run in a fresh ``python`` process, and the second
+run goes on with the session the first stored.
 """
 
 from __future__ import annotations
@@ -57,12 +61,55 @@ def test_the_reopening_block_fails_without_the_first(tmp_path: Path) -> None:
     assert "not found" in alone.stderr
 
 
-def test_the_readme_quick_start_runs_in_a_fresh_process(tmp_path: Path) -> None:
+def _quick_start() -> str:
     readme = PAGE.parent.parent / "README.md"
-    (code,) = re.findall(r"```python\n(.*?)```", readme.read_text(encoding="utf-8"), re.S)
-    proc = _fresh(code, tmp_path)
+    blocks: list[str] = re.findall(r"```python\n(.*?)```", readme.read_text(encoding="utf-8"),
+                                   re.S)
+    (code,) = blocks
+    return code
+
+
+def _event_types(log: Path) -> list[str]:
+    return [msgspec.json.decode(line)["type"] for line in log.read_bytes().splitlines()[1:]]
+
+
+def test_the_readme_quick_start_runs_in_a_fresh_process(tmp_path: Path) -> None:
+    proc = _fresh(_quick_start(), tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == (
         "[Message(role='user', content=(TextBlock(text='What is 2 + 2?'),)), "
         "Message(role='assistant', content=(TextBlock(text='4'),))]\n")
     assert len(list((tmp_path / "sessions").rglob("hello.jsonl"))) == 1
+
+
+def test_the_readme_quick_start_runs_twice_in_one_folder(tmp_path: Path) -> None:
+    code = _quick_start()
+    first = _fresh(code, tmp_path)
+    assert first.returncode == 0, first.stderr
+    second = _fresh(code, tmp_path)
+    assert second.returncode == 0, second.stderr
+    exchange = ("Message(role='user', content=(TextBlock(text='What is 2 + 2?'),)), "
+                "Message(role='assistant', content=(TextBlock(text='4'),))")
+    assert first.stdout == f"[{exchange}]\n"
+    assert second.stdout == f"[{exchange}, {exchange}]\n"  # one turn more
+    (log,) = (tmp_path / "sessions").rglob("hello.jsonl")
+    turn = ["turn/start", "user/message", "step/start", "assistant/message", "step/end",
+            "turn/end"]
+    assert _event_types(log) == turn * 2
+
+
+def test_the_loop_runs_twice_in_one_folder(tmp_path: Path) -> None:
+    loop, reopen = _loop_blocks()
+    for _ in range(2):
+        ran = _fresh(loop, tmp_path)
+        assert ran.returncode == 0, ran.stderr
+        read = _fresh(reopen, tmp_path)
+        assert read.returncode == 0, read.stderr
+    (log,) = (tmp_path / "sessions").rglob("first.jsonl")
+    # The second run asks the model with the first turn in its history: it answers.
+    assert _event_types(log) == [
+        "turn/start", "user/message", "step/start", "assistant/message", "tool/call",
+        "tool/result", "step/end", "step/start", "assistant/message", "step/end",
+        "turn/end",
+        "turn/start", "user/message", "step/start", "assistant/message", "step/end",
+        "turn/end"]

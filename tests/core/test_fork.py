@@ -186,7 +186,7 @@ def test_i94_explicit_zero_on_an_empty_source(store: SessionStore, created: Crea
         'fork boundary 0 does not exist in session "empty" (last seq: none)',
     )
     assert store.get("child") is None
-    assert [s.id for s in store.list()] == ["empty"]
+    assert [s.id for s in store.live()] == ["empty"]
     assert created.created == [src]
 
 
@@ -245,7 +245,7 @@ def test_i97_source_not_found(store: SessionStore) -> None:
         "SESSION_NOT_LIVE",
         'session "same-id" is not the live store instance',
     )
-    assert [s.id for s in store.list()] == ["same-id"]
+    assert [s.id for s in store.live()] == ["same-id"]
 
 
 def test_i97_detached_session_is_not_found(store: SessionStore) -> None:
@@ -309,7 +309,7 @@ def test_i100_minted_child(store: SessionStore, created: Created) -> None:
     assert child.header.parent_session == "src"
     assert child.header.seed_length == 3
     assert created.created == [src, child]
-    assert store.list() == [src, child]
+    assert store.live() == [src, child]
     assert messages(child) == [{"role": "user", "content": [text("q")]}]
 
 

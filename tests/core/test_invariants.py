@@ -417,7 +417,7 @@ def test_m151_bad_seed_rolls_create_back(store: SessionStore) -> None:
         store.create("s", seed=seed)
     assert str(info.value) == PREFIX + "turn/start 2 while turn 1 is still open"
     assert store.get("s") is None
-    assert store.list() == []
+    assert store.live() == []
     # The registration was rolled back, so the id is free again.
     good = store.create("s", seed=seed[:1])
     assert store.get("s") is good

@@ -149,7 +149,7 @@ def test_d34_disposed_scope_detaches_the_session(pm: PluginManager) -> None:
         s = store.create("scoped")
         assert store.get("scoped") is s
     assert store.get("scoped") is None
-    assert s not in store.list()
+    assert s not in store.live()
     late = U(s, "late")
     assert late.seq == 0
     assert len(s.events) == 1

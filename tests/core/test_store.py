@@ -52,15 +52,24 @@ def test_h78_create_mints_an_id_and_announces(store: SessionStore, watch: Watch)
     assert s.id == "session-1"
     assert watch.created == [s]
     assert store.get("session-1") is s
-    assert store.list() == [s]
+    assert store.live() == [s]
 
 
 def test_h78_list_is_a_new_list(store: SessionStore) -> None:
     s = store.create("a")
-    listed = store.list()
+    listed = store.live()
     listed.clear()
-    assert store.list() == [s]
-    assert store.list() is not store.list()
+    assert store.live() == [s]
+    assert store.live() is not store.live()
+
+
+def test_list_is_a_deprecated_alias_of_live(store: SessionStore) -> None:
+    # Issue 24: "list" read as "what `dsh-session ls` lists" (the stored sessions);
+    # it gave the live ones. It still does, with a warning naming both.
+    s = store.create("a")
+    with pytest.warns(DeprecationWarning, match=r"store\.live\(\).*store\.stored\(\)"):
+        listed = store.list()
+    assert listed == [s]
 
 
 def test_h79_duplicate_id(store: SessionStore, watch: Watch) -> None:
@@ -227,7 +236,7 @@ def test_h86_failing_created_listener_detaches(pm: PluginManager) -> None:
     with pytest.raises(RuntimeError, match=exact("boom created listener")):
         the_store.create("fixed")
     assert the_store.get("fixed") is None
-    assert the_store.list() == []
+    assert the_store.live() == []
     s = the_store.create("fixed")
     assert the_store.get("fixed") is s
     ev = U(s, "x")
@@ -268,7 +277,7 @@ def test_h87_prepare_mints_too(store: SessionStore) -> None:
     a = store.prepare()
     b = store.prepare()
     assert (a.id, b.id) == ("session-1", "session-2")
-    assert store.list() == []
+    assert store.live() == []
     assert store.create().id == "session-3"
 
 
@@ -282,7 +291,7 @@ def test_h87_empty_string_is_a_valid_id(store: SessionStore) -> None:
 def test_h88_list_keeps_insertion_order(store: SessionStore) -> None:
     store.create("b")
     store.create("a")
-    assert [s.id for s in store.list()] == ["b", "a"]
+    assert [s.id for s in store.live()] == ["b", "a"]
 
 
 def test_h89_id_check_runs_before_the_cwd_check(store: SessionStore) -> None:

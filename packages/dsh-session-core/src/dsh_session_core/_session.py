@@ -108,6 +108,7 @@ class Session:
 
     __slots__ = (
         "_candidates",
+        "_created",
         "_derivation",
         "_dispatching",
         "_events",
@@ -182,6 +183,8 @@ class Session:
         self.on_append: Listener | None = None
         self._queue: deque[Event] = deque()
         self._dispatching = False
+        #: False when a store made it from a stored log (``open``); see :attr:`created`.
+        self._created = True
 
     # --- identity and state -------------------------------------------------------------
 
@@ -209,6 +212,21 @@ class Session:
     def foreign_types(self) -> tuple[str, ...]:
         """The event-type patterns appended verbatim even when strict."""
         return self._foreign
+
+    @property
+    def created(self) -> bool:
+        """Whether this session was started here rather than resumed: ``True`` for one
+        made by ``store.create``, ``store.fork`` or ``store.open_or_create`` when nothing
+        was stored under its id; ``False`` for a stored session resumed by
+        ``store.open``, ``store.open_or_create`` or read by ``store.read_session``."""
+        return self._created
+
+    @property
+    def read_only(self) -> bool:
+        """Whether appends are refused (:class:`~dsh_session_core.errors.ReadOnlySessionError`):
+        ``True`` for a session read with ``store.read_session(id)``, which holds no
+        writer lock."""
+        return False
 
     @property
     def events(self) -> EventsView:

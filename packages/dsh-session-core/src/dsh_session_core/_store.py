@@ -222,6 +222,10 @@ class SessionStore:
             seed_length=seed_length,
             seed_jsonl=seed_jsonl,
         )
+        return self._register(session)
+
+    def _register(self, session: Session) -> Session:
+        """Enter and announce a prepared session (in the current scope, if any)."""
         detach = self.enter(session)
         try:
             self.announce(session)
@@ -236,9 +240,29 @@ class SessionStore:
         """The live session with this id, or ``None``."""
         return self._sessions.get(id)
 
-    def list(self) -> list[Session]:
-        """The live sessions, in creation order (a new list)."""
+    def live(self) -> list[Session]:
+        """The live sessions of this store, in creation order (a new list): those this
+        process created, opened or forked here and has not released. What is stored
+        (what ``dsh-session ls`` lists) is :meth:`DurableStore.stored
+        <dsh_session_core.DurableStore.stored>`."""
         return list(self._sessions.values())
+
+    def list(self) -> list[Session]:
+        """Deprecated: :meth:`live` (the live sessions), or, for what is stored (what
+        ``dsh-session ls`` lists), ``DurableStore.stored()``. The name was ambiguous.
+
+        :deprecated: warns :class:`DeprecationWarning`; will be removed.
+        """
+        import warnings
+
+        warnings.warn(
+            "store.list() is deprecated: it gives the live sessions of this store, "
+            "store.live(); the stored sessions (what `dsh-session ls` lists) are "
+            "store.stored()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.live()
 
     def detach(self, session: Session) -> None:
         """Take ``session`` out of the store; its later appends reach no plugin."""
@@ -266,7 +290,12 @@ class SessionStore:
         :raises Exception: the implementation's error, after all implementations ran
             (an ``ExceptionGroup`` when several failed).
         :raises TypeError: an implementation returned an awaitable: use :meth:`aflush`.
+
+        A read-only session (``DurableStore.read_session``) has nothing to write: no
+        implementation is called for it.
         """
+        if session.read_only:
+            return
         awaitables, errors = self._hooks.session_flush(session)
         for aw in awaitables:
             close = getattr(aw, "close", None)
@@ -281,6 +310,8 @@ class SessionStore:
         Synchronous implementations (file and database writes) run in a worker thread,
         so the event loop is never blocked on an fsync.
         """
+        if session.read_only:
+            return
         import asyncio  # only asyncio hosts pay for importing it
 
         awaitables, errors = await asyncio.to_thread(self._hooks.session_flush, session)
@@ -298,7 +329,9 @@ class SessionStore:
     ) -> Session:
         """Create a child session seeded with ``source``'s log up to a ``turn/end``.
 
-        :param source: the live session (or its id) to fork.
+        :param source: the live session (or its id) to fork, or a read-only session
+            (``DurableStore.read_session``): what it was read with is forked, and the
+            session read is left as it is.
         :param boundary: the seq of a ``turn/end`` to cut after; the last event when
             omitted (an empty source gives an empty child).
         :param child_id: the child's id; minted when omitted.
@@ -346,6 +379,8 @@ class SessionStore:
         )
 
     def _resolve(self, source: Session | str) -> Session:
+        if not isinstance(source, str) and source.read_only:
+            return source  # a snapshot read without the lock: nothing here writes it
         sid = source if isinstance(source, str) else source.id
         live = self._sessions.get(sid)
         if live is None:

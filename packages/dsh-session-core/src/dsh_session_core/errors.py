@@ -24,6 +24,7 @@ as attributes, and its message says what went wrong and what to do about it::
     │   ├── StoreWriteError (OSError)      a durable write failed (names the session, the log)
     │   └── LinkedLogError                 a write would follow a symbolic link out of a store
     ├── SessionLockedError                 another writer holds the session's writer lock
+    ├── ReadOnlySessionError               an append to a session read with read_session
     ├── SchemaVersionError (RuntimeError)  a SQLite database of another schema version
     ├── StoreKindError                     a JSONL store folder opened as the other kind
     ├── MissingExtraError (ImportError)    a feature needs an extra that is not installed
@@ -58,6 +59,7 @@ __all__ = [
     "PersistenceError",
     "PluginConflictError",
     "PluginError",
+    "ReadOnlySessionError",
     "RequestHeaderError",
     "SchemaError",
     "SchemaVersionError",
@@ -456,11 +458,32 @@ class SessionLockedError(DshSessionError):
     def __init__(self, session_id: str, holder: str) -> None:
         super().__init__(
             f'session "{session_id}" is being written by another writer ({holder}); '
-            f"only one writer per session is allowed: stop the other writer, or open the "
-            f"session read-only"
+            f"only one writer per session is allowed: stop the other writer, or read it "
+            f"without writing: store.read_session({session_id!r}) (no lock taken), or "
+            f"`dsh-session show {session_id}` (or tail, export) from the command line"
         )
         self.session_id = session_id
         self.holder = holder
+
+
+class ReadOnlySessionError(DshSessionError):
+    """An append (or a builder: ``turn``, ``inject``) on a session read with
+    ``store.read_session(id)``: such a session holds no writer lock, so it never writes.
+    Nothing changed.
+
+    :ivar session_id: the session.
+    :ivar event_type: the type of the refused event (``None`` for a builder call).
+    """
+
+    def __init__(self, session_id: str, event_type: str | None = None) -> None:
+        what = f"append {event_type}" if event_type is not None else "start a turn"
+        super().__init__(
+            f'session "{session_id}" was read with store.read_session(), which takes no '
+            f"writer lock, so it cannot {what}: to write it, open it with "
+            f"store.open({session_id!r}) (one writer at a time)"
+        )
+        self.session_id = session_id
+        self.event_type = event_type
 
 
 class PersistenceError(DshSessionError):

@@ -15,8 +15,9 @@ methods run them elsewhere:
 - **in the store's worker thread** otherwise (:class:`StoreWorker`).
 
 Thread-safety rule: the operations that run in the store's worker thread (``acreate``,
-``aopen``, ``afork``, ``arelease``, ``aappend_stored``, ``alocation``, the thread part of
-``aclose``, and ``astored`` unless the backend lists natively) run one at a time, in the
+``aopen``, ``aopen_or_create``, ``aread_session``, ``afork``, ``arelease``,
+``aappend_stored``, ``alocation``, the thread part of ``aclose``, and ``astored``
+unless the backend lists natively) run one at a time, in the
 order they were awaited, in one thread of the store's own, so two of them never race on
 the store's sessions or the coordinator's states. ``aflush`` does not wait for them:
 flushes of different sessions run at once (in the default thread pool, or natively),

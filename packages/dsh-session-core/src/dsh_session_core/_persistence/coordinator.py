@@ -181,6 +181,15 @@ class PersistencePlugin:
         with self._serial(session_id):
             return self._load_core(session_id)
 
+    def stored_count(self, session: Session) -> int | None:
+        """How many of a live session's events are stored (its durable prefix), or
+        ``None`` when this coordinator does not write it."""
+        with self._serial(session.id):
+            state = self._states.get(session.id)
+            if state is None or state.owner is not session:
+                return None
+            return state.cursor
+
     def list(self) -> builtins.list[SessionHeader]:
         """Every materialized session's header (metadata only)."""
         return self.backend.list()
@@ -233,8 +242,8 @@ class PersistencePlugin:
 
         :raises PersistenceError: its id collides with a stored or bound session.
         """
-        if id(session) in self._inited:
-            return
+        if id(session) in self._inited or session.read_only:
+            return  # a read-only session is bound to nothing: it never writes
         seed = list(session.events)
         self._buffers.setdefault(session, [])
         self._on_created(session, seed)
@@ -243,6 +252,8 @@ class PersistencePlugin:
     def flush(self, session: Session) -> None:
         """Durably write what ``session`` appended since the last flush."""
         if id(session) not in self._inited:
+            if session.read_only:
+                return
             self.init(session)
         sid = session.id
         with self._serial(sid):
@@ -418,7 +429,8 @@ class PersistencePlugin:
         state.cursor += len(events)
 
     def _stored_now(self, sid: str) -> bool:
-        """Whether the backend holds ``sid`` (for an error message only: never raises)."""
+        """Whether the backend holds ``sid``. Never raises: a look that fails counts as
+        "not stored" (a first write's own check still refuses a log that exists)."""
         try:
             return self.backend.tail_lines(sid, 0) is not None
         except Exception:
@@ -429,7 +441,7 @@ class PersistencePlugin:
         if stored is None:
             msg = f'session "{sid}" not found'
             raise PersistenceError(msg, session_id=sid)
-        self._check_version(stored.header)
+        self.check_version(stored.header)
         closers = interrupted_turn_closers(stored.events)
         state = self._states.get(sid)
         if state is None:
@@ -446,7 +458,11 @@ class PersistencePlugin:
             jsonl = stored.jsonl + encode_events(closers) if closers else stored.jsonl
         return StoredLog(stored.header, events, None, jsonl)
 
-    def _check_version(self, header: SessionHeader) -> None:
+    def check_version(self, header: SessionHeader) -> None:
+        """Refuse a log of another format version than this build reads.
+
+        :raises PersistenceError: it is of another version.
+        """
         if header.version != SESSION_FORMAT_VERSION:
             msg = (
                 f"unsupported session format version {header.version} for \"{header.id}\" "
@@ -485,6 +501,17 @@ class PersistencePlugin:
             state = self._states[sid]
             state.owner = session
             self._own(state)
+            # ``create`` looked before the lock was held: another writer (another
+            # process) may have created, written and released the id in between. Looked
+            # at again under the lock, which every writer of ours takes, a new id is
+            # this session's alone: it is refused now, not at its first flush (so
+            # ``open_or_create`` opens the other writer's session instead).
+            if self._stored_now(sid):
+                if state.lock is not None:
+                    state.lock.release()
+                    state.lock = None
+                self._states.pop(sid, None)
+                raise SessionExistsError(sid)
             if seed:
                 self._append_core(sid, seed, session.jsonl(0, len(seed)))
 
@@ -542,7 +569,7 @@ class PersistencePlugin:
         self, session: Session, stored: StoredLog, seed: builtins.list[Event]
     ) -> None:
         sid = stored.header.id
-        self._check_version(stored.header)
+        self.check_version(stored.header)
         if not _covers(seed, stored.events):
             msg = (
                 f'session "{sid}" already has a persisted log on disk that does not match '

@@ -20,7 +20,7 @@ from .._header import SessionHeader
 from .._plugins import PluginManager, create_plugin_manager
 from .._session import Clock, Session
 from .._store import SessionStore
-from ..errors import DshSessionError, PersistenceError, SessionLockedError
+from ..errors import DshSessionError, PersistenceError, SessionExistsError, SessionLockedError
 from ..events import Event
 from .base import Backend, Deleted, SessionSummary, cannot_delete, not_found
 from .coordinator import PersistencePlugin
@@ -46,6 +46,10 @@ __all__ = [
 #: Where ``open_store()`` stores by default: a URL or a folder path.
 STORE_ENV = "DSH_SESSION_STORE"
 
+#: How many times :meth:`DurableStore.open_or_create` looks again after another writer
+#: changed the id between its look and its act.
+_OPEN_OR_CREATE_ATTEMPTS = 5
+
 #: Guards the making of a store's worker thread (:meth:`DurableStore._worker`).
 _WORKER_GUARD = threading.Lock()
 
@@ -54,8 +58,11 @@ class DurableStore(SessionStore):
     """A :class:`SessionStore` whose sessions are durable.
 
     Appends are buffered; :meth:`flush` (call it at every ``turn/end``) makes them
-    durable. :meth:`open` resumes a stored session, repairing a crash. Use it as a
-    context manager, or call :meth:`close`, to flush what is left and release the
+    durable. :meth:`open` resumes a stored session, repairing a crash;
+    :meth:`open_or_create` resumes it or creates it; :meth:`read_session` reads it
+    without writing. :meth:`stored` lists what is stored (what ``dsh-session ls``
+    lists), :meth:`~dsh_session_core.SessionStore.live` the sessions live here. Use it
+    as a context manager, or call :meth:`close`, to flush what is left and release the
     sessions' writer locks.
 
     :param backend: where logs live.
@@ -118,17 +125,19 @@ class DurableStore(SessionStore):
         )
 
     def open(self, session_id: str) -> Session:
-        """Resume a stored session as a live one: its torn tail is cut and an
-        interrupted turn is closed (durably) before it is returned.
+        """Resume a stored session as a live one, to write it: its writer lock is
+        taken, its torn tail is cut and an interrupted turn is closed (durably) before
+        it is returned (:attr:`~dsh_session_core.Session.created` is ``False``). To read
+        it without writing, :meth:`read_session`.
 
         :raises PersistenceError: nothing is stored under this id.
+        :raises SessionLockedError: another writer holds it.
         """
         stored = self.persistence.load(session_id)
         h = stored.header
         # Not self.create: a stored session's id is the backend's already (one stored
         # by another implementation is resumed even if this one would not create it).
-        return SessionStore.create(
-            self,
+        session = self.prepare(
             session_id,
             seed=stored.events,
             seed_jsonl=stored.jsonl,
@@ -137,6 +146,108 @@ class DurableStore(SessionStore):
             created_at=h.created_at,  # type: ignore[arg-type]  # a number, as stored
             seed_length=h.seed_length if isinstance(h.seed_length, int) else None,
         )
+        session._created = False  # before session_created: plugins may read it
+        return self._register(session)
+
+    def open_or_create(
+        self,
+        id: str,
+        *,
+        seed: Iterable[Event | Mapping[str, Any]] | None = None,
+        cwd: str | None = None,
+        parent_session: str | None = None,
+        created_at: int | None = None,
+        seed_length: int | None = None,
+        seed_jsonl: bytes | None = None,
+    ) -> Session:
+        """The session ``id``: the stored one resumed (as :meth:`open` resumes it), else a
+        new one (as :meth:`create` makes it, with these options, which an existing
+        session ignores); one live here already is returned as it is. Whether it was
+        made now is its :attr:`~dsh_session_core.Session.created`.
+
+        Safe when several processes call it for one new id at once: one of them creates
+        the session, the others open it (or, while the creator still holds it, get
+        :class:`SessionLockedError`, as :meth:`open` would); never two sessions, never a
+        session that fails at its first flush because another one took the id.
+
+        :raises SessionLockedError: another writer holds the session.
+        :raises SessionIdError: a new id the backend cannot store.
+        :raises PersistenceError: a stored log that cannot be resumed (another format
+            version, corruption: see :meth:`open`).
+        """
+        live = self.get(id)
+        if live is not None:
+            return live
+        missing = str(not_found(id))
+        last: Exception | None = None
+        # Each retry follows another writer's create (or delete) that landed between our
+        # look and our act: a few are plenty; a loop of them is someone deleting and
+        # recreating the id as fast as we look, and its error is raised.
+        for _ in range(_OPEN_OR_CREATE_ATTEMPTS):
+            try:
+                return self.open(id)
+            except PersistenceError as exc:
+                if type(exc) is not PersistenceError or str(exc) != missing:
+                    raise
+                last = exc
+            try:
+                return self.create(
+                    id, seed=seed, cwd=cwd, parent_session=parent_session,
+                    created_at=created_at, seed_length=seed_length, seed_jsonl=seed_jsonl,
+                )
+            except SessionExistsError as exc:  # stored by another writer meanwhile
+                last = exc
+            except PersistenceError as exc:  # create's look found it stored meanwhile
+                if type(exc) is not PersistenceError or not self._is_stored(id):
+                    raise
+                last = exc
+        assert last is not None
+        raise last
+
+    def _is_stored(self, session_id: str) -> bool:
+        return self.backend.tail_lines(session_id, 0) is not None
+
+    def read_session(self, session_id: str) -> Session:
+        """A stored session, read-only: its events, derived messages and the providers'
+        converters work as on any :class:`~dsh_session_core.Session`, and it can be
+        forked (:meth:`fork`); every append, and the builders ``turn`` and ``inject``,
+        is refused with :class:`~dsh_session_core.errors.ReadOnlySessionError` (open it
+        with :meth:`open` to write).
+
+        It is what is stored now: a live session's appends once flushed (one live in
+        this store gives its flushed events, without reading the backend). Nothing is
+        written and no writer lock is taken, so a session another process is writing
+        can be read; a torn last line is left out, and a turn a crash interrupted is
+        read as it is stored, open (:meth:`open` would close it). Flushing or releasing
+        it does nothing.
+
+        :raises PersistenceError: nothing is stored under this id, or a log of another
+            format version.
+        :raises LogFormatError: a stored line is corrupt (not a torn last line).
+        """
+        from .._readonly import ReadOnlySession
+
+        live = self.get(session_id)
+        count = self.persistence.stored_count(live) if live is not None else None
+        if live is not None and count is not None:
+            if count == 0:  # a session is stored from its first flushed event on
+                raise not_found(session_id)
+            header = live.header
+            events: Any = live.events[:count]
+            jsonl: bytes | None = live.jsonl(0, count)
+        else:
+            with self.persistence.serialized(session_id):
+                stored = self.backend.load_stored(session_id, self.registry)
+            if stored is None:
+                raise not_found(session_id)
+            header, events, jsonl = stored.header, stored.events, stored.jsonl
+        self.persistence.check_version(header)
+        session = ReadOnlySession(
+            session_id, events, header, registry=self.registry, clock=self._clock,
+            seed_jsonl=jsonl, strict=self._strict, foreign_types=self._foreign,
+        )
+        session._created = False
+        return session
 
     # --- asyncio ------------------------------------------------------------------------
     #
@@ -188,6 +299,35 @@ class DurableStore(SessionStore):
         :raises PersistenceError: nothing is stored under this id.
         """
         return await self._worker().run(self.open, session_id)
+
+    async def aopen_or_create(
+        self,
+        id: str,
+        *,
+        seed: Iterable[Event | Mapping[str, Any]] | None = None,
+        cwd: str | None = None,
+        parent_session: str | None = None,
+        created_at: int | None = None,
+        seed_length: int | None = None,
+        seed_jsonl: bytes | None = None,
+    ) -> Session:
+        """:meth:`open_or_create` for asyncio hosts, in the store's worker thread (as
+        :meth:`aopen` and :meth:`acreate` run).
+
+        :raises SessionLockedError: another writer holds the session.
+        """
+        return await self._worker().run(
+            self.open_or_create, id, seed=seed, cwd=cwd, parent_session=parent_session,
+            created_at=created_at, seed_length=seed_length, seed_jsonl=seed_jsonl,
+        )
+
+    async def aread_session(self, session_id: str) -> Session:
+        """:meth:`read_session` for asyncio hosts, in the store's worker thread
+        (decoding a long log is CPU work that must not run on the event loop).
+
+        :raises PersistenceError: nothing is stored under this id.
+        """
+        return await self._worker().run(self.read_session, session_id)
 
     async def afork(
         self,
@@ -301,7 +441,8 @@ class DurableStore(SessionStore):
         raise PersistenceError(msg, session_id=session_id)
 
     def stored(self) -> list[SessionHeader]:
-        """The headers of every stored session (including ones not open here)."""
+        """The headers of every stored session, live here or not: what ``dsh-session
+        ls`` lists. The sessions live in this store (objects) are :meth:`live`."""
         return self.persistence.list()
 
     def append_stored(
