@@ -46,7 +46,7 @@ class Places:
 #: The kinds of store a copy goes between: the URL of store ``name`` of a test.
 STORE_URLS: dict[str, Callable[[Places, str], str]] = {
     "jsonl": lambda at, name: str(at.tmp / name),
-    "jsonl+zstd": lambda at, name: f"jsonl+zstd://{at.tmp / name}",
+    "jsonl+zstd": lambda at, name: f"jsonl+zstd:///{at.tmp / name}",
     "sqlite": lambda at, name: f"sqlite:///{at.tmp / name}.db",
     "postgresql": lambda at, name: at.database(name),
 }
