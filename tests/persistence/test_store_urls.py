@@ -54,12 +54,15 @@ def unique() -> Iterator[str]:
     written at the file system's root (removed after the test if it did)."""
     name = f"dsh-url-test-{uuid.uuid4().hex[:12]}"
     yield name
-    for leftover in (f"/{name}", f"/{name}.db", f"/{name}.db.locks", f"/{name}.db?mode=ro",
-                     f"/{name}?a=b", f"/{name}%FF.db", f"/host/{name}.db"):
-        if os.path.isdir(leftover):
+    _remove_at_root(f"{name}*")
+
+
+def _remove_at_root(pattern: str) -> None:
+    for leftover in Path("/").glob(pattern):
+        if leftover.is_dir() and not leftover.is_symlink():
             shutil.rmtree(leftover)
-        elif os.path.lexists(leftover):
-            os.unlink(leftover)
+        else:
+            leftover.unlink()
 
 
 @pytest.mark.parametrize("scheme", ["sqlite", "jsonl", "jsonl+zstd"])
@@ -98,7 +101,7 @@ def test_the_short_form_and_the_memory_spellings(
     assert isinstance(sqlite, SqliteBackend)
     assert sqlite.path == str(tmp_path / "agent.db")
     sqlite.close()
-    made_at_root = not os.path.lexists("/:memory:")  # where the old reading put it
+    made_at_root = not any(Path("/").glob(":memory:*"))  # where the old reading put it
     try:
         for url in ("sqlite://", "sqlite::memory:", "sqlite:///:memory:", "sqlite:"):
             memory = backend_for(url)
@@ -106,8 +109,8 @@ def test_the_short_form_and_the_memory_spellings(
             assert memory.path == ":memory:", url
             memory.close()
     finally:
-        if made_at_root and os.path.lexists("/:memory:"):
-            os.unlink("/:memory:")
+        if made_at_root:
+            _remove_at_root(":memory:*")  # with its -wal and -shm
     for url, kind in (("jsonl:rel", JsonlBackend), (f"jsonl:{tmp_path}/abs", JsonlBackend),
                       ("jsonl+zstd:rel", JsonlZstdBackend)):
         backend = backend_for(url)

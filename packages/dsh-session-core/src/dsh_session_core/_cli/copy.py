@@ -120,8 +120,21 @@ def _check_destination(url: str) -> bool:
 
     :raises Failure: a database or a file named by its path.
     """
+    from .._persistence.urls import check_folder, local_store
+    from ..errors import StoreFolderError, StoreUrlError
+    from .source import folder_failure
+
     scheme, sep, _ = url.partition(":")
-    if sep and len(scheme) > 1:  # a URL: it says what it is
+    if sep and len(scheme) > 1:  # a URL: it says what it is; its folder must exist
+        try:
+            local = local_store(url)
+        except StoreUrlError:
+            return False  # said when it is opened
+        if local is not None and local[1] != ":memory:":
+            try:  # now, so that a dry run says it too
+                check_folder(os.path.abspath(local[1]))
+            except StoreFolderError as exc:
+                raise folder_failure(exc) from None
         return False
     if os.path.isdir(url):
         return False
@@ -138,10 +151,6 @@ def _check_destination(url: str) -> bool:
                f"new SQLite database by its URL ({sqlite})")
         raise Failure(msg, EXIT_USAGE, hint=f"dsh-session copy SRC {sqlite} (or DST "
                                             f"{folder}, for a JSONL folder of that name)")
-    from .._persistence.urls import check_folder
-    from ..errors import StoreFolderError
-    from .source import folder_failure
-
     try:  # now, so that a dry run says it too
         check_folder(os.path.abspath(url))
     except StoreFolderError as exc:

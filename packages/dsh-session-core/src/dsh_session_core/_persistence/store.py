@@ -726,35 +726,33 @@ def backend_for(
     :raises StoreKindError: a JSONL folder of the other kind (compact, or plain).
     :raises MissingExtraError: a compact store without zstandard installed.
     """
-    from .urls import check_folder, store_path
+    from .urls import check_folder, local_store
 
-    scheme, sep, rest = url.partition(":")
-    if not sep or len(scheme) == 1:  # a plain path (or a Windows drive letter)
-        return _jsonl(url, compact=False, create=create)
+    scheme = url.partition(":")[0]
     if scheme == "memory":
         from .memory import MemoryBackend
 
         return MemoryBackend()
-    if scheme == "sqlite":
-        from .sqlite import SqliteBackend
-
-        path = store_path(scheme, rest, url) or ":memory:"
-        if create and path != ":memory:":
-            check_folder(os.path.abspath(path))
-        return SqliteBackend(path, create=create)
     if scheme in ("postgresql", "postgres"):
         from .postgres import PostgresBackend
 
         return PostgresBackend(url, create=create)
-    if scheme in ("jsonl", "file", "jsonl+zstd"):
-        path = store_path(scheme, rest, url)
-        if not path:
-            from ..errors import StoreUrlError
+    local = local_store(url)
+    if local is not None:  # a SQLite file, a JSONL folder (or a SQLite in memory)
+        kind, path = local
+        if create and path != ":memory:":  # made in a folder that exists, if at all
+            check_folder(os.path.abspath(path))
+        if kind == "sqlite":
+            from .sqlite import SqliteBackend
 
-            raise StoreUrlError(url, "names no folder",
-                                f"{scheme}:///folder (relative to the working folder) or "
-                                f"{scheme}:////abs/folder")
-        return _jsonl(path, compact=scheme == "jsonl+zstd", create=create)
+            return SqliteBackend(path, create=create)
+        if kind == "jsonl+zstd":
+            from .jsonl_zstd import JsonlZstdBackend
+
+            return JsonlZstdBackend(path)
+        from .jsonl import JsonlBackend
+
+        return JsonlBackend(path)
     from .._plugins import PluginHooks
 
     pm = plugins() if plugins is not None else create_plugin_manager()
@@ -767,22 +765,6 @@ def backend_for(
         f"absolute), postgresql://host/dbname or memory:"
     )
     raise ValueError(msg)
-
-
-def _jsonl(path: str, *, compact: bool, create: bool) -> Backend:
-    """A JSONL store's backend; a writer's folder must be in a folder that exists (its
-    own folder is made at its first write)."""
-    from .urls import check_folder
-
-    if create:
-        check_folder(os.path.abspath(path))
-    if compact:
-        from .jsonl_zstd import JsonlZstdBackend
-
-        return JsonlZstdBackend(path)
-    from .jsonl import JsonlBackend
-
-    return JsonlBackend(path)
 
 
 def printable_url(url: str) -> str:

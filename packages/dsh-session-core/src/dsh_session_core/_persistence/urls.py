@@ -24,10 +24,41 @@ from pathlib import Path
 
 from ..errors import StoreFolderError, StoreUrlError
 
-__all__ = ["check_folder", "data_folder_store", "make_store_folder", "store_path", "url_for"]
+__all__ = [
+    "check_folder",
+    "data_folder_store",
+    "local_store",
+    "make_store_folder",
+    "store_path",
+    "url_for",
+]
 
 #: What :func:`url_for` leaves unescaped: every character but ``%``, ``?`` and ``#``.
 _SAFE = "/:@!$&'()*+,;=[]~"
+
+
+def local_store(url: str) -> tuple[str, str] | None:
+    """What a store URL of a local built-in kind names: ``("sqlite", path)`` (the path
+    ``":memory:"`` for an in-memory database), ``("jsonl", folder)`` or
+    ``("jsonl+zstd", folder)``; ``None`` for any other scheme (``memory:``, PostgreSQL,
+    a plugin's). A plain path (or one with a Windows drive letter) is a JSONL folder.
+
+    :raises StoreUrlError: a host, URL options, a relative ``file:`` URL, or a JSONL URL
+        without a folder.
+    """
+    scheme, sep, rest = url.partition(":")
+    if not sep or len(scheme) == 1:
+        return "jsonl", url
+    if scheme not in ("sqlite", "jsonl", "file", "jsonl+zstd"):
+        return None
+    path = store_path(scheme, rest, url)
+    if scheme == "sqlite":
+        return "sqlite", path or ":memory:"
+    if not path:
+        raise StoreUrlError(url, "names no folder",
+                            f"{scheme}:///folder (relative to the working folder) or "
+                            f"{scheme}:////abs/folder")
+    return ("jsonl+zstd" if scheme == "jsonl+zstd" else "jsonl"), path
 
 
 def store_path(scheme: str, rest: str, url: str) -> str:
