@@ -24,7 +24,7 @@ from dsh_session_core import JsonlBackend, SqliteBackend, open_store
 from dsh_session_core._persistence.jsonl_zstd import JsonlZstdBackend
 from dsh_session_core._persistence.store import DurableStore, backend_for
 from dsh_session_core._persistence.urls import url_for
-from dsh_session_core.errors import StoreFolderError, StoreUrlError
+from dsh_session_core.errors import StoreFolderError, StoreNotFoundError, StoreUrlError
 
 #: Writes one session to the store its argument names, in the working folder it is run in.
 _WRITE = textwrap.dedent("""
@@ -186,11 +186,18 @@ def test_the_old_reading_of_three_slashes_made_folders_at_the_root(unique: str) 
     assert not os.path.lexists(f"/{unique}")
 
 
-def test_readers_of_a_missing_store_still_find_nothing(tmp_path: Path) -> None:
+def test_readers_of_a_missing_store_still_find_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for url in (f"{tmp_path}/missing/x", f"jsonl:///{tmp_path}/missing/x"):
         backend = backend_for(url, create=False)
         assert backend.list() == []
         assert not backend.exists()
+    # A reader of a missing database is told where it looked: the absolute path.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StoreNotFoundError) as caught:
+        backend_for("sqlite:///missing/x.db", create=False)
+    assert caught.value.location == str(tmp_path / "missing" / "x.db")
     assert _files(tmp_path) == []
 
 

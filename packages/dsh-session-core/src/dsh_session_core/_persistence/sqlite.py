@@ -577,7 +577,9 @@ class SqliteBackend:
             raise ValueError(msg)
         raw = os.fspath(path)
         if not create and (raw in ("", ":memory:") or not os.path.isfile(raw)):
-            raise StoreNotFoundError(raw or ":memory:", "no SQLite store at this path")
+            # The absolute path: a relative URL (sqlite:///x.db) says where it looked.
+            where = os.path.abspath(raw) if raw not in ("", ":memory:") else ":memory:"
+            raise StoreNotFoundError(where, "no SQLite store at this path")
         if raw == ":memory:":
             self.path = raw
             self._lock_dir: str | None = None
