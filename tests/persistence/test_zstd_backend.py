@@ -442,6 +442,7 @@ def test_a_folder_holds_one_kind_of_log(tmp_path: Path) -> None:
         named = str(error).split("open it as ", 1)[1].split(",", 1)[0]
         assert named.count("/") == str(error.location).count("/") + 3
         opened = backend_for(named)
+        assert isinstance(opened, JsonlBackend)
         assert (type(opened), opened.root) == (kind, error.location)
     code, _, err = run_cli("ls", "--store", str(tmp_path / "compact"))
     assert code == 1

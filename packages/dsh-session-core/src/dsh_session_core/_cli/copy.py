@@ -96,7 +96,8 @@ def _open_source(url: str, reg: EventRegistry) -> Backend:
 
     if is_log_file(url):
         if _is_sqlite_file(url):
-            raise _by_url("SRC", url, "dsh-session copy SRC DST")
+            refused = _by_url("SRC", url, "dsh-session copy SRC DST")
+            raise refused
         return _log_file_source(url, reg)
     # must_exist: a missing SQLite file or PostgreSQL store would be created.
     backend = _opened(url, must_exist=True)
@@ -140,7 +141,8 @@ def _check_destination(url: str) -> bool:
         return False
     if os.path.lexists(url):
         if _is_sqlite_file(url):
-            raise _by_url("DST", url, "dsh-session copy SRC DST")
+            refused = _by_url("DST", url, "dsh-session copy SRC DST")
+            raise refused
         msg = f"DST {url} is a file, not a store: a path names a JSONL store's folder"
         raise Failure(msg, EXIT_USAGE, hint=_URL_HINT)
     if url.lower().endswith(_DATABASE_SUFFIXES):

@@ -379,8 +379,8 @@ def _holds_bucket(root: str) -> bool:
 
 
 def mark_compact(root: str) -> None:
-    """Mark a store's root (made if missing, in a folder that exists) as a compact store's, durably, before its
-    first bucket is made (:func:`check_kind`)."""
+    """Mark a store's root (made if missing, in a folder that exists) as a compact
+    store's, durably, before its first bucket is made (:func:`check_kind`)."""
     from .urls import make_store_folder
 
     make_store_folder(root)

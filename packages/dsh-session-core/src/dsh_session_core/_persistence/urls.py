@@ -76,7 +76,7 @@ def store_path(scheme: str, rest: str, url: str) -> str:
                                 f"use file:///abs/folder, or jsonl:{rest} for a folder "
                                 f"relative to the working folder")
         return rest
-    host, slash, tail = rest[2:].partition("/")
+    host, _, tail = rest[2:].partition("/")
     if host and not (scheme == "file" and host == "localhost"):
         example = f"{scheme}:////abs/name" if scheme != "file" else "file:///abs/folder"
         raise StoreUrlError(url, f"names the host {host!r}, and a {scheme}: store is a "
