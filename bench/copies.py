@@ -17,7 +17,7 @@ def every_backend(jsonl: str, folder: str, pg: str | None, database: str
     """``{"jsonl": ..., "sqlite": ..., ["postgresql": ...]}``: the store at ``jsonl`` and its
     copies (SQLite under ``folder``; PostgreSQL as ``database`` on the server ``pg``,
     dropped on exit), unverified (the copy's own checks are not what is measured)."""
-    urls = {"jsonl": jsonl, "sqlite": f"sqlite://{folder}/store.db"}
+    urls = {"jsonl": jsonl, "sqlite": f"sqlite:///{folder}/store.db"}
     admin = None
     if pg is not None:
         import psycopg

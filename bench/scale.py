@@ -85,7 +85,7 @@ def _disk_bytes(name: str, url: str, pg: str | None) -> float:
                          for d, _, fs in os.walk(url) for f in fs
                          if f.endswith((".jsonl", ".zst"))))
     if name == "sqlite":
-        path = url.removeprefix("sqlite://")
+        path = url.removeprefix("sqlite:///")
         return float(sum(os.path.getsize(p) for p in (path, path + "-wal")
                          if os.path.exists(p)))
     import psycopg

@@ -52,7 +52,7 @@ def run() -> dict[str, float]:
     n = len(appends)
     results: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="dsh-bench-zstd-") as tmp:
-        plain, compact = f"{tmp}/plain", f"jsonl+zstd://{tmp}/compact"
+        plain, compact = f"{tmp}/plain", f"jsonl+zstd:///{tmp}/compact"
         _, plain_flushing, _ = durable_fill(plain, appends)
         _, compact_flushing, _ = durable_fill(compact, appends)
         results["plain_bytes"] = _log_size(Path(tmp, "plain"), ".jsonl")
@@ -68,7 +68,7 @@ def run() -> dict[str, float]:
         results["compact_load_ms"] = statistics.median(loads["compact"])
         results["load_ratio"] = results["compact_load_ms"] / results["plain_load_ms"]
         # A compact store filled by `dsh-session copy`: bigger frames, smaller log.
-        copied = backend_for(f"jsonl+zstd://{tmp}/copied")
+        copied = backend_for(f"jsonl+zstd:///{tmp}/copied")
         source = backend_for(plain)
         copy_sessions(source, copied, verify=False)
         copied.close()

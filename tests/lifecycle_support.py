@@ -31,7 +31,7 @@ def store_url(kind: str, request: pytest.FixtureRequest, tmp: Path, name: str = 
     if kind == "jsonl":
         return str(tmp / name)
     if kind == "jsonl+zstd":
-        return f"jsonl+zstd://{tmp / name}"
+        return f"jsonl+zstd:///{tmp / name}"
     if kind == "sqlite":
         return f"sqlite:///{tmp / name}.db"
     if kind == "postgresql":

@@ -113,7 +113,7 @@ TABLE: list[tuple[list[str], int, str]] = [
     (["ls", "--store", "sessions.db"], FAILED, "no store at sessions.db"),
     (["ls", "--store", "ftp://host/x"], USAGE, "unknown store URL scheme 'ftp'"),
     (["show", "beta", "--store", "memory:"], USAGE, "lives and dies with its process"),
-    (["show", "beta", "--store", "sqlite:///nonexistent/x.db"], FAILED,
+    (["show", "beta", "--store", "sqlite:////nonexistent/x.db"], FAILED,
      "no dsh-session store at /nonexistent/x.db"),
     (["demo", "--store", "memory:"], USAGE, "the demo cannot use an in-memory store"),
     # Search.

@@ -46,10 +46,20 @@ class Places:
 #: The kinds of store a copy goes between: the URL of store ``name`` of a test.
 STORE_URLS: dict[str, Callable[[Places, str], str]] = {
     "jsonl": lambda at, name: str(at.tmp / name),
-    "jsonl+zstd": lambda at, name: f"jsonl+zstd://{at.tmp / name}",
+    "jsonl+zstd": lambda at, name: f"jsonl+zstd:///{at.tmp / name}",
     "sqlite": lambda at, name: f"sqlite:///{at.tmp / name}.db",
     "postgresql": lambda at, name: at.database(name),
 }
+
+
+def _said(dst: str) -> str:
+    """What a copy into ``dst`` says on stderr when all goes well: that a path that does
+    not exist yet is made a JSONL store (issue 24, point 6), else nothing. Call it before
+    the copy."""
+    if ":" in dst or os.path.exists(dst):
+        return ""
+    return (f"dsh-session: created the JSONL store {dst} (a folder; a SQLite database is "
+            f"named sqlite:///PATH)\n")
 
 
 @pytest.fixture
@@ -172,8 +182,9 @@ def test_the_demo_goes_jsonl_to_postgresql_to_jsonl_and_derives_the_same_message
         "copied 2 session(s) (444 event(s)), 0 up to date; verified",
     ]
     assert _ids(pg) == _ids(demo) == ["demo", "demo-fork"]
+    said = _said(back)
     home = _dsh("copy", pg, back)
-    assert (home.returncode, home.stderr) == (0, b"")
+    assert (home.returncode, home.stderr.decode()) == (0, said)
     assert home.stdout.decode().splitlines()[-1] == (
         "copied 2 session(s) (444 event(s)), 0 up to date; verified")
     logs: list[Path] = []
@@ -277,9 +288,10 @@ def test_reference_logs_go_through_every_kind_of_store_and_back(places: Places,
     previous = str(src)
     for i, hop in enumerate([kind, "jsonl"]):
         url = STORE_URLS[hop](places, f"hop-{i}")
+        said = _said(url)
         code, out, err = _run("copy", previous, url, "--json")
         doc = json.loads(out)
-        assert (code, err, doc["ok"]) == (0, "", True), doc
+        assert (code, err, doc["ok"]) == (0, said, True), doc
         assert "copied" in doc["byStatus"]
         assert set(doc["byStatus"]) <= {"copied", "empty"}
         previous = url
@@ -439,8 +451,9 @@ def test_two_urls_of_one_postgresql_database_are_the_same_store_and_no_password_
         f"dsh-session: SRC and DST are the same store ({url} and "
         f"postgres://{parts.username}@{parts.hostname}:{parts.port}{parts.path})",
         "hint: copy into another folder or database"]
+    said = _said(str(places.tmp / "dst"))
     code, out, err = _run("copy", secret, str(places.tmp / "dst"), "--json", "--no-verify")
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, said)
     assert "s3cret" not in out
     assert json.loads(out)["source"] == secret.replace(":s3cret", "")
 
@@ -464,8 +477,9 @@ def test_a_dry_run_says_what_it_would_do_and_creates_nothing(
 
 def test_json_reports_every_session(demo: str, tmp_path: Path) -> None:
     dst = str(tmp_path / "dst")
+    said = _said(dst)
     code, out, err = _run("copy", demo, dst, "--json", "--no-verify")
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, said)
     doc = json.loads(out)
     assert doc == {
         "source": demo, "destination": dst, "ok": True, "dryRun": False, "verify": False,
@@ -491,8 +505,9 @@ def test_a_torn_source_is_copied_up_to_its_tear_and_said_so(tmp_path: Path) -> N
     path = Path(src.location(header))
     path.parent.mkdir(parents=True)
     path.write_bytes(data)
+    said = _said(str(tmp_path / "dst"))
     code, out, err = _run("copy", str(tmp_path / "src"), str(tmp_path / "dst"))
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, said)
     assert out.splitlines()[0] == (
         f"{header.id}: copied 60 event(s) · a torn tail in SRC is not copied (SRC is left as "
         "it is)")
@@ -518,10 +533,14 @@ def test_a_terminal_shows_a_progress_bar_and_it_is_erased(
     monkeypatch.setattr(sys, "stderr", terminal)
     raw = io.BytesIO()
     out = io.TextIOWrapper(raw, encoding="utf-8")
+    dst = STORE_URLS[kind](places, "dst")
+    said = _said(dst)
     with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exit_:
-        main(["copy", demo, STORE_URLS[kind](places, "dst"), "--batch-size", "100"])
+        main(["copy", demo, dst, "--batch-size", "100"])
     assert exit_.value.code == 0
     drawn = terminal.getvalue()
+    assert drawn.endswith(said)
+    drawn = drawn.removesuffix(said)
     assert "\rcopying 1/2 demo [" in drawn
     assert " 0/270 events" in drawn  # the first state is drawn at once
     assert drawn.endswith("\r" + " " * 99 + "\r")  # erased at the end
@@ -536,8 +555,9 @@ def test_a_log_file_is_copied_into_a_store_and_comes_back_byte_for_byte(
     log = tmp_path / "demo.jsonl"
     log.write_bytes(_export("demo", demo))
     dst = STORE_URLS[kind](places, "dst")
+    said = _said(dst)
     code, out, err = _run("copy", str(log), dst)
-    assert (code, err) == (0, ""), err
+    assert (code, err) == (0, said), err
     assert out.splitlines()[-1].startswith("copied 1 session(s)")
     # As a copy of the store holding it gives it (a database rebuilds each line in the
     # reference's key order, JSONL keeps the bytes).
@@ -574,3 +594,74 @@ def test_a_file_that_is_no_log_or_a_database_by_path_is_refused(tmp_path: Path) 
     assert code == 2
     assert "is a SQLite database: name it by its URL" in err
     assert not (tmp_path / "dst").exists()
+
+
+# --- issue 24, point 6: a DST named by its path -------------------------------------------
+
+
+def test_a_sqlite_database_named_by_its_path_as_dst_is_refused_with_its_url(
+    demo: str, tmp_path: Path
+) -> None:
+    SqliteBackend(tmp_path / "backup.db").close()  # an existing database
+    before = (tmp_path / "backup.db").read_bytes()
+    for dst in ("backup.db", "new.db", "new.sqlite3"):  # existing, or missing by its name
+        proc = _dsh("copy", demo, dst, cwd=tmp_path)
+        err = proc.stderr.decode()
+        assert (proc.returncode, proc.stdout) == (2, b""), err
+        lines = err.splitlines()
+        assert len(lines) == 2, err
+        assert lines[0].startswith(f"dsh-session: DST {dst} ")
+        assert f"by its URL (sqlite:///{dst})" in lines[0]
+        assert lines[1].startswith(f"hint: dsh-session copy SRC sqlite:///{dst}")
+    assert sorted(os.listdir(tmp_path)) == ["backup.db"]  # nothing made, nothing read
+    assert (tmp_path / "backup.db").read_bytes() == before
+    # The URL the hint names is the database, relative to the working folder.
+    proc = _dsh("copy", demo, "sqlite:///backup.db", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert _ids(f"sqlite:///{tmp_path}/backup.db") == _ids(demo)
+    # Any other file is no store either.
+    (tmp_path / "notes.txt").write_text("notes\n")
+    proc = _dsh("copy", demo, "notes.txt", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.decode().startswith("dsh-session: DST notes.txt is a file, not a store")
+    assert (tmp_path / "notes.txt").read_text() == "notes\n"
+
+
+def test_a_missing_dst_path_is_made_a_jsonl_store_and_said_so(
+    demo: str, tmp_path: Path
+) -> None:
+    proc = _dsh("copy", demo, "backup", "--dry-run", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.decode() == ("dsh-session: would create the JSONL store backup (a "
+                                    "folder; a SQLite database is named sqlite:///PATH)\n")
+    assert os.listdir(tmp_path) == []
+    proc = _dsh("copy", demo, "backup", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.decode() == ("dsh-session: created the JSONL store backup (a folder; "
+                                    "a SQLite database is named sqlite:///PATH)\n")
+    assert _ids(str(tmp_path / "backup")) == _ids(demo)
+    # Into a store that exists: nothing to say.
+    proc = _dsh("copy", demo, "backup", cwd=tmp_path)
+    assert (proc.returncode, proc.stderr) == (0, b"")
+    # A JSONL URL says what it is: no note either.
+    proc = _dsh("copy", demo, "jsonl:///by-url", cwd=tmp_path)
+    assert (proc.returncode, proc.stderr) == (0, b"")
+    assert _ids(str(tmp_path / "by-url")) == _ids(demo)
+
+
+def test_a_dst_in_a_missing_folder_is_refused_and_nothing_is_made(
+    demo: str, tmp_path: Path
+) -> None:
+    for dst in ("missing/backup", "sqlite:///missing/x.db", "jsonl+zstd:///missing/x"):
+        for dry in ([], ["--dry-run"]):
+            proc = _dsh("copy", demo, dst, *dry, cwd=tmp_path)
+            err = proc.stderr.decode()
+            assert (proc.returncode, proc.stdout) == (1, b""), (dst, dry, err)
+            base = "x.db" if dst.endswith(".db") else dst.rsplit("/", 1)[1]
+            assert err.splitlines() == [
+                f"dsh-session: cannot create the store {tmp_path}/missing/{base}: the folder "
+                f"{tmp_path}/missing does not exist",
+                "hint: create the folder first, or fix the path: sqlite:///name.db and "
+                "jsonl:///name are relative to the working folder, sqlite:////abs/name.db "
+                "(four slashes) absolute"], (dst, dry)
+    assert os.listdir(tmp_path) == []

@@ -249,7 +249,7 @@ BAD_INPUT: list[tuple[list[str], str, int, str]] = [
     (["rm", "a", "--store", "memory:", "--yes"], "pipe", 2,
      "a memory: store lives and dies with its process"),
     (["rm", "a", "--store", "bogus://x", "--yes"], "pipe", 2, "unknown store URL scheme"),
-    (["rm", "a", "--store", "sqlite:///nowhere/x.db", "--yes"], "pipe", 1,
+    (["rm", "a", "--store", "sqlite:////nowhere/x.db", "--yes"], "pipe", 1,
      "no dsh-session store at /nowhere/x.db"),
     (["rm", "a", "--bogus", "--store", "S", "--yes"], "pipe", 2,
      "unrecognized arguments: --bogus"),
@@ -274,7 +274,7 @@ BAD_INPUT: list[tuple[list[str], str, int, str]] = [
      "refusing to prune sessions without asking: stdin is not a terminal"),
     (["prune", "--older-than", "1d", "--store", "memory:", "--yes"], "pipe", 2,
      "a memory: store lives and dies with its process"),
-    (["prune", "--older-than", "1d", "--store", "sqlite:///nowhere/x.db", "--dry-run"],
+    (["prune", "--older-than", "1d", "--store", "sqlite:////nowhere/x.db", "--dry-run"],
      "pipe", 1, "no dsh-session store at /nowhere/x.db"),
 ]
 

@@ -60,7 +60,7 @@ def jsonl_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
 
 @pytest.fixture(scope="module")
 def sqlite_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    url = f"sqlite://{tmp_path_factory.mktemp('sqlite') / 'sessions.db'}"
+    url = f"sqlite:///{tmp_path_factory.mktemp('sqlite') / 'sessions.db'}"
     dsh_session_demo.main(url, out=io.StringIO())
     return url
 
@@ -261,7 +261,7 @@ def test_two_runs_write_identical_logs(jsonl_run: DemoRun, tmp_path: Path) -> No
 
 
 def test_sqlite_runs_are_identical_too(sqlite_url: str, tmp_path: Path) -> None:
-    url = f"sqlite://{tmp_path / 'again.db'}"
+    url = f"sqlite:///{tmp_path / 'again.db'}"
     dsh_session_demo.main(url, out=io.StringIO())
     logs = []
     for u in (sqlite_url, url):
@@ -334,7 +334,7 @@ def test_the_default_store_is_used_and_a_rerun_takes_a_free_id(
 def test_the_json_summary(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    url = f"sqlite://{tmp_path / 'summary.db'}"  # sqlite:///abs/path
+    url = f"sqlite:///{tmp_path / 'summary.db'}"  # sqlite:////abs/path
     assert _main(monkeypatch, "demo", "--store", url, "--session-id", "s1", "--json") == 0
     summary = json.loads(capsys.readouterr().out)
     assert (summary["session"], summary["backend"], summary["log"]) == ("s1", "sqlite", None)

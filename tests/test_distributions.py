@@ -278,7 +278,7 @@ def test_core_alone_names_the_extra_a_compact_store_needs(core_alone: Env,
                                                          tmp_path: Path) -> None:
     """Without the zstd extra, core imports and runs; a compact store (``jsonl+zstd:``)
     is refused with the command that installs it, and no traceback."""
-    proc = core_alone.run("ls", "--store", f"jsonl+zstd://{tmp_path}/compact", check=False)
+    proc = core_alone.run("ls", "--store", f"jsonl+zstd:///{tmp_path}/compact", check=False)
     assert proc.returncode == 1
     assert "pip install 'dsh-session-core[zstd]'" in proc.stderr
     assert "Traceback" not in proc.stderr

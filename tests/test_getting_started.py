@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -113,3 +114,29 @@ def test_the_loop_runs_twice_in_one_folder(tmp_path: Path) -> None:
         "turn/end",
         "turn/start", "user/message", "step/start", "assistant/message", "step/end",
         "turn/end"]
+
+
+def test_the_readme_sqlite_url_lands_in_the_working_folder(tmp_path: Path) -> None:
+    # Issue 24, point 1: the quick start's other store, "sqlite:///agent.db", is agent.db
+    # in the working folder (SQLAlchemy's rule), not /agent.db at the file system's root.
+    readme = PAGE.parent.parent / "README.md"
+    (code,) = re.findall(r"```python\n(.*?)```", readme.read_text(encoding="utf-8"), re.S)
+    match = re.search(r'# [^\n]*or "(sqlite:///[^"]+)"', code)
+    assert match is not None, "the quick start names a SQLite URL as its other store"
+    url = match[1]
+    name = url.removeprefix("sqlite:///")
+    at_root = Path("/") / name
+    was_at_root = at_root.exists()
+    try:
+        proc = _fresh(code.replace('"sessions"', f'"{url}"', 1), tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert (tmp_path / name).is_file()
+        assert not (tmp_path / "sessions").exists()  # the URL was the store used
+        assert at_root.exists() == was_at_root
+    finally:
+        if not was_at_root:  # what the old reading of three slashes wrote
+            for leftover in Path("/").glob(f"{name}*"):
+                if leftover.is_file():
+                    leftover.unlink()
+                elif leftover.is_dir():
+                    shutil.rmtree(leftover)

@@ -192,7 +192,8 @@ def test_every_store_reading_command_works_with_a_plugins_backend(
     # copy out of it, and into a second dict store: byte for byte
     back = str(tmp_path / "back")
     code, out, err = _cli("copy", "dict:one", back)
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, f"dsh-session: created the JSONL store {back} (a folder; a "
+                              f"SQLite database is named sqlite:///PATH)\n")
     assert _cli("export", "chat", "--store", back)[1] == exported
     assert _cli("copy", "dict:one", "dict:two")[0] == 0
     assert _cli("export", "kid", "--store", "dict:two")[1] == _cli(

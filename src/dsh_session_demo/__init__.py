@@ -9,7 +9,7 @@ mid-turn, the session reopened, repaired and continued)::
 
     from dsh_session_demo import run_demo
 
-    run = run_demo("/tmp/dsh-demo")          # or "sqlite:///tmp/dsh-demo.db"; None: default
+    run = run_demo("/tmp/dsh-demo")          # or "sqlite:////tmp/dsh-demo.db"; None: default
     run.session.derive_messages()
     run.location.log                         # the JSONL file
 

@@ -130,7 +130,7 @@ def _open(url: str | None, clock: Clock) -> DurableStore:
         msg = "the demo cannot use an in-memory store: its crash reopens the session from " \
               "another process"
         raise DemoError(msg, "use a folder (--store /tmp/dsh-demo) or a database file "
-                        "(--store sqlite:///tmp/dsh-demo.db)", 2)
+                        "(--store sqlite:////tmp/dsh-demo.db)", 2)
     missing = sorted({p for t, p in _PLUGIN_TYPES.items() if store.registry.get(t) is None})
     if missing:
         store.close()

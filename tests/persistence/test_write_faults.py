@@ -336,7 +336,7 @@ def test_jsonl_survives_a_fault_at_every_system_call(
         assert injector.injected, f"{plan}: no fault was injected"
         expected[str(root)] = (str(plan), lines, kept)
     monkeypatch.undo()
-    scheme = "jsonl+zstd://" if compact else "jsonl://"
+    scheme = "jsonl+zstd:///" if compact else "jsonl:///"
     proc = subprocess.run([sys.executable, "-c", _CHECK, scheme, *expected],
                           capture_output=True, text=True, check=True)
     found = json.loads(proc.stdout)
@@ -470,7 +470,7 @@ def test_cli_repair_survives_a_fault_at_every_system_call(
         st.close()
         expected[str(log.parent.parent)] = (str(plan), s.jsonl(), kept)
     monkeypatch.undo()
-    proc = subprocess.run([sys.executable, "-c", _CHECK, "jsonl://", *expected],
+    proc = subprocess.run([sys.executable, "-c", _CHECK, "jsonl:///", *expected],
                           capture_output=True, text=True, check=True)
     found = json.loads(proc.stdout)
     for where, (plan_name, lines, kept) in expected.items():

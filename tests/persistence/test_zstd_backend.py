@@ -115,7 +115,7 @@ def _log(root: Path, sid: str = "s") -> Path:
 def stores(tmp_path: Path) -> tuple[str, str]:
     """A plain and a compact store holding the same session, written the same way: five
     turns of one flush each."""
-    plain, compact = str(tmp_path / "plain"), f"jsonl+zstd://{tmp_path}/compact"
+    plain, compact = str(tmp_path / "plain"), f"jsonl+zstd:///{tmp_path}/compact"
     for url in (plain, compact):
         _write(url, "s", 5)
     return plain, compact
@@ -169,7 +169,7 @@ def test_every_read_gives_what_the_plain_store_gives(stores: tuple[str, str]) ->
 
 
 def test_a_follower_reads_whole_frames_only(tmp_path: Path) -> None:
-    url = f"jsonl+zstd://{tmp_path}/store"
+    url = f"jsonl+zstd:///{tmp_path}/store"
     _write(url, "s", 3)
     log = _log(tmp_path / "store")
     data = log.read_bytes()
@@ -201,7 +201,7 @@ def test_a_follower_reads_whole_frames_only(tmp_path: Path) -> None:
 
 def test_a_torn_last_frame_is_cut_at_every_byte(tmp_path: Path) -> None:
     root = tmp_path / "store"
-    _write(f"jsonl+zstd://{root}", "s", 4, open_last=True)
+    _write(f"jsonl+zstd:///{root}", "s", 4, open_last=True)
     log = _log(root)
     data = log.read_bytes()
     frames = _frames(data)
@@ -240,7 +240,7 @@ def _flip(data: bytes, at: int) -> bytes:
 
 def test_a_corrupt_frame_before_a_turn_end_is_refused_and_left_alone(tmp_path: Path) -> None:
     root = tmp_path / "store"
-    _write(f"jsonl+zstd://{root}", "s", 4)
+    _write(f"jsonl+zstd:///{root}", "s", 4)
     log = _log(root)
     data = log.read_bytes()
     frames = _frames(data)
@@ -251,7 +251,7 @@ def test_a_corrupt_frame_before_a_turn_end_is_refused_and_left_alone(tmp_path: P
         JsonlZstdBackend(root).load_stored("s", REG)
     assert caught.value.path == str(log)
     assert caught.value.line == 8  # the first line of the second frame
-    with _store(f"jsonl+zstd://{root}") as store, pytest.raises(LogFormatError):
+    with _store(f"jsonl+zstd:///{root}") as store, pytest.raises(LogFormatError):
         store.open("s")
     assert log.read_bytes() == corrupt
     # The same damage in the last frame is a torn tail: cut, the rest loads.
@@ -309,7 +309,7 @@ def _header_line(header: SessionHeader) -> bytes:
 
 
 def test_a_torn_frame_is_counted_as_a_torn_tail(tmp_path: Path) -> None:
-    url = f"jsonl+zstd://{tmp_path}/store"
+    url = f"jsonl+zstd:///{tmp_path}/store"
     _write(url, "s", 3)
     log = _log(tmp_path / "store")
     data = log.read_bytes()
@@ -337,7 +337,7 @@ def test_every_reference_log_comes_out_of_a_compact_store_byte_for_byte(
             continue  # a version-less header, or no line: no store's session
         if not scan.events:
             continue  # no event: not stored (a session is stored from its first event)
-        url = f"jsonl+zstd://{tmp_path}/store-{i}"
+        url = f"jsonl+zstd:///{tmp_path}/store-{i}"
         backend = backend_for(url)
         lines = scan.jsonl.split(b"\n")[:-1]
         for start in range(0, len(lines), 5):  # a frame per 5 events
@@ -390,7 +390,7 @@ def test_the_command_line_copies_and_exports_a_compact_store(tmp_path: Path) -> 
 
 
 def test_the_commands_on_a_log_file_read_a_compact_one(tmp_path: Path) -> None:
-    _write(f"jsonl+zstd://{tmp_path}/store", "s", 2)
+    _write(f"jsonl+zstd:///{tmp_path}/store", "s", 2)
     log = _log(tmp_path / "store")
     plain = tmp_path / "s.jsonl"
     plain.write_bytes(_zstd_d(log.read_bytes()))
@@ -412,7 +412,7 @@ def test_the_commands_on_a_log_file_read_a_compact_one(tmp_path: Path) -> None:
 
 
 def test_a_delete_frees_the_compact_file(tmp_path: Path) -> None:
-    url = f"jsonl+zstd://{tmp_path}/store"
+    url = f"jsonl+zstd:///{tmp_path}/store"
     _write(url, "a", 2)
     _write(url, "b", 3)
     a, b = _log(tmp_path / "store", "a"), _log(tmp_path / "store", "b")
@@ -429,14 +429,21 @@ def test_a_delete_frees_the_compact_file(tmp_path: Path) -> None:
 
 def test_a_folder_holds_one_kind_of_log(tmp_path: Path) -> None:
     _write(str(tmp_path / "plain"), "s", 1)
-    _write(f"jsonl+zstd://{tmp_path}/compact", "s", 1)
+    _write(f"jsonl+zstd:///{tmp_path}/compact", "s", 1)
     with pytest.raises(StoreKindError, match=r"is a plain JSONL store, not a compact one: "
                                              r"open it as jsonl://") as caught:
         JsonlZstdBackend(tmp_path / "plain")
     assert (caught.value.location, caught.value.kind) == (str(tmp_path / "plain"), "plain")
     with pytest.raises(StoreKindError, match=r"is a compact JSONL store, not a plain one: "
-                                             r"open it as jsonl\+zstd://"):
+                                             r"open it as jsonl\+zstd://") as compact:
         open_store(str(tmp_path / "compact"))
+    # The URL each message names opens the folder (an absolute path: four slashes).
+    for error, kind in ((caught.value, JsonlBackend), (compact.value, JsonlZstdBackend)):
+        named = str(error).split("open it as ", 1)[1].split(",", 1)[0]
+        assert named.count("/") == str(error.location).count("/") + 3
+        opened = backend_for(named)
+        assert isinstance(opened, JsonlBackend)
+        assert (type(opened), opened.root) == (kind, error.location)
     code, _, err = run_cli("ls", "--store", str(tmp_path / "compact"))
     assert code == 1
     assert "open it as jsonl+zstd://" in err
@@ -453,8 +460,9 @@ def test_a_relative_url_names_a_folder_of_the_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    for url in ("jsonl+zstd:rel/store", f"jsonl+zstd://{tmp_path}/rel/store",
-                f"jsonl+zstd:{tmp_path}/rel/store"):
+    (tmp_path / "rel").mkdir()  # a store is made in a folder that exists
+    for url in ("jsonl+zstd:rel/store", "jsonl+zstd:///rel/store",
+                f"jsonl+zstd:///{tmp_path}/rel/store", f"jsonl+zstd:{tmp_path}/rel/store"):
         backend = backend_for(url)
         assert isinstance(backend, JsonlZstdBackend)
         assert backend.root == str(tmp_path / "rel" / "store")
@@ -468,12 +476,12 @@ _WITHOUT_ZSTANDARD = textwrap.dedent("""
     with open_store(sys.argv[1] + "/plain") as store:  # a plain store needs no zstandard
         store.create("s")
     try:
-        open_store("jsonl+zstd://" + sys.argv[1] + "/compact")
+        open_store("jsonl+zstd:///" + sys.argv[1] + "/compact")
     except MissingExtraError as exc:
         print(type(exc).__name__, isinstance(exc, ImportError), exc.requirement)
         print(exc)
     from dsh_session_core._cli.main import main
-    main(["ls", "--store", "jsonl+zstd://" + sys.argv[1] + "/compact"])
+    main(["ls", "--store", "jsonl+zstd:///" + sys.argv[1] + "/compact"])
 """)
 
 
@@ -536,5 +544,5 @@ def test_any_batches_make_a_compact_log_of_the_plain_one(case: tuple[list[Any], 
         assert stored.torn is None
         assert stored.jsonl == encode_events(events)
         exported = [run_cli("export", "h", "--store", url)
-                    for url in (f"{tmp}/plain", f"jsonl+zstd://{tmp}/compact")]
+                    for url in (f"{tmp}/plain", f"jsonl+zstd:///{tmp}/compact")]
         assert exported[0] == exported[1] == (0, plain.read_bytes(), "")

@@ -27,6 +27,8 @@ as attributes, and its message says what went wrong and what to do about it::
     ├── ReadOnlySessionError               an append to a session read with read_session
     ├── SchemaVersionError (RuntimeError)  a SQLite database of another schema version
     ├── StoreKindError                     a JSONL store folder opened as the other kind
+    ├── StoreFolderError (FileNotFoundError)  a store whose folder does not exist
+    ├── StoreUrlError (ValueError)         a store URL that names no store dsh-session opens
     ├── MissingExtraError (ImportError)    a feature needs an extra that is not installed
     ├── UnstorableError (ValueError)       a value the SQLite schema cannot store losslessly
     │   └── SessionIdError                 a session id the backend's id rule refuses
@@ -70,8 +72,10 @@ __all__ = [
     "SessionIdError",
     "SessionLockedError",
     "SkippedLogWarning",
+    "StoreFolderError",
     "StoreKindError",
     "StoreNotFoundError",
+    "StoreUrlError",
     "StoreWriteError",
     "SurfaceError",
     "SurfaceIntentError",
@@ -592,14 +596,69 @@ class StoreKindError(DshSessionError):
     """
 
     def __init__(self, location: str, kind: str) -> None:
-        url, other = (("jsonl+zstd://", "plain") if kind == "compact"
-                      else ("jsonl://", "compact"))
+        from urllib.parse import quote
+
+        scheme, other = ("jsonl+zstd", "plain") if kind == "compact" else ("jsonl", "compact")
+        # The URL that opens it, by the store URL rule (three slashes, then the path:
+        # an absolute location gives the four slashes of an absolute path).
+        url = f"{scheme}:///{quote(location, safe=_URL_SAFE)}"
         super().__init__(
             f"{location} is a {kind} JSONL store, not a {other} one: open it as "
-            f"{url}{location}, or copy it into a new {other} store (dsh-session copy)"
+            f"{url}, or copy it into a new {other} store (dsh-session copy)"
         )
         self.location = location
         self.kind = kind
+
+
+#: What a path keeps unescaped in a store URL: every character but ``%``, ``?`` and
+#: ``#`` (and what cannot be printed), as :func:`urllib.parse.quote` takes it.
+_URL_SAFE = "/:@!$&'()*+,;=[]~"
+
+
+class StoreFolderError(DshSessionError, FileNotFoundError):
+    """A store cannot be created: the folder it would be created in does not exist (or
+    is not a folder). dsh-session creates a store (a SQLite file, a JSONL store's folder),
+    never the folders above it, so that a mistyped path or URL (``sqlite:///x.db`` is
+    ``x.db`` in the working folder, ``sqlite:////x.db`` is ``/x.db``) cannot write
+    anywhere else. It is a :class:`FileNotFoundError`, so code catching ``OSError`` still
+    catches it.
+
+    :ivar path: the store that was to be created (absolute).
+    :ivar folder: the folder that does not exist (``filename``, as for ``OSError``).
+    """
+
+    def __init__(self, path: str, folder: str) -> None:
+        import errno
+
+        OSError.__init__(self, errno.ENOENT, "No such directory", folder)
+        self.path = path
+        self.folder = folder
+        self._message = (
+            f"cannot create the store {path}: its folder {folder} does not exist "
+            f"(dsh-session creates a store, never the folders above it): create the "
+            f"folder first, or fix the path (in a URL, sqlite:///name.db and "
+            f"jsonl:///name are relative to the working folder, sqlite:////abs/name.db "
+            f"and jsonl:////abs/name absolute)"
+        )
+
+    def __str__(self) -> str:
+        return self._message
+
+
+class StoreUrlError(DshSessionError, ValueError):
+    """A store URL of a built-in scheme that names no store dsh-session can open: a
+    host in a ``sqlite:`` or ``jsonl:`` URL, URL options (``?...``), a JSONL URL
+    without a path, a relative ``file:`` URL. (A scheme that neither core nor a plugin
+    knows is a plain :class:`ValueError`.)
+
+    :ivar url: the URL, as given.
+    :ivar problem: what is wrong with it.
+    """
+
+    def __init__(self, url: str, problem: str, fix: str) -> None:
+        super().__init__(f"store URL {url!r} {problem}: {fix}")
+        self.url = url
+        self.problem = problem
 
 
 class MissingExtraError(DshSessionError, ImportError):

@@ -39,7 +39,7 @@ HELP: dict[str, str] = {name: text for name, (_, text) in COMMANDS.items()}
 #: Command name → the example its ``--help`` ends with (a command that writes its own
 #: epilog keeps it).
 EXAMPLES: dict[str, str] = {
-    "demo": "dsh-session demo --store sqlite:///tmp/demo.db",
+    "demo": "dsh-session demo --store sqlite:////tmp/demo.db",
     "derive": "dsh-session derive --to anthropic chat-1 --store sqlite:///agent.db",
     "repair": "dsh-session repair --dry-run ~/logs/crashed.jsonl",
     "export": "dsh-session export chat-1 --store sqlite:///agent.db > chat-1.jsonl",

@@ -8,7 +8,10 @@ two), ``sqlite:///path.db`` or ``postgresql://user@host/dbname``;
 the SOURCE of the other commands: its session is copied into DST (a torn tail is
 dropped, as a store's load drops it). SRC must exist (for PostgreSQL: a
 database holding dsh-session's tables) and is only read; DST is created when missing (a
-dry run creates nothing). A PostgreSQL URL is shown without its password. Each session
+dry run creates nothing), in a folder that exists: a path is a JSONL store's folder, and
+a new one is said on stderr (``created the JSONL store PATH``); a SQLite database named
+by its path (an existing one, or a missing ``*.db``, ``*.sqlite``...) is refused with
+its URL, as SRC is. A PostgreSQL URL is shown without its password. Each session
 gets one line on stdout as it is done (a failure: one line on stderr), then a summary
 line, with one ``hint:`` line per kind of failure; ``--json`` prints one document
 instead. On a terminal, stderr shows a progress bar (events of the session being
@@ -78,14 +81,23 @@ def _opened(url: str, *, must_exist: bool, empty_if_missing: bool = False) -> Ba
         raise
 
 
+def _by_url(role: str, path: str, example: str) -> Failure:
+    """The usage error for a SQLite database named by its path (SRC or DST): a plain
+    path is a JSONL store's folder, so a database is named by its URL."""
+    from .._persistence.urls import url_for
+
+    url = url_for("sqlite", path)  # the path as given: relative stays relative
+    msg = f"{role} {path} is a SQLite database: name it by its URL ({url})"
+    return Failure(msg, EXIT_USAGE, hint=example.replace(role, url, 1))
+
+
 def _open_source(url: str, reg: EventRegistry) -> Backend:
     from .source import is_log_file
 
     if is_log_file(url):
         if _is_sqlite_file(url):
-            msg = f"SRC {url} is a SQLite database: name it by its URL"
-            raise Failure(msg, EXIT_USAGE, hint=f"dsh-session copy sqlite:///"
-                                                f"{os.path.abspath(url).lstrip('/')} DST")
+            refused = _by_url("SRC", url, "dsh-session copy SRC DST")
+            raise refused
         return _log_file_source(url, reg)
     # must_exist: a missing SQLite file or PostgreSQL store would be created.
     backend = _opened(url, must_exist=True)
@@ -95,6 +107,57 @@ def _open_source(url: str, reg: EventRegistry) -> Backend:
         raise Failure(msg, hint="check SRC: a folder, jsonl:///path, jsonl+zstd:///path, "
                                 "sqlite:///path.db or postgresql://user@host/dbname")
     return backend
+
+
+#: The names of SQLite databases, by their suffix: a DST named so that does not exist is
+#: refused (it would be made a JSONL folder of that name).
+_DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3", ".db3")
+
+
+def _check_destination(url: str) -> bool:
+    """Refuse a DST that is a path but no store folder: a SQLite database (or a missing
+    one, by its suffix) and any other file. Whether DST is a store folder to be made
+    (a path that does not exist), for the note that says so.
+
+    :raises Failure: a database or a file named by its path.
+    """
+    from .._persistence.urls import check_folder, local_store
+    from ..errors import StoreFolderError, StoreUrlError
+    from .source import folder_failure
+
+    scheme, sep, _ = url.partition(":")
+    if sep and len(scheme) > 1:  # a URL: it says what it is; its folder must exist
+        try:
+            local = local_store(url)
+        except StoreUrlError:
+            return False  # said when it is opened
+        if local is not None and local[1] != ":memory:":
+            try:  # now, so that a dry run says it too
+                check_folder(os.path.abspath(local[1]))
+            except StoreFolderError as exc:
+                raise folder_failure(exc) from None
+        return False
+    if os.path.isdir(url):
+        return False
+    if os.path.lexists(url):
+        if _is_sqlite_file(url):
+            refused = _by_url("DST", url, "dsh-session copy SRC DST")
+            raise refused
+        msg = f"DST {url} is a file, not a store: a path names a JSONL store's folder"
+        raise Failure(msg, EXIT_USAGE, hint=_URL_HINT)
+    if url.lower().endswith(_DATABASE_SUFFIXES):
+        from .._persistence.urls import url_for
+
+        sqlite, folder = url_for("sqlite", url), url_for("jsonl", url)
+        msg = (f"DST {url} does not exist, and a path names a JSONL store's folder: name a "
+               f"new SQLite database by its URL ({sqlite})")
+        raise Failure(msg, EXIT_USAGE, hint=f"dsh-session copy SRC {sqlite} (or DST "
+                                            f"{folder}, for a JSONL folder of that name)")
+    try:  # now, so that a dry run says it too
+        check_folder(os.path.abspath(url))
+    except StoreFolderError as exc:
+        raise folder_failure(exc) from None
+    return True
 
 
 def _is_sqlite_file(path: str) -> bool:
@@ -206,6 +269,7 @@ def _copy(args: argparse.Namespace) -> int:
         msg = f"--batch-size must be at least 1, got {args.batch_size}"
         raise Failure(msg, EXIT_USAGE)
     reg = registry()
+    made = _check_destination(args.dst)  # before SRC is read: a usage error
     src = _open_source(args.src, reg)
     try:
         dst = _open_destination(args.dst, args.dry_run)
@@ -219,6 +283,11 @@ def _copy(args: argparse.Namespace) -> int:
             dst.close()
     finally:
         src.close()
+    if made and (os.path.isdir(args.dst) or (args.dry_run and report.sessions)):
+        # A path that did not exist is a new JSONL store: said, never done silently.
+        verb = "would create" if args.dry_run else "created"
+        sys.stderr.write(f"dsh-session: {verb} the JSONL store {printable(args.dst)} (a "
+                         f"folder; a SQLite database is named sqlite:///PATH)\n")
     if args.debug:
         for s in report.sessions:
             if s.status == "failed" and s.cause is not None:
@@ -293,7 +362,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                            "(compact), sqlite:///path.db or postgresql://user@host/dbname; "
                            "or a log file (its session)")
     copy.add_argument("dst", metavar="DST",
-                      help="the store to write (created when missing)")
+                      help="the store to write (created when missing, in a folder that "
+                           "exists; a path is a JSONL folder: name a SQLite database "
+                           "sqlite:///path.db)")
     copy.add_argument("--session", action="append", dest="session_ids", metavar="ID",
                       help="copy only this session (repeatable; default: every session)")
     copy.add_argument("--batch-size", type=int, default=2000, metavar="N",

@@ -128,7 +128,9 @@ def _open(url: str, named: bool) -> Backend:
     if named and not backend.exists():
         backend.close()
         msg = f"no store at {url}"
-        sqlite = f"sqlite://{url}" if url.startswith("/") else f"sqlite:{url}"
+        from .._persistence.urls import url_for
+
+        sqlite = url_for("sqlite", url)  # the path as given: relative stays relative
         hint = (f"a SQLite database is named by its URL: --store {sqlite}"
                 if url.endswith(".db")
                 else "check the path: a store is made by the first session written to it")

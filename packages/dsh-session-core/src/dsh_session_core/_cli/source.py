@@ -40,12 +40,14 @@ if TYPE_CHECKING:
     from .._header import SessionHeader
     from .._persistence.base import Backend
     from .._registry import EventRegistry
+    from ..errors import StoreFolderError
     from ..events import Event
 
 __all__ = [
     "Source",
     "add_source_arguments",
     "check_session_id",
+    "folder_failure",
     "is_log_file",
     "load_source",
     "not_found",
@@ -230,11 +232,13 @@ def open_backend(url: str, *, must_exist: bool = True, empty_if_missing: bool = 
         a store that does not exist.
     """
     from .._persistence.store import backend_for, printable_url
-    from ..errors import DshSessionError, StoreNotFoundError
+    from ..errors import DshSessionError, StoreFolderError, StoreNotFoundError
     from .support import plugin_manager
 
     try:
         backend = backend_for(url, create=not must_exist, plugins=plugin_manager)
+    except StoreFolderError as exc:
+        raise folder_failure(exc) from exc
     except StoreNotFoundError as exc:
         if empty_if_missing:
             return backend_for("memory:")
@@ -263,6 +267,14 @@ def open_backend(url: str, *, must_exist: bool = True, empty_if_missing: bool = 
         msg = f"a {url} store lives and dies with its process"
         raise Failure(msg, EXIT_USAGE, hint="use a folder or a sqlite:/// store")
     return backend
+
+
+def folder_failure(exc: StoreFolderError) -> Failure:
+    """The failure for a store that would be created in a folder that does not exist."""
+    msg = f"cannot create the store {exc.path}: the folder {exc.folder} does not exist"
+    return Failure(msg, hint="create the folder first, or fix the path: sqlite:///name.db "
+                             "and jsonl:///name are relative to the working folder, "
+                             "sqlite:////abs/name.db (four slashes) absolute")
 
 
 def not_found(session_id: str, url: str) -> Failure:

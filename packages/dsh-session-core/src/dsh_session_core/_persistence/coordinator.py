@@ -44,6 +44,7 @@ from ..errors import (
     PersistenceError,
     SessionExistsError,
     SessionLockedError,
+    StoreFolderError,
     StoreWriteError,
 )
 from ..events import Event
@@ -602,7 +603,8 @@ class _named:
         return None
 
     def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
-        if not isinstance(exc, OSError) or isinstance(exc, StoreWriteError):
+        # A StoreFolderError is an OSError of ours: it names the store and what to do.
+        if not isinstance(exc, OSError) or isinstance(exc, StoreWriteError | StoreFolderError):
             return
         try:
             where = self._backend.location(self._header)

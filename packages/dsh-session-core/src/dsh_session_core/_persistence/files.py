@@ -55,6 +55,7 @@ __all__ = [
     "link_target",
     "list_logs",
     "lock_is_free",
+    "make_bucket",
     "mark_compact",
     "mkdirs",
     "open_nofollow",
@@ -164,6 +165,16 @@ def mkdirs(path: str) -> None:
         except FileExistsError:  # created concurrently
             if not os.path.isdir(path):
                 raise
+
+
+def make_bucket(path: str) -> None:
+    """Make a bucket (mode 0700) in a store's folder, which exists: one level, never the
+    folders above it (a store's folder removed under a writer is not made again)."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
 
 
 def unlink_quietly(path: str) -> None:
@@ -368,9 +379,11 @@ def _holds_bucket(root: str) -> bool:
 
 
 def mark_compact(root: str) -> None:
-    """Mark a store's root (made if missing) as a compact store's, durably, before its
-    first bucket is made (:func:`check_kind`)."""
-    mkdirs(root)
+    """Mark a store's root (made if missing, in a folder that exists) as a compact
+    store's, durably, before its first bucket is made (:func:`check_kind`)."""
+    from .urls import make_store_folder
+
+    make_store_folder(root)
     mark = os.path.join(root, COMPACT_MARK)
     if os.path.isdir(mark):
         return

@@ -61,6 +61,7 @@ from .base import (
     not_found,
 )
 from .paths import encode_segment, lock_path, log_path
+from .urls import make_store_folder
 
 if TYPE_CHECKING:
     from .._search import SearchHit, SearchQuery
@@ -541,10 +542,10 @@ class JsonlBackend:
     def _materialize(self, header: SessionHeader, path: str, jsonl: bytes) -> None:
         bucket = os.path.dirname(path)
         # Each new directory entry is made durable in its parent, down to the bucket.
-        files.mkdirs(self.root)
+        make_store_folder(self.root)  # in a folder that exists, never above it
         files.fsync_dir(os.path.dirname(self.root))
         self._prepare_root()
-        files.mkdirs(bucket)
+        files.make_bucket(bucket)
         files.fsync_dir(self.root)
         files.check_bucket(self.root, header.id, bucket)
         if os.path.islink(path):
@@ -636,8 +637,9 @@ class JsonlBackend:
         bucket = os.path.dirname(path)
         fd = -1
         for _ in range(_LOCK_ATTEMPTS):
+            make_store_folder(self.root)
             self._prepare_root()
-            files.mkdirs(bucket)
+            files.make_bucket(bucket)
             # The lock is taken to write: refuse now, not at the first write, a bucket,
             # a lock or a log that is a symbolic link (files.open_nofollow).
             fd = files.open_nofollow(self.root, header.id, path,

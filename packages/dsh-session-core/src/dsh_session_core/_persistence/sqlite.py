@@ -554,6 +554,8 @@ class SqliteBackend:
         :class:`StoreNotFoundError`, as for ``":memory:"``: a reader must not leave a
         database behind, and a fresh in-memory one holds nothing to read).
     :raises SchemaVersionError: the database has another schema version.
+    :raises StoreFolderError: ``create``, and the database's folder does not exist (it
+        is never made).
     :raises sqlite3.Error: the database cannot be opened.
 
     The database is opened here, not on first use as in the reference (whose
@@ -575,15 +577,19 @@ class SqliteBackend:
             raise ValueError(msg)
         raw = os.fspath(path)
         if not create and (raw in ("", ":memory:") or not os.path.isfile(raw)):
-            raise StoreNotFoundError(raw or ":memory:", "no SQLite store at this path")
+            # The absolute path: a relative URL (sqlite:///x.db) says where it looked.
+            where = os.path.abspath(raw) if raw not in ("", ":memory:") else ":memory:"
+            raise StoreNotFoundError(where, "no SQLite store at this path")
         if raw == ":memory:":
             self.path = raw
             self._lock_dir: str | None = None
         else:
             self.path = os.path.abspath(raw)
-            os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
             self._lock_dir = self.path + ".locks"
             if create:
+                from .urls import check_folder
+
+                check_folder(self.path)  # never the folders above it
                 # A new database file is private, as a JSONL log is (0600, whatever the
                 # umask); SQLite gives its -wal and -shm files the database's mode.
                 with contextlib.suppress(FileExistsError):
@@ -838,7 +844,10 @@ class SqliteBackend:
             return _MemoryLock(self._memory_locks, session_id)
         fd = -1
         for _ in range(_LOCK_ATTEMPTS):
-            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            # Beside the database, never above it: a folder gone since the open is not
+            # made again (FileNotFoundError).
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(os.path.dirname(path), 0o700)
             # The file is deleted only by delete(), while it holds the lock; a process
             # that opened it before and locks it after holds a dead file, so the lock
             # is checked to be on the file at the path (files.same_file).

@@ -12,7 +12,6 @@ import os
 import threading
 import uuid
 from collections.abc import AsyncGenerator, Callable, Collection, Iterable, Mapping
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -820,11 +819,12 @@ def _epoch_ms(value: object) -> int | float | None:
 def default_store_url() -> str:
     """The embedded default: ``$DSH_SESSION_STORE``, else a JSONL folder in the user's
     data directory."""
+    from .urls import data_folder_store
+
     configured = os.environ.get(STORE_ENV)
     if configured:
         return configured
-    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return str(Path(data) / "dsh-session" / "sessions")
+    return data_folder_store()
 
 
 def backend_for(
@@ -835,14 +835,23 @@ def backend_for(
 ) -> Backend:
     """The backend a store URL names: the one place where URLs map to backends.
 
-    - ``sqlite:///abs/path.db``, ``sqlite:relative.db`` or ``sqlite::memory:``: SQLite;
+    A path in a URL follows SQLAlchemy's rule (:mod:`.urls`): three slashes then a
+    relative path, four for an absolute one.
+
+    - ``sqlite:///name.db`` (``name.db`` in the working folder), ``sqlite:////abs/name.db``,
+      ``sqlite:name.db``, or ``sqlite://`` and ``sqlite::memory:`` (in memory): SQLite;
     - ``postgresql://user@host:port/dbname`` (or ``postgres://``): PostgreSQL, shared by
       many hosts (needs the ``postgresql`` extra: psycopg 3);
     - ``memory:``: in memory (tests, throwaway sessions);
-    - ``jsonl:///abs/folder``, ``file:///abs/folder`` or a plain folder path: JSONL;
-    - ``jsonl+zstd:///abs/folder`` or ``jsonl+zstd:relative/folder``: compact JSONL, each
-      log's batches zstd frames (needs the ``zstd`` extra: zstandard);
+    - a folder path, ``jsonl:///folder``, ``jsonl:////abs/folder``, ``jsonl:folder``, or
+      ``file:///abs/folder`` (RFC 8089: always absolute): JSONL;
+    - ``jsonl+zstd:///folder``, ``jsonl+zstd:////abs/folder`` or ``jsonl+zstd:folder``:
+      compact JSONL, each log's batches zstd frames (needs the ``zstd`` extra:
+      zstandard);
     - any other scheme: the backend a plugin opens for it (the ``store_backend`` hook).
+
+    A store is created in a folder that exists, never with the folders above it
+    (:class:`StoreFolderError`; the embedded default's folders are made as needed).
 
     :param create: whether the store may be created; ``False`` for readers: a SQLite
         file that does not exist, or a PostgreSQL database without dsh-session's tables,
@@ -851,38 +860,40 @@ def backend_for(
     :param plugins: the plugins to ask about a scheme core does not know, called only
         then (default: the installed plugins, :func:`create_plugin_manager`).
     :raises ValueError: an unknown scheme no plugin opens, with the ones that are known.
+    :raises StoreUrlError: a URL of a built-in scheme with a host or options.
+    :raises StoreFolderError: ``create``, and the folder the store would be created in
+        does not exist.
     :raises StoreNotFoundError: not ``create``, and the store does not exist.
     :raises StoreKindError: a JSONL folder of the other kind (compact, or plain).
     :raises MissingExtraError: a compact store without zstandard installed.
     """
-    scheme, sep, rest = url.partition(":")
-    if not sep or len(scheme) == 1:  # a plain path (or a Windows drive letter)
-        from .jsonl import JsonlBackend
+    from .urls import check_folder, local_store
 
-        return JsonlBackend(url)
+    scheme = url.partition(":")[0]
     if scheme == "memory":
         from .memory import MemoryBackend
 
         return MemoryBackend()
-    path = rest[2:] if rest.startswith("//") else rest
-    if path.startswith("//"):  # sqlite:////abs (SQLAlchemy's spelling) is /abs too
-        path = "/" + path.lstrip("/")
-    if scheme == "sqlite":
-        from .sqlite import SqliteBackend
-
-        return SqliteBackend(path or ":memory:", create=create)
     if scheme in ("postgresql", "postgres"):
         from .postgres import PostgresBackend
 
         return PostgresBackend(url, create=create)
-    if scheme in ("jsonl", "file"):
+    local = local_store(url)
+    if local is not None:  # a SQLite file, a JSONL folder (or a SQLite in memory)
+        kind, path = local
+        if create and path != ":memory:":  # made in a folder that exists, if at all
+            check_folder(os.path.abspath(path))
+        if kind == "sqlite":
+            from .sqlite import SqliteBackend
+
+            return SqliteBackend(path, create=create)
+        if kind == "jsonl+zstd":
+            from .jsonl_zstd import JsonlZstdBackend
+
+            return JsonlZstdBackend(path)
         from .jsonl import JsonlBackend
 
         return JsonlBackend(path)
-    if scheme == "jsonl+zstd":
-        from .jsonl_zstd import JsonlZstdBackend
-
-        return JsonlZstdBackend(path)
     from .._plugins import PluginHooks
 
     pm = plugins() if plugins is not None else create_plugin_manager()
@@ -891,7 +902,8 @@ def backend_for(
         return backend
     msg = (
         f"unknown store URL scheme {scheme!r} in {url!r}: use a folder path, jsonl:///path, "
-        f"jsonl+zstd:///path, sqlite:///path.db, postgresql://host/dbname or memory:"
+        f"jsonl+zstd:///path, sqlite:///path.db (relative; sqlite:////abs/path.db is "
+        f"absolute), postgresql://host/dbname or memory:"
     )
     raise ValueError(msg)
 
