@@ -425,7 +425,8 @@ return [s.fontFamily, s.backgroundColor, s.color, s.margin];
 """
 #: Two scripts something might slip into an exported file: inline code, and a handler.
 _INJECTED = (b'<script>window.__injected = "inline";</script>\n'
-             b'<svg><image href="data:," onerror="window.__injected = \'handler\'"></image></svg>\n')
+             b'<svg><image href="data:," onerror="window.__injected = \'handler\'">'
+             b"</image></svg>\n")
 
 
 def test_the_exported_file_runs_its_own_code_only(

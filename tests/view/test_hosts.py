@@ -112,7 +112,8 @@ def test_a_foreign_host_is_refused_on_every_route(server: ViewServer, path: str,
     name = host.split(":")[0]
     assert f"does not answer to the host {name}" in text
     assert f"--allowed-host {name}" in text
-    assert "chat-1" not in text and SECRET not in text
+    assert "chat-1" not in text
+    assert SECRET not in text
 
 
 def test_the_same_requests_are_answered_for_the_loopback_names(server: ViewServer) -> None:
@@ -238,14 +239,16 @@ def test_the_command_answers_the_names_it_is_given(store: str, tmp_path: Path) -
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     ) as proc:
         try:
-            assert proc.stdout is not None and proc.stderr is not None
+            assert proc.stdout is not None
+            assert proc.stderr is not None
             first = proc.stdout.readline()
             assert first.startswith("viewing "), first + proc.stderr.read()
             url = first.split(" at ")[1].strip()
             address, port = url.removeprefix("http://").rstrip("/").rsplit(":", 1)
             said = proc.stderr.readline()
             assert said.startswith("dsh-session: answering requests to ")
-            assert "viewer.example.org" in said and "localhost" in said
+            assert "viewer.example.org" in said
+            assert "localhost" in said
 
             def status(host: str) -> int:
                 connection = http.client.HTTPConnection(address, int(port), timeout=30)

@@ -49,7 +49,8 @@ def check_address(args: argparse.Namespace) -> tuple[str, int]:
     try:
         allowed_names([], extra)
     except ValueError as exc:
-        raise Failure(f"--allowed-host {exc}", EXIT_USAGE) from None
+        msg = f"--allowed-host {exc}"
+        raise Failure(msg, EXIT_USAGE) from None
     if not _is_loopback(host):
         if not args.allow_remote:
             msg = (f"--host {host} would make the viewer reachable from the network "
