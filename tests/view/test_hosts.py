@@ -59,7 +59,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> str:
 @contextlib.contextmanager
 def serving(store: str, host: str = "127.0.0.1", allowed: tuple[str, ...] = ()
             ) -> Iterator[ViewServer]:
-    server = make_server(registry(), url=store, host=host, port=0, allowed_hosts=allowed)
+    # Without names of its own, the server as any caller makes it (no allowed_hosts).
+    extra = {"allowed_hosts": allowed} if allowed else {}
+    server = make_server(registry(), url=store, host=host, port=0, **extra)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
