@@ -60,8 +60,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> str:
 def serving(store: str, host: str = "127.0.0.1", allowed: tuple[str, ...] = ()
             ) -> Iterator[ViewServer]:
     # Without names of its own, the server as any caller makes it (no allowed_hosts).
-    extra = {"allowed_hosts": allowed} if allowed else {}
-    server = make_server(registry(), url=store, host=host, port=0, **extra)
+    server = (make_server(registry(), url=store, host=host, port=0, allowed_hosts=allowed)
+              if allowed else make_server(registry(), url=store, host=host, port=0))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -123,11 +123,11 @@ def not_a_header_at_all(line: bytes) -> str | None:
         kind = {list: "an array", str: "a string", bool: "a boolean"}.get(
             type(obj), "null" if obj is None else "a number")
         return f"its first line is JSON ({kind}), not a session header"
-    kind = obj.get("type")
-    if kind == "session":
+    etype = obj.get("type")
+    if etype == "session":
         return None
-    if type(kind) is str:
-        return f'its first line is an event of type "{kind[:60]}", not a session header'
+    if type(etype) is str:
+        return f'its first line is an event of type "{etype[:60]}", not a session header'
     return 'its first line is a JSON object without "type": "session", not a session header'
 
 

@@ -24,12 +24,12 @@ __all__ = [
     "log_hint",
     "log_problem",
     "not_a_log",
-    "unreadable_log",
     "one_line",
     "plugin_manager",
     "read_file",
     "read_log",
     "registry",
+    "unreadable_log",
     "write",
 ]
 
