@@ -586,7 +586,7 @@ def test_a_file_that_is_no_log_or_a_database_by_path_is_refused(tmp_path: Path) 
     garbage.write_bytes(b"not a log\n")
     code, _, err = _run("copy", str(garbage), str(tmp_path / "dst"))
     assert code == 1
-    assert "header line is not valid JSON" in err
+    assert f"{garbage} is not a dsh-session log: its first line is not JSON" in err
     assert "hint: SRC is a store, or a log file" in err
     db = tmp_path / "x.db"  # a store, named by its path instead of its URL
     SqliteBackend(db).close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -416,3 +417,44 @@ def test_the_exported_file_renders_offline_and_requests_nothing(
         " e => e.getAttribute('src') || e.getAttribute('href'))"
         ".filter(u => !u.startsWith('data:'));")
     assert external == []
+
+
+_LOOKS = """
+const s = getComputedStyle(document.body);
+return [s.fontFamily, s.backgroundColor, s.color, s.margin];
+"""
+#: Two scripts something might slip into an exported file: inline code, and a handler.
+_INJECTED = (b'<script>window.__injected = "inline";</script>\n'
+             b'<svg><image href="data:," onerror="window.__injected = \'handler\'">'
+             b"</image></svg>\n")
+
+
+def test_the_exported_file_runs_its_own_code_only(
+    driver: WebDriver, demo_server: ViewProcess, demo_store: Path, tmp_path: Path,
+) -> None:
+    exported = tmp_path / "demo.html"
+    dsh_session("export", "--html", "demo", "--store", str(demo_store), "-o", str(exported))
+    open_page(driver, _all(demo_server.page("/s/demo")), complete=True)
+    served = (_turns(driver), driver.execute_script(_LOOKS))
+    driver.get("about:blank")
+    page = exported.read_bytes()
+    assert page.count(b"</body>") == 1
+    # Its own code runs (the page renders) and its own style applies (the served page's
+    # look), each allowed by its hash.
+    open_page(driver, exported.as_uri(), complete=True)
+    assert (_turns(driver), driver.execute_script(_LOOKS)) == served
+    # Anything else is refused, though it sits in the same file.
+    injected = tmp_path / "injected.html"
+    injected.write_bytes(page.replace(b"</body>", _INJECTED + b"</body>"))
+    open_page(driver, injected.as_uri(), complete=True)
+    assert _turns(driver) == served[0]
+    assert driver.execute_script("return typeof window.__injected;") == "undefined"
+    # The same file under a policy allowing inline code (the one before issue 24) runs
+    # both: the check above is not vacuous.
+    csp = re.search(rb'http-equiv="Content-Security-Policy" content="([^"]*)"', page)
+    assert csp is not None
+    loose = page.replace(csp.group(1), b"default-src 'none'; style-src 'unsafe-inline'; "
+                                       b"script-src 'unsafe-inline'; img-src data:")
+    injected.write_bytes(loose.replace(b"</body>", _INJECTED + b"</body>"))
+    open_page(driver, injected.as_uri(), complete=True)
+    assert driver.execute_script("return window.__injected;") in ("inline", "handler")

@@ -403,8 +403,14 @@ def test_the_viewer_listens_on_loopback_unless_told_otherwise(
     assert "reachable from the network" in str(refused.value)
     assert "--allow-remote" in (refused.value.hint or "")
     assert capsys.readouterr().err == ""
-    assert check_address(_view_args("--host", "0.0.0.0", "--allow-remote")) == ("0.0.0.0", 0)
+    assert check_address(_view_args("--host", "0.0.0.0", "--allow-remote",
+                                    "--allowed-host", "box.lan")) == ("0.0.0.0", 0)
     assert "no authentication" in capsys.readouterr().err
+    assert check_address(_view_args("--host", "10.0.0.7", "--allow-remote")) == ("10.0.0.7", 0)
+    assert "no authentication" in capsys.readouterr().err
+    with pytest.raises(Failure) as refused:  # every address: which names does it answer?
+        check_address(_view_args("--host", "0.0.0.0", "--allow-remote"))
+    assert "--allowed-host" in (refused.value.hint or "")
     with pytest.raises(Failure):
         check_address(_view_args("--port", "70000"))
 

@@ -37,7 +37,7 @@ from ._json import JsonDepthError, find_non_json
 from ._registry import EventRegistry
 from .errors import LogFormatError
 from .events import Event, OpaqueEvent
-from .jscompat import UNDEFINED, js_string, json_parse
+from .jscompat import json_parse
 
 if TYPE_CHECKING:
     from ._session import Session
@@ -55,6 +55,7 @@ __all__ = [
     "durable_header",
     "last_lines",
     "line_wire",
+    "not_a_header_at_all",
     "open_session",
     "parse_header",
     "parse_log",
@@ -105,6 +106,29 @@ def parse_header(line: bytes, *, path: str | None = None) -> SessionHeader:
             _refuse_surrogate_fields(obj, path)
         msg = f"corrupt session log: header line is not valid JSON ({exc})"
         raise LogFormatError(msg, path=path, line=1) from exc
+
+
+def not_a_header_at_all(line: bytes) -> str | None:
+    """Why ``line``, the first line of a file, is no session header, not even a damaged
+    one (the file is not a log: another file given by mistake), or None when it may be
+    a header that was damaged (an object of ``"type": "session"``, or text that reads
+    like one cut or mangled). For a message: no reader decides anything by it."""
+    text = line.strip(_JSON_SPACE)
+    obj = _parse_json(text)
+    if obj is _HOLE:
+        if text.startswith(b"{") and b'"session"' in text:
+            return None
+        return "its first line is not JSON"
+    if type(obj) is not dict:
+        kind = {list: "an array", str: "a string", bool: "a boolean"}.get(
+            type(obj), "null" if obj is None else "a number")
+        return f"its first line is JSON ({kind}), not a session header"
+    etype = obj.get("type")
+    if etype == "session":
+        return None
+    if type(etype) is str:
+        return f'its first line is an event of type "{etype[:60]}", not a session header'
+    return 'its first line is a JSON object without "type": "session", not a session header'
 
 
 def parse_log(data: bytes, registry: EventRegistry, *, path: str | None = None) -> ParsedLog:
@@ -305,11 +329,12 @@ def _event_of(registry: EventRegistry, line: bytes) -> Event | str | None:
     return event
 
 
-def _js_seq(event: Event) -> str:
-    """An event's seq as JavaScript's template string would print it, for the gap error."""
-    if type(event) is OpaqueEvent and "seq" not in event.wire:
-        return js_string(UNDEFINED)
-    return js_string(event.seq)
+def _got_seq(event: Event) -> str:
+    """An event's seq for the gap error: as JSON writes it, with its type unless it is a
+    number (JavaScript's template string would print the string "5" as 5)."""
+    from ._seq_text import event_seq, got_seq
+
+    return got_seq(event_seq(event))
 
 
 def _careful_scan(
@@ -343,7 +368,7 @@ def _careful_scan(
             if i <= last_turn_end:
                 msg = (
                     f"corrupt session log: seq gap in committed region at line {i + 1} "
-                    f"(expected {i}, got {_js_seq(event)})"
+                    f"(expected {i}, got {_got_seq(event)})"
                 )
                 raise LogFormatError(msg, path=path, line=i + 2)
         # A torn tail: keep what came before, drop this line and everything after it.

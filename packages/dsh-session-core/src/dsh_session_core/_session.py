@@ -734,7 +734,9 @@ def _check_seed(
             break
     if first_gap < n and first_gap <= first_bare:
         ev = events[first_gap]
-        raise _seed_gap(first_gap, ev.seq, ev.type)
+        from ._seq_text import event_seq
+
+        raise _seed_gap(first_gap, event_seq(ev), ev.type)
     if first_bare < n:
         raise _seed_no_op(events[first_bare], first_bare)
     return events, hint
@@ -760,8 +762,10 @@ def _events_of(registry: EventRegistry, items: list[Any]) -> list[Event]:
 
 
 def _seed_gap(index: int, seq: object, event_type: str) -> SeedError:
+    from ._seq_text import seq_mismatch
+
     msg = (
-        f"seed event at index {index} has seq {seq} (expected {index}); seed must be "
+        f"seed event at index {index} has seq {seq_mismatch(seq, index)}; seed must be "
         f"contiguous from 0"
     )
     return SeedError(msg, index=index, event_type=event_type)

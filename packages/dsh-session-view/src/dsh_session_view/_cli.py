@@ -1,6 +1,7 @@
 """What ``dsh-session view`` and ``dsh-session export --html`` run (core's CLI parses
-their arguments and calls these): where to listen, and refusing to listen on the network
-unless asked to in so many words."""
+their arguments and calls these): where to listen, refusing to listen on the network
+unless asked to in so many words, and which host names to answer to (``--allowed-host``,
+checked by :mod:`._hosts`)."""
 
 from __future__ import annotations
 
@@ -27,23 +28,42 @@ def _is_loopback(host: str) -> bool:
 def check_address(args: argparse.Namespace) -> tuple[str, int]:
     """The host and port to listen on. A host that is not a loopback address is taken
     only with ``--allow-remote`` (then with a warning: anyone who can reach it reads
-    every session, with no authentication).
+    every session, with no authentication). A wildcard host (``0.0.0.0``, ``::``) names
+    no address a client would send in its ``Host`` header, so it also needs the names
+    it is reached by (``--allowed-host``).
 
-    :raises Failure: a non-loopback host without ``--allow-remote``, or a bad port (usage).
+    :raises Failure: a non-loopback host without ``--allow-remote``, a wildcard host
+        without ``--allowed-host``, an ``--allowed-host`` that is no host name, or a bad
+        port (usage).
     """
     from dsh_session_core._cli.support import EXIT_USAGE, Failure
 
+    from ._hosts import WILDCARDS, allowed_names
+
     host: str = args.host or LOOPBACK
     port: int = args.port
+    extra: list[str] = getattr(args, "allowed_host", None) or []
     if not 0 <= port <= 65535:
         msg = f"--port takes 0 (a free port) to 65535, got {port}"
         raise Failure(msg, EXIT_USAGE)
+    try:
+        allowed_names([], extra)
+    except ValueError as exc:
+        msg = f"--allowed-host {exc}"
+        raise Failure(msg, EXIT_USAGE) from None
     if not _is_loopback(host):
         if not args.allow_remote:
             msg = (f"--host {host} would make the viewer reachable from the network "
                    f"(read-only, with no authentication)")
             raise Failure(msg, EXIT_USAGE, hint=f"add --allow-remote to mean it, or leave "
                                                 f"--host out ({LOOPBACK})")
+        if host in WILDCARDS and not extra:
+            msg = (f"--host {host} listens on every address of this machine: say which "
+                   f"names the viewer is reached by (it answers only the requests that "
+                   f"name one)")
+            raise Failure(msg, EXIT_USAGE, hint="add --allowed-host NAME (the name or "
+                                                "address other machines use, repeatable), "
+                                                "or give --host that address")
         sys.stderr.write(f"dsh-session: warning: listening on {host}: anyone who can reach "
                          f"port {port or '(free)'} of this machine can read every session "
                          f"shown (read-only, no authentication)\n")
@@ -81,10 +101,16 @@ def run_view(args: argparse.Namespace) -> int:
 
         _open(url, named=bool(args.store or os.environ.get("DSH_SESSION_STORE"))).close()
     try:
-        server = make_server(reg, url=url, file=file, host=host, port=port)
+        server = make_server(reg, url=url, file=file, host=host, port=port,
+                             allowed_hosts=args.allowed_host)
     except OSError as exc:
         msg = f"cannot listen on {host}:{port}: {exc.strerror or exc}"
         raise Failure(msg, hint="pick another --port, or 0 for a free one") from exc
+    if args.allow_remote or args.allowed_host:
+        from ._hosts import shown_name
+
+        names = ", ".join(sorted(map(shown_name, server.allowed_hosts)))
+        sys.stderr.write(f"dsh-session: answering requests to {names} (others get 421)\n")
     path = ""
     if session_id is not None:
         try:

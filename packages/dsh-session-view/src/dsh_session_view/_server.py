@@ -5,7 +5,9 @@ request) over a :class:`~._sources.Viewed` store or file. Every route is a GET; 
 method is 405, an unknown path 404, and every refusal a JSON ``{"error", "hint"}``. JSON
 is encoded with core's codec (a lone surrogate of a log is written as JavaScript writes
 it); every answer says its type, forbids sniffing and carries a Content-Security-Policy
-that allows the page's own files only.
+that allows the page's own files only. A request whose ``Host`` header names no host
+this viewer answers to (:mod:`._hosts`: DNS rebinding) is refused before any route, with
+421 Misdirected Request and a plain-text line saying how to allow the name.
 
 Routes::
 
@@ -29,11 +31,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from ._hosts import allowed_names, host_name, shown_name
 from ._model import PAGE_TURNS
 from ._sources import Viewed, ViewError
 from ._static import static_file
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from dsh_session_core import EventRegistry
 
 __all__ = ["CSP", "ViewServer", "make_server"]
@@ -56,15 +61,21 @@ class ViewServer(ThreadingHTTPServer):
 
     :ivar viewed: what it shows.
     :ivar stopping: set on shutdown; follow streams end when they see it.
+    :ivar allowed_hosts: the host names (lower case, IPv6 without brackets) its
+        requests' ``Host`` header may name: the loopback names, the address it was given
+        and the one it is bound to, and ``allowed_hosts``.
     """
 
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], viewed: Viewed) -> None:
+    def __init__(self, address: tuple[str, int], viewed: Viewed,
+                 allowed_hosts: Iterable[str] = ()) -> None:
+        names = allowed_names([], allowed_hosts)  # a bad name is refused before binding
         super().__init__(address, _Handler)
         self.viewed = viewed
         self.stopping = threading.Event()
+        self.allowed_hosts = names | allowed_names([address[0], str(self.server_address[0])])
 
     @property
     def url(self) -> str:
@@ -80,10 +91,16 @@ class ViewServer(ThreadingHTTPServer):
 
 
 def make_server(reg: EventRegistry, *, url: str | None = None, file: str | None = None,
-                host: str = "127.0.0.1", port: int = 0) -> ViewServer:
+                host: str = "127.0.0.1", port: int = 0,
+                allowed_hosts: Iterable[str] = ()) -> ViewServer:
     """A viewer of the store at ``url`` (or of one log ``file``), bound to ``host:port``
-    (``port`` 0: a free one), not yet serving."""
-    return ViewServer((host, port), Viewed(reg, url=url, file=file))
+    (``port`` 0: a free one), not yet serving. It answers requests whose ``Host`` names
+    a loopback name, ``host`` or the address it is bound to, or one of
+    ``allowed_hosts`` (names or addresses, without port).
+
+    :raises ValueError: an ``allowed_hosts`` entry that is no host name.
+    """
+    return ViewServer((host, port), Viewed(reg, url=url, file=file), allowed_hosts)
 
 
 def _encode(value: Any) -> bytes:
@@ -114,6 +131,61 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet: no line per request
         return
+
+    # --- the Host header --------------------------------------------------------------------
+
+    def parse_request(self) -> bool:
+        """The request line and headers, as the standard library reads them, then the
+        ``Host`` check, before any method or route: a refused request gets its answer
+        here and goes no further."""
+        if not super().parse_request():
+            return False
+        refusal = self._host_refusal()
+        if refusal is None:
+            return True
+        status, text = refusal
+        self.close_connection = True
+        body = text.encode("utf-8", "replace")
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Content-Security-Policy", CSP)
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        return False
+
+    def _host_refusal(self) -> tuple[int, str] | None:
+        """Why this request is not answered, as (status, text), or None.
+
+        RFC 9112 §3.2: an HTTP/1.1 request without exactly one ``Host`` is 400. An
+        HTTP/1.0 one may have none: it was sent to this socket by a program that needed
+        no name to reach it (a browser always sends the name it used), so there is no
+        name to check. A request target in absolute form (``GET http://name/...``) names
+        its host too: both are checked.
+        """
+        hosts = self.headers.get_all("Host") or []
+        if len(hosts) > 1:
+            return 400, "dsh-session view: the request has more than one Host header\n"
+        named = list(hosts)
+        if not self.path.startswith("/") and "://" in self.path:
+            named.append(urlsplit(self.path).netloc)
+        if not named:
+            if self.request_version == "HTTP/1.0":
+                return None
+            return 400, "dsh-session view: an HTTP/1.1 request needs a Host header\n"
+        allowed = self.server.allowed_hosts
+        for value in named:
+            name = host_name(value)
+            if name is None:
+                return 400, (f"dsh-session view: the Host header {value!r} is not a host "
+                             f"name with an optional port\n")
+            if name not in allowed:
+                return 421, _not_allowed(name, allowed)
+        return None
 
     # --- answers --------------------------------------------------------------------------
 
@@ -255,6 +327,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _event(self, name: str, value: Any) -> None:
         self.wfile.write(b"event: " + name.encode() + b"\ndata: " + _encode(value) + b"\n\n")
         self.wfile.flush()
+
+
+def _not_allowed(name: str, allowed: frozenset[str]) -> str:
+    shown = shown_name(name)
+    names = ", ".join(sorted(map(shown_name, allowed)))
+    return (f"dsh-session view does not answer to the host {shown} (the request's Host "
+            f"header): it answers to {names}.\n"
+            f"If you reach it by that name on purpose (a proxy, a tunnel, a name of this "
+            f"machine), start it with --allowed-host {shown}.\n")
 
 
 def _segment(encoded: str) -> str:

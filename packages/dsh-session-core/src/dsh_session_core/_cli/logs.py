@@ -12,11 +12,12 @@ from .support import (
     EXIT_USAGE,
     Failure,
     load_session,
-    log_hint,
+    log_problem,
     one_line,
     read_file,
     read_log,
     registry,
+    unreadable_log,
     write,
 )
 
@@ -123,8 +124,8 @@ def _derive(args: argparse.Namespace) -> int:
         try:
             messages = _derive_one(args, args.sources[0], reg)
         except DshSessionError as exc:
-            msg = f"{args.sources[0]}: {one_line(exc)}"
-            raise Failure(msg, hint=log_hint(exc, None if args.recover else _LOG_HINT)) from exc
+            hint = None if args.recover else _LOG_HINT
+            raise unreadable_log(args.sources[0], exc, hint) from exc
         write(encode_line(messages) + b"\n")
         return EXIT_OK
     status = EXIT_OK
@@ -135,7 +136,7 @@ def _derive(args: argparse.Namespace) -> int:
                 row = {"session": path}
             row["messages"] = _derive_one(args, path, reg)
         except DshSessionError as exc:
-            row["error"] = one_line(exc)
+            row["error"] = log_problem(path, exc) if "file" in row else one_line(exc)
         except Failure as exc:
             row["error"] = str(exc)
             status = EXIT_REJECTED
@@ -160,8 +161,7 @@ def _export(args: argparse.Namespace) -> int:
         try:
             log = parse_log(read_bytes(args.source, "exporting"), reg, path=args.source)
         except DshSessionError as exc:
-            msg = f"{args.source}: {one_line(exc)}"
-            raise Failure(msg, hint=log_hint(exc, _LOG_HINT)) from exc
+            raise unreadable_log(args.source, exc, _LOG_HINT) from exc
         header, events = log.header, log.events
     else:
         source = load_source(args, reg)
@@ -216,7 +216,7 @@ def _validate(args: argparse.Namespace) -> int:
                 events = source.events
             problems = [str(p) for p in check_log(events, reg, strict=args.strict)]
         except DshSessionError as exc:
-            problems = [one_line(exc)]
+            problems = [log_problem(path, exc) if key == "file" else one_line(exc)]
         except Failure as exc:
             if len(args.sources) == 1:
                 raise
@@ -331,10 +331,8 @@ def _repair_file(args: argparse.Namespace, path: str) -> int:
     try:
         scan, closers = _recovered(path, registry())
     except DshSessionError as exc:
-        msg = f"{path}: {one_line(exc)}"
-        hint = log_hint(exc, "corruption before the last turn/end is not a crash tail: "
-                          "restore the file")
-        raise Failure(msg, hint=hint) from exc
+        raise unreadable_log(path, exc, "corruption before the last turn/end is not a crash "
+                                        "tail: restore the file") from exc
     size = os.path.getsize(path)
     torn = size - scan.committed_bytes
     tail = f"a torn tail of {torn} byte(s)" if torn else None

@@ -33,7 +33,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .support import EXIT_USAGE, Failure, log_hint, one_line, read_file, write
+from .support import EXIT_USAGE, Failure, one_line, read_file, unreadable_log, write
 from .term import Style, printable
 
 if TYPE_CHECKING:
@@ -128,8 +128,7 @@ def _read_file(path: str, reg: EventRegistry, recover: bool) -> Source:
     try:
         log = read_lenient(data, reg, path=path)
     except LogFormatError as exc:
-        msg = f"{path}: {one_line(exc)}"
-        raise Failure(msg, hint=log_hint(exc, "is it a dsh-session log?")) from exc
+        raise unreadable_log(path, exc, "is it a dsh-session log?") from exc
     source = Source(log.header, log.events, path)
     source.warnings.extend(f"line {line} is {what}: skipped" for line, what in log.skipped)
     if log.torn:
@@ -150,8 +149,10 @@ def _scanned(path: str, data: bytes, reg: EventRegistry) -> Source:
     try:
         scan = scan_log(data, reg, path=path)
     except LogFormatError as exc:
-        msg = f"{path}: {one_line(exc)}"
-        raise Failure(msg, hint="without --recover, what can be read is shown") from exc
+        # A header the durable rules refuse (a hand-written one, without version) reads
+        # without --recover: that is the hint, not restoring it.
+        raise unreadable_log(path, exc, "without --recover, what can be read is shown",
+                             header_hint=False) from exc
     source = Source(scan.header, scan.events, path)
     torn = len(data) - scan.committed_bytes
     if torn:
@@ -182,13 +183,17 @@ def _check_header(source: Source) -> None:
 
 
 def _check_seqs(source: Source) -> None:
-    bad = [(i, e) for i, e in enumerate(source.events) if e.seq != i]
+    from .._seq_text import event_seq, seq_mismatch
+
+    # A seq of another JSON type than an integer is out of place, even when it equals
+    # its index in Python (true == 1, 1.0 == 1): seeding refuses it.
+    bad = [(i, e) for i, e in enumerate(source.events) if e.seq != i or type(e.seq) is not int]
     if bad:
         i, event = bad[0]
         more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
         source.warnings.append(
             f"seqs are not contiguous from 0: event {i} ({event.type}) has seq "
-            f"{event.seq!r}{more}"
+            f"{seq_mismatch(event_seq(event), i)}{more}"
         )
 
 

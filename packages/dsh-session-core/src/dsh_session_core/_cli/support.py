@@ -22,11 +22,14 @@ __all__ = [
     "Failure",
     "load_session",
     "log_hint",
+    "log_problem",
+    "not_a_log",
     "one_line",
     "plugin_manager",
     "read_file",
     "read_log",
     "registry",
+    "unreadable_log",
     "write",
 ]
 
@@ -162,3 +165,49 @@ def log_hint(exc: Exception, otherwise: str | None) -> str | None:
     if getattr(exc, "line", None) == 1:
         return HEADER_HINT
     return otherwise
+
+
+#: What to try when a file is no log at all: restoring it from a copy would not help.
+NOT_A_LOG_HINT = ('a dsh-session log starts with its session header, {"type":"session",...}; '
+                  "a stored session is named by its id (with --store URL)")
+#: How much of a file is read again to see its first line.
+_FIRST_LINE_MAX = 1 << 20
+
+
+def not_a_log(path: str, exc: Exception) -> str | None:
+    """Why the file at ``path``, whose reading failed with ``exc``, is not a dsh-session
+    log at all (``its first line is not JSON``), or None: the failure is not about its
+    first line, or that line may be a damaged header (which a copy would restore)."""
+    from .._logfile import not_a_header_at_all
+    from ..errors import LogFormatError
+
+    if not isinstance(exc, LogFormatError) or exc.line != 1:
+        return None
+    try:
+        with open(path, "rb") as f:  # the first line only: the file may be big
+            head = f.read(_FIRST_LINE_MAX)
+    except OSError:
+        return None
+    if head.startswith(ZSTD_MAGIC):
+        return None  # a compact log: its header is inside the frames
+    return not_a_header_at_all(head.split(b"\n", 1)[0])
+
+
+def unreadable_log(path: str, exc: Exception, otherwise: str | None, *,
+                   header_hint: bool = True) -> Failure:
+    """The failure for the log file ``path`` that did not read: ``PATH is not a
+    dsh-session log: ...`` when it is no log at all, else ``PATH: <the error>`` with the
+    hint for it: ``otherwise``, or with ``header_hint`` :data:`HEADER_HINT` for a damaged
+    header."""
+    reason = not_a_log(path, exc)
+    if reason is not None:
+        return Failure(f"{path} is not a dsh-session log: {reason}", hint=NOT_A_LOG_HINT)
+    hint = log_hint(exc, otherwise) if header_hint else otherwise
+    return Failure(f"{path}: {one_line(exc)}", hint=hint)
+
+
+def log_problem(path: str, exc: Exception) -> str:
+    """What is wrong with the log file ``path`` that did not read, as one line (for
+    ``validate``, and rows of ``--jsonl`` output)."""
+    reason = not_a_log(path, exc)
+    return f"not a dsh-session log: {reason}" if reason is not None else one_line(exc)

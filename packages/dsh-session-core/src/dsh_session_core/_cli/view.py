@@ -51,6 +51,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     view.add_argument("--allow-remote", action="store_true",
                       help="let --host be an address other machines reach (the viewer has "
                            "no authentication: anyone who reaches it reads the sessions)")
+    view.add_argument("--allowed-host", metavar="NAME", action="append", default=[],
+                      help="answer requests that name this host (its Host header) too, "
+                           "besides localhost, 127.0.0.1, [::1] and the --host address: "
+                           "the name a proxy, a tunnel or other machines reach it by; "
+                           "repeatable. Others get 421 (DNS rebinding)")
     view.add_argument("--port", metavar="N", type=int, default=0,
                       help="the port to listen on (default 0: a free one, printed)")
     view.add_argument("--no-open", action="store_true",

@@ -617,7 +617,10 @@ def _check_follows(sid: str, cursor: int, events: Sequence[Event]) -> None:
     """Refuse a batch that does not continue the stored log at ``cursor``."""
     if not all(map(operator.eq, map(_seq_of, events), itertools.count(cursor))):
         i, ev = next((i, e) for i, e in enumerate(events) if e.seq != cursor + i)
-        msg = f'append seq mismatch for "{sid}": expected {cursor + i} at index {i}, got {ev.seq}'
+        from .._seq_text import got_seq
+
+        msg = (f'append seq mismatch for "{sid}": expected {cursor + i} at index {i}, '
+               f"got {got_seq(ev.seq)}")
         raise PersistenceError(msg, session_id=sid)
 
 

@@ -130,7 +130,10 @@ def scan_rows(rows: Iterable[Row]) -> RowScan:
             if not ok[i]:
                 msg = f"corrupt session log: unparsable committed event at seq {seq}"
             else:
-                msg = f"corrupt session log: seq gap in committed region (expected {i}, got {seq})"
+                from .._seq_text import got_seq
+
+                msg = (f"corrupt session log: seq gap in committed region (expected {i}, "
+                       f"got {got_seq(seq)})")
             raise LogFormatError(msg)
         break
     return RowScan(lines, len(lines) if len(lines) < len(rows) else None)
