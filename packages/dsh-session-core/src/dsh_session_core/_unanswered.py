@@ -59,16 +59,17 @@ class UnansweredCall:
     message_seq: int | None
     open_turn: bool
 
-    def describe(self) -> str:
-        """One sentence naming the call, where it is, and what to do."""
-        return describe_unanswered(self)
+    def describe(self, *, where: bool = True) -> str:
+        """One sentence naming the call, where it is (unless ``where`` is false: the
+        caller says it), and what to do."""
+        return describe_unanswered(self, where=where)
 
 
-def describe_unanswered(call: UnansweredCall) -> str:
-    """``tool call "c1" (bash, tool/call at seq 59) has no tool/result: ...``"""
-    where = "tool/call" if call.message_seq != call.seq else "assistant/message"
-    head = (f"tool call {call.call_id!r} ({call.name}, {where} at seq {call.seq}) has no "
-            f"tool/result")
+def describe_unanswered(call: UnansweredCall, *, where: bool = True) -> str:
+    """``tool call 'c1' (bash, tool/call at seq 59) has no tool/result: ...``"""
+    kind = "tool/call" if call.message_seq != call.seq else "assistant/message"
+    at = f", {kind} at seq {call.seq}" if where else ""
+    head = f"tool call {call.call_id!r} ({call.name}{at}) has no tool/result"
     if call.open_turn:
         return (f"{head}: its turn is still open (a crash, or a writer running the tool); "
                 f"`dsh-session repair` answers it")
