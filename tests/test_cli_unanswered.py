@@ -11,8 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from dsh_session_core import Session
 from dsh_session_core._logfile import dump_log
 
@@ -60,7 +58,8 @@ def test_validate_strict_fails_naming_each_unanswered_call(tmp_path: Path) -> No
                                f"no tool/result")
     assert lines[-1].startswith("0 of 1 logs valid")
     as_json = json.loads(_cli("validate", "--strict", "--json", str(log)).stdout)
-    assert as_json["ok"] is False and len(as_json["problems"]) == 2
+    assert as_json["ok"] is False
+    assert len(as_json["problems"]) == 2
 
 
 def test_show_marks_each_unanswered_call(tmp_path: Path) -> None:
@@ -69,7 +68,8 @@ def test_show_marks_each_unanswered_call(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     (call,) = [line for line in lines if line.lstrip().startswith("3 ")]
-    assert "tool call" in call and "no result (unanswered)" in call
+    assert "tool call" in call
+    assert "no result (unanswered)" in call
     (message,) = [line for line in lines if line.lstrip().startswith("2 ")]
     assert message.endswith("→ unanswered call(s) c2")  # c1 is flagged at its tool/call
     assert "tool call 'c1' (bash, tool/call at seq 3) has no tool/result" in proc.stderr
@@ -112,7 +112,7 @@ def _unanswered_by_hand(path: Path) -> set[str]:
                 if isinstance(block, dict) and block.get("type") == "tool-call":
                     pending.setdefault(block["id"], None)
         elif event.get("type") == "tool/result":
-            pending.pop(data.get("callId"), None)
+            pending.pop(str(data.get("callId")), None)
     return set(pending)
 
 

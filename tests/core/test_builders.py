@@ -626,7 +626,7 @@ def test_tool_call_takes_a_tool_call_blocks_wire_dict() -> None:
                     (by_dict, wire)):
         with s.turn() as turn, turn.step() as step:
             step.assistant([call])  # the dict is what step.assistant already takes
-            ref = step.tool_call(call)  # type: ignore[arg-type]
+            ref = step.tool_call(call)
             step.tool_result(ref, "a.txt")
     assert _wire_lines(by_dict) == _wire_lines(by_struct)
     assert "type" not in wire or wire["type"] == "tool-call"  # the caller's dict untouched
@@ -685,3 +685,20 @@ def test_a_wrong_trigger_type_says_what_is_taken() -> None:
     with pytest.raises(SchemaError, match=r"session\.turn\(\) takes a trigger.*got int \(5\)"):
         s.turn(5)  # type: ignore[arg-type]
     assert s.seq == 0
+
+
+def test_end_answer_false_leaves_a_call_whose_result_comes_later() -> None:
+    """A harness recording items as they arrive (the OpenAI Agents SDK's session) ends a
+    step while its tool runs, and logs the result itself later."""
+    s = _session()
+    with s.turn() as turn:
+        step = turn.step()
+        ref = step.tool_call("c1", "bash", "{}")
+        step.end(answer=False)
+    assert "tool/result" not in [e.type for e in s.events]
+    with s.turn() as turn, turn.step() as later:
+        s.append("tool/result", {"turn": turn.number, "step": later.number, "callId": "c1",
+                                 "content": [{"type": "text", "text": "done"}],
+                                 "isError": False},
+                 surface_op="append", source_event_seqs=[ref.seq])
+    assert [a["data"]["content"][0]["text"] for a in _answers(s)] == ["done"]

@@ -446,7 +446,7 @@ def test_a_wrong_type_or_a_missing_field_does_not_suggest_strict_false(
     strict = Session("s")
     strict.append("turn/start", START)
     with pytest.raises(SchemaError) as info:
-        strict.append(etype, data, **(SURFACE if etype != "turn/start" else NONE))
+        strict.append(etype, data, surface_op="append")
     message = str(info.value)
     assert says in message
     assert "strict=False" in message  # named, as what would not help...
@@ -456,11 +456,11 @@ def test_a_wrong_type_or_a_missing_field_does_not_suggest_strict_false(
     lenient = Session("l", strict=False)  # and indeed it refuses it too
     lenient.append("turn/start", START)
     with pytest.raises(SchemaError):
-        lenient.append(etype, data, **SURFACE)
+        lenient.append(etype, data, surface_op="append")
 
 
 def test_an_unknown_key_still_suggests_strict_false() -> None:
     s = Session("s")
     s.append("turn/start", START)
     with pytest.raises(UnknownFieldError, match="open the store with strict=False"):
-        s.append("tool/result", _result(isErorr=True), **SURFACE)
+        s.append("tool/result", _result(isErorr=True), surface_op="append")

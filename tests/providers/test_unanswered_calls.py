@@ -224,7 +224,8 @@ def _pairing_histories(draw: st.DrawFn) -> list[Message]:
         answered = draw(st.permutations(calls))[:draw(st.integers(0, len(calls)))]
         results = [ToolResultBlock(tool_call_id=c, content=(TextBlock(text="r"),),
                                    is_error=False) for c in answered]
-        if results and draw(st.booleans()):
+        together: bool = draw(st.booleans())
+        if results and together:
             out.append(Message(role="user", content=tuple(results)))
         else:
             out.extend(Message(role="user", content=(r,)) for r in results)

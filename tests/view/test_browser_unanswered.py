@@ -41,7 +41,8 @@ def _warnings(driver: WebDriver) -> list[str]:
 def _check(driver: WebDriver, call_id: str, seq: int) -> None:
     assert _marks(driver) == [(str(seq), f"unanswered: {call_id}")]
     (item,) = [i for i in marked(driver, "item") if i.get("unanswered")]
-    assert item["unanswered"] == call_id and item["kind"] == "tool call"
+    assert item["unanswered"] == call_id
+    assert item["kind"] == "tool call"
     assert any(call_id in w and "no tool/result" in w for w in _warnings(driver))
 
 

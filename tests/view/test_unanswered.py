@@ -55,7 +55,8 @@ def test_the_document_flags_the_unanswered_call(tmp_path: Path) -> None:
                                           "openTurn": False}], query
             assert _flagged(doc) == [(CALL_SEQ, "tool/call", [CALL_ID])], query
             (warning,) = [w for w in doc["warnings"] if CALL_ID in w]
-            assert f"seq {CALL_SEQ}" in warning and "bash" in warning
+            assert f"seq {CALL_SEQ}" in warning
+            assert "bash" in warning
             assert "no tool/result" in warning
 
 

@@ -213,8 +213,8 @@ def _check_content(session: Session, event_type: str, method: str, content: obje
     cls = content.__class__
     if cls is str or isinstance(content, msgspec.Struct):
         return
-    if (isinstance(content, Mapping) or isinstance(content, str | bytes | bytearray)
-            or not isinstance(content, Iterable)):
+    if isinstance(content, Mapping | str | bytes | bytearray) or not isinstance(
+            content, Iterable):
         raise _wrong_type(session, event_type, path, method, content, _CONTENT_TYPES)
     if isinstance(content, Sequence):
         for i, block in enumerate(content):
@@ -240,10 +240,11 @@ def _finish_of(session: Session, finish: object) -> FinishReason:
     _check_object(session, "assistant/message", "finish", "step.assistant()", finish,
                   accepted)
     try:
-        return msgspec.convert(_wire(finish), FinishReason)
+        finished: FinishReason = msgspec.convert(_wire(finish), FinishReason)
     except (msgspec.ValidationError, TypeError) as exc:
         raise _schema_error(session, "assistant/message", "finish",
                             f"step.assistant() takes {accepted}: {exc}") from None
+    return finished
 
 
 def _open_turn_and_last(events: list[Event]) -> tuple[Event | None, Event | None]:
@@ -660,11 +661,10 @@ class Step:
         :raises SchemaError: ``call`` is none of those (or the dict is no tool-call block).
         """
         self._check_open("append a tool/call")
-        cls = call.__class__
-        if cls is ToolCallBlock:
-            call_id, name, arguments = call.id, call.name, call.arguments  # type: ignore[union-attr]
-        elif cls is str:
-            call_id = call  # type: ignore[assignment]
+        if isinstance(call, ToolCallBlock):
+            call_id, name, arguments = call.id, call.name, call.arguments
+        elif isinstance(call, str):
+            call_id = call
         elif isinstance(call, Mapping):
             call_id, name, arguments = self._call_of(call, name, arguments)
         else:
@@ -778,14 +778,20 @@ class Step:
         self._results[call_id] = event.seq
         return event
 
-    def end(self) -> Event:
+    def end(self, *, answer: bool = True) -> Event:
         """Append ``step/end``; return it. A tool call of the step left without a result
         is answered first (see :meth:`_answer_unanswered`).
 
+        :param answer: ``False`` leaves the step's unanswered calls as they are, for a
+            harness whose results come after the step ends (an SDK session that records
+            items as they arrive, a tool still running): it then logs each result
+            itself, and until it does the provider conversions answer the call in a
+            request (docs/builders.md).
         :raises TurnStateError: the step has ended already.
         """
         self._check_open("end it again")
-        self._answer_unanswered(UNANSWERED_TOOL_TEXT)
+        if answer:
+            self._answer_unanswered(UNANSWERED_TOOL_TEXT)
         return self._close()
 
     def _close(self) -> Event:

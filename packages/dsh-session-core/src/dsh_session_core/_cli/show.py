@@ -9,7 +9,8 @@ messages used, and why it ended. Events outside any turn are grouped as such.
 The timeline is built from the wire shape only (see :mod:`.describe`), so it never
 fails on an odd log: what cannot be understood is shown as JSON, and what is wrong with
 the log (seq gaps, a surface that cannot be folded, a turn that never ended, a tool
-call no result answers) is a warning; an unanswered call's line is marked too. ``--json`` prints the same timeline as one JSON document.
+call no result answers) is a warning; an unanswered call's line is marked too.
+``--json`` prints the same timeline as one JSON document.
 """
 
 from __future__ import annotations

@@ -158,9 +158,9 @@ def _call_ids(content: Sequence[Any]) -> list[str]:
         cls = b.__class__
         if cls is ToolCallBlock:
             ids.append(b.id)
-        elif cls is not TextBlock and cls is not ReasoningBlock and isinstance(b, Mapping):
-            if b.get("type") == "tool-call" and isinstance(b.get("id"), str):
-                ids.append(b["id"])
+        elif (cls is not TextBlock and cls is not ReasoningBlock and isinstance(b, Mapping)
+              and b.get("type") == "tool-call" and isinstance(b.get("id"), str)):
+            ids.append(b["id"])
     return ids
 
 
