@@ -74,8 +74,9 @@ def test_validate_strict_accepts_every_recorded_reference_log(upstream: Path) ->
     assert len(logs) == 43
     proc = _cli("validate", "--strict", *map(str, logs))
     assert proc.returncode == 0, proc.stdout
-    assert proc.stdout.strip().endswith("43 of 43 logs valid (strict: unknown event types "
-                                        "and opaque payloads are errors)")
+    assert proc.stdout.strip().endswith("43 of 43 logs valid (strict: unknown event types, "
+                                        "opaque payloads and unanswered tool calls are "
+                                        "errors)")
 
 
 @pytest.mark.parametrize(("name", "seq", "etype", "plugin", "path"), [

@@ -309,7 +309,8 @@ def test_the_command_prints_the_timeline_the_log_and_the_next_commands(
     # The suggested commands work on what was written.
     assert _main(monkeypatch, "validate", "--strict", log, fork_log) == 0
     assert capsys.readouterr().out == (
-        "2 of 2 logs valid (strict: unknown event types and opaque payloads are errors)\n"
+        "2 of 2 logs valid (strict: unknown event types, opaque payloads and unanswered "
+        "tool calls are errors)\n"
     )
     assert _main(monkeypatch, "export", log) == 0
     assert capsys.readouterr().out.encode() == Path(log).read_bytes()

@@ -540,3 +540,165 @@ def test_a_raising_block_answers_its_unanswered_tool_calls_before_ending_the_tur
     assert to_wire(s.events[4])["sourceEventSeqs"] == [3]
     assert to_wire(s.events[6].data)["reason"] == {"kind": "error", "step": 1,
                                                    "message": "tool timed out"}
+
+
+# --- a step never ends on an unanswered call (issue 24, point 3) ----------------------------
+
+
+def _answers(s: Session) -> list[dict[str, Any]]:
+    return [to_wire(e) for e in s.events if e.type == "tool/result"]
+
+
+def test_a_step_that_ends_normally_answers_each_unanswered_call(tmp_path: Path) -> None:
+    """c1 is only announced by the message, c2 is logged and left, c3 is answered by the
+    builder and c4 by a hand-written append: c1 and c2 get crash repair's shape of error
+    result, in the order they were announced, before step/end; the log passes the
+    reference's invariants (a checking store), validates strictly, and reopens."""
+    from dsh_session_core import open_store
+    from dsh_session_core._check_log import check_log
+
+    with open_store(tmp_path, checks=True) as store:
+        s = store.create("agent", cwd="/work")
+        with s.turn() as turn, turn.step() as step:
+            calls = [ToolCallBlock(id=f"c{n}", name="bash", arguments="{}") for n in (1, 2, 3, 4)]
+            step.assistant(["four calls", *calls])
+            two = step.tool_call(calls[1])
+            step.tool_result(step.tool_call(calls[2]), "three")
+            four = step.tool_call(calls[3])
+            s.append("tool/result", {"turn": 1, "step": 1, "callId": "c4",
+                                     "content": [{"type": "text", "text": "four"}],
+                                     "isError": False},
+                     surface_op="append", source_event_seqs=[four.seq])
+        store.flush(s)
+        types = [e.type for e in s.events]
+        assert types[-4:] == ["tool/result", "tool/result", "step/end", "turn/end"]
+        c1, c2 = _answers(s)[-2:]
+        for answer, call_id in ((c1, "c1"), (c2, "c2")):
+            assert answer["data"]["callId"] == call_id
+            assert answer["data"]["isError"] is True
+            assert answer["data"]["error"] == {"name": "UnansweredError", "code": "interrupted"}
+            assert "no result was recorded" in answer["data"]["content"][0]["text"]
+        assert "sourceEventSeqs" not in c1  # no tool/call: nothing to point at
+        assert two.seq == 3
+        assert c2["sourceEventSeqs"] == [3]  # its tool/call
+        assert to_wire(s.events[-1].data)["reason"] == {"kind": "completed"}
+        assert len(_answers(s)) == 4  # c3 and c4 were not answered twice
+        assert check_log(s.events, store.registry, strict=True) == []
+    with open_store(tmp_path, checks=True) as store:
+        assert [e.type for e in store.open("agent").events] == types
+
+
+def test_step_end_and_turn_end_by_hand_answer_too() -> None:
+    s = _session()
+    turn = s.turn()
+    step = turn.step()
+    step.tool_call("c1", "read", "{}")
+    step.end()
+    step = turn.step()
+    step.tool_call("c2", "read", "{}")
+    turn.end()  # ends the open step first
+    assert [e.type for e in s.events] == [
+        "turn/start", "step/start", "tool/call", "tool/result", "step/end",
+        "step/start", "tool/call", "tool/result", "step/end", "turn/end"]
+    assert [a["data"]["callId"] for a in _answers(s)] == ["c1", "c2"]
+
+
+def test_a_derived_history_of_builder_turns_holds_every_result() -> None:
+    """What a provider gets from a builder-written log needs no synthesis."""
+    s = _session()
+    with s.turn() as turn:
+        turn.user("go")
+        with turn.step() as step:
+            step.assistant([ToolCallBlock(id="c1", name="bash", arguments="{}")])
+    messages = s.derive_messages()
+    results = [b.tool_call_id for m in messages for b in m.content
+               if isinstance(b, ToolResultBlock)]
+    assert results == ["c1"]
+
+
+# --- builders take what the other builders take (issue 24, point 4) -------------------------
+
+
+def test_tool_call_takes_a_tool_call_blocks_wire_dict() -> None:
+    by_struct, by_dict = _session(), _session()
+    wire = {"type": "tool-call", "id": "c1", "name": "bash", "arguments": '{"cmd":"ls"}'}
+    for s, call in ((by_struct, ToolCallBlock(id="c1", name="bash", arguments='{"cmd":"ls"}')),
+                    (by_dict, wire)):
+        with s.turn() as turn, turn.step() as step:
+            step.assistant([call])  # the dict is what step.assistant already takes
+            ref = step.tool_call(call)
+            step.tool_result(ref, "a.txt")
+    assert _wire_lines(by_dict) == _wire_lines(by_struct)
+    assert "type" not in wire or wire["type"] == "tool-call"  # the caller's dict untouched
+    assert wire == {"type": "tool-call", "id": "c1", "name": "bash", "arguments": '{"cmd":"ls"}'}
+
+
+@pytest.mark.parametrize(
+    ("call", "path", "says"),
+    [
+        (lambda t, st: st.tool_call({"type": "tool-call", "toolCallId": "c", "toolName": "n",
+                                     "input": {}}),
+         "$.toolCallId", 'unknown key \'toolCallId\' in the tool-call block (the vocabulary '
+                         'spells it "id")'),
+        (lambda t, st: st.tool_call({"type": "tool-call", "id": "c", "name": "n",
+                                     "arguments": {}}),
+         "$.arguments", "'arguments' must be a string (the raw JSON text of the arguments), "
+                        "got dict"),
+        (lambda t, st: st.tool_call({"type": "text", "text": "x"}), "$.type",
+         'a block of type "tool-call", not \'text\''),
+        (lambda t, st: st.tool_call(5), "$", "takes a ToolCallBlock, its wire dict"),
+        (lambda t, st: t.user(123), "$.content", "turn.user() takes a str (one text block) or "
+                                                 "a list of blocks"),
+        (lambda t, st: t.context(None), "$.content", "got NoneType"),
+        (lambda t, st: t.steer(b"bytes"), "$.content", "got bytes"),
+        (lambda t, st: t.user({"type": "text", "text": "a dict is one block"}), "$.content",
+         "got dict"),
+        (lambda t, st: t.user(["ok", 7]), "$.content[1]", "block 1 of the content is int (7)"),
+        (lambda t, st: t.user("x", source="user"), "$.source", "takes a source: UserSource()"),
+        (lambda t, st: st.assistant(123), "$.content", "got int (123)"),
+        (lambda t, st: st.assistant("x", usage=5), "$.usage", "usage= as a TokenUsage"),
+        (lambda t, st: st.assistant("x", finish="stop"), "finish",
+         "finish= as a FinishReason"),
+        (lambda t, st: st.chunk("token"), "$.chunk", "takes a StreamChunk"),
+        (lambda t, st: st.tool_result(5, "x"), "$.callId", "takes the call as the ToolCallRef"),
+        (lambda t, st: st.tool_result("c", 5), "$.content", "step.tool_result() takes a str"),
+        (lambda t, st: t.end("completed"), "$.reason", "takes a TurnEndReason"),
+    ],
+)
+def test_a_wrong_argument_type_says_what_is_taken_and_not_strict_false(
+    call: Any, path: str, says: str,
+) -> None:
+    s = _session()
+    with s.turn() as turn, turn.step() as step:
+        before = s.seq
+        with pytest.raises(SchemaError) as info:
+            call(turn, step)
+        assert says in str(info.value)
+        assert "strict=False" not in str(info.value)
+        assert info.value.path == path
+        assert s.seq == before  # nothing appended
+    assert s.events[-1].type == "turn/end"
+
+
+def test_a_wrong_trigger_type_says_what_is_taken() -> None:
+    s = _session()
+    with pytest.raises(SchemaError, match=r"session\.turn\(\) takes a trigger.*got int \(5\)"):
+        s.turn(5)  # type: ignore[arg-type]
+    assert s.seq == 0
+
+
+def test_end_answer_false_leaves_a_call_whose_result_comes_later() -> None:
+    """A harness recording items as they arrive (the OpenAI Agents SDK's session) ends a
+    step while its tool runs, and logs the result itself later."""
+    s = _session()
+    with s.turn() as turn:
+        step = turn.step()
+        ref = step.tool_call("c1", "bash", "{}")
+        step.end(answer=False)
+    assert "tool/result" not in [e.type for e in s.events]
+    with s.turn() as turn, turn.step() as later:
+        s.append("tool/result", {"turn": turn.number, "step": later.number, "callId": "c1",
+                                 "content": [{"type": "text", "text": "done"}],
+                                 "isError": False},
+                 surface_op="append", source_event_seqs=[ref.seq])
+    assert [a["data"]["content"][0]["text"] for a in _answers(s)] == ["done"]

@@ -427,3 +427,40 @@ def test_a_bare_session_names_an_installed_plugin_it_does_not_hold() -> None:
     store_session = SessionStore().create("from-a-store")
     store_session.append("turn/start", START)
     assert store_session.append("todo/write", {"todos": []}).type == "todo/write"
+
+
+# --- a wrong type is no unknown part: strict=False would not help (issue 24, point 4) --------
+
+
+@pytest.mark.parametrize(("etype", "data", "says"), [
+    ("user/message", {"content": 123, "source": USER}, "expected an array, got int"),
+    ("user/message", {"content": [{"type": "text", "text": 5}], "source": USER},
+     "expected a string, got int"),
+    ("tool/result", _result(isError="no"), "expected true or false, got str"),
+    ("tool/result", {"turn": 1, "step": 1, "callId": "c1", "isError": False},
+     "content"),
+])
+def test_a_wrong_type_or_a_missing_field_does_not_suggest_strict_false(
+    etype: str, data: dict[str, Any], says: str,
+) -> None:
+    strict = Session("s")
+    strict.append("turn/start", START)
+    with pytest.raises(SchemaError) as info:
+        strict.append(etype, data, surface_op="append")
+    message = str(info.value)
+    assert says in message
+    assert "strict=False" in message  # named, as what would not help...
+    assert "refuses it too" in message  # ...not suggested
+    assert "open the store with strict=False" not in message
+    assert strict.seq == 1
+    lenient = Session("l", strict=False)  # and indeed it refuses it too
+    lenient.append("turn/start", START)
+    with pytest.raises(SchemaError):
+        lenient.append(etype, data, surface_op="append")
+
+
+def test_an_unknown_key_still_suggests_strict_false() -> None:
+    s = Session("s")
+    s.append("turn/start", START)
+    with pytest.raises(UnknownFieldError, match="open the store with strict=False"):
+        s.append("tool/result", _result(isErorr=True), surface_op="append")

@@ -539,8 +539,10 @@ def test_provider_data_keeps_the_reasoning_items_id_and_encrypted_content() -> N
             record_openai_responses(step, source, provider_data=True)
         (message,) = [e for e in _wire(session) if e["type"] == "assistant/message"]
         assert message["data"]["content"][0] == want
-        # ... and they load back typed, and go back to the API.
-        block = session.derive_messages()[-1].content[0]
+        # ... and they load back typed, and go back to the API (the step's end answered
+        # its unanswered call: the assistant message is the one before that answer).
+        (said,) = [m for m in session.derive_messages() if m.role == "assistant"]
+        block = said.content[0]
         assert isinstance(block, ReasoningBlock)
         assert (block.id, block.encrypted_content) == (want["id"], "gAAAAB-opaque")
         (item,) = [i for i in to_openai_responses(session) if i["type"] == "reasoning"]

@@ -22,6 +22,10 @@ The rules it keeps, from the reference's seeds:
   threw or the model reported a failure"), and one it finished ``aborted``, ``aborted``:
   both take precedence over ``max-tokens``, as the seeds rank them (this mapping of
   finish reasons is the builders' reading; ``turn.end(reason)`` overrides it);
+- a step that ends with a tool call unanswered (announced by its ``assistant/message``
+  or logged by ``tool/call``, and no ``tool/result``) answers it first, as crash repair
+  does: an error result saying no result was recorded (every provider refuses a
+  request holding a call without its result; docs/decisions.md);
 - an idle injection is its own turn: ``turn/start`` (trigger ``injection``),
   ``context/message``, ``turn/end`` (``completed``).
 """
@@ -37,7 +41,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET
 
-from .errors import DshSessionError
+from ._unanswered import UNANSWERED_TOOL_TEXT, unanswered_calls
+from .errors import DshSessionError, SchemaError
 from .events import AssistantChunkData, Event, OpaqueEvent, TurnEnd, TurnStart
 from .vocabulary import (
     AbortedFinish,
@@ -167,6 +172,81 @@ def _source(source: MessageSource | Mapping[str, Any] | None) -> Any:
     return _USER if source is None else _wire(source, _SOURCES)
 
 
+def _kind_of(value: object) -> str:
+    """What a wrong argument is, for a message: ``int (123)``, ``dict``."""
+    name = type(value).__name__
+    if isinstance(value, bool | int | float) or value is None:
+        return f"{name} ({value!r})"
+    if isinstance(value, str):
+        return f"str ({value[:40]!r})"
+    return name
+
+
+def _schema_error(session: Session, event_type: str, path: str, message: str) -> SchemaError:
+    """The error of a builder argument of the wrong type: what the append would refuse,
+    said in the builder's terms (a store's ``strict=False`` would refuse it too, so
+    unlike an unknown key it does not suggest one). Nothing was appended."""
+    return SchemaError(message, event_type=event_type, seq=len(session._events), path=path,
+                       plugin="core")
+
+
+def _wrong_type(session: Session, event_type: str, path: str, method: str, value: object,
+                accepted: str) -> SchemaError:
+    return _schema_error(session, event_type, path,
+                         f"{method} takes {accepted}; got {_kind_of(value)}")
+
+
+#: The builder method of each message type, for messages.
+_METHODS: Final = {"user/message": "user", "context/message": "context",
+                   "steering/message": "steer"}
+_SOURCE_TYPES: Final = ("a source: UserSource(), PluginSource(plugin=...) or its wire dict "
+                        "({\"kind\": \"user\"})")
+
+#: What each content-taking builder accepts, for its message.
+_CONTENT_TYPES: Final = ("a str (one text block) or a list of blocks, each a str, a "
+                         "vocabulary block (TextBlock, ToolCallBlock...) or its wire dict")
+
+
+def _check_content(session: Session, event_type: str, method: str, content: object,
+                   path: str = "$.content") -> None:
+    """Refuse content of a type no builder takes, naming the types it takes."""
+    cls = content.__class__
+    if cls is str or isinstance(content, msgspec.Struct):
+        return
+    if isinstance(content, Mapping | str | bytes | bytearray) or not isinstance(
+            content, Iterable):
+        raise _wrong_type(session, event_type, path, method, content, _CONTENT_TYPES)
+    if isinstance(content, Sequence):
+        for i, block in enumerate(content):
+            if not (block.__class__ is str or isinstance(block, msgspec.Struct | Mapping)):
+                raise _schema_error(
+                    session, event_type, f"{path}[{i}]",
+                    f"{method}: block {i} of the content is {_kind_of(block)}; a block is a "
+                    f"str, a vocabulary block (TextBlock, ToolCallBlock...) or its wire dict")
+
+
+def _check_object(session: Session, event_type: str, path: str, method: str, value: object,
+                  accepted: str) -> None:
+    """Refuse a value that is neither a Struct nor a mapping (a source, a usage...)."""
+    if not isinstance(value, msgspec.Struct | Mapping):
+        raise _wrong_type(session, event_type, path, method, value, accepted)
+
+
+def _finish_of(session: Session, finish: object) -> FinishReason:
+    """``step.assistant(finish=...)`` read before anything is appended: it is not logged,
+    so nothing else would check it."""
+    accepted = ("finish= as a FinishReason (StopFinish(), MaxTokensFinish()...) or its "
+                "wire dict ({\"kind\": \"stop\"})")
+    _check_object(session, "assistant/message", "finish", "step.assistant()", finish,
+                  accepted)
+    try:
+        finished: FinishReason = msgspec.convert(_wire(finish), FinishReason)
+    except (msgspec.ValidationError, TypeError) as exc:
+        raise _schema_error(session, "assistant/message", "finish",
+                            f"step.assistant() takes {accepted}: {exc}") from None
+    return finished
+
+
 def _open_turn_and_last(events: list[Event]) -> tuple[Event | None, Event | None]:
     """The log's open ``turn/start`` (``None`` when its last turn ended) and its last
     ``turn/start`` (``None`` when none). Scans back from the end, by class first: a
@@ -226,6 +306,9 @@ def start_turn(
     if trigger is None:
         wire_trigger: Any = {"kind": "message", "source": _USER}
     else:
+        _check_object(session, "turn/start", "$.trigger", "session.turn()", trigger,
+                      "a trigger: MessageTrigger(...), InjectionTrigger(...) or its wire "
+                      "dict ({\"kind\": \"message\", \"source\": {\"kind\": \"user\"}})")
         wire_trigger = _wire(trigger)
     start = session.append("turn/start", {"turn": number, "trigger": wire_trigger})
     return Turn(session, number, start)
@@ -320,6 +403,11 @@ class Turn:
         """Append one of the three message types: ``data`` (its other fields, first on
         the wire), then the content and the source (the user unless given)."""
         self._check_open(f"append a {type}")
+        method = f"turn.{_METHODS[type]}()"
+        _check_content(self._session, type, method, content)
+        if source is not None:
+            _check_object(self._session, type, "$.source", method, source,
+                          _SOURCE_TYPES)
         data["content"] = _content(content)
         data["source"] = _source(source)
         return self._session.append(type, data, surface_op="append")
@@ -373,6 +461,10 @@ class Turn:
         :raises TurnStateError: the turn has ended already.
         """
         self._check_open("end it again")
+        if reason is not None:  # before anything is appended
+            _check_object(self._session, "turn/end", "$.reason", "turn.end()", reason,
+                          "a TurnEndReason (CompletedReason(), ErrorReason(...)...) or its "
+                          "wire dict ({\"kind\": \"completed\"})")
         if self._open_step is not None:
             self._open_step.end()
         if reason is None:
@@ -395,7 +487,12 @@ class Turn:
         if self.end_event is not None:  # ended by hand inside the block
             return False
         if exc is not None and self._open_step is not None:
-            self._open_step._answer_pending(exc)
+            # Its calls answered (or tried: the block's error is the one to raise), then
+            # closed without answering again; the turn's error names it.
+            failed = self._open_step
+            failed._answer_pending(exc)
+            failed._close()
+            self._failed_step = failed.number
         if exc is None:
             self.end()
         elif isinstance(exc, Exception):
@@ -488,6 +585,10 @@ class Step:
             )
             self._chunk_seqs.append(event.seq)
             return event
+        if not isinstance(chunk, msgspec.Struct | Mapping):
+            raise _wrong_type(self._session, "assistant/chunk", "$.chunk", "step.chunk()",
+                              chunk, "a StreamChunk (TextDeltaChunk, FinishChunk...) or its "
+                              "wire dict")
         event = self._append(
             "assistant/chunk",
             {"turn": self._turn_number, "step": self.number, "chunk": _wire(chunk, _CHUNKS)},
@@ -518,6 +619,12 @@ class Step:
             in this step since its last message (omitted when there are none).
         """
         self._check_open("append an assistant/message")
+        session = self._session
+        _check_content(session, "assistant/message", "step.assistant()", content)
+        if usage is not None:
+            _check_object(session, "assistant/message", "$.usage", "step.assistant()", usage,
+                          "usage= as a TokenUsage or its wire dict")
+        finished = None if finish is None else _finish_of(session, finish)
         data: dict[str, Any] = {"turn": self._turn_number, "step": self.number,
                                 "content": _content(content)}
         if usage is not None:
@@ -527,8 +634,8 @@ class Step:
         event = self._session.append("assistant/message", data, surface_op="append",
                                      source_event_seqs=source_event_seqs)
         self._chunk_seqs = []
-        if finish is not None:
-            self._finished(msgspec.convert(_wire(finish), FinishReason))
+        if finished is not None:
+            self._finished(finished)
         return event
 
     def _finished(self, finish: FinishReason) -> None:
@@ -540,18 +647,31 @@ class Step:
             turn._finish = (self.number, finish)
 
     def tool_call(
-        self, call: ToolCallBlock | str, name: str | None = None, arguments: str | None = None
+        self,
+        call: ToolCallBlock | Mapping[str, Any] | str,
+        name: str | None = None,
+        arguments: str | None = None,
     ) -> ToolCallRef:
-        """Append a ``tool/call``: from the message's ``ToolCallBlock``, or its id, name
-        and raw ``arguments`` text. Returns the reference :meth:`tool_result` takes.
+        """Append a ``tool/call``: from the message's ``ToolCallBlock`` or its wire dict
+        (``{"type": "tool-call", "id": ..., "name": ..., "arguments": ...}``, as
+        :meth:`assistant` takes it), or its id, name and raw ``arguments`` text. Returns
+        the reference :meth:`tool_result` takes.
 
         :raises TurnStateError: the step ended, or the id was called already in it.
+        :raises SchemaError: ``call`` is none of those (or the dict is no tool-call block).
         """
         self._check_open("append a tool/call")
         if isinstance(call, ToolCallBlock):
             call_id, name, arguments = call.id, call.name, call.arguments
-        else:
+        elif isinstance(call, str):
             call_id = call
+        elif isinstance(call, Mapping):
+            call_id, name, arguments = self._call_of(call, name, arguments)
+        else:
+            raise _wrong_type(self._session, "tool/call", "$", "step.tool_call()", call,
+                              "a ToolCallBlock, its wire dict {\"type\": \"tool-call\", "
+                              "\"id\", \"name\", \"arguments\"}, or a call id (str) with "
+                              "its name and arguments")
         if call_id in self._calls:
             msg = (
                 f"tool call {call_id!r} was already logged in step {self.number} of turn "
@@ -573,6 +693,39 @@ class Step:
         self._calls[call_id] = ref
         return ref
 
+    def _call_of(self, call: Mapping[str, Any], name: str | None,
+                 arguments: str | None) -> tuple[str, str, str]:
+        """A ``tool-call`` block's wire dict read as the block (its keys as the
+        vocabulary spells them), or the error naming what is wrong with it."""
+        if name is not None or arguments is not None:
+            msg = ("step.tool_call() takes a tool-call block, or a call id with its name and "
+                   "arguments: not a block and a name or arguments too")
+            raise TurnStateError(msg)
+        wire = dict(call)
+        kind = wire.pop("type", "tool-call")
+        if kind != "tool-call":
+            raise _wrong_type(self._session, "tool/call", "$.type", "step.tool_call()",
+                              call, f'a block of type "tool-call", not {kind!r}')
+        spelled = {"toolCallId": "id", "toolName": "name", "input": "arguments",
+                   "callId": "id", "args": "arguments"}
+        for key in wire:
+            if key not in ("id", "name", "arguments"):
+                hint = spelled.get(key)
+                also = f' (the vocabulary spells it "{hint}")' if hint else ""
+                msg = (f'step.tool_call(): unknown key {key!r} in the tool-call block{also}; '
+                       f'a tool-call block is {{"type": "tool-call", "id": str, "name": str, '
+                       f'"arguments": str (the raw JSON text)}}')
+                raise _schema_error(self._session, "tool/call", f"$.{key}", msg)
+        for key in ("id", "name", "arguments"):
+            value = wire.get(key)
+            if value.__class__ is not str:
+                given = "missing" if key not in wire else _kind_of(value)
+                msg = (f"step.tool_call(): the tool-call block's {key!r} must be a string"
+                       f"{' (the raw JSON text of the arguments)' if key == 'arguments' else ''}"
+                       f", got {given}")
+                raise _schema_error(self._session, "tool/call", f"$.{key}", msg)
+        return wire["id"], wire["name"], wire["arguments"]
+
     def tool_result(
         self,
         call: ToolCallRef | str,
@@ -592,6 +745,11 @@ class Step:
             it has a result already.
         """
         self._check_open("append a tool/result")
+        _check_content(self._session, "tool/result", "step.tool_result()", content)
+        if not isinstance(call, ToolCallRef | str):
+            raise _wrong_type(self._session, "tool/result", "$.callId", "step.tool_result()",
+                              call, "the call as the ToolCallRef step.tool_call() returned, "
+                              "or its call id (str)")
         call_id = call.call_id if isinstance(call, ToolCallRef) else call
         ref = self._calls.get(call_id) if isinstance(call_id, str) else None
         if ref is None or (isinstance(call, ToolCallRef) and ref != call):
@@ -620,12 +778,24 @@ class Step:
         self._results[call_id] = event.seq
         return event
 
-    def end(self) -> Event:
-        """Append ``step/end``; return it.
+    def end(self, *, answer: bool = True) -> Event:
+        """Append ``step/end``; return it. A tool call of the step left without a result
+        is answered first (see :meth:`_answer_unanswered`).
 
+        :param answer: ``False`` leaves the step's unanswered calls as they are, for a
+            harness whose results come after the step ends (an SDK session that records
+            items as they arrive, a tool still running): it then logs each result
+            itself, and until it does the provider conversions answer the call in a
+            request (docs/builders.md).
         :raises TurnStateError: the step has ended already.
         """
         self._check_open("end it again")
+        if answer:
+            self._answer_unanswered(UNANSWERED_TOOL_TEXT)
+        return self._close()
+
+    def _close(self) -> Event:
+        """Append ``step/end`` (the calls were answered, or a failed block tried to)."""
         event = self._session.append("step/end", {"turn": self._turn_number,
                                                   "step": self.number})
         self.end_event = event
@@ -645,19 +815,44 @@ class Step:
             if exc is not None:
                 self._turn._failed_step = self.number
                 self._answer_pending(exc)
-            if self._turn.end_event is None:
+                if self._turn.end_event is None:
+                    self._close()
+            elif self._turn.end_event is None:
                 self.end()
         return False
 
     def _answer_pending(self, exc: BaseException) -> None:
-        """Answer each call of this step that has no result yet with an error result
-        naming why (the block raised): every provider refuses a history holding a tool
-        call without its result, and crash repair answers such calls the same way."""
+        """Answer the step's unanswered calls as its block raised: the error result
+        names why."""
         why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        for call_id, ref in list(self._calls.items()):
-            if call_id not in self._results:
-                try:
-                    self.tool_result(ref, f"Tool call not completed: the turn failed "
-                                          f"({why}).", is_error=True)
-                except DshSessionError:  # the block's own error is the one to raise
-                    return
+        try:
+            self._answer_unanswered(f"Tool call not completed: the turn failed ({why}); "
+                                    f"no result was recorded.")
+        except DshSessionError:  # the block's own error is the one to raise
+            return
+
+    def _answer_unanswered(self, text: str) -> None:
+        """Answer each call of this step that has no result yet with an error result.
+
+        Every provider refuses a history holding a tool call without its result, and
+        crash repair answers such calls the same way, so a step never closes on one. The
+        calls are found in the log since ``step/start`` (an ``assistant/message``'s
+        tool-call blocks, ``tool/call`` events), so events appended by hand count too.
+        The result has the shape of crash repair's (``isError``, ``error.code``
+        ``"interrupted"``: the one synthetic result the reference's invariants accept
+        for a call with no ``tool/call``), and the call's seq as its provenance when
+        it has a ``tool/call``.
+        """
+        events = self._session._events
+        first = self.start_event.seq + 1
+        if first >= len(events):
+            return
+        for call in unanswered_calls(events[first:]):
+            data: dict[str, Any] = {
+                "turn": self._turn_number, "step": self.number, "callId": call.call_id,
+                "content": [{"type": "text", "text": text}], "isError": True,
+                "error": {"name": "UnansweredError", "code": "interrupted"}}
+            seqs = (call.seq,) if call.message_seq != call.seq else None
+            event = self._session.append("tool/result", data, surface_op="append",
+                                         source_event_seqs=seqs)
+            self._results[call.call_id] = event.seq

@@ -1,7 +1,9 @@
 """Checking a whole log as every loader checks it (``dsh-session validate``): the schema
 checks of :func:`._validate.check_events`, and the rules seeding a session applies (each
 seq its index, an integer; a well-formed surface op; event objects only) and reading its
-surface applies (replace ops that fit).
+surface applies (replace ops that fit). With ``strict``, also a tool call no
+``tool/result`` answers (:mod:`._unanswered`): the log loads, but a provider refuses the
+request it derives.
 
 Apart from :mod:`._validate` because the surface fold seeds a :class:`~._session.Session`,
 and the session imports :mod:`._validate` for its schema checks.
@@ -121,4 +123,19 @@ def check_log(
         fold = _fold_problem(events, registry)
         if fold is not None:
             problems.append(fold)
+    if strict:
+        problems.extend(_unanswered_problems(events))
+    return problems
+
+
+def _unanswered_problems(events: list[Event]) -> list[Problem]:
+    """One problem per tool call no ``tool/result`` answers, at its ``tool/call`` (or the
+    message that made it), naming its id and tool."""
+    from ._unanswered import unanswered_calls
+
+    problems = []
+    for call in unanswered_calls(events):
+        etype = "tool/call" if call.message_seq != call.seq else "assistant/message"
+        path = "$.data.callId" if etype == "tool/call" else "$.data.content"
+        problems.append(Problem(call.seq, etype, None, path, call.describe(where=False)))
     return problems

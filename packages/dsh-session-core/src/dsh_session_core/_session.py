@@ -408,9 +408,15 @@ class Session:
         found = strict_problem(self._registry, entry, thaw(data))
         if found is None:
             return  # a plugin's union member, or a mismatch schema_problem names
+        if found.kind in ("key", "member") or schema_problem(entry, data) is None:
+            advice = "fix the payload, or open the store with strict=False to keep foreign " \
+                     "data verbatim"
+        else:
+            # A wrong kind of value or a missing field: a lenient store refuses it too,
+            # so strict=False is no way out (it only keeps unknown keys and kinds).
+            advice = "fix the payload (a store opened with strict=False refuses it too)"
         msg = (f"{found.describe(type)} (schema {entry.payload.__name__} of plugin "
-               f"{entry.plugin!r}); fix the payload, or open the store with strict=False "
-               f"to keep foreign data verbatim")
+               f"{entry.plugin!r}); {advice}")
         if found.kind == "key":
             raise UnknownFieldError(msg, event_type=type, seq=seq, path=found.path,
                                     plugin=entry.plugin, key=found.name or "",

@@ -259,7 +259,7 @@ def _record(index: _LogIndex, items: Sequence[Any]) -> None:
                         continue
                     if kind in ("assistant", "call") and (step is None or answered):
                         if step is not None:
-                            step.end()
+                            step.end(answer=False)  # an output may come in a later batch
                         step, answered = turn.step(), False
                     if kind == "assistant":
                         assert step is not None
@@ -292,6 +292,10 @@ def _record(index: _LogIndex, items: Sequence[Any]) -> None:
                                 surface_op="append", source_event_seqs=[seq],
                             )
                         answered = True
+                if step is not None:
+                    # A call the SDK is still running gets its output in a later batch
+                    # (answered by seq, above): the builder must not answer it first.
+                    step.end(answer=False)
     except BaseException:
         index.reset()  # what it kept of a half-appended batch: folded afresh next
         raise

@@ -234,6 +234,7 @@ class SessionDocument:
             "surface": doc["surface"],
             "warnings": warnings,
             "closers": [wire_of(c) for c in source.closers],
+            "unanswered": doc["unanswered"],
         }
 
     @property
@@ -283,6 +284,24 @@ class SessionDocument:
                 + (b"true" if more else b"false") + b"}")
 
 
+#: Unanswered calls named in a quick page's warnings (the whole document names as many).
+_NAMED: Final = 5
+
+
+def _unanswered(events: list[Event], timeline: list[dict[str, Any]]) -> list[Any]:
+    """The whole log's unanswered tool calls; a prefix's line flagged as one that a
+    later result answers loses the flag (its block cannot see that result)."""
+    from dsh_session_core._unanswered import unanswered_calls
+
+    calls = unanswered_calls(events)
+    seqs = {c.seq for c in calls}
+    for block in timeline:
+        for item in block["items"]:
+            if "unanswered" in item and item["seq"] not in seqs:
+                del item["unanswered"]
+    return calls
+
+
 def build_document(source: Source, reg: EventRegistry) -> SessionDocument:
     """The document of a session read by core's SOURCE rule."""
     return SessionDocument(source, reg)
@@ -306,10 +325,15 @@ def quick_page(source: Source, reg: EventRegistry, count: int = PAGE_TURNS
     prefix.closers = source.closers if cut == len(events) else []
     doc = SessionDocument(prefix, reg, charts=False)
     page = doc.page(0, count - 1)
+    unanswered = _unanswered(events, page["timeline"])
     page.update(
         events=len(events), lastSeq=events[-1].seq if events else None,
         turns=sum(e.type == "turn/start" for e in events), turnCount=len(starts),
-        warnings=list(source.warnings), closers=[wire_of(c) for c in source.closers],
+        warnings=[*source.warnings, *(c.describe() for c in unanswered[:_NAMED])],
+        closers=[wire_of(c) for c in source.closers],
+        unanswered=[{"callId": c.call_id, "name": c.name, "seq": c.seq,
+                     "messageSeq": c.message_seq, "openTurn": c.open_turn}
+                    for c in unanswered],
         surface={"pending": True}, charts=_charts(events, starts),
         complete=len(starts) <= count, partial=cut < len(events),
     )

@@ -42,7 +42,8 @@ _LOG_HINT = (
 
 
 
-_STRICT_NOTE = " (strict: unknown event types and opaque payloads are errors)"
+_STRICT_NOTE = (" (strict: unknown event types, opaque payloads and unanswered tool calls "
+                "are errors)")
 
 
 def _recovered(path: str, reg: EventRegistry) -> tuple[ScanResult, list[Event]]:
@@ -426,8 +427,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     add_source_arguments(validate, many=True, recover=False)
     validate.add_argument(
         "--strict", action="store_true",
-        help="event types no plugin declares, and payloads that only load opaquely (an "
-             "unknown key or union member), are errors too",
+        help="event types no plugin declares, payloads that only load opaquely (an "
+             "unknown key or union member), and tool calls no tool/result answers, are "
+             "errors too",
     )
     validate.add_argument("--json", action="store_true", help="one JSON line per file")
     validate.set_defaults(run=_validate)

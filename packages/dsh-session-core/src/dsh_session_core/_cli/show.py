@@ -8,8 +8,9 @@ messages used, and why it ended. Events outside any turn are grouped as such.
 
 The timeline is built from the wire shape only (see :mod:`.describe`), so it never
 fails on an odd log: what cannot be understood is shown as JSON, and what is wrong with
-the log (seq gaps, a surface that cannot be folded, a turn that never ended) is a
-warning. ``--json`` prints the same timeline as one JSON document.
+the log (seq gaps, a surface that cannot be folded, a turn that never ended, a tool
+call no result answers) is a warning; an unanswered call's line is marked too.
+``--json`` prints the same timeline as one JSON document.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from .describe import (
     LABELS,
@@ -236,6 +237,7 @@ def build_timeline(source: Source, reg: EventRegistry) -> dict[str, Any]:
     for block in blocks:
         if block["turn"] is not None and block["end"] is None:
             block["end"] = {"seq": None, "reason": None, "text": "open (no turn/end)"}
+    unanswered = _mark_unanswered(source.events, blocks, warnings)
     return {
         "source": source.origin,
         "header": wire_of(source.header),
@@ -244,8 +246,38 @@ def build_timeline(source: Source, reg: EventRegistry) -> dict[str, Any]:
         "surface": surface,
         "warnings": warnings,
         "closers": [wire_of(e) for e in source.closers],
+        "unanswered": unanswered,
         "timeline": blocks,
     }
+
+
+#: Unanswered calls named one by one in the warnings; the rest are counted.
+_NAMED: Final = 5
+
+
+def _mark_unanswered(events: list[Event], blocks: list[Block], warnings: list[str]
+                     ) -> list[dict[str, Any]]:
+    """Flag each tool call no ``tool/result`` answers: a warning, and its line (the
+    ``tool/call``, else the message that made it) gets ``unanswered``, the ids. The
+    calls, as ``--json`` shows them."""
+    from .._unanswered import unanswered_calls
+
+    calls = unanswered_calls(events)
+    if not calls:
+        return []
+    by_seq: dict[Any, list[str]] = {}
+    for call in calls:
+        by_seq.setdefault(call.seq, []).append(call.call_id)
+    for block in blocks:
+        for item in block["items"]:
+            ids = by_seq.get(item["seq"])
+            if ids is not None and item["type"] in ("tool/call", "assistant/message"):
+                item["unanswered"] = ids
+    warnings.extend(c.describe() for c in calls[:_NAMED])
+    if len(calls) > _NAMED:
+        warnings.append(f"... and {len(calls) - _NAMED} more tool call(s) with no tool/result")
+    return [{"callId": c.call_id, "name": c.name, "seq": c.seq, "messageSeq": c.message_seq,
+             "openTurn": c.open_turn} for c in calls]
 
 
 _KIND_STYLE = {
@@ -325,14 +357,19 @@ def _render_item(item: Item, pad: int, style: Style, width: int) -> str:
         chunks = f" · {item['chunks']} chunk(s)" if item["chunks"] else ""
         return f"  {seq} {style(item['text'], 'bold')} · {text}{chunks}"
     suffix = ""
+    unanswered = item.get("unanswered")
     if kind == "tool call":
         result = item["result"]
         suffix = (" → no result" if result is None else
                   f" → #{field(result['seq'])} {'error' if result['isError'] else 'ok'}")
+        if unanswered:
+            suffix = " → no result (unanswered)"
+    elif unanswered:  # calls of a message that no tool/call logged
+        suffix = f" → unanswered call(s) {', '.join(map(printable, unanswered))}"
     room = width - pad - len(indent) - 16 - len(suffix)
     text = shorten(item["text"], room)
     colours = _KIND_STYLE.get(kind, ())
-    if item.get("error") or (suffix.endswith("error")):
+    if item.get("error") or suffix.endswith("error") or unanswered:
         colours = ("red",)
     label = style(f"{kind:<10}", *colours)
     return f"  {seq} {indent}{label} {text}{style(suffix, *colours)}"

@@ -7,11 +7,20 @@ A source is a :class:`~dsh_session_core.Session` (its request header's ``system`
 ``messagePrefix``, then ``derive_messages()``: the request the loop builds), a sequence of
 derived messages, or their wire JSON as ``dsh-session derive`` prints it (parsed, or as
 ``str``/``bytes``). Nothing here imports a provider SDK.
+
+Every conversion sends each tool call with its result: a call no result answers (a step
+ended without one, a log cut by a crash, a turn in flight) gets a synthetic error result
+(:data:`~dsh_session_core._unanswered.UNANSWERED_TOOL_TEXT`), placed right after the
+assistant message that made the call and the results that follow it, before the next
+user or assistant message: where Chat Completions wants its ``tool`` messages, and the
+head of the next user turn, where Anthropic wants its ``tool_result`` blocks. Both
+providers answer HTTP 400 to a call without its result; the derived messages themselves
+are left as the reference derives them (docs/decisions.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import msgspec
@@ -36,6 +45,7 @@ __all__ = [
     "Source",
     "UnsupportedContentError",
     "all_text",
+    "answer_unanswered",
     "block_kind",
     "blocks",
     "normalize",
@@ -141,11 +151,102 @@ def _from_wire(items: Sequence[Any]) -> list[Message]:
     return out
 
 
+def _call_ids(content: Sequence[Any]) -> list[str]:
+    """The ids of an assistant message's tool-call blocks (typed, or untyped ones)."""
+    ids: list[str] = []
+    for b in content:
+        cls = b.__class__
+        if cls is ToolCallBlock:
+            ids.append(b.id)
+        elif (cls is not TextBlock and cls is not ReasoningBlock and isinstance(b, Mapping)
+              and b.get("type") == "tool-call" and isinstance(b.get("id"), str)):
+            ids.append(b["id"])
+    return ids
+
+
+def _result_ids(content: Sequence[Any]) -> tuple[list[str], bool]:
+    """The tool-call ids a user message's results answer, and whether it holds results
+    only."""
+    ids: list[str] = []
+    only = bool(content)
+    for b in content:
+        cls = b.__class__
+        if cls is ToolResultBlock:
+            ids.append(b.tool_call_id)
+            continue
+        if isinstance(b, Mapping) and b.get("type") == "tool-result":
+            call_id = b.get("toolCallId")
+            if isinstance(call_id, str):
+                ids.append(call_id)
+                continue
+        only = False
+    return ids, only
+
+
+def _answers(call_ids: Iterable[str]) -> Message:
+    from .._unanswered import UNANSWERED_TOOL_TEXT
+
+    text = (TextBlock(text=UNANSWERED_TOOL_TEXT),)
+    return Message(role="user", content=tuple(
+        ToolResultBlock(tool_call_id=c, content=text, is_error=True) for c in call_ids))
+
+
+def answer_unanswered(messages: list[Message]) -> list[Message]:
+    """``messages`` with a synthetic error result for every tool call no result answers
+    before the next assistant message (the list itself when every call is answered).
+
+    The results go in one user message right after the assistant message that made the
+    calls and the messages of results only that follow it (see the module's doc).
+    """
+    inserts: list[tuple[int, list[str]]] = []  # (insert before index, unanswered ids)
+    pending: dict[str, None] = {}  # the current assistant message's calls, unanswered
+    at = 0  # where the current message's answers go
+    in_run = False  # still in the results that follow the assistant message
+    for index, message in enumerate(messages):
+        role = message.role
+        if role == "assistant":
+            if pending:
+                inserts.append((at, list(pending)))
+            pending = dict.fromkeys(_call_ids(message.content))
+            at, in_run = index + 1, True
+            continue
+        if not pending:
+            continue
+        if role != "user":
+            in_run = False
+            continue
+        ids, only = _result_ids(message.content)
+        for call_id in ids:
+            pending.pop(call_id, None)
+        if in_run and only:
+            at = index + 1
+        else:
+            in_run = False
+    if pending:
+        inserts.append((at, list(pending)))
+    if not inserts:
+        return messages
+    out: list[Message] = []
+    start = 0
+    for position, ids in inserts:
+        out.extend(messages[start:position])
+        out.append(_answers(ids))
+        start = position
+    out.extend(messages[start:])
+    return out
+
+
 def normalize(source: Any) -> tuple[list[str], list[Message]]:
-    """The system prompt texts and the messages of a source (see the module's doc).
+    """The system prompt texts and the messages of a source (see the module's doc), every
+    tool call answered (:func:`answer_unanswered`).
 
     :raises TypeError: the source is none of the accepted kinds.
     """
+    systems, messages = _normalize(source)
+    return systems, answer_unanswered(messages)
+
+
+def _normalize(source: Any) -> tuple[list[str], list[Message]]:
     from .._session import Session
 
     if isinstance(source, Session):

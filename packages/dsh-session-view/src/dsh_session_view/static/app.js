@@ -485,6 +485,14 @@
         extras.appendChild(el("span", { class: "result-beside" + (r && r.isError ? " badge err" : "") },
           r ? "→ #" + str(r.seq) + (r.isError ? " error" : " ok") : "→ no result"));
       }
+      if (Array.isArray(item.unanswered) && item.unanswered.length) {
+        // A call no tool/result answers: a provider refuses the request holding it.
+        node.classList.add("is-error");
+        node.setAttribute("data-unanswered", item.unanswered.map(str).join(" "));
+        extras.appendChild(el("span", { class: "badge err", "data-testid": "unanswered",
+          title: "no tool/result answers this call: a provider refuses such a request" },
+          "unanswered: " + item.unanswered.map(str).join(", ")));
+      }
       if (item.decision !== undefined && item.decision !== null) {
         extras.appendChild(el("span", { class: "badge" }, "decision: " + (typeof item.decision === "string" ? item.decision : JSON.stringify(item.decision))));
       }
