@@ -280,7 +280,7 @@ def test_a_double_fault_leaves_no_history_a_fresh_process_reads(
     plan, write = DOUBLE[double]
     faults = Faults(monkeypatch, plan, write)
     root = tmp_path / "store"
-    store, s, durable, size, error = _durable_then_failed(kind, root, faults)
+    store, _, durable, size, error = _durable_then_failed(kind, root, faults)
     monkeypatch.undo()
     log = _log(root, kind)
     if write != "nothing":  # the failed batch's bytes really are there
@@ -300,7 +300,7 @@ def test_the_next_write_cuts_at_the_mark_and_removes_it(
 ) -> None:
     faults = Faults(monkeypatch, {"fsync": {0}, "ftruncate": {0}})
     root = tmp_path / "store"
-    store, s, _, size, _ = _durable_then_failed(kind, root, faults)
+    store, s, _, _, _ = _durable_then_failed(kind, root, faults)
     monkeypatch.undo()
     log = _log(root, kind)
     assert _mark(log).exists()
@@ -349,8 +349,8 @@ def test_when_marking_fails_too_the_flush_says_the_session_is_not_durable(
     # Refused again when the cut fails once more; marking works this time.
     faults.plan, faults.counts = {"ftruncate": {0}}, {}
     faults.armed = True
-    with pytest.raises(StoreWriteError, match="nothing is appended to it until they are "
-                                              "cut; byte .* is marked as its durable end"):
+    with pytest.raises(StoreWriteError, match=r"nothing is appended to it until they are "
+                                              r"cut; byte .* is marked as its durable end"):
         store.flush(s)
     faults.armed = False
     assert _mark(log).read_bytes() == b"%d\n" % size
@@ -368,7 +368,7 @@ def test_the_printed_hand_fix_makes_the_log_durable(
 ) -> None:
     faults = Faults(monkeypatch, {"fsync": {0}, "ftruncate": {0}, "open": {0}})
     root = tmp_path / "store"
-    store, _, durable, size, error = _durable_then_failed("jsonl", root, faults)
+    store, _, durable, _, error = _durable_then_failed("jsonl", root, faults)
     monkeypatch.undo()
     _die(store)
     command = str(error).split("cut them by hand: ", 1)[1].split()
