@@ -97,6 +97,19 @@ def _first_seq_after(published: bytes) -> int:
     return published.count(b"\n") - 1
 
 
+def _not_durable(session_id: str, path: str, size: int, exc: OSError) -> StoreWriteError:
+    """The error of a write to a log that holds a failed batch after byte ``size`` which
+    neither could be cut nor marked (:mod:`.endmark`): the session is not durable."""
+    return StoreWriteError(session_id, path, exc, action="writing", left=(
+        f"but the session is NOT DURABLE until a write succeeds: {path} may still hold a "
+        f"failed batch's bytes after byte {size}, and nothing on disk says they were not "
+        f"written, so a process that ends now leaves them to be read as history. Flush "
+        f"again once the device works (it cuts them first; until then nothing more is "
+        f"written to the session), or, with no writer left, cut them by hand: "
+        f"truncate -s {size} {path}"
+    ))
+
+
 class _FileLock:
     """A held ``flock`` on a session's ``.lock`` file; released by :meth:`release`, by
     closing the backend, or by the death of the process."""
@@ -503,14 +516,22 @@ class JsonlBackend:
 
     def _append(self, session_id: str, path: str, data: bytes, first_seq: int) -> None:
         data = self._encode(data)
-        fd = self._checkout(session_id, path)
         try:
-            if path in self._dirty:
-                self._settle(session_id, path, fd, first_seq)
-            size = os.fstat(fd).st_size
-        except BaseException:
-            os.close(fd)
-            raise
+            fd = self._checkout(session_id, path)
+            try:
+                if path in self._dirty:
+                    self._settle(session_id, path, fd, first_seq)
+                size = os.fstat(fd).st_size
+            except BaseException:
+                os.close(fd)
+                raise
+        except OSError as exc:
+            with self._mutex:
+                unmarked = self._unmarked.get(path)
+            if unmarked is None or isinstance(exc, StoreWriteError):
+                raise
+            # Whatever failed now, an earlier failed batch still stands unmarked.
+            raise _not_durable(session_id, path, unmarked, exc) from exc
         try:
             files.write_all(fd, data)
             os.fsync(fd)
@@ -552,14 +573,7 @@ class JsonlBackend:
                 exc.add_note(note)
                 return
             exc.add_note(note)
-            raise StoreWriteError(session_id, path, exc, action="writing", left=(
-                f"but the session is NOT DURABLE until a write succeeds: {path} may still "
-                f"hold the batch's bytes after byte {size}, and nothing on disk says they "
-                f"were not written, so a process that ends now leaves them to be read as "
-                f"history. Flush again once the device works (it cuts them first; until "
-                f"then nothing more is written to the session), or, with no writer left, "
-                f"cut them by hand: truncate -s {size} {path}"
-            )) from exc
+            raise _not_durable(session_id, path, size, exc) from exc
         with self._mutex:
             self._unmarked.pop(path, None)
         exc.add_note(f"{why}; byte {size} is marked as its durable end in {mark}: every "
