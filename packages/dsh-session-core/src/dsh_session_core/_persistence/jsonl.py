@@ -165,7 +165,7 @@ class JsonlBackend:
         # batch: the next write to one settles it first (``_settle``), never blindly.
         self._dirty: dict[str, int] = {}
         # Those of them whose durable-end mark could not be written either (.endmark):
-        # only this backend knows where their history ends; its own reads stop there.
+        # only this backend knows where their history ends; its own loads stop there.
         self._unmarked: dict[str, int] = {}
         # Logs published by a first write that failed afterwards and could not be
         # withdrawn, with the bytes published: a retry adopts them (``_republish``).
