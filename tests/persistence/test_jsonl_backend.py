@@ -476,7 +476,12 @@ def test_a_failed_rollback_is_reported_with_the_original_error(
     more, lines = build([TS(6, 2), TE(7, 2)], events)
     with pytest.raises(OSError, match="simulated EIO") as info:
         backend.append_batch(meta("s1", "/work"), more, lines, materialized=True)
-    assert any("to 671 bytes failed too" in n for n in info.value.__notes__)
+    # Every fsync fails, the durable-end mark's too (issue 24, point 10): the error
+    # says the session is not durable, with the original error as its cause.
+    assert "to 671 bytes failed too" in str(info.value)
+    assert "NOT DURABLE" in str(info.value)
+    assert isinstance(info.value.__cause__, OSError)
+    assert any("to 671 bytes failed too" in n for n in info.value.__cause__.__notes__)
 
 
 def test_append_descriptors_are_kept_and_closed(backend: JsonlBackend, root: Path,

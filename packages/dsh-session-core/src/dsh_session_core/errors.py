@@ -514,7 +514,10 @@ class StoreWriteError(PersistenceError, OSError):
     :ivar path: where its log lives (the backend's ``location``).
     """
 
-    def __init__(self, session_id: str, path: str, cause: OSError, *, action: str) -> None:
+    def __init__(self, session_id: str, path: str, cause: OSError, *, action: str,
+                 left: str | None = None) -> None:
+        """:param left: what the failure left, when it is not the log as of its last
+            durable event (a failed batch no reader can tell from history)."""
         OSError.__init__(self, *cause.args)
         self.filename = cause.filename
         self.session_id = session_id
@@ -527,7 +530,7 @@ class StoreWriteError(PersistenceError, OSError):
             f'{action} session "{session_id}" at {where} failed: {cause}{notes}. Nothing of '
             f"it is acknowledged (buffered events stay buffered): fix the cause (disk space, "
             f"permissions, the device), then try again, e.g. flush again (the events are "
-            f"written once); the log loads as of its last durable event"
+            f"written once); {left or 'the log loads as of its last durable event'}"
         )
 
     def __str__(self) -> str:

@@ -76,14 +76,23 @@ def registry() -> EventRegistry:
 def read_file(path: str, label: str = "reading") -> bytes:
     """A whole file; on a terminal, a big one shows a progress bar as it is read. A
     compact log (``<id>.jsonl.zst`` of a ``jsonl+zstd:`` store) is read as the log it
-    holds (:func:`compact_log`)."""
+    holds (:func:`compact_log`). A log whose write failed and could not be rolled back
+    is read up to its durable-end mark (``<file>.durable``, read first): the failed
+    batch is not the log's.
+    """
     import os
 
+    from .._persistence.endmark import durable_end, within
+    from ..errors import LogFormatError
     from .term import Progress
 
     try:
+        end = durable_end(path)
+    except LogFormatError as exc:
+        raise Failure(str(exc)) from exc
+    try:
         with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
+            size = within(os.fstat(f.fileno()).st_size, end)
             chunks: list[bytes] = []
             with Progress(size, f"{label} {os.path.basename(path)}") as bar:
                 while chunk := f.read(_CHUNK):
@@ -93,6 +102,8 @@ def read_file(path: str, label: str = "reading") -> bytes:
         msg = f"cannot read {path}: {exc.strerror or exc}"
         raise Failure(msg, hint="check the path (a session id needs --store)") from exc
     data = b"".join(chunks)
+    if end is not None:
+        data = data[:end]
     return compact_log(path, data) if data.startswith(ZSTD_MAGIC) else data
 
 

@@ -34,6 +34,7 @@ from ..errors import (
     StoreKindError,
 )
 from .base import POLL_SECONDS, LogNews, LogTail
+from .endmark import durable_end, within
 from .paths import encode_segment, log_path
 
 __all__ = [
@@ -522,12 +523,15 @@ class FilePosition:
 
 def tail_file(path: str, count: int) -> LogTail:
     """The last ``count`` complete event lines of a log file, read from its end; a torn
-    last line is left for the follower.
+    last line is left for the follower. A log's history ends at its durable-end mark,
+    when it has one (:mod:`.endmark`, read first).
 
     :raises OSError: the file cannot be read.
+    :raises LogFormatError: its mark holds no byte count.
     """
+    end = durable_end(path)
     with open(path, "rb") as f:
-        offset = complete_end(f, os.fstat(f.fileno()).st_size)
+        offset = complete_end(f, within(os.fstat(f.fileno()).st_size, end))
         lines = last_lines(f, offset, count)
     return LogTail(lines, FilePosition(path, offset))
 
@@ -580,6 +584,10 @@ def follow_file(
 
     Polls, since a follower legitimately waits for data: every ``poll`` seconds it
     compares the file's size with what it has read, a ``stat`` costing microseconds.
+    The file's size is read after its durable-end mark (:mod:`.endmark`), and what lies
+    after the mark is not the log's: a failed batch that could not be rolled back is
+    never reported once it is marked (and, reported before, is news of a cut).
+
     When the file shrinks (``repair`` cut a torn tail), a news item with no line says so
     and following goes on from the new end; when it was cut and regrew between two polls
     (the byte before the position is no longer a newline), from the start of the line
@@ -598,7 +606,8 @@ def follow_file(
         fd = f.fileno()
         quiet_since = time.monotonic()
         while True:
-            size = os.fstat(fd).st_size
+            end = durable_end(path)  # the mark first, then the size
+            size = within(os.fstat(fd).st_size, end)
             if size < offset:
                 offset = framing.end_before(f, size)
                 header_pending = offset == 0

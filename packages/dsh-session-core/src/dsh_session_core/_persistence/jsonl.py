@@ -11,6 +11,11 @@ durable without ever rewriting a committed byte:
 - **Append or roll back.** A batch is written with one ``O_APPEND`` write and fsynced;
   when either fails, the file is cut back to its previous size before the error is
   raised, so a retry of the same seqs never duplicates them.
+- **Never read a failed batch as history.** When the roll back fails too, the size the
+  log had is marked beside it (:mod:`.endmark`: ``<log>.durable``) before the error is
+  raised, and every reader stops there; the next write (or a load's repair) cuts the
+  log back to it and removes the mark. When even marking fails, the flush's error says
+  the session is not durable, and nothing more is written to it until the cut succeeds.
 - **Read the longest valid prefix.** :func:`~dsh_session_core._logfile.scan_log` (the
   format's owner) keeps every complete line up to the first hole (an unparsable line or
   a seq gap), raises when that hole lies inside the committed region (at or before the
@@ -46,9 +51,9 @@ from .._codec import ENCODER
 from .._header import SessionHeader
 from .._logfile import LogCounts, ScanResult, count_log, durable_header, scan_log
 from .._registry import EventRegistry
-from ..errors import LinkedLogError, LogFormatError, PersistenceError
+from ..errors import LinkedLogError, LogFormatError, PersistenceError, StoreWriteError
 from ..events import Event
-from . import files
+from . import endmark, files
 from .base import (
     Deleted,
     DeleteStatus,
@@ -91,6 +96,19 @@ def _refusal(session_id: str) -> FileExistsError:
 def _first_seq_after(published: bytes) -> int:
     """The seq after a published first write's lines (header + events, each ended)."""
     return published.count(b"\n") - 1
+
+
+def _not_durable(session_id: str, path: str, size: int, exc: OSError) -> StoreWriteError:
+    """The error of a write to a log that holds a failed batch after byte ``size`` which
+    neither could be cut nor marked (:mod:`.endmark`): the session is not durable."""
+    return StoreWriteError(session_id, path, exc, action="writing", left=(
+        f"but the session is NOT DURABLE until a write succeeds: {path} may still hold a "
+        f"failed batch's bytes after byte {size}, and nothing on disk says they were not "
+        f"written, so a process that ends now leaves them to be read as history. Flush "
+        f"again once the device works (it cuts them first; until then nothing more is "
+        f"written to the session), or, with no writer left, cut them by hand: "
+        f"truncate -s {size} {path}"
+    ))
 
 
 class _FileLock:
@@ -147,6 +165,9 @@ class JsonlBackend:
         # Logs whose last rollback failed, with the size they had before the failed
         # batch: the next write to one settles it first (``_settle``), never blindly.
         self._dirty: dict[str, int] = {}
+        # Those of them whose durable-end mark could not be written either (.endmark):
+        # only this backend knows where their history ends; its own loads stop there.
+        self._unmarked: dict[str, int] = {}
         # Logs published by a first write that failed afterwards and could not be
         # withdrawn, with the bytes published: a retry adopts them (``_republish``).
         self._unacked: dict[str, bytes] = {}
@@ -190,8 +211,16 @@ class JsonlBackend:
         return files.first_line(path)
 
     def _count(self, path: str) -> LogCounts:
-        """The log's counts (:func:`count_log`)."""
-        return count_log(path)
+        """The log's counts (:func:`count_log`), up to its durable-end mark."""
+        end = endmark.durable_end(path)
+        if end is None:
+            return count_log(path)
+        import io
+
+        from .._logfile import count_file
+
+        with open(path, "rb") as f:
+            return count_file(io.BytesIO(f.read(end)))
 
     def _tail(self, path: str, count: int) -> LogTail:
         """The log's last ``count`` lines (:func:`~.files.tail_file`)."""
@@ -213,13 +242,37 @@ class JsonlBackend:
 
     # -- reading --
 
-    def _stored(self, data: bytes, registry: EventRegistry, path: str) -> StoredLog:
+    def _end(self, path: str) -> int | None:
+        """Where the log's history ends, when a failed write said so: its durable-end
+        mark (:mod:`.endmark`), or the one this backend could not write."""
+        with self._mutex:
+            end = self._unmarked.get(path)
+        return end if end is not None else endmark.durable_end(path)
+
+    def _read(self, path: str) -> tuple[bytes, int | None] | None:
+        """The log's bytes up to where its history ends, and that end when a failed
+        write marked one (read first); ``None``: no file."""
+        end = self._end(path)
+        data = files.read_if_exists(path)
+        if data is None:
+            return None
+        return (data, None) if end is None else (data[:end], end)
+
+    def _stored(self, read: tuple[bytes, int | None], registry: EventRegistry, path: str
+                ) -> StoredLog:
+        data, end = read
         scan, torn = self._scan(data, registry, path)
         files.check_placed(self.root, path, scan.header)
+        if end is not None and torn is None:
+            # A failed batch may lie after the mark: a writer's load cuts the log there
+            # and removes the mark (commit_repair), even when nothing follows it.
+            torn = len(data)
         with self._mutex:
             # What was just read is the log now: the coordinator re-anchors on it, so a
-            # failed batch's leftover is no longer this backend's to cut.
-            self._dirty.pop(path, None)
+            # failed batch's leftover is no longer this backend's to cut, unless it was
+            # left out of the reading (then the next write still cuts it first).
+            if end is None:
+                self._dirty.pop(path, None)
         return StoredLog(scan.header, scan.events, torn, scan.jsonl)
 
     def load_stored(self, session_id: str, registry: EventRegistry) -> StoredLog | None:
@@ -238,9 +291,9 @@ class JsonlBackend:
                 if not bucket.is_dir():
                     continue
                 path = os.path.join(bucket.path, name)
-                data = files.read_if_exists(path)
-                if data is not None:
-                    return self._stored(data, registry, path)
+                read = self._read(path)
+                if read is not None:
+                    return self._stored(read, registry, path)
         return None
 
     def load_live(
@@ -251,8 +304,8 @@ class JsonlBackend:
         :raises NotADirectoryError: the bucket path is a file (not "absent").
         """
         path = log_path(self.root, cwd, session_id, self.suffix)
-        data = files.read_if_exists(path)
-        return None if data is None else self._stored(data, registry, path)
+        read = self._read(path)
+        return None if read is None else self._stored(read, registry, path)
 
     def location(self, header: SessionHeader) -> str:
         """The session's log file (where its cwd bucket puts it)."""
@@ -464,14 +517,22 @@ class JsonlBackend:
 
     def _append(self, session_id: str, path: str, data: bytes, first_seq: int) -> None:
         data = self._encode(data)
-        fd = self._checkout(session_id, path)
         try:
-            if path in self._dirty:
-                self._settle(session_id, path, fd, first_seq)
-            size = os.fstat(fd).st_size
-        except BaseException:
-            os.close(fd)
-            raise
+            fd = self._checkout(session_id, path)
+            try:
+                if path in self._dirty:
+                    self._settle(session_id, path, fd, first_seq)
+                size = os.fstat(fd).st_size
+            except BaseException:
+                os.close(fd)
+                raise
+        except OSError as exc:
+            with self._mutex:
+                unmarked = self._unmarked.get(path)
+            if unmarked is None or isinstance(exc, StoreWriteError):
+                raise
+            # Whatever failed now, an earlier failed batch still stands unmarked.
+            raise _not_durable(session_id, path, unmarked, exc) from exc
         try:
             files.write_all(fd, data)
             os.fsync(fd)
@@ -481,15 +542,43 @@ class JsonlBackend:
             undo = files.cut(fd, size)
             if undo is None:
                 self._checkin(path, fd)
-            else:
-                os.close(fd)
-                # The failed batch may still be there: the next write cuts it first.
-                with self._mutex:
-                    self._dirty[path] = size
-                exc.add_note(f"rolling {path} back to {size} bytes failed too: {undo}; "
-                             f"the next write cuts it back first")
+                raise
+            os.close(fd)
+            # The failed batch may still be there: the next write cuts it first, and
+            # meanwhile no reader (in any process) may take it for history.
+            with self._mutex:
+                self._dirty[path] = size
+            self._mark(session_id, path, size, exc, f"rolling {path} back to {size} "
+                                                    f"bytes failed too: {undo}")
             raise
         self._checkin(path, fd)
+
+    def _mark(self, session_id: str, path: str, size: int, exc: BaseException,
+              why: str) -> None:
+        """Mark ``size`` as where the log's history ends (:mod:`.endmark`), after a
+        failed write whose bytes could not be cut (``why``), and say so on ``exc``.
+
+        :raises StoreWriteError: marking failed too: the session is not durable (a
+            process ending now leaves the failed bytes to be read as history); the
+            error says so and what to do.
+        """
+        mark = endmark.mark_of(path)
+        try:
+            endmark.write_mark(path, size)
+        except OSError as failed:
+            with self._mutex:
+                self._unmarked[path] = size
+            note = (f"{why}; marking byte {size} as its durable end in {mark} failed too: "
+                    f"{failed}")
+            if not isinstance(exc, OSError):
+                exc.add_note(note)
+                return
+            exc.add_note(note)
+            raise _not_durable(session_id, path, size, exc) from exc
+        with self._mutex:
+            self._unmarked.pop(path, None)
+        exc.add_note(f"{why}; byte {size} is marked as its durable end in {mark}: every "
+                     f"reader stops there, and the next write cuts the rest first")
 
     def _settle(self, session_id: str, path: str, fd: int, first_seq: int) -> None:
         """Before writing to a log whose rollback failed: re-read its size and the last
@@ -516,12 +605,21 @@ class JsonlBackend:
         if size > durable:
             undo = files.cut(fd, durable)
             if undo is not None:
-                undo.add_note(f"{path} still holds {size - durable} byte(s) of a failed "
-                              f"batch after its last durable line (byte {durable}); nothing "
-                              f"is appended to it until they are cut")
+                why = (f"{path} still holds {size - durable} byte(s) of a failed batch "
+                       f"after its last durable line (byte {durable}); nothing is appended "
+                       f"to it until they are cut")
+                with self._mutex:
+                    unmarked = path in self._unmarked
+                if unmarked:  # try again to say where the history ends
+                    self._mark(session_id, path, durable, undo, why)
+                else:
+                    undo.add_note(why)
                 raise undo
+        # Cut: the mark has nothing left to hide, and must not hide the batch to come.
+        endmark.remove_mark(path)
         with self._mutex:
             self._dirty.pop(path, None)
+            self._unmarked.pop(path, None)
 
     def _truncate(self, session_id: str, path: str, size: int) -> None:
         fd = self._checkout(session_id, path)
@@ -532,11 +630,15 @@ class JsonlBackend:
                 raise ValueError(msg)
             os.ftruncate(fd, size)
             os.fsync(fd)
+            # A repair's cut is to a size just read, at or before a durable-end mark the
+            # read stopped at: the mark has nothing left to hide (.endmark).
+            endmark.remove_mark(path)
         except BaseException:
             os.close(fd)
             raise
         with self._mutex:
-            self._dirty.pop(path, None)  # a repair's cut is to a size just read
+            self._dirty.pop(path, None)
+            self._unmarked.pop(path, None)
         self._checkin(path, fd)
 
     def _materialize(self, header: SessionHeader, path: str, jsonl: bytes) -> None:
@@ -555,6 +657,9 @@ class JsonlBackend:
             if self._republish(header, path, content):
                 return
             raise _refusal(header.id)
+        # A mark left by a log deleted meanwhile (a delete killed between the two
+        # unlinks) belongs to no log: it must not cut this one (.endmark).
+        endmark.remove_mark(path)
         # <id>.jsonl.<hex>.tmp for either kind of log (files.sweep_temps finds them).
         temp = f"{path.removesuffix(self.suffix)}.jsonl.{secrets.token_hex(6)}.tmp"
         # O_APPEND: once published, this descriptor is the log's append descriptor.
@@ -733,9 +838,11 @@ class JsonlBackend:
 
     @staticmethod
     def _temps(path: str, session_id: str) -> dict[str, int]:
-        """The session's dead temp files beside its log, with their sizes."""
+        """The session's dead temp files beside its log, and its durable-end mark
+        (:mod:`.endmark`), with their sizes."""
         found = {}
-        for temp in files.temps_of(os.path.dirname(path), encode_segment(session_id)):
+        for temp in [*files.temps_of(os.path.dirname(path), encode_segment(session_id)),
+                     *endmark.mark_files(path)]:
             with contextlib.suppress(OSError):
                 found[temp] = os.stat(temp, follow_symlinks=False).st_size
         return found
@@ -757,6 +864,7 @@ class JsonlBackend:
         with self._mutex:
             fd = self._fds.pop(path, None)
             self._dirty.pop(path, None)
+            self._unmarked.pop(path, None)
             self._unacked.pop(path, None)
         if fd is not None:
             with contextlib.suppress(OSError):

@@ -53,6 +53,7 @@ from ..errors import LogFormatError, MissingExtraError
 from ..events import Event
 from . import files
 from .base import POLL_SECONDS, LogNews, LogTail
+from .endmark import durable_end
 from .jsonl import JsonlBackend
 
 if TYPE_CHECKING:
@@ -211,8 +212,12 @@ def read_plain(path: str) -> bytes:
 
 
 def _decode_file(path: str) -> Frames:
+    """The frames of a compact log file, up to its durable-end mark (:mod:`.endmark`,
+    read first): the frames of a failed batch that could not be rolled back, whole or
+    torn, are not the log's."""
+    end = durable_end(path)
     with open(path, "rb") as f:
-        return decode_frames(f.read())
+        return decode_frames(f.read() if end is None else f.read(end))
 
 
 def _turn_end_after(data: bytes, bad: int) -> bool:

@@ -20,6 +20,7 @@ from typing import BinaryIO, Final
 import msgspec
 
 from .._logfile import complete_end
+from .endmark import durable_end, within
 
 __all__ = ["lines_after", "lines_in", "lines_of_types", "lines_of_types_in"]
 
@@ -56,13 +57,15 @@ def lines_after(path: str, after: int, limit: int | None) -> list[bytes] | None:
     """The complete event lines (without their newline) of the log at ``path`` whose
     seq is greater than ``after``, at most ``limit`` of them (``None``: all), oldest
     first; a torn last line is never returned. ``None`` when the log cannot be read this
-    way (the caller then reads it whole).
+    way (the caller then reads it whole). Nothing after the log's durable-end mark
+    (:mod:`.endmark`) is read.
 
     :raises FileNotFoundError: there is no file at ``path``.
     """
+    end = durable_end(path)
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     with os.fdopen(fd, "rb", buffering=0) as f:
-        return lines_in(f, os.fstat(fd).st_size, after, limit)
+        return lines_in(f, within(os.fstat(fd).st_size, end), after, limit)
 
 
 def lines_in(f: BinaryIO, size: int, after: int, limit: int | None) -> list[bytes] | None:
@@ -161,13 +164,15 @@ def lines_of_types(path: str, types: Collection[str]) -> list[bytes] | None:
     lines' types alone (else an event of those types may be written some other way; or
     a string of the data merely starts so, and the caller's full read costs more, that
     is all). The other lines are never split out: the cost is the read and the lines
-    returned, not the count of lines.
+    returned, not the count of lines. Nothing after the log's durable-end mark
+    (:mod:`.endmark`) is read.
 
     :raises FileNotFoundError: there is no file at ``path``.
     """
+    end = durable_end(path)
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     with os.fdopen(fd, "rb", buffering=0) as f:
-        return lines_of_types_in(f.read(), types)
+        return lines_of_types_in(f.read() if end is None else f.read(end), types)
 
 
 def lines_of_types_in(body: bytes, types: Collection[str]) -> list[bytes] | None:

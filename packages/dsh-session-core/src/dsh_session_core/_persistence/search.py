@@ -82,6 +82,8 @@ def _file_hits(root: str, path: str, query: SearchQuery, terms: list[bytes],
         data = read(path)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return [], None
+    except LogFormatError as exc:  # its durable-end mark is unreadable (.endmark)
+        return [], (path, str(exc))
     first = data.find(b"\n")
     if first < 0 or not may_hold(data, terms):
         return [], None  # no complete header line (listing skips it), or no hit
@@ -101,19 +103,23 @@ def _file_hits(root: str, path: str, query: SearchQuery, terms: list[bytes],
 
 def _read(path: str) -> bytes:
     """A whole file, in as few system calls as it takes: most logs are read by one
-    ``read`` of their size (plus one, to see a file that grew meanwhile)."""
+    ``read`` of their size (plus one, to see a file that grew meanwhile). Nothing after
+    its durable-end mark (:mod:`.endmark`, read first) is history: it is left out."""
+    from .endmark import durable_end
+
+    end = durable_end(path)
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         size = os.fstat(fd).st_size
         data = os.read(fd, size + 1)
-        if len(data) <= size:
-            return data
-        chunks = [data]
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
+        if len(data) > size:
+            chunks = [data]
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            data = b"".join(chunks)
     finally:
         os.close(fd)
+    return data if end is None else data[:end]
 
 
 def _paths_hits(root: str, paths: Sequence[str], query: SearchQuery,
