@@ -240,8 +240,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     ls.add_argument("--until", metavar="WHEN",
                     help="only sessions last active before WHEN (as --since)")
     ls.add_argument("--sort", choices=("created", "activity", "events", "id"),
-                    default="created", help="the order of the rows (default: created)")
-    ls.add_argument("--reverse", action="store_true", help="the other way round")
+                    default="created",
+                    help="the order of the rows (default: created): newest or most events "
+                         "first, ids from A to Z")
+    ls.add_argument("--reverse", action="store_true",
+                    help="the other way round: oldest (or fewest events) first")
     ls.add_argument("--limit", metavar="N", help="show at most N rows")
     ls.add_argument("--offset", metavar="N", help="skip the first N rows")
     ls.add_argument("-q", "--quiet", action="store_true", help="print the ids only, one a line")
