@@ -14,13 +14,14 @@ scripts. Reading a big file shows a progress bar on stderr when it is a terminal
 Exit codes (stable):
 
 ====  ===================================================================================
-0     success (``tail -f`` also exits 0 on Ctrl-C)
+0     success
 1     the input was rejected: no such session, an unreadable or corrupt log (``show`` and
       ``stats`` only reject what has no readable header; odd lines are warnings), a fork
       boundary that is not a ``turn/end`` (or a ``--turn`` that did not end, a log with
       no ``turn/end``), a child id already stored
 2     bad usage: unknown option or missing argument, a bad or ``memory:`` store URL,
       a negative ``tail -n``, a ``fork --turn`` below 1
+130   interrupted: Ctrl-C (``tail -f`` too: it is how following stops)
 ====  ===================================================================================
 
 Errors are one line on stderr (``dsh-session: <what>``), often followed by a
@@ -326,6 +327,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     add_source_arguments(tail, recover=False)
     tail.add_argument("-f", "--follow", action="store_true",
                       help="keep printing events as they are appended (Ctrl-C stops)")
+    tail.add_argument("-F", dest="retry", action="store_true",
+                      help="as -f, but wait for a session (or --file) that does not exist "
+                           "yet, then print it from its start (GNU tail's -F)")
     tail.add_argument("-n", "--lines", type=int, default=10, metavar="N",
                       help="how many of the last events to print first (default 10)")
     tail.add_argument("--json", action="store_true",
