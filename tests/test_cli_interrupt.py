@@ -71,7 +71,8 @@ class _Pipe:
 def _command(*argv: str) -> Iterator[tuple[subprocess.Popen[bytes], _Pipe, _Pipe]]:
     proc = subprocess.Popen([sys.executable, "-c", RUN, *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=_env())
-    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout is not None
+    assert proc.stderr is not None
     try:
         yield proc, _Pipe(proc.stdout), _Pipe(proc.stderr)
     finally:

@@ -219,7 +219,8 @@ def test_a_page_says_which_rows_of_how_many(url: str, sort: str) -> None:
     assert [line.split()[0] for line in lines[1:-1]] == _model(sort=sort, offset=3, limit=3)
     assert lines[-1] == f"sessions 4-6 of 11 in {url} (--offset 6 for more)"
     assert table("--offset", "9")[-1] == f"sessions 10-11 of 11 in {url}"
-    assert table("--offset", "9", "--cwd", "/a")[-1] == f"no sessions past the first 9 of 4 in {url}"
+    assert table("--offset", "9", "--cwd", "/a")[-1] == (
+        f"no sessions past the first 9 of 4 in {url}")
     assert table("--offset", "2", "--cwd", "/a")[-1] == f"sessions 3-4 of 4 in {url}"
     assert table("--limit", "20")[-1] == f"11 session(s) in {url}"
 

@@ -682,7 +682,8 @@ def test_fork_cuts_after_the_last_ended_turn_by_default(
     url, expected = store
     alpha = expected["events"]["alpha"]
     ends = [e["seq"] for e in alpha if e["type"] == "turn/end"]
-    assert len(ends) == 2 and ends[-1] == alpha[-1]["seq"]  # turn 2 ended (in an error)
+    assert len(ends) == 2
+    assert ends[-1] == alpha[-1]["seq"]  # turn 2 ended (in an error)
     proc = _cli("fork", "alpha", "--as", "whole", "--store", url)
     assert proc.returncode == 0, proc.stderr
     assert f"at seq {ends[-1]} into whole ({len(alpha)} events)" in proc.stderr

@@ -65,7 +65,8 @@ def test_the_lock_of_a_session_never_flushed_still_keeps_a_second_writer_out(
     url = store_url(kind, request, tmp_path)
     proc = subprocess.Popen([sys.executable, "-c", _CREATOR, url, "s"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stdin is not None
+    assert proc.stdout is not None
+    assert proc.stdin is not None
     try:
         assert proc.stdout.readline() == "holding\n", proc.stderr
         pm = create_plugin_manager(autoload=False)
@@ -78,9 +79,9 @@ def test_the_lock_of_a_session_never_flushed_still_keeps_a_second_writer_out(
             assert _locks(tmp_path) == []
             # Free again, and locked again by its next writer (a new lock file).
             mine = store.create("s")
-            with open_store(url, plugin_manager=create_plugin_manager(autoload=False)) as other:
-                with pytest.raises(SessionLockedError):
-                    other.create("s")
+            with (open_store(url, plugin_manager=create_plugin_manager(autoload=False)) as other,
+                  pytest.raises(SessionLockedError)):
+                other.create("s")
             mine.append("turn/start", {"turn": 1, "trigger": {"kind": "message",
                                                               "source": USER}})
             mine.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})

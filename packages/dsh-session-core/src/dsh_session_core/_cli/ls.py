@@ -1,8 +1,9 @@
 """``dsh-session ls``: the sessions in a store, with their size and last activity.
 
 Each row: id, cwd, created, events, turns, last activity (the time of the last event, or
-the creation time when later: a fork's seed keeps its parent's times), parent. Nothing is decoded into events, no session is written (a JSONL store's header
-cache may be refreshed: ``_persistence/header_cache.py``), no lock is taken.
+the creation time when later: a fork's seed keeps its parent's times), parent. Nothing
+is decoded into events, no session is written (a JSONL store's header cache may be
+refreshed: ``_persistence/header_cache.py``), no lock is taken.
 
 Selecting: ``--cwd PATH`` (that working directory), ``--parent ID`` (the forks of a
 session), ``--since WHEN`` / ``--until WHEN`` (last activity at or after / before; a

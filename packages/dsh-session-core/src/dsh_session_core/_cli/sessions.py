@@ -195,7 +195,8 @@ def fork_boundary(args: argparse.Namespace, source: Source) -> int | None:
         else:
             msg = f"cannot fork {source.origin} after turn {wanted}: it has no turn {wanted}"
         held = (f"its ended turns: {_ranges(ended)}" if ended else "none of its turns ended")
-        raise Failure(f"{msg}; {held}",
+        msg = f"{msg}; {held}"
+        raise Failure(msg,
                       hint="pick an ended turn (`dsh-session show` lists them), or --at SEQ")
     if not source.events:
         return None
