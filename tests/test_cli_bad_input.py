@@ -106,7 +106,8 @@ TABLE: list[tuple[list[str], int, str]] = [
     (["fork", "beta", "--at", "4", "--as", "alpha"], FAILED, 'a session "alpha" is already'),
     (["derive", "beta", "log.jsonl"], USAGE, "derive takes one SOURCE"),
     (["derive", "--to", "nosuch", "beta"], USAGE, "invalid choice: 'nosuch'"),
-    (["fork", "beta"], USAGE, "the following arguments are required: --at"),
+    (["fork", "beta", "--turn", "0"], USAGE, "--turn counts turns from 1"),
+    (["fork", "beta", "--at", "4", "--turn", "1"], USAGE, "not allowed with argument"),
     (["nosuchcommand"], USAGE, "nosuchcommand"),
     # Stores.
     (["ls", "--store", "/nonexistent/place"], FAILED, "no store at /nonexistent/place"),

@@ -78,14 +78,15 @@ def url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 def _model(*, cwd: str | None = None, parent: str | None = None,
            since: int | None = None, until: int | None = None, sort: str = "created",
            reverse: bool = False, offset: int = 0, limit: int | None = None) -> list[str]:
-    """The ids ``ls`` must print, computed from :data:`SESSIONS` (times in minutes)."""
+    """The ids ``ls`` must print, computed from :data:`SESSIONS` (times in minutes):
+    newest (most events) first, ids from A to Z, ``reverse`` the other way round."""
     rows = [r for r in SESSIONS
             if (cwd is None or r[2] == cwd) and (parent is None or r[3] == parent)
             and (since is None or r[5] * MINUTE >= since * MINUTE)
             and (until is None or r[5] * MINUTE < until * MINUTE)]
     keys = {"created": lambda r: (r[1], r[0]), "activity": lambda r: (r[5], r[0]),
             "events": lambda r: (r[4] * 3, r[0]), "id": lambda r: r[0]}
-    rows.sort(key=keys[sort], reverse=reverse)
+    rows.sort(key=keys[sort], reverse=(sort != "id") != reverse)
     end = None if limit is None else offset + limit
     return [r[0] for r in rows[offset:end]]
 
@@ -177,6 +178,7 @@ def test_json_rows_keep_their_shape(url: str) -> None:
     everything = {r["id"]: r for r in _json(url)}
     page = _json(url, "--sort", "id", "--limit", "2")
     assert page == [everything["a-01"], everything["b-03"]]
+    assert _json(url, "--limit", "2") == [everything["f-08"], everything["e-06"]]
     row = everything["k-05"]
     assert row == {"version": 0, "id": "k-05", "createdAt": BASE + 20 * MINUTE,
                    "cwd": "/a", "parentSession": "m-07", "events": 6, "turns": 2,
@@ -185,6 +187,8 @@ def test_json_rows_keep_their_shape(url: str) -> None:
 
 def test_quiet_prints_ids_only(url: str) -> None:
     code, out, err = run_cli("ls", "--store", url, "-q", "--cwd", "/b")
+    assert (code, out, err) == (0, b"y-10\nc-02\nb-03\n", "")  # the newest first
+    code, out, err = run_cli("ls", "--store", url, "-q", "--cwd", "/b", "--reverse")
     assert (code, out, err) == (0, b"b-03\nc-02\ny-10\n", "")
     code, out, _ = run_cli("ls", "--store", url, "--quiet", "--cwd", "/none")
     assert (code, out) == (0, b"")
@@ -198,6 +202,27 @@ def test_table_counts_the_rows_shown(url: str) -> None:
     assert lines[-1] == f"3 session(s) in {url}"
     code, out, _ = run_cli("ls", "--store", url, "--cwd", "/none")
     assert out.decode() == f"no sessions match in {url}\n"
+
+
+@pytest.mark.parametrize("sort", ["created", "activity"])
+def test_a_page_says_which_rows_of_how_many(url: str, sort: str) -> None:
+    """With ``--limit``/``--offset`` the last line gives the total, as ``search`` does."""
+    def table(*argv: str) -> list[str]:
+        code, out, err = run_cli("ls", "--store", url, "--sort", sort, *argv)
+        assert (code, err) == (0, "")
+        return out.decode().splitlines()
+
+    lines = table("--limit", "3")
+    assert [line.split()[0] for line in lines[1:-1]] == _model(sort=sort, limit=3)
+    assert lines[-1] == f"sessions 1-3 of 11 in {url} (--offset 3 for more)"
+    lines = table("--offset", "3", "--limit", "3")
+    assert [line.split()[0] for line in lines[1:-1]] == _model(sort=sort, offset=3, limit=3)
+    assert lines[-1] == f"sessions 4-6 of 11 in {url} (--offset 6 for more)"
+    assert table("--offset", "9")[-1] == f"sessions 10-11 of 11 in {url}"
+    assert table("--offset", "9", "--cwd", "/a")[-1] == (
+        f"no sessions past the first 9 of 4 in {url}")
+    assert table("--offset", "2", "--cwd", "/a")[-1] == f"sessions 3-4 of 4 in {url}"
+    assert table("--limit", "20")[-1] == f"11 session(s) in {url}"
 
 
 def test_cwd_is_made_absolute(url: str, monkeypatch: pytest.MonkeyPatch) -> None:

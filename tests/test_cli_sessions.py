@@ -622,12 +622,12 @@ def test_tail_follow_prints_complete_lines_only_and_survives_a_cut(
         assert out.lines(1, within=0.3) == []  # nothing else: no partial line was printed
 
 
-def test_tail_follow_exits_0_on_ctrl_c(upstream: Path) -> None:
+def test_tail_follow_exits_130_on_ctrl_c(upstream: Path) -> None:
     with _follower("-n", "1", str(DENY)) as (proc, out, err):
         [line] = out.lines(1, within=30)
         assert line.split()[:1] == [b"113"]
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=10) == 0
+        assert proc.wait(timeout=10) == 130  # as every command (and GNU tail -f)
         assert err.lines(1, within=0.5) == []
 
 
@@ -674,6 +674,58 @@ def test_fork_refuses_a_boundary_that_is_not_a_turn_end(
     rows = json.loads(_cli("ls", "--json", "--store", url).stdout)
     assert sorted(r["id"] for r in rows) == ["alpha", "beta"]  # nothing was created
     assert _stored(url, "beta") == expected["events"]["beta"]  # nor repaired
+
+
+def test_fork_cuts_after_the_last_ended_turn_by_default(
+    store: tuple[str, dict[str, Any]]
+) -> None:
+    url, expected = store
+    alpha = expected["events"]["alpha"]
+    ends = [e["seq"] for e in alpha if e["type"] == "turn/end"]
+    assert len(ends) == 2
+    assert ends[-1] == alpha[-1]["seq"]  # turn 2 ended (in an error)
+    proc = _cli("fork", "alpha", "--as", "whole", "--store", url)
+    assert proc.returncode == 0, proc.stderr
+    assert f"at seq {ends[-1]} into whole ({len(alpha)} events)" in proc.stderr
+    assert _stored(url, "whole") == alpha
+    # --turn N cuts after turn N's turn/end, turns numbered as `show` numbers them.
+    shown = json.loads(_cli("show", "alpha", "--json", "--store", url).stdout)
+    first = shown["timeline"][0]
+    assert first["turn"] == 1
+    proc = _cli("fork", "alpha", "--turn", "1", "--as", "first", "--store", url, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["header"]["seedLength"] == ends[0] + 1
+    assert _stored(url, "first") == alpha[: ends[0] + 1]
+    assert _stored(url, "first")[-1]["seq"] == first["endSeq"]
+    proc = _cli("fork", "alpha", "--turn", "2", "--as", "second", "--store", url)
+    assert proc.returncode == 0, proc.stderr
+    assert _stored(url, "second") == alpha
+
+
+def test_fork_refuses_a_turn_that_did_not_end_or_does_not_exist(
+    store: tuple[str, dict[str, Any]]
+) -> None:
+    url, _ = store
+    cases = [
+        (["alpha", "--turn", "3"], 1, 'cannot fork session "alpha" in {url} after turn 3: '
+                                      "it has no turn 3; its ended turns: 1-2"),
+        (["beta", "--turn", "1"], 1, 'cannot fork session "beta" in {url} after turn 1: '
+                                     "it has not ended (no turn/end); none of its turns ended"),
+        (["beta"], 1, 'cannot fork session "beta" in {url}: no turn of it has ended '
+                      "(no turn/end to cut after)"),
+        (["alpha", "--turn", "0"], 2, "--turn counts turns from 1, as `dsh-session show` "
+                                      "numbers them, got 0"),
+    ]
+    for argv, status, message in cases:
+        proc = _cli("fork", *argv, "--store", url)
+        assert proc.returncode == status, proc.stderr
+        assert _one_line_error(proc.stderr).splitlines()[0] == (
+            "dsh-session: " + message.format(url=url))
+    proc = _cli("fork", "alpha", "--turn", "1", "--at", "7", "--store", url)
+    assert proc.returncode == 2
+    assert "not allowed with argument" in proc.stderr
+    rows = json.loads(_cli("ls", "--json", "--store", url).stdout)
+    assert sorted(r["id"] for r in rows) == ["alpha", "beta"]  # nothing was created
 
 
 def test_fork_a_log_file_into_a_store(tmp_path: Path, upstream: Path) -> None:

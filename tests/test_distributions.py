@@ -358,6 +358,10 @@ def test_the_batteries_bring_the_four_plugins_and_nothing_of_the_tests(
     version = batteries.run("--version").stdout
     for plugin in PLUGIN_NAMESPACES:
         assert f"dsh-session-{plugin} 0.1.0" in version
+    lines = version.splitlines()
+    listed = [line.split() for line in lines[lines.index("distributions:") + 1:]]
+    assert listed == [["dsh-session", "0.1.0"], *sorted(
+        [f"dsh-session-{name}", "0.1.0"] for name in ["core", "view", *PLUGIN_NAMESPACES])]
 
 
 def test_the_readme_demo_environment_holds_no_test_tooling() -> None:

@@ -105,7 +105,8 @@ def _cli_error(*argv: str) -> str:
 def test_the_list_is_ls_json_with_sizes_and_lineage(demo_server: ViewServer,
                                                     demo_store: str) -> None:
     rows = get_json(demo_server, "/api/sessions")
-    expected = _cli_json("ls", "--store", demo_store, "--json")
+    # The viewer lists the oldest first; ls the newest (--reverse: the oldest).
+    expected = _cli_json("ls", "--store", demo_store, "--json", "--reverse")
     assert [{k: v for k, v in r.items() if k != "sizeBytes"} for r in rows] == expected
     by_id = {r["id"]: r for r in rows}
     assert set(by_id) == {"demo", "demo-fork"}

@@ -50,7 +50,7 @@ EXAMPLES: dict[str, str] = {
     "show": "dsh-session show chat-1 --store postgresql://db.internal/agents",
     "stats": "dsh-session stats --file ./chat-1.jsonl --json",
     "tail": "dsh-session tail -f -n 20 chat-1",
-    "fork": "dsh-session fork chat-1 --at 41 --as chat-1-retry",
+    "fork": "dsh-session fork chat-1 --turn 3 --as chat-1-retry",
     "copy": "dsh-session copy ~/sessions sqlite:///archive.db --dry-run",
     "search": 'dsh-session search "rate limit" --type tool/result --since 7d',
     "view": "dsh-session view --store sqlite:///agent.db",

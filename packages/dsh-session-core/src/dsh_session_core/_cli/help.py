@@ -23,7 +23,7 @@ DESCRIPTION = "Inspect and work with dsh-session event logs."
 #: The top-level options: (flags, help). None of them takes a value.
 OPTIONS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("-h", "--help"), "show this help message and exit"),
-    (("--version",), "show the version of dsh-session-core and of each plugin"),
+    (("--version",), "show the versions of everything installed"),
     (("--debug",), "show tracebacks on errors"),
 )
 

@@ -1,16 +1,20 @@
 """``dsh-session ls``: the sessions in a store, with their size and last activity.
 
-Each row: id, cwd, created, events, turns, last activity (the time of the last event),
-parent. Nothing is decoded into events, no session is written (a JSONL store's header
-cache may be refreshed: ``_persistence/header_cache.py``), no lock is taken.
+Each row: id, cwd, created, events, turns, last activity (the time of the last event, or
+the creation time when later: a fork's seed keeps its parent's times), parent. Nothing
+is decoded into events, no session is written (a JSONL store's header cache may be
+refreshed: ``_persistence/header_cache.py``), no lock is taken.
 
 Selecting: ``--cwd PATH`` (that working directory), ``--parent ID`` (the forks of a
 session), ``--since WHEN`` / ``--until WHEN`` (last activity at or after / before; a
 session with no event counts its creation time; WHEN is an ISO date or time, local
 unless it names its zone, or a DURATION back from now: ``7d``, ``12h``). Ordering:
-``--sort created|activity|events|id`` (default ``created``, then id), ``--reverse``.
-Paging: ``--offset N`` rows skipped, then ``--limit N`` rows shown. ``-q`` prints the ids
-only, ``--json`` the rows (``--offset``/``--limit`` apply to both).
+``--sort created|activity|events|id`` (default ``created``, then id): newest (or most
+events) first, as ``llm logs`` and ``git log`` list, ids from A to Z (as ``ls -t``, ``ls -S``
+and plain ``ls`` order); ``--reverse`` the other way round (oldest first).
+Paging: ``--offset N`` rows skipped, then ``--limit N`` rows shown; the last line says
+which rows of how many are shown. ``-q`` prints the ids only, ``--json`` the rows
+(``--offset``/``--limit`` apply to both).
 
 What each costs:
 
@@ -139,9 +143,14 @@ def _open(url: str, named: bool) -> Backend:
 
 
 class _Query:
-    """What ``ls`` was asked for, checked."""
+    """What ``ls`` was asked for, checked.
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    :param newest_first: the order ``ls`` lists in: newest first (for ``--sort id``, from
+        A to Z), which ``--reverse`` turns round; else (the viewer's) ascending, or
+        descending with ``reverse``.
+    """
+
+    def __init__(self, args: argparse.Namespace, *, newest_first: bool = False) -> None:
         self.cwd: str | None = None
         if args.cwd is not None:
             if not args.cwd:
@@ -160,7 +169,8 @@ class _Query:
         self.limit = None if args.limit is None else _count("--limit", args.limit)
         self.offset = 0 if args.offset is None else _count("--offset", args.offset)
         self.sort: str = args.sort
-        self.reverse: bool = args.reverse
+        #: Whether the rows go from the largest key down.
+        self.reverse: bool = (newest_first and self.sort != "id") != bool(args.reverse)
 
     @property
     def needs_counts(self) -> bool:
@@ -217,10 +227,17 @@ def _summary_key(sort: str) -> Callable[[SessionSummary], Any]:
 
 
 def _select(backend: Backend, query: _Query, ids_only: bool) -> list[SessionSummary]:
+    """The summaries of the rows to show (:func:`_select_counted`'s)."""
+    return _select_counted(backend, query, ids_only)[0]
+
+
+def _select_counted(backend: Backend, query: _Query, ids_only: bool
+                    ) -> tuple[list[SessionSummary], int]:
     """The summaries of the rows to show (for ``ids_only`` and no counting sort, with no
-    counts: zeros). Without a counting sort or time filter, the page is picked from the
-    headers alone (``Backend.list``) and only its rows are summarized
-    (``Backend.summaries_of``: a JSONL store reads just those logs)."""
+    counts: zeros), and how many sessions match in all. Without a counting sort or time
+    filter, the page is picked from the headers alone (``Backend.list``) and only its
+    rows are summarized (``Backend.summaries_of``: a JSONL store reads just those logs;
+    SQLite and PostgreSQL run one query for the headers and one for the page)."""
     from .._persistence.base import SessionSummary, summaries_of
 
     if not query.needs_counts:
@@ -228,12 +245,13 @@ def _select(backend: Backend, query: _Query, ids_only: bool) -> list[SessionSumm
         headers = backend.list()
         if query.cwd is not None or query.parent is not None:
             headers = [h for h in headers if query.header_matches(h)]
+        total = len(headers)
         shown = query.page(headers, key)
         if ids_only:
-            return [SessionSummary(h, 0, 0) for h in shown]
-        return summaries_of(backend, shown)
+            return [SessionSummary(h, 0, 0) for h in shown], total
+        return summaries_of(backend, shown), total
     found = [s for s in backend.summaries() if query.summary_matches(s)]
-    return query.page(found, _summary_key(query.sort))
+    return query.page(found, _summary_key(query.sort)), len(found)
 
 
 def run_ls(args: argparse.Namespace) -> int:
@@ -241,11 +259,12 @@ def run_ls(args: argparse.Namespace) -> int:
     from .source import out_json, out_text, store_url
     from .term import Style, printable, text_table
 
-    query = _Query(args)
+    query = _Query(args, newest_first=True)
     url = store_url(args)
     backend = _open(url, named=bool(args.store or os.environ.get("DSH_SESSION_STORE")))
     try:
-        summaries = _select(backend, query, ids_only=args.quiet and not args.json)
+        summaries, total = _select_counted(backend, query,
+                                           ids_only=args.quiet and not args.json)
     except OSError as exc:
         msg = f"cannot list the store {url}: {exc.strerror or exc}"
         raise Failure(msg) from exc
@@ -259,8 +278,11 @@ def run_ls(args: argparse.Namespace) -> int:
         out_json(rows)
         return EXIT_OK
     if not rows:
-        out_text(f"no sessions in {url}\n" if _unfiltered(query)
-                 else f"no sessions match in {url}\n")
+        if total and query.offset:
+            out_text(f"no sessions past the first {query.offset} of {total} in {url}\n")
+        else:
+            out_text(f"no sessions in {url}\n" if _unfiltered(query)
+                     else f"no sessions match in {url}\n")
         return EXIT_OK
     style = Style.for_stream(sys.stdout)
     table = [["ID", "CREATED", "LAST ACTIVITY", "EVENTS", "TURNS", "CWD", "PARENT"]]
@@ -273,8 +295,17 @@ def run_ls(args: argparse.Namespace) -> int:
         ])
     lines = text_table([[printable(c) for c in row] for row in table], right={3, 4})
     lines[0] = style(lines[0], "bold")
-    out_text("\n".join(lines) + f"\n{len(rows)} session(s) in {url}\n")
+    out_text("\n".join(lines) + "\n" + _footer(len(rows), total, query.offset, url))
     return EXIT_OK
+
+
+def _footer(shown: int, total: int, offset: int, url: str) -> str:
+    """The last line: how many sessions, and which of them a page shows (as ``search``
+    says it of its hits)."""
+    if shown == total:
+        return f"{total} session(s) in {url}\n"
+    more = f" (--offset {offset + shown} for more)" if offset + shown < total else ""
+    return f"sessions {offset + 1}-{offset + shown} of {total} in {url}{more}\n"
 
 
 def _unfiltered(query: _Query) -> bool:

@@ -8,7 +8,9 @@ what its commands need only when they run. The top-level help (no arguments, ``-
 ``--help``) is printed by :mod:`.help` without argparse at all.
 
 Exit status: 0 success, 1 the input was rejected (one line on stderr says why), 2 bad
-usage. Tracebacks only with ``--debug``.
+usage, 130 interrupted (Ctrl-C, SIGINT: 128 + 2, as a shell reports a command SIGINT
+stopped), in every command: here, whatever the command made of the interrupt (``copy``
+says what was kept, then exits 130 too). Tracebacks only with ``--debug``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,10 @@ from __future__ import annotations
 import sys
 
 from .support import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, Failure, one_line
+
+#: The exit status of a command interrupted by Ctrl-C (SIGINT): 128 + 2, what a shell
+#: reports for a command the signal stopped (GNU tail -f, cat, sleep... say the same).
+EXIT_INTERRUPTED = 130
 
 # typing costs ~10 ms to import: `dsh-session --help` must not pay for it.
 _TYPE_CHECKING = False
@@ -52,8 +58,11 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         except BrokenPipeError:
             pass
         raise SystemExit(EXIT_USAGE if not argv else EXIT_OK)
-    parser = _parser(argv)
-    args = parser.parse_args(argv)
+    try:
+        parser = _parser(argv)
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        raise SystemExit(EXIT_INTERRUPTED) from None
     if args.command is None:
         parser.print_help()
         raise SystemExit(EXIT_USAGE)
@@ -65,7 +74,8 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         print(f"dsh-session: {exc}", file=sys.stderr)
         if exc.hint:
             print(f"hint: {exc.hint}", file=sys.stderr)
-        raise SystemExit(exc.status) from None
+        # A command may say what an interrupt left (copy does); it still exits 130.
+        raise SystemExit(EXIT_INTERRUPTED if _interrupted(exc) else exc.status) from None
     except BrokenPipeError:
         raise SystemExit(EXIT_OK) from None
     except Exception as exc:
@@ -83,12 +93,26 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
             print(f"dsh-session: internal error: {one_line(exc)}", file=sys.stderr)
             print("hint: run again with --debug for the traceback, and report it",
                   file=sys.stderr)
-        raise SystemExit(EXIT_REJECTED) from None
+        raise SystemExit(EXIT_INTERRUPTED if _interrupted(exc) else EXIT_REJECTED) from None
     except KeyboardInterrupt:
         if args.debug:
             raise
-        raise SystemExit(130) from None
+        raise SystemExit(EXIT_INTERRUPTED) from None
     raise SystemExit(status)
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while a Ctrl-C was being handled (a ``Failure`` a
+    command made of its ``KeyboardInterrupt``, even ``from None``, or an error its
+    clean-up met): its context chain holds the ``KeyboardInterrupt``."""
+    seen: set[int] = set()
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen:
+        if isinstance(at, KeyboardInterrupt):
+            return True
+        seen.add(id(at))
+        at = at.__context__ or at.__cause__
+    return False
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -78,7 +78,8 @@ class _Commands(argparse._SubParsersAction):  # type: ignore[type-arg]
 
 class _Version(argparse.Action):
     """``--version``: core's version, then each installed plugin's, found as ``plugins``
-    finds them (loading them only now)."""
+    finds them (loading them only now), then every installed distribution of
+    dsh-session's (its metadata only)."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, help: str) -> None:
         super().__init__(option_strings, dest, nargs=0, help=help)
@@ -90,10 +91,11 @@ class _Version(argparse.Action):
         try:
             text = version_text()
         except Exception as exc:  # a broken plugin must not hide core's own version
-            from .registry import own_version
+            from .registry import _distribution_lines, own_version
 
-            text = (f"dsh-session-core {own_version()}\n"
-                    f"plugins: cannot be listed ({one_line(exc)})\n")
+            text = "".join(line + "\n" for line in [
+                f"dsh-session-core {own_version()}",
+                f"plugins: cannot be listed ({one_line(exc)})", *_distribution_lines()])
         sys.stdout.write(text)
         parser.exit(EXIT_OK)
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-__all__ = ["add_commands", "own_version", "version_text"]
+__all__ = ["add_commands", "installed_distributions", "own_version", "version_text"]
 
 #: The distribution this package ships in.
 CORE_DISTRIBUTION = "dsh-session-core"
@@ -58,9 +58,57 @@ def own_version() -> str:
         return "unknown"
 
 
+def _normalized(name: str) -> str:
+    """A distribution's name as packaging compares them (PEP 503)."""
+    import re
+
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def installed_distributions() -> list[tuple[str, str]]:
+    """Every installed distribution of dsh-session's, as (name, version), by name: those
+    whose name starts with ``dsh-session`` (core, the plugins, the viewer, the batteries,
+    the integrations) and any other that depends on dsh-session-core (a third party's
+    plugin or backend). Read from the installed metadata (nothing is imported); where
+    one is installed twice on the path, the first, as :mod:`importlib.metadata` finds it."""
+    import re
+    from importlib.metadata import distributions
+
+    found: dict[str, tuple[str, str]] = {}
+    for dist in distributions():
+        name = dist.metadata["Name"]
+        if not isinstance(name, str) or _normalized(name) in found:
+            continue
+        ours = _normalized(name).startswith("dsh-session")
+        if not ours:
+            for requirement in dist.requires or ():
+                match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+                if match and _normalized(match[1]) == CORE_DISTRIBUTION:
+                    ours = True
+                    break
+        if ours:
+            found[_normalized(name)] = (name, dist.version)
+    return [found[key] for key in sorted(found)]
+
+
+def _distribution_lines() -> list[str]:
+    """``--version``'s last part: every installed distribution of dsh-session's."""
+    try:
+        installed = installed_distributions()
+    except Exception as exc:  # broken metadata must not hide the rest
+        return [f"distributions: cannot be listed ({exc})"]
+    if not installed:  # run from a source tree that was never installed
+        return ["distributions: none installed"]
+    width = max(len(name) for name, _ in installed)
+    return ["distributions:", *(f"  {name:<{width}}  {version}" for name, version in installed)]
+
+
 def version_text() -> str:
     """What ``dsh-session --version`` prints: core's version and Python's, then one line
-    per installed plugin (name, distribution, version), as ``plugins`` lists them."""
+    per installed plugin (name, distribution, version), as ``plugins`` lists them, then
+    every installed distribution of dsh-session's with its version
+    (:func:`installed_distributions`: the viewer, the batteries and the integrations
+    too, which are no plugins)."""
     import platform
 
     lines = [f"{CORE_DISTRIBUTION} {own_version()} (Python {platform.python_version()})"]
@@ -73,6 +121,7 @@ def version_text() -> str:
         width = max(len(row["name"]) for row in plugins)
         for row in plugins:
             lines.append(f"  {row['name']:<{width}}  {row['distribution']} {row['version']}")
+    lines += _distribution_lines()
     return "\n".join(lines) + "\n"
 
 

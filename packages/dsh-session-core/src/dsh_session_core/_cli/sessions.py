@@ -14,12 +14,14 @@ scripts. Reading a big file shows a progress bar on stderr when it is a terminal
 Exit codes (stable):
 
 ====  ===================================================================================
-0     success (``tail -f`` also exits 0 on Ctrl-C)
+0     success
 1     the input was rejected: no such session, an unreadable or corrupt log (``show`` and
       ``stats`` only reject what has no readable header; odd lines are warnings), a fork
-      boundary that is not a ``turn/end``, a child id already stored
+      boundary that is not a ``turn/end`` (or a ``--turn`` that did not end, a log with
+      no ``turn/end``), a child id already stored
 2     bad usage: unknown option or missing argument, a bad or ``memory:`` store URL,
-      a negative ``tail -n``
+      a negative ``tail -n``, a ``fork --turn`` below 1
+130   interrupted: Ctrl-C (``tail -f`` too: it is how following stops)
 ====  ===================================================================================
 
 Errors are one line on stderr (``dsh-session: <what>``), often followed by a
@@ -161,6 +163,63 @@ def _lineage(headers: list[SessionHeader], start: str) -> list[str]:
     return chain
 
 
+def fork_boundary(args: argparse.Namespace, source: Source) -> int | None:
+    """The seq ``fork`` cuts after: ``--at SEQ`` as given (the library checks it), the
+    ``turn/end`` of ``--turn N`` (numbered from 1, as ``show`` numbers turns: the
+    ``turn`` of its events), else the last ``turn/end`` of the log, whatever the turn's
+    end reason. ``None`` for an empty log (an empty child).
+
+    :raises Failure: ``--turn`` below 1 (a usage error), or no such ended turn; no
+        ``turn/end`` at all.
+    """
+    from .source import payload
+    from .support import EXIT_USAGE
+
+    if args.at is not None:
+        at: int = args.at
+        return at
+    ends = [(payload(e).get("turn"), e.seq) for e in source.events if e.type == "turn/end"]
+    if args.turn is not None:
+        wanted: int = args.turn
+        if wanted < 1:
+            msg = f"--turn counts turns from 1, as `dsh-session show` numbers them, got {wanted}"
+            raise Failure(msg, EXIT_USAGE)
+        found = [seq for turn, seq in ends if turn == wanted and type(turn) is int]
+        if found:
+            return found[-1]
+        ended = sorted({t for t, _ in ends if type(t) is int})
+        started = {payload(e).get("turn") for e in source.events if e.type == "turn/start"}
+        if wanted in started:
+            msg = (f"cannot fork {source.origin} after turn {wanted}: it has not ended "
+                   f"(no turn/end)")
+        else:
+            msg = f"cannot fork {source.origin} after turn {wanted}: it has no turn {wanted}"
+        held = (f"its ended turns: {_ranges(ended)}" if ended else "none of its turns ended")
+        msg = f"{msg}; {held}"
+        raise Failure(msg,
+                      hint="pick an ended turn (`dsh-session show` lists them), or --at SEQ")
+    if not source.events:
+        return None
+    if not ends:
+        msg = f"cannot fork {source.origin}: no turn of it has ended (no turn/end to cut after)"
+        raise Failure(msg, hint="a fork cuts after a turn/end: let a turn end, then fork")
+    return ends[-1][1]
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``[1, 2, 3, 5]`` as ``1-3, 5``."""
+    parts: list[str] = []
+    start = prev = numbers[0]
+    for n in [*numbers[1:], None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if n is not None:
+            start = prev = n
+    return ", ".join(parts)
+
+
 def _fork(args: argparse.Namespace) -> int:
     from .._persistence.store import DurableStore
     from .._session import Session
@@ -183,6 +242,7 @@ def _fork(args: argparse.Namespace) -> int:
         source = load_source(args, store.registry)
         for warning in source.warnings:
             warn(warning)
+        boundary = fork_boundary(args, source)
         if args.child_id is not None:
             check_session_id(store.backend, args.child_id)
             if any(h.id == args.child_id for h in store.stored()):
@@ -195,7 +255,7 @@ def _fork(args: argparse.Namespace) -> int:
             parent = Session(source.header.id, source.events, source.header,
                              registry=store.registry)
             store.enter(parent)
-            child = store.fork(parent, args.at, args.child_id)
+            child = store.fork(parent, boundary, args.child_id)
             store.flush(child)
         except SessionForkError as exc:
             hint = ("pick the seq of a turn/end (`dsh-session show` lists them)"
@@ -214,7 +274,8 @@ def _fork(args: argparse.Namespace) -> int:
         out_json({"id": child.id, "store": url, "header": header, "lineage": lineage})
         return EXIT_OK
     out_text(f"{child.id}\n")
-    sys.stderr.write(f"forked {source.origin} at seq {args.at} into {child.id} "
+    at = f"seq {boundary}" if boundary is not None else "its start (it is empty)"
+    sys.stderr.write(f"forked {source.origin} at {at} into {child.id} "
                      f"({len(child.events)} events) in {url}\nlineage: {' ← '.join(lineage)}\n")
     return EXIT_OK
 
@@ -240,8 +301,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     ls.add_argument("--until", metavar="WHEN",
                     help="only sessions last active before WHEN (as --since)")
     ls.add_argument("--sort", choices=("created", "activity", "events", "id"),
-                    default="created", help="the order of the rows (default: created)")
-    ls.add_argument("--reverse", action="store_true", help="the other way round")
+                    default="created",
+                    help="the order of the rows (default: created): newest or most events "
+                         "first, ids from A to Z")
+    ls.add_argument("--reverse", action="store_true",
+                    help="the other way round: oldest (or fewest events) first")
     ls.add_argument("--limit", metavar="N", help="show at most N rows")
     ls.add_argument("--offset", metavar="N", help="skip the first N rows")
     ls.add_argument("-q", "--quiet", action="store_true", help="print the ids only, one a line")
@@ -264,6 +328,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     add_source_arguments(tail, recover=False)
     tail.add_argument("-f", "--follow", action="store_true",
                       help="keep printing events as they are appended (Ctrl-C stops)")
+    tail.add_argument("-F", dest="retry", action="store_true",
+                      help="as -f, but wait for a session (or --file) that does not exist "
+                           "yet, then print it from its start (GNU tail's -F)")
     tail.add_argument("-n", "--lines", type=int, default=10, metavar="N",
                       help="how many of the last events to print first (default 10)")
     tail.add_argument("--json", action="store_true",
@@ -274,8 +341,13 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "fork", help=HELP["fork"]
     )
     add_source_arguments(fork, recover=False)
-    fork.add_argument("--at", type=int, required=True, metavar="SEQ",
-                      help="the seq of the turn/end to cut after")
+    where = fork.add_mutually_exclusive_group()
+    where.add_argument("--at", type=int, metavar="SEQ",
+                       help="the seq of the turn/end to cut after (default: the last "
+                            "turn/end, the end of the last turn that ended)")
+    where.add_argument("--turn", type=int, metavar="N",
+                       help="cut after turn N's turn/end (turns count from 1, as show "
+                            "numbers them)")
     fork.add_argument("--as", dest="child_id", metavar="NEW",
                       help="the child's id (default: a new UUID)")
     fork.add_argument("--json", action="store_true", help="print the child's header as JSON")

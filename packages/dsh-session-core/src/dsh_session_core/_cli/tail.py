@@ -12,7 +12,13 @@ waits its own way: JSONL (and a log file) and SQLite poll, PostgreSQL LISTENs on
 session's NOTIFY channel. Only complete lines are printed (a torn last line once its
 newline arrives); when the log is cut back (``repair`` cut a torn tail) or rewritten
 under the follower, the backend's note says so and following goes on. It stops only
-when interrupted (Ctrl-C exits 0) or killed.
+when interrupted (Ctrl-C exits 130, as every command) or killed.
+
+``-f`` follows what exists: a session (or file) that does not is refused. ``-F`` (GNU
+tail's ``--follow=name --retry``) waits for it: for the store to exist, then for the
+session to appear (one warning line says it is waiting, another when it appeared),
+prints it from its first event (nothing it holds is skipped, whatever ``-n`` says), and
+follows it as ``-f`` does. For a session that exists, ``-F`` is ``-f``.
 """
 
 from __future__ import annotations
@@ -100,15 +106,24 @@ def _tail_file(path: str, n: int, follow: bool, emit: Emit) -> int:
     return EXIT_OK
 
 
-def _tail_stored(session_id: str, url: str, n: int, follow: bool, emit: Emit) -> int:
-    from .source import check_session_id, not_found, open_backend
+def _tail_stored(session_id: str, url: str, n: int, follow: bool, retry: bool,
+                 emit: Emit) -> int:
+    from .._persistence.base import POLL_SECONDS
+    from .source import check_session_id, not_found, open_backend, warn
 
-    backend = open_backend(url)
+    backend = _wait_for_store(url) if retry else open_backend(url)
     try:
         check_session_id(backend, session_id)
         tail = backend.tail_lines(session_id, n)
         if tail is None:
-            raise not_found(session_id, url)
+            if not retry:
+                raise not_found(session_id, url)
+            warn(f'no session "{session_id}" in {url} yet: waiting for it (-F)')
+            while tail is None:
+                time.sleep(POLL_SECONDS)  # as the JSONL and SQLite followers poll
+                # All of it: a session that appeared may already hold more than -n.
+                tail = backend.tail_lines(session_id, _ALL)
+            warn(f'session "{session_id}" has appeared in {url}: following it')
         emit(tail.lines)
         if follow:
             _follow(backend.follow_lines(session_id, tail.position), emit)
@@ -120,6 +135,43 @@ def _tail_stored(session_id: str, url: str, n: int, follow: bool, emit: Emit) ->
     return EXIT_OK
 
 
+#: "Every event" as a count for ``tail_lines`` (an int64, which every backend takes).
+_ALL = 2**62
+
+
+def _wait_for_store(url: str) -> Any:
+    """The store's backend, once it exists (``-F``): a store the first session written
+    to it makes (a SQLite file, a PostgreSQL database's tables) is waited for too."""
+    from .._persistence.base import POLL_SECONDS
+    from ..errors import StoreNotFoundError
+    from .source import open_backend, warn
+
+    said = False
+    while True:
+        try:
+            return open_backend(url)
+        except Failure as exc:
+            if not isinstance(exc.__cause__, StoreNotFoundError):
+                raise
+        if not said:
+            warn(f"no store at {url} yet: waiting for it (-F)")
+            said = True
+        time.sleep(POLL_SECONDS)
+
+
+def _wait_for_file(path: str) -> None:
+    """Until ``path`` is a log file (``-F --file``)."""
+    from .._persistence.base import POLL_SECONDS
+    from .source import is_log_file, warn
+
+    if is_log_file(path):
+        return
+    warn(f"no log file {path} yet: waiting for it (-F)")
+    while not is_log_file(path):
+        time.sleep(POLL_SECONDS)
+    warn(f"{path} has appeared: following it")
+
+
 def run_tail(args: argparse.Namespace) -> int:
     from .source import resolve, store_url
 
@@ -128,15 +180,17 @@ def run_tail(args: argparse.Namespace) -> int:
     if args.lines < 0:
         msg = f"-n takes a count of events, got {args.lines}"
         raise Failure(msg, EXIT_USAGE)
-    if args.follow:
+    retry: bool = args.retry
+    follow: bool = args.follow or retry
+    if follow:
         import signal
 
         # Ctrl-C is how a person stops following, even when started from a shell that
         # set SIGINT to be ignored (a background job of a script): listen to it again.
+        # It goes up to main: exit 130, as in every command.
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        if resolve(source, args) == "file":
-            return _tail_file(source, args.lines, args.follow, emit)
-        return _tail_stored(source, store_url(args), args.lines, args.follow, emit)
-    except KeyboardInterrupt:  # Ctrl-C is how a person stops following
-        return EXIT_OK
+    if retry and getattr(args, "as_file", False):
+        _wait_for_file(source)
+    if resolve(source, args) == "file":
+        return _tail_file(source, args.lines, follow, emit)
+    return _tail_stored(source, store_url(args), args.lines, follow, retry, emit)

@@ -45,6 +45,7 @@ __all__ = [
     "cannot_delete",
     "check_common_id",
     "keep_types",
+    "last_active_at",
     "lines_of_types_of",
     "not_found",
     "read_lines_of",
@@ -87,8 +88,12 @@ class SessionSummary:
     :ivar header: its header.
     :ivar events: how many events are stored (a torn last line not counted).
     :ivar turns: how many of them are ``turn/start`` events.
-    :ivar last_activity: the ``time`` of the last stored event, as stored (``None`` when
-        there is none, or it cannot be read).
+    :ivar last_activity: when the session was last active: the ``time`` of its last
+        stored event, or its header's ``createdAt`` when that is later (a fork is made
+        with its parent's older events, and was active when it was forked) or when there
+        is no event or its time cannot be read (:func:`last_active_at`). Given as the
+        last event's time, as stored (``None``: none), and settled here, so that every
+        backend, a third party's too, answers the same.
     :ivar torn: whether a torn tail follows the stored events.
     """
 
@@ -97,6 +102,10 @@ class SessionSummary:
     turns: int
     last_activity: Any = None
     torn: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "last_activity",
+                           last_active_at(self.last_activity, self.header.created_at))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -152,7 +161,8 @@ class Deleted:
         shrink: SQLite reuses the freed pages, PostgreSQL's VACUUM reclaims them).
     :ivar events: how many events it held, where known.
     :ivar header: its header, where known.
-    :ivar last_activity: the time (epoch ms) of its last event, where known (prune
+    :ivar last_activity: the time (epoch ms) it was last active, where known: its last
+        event's, or its header's ``createdAt`` when later (:func:`last_active_at`; prune
         sets it: what it compared with the cutoff).
     :ivar reason: why it was left (``"locked"``, ``"failed"``), for people.
     """
@@ -167,10 +177,38 @@ class Deleted:
     last_activity: int | float | None = None
     reason: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.header is not None:
+            when = last_active_at(self.last_activity, self.header.created_at)
+            object.__setattr__(self, "last_activity", _finite(when))
+
     @property
     def deleted(self) -> bool:
         """Whether the session is gone (not a dry run, not left)."""
         return self.status == "deleted"
+
+
+def _finite(value: object) -> int | float | None:
+    """A stored time as epoch ms: ``value`` when it is a finite number, else ``None`` (a
+    log written by hand may hold anything there)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not (value == value and abs(value) < 1e300):
+        return None
+    return value
+
+
+def last_active_at(last_event_time: Any, created_at: Any) -> Any:
+    """When a session was last active: its last event's ``time`` (as stored), unless its
+    header's ``createdAt`` is later, or the event's time is no number (or there is no
+    event, ``None``): then ``createdAt``. A fork's header is made when it is forked,
+    while its seed keeps its parent's times: without this, a fork made a minute ago
+    would look as old as its parent's last turn (to ``ls --since`` and ``prune``)."""
+    created = _finite(created_at)
+    if created is None:
+        return last_event_time
+    last = _finite(last_event_time)
+    return created if last is None or last < created else last_event_time
 
 
 def not_found(session_id: str) -> PersistenceError:

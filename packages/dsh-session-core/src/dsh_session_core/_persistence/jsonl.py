@@ -27,7 +27,8 @@ and the system calls are :mod:`.files`'.
 
 Beyond the reference, :meth:`JsonlBackend.acquire` takes an exclusive ``flock`` on a
 ``.lock`` file beside the log, so two writers (two processes, or two backends in one
-process) cannot interleave appends to one session.
+process) cannot interleave appends to one session. A session released with no log (made,
+never flushed) takes its lock file away with it, while still holding it.
 
 The compact backend (:mod:`.jsonl_zstd`) is this class with another file format: the
 methods under "the file format" below are where the two differ (a log's name, how a
@@ -115,20 +116,27 @@ class _FileLock:
     """A held ``flock`` on a session's ``.lock`` file; released by :meth:`release`, by
     closing the backend, or by the death of the process."""
 
-    __slots__ = ("_backend", "_fd", "path")
+    __slots__ = ("_backend", "_fd", "log", "path")
 
-    def __init__(self, fd: int, path: str, backend: JsonlBackend) -> None:
+    def __init__(self, fd: int, path: str, log: str, backend: JsonlBackend) -> None:
         self._fd = fd
         self.path = path
+        self.log = log
         self._backend = backend
 
     def release(self) -> None:
-        """Unlock; a second call does nothing."""
+        """Unlock; a second call does nothing. When the session has no log (created and
+        never flushed, or its first write failed), the lock file is removed first, while
+        held, as :meth:`JsonlBackend.delete` removes it: a writer that opened it
+        meanwhile locks a dead file, sees it (``acquire`` checks) and makes a new one, so
+        two writers never both hold the session."""
         fd, self._fd = self._fd, -1
         if fd < 0:
             return
         self._backend._forget_lock(self)
         try:
+            if not files.exists(self.log) and files.same_file(fd, self.path):
+                files.unlink_quietly(self.path)  # best effort: a lock file left is harmless
             fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)  # closing the last descriptor would release it anyway
@@ -769,7 +777,7 @@ class JsonlBackend:
         if fd < 0:
             raise SessionLockedError(header.id, f"lock {path} (removed under us, again and "
                                                 f"again: a delete loop?)")
-        lock = _FileLock(fd, path, self)
+        lock = _FileLock(fd, path, self.location(header), self)
         with self._mutex:
             self._locks.add(lock)
             sweep = bucket not in self._swept

@@ -509,13 +509,23 @@ _LOCK_ATTEMPTS: Final = 8
 
 
 class _FileLock:
-    """An ``flock`` held on an open descriptor: closing it (or dying) releases it."""
+    """An ``flock`` held on an open descriptor: closing it (or dying) releases it.
 
-    __slots__ = ("_fd", "_guard", "_owner")
+    :param stored: whether the session has a row; when it has none at release (created
+        and never flushed), the lock file is removed first, while held, as
+        :meth:`SqliteBackend.delete` removes it (a writer that opened it meanwhile locks
+        a dead file, sees it and makes a new one): nothing is left for a session that
+        was never stored.
+    """
 
-    def __init__(self, fd: int, owner: set[_FileLock]) -> None:
+    __slots__ = ("_fd", "_guard", "_owner", "_path", "_stored")
+
+    def __init__(self, fd: int, owner: set[_FileLock], path: str,
+                 stored: Callable[[], bool]) -> None:
         self._fd = fd
         self._owner = owner
+        self._path = path
+        self._stored = stored
         self._guard = threading.Lock()
 
     def release(self) -> None:
@@ -523,7 +533,12 @@ class _FileLock:
             fd, self._fd = self._fd, -1
         if fd >= 0:
             self._owner.discard(self)
-            os.close(fd)  # the lock goes with the open file description
+            try:
+                if not self._stored() and same_file(fd, self._path):
+                    with contextlib.suppress(OSError):  # a lock file left is harmless
+                        os.unlink(self._path)
+            finally:
+                os.close(fd)  # the lock goes with the open file description
 
 
 class _MemoryLock:
@@ -869,10 +884,20 @@ class SqliteBackend:
         if fd < 0:
             raise SessionLockedError(session_id, f"lock {path} (removed under us, again "
                                                  f"and again: a delete loop?)")
-        lock = _FileLock(fd, self._file_locks)
+        lock = _FileLock(fd, self._file_locks, path,
+                         functools.partial(self._has_row, session_id))
         with self._lock:
             self._file_locks.add(lock)
         return lock
+
+    def _has_row(self, session_id: str) -> bool:
+        """Whether the session is stored (a row); ``True`` when that cannot be told (the
+        database is closed or fails): its lock file is then kept."""
+        try:
+            with self._lock:
+                return self._conn.execute(_SELECT_FOUND, (session_id,)).fetchone() is not None
+        except sqlite3.Error:
+            return True
 
     def delete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
         """Remove the session's ``sessions`` row and every ``events`` row of it in one
