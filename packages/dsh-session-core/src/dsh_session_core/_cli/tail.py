@@ -111,18 +111,21 @@ def _tail_stored(session_id: str, url: str, n: int, follow: bool, retry: bool,
     from .._persistence.base import POLL_SECONDS
     from .source import check_session_id, not_found, open_backend, warn
 
-    backend = _wait_for_store(url) if retry else open_backend(url)
+    backend, waited = _wait_for_store(url) if retry else (open_backend(url), False)
     try:
         check_session_id(backend, session_id)
-        tail = backend.tail_lines(session_id, n)
+        # All of it once waited for: a session that appeared (with its store, or after
+        # it) may already hold more than -n, and all of it is new to the reader.
+        tail = backend.tail_lines(session_id, _ALL if waited else n)
         if tail is None:
             if not retry:
                 raise not_found(session_id, url)
             warn(f'no session "{session_id}" in {url} yet: waiting for it (-F)')
             while tail is None:
                 time.sleep(POLL_SECONDS)  # as the JSONL and SQLite followers poll
-                # All of it: a session that appeared may already hold more than -n.
                 tail = backend.tail_lines(session_id, _ALL)
+            waited = True
+        if waited:  # said whether the store or the session was waited for
             warn(f'session "{session_id}" has appeared in {url}: following it')
         emit(tail.lines)
         if follow:
@@ -139,9 +142,10 @@ def _tail_stored(session_id: str, url: str, n: int, follow: bool, retry: bool,
 _ALL = 2**62
 
 
-def _wait_for_store(url: str) -> Any:
+def _wait_for_store(url: str) -> tuple[Any, bool]:
     """The store's backend, once it exists (``-F``): a store the first session written
-    to it makes (a SQLite file, a PostgreSQL database's tables) is waited for too."""
+    to it makes (a SQLite file, a PostgreSQL database's tables) is waited for too. With
+    it, whether it had to be waited for."""
     from .._persistence.base import POLL_SECONDS
     from ..errors import StoreNotFoundError
     from .source import open_backend, warn
@@ -149,7 +153,7 @@ def _wait_for_store(url: str) -> Any:
     said = False
     while True:
         try:
-            return open_backend(url)
+            return open_backend(url), said
         except Failure as exc:
             if not isinstance(exc.__cause__, StoreNotFoundError):
                 raise
