@@ -13,13 +13,13 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from server_support import running
 
 from dsh_session_core import open_store
 from dsh_session_core._cli.support import EXIT_USAGE, registry
@@ -62,14 +62,8 @@ def serving(store: str, host: str = "127.0.0.1", allowed: tuple[str, ...] = ()
     # Without names of its own, the server as any caller makes it (no allowed_hosts).
     server = (make_server(registry(), url=store, host=host, port=0, allowed_hosts=allowed)
               if allowed else make_server(registry(), url=store, host=host, port=0))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with running(server) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")

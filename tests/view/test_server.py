@@ -12,7 +12,6 @@ import http.client
 import json
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from server_support import running
 
 from dsh_session_core import open_store
 from dsh_session_core._cli.parser import build_parser
@@ -37,14 +37,8 @@ STATIC = ROOT / "packages" / "dsh-session-view" / "src" / "dsh_session_view" / "
 @contextlib.contextmanager
 def serving(*, url: str | None = None, file: str | None = None) -> Iterator[ViewServer]:
     server = make_server(registry(), url=url, file=file, host="127.0.0.1", port=0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with running(server) as served:
+        yield served
 
 
 def call(server: ViewServer, path: str, method: str = "GET") -> tuple[int, Any, bytes]:

@@ -8,12 +8,12 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import threading
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from server_support import running
 from unanswered_support import CALL_ID, CALL_SEQ, unanswered_log
 
 from dsh_session_core._cli.support import registry
@@ -25,14 +25,8 @@ CRASH_CALL = "call_00_nleXELfnppSd9WhEQof34008"
 @contextlib.contextmanager
 def _serving(file: Path) -> Iterator[ViewServer]:
     server = make_server(registry(), file=str(file), host="127.0.0.1", port=0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with running(server) as served:
+        yield served
 
 
 def _get(server: ViewServer, path: str) -> Any:
