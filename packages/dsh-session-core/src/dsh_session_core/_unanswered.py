@@ -151,7 +151,7 @@ def unanswered_calls(events: Iterable[Event]) -> list[UnansweredCall]:
                 pending.pop(call_id, None)
         elif t == "turn/start":
             last_start = event.seq if isinstance(event.seq, int) else last_start
-        else:
+        elif t == "turn/end":  # (an opaque event of another type leaves the turn open)
             last_start = None
     return [
         UnansweredCall(call_id, name, seq, message_seq,
