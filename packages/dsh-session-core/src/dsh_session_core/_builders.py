@@ -34,6 +34,7 @@ from __future__ import annotations
 
 __all__ = ["Step", "ToolCallRef", "Turn", "TurnStateError", "inject", "start_turn"]
 
+import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
@@ -843,11 +844,9 @@ class Step:
         for a call with no ``tool/call``), and the call's seq as its provenance when
         it has a ``tool/call``.
         """
-        events = self._session._events
-        first = self.start_event.seq + 1
-        if first >= len(events):
-            return
-        for call in unanswered_calls(events[first:]):
+        # The step's own events, read in place: a step of many chunks is not copied.
+        step = itertools.islice(self._session._events, self.start_event.seq + 1, None)
+        for call in unanswered_calls(step):
             data: dict[str, Any] = {
                 "turn": self._turn_number, "step": self.number, "callId": call.call_id,
                 "content": [{"type": "text", "text": text}], "isError": True,

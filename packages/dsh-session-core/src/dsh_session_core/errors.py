@@ -599,23 +599,18 @@ class StoreKindError(DshSessionError):
     """
 
     def __init__(self, location: str, kind: str) -> None:
-        from urllib.parse import quote
+        from ._persistence.urls import url_for  # here: urls imports this module
 
         scheme, other = ("jsonl+zstd", "plain") if kind == "compact" else ("jsonl", "compact")
-        # The URL that opens it, by the store URL rule (three slashes, then the path:
-        # an absolute location gives the four slashes of an absolute path).
-        url = f"{scheme}:///{quote(location, safe=_URL_SAFE)}"
+        # The URL that opens it, by the store URL rule (an absolute location gets the
+        # four slashes of an absolute path).
+        url = url_for(scheme, location)
         super().__init__(
             f"{location} is a {kind} JSONL store, not a {other} one: open it as "
             f"{url}, or copy it into a new {other} store (dsh-session copy)"
         )
         self.location = location
         self.kind = kind
-
-
-#: What a path keeps unescaped in a store URL: every character but ``%``, ``?`` and
-#: ``#`` (and what cannot be printed), as :func:`urllib.parse.quote` takes it.
-_URL_SAFE = "/:@!$&'()*+,;=[]~"
 
 
 class StoreFolderError(DshSessionError, FileNotFoundError):

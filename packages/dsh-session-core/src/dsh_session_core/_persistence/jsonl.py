@@ -578,11 +578,10 @@ class JsonlBackend:
                 self._unmarked[path] = size
             note = (f"{why}; marking byte {size} as its durable end in {mark} failed too: "
                     f"{failed}")
-            if not isinstance(exc, OSError):
-                exc.add_note(note)
-                return
             exc.add_note(note)
-            raise _not_durable(session_id, path, size, exc) from exc
+            if isinstance(exc, OSError):
+                raise _not_durable(session_id, path, size, exc) from exc
+            return
         with self._mutex:
             self._unmarked.pop(path, None)
         exc.add_note(f"{why}; byte {size} is marked as its durable end in {mark}: every "

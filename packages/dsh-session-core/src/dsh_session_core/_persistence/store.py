@@ -881,12 +881,12 @@ def backend_for(
     local = local_store(url)
     if local is not None:  # a SQLite file, a JSONL folder (or a SQLite in memory)
         kind, path = local
-        if create and path != ":memory:":  # made in a folder that exists, if at all
-            check_folder(os.path.abspath(path))
-        if kind == "sqlite":
+        if kind == "sqlite":  # which checks its folder itself, when it may create
             from .sqlite import SqliteBackend
 
             return SqliteBackend(path, create=create)
+        if create:  # made in a folder that exists, if at all
+            check_folder(os.path.abspath(path))
         if kind == "jsonl+zstd":
             from .jsonl_zstd import JsonlZstdBackend
 

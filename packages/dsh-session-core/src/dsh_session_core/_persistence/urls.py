@@ -132,7 +132,7 @@ def make_store_folder(root: str) -> None:
 
     :raises StoreFolderError: the folder above ``root`` is missing.
     """
-    from .files import mkdirs
+    from .files import make_bucket, mkdirs
 
     if os.path.isdir(root):
         return
@@ -140,9 +140,6 @@ def make_store_folder(root: str) -> None:
         mkdirs(root)
         return
     try:
-        os.mkdir(root, 0o700)
-    except FileExistsError:
-        if not os.path.isdir(root):
-            raise
+        make_bucket(root)  # one level, as a bucket is made
     except (FileNotFoundError, NotADirectoryError):
         raise StoreFolderError(root, os.path.dirname(root)) from None
