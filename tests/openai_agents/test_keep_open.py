@@ -22,8 +22,8 @@ import pytest
 
 from dsh_session_core import DurableStore, Event, Session, open_store, to_wire
 from dsh_session_core.errors import NotJsonError, TooDeepError
-from dsh_session_openai_agents import DshSession, fold_items
-from dsh_session_openai_agents import _session as module
+from dsh_session_openai_agents import DshSession, _view, fold_items
+from dsh_session_openai_agents import _locks as module
 
 ITEMS: list[Any] = [
     {"role": "user", "content": "What is the weather in Paris?"},
@@ -246,14 +246,14 @@ def test_close_is_safe_twice_and_closes_only_its_own_store(tmp_path: Path) -> No
 def _counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Count the events each fold looks at."""
     folded: list[int] = []
-    advance = module._advance
+    advance = _view._advance
 
     def counted(events: Any, items: Any, calls: Any) -> None:
         events = list(events)
         folded.append(len(events))
         advance(events, items, calls)
 
-    monkeypatch.setattr(module, "_advance", counted)
+    monkeypatch.setattr(_view, "_advance", counted)
     return folded
 
 

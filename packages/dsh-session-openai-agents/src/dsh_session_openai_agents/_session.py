@@ -1,15 +1,10 @@
 """``DshSession``: the OpenAI Agents SDK's ``Session`` protocol on a dsh-session store.
 
-This module owns the mapping from SDK items to dsh events (:func:`record_items`), the
-item view as a fold of the log (:func:`fold_items`), and the session (:class:`DshSession`):
-by default each operation opens, writes, flushes and releases it; with ``keep_open`` the
-first operation opens it and keeps it until ``close()``, each later one folding in only
-the events appended since the last (:class:`_LogIndex`).
-
-Each ``add_items`` call is written as one or more turns: the item itself first, verbatim,
-as ``agents/item``, then the typed event that records it (``user/message``,
-``assistant/message``, ``tool/call``, ``tool/result``). ``pop_item`` and
-``clear_session`` append ``agents/pop`` and ``agents/clear``: nothing is ever deleted.
+By default each operation opens, writes, flushes and releases the session; with
+``keep_open`` the first operation opens it and keeps it until ``close()``, each later
+one folding in only the events appended since the last (:class:`._view._LogIndex`).
+The mapping of items onto events is :mod:`._mapping`'s, the item view :mod:`._view`'s,
+the turns operations take on a session :mod:`._locks`'.
 """
 
 from __future__ import annotations
@@ -17,20 +12,10 @@ from __future__ import annotations
 __all__ = ["DshSession", "fold_items", "record_items"]
 
 import asyncio
-import contextlib
-import threading
 import time
-from collections.abc import (
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Iterable,
-    Iterator,
-    Sequence,
-)
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
 
-import msgspec
 from agents.items import TResponseInputItem
 from agents.memory.session import SessionABC
 from agents.memory.session_settings import (
@@ -42,383 +27,21 @@ from agents.run_context import RunContextWrapper
 
 from dsh_session_core import (
     DurableStore,
-    Event,
     PersistenceError,
     Session,
     SessionLockedError,
-    TextBlock,
-    ToolCallBlock,
     open_store,
-    to_wire,
 )
-from dsh_session_core.events import ToolCall, ToolResult
 
-from .events import AgentsClear, AgentsItem, AgentsPop
+from ._locks import _settled, _taking_turns, _taking_turns_now
+from ._mapping import _record, record_items
+from ._view import VIEW_TYPES, _item, _items, _LogIndex, fold_items, stored_view
 
 _T = TypeVar("_T")
 
 #: How long an operation waits for another writer (another instance on another store
 #: object, or another process) to release the session before it gives up.
 DEFAULT_LOCK_TIMEOUT = 30.0
-
-
-# --- the item view: a fold of the log ---------------------------------------------------
-
-
-def _advance(events: Iterable[Event], items: list[AgentsItem], calls: dict[str, int]) -> None:
-    """Fold ``events`` into the item view (``items``: the ``agents/item`` events it
-    holds) and the open tool calls (``calls``: the seq of each ``tool/call`` no
-    ``tool/result`` answers yet, by call id)."""
-    for event in events:  # by exact class: a reload folds every event of the log
-        cls = event.__class__
-        if cls is AgentsItem:
-            items.append(event)  # type: ignore[arg-type]  # its class says so
-        elif cls is ToolCall:
-            calls[event.data.call_id] = event.seq
-        elif cls is ToolResult:
-            calls.pop(event.data.call_id, None)
-        elif cls is AgentsPop:
-            if items and items[-1].seq == event.data.item_seq:
-                items.pop()
-        elif cls is AgentsClear:
-            items.clear()
-
-
-def _item(event: AgentsItem) -> Any:
-    """The item an ``agents/item`` holds, as a fresh plain JSON value."""
-    return to_wire(event.data)["item"]
-
-
-def _items(events: Sequence[AgentsItem]) -> list[Any]:
-    """The items of ``events``, as fresh plain JSON values: in one encode and one decode
-    of the list, where an :func:`_item` each costs two calls an item."""
-    return cast(list[Any], to_wire([event.data.item for event in events]))
-
-
-#: The event types the item view is a fold of: a reload of the view reads only these.
-VIEW_TYPES = ("agents/item", "agents/pop", "agents/clear")
-#: Their lines, decoded in one call into the plugin's own event classes: every payload
-#: checked against its schema, each item coming out as a fresh plain JSON value.
-_VIEW_DECODER = msgspec.json.Decoder(list[AgentsItem | AgentsPop | AgentsClear])
-
-
-def stored_view(lines: list[bytes]) -> list[Any] | None:
-    """The item view of a stored log from the lines of its ``agents/item``,
-    ``agents/pop`` and ``agents/clear`` events (:meth:`DurableStore.read_lines`), or
-    ``None`` when a line does not decode into those classes (a line of another type or
-    layout, one msgspec cannot read): the caller then loads the log.
-
-    The items are read once, by msgspec, straight into the values returned: a session
-    loaded whole decodes each item, freezes it for the log, then copies it out again."""
-    if not lines:
-        return []
-    try:
-        events = _VIEW_DECODER.decode(b"[" + b",".join(lines) + b"]")
-    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
-        return None
-    items: list[AgentsItem] = []
-    _advance(events, items, {})
-    return [event.data.item for event in items]
-
-
-def fold_items(events: Iterable[Event]) -> list[tuple[int, Any]]:
-    """The SDK's item list of a log, as ``(seq of its agents/item, item)`` pairs: every
-    ``agents/item`` in order, less what ``agents/pop`` took off the end and what
-    ``agents/clear`` emptied. The items are fresh plain JSON values."""
-    items: list[AgentsItem] = []
-    _advance(events, items, {})
-    return list(zip([event.seq for event in items], _items(items), strict=True))
-
-
-class _LogIndex:
-    """What the operations read of one session's log, the item view and the open tool
-    calls, brought up to date from the events appended since it last looked
-    (:meth:`update`): on a session kept open, an operation costs what it appends, not
-    the length of the log."""
-
-    __slots__ = ("calls", "items", "scanned", "session")
-
-    def __init__(self, session: Session) -> None:
-        self.session = session
-        self.scanned = 0
-        self.items: list[AgentsItem] = []
-        self.calls: dict[str, int] = {}
-
-    def reset(self) -> None:
-        """Forget what was folded: the next :meth:`update` folds the whole log."""
-        self.scanned = 0
-        self.items.clear()
-        self.calls.clear()
-
-    def update(self) -> _LogIndex:
-        """Fold in the events appended since the last update (by anyone)."""
-        events = self.session.events
-        end = len(events)
-        if end > self.scanned:
-            _advance(events[self.scanned:end], self.items, self.calls)
-            self.scanned = end
-        return self
-
-
-# --- the mapping: items to typed events ---------------------------------------------------
-
-
-def _text_blocks(content: Any) -> list[TextBlock]:
-    """The text of a message's or an output's content: a string, or the text parts of a
-    list (``input_text``, ``output_text``, ``refusal``); other parts are kept in the
-    ``agents/item`` only."""
-    if isinstance(content, str):
-        return [TextBlock(text=content)]
-    blocks: list[TextBlock] = []
-    if isinstance(content, list):
-        for part in content:
-            if not isinstance(part, dict):
-                continue
-            kind = part.get("type")
-            if kind in ("input_text", "output_text", "text") and isinstance(
-                part.get("text"), str
-            ):
-                blocks.append(TextBlock(text=part["text"]))
-            elif kind == "refusal" and isinstance(part.get("refusal"), str):
-                blocks.append(TextBlock(text=part["refusal"]))
-    return blocks
-
-
-def _kind(item: Any) -> str:
-    """What an item is recorded as: ``user``, ``assistant``, ``call``, ``output``, or
-    ``other`` (kept as ``agents/item`` only)."""
-    if not isinstance(item, dict):
-        return "other"
-    kind = item.get("type")
-    role = item.get("role")
-    if kind in (None, "message"):
-        if role == "user":
-            return "user"
-        if role == "assistant":
-            return "assistant"
-        return "other"
-    if (kind == "function_call" and isinstance(item.get("call_id"), str)
-            and isinstance(item.get("name"), str) and isinstance(item.get("arguments"), str)):
-        return "call"
-    if kind == "function_call_output" and isinstance(item.get("call_id"), str):
-        return "output"
-    return "other"
-
-
-def _check_items(session: Session, items: Sequence[Any]) -> None:
-    """Refuse a batch holding an item the log cannot keep (a value JSON cannot carry,
-    nesting too deep) before any of it is appended: each item is appended as
-    ``agents/item`` to a scratch session with the same event types and rules, which
-    raises what the real append would (:class:`~dsh_session_core.errors.NotJsonError`,
-    ``TooDeepError``)."""
-    scratch = Session(session.id, registry=session.registry, strict=session.strict,
-                      foreign_types=session.foreign_types)
-    for item in items:
-        scratch.append("agents/item", {"item": item})
-
-
-def record_items(session: Session, items: Sequence[Any]) -> None:
-    """Append ``items`` to ``session``: each as ``agents/item``, followed by the typed
-    event recording it, inside turns (a new turn at each user message that follows
-    model output). The turns are closed when this returns.
-
-    A batch holding an item the log cannot keep (a value JSON cannot carry, nesting too
-    deep) is refused whole, before any of it is appended."""
-    _record(_LogIndex(session).update(), items)
-
-
-def _record(index: _LogIndex, items: Sequence[Any]) -> None:
-    """:func:`record_items` on an up-to-date index of the session's log, which it
-    leaves up to date."""
-    session = index.session
-    _check_items(session, items)
-    calls = index.calls  # kept as the log's own fold would: update() agrees after
-    groups: list[list[Any]] = []
-    model_output = False
-    for item in items:
-        user = _kind(item) == "user"
-        if not groups or (user and model_output):
-            groups.append([])
-            model_output = False
-        groups[-1].append(item)
-        model_output = model_output or not user
-    try:
-        for group in groups:
-            with session.turn() as turn:
-                step = None
-                answered = False  # the open step holds a tool result
-                for item in group:
-                    session.append("agents/item", {"item": item})
-                    kind = _kind(item)
-                    if kind == "user":
-                        blocks = _text_blocks(item.get("content"))
-                        if blocks and step is None:
-                            turn.user(blocks)
-                        elif blocks:
-                            turn.steer(blocks)
-                        continue
-                    if kind in ("assistant", "call") and (step is None or answered):
-                        if step is not None:
-                            step.end(answer=False)  # an output may come in a later batch
-                        step, answered = turn.step(), False
-                    if kind == "assistant":
-                        assert step is not None
-                        blocks = _text_blocks(item.get("content"))
-                        if blocks:
-                            step.assistant(blocks)
-                    elif kind == "call":
-                        assert step is not None
-                        block = ToolCallBlock(id=item["call_id"], name=item["name"],
-                                              arguments=item["arguments"])
-                        step.assistant([block])
-                        step.tool_call(block)
-                        calls[block.id] = session.events[-1].seq
-                    elif kind == "output":
-                        call_id = item["call_id"]
-                        seq = calls.pop(call_id, None)
-                        if seq is None:
-                            continue  # an output of no recorded call: kept as the item only
-                        if step is None:
-                            step, answered = turn.step(), False
-                        output = item.get("output")
-                        blocks = _text_blocks(output) if output is not None else []
-                        if any(c.call_id == call_id for c in _step_calls(step)):
-                            step.tool_result(call_id, blocks)
-                        else:  # a call of an earlier add_items: answered by seq
-                            session.append(
-                                "tool/result",
-                                {"turn": turn.number, "step": step.number, "callId": call_id,
-                                 "content": [to_wire(b) for b in blocks], "isError": False},
-                                surface_op="append", source_event_seqs=[seq],
-                            )
-                        answered = True
-                if step is not None:
-                    # A call the SDK is still running gets its output in a later batch
-                    # (answered by seq, above): the builder must not answer it first.
-                    step.end(answer=False)
-    except BaseException:
-        index.reset()  # what it kept of a half-appended batch: folded afresh next
-        raise
-    index.update()
-
-
-def _step_calls(step: Any) -> list[Any]:
-    """The tool calls the builder logged in ``step`` (its own bookkeeping)."""
-    return list(getattr(step, "_calls", {}).values())
-
-
-# --- the session --------------------------------------------------------------------------
-
-
-class _Turns:
-    """The lock the operations on one stored session take turns on, and how many hold
-    it or wait for it (``users``): the entry leaves :data:`_LOCKS` when the last user
-    lets go, so the table holds only the sessions in use."""
-
-    __slots__ = ("lock", "users")
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.users = 0
-
-
-#: One lock per stored session in use in this process: keyed by the store's identity
-#: (its folder, database file or server: two store objects over one store share it) and
-#: the session id. The operations of every instance take turns, whichever store object,
-#: thread and event loop each runs on, so none finds the session held by another, and
-#: two instances never both create one new session (the second would write over the
-#: first's first events). A thread lock, taken without blocking the loop. Across
-#: processes the stores' writer locks decide. An entry is made by the first operation
-#: that needs it and dropped by the last that leaves it (see :class:`_Turns`).
-_LOCKS: dict[tuple[object, str], _Turns] = {}
-_LOCKS_GUARD = threading.Lock()
-
-
-def _join(key: tuple[object, str]) -> _Turns:
-    """The entry of ``key``, made if need be, counting one more user."""
-    with _LOCKS_GUARD:
-        turns = _LOCKS.get(key)
-        if turns is None:
-            turns = _LOCKS[key] = _Turns()
-        turns.users += 1
-        return turns
-
-
-def _leave(key: tuple[object, str], turns: _Turns) -> None:
-    """One user fewer; the entry is dropped with its last user (no one holds its lock
-    then, nor waits for it: the next user makes a new one)."""
-    with _LOCKS_GUARD:
-        turns.users -= 1
-        if not turns.users and _LOCKS.get(key) is turns:
-            del _LOCKS[key]
-
-
-@contextlib.asynccontextmanager
-async def _taking_turns(key: tuple[object, str]) -> AsyncIterator[None]:
-    """Hold the lock of ``key``, polling for it (1 ms, growing to 20 ms) while another
-    holds it (a cancelled wait leaves the table as it found it)."""
-    turns = _join(key)
-    try:
-        delay = 0.001
-        while not turns.lock.acquire(blocking=False):
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.02)
-        try:
-            yield
-        finally:
-            turns.lock.release()
-    finally:
-        _leave(key, turns)
-
-
-@contextlib.contextmanager
-def _taking_turns_now(key: tuple[object, str], timeout: float) -> Iterator[None]:
-    """Hold the lock of ``key``, blocking this thread up to ``timeout`` seconds: for
-    :meth:`DshSession.close`. On a thread running an event loop it does not wait (the
-    holder may be a task of that very loop, which cannot run while this blocks).
-
-    :raises RuntimeError: the lock was not had in time."""
-    try:
-        asyncio.get_running_loop()
-        timeout = 0.0
-    except RuntimeError:
-        pass
-    turns = _join(key)
-    try:
-        had = (turns.lock.acquire(timeout=timeout) if timeout > 0
-               else turns.lock.acquire(blocking=False))
-        if not had:
-            msg = (f'an operation on session "{key[1]}" is still running: close() cannot '
-                   f"wait for it on its event loop's thread; await aclose() instead")
-            raise RuntimeError(msg)
-        try:
-            yield
-        finally:
-            turns.lock.release()
-    finally:
-        _leave(key, turns)
-
-
-async def _settled(aw: Awaitable[_T], then: Callable[[_T], object] | None = None) -> _T:
-    """Await ``aw`` to its end even when cancelled meanwhile: the work it waits for runs
-    on in a thread regardless, and the caller's turn on the session must last as long.
-    ``then`` gets its result first (also when cancelled); then a cancellation is raised.
-    """
-    task = asyncio.ensure_future(aw)
-    cancelled: asyncio.CancelledError | None = None
-    while not task.done():
-        try:
-            await asyncio.wait((task,))
-        except asyncio.CancelledError as exc:
-            cancelled = exc
-    if cancelled is not None:
-        if not task.cancelled() and task.exception() is None and then is not None:
-            then(task.result())
-        raise cancelled
-    result = task.result()
-    if then is not None:
-        then(result)
-    return result
 
 
 class DshSession(SessionABC):

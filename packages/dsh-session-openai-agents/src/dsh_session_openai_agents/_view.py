@@ -1,0 +1,113 @@
+"""The SDK's item view of a log: a fold of its ``agents/item``, ``agents/pop`` and
+``agents/clear`` events (:func:`fold_items`), read from stored lines alone
+(:func:`stored_view`) or kept up to date on a live session (:class:`_LogIndex`, which
+also follows the open tool calls the mapping answers)."""
+
+from __future__ import annotations
+
+__all__ = ["VIEW_TYPES", "fold_items", "stored_view"]
+
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
+
+import msgspec
+
+from dsh_session_core import Event, Session, to_wire
+from dsh_session_core.events import ToolCall, ToolResult
+
+from .events import AgentsClear, AgentsItem, AgentsPop
+
+
+def _advance(events: Iterable[Event], items: list[AgentsItem], calls: dict[str, int]) -> None:
+    """Fold ``events`` into the item view (``items``: the ``agents/item`` events it
+    holds) and the open tool calls (``calls``: the seq of each ``tool/call`` no
+    ``tool/result`` answers yet, by call id)."""
+    for event in events:  # by exact class: a reload folds every event of the log
+        cls = event.__class__
+        if cls is AgentsItem:
+            items.append(event)  # type: ignore[arg-type]  # its class says so
+        elif cls is ToolCall:
+            calls[event.data.call_id] = event.seq
+        elif cls is ToolResult:
+            calls.pop(event.data.call_id, None)
+        elif cls is AgentsPop:
+            if items and items[-1].seq == event.data.item_seq:
+                items.pop()
+        elif cls is AgentsClear:
+            items.clear()
+
+
+def _item(event: AgentsItem) -> Any:
+    """The item an ``agents/item`` holds, as a fresh plain JSON value."""
+    return to_wire(event.data)["item"]
+
+
+def _items(events: Sequence[AgentsItem]) -> list[Any]:
+    """The items of ``events``, as fresh plain JSON values: in one encode and one decode
+    of the list, where an :func:`_item` each costs two calls an item."""
+    return cast(list[Any], to_wire([event.data.item for event in events]))
+
+
+#: The event types the item view is a fold of: a reload of the view reads only these.
+VIEW_TYPES = ("agents/item", "agents/pop", "agents/clear")
+#: Their lines, decoded in one call into the plugin's own event classes: every payload
+#: checked against its schema, each item coming out as a fresh plain JSON value.
+_VIEW_DECODER = msgspec.json.Decoder(list[AgentsItem | AgentsPop | AgentsClear])
+
+
+def stored_view(lines: list[bytes]) -> list[Any] | None:
+    """The item view of a stored log from the lines of its ``agents/item``,
+    ``agents/pop`` and ``agents/clear`` events (:meth:`DurableStore.read_lines`), or
+    ``None`` when a line does not decode into those classes (a line of another type or
+    layout, one msgspec cannot read): the caller then loads the log.
+
+    The items are read once, by msgspec, straight into the values returned: a session
+    loaded whole decodes each item, freezes it for the log, then copies it out again."""
+    if not lines:
+        return []
+    try:
+        events = _VIEW_DECODER.decode(b"[" + b",".join(lines) + b"]")
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        return None
+    items: list[AgentsItem] = []
+    _advance(events, items, {})
+    return [event.data.item for event in items]
+
+
+def fold_items(events: Iterable[Event]) -> list[tuple[int, Any]]:
+    """The SDK's item list of a log, as ``(seq of its agents/item, item)`` pairs: every
+    ``agents/item`` in order, less what ``agents/pop`` took off the end and what
+    ``agents/clear`` emptied. The items are fresh plain JSON values."""
+    items: list[AgentsItem] = []
+    _advance(events, items, {})
+    return list(zip([event.seq for event in items], _items(items), strict=True))
+
+
+class _LogIndex:
+    """What the operations read of one session's log, the item view and the open tool
+    calls, brought up to date from the events appended since it last looked
+    (:meth:`update`): on a session kept open, an operation costs what it appends, not
+    the length of the log."""
+
+    __slots__ = ("calls", "items", "scanned", "session")
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.scanned = 0
+        self.items: list[AgentsItem] = []
+        self.calls: dict[str, int] = {}
+
+    def reset(self) -> None:
+        """Forget what was folded: the next :meth:`update` folds the whole log."""
+        self.scanned = 0
+        self.items.clear()
+        self.calls.clear()
+
+    def update(self) -> _LogIndex:
+        """Fold in the events appended since the last update (by anyone)."""
+        events = self.session.events
+        end = len(events)
+        if end > self.scanned:
+            _advance(events[self.scanned:end], self.items, self.calls)
+            self.scanned = end
+        return self
