@@ -8,8 +8,11 @@ The Responses input is a flat list of items, so block order is kept exactly:
   it is one text, else ``input_text`` and ``input_image`` parts), split around its tool
   results;
 - an assistant's text blocks are ``message`` items of role ``assistant``, each call a
-  ``function_call`` item (raw JSON arguments), each reasoning block a ``reasoning`` item
-  (its text as the summary);
+  ``function_call`` item (raw JSON arguments); reasoning the provider issued (a block
+  with the provider's ``id``) is a ``reasoning`` item with that id, its text as the
+  summary and its ``encrypted_content`` when kept, consecutive blocks of one id being
+  the parts of one item; reasoning without an id is left out, as the API refuses an id
+  it did not issue (HTTP 404 "Item with id ... not found");
 - a tool result is a ``function_call_output`` item: its text, or its text and images as
   an output list.
 
@@ -76,9 +79,9 @@ def to_openai_responses(source: Any, *, strict: bool = False,
         or their wire JSON as ``dsh-session derive`` prints it.
     :param strict: raise :class:`UnsupportedContentError` for a block Responses cannot
         express, instead of the documented fallback.
-    :param reasoning: ``False`` leaves the ``reasoning`` items out (the API refuses a
-        reasoning item whose id it did not issue; a log keeps the provider's id only
-        when the recorder stored it).
+    :param reasoning: ``False`` leaves every ``reasoning`` item out, the provider's
+        too (reasoning without the provider's id is left out either way: the API
+        refuses an id it did not issue).
     """
     systems, messages = normalize(source)
     out: list[dict[str, Any]] = [{"type": "message", "role": "system", "content": s}
@@ -97,7 +100,8 @@ def to_openai_responses(source: Any, *, strict: bool = False,
                 append(_output(content[0], index, strict))
                 continue
         if role == "assistant":
-            for position, b in enumerate(blocks(content)):
+            item: dict[str, Any] | None = None  # the reasoning item a block may continue
+            for b in blocks(content):
                 if isinstance(b, TextBlock):
                     append({"type": "message", "role": "assistant", "content": b.text})
                 elif isinstance(b, ToolCallBlock):
@@ -105,11 +109,13 @@ def to_openai_responses(source: Any, *, strict: bool = False,
                             "arguments": b.arguments})
                 elif isinstance(b, ReasoningBlock) or block_kind(b) == "reasoning":
                     if reasoning:
-                        append(_reasoning(b, index, position, strict))
+                        item = _reasoning(b, index, strict, item, append)
+                    continue
                 else:
                     append({"type": "message", "role": "assistant",
                             "content": _unsupported(strict, b, index,
                                                     "this block in an assistant message")})
+                item = None
             continue
         parts: list[dict[str, Any]] = []
         for b in blocks(content):
@@ -133,27 +139,36 @@ def to_openai_responses(source: Any, *, strict: bool = False,
     return out
 
 
-def _reasoning(block: Any, index: int, position: int, strict: bool) -> dict[str, Any]:
-    """A ``reasoning`` item: the block's text as its summary; the provider's ``id`` and
-    ``encryptedContent`` when the log kept them, else the id ``rs_<message>_<block>``."""
+def _reasoning(block: Any, index: int, strict: bool, item: dict[str, Any] | None,
+               append: Any) -> dict[str, Any] | None:
+    """Send a reasoning block: a part of ``item`` (the reasoning item just sent) when it
+    has that item's id, else a new ``reasoning`` item, appended; the block's text is a
+    ``summary_text`` part (none when empty: a summary the model did not write), its
+    ``encryptedContent`` the item's ``encrypted_content``. The item the next block may
+    continue is returned; a block without the provider's id is left out (``strict``:
+    :class:`UnsupportedContentError`)."""
     if isinstance(block, ReasoningBlock):
-        typed: dict[str, Any] = {
-            "type": "reasoning",
-            "id": block.id if isinstance(block.id, str) else f"rs_{index}_{position}",
-            "summary": [{"type": "summary_text", "text": block.text}]}
-        if isinstance(block.encrypted_content, str):
-            typed["encrypted_content"] = block.encrypted_content
-        return typed
-    text = block.get("text")
+        rid: Any = block.id
+        text: Any = block.text
+        encrypted: Any = block.encrypted_content
+    else:
+        rid, text, encrypted = (block.get("id"), block.get("text", ""),
+                                block.get("encryptedContent"))
+    if not isinstance(rid, str):
+        if strict:
+            raise UnsupportedContentError(
+                TARGET, "reasoning", index,
+                "reasoning without the provider's id (a Responses reasoning item's)")
+        return item
     if not isinstance(text, str):
         if strict:
             raise UnsupportedContentError(TARGET, "reasoning", index, "reasoning without text")
         text = placeholder(block)
-    item: dict[str, Any] = {"type": "reasoning"}
-    rid = block.get("id")
-    item["id"] = rid if isinstance(rid, str) else f"rs_{index}_{position}"
-    item["summary"] = [{"type": "summary_text", "text": text}]
-    encrypted = block.get("encryptedContent")
-    if isinstance(encrypted, str):
+    if item is None or item["id"] != rid:
+        item = {"type": "reasoning", "id": rid, "summary": []}
+        append(item)
+    if text:
+        item["summary"].append({"type": "summary_text", "text": text})
+    if isinstance(encrypted, str) and "encrypted_content" not in item:
         item["encrypted_content"] = encrypted
     return item

@@ -9,7 +9,12 @@ raises :class:`ImportError` naming the package to install (``pydantic-ai-slim``)
   ``ImageUrl``, ``BinaryContent``), a tool result a ``ToolReturnPart`` whose
   ``tool_name`` is joined from its call (``outcome="failed"`` for an error result);
 - assistant content is a response: ``TextPart``, ``ToolCallPart`` (raw JSON arguments),
-  ``ThinkingPart`` (with the provider's signature when the log kept it);
+  ``ThinkingPart``; reasoning the log kept the provider's data of is a ``ThinkingPart``
+  as pydantic-ai's own model records it, so that its model sends it back: an Anthropic
+  signature as ``signature`` (redacted thinking as ``id="redacted_thinking"`` and its
+  data as ``signature``), ``provider_name="anthropic"``; a Responses reasoning item's
+  id as ``id`` and encrypted content as ``signature``, ``provider_name="openai"``
+  (pydantic-ai sends a signature back only to the provider named);
 - consecutive messages of one side are one request (or response).
 
 What pydantic-ai cannot express becomes a placeholder text (docs/providers.md);
@@ -98,13 +103,13 @@ def to_pydantic_ai(source: Any, *, strict: bool = False) -> list[ModelMessage]:
                     parts.append(ToolCallPart(tool_name=b.name, args=b.arguments,
                                               tool_call_id=b.id))
                 elif isinstance(b, ReasoningBlock):
-                    parts.append(m.ThinkingPart(content=b.text, signature=(
-                        b.signature if isinstance(b.signature, str) else None)))
+                    parts.append(_thinking(m, b.text, b.signature, b.redacted_data, b.id,
+                                           b.encrypted_content))
                 elif (isinstance(b, Mapping) and b.get("type") == "reasoning"
                       and isinstance(b.get("text", ""), str)):
-                    sig = b.get("signature")
-                    parts.append(m.ThinkingPart(content=b.get("text", ""),
-                                                signature=sig if isinstance(sig, str) else None))
+                    parts.append(_thinking(m, b.get("text", ""), b.get("signature"),
+                                           b.get("redactedData"), b.get("id"),
+                                           b.get("encryptedContent")))
                 else:
                     parts.append(TextPart(content=unsupported(
                         b, index, "this block in an assistant message")))
@@ -133,6 +138,27 @@ def to_pydantic_ai(source: Any, *, strict: bool = False) -> list[ModelMessage]:
             parts.append(UserPromptPart(content=prompt))
     flush("")
     return out
+
+
+#: pydantic-ai's ``ThinkingPart.id`` of Anthropic's redacted thinking (its data is the
+#: part's ``signature``), as its Anthropic model records one.
+REDACTED_THINKING_ID = "redacted_thinking"
+
+
+def _thinking(m: Any, text: str, signature: Any, redacted: Any, rid: Any,
+              encrypted: Any) -> Any:
+    """A ``ThinkingPart``, with the provider's data as pydantic-ai's own models record it
+    (see the module's doc)."""
+    if isinstance(redacted, str):
+        return m.ThinkingPart(content=text, id=REDACTED_THINKING_ID, signature=redacted,
+                              provider_name="anthropic")
+    if isinstance(signature, str):
+        return m.ThinkingPart(content=text, signature=signature, provider_name="anthropic")
+    if isinstance(rid, str) or isinstance(encrypted, str):
+        return m.ThinkingPart(content=text, id=rid if isinstance(rid, str) else None,
+                              signature=encrypted if isinstance(encrypted, str) else None,
+                              provider_name="openai")
+    return m.ThinkingPart(content=text)
 
 
 def _tool_return(m: Any, block: ToolResultBlock, names: dict[str, str], index: int,

@@ -9,13 +9,14 @@ with the assembler that module owns.
 
 Anthropic's blocks map to the vocabulary's: ``text`` to a text block, ``thinking`` to a
 reasoning block (its text), ``tool_use`` to a tool-call block whose ``arguments`` is
-the input's JSON text (as streamed, or the non-streamed ``input`` encoded).
-``provider_data=True`` keeps a thinking block's ``signature`` and a
-``redacted_thinking`` block's ``data`` on the reasoning block (``signature``,
-``redacted_data``: :func:`to_anthropic` sends them back, as Anthropic requires of the
-thinking before a tool call); without it a signature is dropped and a redacted block
-skipped. Every other block kind (a server tool's use and
-result...) has no place in the log, and is listed in :attr:`RecordedResponse.skipped`.
+the input's JSON text (as streamed, or the non-streamed ``input`` encoded). A thinking
+block's ``signature`` and a ``redacted_thinking`` block's ``data`` are kept on the
+reasoning block (``signature``, ``redacted_data``): :func:`to_anthropic` sends them back,
+as Anthropic requires of the thinking before a tool call when the loop goes on with
+thinking enabled. ``provider_data=False`` drops a signature and skips a redacted block
+(docs/decisions.md, "Provider data by default"). Every other block kind (a server tool's
+use and result...) has no place in the log, and is listed in
+:attr:`RecordedResponse.skipped`.
 """
 
 from __future__ import annotations
@@ -172,6 +173,8 @@ class _Stream:
                 asm.text(index, "text", _get(block, "text"))  # empty, but for a prefill
             elif block_kind == "thinking":
                 asm.text(index, "reasoning", _get(block, "thinking"))
+                # Streamed as signature_delta, but a server may send it whole here.
+                asm.keep(index, "signature", _get(block, "signature"))
             elif block_kind == "redacted_thinking" and asm.provider_data:
                 asm.keep(index, "redactedData", _get(block, "data"))
             else:
@@ -202,7 +205,7 @@ class _Stream:
 
 
 def record_anthropic(step: Step, response: Any, *,
-                     provider_data: bool = False) -> RecordedResponse:
+                     provider_data: bool = True) -> RecordedResponse:
     """Record an Anthropic Messages response into the open ``step``.
 
     :param response: a ``Message`` or its JSON dict, or an iterable of its stream events
@@ -211,7 +214,9 @@ def record_anthropic(step: Step, response: Any, *,
     :returns: the logged message, tool calls, finish reason and usage; ``skipped`` names
         the blocks of kinds the log has none for.
     :param provider_data: keep thinking signatures and redacted thinking on reasoning
-        blocks (``signature``, ``redacted_data``), which :func:`to_anthropic` sends back.
+        blocks (``signature``, ``redacted_data``), which :func:`to_anthropic` sends back
+        (the default: a tool loop with extended thinking needs them); ``False`` records
+        the thinking's text only.
     """
     if _is_whole(response):
         return _whole(step, response, provider_data)
@@ -219,7 +224,7 @@ def record_anthropic(step: Step, response: Any, *,
 
 
 async def arecord_anthropic(step: Step, response: Any, *,
-                            provider_data: bool = False) -> RecordedResponse:
+                            provider_data: bool = True) -> RecordedResponse:
     """:func:`record_anthropic` of an async stream (``AsyncAnthropic``'s), or of a whole
     ``Message`` already awaited."""
     if _is_whole(response):

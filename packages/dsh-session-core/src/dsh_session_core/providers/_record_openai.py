@@ -19,10 +19,12 @@ What a recorder writes into the open step, as the reference's loop does:
   ``step.tool_result``.
 
 What the log's vocabulary has no place for is never dropped unsaid: an output kind
-with no block (a built-in tool's call...) is named in :attr:`RecordedResponse.skipped`,
-and a reasoning item's id and encrypted content are kept, with ``provider_data=True``,
-on its reasoning block (``id``, ``encrypted_content``), which
-:func:`~dsh_session_core.providers.to_openai_responses` sends back.
+with no block (a built-in tool's call...) is named in :attr:`RecordedResponse.skipped`.
+A reasoning item's id and encrypted content are kept on its reasoning blocks (``id`` on
+each block of the item, ``encrypted_content`` on its first), which
+:func:`~dsh_session_core.providers.to_openai_responses` sends back as the one item it
+was: the next request of a stateless (``store=False``) tool loop needs them.
+``provider_data=False`` leaves them out (docs/decisions.md, "Provider data by default").
 
 No SDK is imported: a response is read by duck typing, as the SDK's pydantic object
 (attributes) or as the plain JSON dict of the same shape, so core needs neither ``openai``
@@ -185,6 +187,16 @@ _PROVIDER_FIELDS = {"signature": "signature", "redactedData": "redacted_data", "
                     "encryptedContent": "encrypted_content"}
 
 
+def _item_data(item_id: Any, encrypted: Any) -> dict[str, str]:
+    """A Responses reasoning item's kept data, by wire key (what is a non-empty string)."""
+    extra: dict[str, str] = {}
+    if isinstance(item_id, str) and item_id:
+        extra["id"] = item_id
+    if isinstance(encrypted, str) and encrypted:
+        extra["encryptedContent"] = encrypted
+    return extra
+
+
 def _reasoning(text: str, extra: Mapping[str, str] | None) -> Recorded:
     """A reasoning block, with the provider's data ``extra`` (by wire key) when kept."""
     if not extra:
@@ -307,10 +319,7 @@ class _Assembler:
                 block.parts.append("")
             assembled = block.assembled()
             content.append(assembled)
-            if isinstance(assembled, dict):  # provider data: no Struct holds it
-                step.chunk({"type": "block-end", "index": block.index, "block": assembled})
-            else:
-                step.chunk(BlockEndChunk(index=block.index, block=assembled))
+            step.chunk(BlockEndChunk(index=block.index, block=assembled))
         if self.usage is not None:
             step.chunk(UsageChunk(usage=self.usage))
         finish = self.finish
@@ -496,22 +505,20 @@ def _responses_whole(step: Step, response: Any, provider_data: bool) -> Recorded
         kind = _get(item, "type")
         if kind == "reasoning":
             # One reasoning block per summary part, then per raw reasoning part: the same
-            # blocks a stream opens, one per part it streams. The item's id and encrypted
-            # content, when kept, ride on its first block (one block when it has no text).
-            extra: dict[str, str] = {}
-            if provider_data:
-                for name, field in (("id", "id"), ("encryptedContent", "encrypted_content")):
-                    value = _get(item, field)
-                    if isinstance(value, str) and value:
-                        extra[name] = value
+            # blocks a stream opens, one per part it streams. When kept, the item's id is
+            # on each of them (so that they go back as one item) and its encrypted content
+            # on the first (one block when the item has no text).
+            item_id = _get(item, "id") if provider_data else None
+            encrypted = _get(item, "encrypted_content") if provider_data else None
             texts = [t for part in (*(_get(item, "summary") or ()),
                                     *(_get(item, "content") or ()))
                      if isinstance(t := _get(part, "text"), str) and t]
-            if extra and not texts:
+            if not texts and ((isinstance(item_id, str) and item_id)
+                              or (isinstance(encrypted, str) and encrypted)):
                 texts = [""]
             for text in texts:
-                content.append(_reasoning(text, extra))
-                extra = {}
+                content.append(_reasoning(text, _item_data(item_id, encrypted)))
+                encrypted = None
         elif kind == "message":
             for part in _get(item, "content") or ():
                 text = _get(part, "text") if _get(part, "type") == "output_text" else (
@@ -537,13 +544,18 @@ class _ResponsesStream:
     chunks, but a call's final arguments win (the model's output is what was assembled).
     """
 
-    __slots__ = ("asm", "first")
+    __slots__ = ("asm", "parts")
 
     def __init__(self, step: Step, provider_data: bool) -> None:
         self.asm = _Assembler(step, provider_data)
-        # Each reasoning item's first block (its key), which keeps the item's id and
-        # encrypted content when provider data is kept.
-        self.first: dict[Any, Hashable] = {}
+        # Each reasoning item's blocks (their keys, in order): when provider data is kept,
+        # each keeps the item's id, and the first its encrypted content.
+        self.parts: dict[Any, list[Hashable]] = {}
+
+    def _part(self, out: Any, key: Hashable) -> None:
+        keys = self.parts.setdefault(out, [])
+        if key not in keys:
+            keys.append(key)
 
     def feed(self, event: Any) -> None:
         asm = self.asm
@@ -554,18 +566,22 @@ class _ResponsesStream:
             asm.text(("text", out, _get(event, "content_index")), "text", _get(event, "delta"))
         elif kind == "response.reasoning_summary_text.delta":
             key = ("summary", out, _get(event, "summary_index"))
-            self.first.setdefault(out, key)
+            self._part(out, key)
             asm.text(key, "reasoning", _get(event, "delta"))
         elif kind == "response.reasoning_text.delta":
             key = ("reasoning", out, _get(event, "content_index"))
-            self.first.setdefault(out, key)
+            self._part(out, key)
             asm.text(key, "reasoning", _get(event, "delta"))
         elif kind == "response.output_item.done":
             item = _get(event, "item")
             if asm.provider_data and _get(item, "type") == "reasoning":
-                key = self.first.setdefault(out, ("summary", out, 0))
-                asm.keep(key, "id", _get(item, "id"))
-                asm.keep(key, "encryptedContent", _get(item, "encrypted_content"))
+                # Only the parts that streamed text opened a block; an item that streamed
+                # none (no summary asked for) keeps its data on a block of its own.
+                keys = [k for k in self.parts.get(out, ()) if k in asm.blocks]
+                for key in keys or [("summary", out, 0)]:
+                    asm.keep(key, "id", _get(item, "id"))
+                asm.keep((keys or [("summary", out, 0)])[0], "encryptedContent",
+                         _get(item, "encrypted_content"))
         elif kind == "response.output_item.added":
             item = _get(event, "item")
             item_kind = _get(item, "type")
@@ -596,7 +612,7 @@ def _is_whole_response(response: Any) -> bool:
 
 
 def record_openai_responses(step: Step, response: Any, *,
-                            provider_data: bool = False) -> RecordedResponse:
+                            provider_data: bool = True) -> RecordedResponse:
     """Record a Responses API response into the open ``step``.
 
     :param response: a ``Response`` (``client.responses.create(...)``) or its JSON dict,
@@ -605,8 +621,9 @@ def record_openai_responses(step: Step, response: Any, *,
     :returns: the logged message, tool calls, finish reason and usage; ``skipped`` names
         the output items of kinds the log has no block for (built-in tools' calls...).
     :param provider_data: keep each reasoning item's ``id`` and ``encrypted_content``
-        (``include=["reasoning.encrypted_content"]``) on its reasoning block (``id``,
-        ``encrypted_content``), which :func:`to_openai_responses` sends back.
+        (asked for with ``include=["reasoning.encrypted_content"]``) on its reasoning
+        blocks, which :func:`to_openai_responses` sends back (the default: a stateless
+        tool loop needs them); ``False`` records the reasoning's text only.
     """
     if _is_whole_response(response):
         return _responses_whole(step, response, provider_data)
@@ -614,7 +631,7 @@ def record_openai_responses(step: Step, response: Any, *,
 
 
 async def arecord_openai_responses(step: Step, response: Any, *,
-                                   provider_data: bool = False) -> RecordedResponse:
+                                   provider_data: bool = True) -> RecordedResponse:
     """:func:`record_openai_responses` of an async stream, or of a whole response."""
     if _is_whole_response(response):
         return _responses_whole(step, response, provider_data)
