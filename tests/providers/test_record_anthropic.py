@@ -5,8 +5,8 @@ helper) against a local transport serving tests/providers/recordings/: no networ
 Checked as the OpenAI recordings are (tests/providers/test_record_openai.py): the wire
 (enclosure, one chunk per delta, ``sourceEventSeqs``, usage, one ``tool/call`` per call),
 the derived messages (the response's content exactly), a checking store, and the round
-trip through ``to_anthropic``, which with ``provider_data=True`` gives back the thinking
-block with its signature.
+trip through ``to_anthropic``, which gives back the thinking block with its signature
+(kept by default; ``provider_data=False`` records the thinking's text only).
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def _expected() -> list[Any]:
     out: list[Any] = []
     for block in _message()["content"]:
         if block["type"] == "thinking":
-            out.append(ReasoningBlock(text=block["thinking"]))
+            out.append(ReasoningBlock(text=block["thinking"], signature=block["signature"]))
         elif block["type"] == "text":
             out.append(TextBlock(text=block["text"]))
         elif block["type"] == "tool_use":
@@ -181,7 +181,6 @@ def test_a_streamed_message_is_one_chunk_per_delta(mode: Mode) -> None:
     (tool_result,) = [e for e in events if e["type"] == "tool/result"]
     assert tool_result["sourceEventSeqs"] == [tool_call["seq"]]
     assert result.finish == ToolCallsFinish()
-    # The signature has no place in the vocabulary's reasoning block: not kept by default.
     assert result.skipped == ()
 
 
@@ -214,9 +213,9 @@ def test_messages_derive_the_response_content_exactly(mode: Mode) -> None:
 @pytest.mark.parametrize("mode", MODES)
 def test_messages_round_trip_through_to_anthropic(mode: Mode) -> None:
     original = _message()["content"]
-    # Kept with provider_data, on the reasoning block of a strict (default) session.
+    # Kept by default, on the reasoning block of a strict (default) session.
     session = _session()
-    _record(session, _call(mode, provider_data=True))
+    _record(session, _call(mode))
     request = to_anthropic(session)
     (assistant,) = [m for m in request["messages"] if m["role"] == "assistant"]
     assert assistant["content"] == original  # thinking with its signature, text, tool_use
@@ -224,10 +223,10 @@ def test_messages_round_trip_through_to_anthropic(mode: Mode) -> None:
     assert answer["content"][0]["tool_use_id"] == original[2]["id"]
     _client(MESSAGE).messages.create(model="claude-sonnet-4-5", max_tokens=1024, **request)
 
-    # Without it, the unsigned thinking is what to_anthropic leaves out (docs/providers.md);
-    # the text and the tool call come back exactly.
+    # With provider_data=False, the unsigned thinking is what to_anthropic leaves out
+    # (docs/providers.md); the text and the tool call come back exactly.
     session = _session()
-    _record(session, _call(mode))
+    _record(session, _call(mode, provider_data=False))
     (assistant,) = [m for m in to_anthropic(session)["messages"] if m["role"] == "assistant"]
     assert assistant["content"] == original[1:]
 
@@ -287,17 +286,17 @@ def test_a_call_without_input_has_empty_object_arguments_and_other_blocks_are_sk
     for source in (message, stream):
         session = _session()
         with session.turn() as turn, turn.step() as step:
-            result = record_anthropic(step, source)
+            result = record_anthropic(step, source, provider_data=False)
             assert result.skipped == ("server_tool_use", "redacted_thinking")
             assert [(r.call_id, r.arguments) for r in result.tool_calls] == [("toolu_1", "{}")]
             step.tool_result(result.tool_calls[0], "noon")
         assert _assistant(session) == [ToolCallBlock(id="toolu_1", name="now",
                                                      arguments="{}")]
-    # With provider_data, redacted thinking is kept (as to_anthropic reads it back).
+    # By default, redacted thinking is kept (as to_anthropic reads it back).
     for source in (message, stream):
         session = _session()
         with session.turn() as turn, turn.step() as step:
-            result = record_anthropic(step, source, provider_data=True)
+            result = record_anthropic(step, source)
             assert result.skipped == ("server_tool_use",)
             step.tool_result(result.tool_calls[0], "noon")
         assert _assistant(session)[0] == ReasoningBlock(text="", redacted_data="EmwKAhgB")

@@ -40,7 +40,7 @@ from dsh_session_core.providers import (
     record_openai_responses,
     to_openai_responses,
 )
-from dsh_session_core.vocabulary import StopFinish, ToolCallsFinish
+from dsh_session_core.vocabulary import UNSET, StopFinish, ToolCallsFinish
 
 RECORDINGS = Path(__file__).parent / "recordings"
 PROMPT = "What's the weather in Paris?"
@@ -340,7 +340,8 @@ def _response_expected() -> list[Any]:
     out: list[Any] = []
     for item in _json(RESPONSE)["output"]:
         if item["type"] == "reasoning":
-            out += [ReasoningBlock(text=p["text"]) for p in item["summary"]]
+            # The item's id is kept on each of its blocks, by default.
+            out += [ReasoningBlock(text=p["text"], id=item["id"]) for p in item["summary"]]
         elif item["type"] == "message":
             out += [TextBlock(text=p["text"]) for p in item["content"]]
         elif item["type"] == "function_call":
@@ -445,13 +446,18 @@ def test_responses_round_trip_through_to_openai_responses(stream: bool) -> None:
     assert [o["call_id"] for o in outputs] == [output[2]["call_id"]]
     _client(RESPONSE).responses.create(model="o4-mini", input=items)  # type: ignore[arg-type]
 
-    # With provider_data, the reasoning item keeps its own id (in a strict session).
+    # The reasoning item keeps its own id (in a strict session).
     kept = SessionStore(create_plugin_manager(autoload=False), checks=True).create("kept")
-    _record(kept, lambda step: record_openai_responses(
-        step, _replay(stream), provider_data=True))
+    _record(kept, lambda step: record_openai_responses(step, _replay(stream)))
     (item,) = [i for i in to_openai_responses(kept) if i["type"] == "reasoning"]
     assert item == {"type": "reasoning", "id": output[0]["id"],
                     "summary": output[0]["summary"]}
+    # With provider_data=False, the text alone: no id the API issued, so no item.
+    bare = SessionStore(create_plugin_manager(autoload=False), checks=True).create("bare")
+    _record(bare, lambda step: record_openai_responses(
+        step, _replay(stream), provider_data=False))
+    assert [b.id for b in _assistant(bare) if isinstance(b, ReasoningBlock)] == [UNSET]
+    assert [i for i in to_openai_responses(bare) if i["type"] == "reasoning"] == []
 
 
 def _replay(stream: bool) -> Any:
@@ -519,7 +525,7 @@ def test_output_items_the_log_cannot_hold_are_named_as_skipped() -> None:
         assert record_openai_responses(step, stream).skipped == ("web_search_call",)
 
 
-def test_provider_data_keeps_the_reasoning_items_id_and_encrypted_content() -> None:
+def test_the_reasoning_items_id_and_encrypted_content_are_kept() -> None:
     response = _json(RESPONSE)
     response["output"][0]["encrypted_content"] = "gAAAAB-opaque"
     added = {"type": "response.output_item.added", "output_index": 0,
@@ -536,7 +542,7 @@ def test_provider_data_keeps_the_reasoning_items_id_and_encrypted_content() -> N
         # Fields of the reasoning block: a strict (default) session logs them.
         session = Session("strict")
         with session.turn() as turn, turn.step() as step:
-            record_openai_responses(step, source, provider_data=True)
+            record_openai_responses(step, source)
         (message,) = [e for e in _wire(session) if e["type"] == "assistant/message"]
         assert message["data"]["content"][0] == want
         # ... and they load back typed, and go back to the API (the step's end answered

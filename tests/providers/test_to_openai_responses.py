@@ -26,7 +26,10 @@ def test_items_keep_the_block_order() -> None:
     history = [
         Message(role="user", content=(TextBlock(text="look"), PNG)),
         Message(role="assistant", content=(
-            ReasoningBlock(text="plan"), TextBlock(text="Looking."),
+            ReasoningBlock(text="plan", id="rs_a", encrypted_content="enc"),
+            ReasoningBlock(text="then look", id="rs_a"),  # the same item's second part
+            ReasoningBlock(text="mine"),  # not the provider's: no id to send it by
+            TextBlock(text="Looking."),
             ToolCallBlock(id="c1", name="bash", arguments='{"cmd":"ls"}'),
             TextBlock(text="And:"), ToolCallBlock(id="c2", name="shot", arguments="{}"))),
         Message(role="user", content=(
@@ -41,8 +44,9 @@ def test_items_keep_the_block_order() -> None:
     assert out == [
         {"type": "message", "role": "user", "content": [
             {"type": "input_text", "text": "look"}, image]},
-        {"type": "reasoning", "id": "rs_1_0",
-         "summary": [{"type": "summary_text", "text": "plan"}]},
+        {"type": "reasoning", "id": "rs_a", "encrypted_content": "enc",
+         "summary": [{"type": "summary_text", "text": "plan"},
+                     {"type": "summary_text", "text": "then look"}]},
         {"type": "message", "role": "assistant", "content": "Looking."},
         {"type": "function_call", "call_id": "c1", "name": "bash", "arguments": '{"cmd":"ls"}'},
         {"type": "message", "role": "assistant", "content": "And:"},
@@ -62,6 +66,20 @@ def test_a_recorded_reasoning_item_keeps_its_id_and_encrypted_content() -> None:
     out = to_openai_responses([Message(role="assistant", content=(block,))])  # type: ignore[arg-type]
     assert out == [{"type": "reasoning", "id": "rs_abc", "encrypted_content": "enc",
                     "summary": [{"type": "summary_text", "text": "t"}]}]
+    check_responses(out)
+    # An item with no summary (none asked for) goes back with none, not an empty text.
+    empty = ReasoningBlock(text="", id="rs_e", encrypted_content="enc")
+    assert to_openai_responses([Message(role="assistant", content=(empty,))]) == [
+        {"type": "reasoning", "id": "rs_e", "summary": [], "encrypted_content": "enc"}]
+
+
+def test_two_items_of_one_message_stay_two_and_anthropic_thinking_is_left_out() -> None:
+    content = (ReasoningBlock(text="a", id="rs_1"), ReasoningBlock(text="b", id="rs_2"),
+               ReasoningBlock(text="c", signature="sig"),
+               ReasoningBlock(text="", redacted_data="opaque"))
+    out = to_openai_responses([Message(role="assistant", content=content)])
+    assert [(i["id"], [p["text"] for p in i["summary"]]) for i in out] == [
+        ("rs_1", ["a"]), ("rs_2", ["b"])]
     check_responses(out)
 
 

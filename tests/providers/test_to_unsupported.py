@@ -39,6 +39,7 @@ BLOCKS: dict[str, Any] = {
     "text": TextBlock(text="t"),
     "reasoning": ReasoningBlock(text="r"),
     "reasoning+signature": ReasoningBlock(text="r", signature="s"),
+    "reasoning+id": ReasoningBlock(text="r", id="rs_1", encrypted_content="e"),
     "tool-call": ToolCallBlock(id="c", name="n", arguments='{"a":1}'),
     "tool-call, arguments no object": ToolCallBlock(id="c", name="n", arguments="[1]"),
     "tool-result": ToolResultBlock(tool_call_id="c", content=(TextBlock(text="o"),),
@@ -57,6 +58,7 @@ TABLE: dict[str, dict[tuple[str, str], str]] = {
         ("assistant", "text"): N, ("assistant", "tool-call"): N,
         ("assistant", "tool-call, arguments no object"): N,
         ("assistant", "reasoning"): OM, ("assistant", "reasoning+signature"): OM,
+        ("assistant", "reasoning+id"): OM,
         ("assistant", "image"): P, ("assistant", "tool-result"): P,
         ("assistant", "unknown kind"): P,
         ("system", "text"): N, ("system", "image"): P,
@@ -67,7 +69,8 @@ TABLE: dict[str, dict[tuple[str, str], str]] = {
         ("user", "text"): N, ("user", "image"): N, ("user", "tool-result"): N,
         ("user", "reasoning"): P, ("user", "tool-call"): P, ("user", "unknown kind"): P,
         ("assistant", "text"): N, ("assistant", "tool-call"): N,
-        ("assistant", "reasoning"): N, ("assistant", "reasoning+signature"): N,
+        ("assistant", "reasoning"): OM, ("assistant", "reasoning+signature"): OM,
+        ("assistant", "reasoning+id"): N,
         ("assistant", "image"): P, ("assistant", "tool-result"): P,
         ("assistant", "unknown kind"): P,
         ("system", "text"): N, ("system", "image"): P,
@@ -81,6 +84,7 @@ TABLE: dict[str, dict[tuple[str, str], str]] = {
         ("assistant", "text"): N, ("assistant", "tool-call"): N,
         ("assistant", "tool-call, arguments no object"): "input-object",
         ("assistant", "reasoning"): OM, ("assistant", "reasoning+signature"): N,
+        ("assistant", "reasoning+id"): OM,
         ("assistant", "image"): P, ("assistant", "tool-result"): P,
         ("assistant", "unknown kind"): P,
         ("system", "text"): N, ("system", "image"): P,
@@ -93,6 +97,7 @@ TABLE: dict[str, dict[tuple[str, str], str]] = {
         ("user", "reasoning"): P, ("user", "tool-call"): P, ("user", "unknown kind"): P,
         ("assistant", "text"): N, ("assistant", "tool-call"): N,
         ("assistant", "reasoning"): N, ("assistant", "reasoning+signature"): N,
+        ("assistant", "reasoning+id"): N,
         ("assistant", "image"): P, ("assistant", "tool-result"): P,
         ("assistant", "unknown kind"): P,
         ("system", "text"): N, ("system", "image"): P,
@@ -147,7 +152,7 @@ def test_every_block_kind_is_handled_as_stated(target: str, role: str, kind: str
 
 def test_every_kind_is_listed_for_every_target() -> None:
     for target, rows in TABLE.items():
-        assert {k for _, k in rows} | {"image/svg+xml", "reasoning+signature",
-                                       "tool-call, arguments no object"} == set(BLOCKS), target
-        assert {k for _, k in rows} >= set(BLOCKS) - {"image/svg+xml", "reasoning+signature",
-                                                      "tool-call, arguments no object"}
+        optional = {"image/svg+xml", "reasoning+signature", "reasoning+id",
+                    "tool-call, arguments no object"}
+        assert {k for _, k in rows} | optional == set(BLOCKS), target
+        assert {k for _, k in rows} >= set(BLOCKS) - optional
