@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -26,7 +29,7 @@ import httpx2
 import openai
 import pytest
 
-from dsh_session_core import Session, SessionStore, create_plugin_manager
+from dsh_session_core import Session, SessionStore, create_plugin_manager, open_store, to_wire
 from dsh_session_core.providers import (
     arecord_anthropic,
     arecord_openai_responses,
@@ -201,8 +204,8 @@ THINKING_ON = {"type": "enabled", "budget_tokens": 1024}
 def _anthropic_loop(stream: bool, is_async: bool) -> tuple[Session, Provider]:
     provider = Provider([FIRST, SECOND], stream, _anthropic_events)
     session = _session()
-    request = {"model": "claude-sonnet-4-5", "max_tokens": 2048, "thinking": THINKING_ON,
-               "stream": stream}
+    request: dict[str, Any] = {"model": "claude-sonnet-4-5", "max_tokens": 2048,
+                               "thinking": THINKING_ON, "stream": stream}
     if not is_async:
         client = anthropic.Anthropic(
             api_key="sk-ant-test", base_url="http://anthropic.test",
@@ -238,7 +241,7 @@ def _anthropic_loop(stream: bool, is_async: bool) -> tuple[Session, Provider]:
 @pytest.mark.parametrize(("stream", "is_async"), MODES, ids=IDS)
 def test_anthropic_thinking_goes_back_signed_before_its_tool_use(stream: bool,
                                                                  is_async: bool) -> None:
-    session, provider = _anthropic_loop(stream, is_async)
+    _, provider = _anthropic_loop(stream, is_async)
     first, second = provider.bodies
     assert first["messages"] == [{"role": "user", "content": [
         {"type": "text", "text": PROMPT}]}]
@@ -272,6 +275,11 @@ def test_anthropic_provider_data_false_records_the_text_only() -> None:
 # --- OpenAI Responses, stateless -----------------------------------------------------------
 
 
+def _input(session: Session) -> Any:
+    """The request's ``input`` (typed loosely: plain dicts of the SDK's TypedDicts)."""
+    return to_openai_responses(session)
+
+
 def _responses_loop(stream: bool, is_async: bool) -> tuple[Session, Provider]:
     provider = Provider([R_FIRST, R_SECOND], stream, _response_events)
     session = _session()
@@ -287,11 +295,11 @@ def _responses_loop(stream: bool, is_async: bool) -> tuple[Session, Provider]:
             turn.user(PROMPT)
             with turn.step() as step:
                 recorded = record_openai_responses(step, client.responses.create(
-                    **request, input=to_openai_responses(session)))
+                    **request, input=_input(session)))
                 step.tool_result(recorded.tool_calls[0], "18°C, sunny")
             with turn.step() as step:
                 record_openai_responses(step, client.responses.create(
-                    **request, input=to_openai_responses(session)))
+                    **request, input=_input(session)))
         return session, provider
 
     async def run() -> None:
@@ -302,11 +310,11 @@ def _responses_loop(stream: bool, is_async: bool) -> tuple[Session, Provider]:
             turn.user(PROMPT)
             with turn.step() as step:
                 recorded = await arecord_openai_responses(step, await client.responses.create(
-                    **request, input=to_openai_responses(session)))
+                    **request, input=_input(session)))
                 step.tool_result(recorded.tool_calls[0], "18°C, sunny")
             with turn.step() as step:
                 await arecord_openai_responses(step, await client.responses.create(
-                    **request, input=to_openai_responses(session)))
+                    **request, input=_input(session)))
     asyncio.run(run())
     return session, provider
 
@@ -378,3 +386,52 @@ def test_pydantic_ai_models_send_back_what_the_log_kept() -> None:
     assert body["messages"][1]["content"][:2] == [
         {"type": "thinking", "thinking": THINKING, "signature": SIGNATURE},
         {"type": "redacted_thinking", "data": REDACTED}]
+
+
+# --- the log keeps it: stores, strict sessions, a reader of the file --------------------
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_a_stored_log_reloads_with_the_reasoning_and_sends_it_back(kind: str,
+                                                                   tmp_path: Path) -> None:
+    url = str(tmp_path / "store") if kind == "jsonl" else f"sqlite:///{tmp_path}/s.db"
+    with open_store(url) as store:  # strict, as opened by default
+        session = store.create("loop")
+        with session.turn() as turn:
+            turn.user(PROMPT)
+            with turn.step() as step:
+                recorded = record_anthropic(step, FIRST)
+                step.tool_result(recorded.tool_calls[0], "18°C, sunny")
+            with turn.step() as step:
+                recorded = record_openai_responses(step, R_FIRST)
+                step.tool_result(recorded.tool_calls[0], "18°C, sunny")
+        expected_anthropic, expected_responses = (to_anthropic(session),
+                                                  to_openai_responses(session))
+        wire = [to_wire(e) for e in session.events]
+    with open_store(url) as store:
+        reopened = store.open("loop")
+        assert to_anthropic(reopened) == expected_anthropic
+        assert to_openai_responses(reopened) == expected_responses
+        # A recorded message appended into another default (strict) session is accepted
+        # as it is, its reasoning fields included.
+        copy = store.create("copy")
+        for event in wire:
+            copy.append(event["type"], event["data"], surface_op=event.get("surfaceOp"),
+                        source_event_seqs=event.get("sourceEventSeqs"))
+        assert copy.derive_messages() == reopened.derive_messages()
+    assert expected_anthropic["messages"][1]["content"][0]["signature"] == SIGNATURE
+    assert [i for i in expected_responses if i["type"] == "reasoning"] == [
+        {"type": "reasoning", "id": "rs_0a1b2c", "summary": SUMMARY,
+         "encrypted_content": ENCRYPTED}]
+    if kind == "jsonl":
+        # The file holds the reference's block with the keys added (a reference reader
+        # keeps a block's keys verbatim), and `derive --to` reads them back.
+        (log,) = (tmp_path / "store").rglob("loop.jsonl")
+        lines = [json.loads(line) for line in log.read_text().splitlines()]
+        (thinking,) = [b for e in lines if e.get("type") == "assistant/message"
+                       for b in e["data"]["content"] if b.get("signature")]
+        assert thinking == {"type": "reasoning", "text": THINKING, "signature": SIGNATURE}
+        out = subprocess.run([sys.executable, "-m", "dsh_session_core", "derive", "--to",
+                              "anthropic", str(log)], capture_output=True, text=True,
+                             check=True).stdout
+        assert json.loads(out) == expected_anthropic

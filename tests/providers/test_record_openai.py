@@ -21,6 +21,7 @@ from typing import Any
 import httpx2
 import openai
 import pytest
+from msgspec import UNSET
 
 from dsh_session_core import (
     ReasoningBlock,
@@ -40,7 +41,7 @@ from dsh_session_core.providers import (
     record_openai_responses,
     to_openai_responses,
 )
-from dsh_session_core.vocabulary import UNSET, StopFinish, ToolCallsFinish
+from dsh_session_core.vocabulary import StopFinish, ToolCallsFinish
 
 RECORDINGS = Path(__file__).parent / "recordings"
 PROMPT = "What's the weather in Paris?"

@@ -96,8 +96,8 @@ class ReasoningBlock(_Block, tag="reasoning", kw_only=True, frozen=True):
     """The model's reasoning text, and what its provider needs to take it back.
 
     The four optional fields are not in the reference (whose block is ``text`` alone; a
-    reference reader keeps them verbatim): the recorders fill them with
-    ``provider_data=True`` and the conversions send them back (docs/providers.md).
+    reference reader keeps them verbatim): the recorders fill them (unless called with
+    ``provider_data=False``) and the conversions send them back (docs/providers.md).
 
     :ivar signature: an Anthropic thinking block's ``signature`` (pydantic-ai's
         ``ThinkingPart.signature``).

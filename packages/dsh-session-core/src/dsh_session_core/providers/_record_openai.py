@@ -206,7 +206,7 @@ def _reasoning(text: str, extra: Mapping[str, str] | None) -> Recorded:
 
 class _Block:
     """A content block being streamed: its kind, its index in the message, its text, and
-    the provider's data a reasoning block keeps (``provider_data=True``)."""
+    the provider's data a reasoning block keeps (unless ``provider_data=False``)."""
 
     __slots__ = ("call_id", "extra", "index", "kind", "name", "parts")
 
