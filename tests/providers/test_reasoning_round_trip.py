@@ -28,6 +28,8 @@ import anthropic
 import httpx2
 import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsh_session_core import Session, SessionStore, create_plugin_manager, open_store, to_wire
 from dsh_session_core.providers import (
@@ -435,3 +437,32 @@ def test_a_stored_log_reloads_with_the_reasoning_and_sends_it_back(kind: str,
                               "anthropic", str(log)], capture_output=True, text=True,
                              check=True).stdout
         assert json.loads(out) == expected_anthropic
+
+
+_items = st.lists(
+    st.tuples(st.lists(st.text(min_size=1, max_size=8), max_size=3),
+              st.none() | st.text(alphabet="abcXYZ=", min_size=1, max_size=12)),
+    max_size=4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_items, st.booleans())
+def test_any_reasoning_items_go_back_as_they_came(items: list[tuple[list[str], str | None]],
+                                                 stream: bool) -> None:
+    output = []
+    for n, (texts, encrypted) in enumerate(items):
+        item: dict[str, Any] = {"type": "reasoning", "id": f"rs_{n}", "summary": [
+            {"type": "summary_text", "text": t} for t in texts]}
+        if encrypted is not None:
+            item["encrypted_content"] = encrypted
+        output.append(item)
+    response = _response([*output, FUNCTION])
+    session = _session()
+    with session.turn() as turn:
+        turn.user(PROMPT)
+        with turn.step() as step:
+            source: Any = _response_events(response) if stream else response
+            recorded = record_openai_responses(step, source)
+            step.tool_result(recorded.tool_calls[0], "18°C, sunny")
+    sent = to_openai_responses(session)
+    assert [i for i in sent if i["type"] == "reasoning"] == output
