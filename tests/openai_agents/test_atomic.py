@@ -11,7 +11,6 @@ in a subprocess)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 import textwrap
@@ -63,9 +62,9 @@ def _install_trigger(url: str) -> None:
         return
     import psycopg
 
-    with psycopg.connect(url, autocommit=True) as conn:
+    with psycopg.connect(url, autocommit=True) as pg:
         for statement in PG_TRIGGER:
-            conn.execute(statement)
+            pg.execute(statement)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -162,8 +161,9 @@ def test_a_batch_the_mapping_refuses_stores_nothing_and_keeps_nothing(
     async def main() -> None:
         session = DshSession("s", store=url, keep_open=keep_open)
         await session.add_items(ITEMS)
+        bad: Any = {"role": "user", "content": {1, 2}}
         with pytest.raises(Exception, match="JSON"):
-            await session.add_items([ITEMS[0], {"role": "user", "content": {1, 2}}])
+            await session.add_items([ITEMS[0], bad])
         assert await session.get_items() == ITEMS
         assert _locks._LOCKS == {}
         await session.aclose()
@@ -290,7 +290,8 @@ def test_a_database_refuses_a_second_creation_with_a_persistence_error(
     outs = [p.communicate(timeout=120) for p in procs]
     said = sorted(o.strip() for o, _ in outs)
     assert said[0] == "created", outs
-    assert said[1].startswith("refused:") and "another writer" in said[1], outs
+    assert said[1].startswith("refused:"), outs
+    assert "another writer" in said[1], outs
 
 
 def test_the_table_of_turns_is_pruned_after_a_cancellation(tmp_path: Path) -> None:
