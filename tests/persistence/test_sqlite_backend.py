@@ -47,7 +47,7 @@ from dsh_session_core._persistence.sqlite import (
     UnstorableError,
     scan_rows,
 )
-from dsh_session_core.errors import LogFormatError, StoreFolderError
+from dsh_session_core.errors import LogFormatError, PersistenceError, StoreFolderError
 
 REGISTRY = core_registry()
 UPSTREAM = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "upstream"
@@ -470,8 +470,10 @@ def test_s71_a_stale_second_instance_fails_and_leaves_nothing(
     put(a, meta("t"), from_lines(ONE_TURN_LINES), False)
     b = open_backend(opened, db)  # both are at cursor 6
     put(a, meta("t"), from_wires([TS(6, 2), TE(7, 2)]), True)
-    with pytest.raises(sqlite3.IntegrityError, match=r"UNIQUE|PRIMARY KEY"):
+    with pytest.raises(PersistenceError, match="another writer: seq 6 is already stored"
+                       ) as refused:
         put(b, meta("t"), from_wires([TS(6, 2, time=60), TE(7, 2, time=70)]), True)
+    assert isinstance(refused.value.__cause__, sqlite3.IntegrityError)
     stored = a.load_stored("t", REGISTRY)
     assert stored is not None
     assert seqs(stored.events) == list(range(8))
@@ -483,7 +485,7 @@ def test_one_batch_is_one_transaction(db: Path, opened: list[SqliteBackend]) -> 
     put(backend, meta("t", "/w"), from_lines(ONE_TURN_LINES), False)
     # Seq 6 is new and would be inserted first; seq 5 then clashes: nothing stays, and
     # the header upsert of the same (re-materializing) transaction is undone too.
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(PersistenceError, match="created by another writer"):
         put(backend, meta("t", "/elsewhere"), from_wires([TS(6, 2), TE(5, 2)]), False)
     assert [r[0] for r in rows_of(db, "t")] == [0, 1, 2, 3, 4, 5]
     assert backend.list() == [meta("t", "/w")]

@@ -95,18 +95,57 @@ def _with_importlib(group: str) -> list[EntryPoint]:
     ]
 
 
+#: The last answer of each group, and what it was read from: the ``sys.path`` folders
+#: with their modification times (a distribution installed or removed changes its
+#: folder's) and every ``entry_points.txt`` read with its own (one rewritten in place,
+#: an editable reinstall, changes that). Checked by ``stat`` calls, not by listing and
+#: reading: opening a store costs a few hundred microseconds, not milliseconds.
+_CACHE: dict[str, tuple[tuple[object, ...], list[EntryPoint]]] = {}
+
+
+def _stamp(path: str) -> object:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
 def find_entry_points(group: str) -> list[EntryPoint]:
     """Every entry point of ``group`` of the distributions on ``sys.path``, in path order
     and by name within a folder (a distribution found twice counts once, where it is
     found first, as importlib does). The order is the plugins' registration order: sorted,
-    it is the same on every machine, whatever order the file system lists folders in."""
+    it is the same on every machine, whatever order the file system lists folders in.
+    Read again only when a folder or file it was read from changed (:data:`_CACHE`)."""
+    cached = _CACHE.get(group)
+    if cached is not None:
+        key, found = cached
+        if key == _key(tuple(sys.path), key[1]):  # type: ignore[arg-type]
+            return list(found)
+    read: list[str] = []
+    fresh = _find(group, read)
+    if fresh is None:
+        return _with_importlib(group)
+    _CACHE[group] = (_key(tuple(sys.path), tuple(read)), fresh)
+    return list(fresh)
+
+
+def _key(path: tuple[str, ...], read: tuple[str, ...]) -> tuple[object, ...]:
+    """What an answer was read from, and the state it was in."""
+    return (path, read, tuple(_stamp(entry or ".") for entry in path),
+            tuple(_stamp(f) for f in read))
+
+
+def _find(group: str, read: list[str]) -> list[EntryPoint] | None:
+    """:func:`find_entry_points`, read from the files (``read``: those it read);
+    ``None`` for a zip on ``sys.path`` (importlib reads it)."""
     found: list[EntryPoint] = []
     seen: set[str] = set()
     for entry in sys.path:
         folder = entry or "."
         if not os.path.isdir(folder):
             if os.path.isfile(folder):  # a zip on sys.path: let importlib read it
-                return _with_importlib(group)
+                return None
             continue
         try:
             names = sorted(os.listdir(folder))
@@ -120,11 +159,13 @@ def find_entry_points(group: str) -> list[EntryPoint]:
             if key in seen:
                 continue
             seen.add(key)
+            where = os.path.join(dist_dir, "entry_points.txt")
             try:
-                with open(os.path.join(dist_dir, "entry_points.txt"), encoding="utf-8") as f:
+                with open(where, encoding="utf-8") as f:
                     pairs = _group(f.read(), group)
             except OSError:
                 continue
+            read.append(where)
             if pairs:
                 dist_name, version = _metadata(dist_dir)
                 found.extend(EntryPoint(n, v, dist_name, version) for n, v in pairs)

@@ -81,6 +81,7 @@ def _bind_type(cls: type[Event], tag: str) -> None:
         type.__setattr__(cls, "type", tag)
 
 
+@functools.cache  # a class's fields never change; reading them is most of a registry
 def _payload_of(cls: type[Event]) -> type[msgspec.Struct]:
     for f in msgspec.structs.fields(cls):
         if f.name == "data":

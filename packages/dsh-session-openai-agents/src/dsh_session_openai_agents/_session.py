@@ -1,8 +1,13 @@
 """``DshSession``: the OpenAI Agents SDK's ``Session`` protocol on a dsh-session store.
 
-By default each operation opens, writes, flushes and releases the session; with
-``keep_open`` the first operation opens it and keeps it until ``close()``, each later
-one folding in only the events appended since the last (:class:`._view._LogIndex`).
+By default each operation takes the session, writes, flushes and releases it: the
+session object it released is kept, and the next operation takes it back with
+``store.open(id, resume=...)``, which retakes the writer lock and reads only what other
+writers stored since (nothing, usually), so an operation costs what it appends, not the
+length of the log. With ``keep_open`` the first operation opens it and keeps it until
+``close()``. Either way the index of the item view folds in only the events appended
+since the last operation (:class:`._view._LogIndex`), and an operation that fails
+leaves the stored log as it found it, nothing of it kept in memory.
 The mapping of items onto events is :mod:`._mapping`'s, the item view :mod:`._view`'s,
 the turns operations take on a session :mod:`._locks`'.
 """
@@ -61,12 +66,18 @@ class DshSession(SessionABC):
         writing the session meanwhile (``SessionLockedError`` after their
         ``lock_timeout``).
 
-    By default each write opens the session, writes, flushes and releases it, so
-    instances on one store and id, in one process or many, share its history and take
-    turns writing; :meth:`get_items` reads the item view from what is stored, without
-    opening the session (it waits for no writer). With ``keep_open``, the first
-    operation opens the session (or creates it) and keeps it; instances on the same
-    store object share it.
+    By default each write takes the session's writer lock, brings the session up to
+    date with what other writers stored since its last call (read from its last event
+    on, not the whole log), writes, flushes and releases it, so instances on one store
+    and id, in one process or many, share its history and take turns writing;
+    :meth:`get_items` reads the item view from what is stored, without opening the
+    session (it waits for no writer). With ``keep_open``, the first operation opens
+    the session (or creates it) and keeps it; instances on the same store object
+    share it.
+
+    A write that fails part way (an item the log refuses, a failed flush) leaves the
+    stored session as it was, and nothing of it buffered: the next call starts from
+    what is stored, as ``SQLiteSession``'s rolled-back transaction does.
     """
 
     session_settings: SessionSettings | None = None
@@ -90,12 +101,14 @@ class DshSession(SessionABC):
         self.store: DurableStore = store if isinstance(store, DurableStore) else open_store(store)
         self.lock_timeout = lock_timeout
         self.keep_open = keep_open
-        #: keep_open: the session this instance opened and holds, and its log's index.
+        #: keep_open: the session this instance opened and holds; either mode: the
+        #: index of its log the last operation left.
         self._held: Session | None = None
         self._index: _LogIndex | None = None
         self._turns_key: tuple[object, str] | None = None
-        #: The default mode: the session an operation opened and could not release.
-        self._unreleased: Session | None = None
+        #: The default mode: the session the last operation released, clean (all of it
+        #: stored), taken back by the next one without loading the log.
+        self._cached: Session | None = None
         self._store_closed = False
 
     # --- the protocol -----------------------------------------------------------------
@@ -208,9 +221,8 @@ class DshSession(SessionABC):
         the view's events alone (:func:`stored_view`), without opening the session: no
         writer lock is taken, so a reader never waits for a writer; it sees what the
         writers have made durable. ``None`` when the session must be loaded instead:
-        live in this store (held by a ``keep_open`` instance, or left unreleased by a
-        failed write, buffered events included), or a line :func:`stored_view` cannot
-        read."""
+        live in this store (held by a ``keep_open`` instance), or a line
+        :func:`stored_view` cannot read."""
         async with _taking_turns(self._key()):
             if self.store.get(self.session_id) is not None:
                 return None
@@ -264,25 +276,86 @@ class DshSession(SessionABC):
         """Run ``operation`` on the index of the live session, then flush (and release
         what it opened, unless ``keep_open``). With nothing stored and ``create`` false,
         run it on an empty session (``keep_open`` creates it: the first operation takes
-        the session)."""
+        the session). An operation that fails leaves the stored log as it found it and
+        nothing of it in memory (:meth:`_forget`)."""
         async with _taking_turns(self._key()):
             if self.keep_open:
                 return await self._run_held(operation)
-            session, opened = await self._acquire(create)
-            if session is None:
-                return operation(_LogIndex(Session(self.session_id)))
-            # One this instance opened and failed to release (its write failed, so it
-            # stayed live with its batch buffered): this operation writes and releases it.
-            opened = opened or session is self._unreleased
+            # One hop off the loop: open, run, flush and release in one worker thread
+            # (run to its end when cancelled: the turn lasts as long).
+            return await _settled(asyncio.to_thread(self._run_once, operation, create))
+
+    def _run_once(self, operation: Callable[[_LogIndex], _T], create: bool) -> _T:
+        """The default mode's operation, in a worker thread: the session taken back
+        (:meth:`_acquire_now`), ``operation`` run on its index, then flushed and released;
+        the session object and its index are kept for the next operation."""
+        session, opened = self._acquire_now(create)
+        if session is None:
+            return operation(_LogIndex(Session(self.session_id)))
+        index = self._index
+        if index is None or index.session is not session:
+            index = _LogIndex(session)
+        try:
+            result = operation(index.update())
+            if opened:
+                self.store.release(session)
+            else:  # live here: held by a keep_open instance on this store object
+                self.store.flush(session)
+        except BaseException:
+            self._forget(session)
+            raise
+        if opened:
+            self._cached, self._index = session, index
+        return result
+
+    def _acquire_now(self, create: bool) -> tuple[Session | None, bool]:
+        """The live session and whether this operation opened it (and must release it),
+        as :meth:`_acquire`, synchronously. The session the last operation released is
+        taken back (``store.open(id, resume=...)``): its writer lock taken again and only
+        what other writers stored since read, not the whole log."""
+        live = self.store.get(self.session_id)
+        if live is not None:
+            return live, False
+        cached, self._cached = self._cached, None
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.005
+        while True:
             try:
-                return operation(_LogIndex(session).update())
-            finally:
-                if opened:
-                    self._unreleased = session
-                    await self.store.arelease(session)
-                    self._unreleased = None
-                else:
-                    await self.store.aflush(session)
+                try:
+                    return self.store.open(self.session_id, resume=cached), True
+                except SessionLockedError:
+                    raise
+                except PersistenceError:
+                    if self._is_stored():
+                        raise
+                    if not create:
+                        return None, False
+                    try:
+                        return self.store.create(self.session_id), True
+                    except PersistenceError:
+                        if not self._is_stored() or time.monotonic() >= deadline:
+                            raise
+                        continue  # created by another writer meanwhile: open it
+            except SessionLockedError:
+                if time.monotonic() >= deadline:
+                    self._cached = cached  # still what is stored, for the next call
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
+
+    def _is_stored(self) -> bool:
+        return self.store.backend.tail_lines(self.session_id, 0) is not None
+
+    def _forget(self, session: Session) -> None:
+        """After an operation failed: drop ``session`` without writing what it buffered
+        (``store.discard``: its writer lock released, nothing of the operation stored,
+        by this call or a later one), and the index and session kept, which hold it: the
+        next operation loads the log as stored."""
+        self._cached = self._index = None
+        if self._held is session:
+            self._held = None
+        if self._live() is session:
+            self.store.discard(session)
 
     async def _run_held(self, operation: Callable[[_LogIndex], _T]) -> _T:
         """``keep_open``: the live session (opened, or created, and held at the first
@@ -297,8 +370,12 @@ class DshSession(SessionABC):
         return await _settled(asyncio.to_thread(self._apply, operation, index))
 
     def _apply(self, operation: Callable[[_LogIndex], _T], index: _LogIndex) -> _T:
-        """Run ``operation`` on ``index`` brought up to date, then flush its session."""
+        """Run ``operation`` on ``index`` brought up to date, then flush its session; when
+        either fails, the session is dropped with what it buffered (:meth:`_forget`)."""
         try:
-            return operation(index.update())
-        finally:
+            result = operation(index.update())
             self.store.flush(index.session)
+        except BaseException:
+            self._forget(index.session)
+            raise
+        return result

@@ -44,9 +44,11 @@ __all__ = [
     "WriterLock",
     "cannot_delete",
     "check_common_id",
+    "continued",
     "keep_types",
     "last_active_at",
     "lines_of_types_of",
+    "lines_since_of",
     "not_found",
     "read_lines_of",
     "stored_lines",
@@ -425,6 +427,24 @@ class Backend(Protocol):
                 return
             time.sleep(POLL_SECONDS)
 
+    def lines_since(self, header: SessionHeader, last: Event) -> builtins.list[bytes] | None:
+        """The log lines stored after ``last``, when the stored log still holds ``last``
+        at its seq (the same seq, type and time) and no torn tail follows: what a writer
+        that released the session (and holds its writer lock again) must read to take it
+        back up (``DurableStore.open(id, resume=session)``). ``None`` when it cannot be
+        continued so (nothing stored, cut back or rewritten since, a torn tail or a
+        failed write to repair): the caller then loads the session whole.
+
+        Nothing is written; the caller holds the session's writer lock. The built-in
+        backends read from ``last`` on (JSONL: the file's end, then a binary search when
+        another writer appended; SQLite and PostgreSQL: a key range); the default loads
+        the session (O(session)), which every backend can do.
+        """
+        stored = self.load_stored(header.id, EventRegistry([]))
+        if stored is None or stored.torn is not None:
+            return None
+        return continued(stored_lines(stored)[last.seq:], last)
+
     def exists(self) -> bool:
         """Whether the store is there to be read (a JSONL backend's folder may not exist
         yet: it is made at the first write). Databases exist once opened; so does the
@@ -472,6 +492,31 @@ def read_lines_of(backend: Backend, session_id: str, after: int, limit: int | No
         found: builtins.list[bytes] | None = own(session_id, after, limit)
         return found
     return Backend.read_lines(backend, session_id, after, limit)
+
+
+def lines_since_of(backend: Backend, header: SessionHeader, last: Event
+                   ) -> builtins.list[bytes] | None:
+    """:meth:`Backend.lines_since` of any backend: its own, or (a backend that does not
+    subclass :class:`Backend`) the default, which loads the session."""
+    own = getattr(backend, "lines_since", None)
+    if own is not None:
+        found: builtins.list[bytes] | None = own(header, last)
+        return found
+    return Backend.lines_since(backend, header, last)
+
+
+def continued(lines: Sequence[bytes], last: Event) -> builtins.list[bytes] | None:
+    """The lines after the first of ``lines`` when that one is the line of ``last``
+    (its seq, type and time: what tells one writer's event from another's at the same
+    seq), else ``None``: what :meth:`Backend.lines_since` returns, from the stored lines
+    read from ``last``'s seq on."""
+    from .._logfile import line_wire
+
+    wire = line_wire(lines[0]) if lines else None
+    if (wire is None or wire.get("seq") != last.seq or wire.get("type") != last.type
+            or wire.get("time") != last.time):
+        return None
+    return list(lines[1:])
 
 
 def lines_of_types_of(backend: Backend, session_id: str, types: Collection[str]

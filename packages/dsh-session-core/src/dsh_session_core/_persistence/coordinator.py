@@ -334,6 +334,73 @@ class PersistencePlugin:
             self._buffers.pop(session, None)
             self._inited.discard(id(session))
 
+    def resume(self, session: Session) -> tuple[builtins.list[Event], builtins.list[bytes]] | None:
+        """Take back a session this coordinator released (:meth:`release`), without
+        loading its log: its writer lock is taken again, and the stored log read from
+        its last event on (:meth:`~.base.Backend.lines_since`). Returns the events other
+        writers stored since, decoded, and their lines: ``([], [])`` when there are none
+        (``session`` is then bound again, as it was before its release); otherwise the
+        state is left for a new session seeded with ``session``'s events and these
+        (:meth:`init` claims it, with the lock). ``None`` when the log cannot be
+        continued so (cut back, rewritten, a torn tail or an interrupted turn to
+        repair, a session live here): nothing is held, and the caller loads it whole.
+
+        :raises SessionLockedError: another writer holds the session.
+        """
+        from .._decode import decode_lines
+        from .base import lines_since_of
+
+        sid = session.id
+        if session.read_only or not session.seq or id(session) in self._inited:
+            return None
+        with self._serial(sid):
+            if sid in self._states:
+                return None
+            state = _State(session.header, session.seq, True)
+            self._own(state)
+            events = session.events
+            try:
+                with _named(sid, self.backend, state.header, "reading"):
+                    lines = lines_since_of(self.backend, state.header, events[-1])
+                news = decode_lines(self.registry, lines) if lines else []
+                if news:
+                    _check_follows(sid, session.seq, news)
+                    log = [*events, *news]
+                    if interrupted_turn_closers(log[-len(news) - 1:]):
+                        lines = None  # another writer's turn a crash left open: repair
+            except BaseException:
+                lines = None
+                raise
+            finally:
+                if lines is None and state.lock is not None:
+                    state.lock.release()
+            if lines is None:
+                return None
+            if not news:
+                state.owner = session
+                self._buffers[session] = []
+                self._inited.add(id(session))
+            else:
+                state.cursor, state.loaded = len(log), log
+            self._states[sid] = state
+            return news, lines
+
+    def discard(self, session: Session) -> None:
+        """Stop writing ``session`` without writing what it buffered: its unflushed
+        events are dropped (never written, by a later flush or by :meth:`close`), its
+        state forgotten and its writer lock released. What a failed operation does, so
+        that nothing of it is stored: the session object then holds events the log does
+        not, and must not be used again (open the session anew)."""
+        sid = session.id
+        with self._serial(sid):
+            self._buffers.pop(session, None)
+            self._inited.discard(id(session))
+            state = self._states.get(sid)
+            if state is not None and state.owner is session:
+                del self._states[sid]
+                if state.lock is not None:
+                    state.lock.release()
+
     def close(self) -> None:
         """Flush every buffered session, release the writer locks, close the backend.
 

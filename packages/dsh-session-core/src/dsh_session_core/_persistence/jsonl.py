@@ -64,6 +64,7 @@ from .base import (
     SessionSummary,
     StoredLog,
     WriterLock,
+    continued,
     not_found,
 )
 from .paths import encode_segment, lock_path, log_path
@@ -402,6 +403,36 @@ class JsonlBackend:
         if found is None:
             return Backend.read_lines(self, session_id, after, limit)
         return found
+
+    def lines_since(self, header: SessionHeader, last: Event) -> builtins.list[bytes] | None:
+        """:meth:`~.base.Backend.lines_since`: the file's last line read from its end
+        (no one else wrote: nothing to return), else the lines from ``last`` on found by
+        a binary search. A log with a torn tail, a durable-end mark or a failed write of
+        this backend's own still to settle is left to a whole load (it repairs them).
+
+        :raises OSError: the log cannot be read.
+        """
+        from .._logfile import complete_end, last_lines
+        from .ranges import lines_after
+
+        path = self.location(header)
+        with self._mutex:
+            if path in self._dirty or path in self._unmarked:
+                return None
+        if endmark.durable_end(path) is not None:
+            return None
+        try:
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if complete_end(f, size) != size:
+                    return None  # a torn tail: the load cuts it
+                tail = last_lines(f, size, 1)
+        except FileNotFoundError:
+            return None
+        if continued(tail, last) is not None:
+            return []  # the log still ends with ``last``
+        found = lines_after(path, last.seq - 1, None)
+        return None if found is None else continued(found, last)
 
     def lines_of_types(self, session_id: str, types: Collection[str]
                        ) -> builtins.list[bytes] | None:

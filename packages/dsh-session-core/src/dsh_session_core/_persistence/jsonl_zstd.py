@@ -412,6 +412,13 @@ class JsonlZstdBackend(JsonlBackend):
 
     # -- reading: the whole log is decoded (a frame is found only from the start) --
 
+    def lines_since(self, header: SessionHeader, last: Event) -> builtins.list[bytes] | None:
+        """:meth:`~.base.Backend.lines_since` by the protocol's default: the log is
+        decoded whole to tell a torn frame (a frame cannot be found from the end)."""
+        from .base import Backend
+
+        return Backend.lines_since(self, header, last)
+
     def _tail(self, path: str, count: int) -> LogTail:
         """The last ``count`` complete lines: the log decoded whole, then read from its
         end; the position is the end of the last whole frame read."""

@@ -27,6 +27,7 @@ from .base import (
     StoredLog,
     WriterLock,
     check_common_id,
+    continued,
     not_found,
 )
 
@@ -157,6 +158,11 @@ class MemoryBackend:
             return None
         lines = log.split()[max(after + 1, 0):]
         return lines if limit is None else lines[:max(limit, 0)]
+
+    def lines_since(self, header: SessionHeader, last: Event) -> builtins.list[bytes] | None:
+        """The lines from ``last``'s seq on (nothing in memory is ever torn)."""
+        lines = self.read_lines(header.id, last.seq - 1, None)
+        return None if lines is None else continued(lines, last)
 
     def follow_lines(
         self, session_id: str, position: object, *, timeout: float | None = None

@@ -59,6 +59,7 @@ from .base import (
     StoredLog,
     WriterLock,
     check_common_id,
+    continued,
     not_found,
 )
 from .postgres_schema import (
@@ -706,6 +707,12 @@ class PostgresBackend:
             rows = conn.execute(SELECT_RANGE, (session_id, after, None if limit is None
                                                else max(limit, 0))).fetchall()
         return [row_line(row) for row in rows]
+
+    def lines_since(self, header: SessionHeader, last: Event) -> builtins.list[bytes] | None:
+        """:meth:`~.base.Backend.lines_since`: the rows from ``last``'s seq on, a key
+        range (a database holds no torn tail)."""
+        lines = self.read_lines(header.id, last.seq - 1, None)
+        return None if lines is None else continued(lines, last)
 
     def lines_of_types(self, session_id: str, types: Collection[str]
                        ) -> builtins.list[bytes] | None:

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 from .._codec import ENCODER
 from .._header import SessionHeader
 from .._registry import EventRegistry
-from ..errors import SchemaVersionError, StoreNotFoundError, UnstorableError
+from ..errors import PersistenceError, SchemaVersionError, StoreNotFoundError, UnstorableError
 from ..events import Event
 from .base import (
     POLL_SECONDS,
@@ -62,6 +62,7 @@ from .base import (
     StoredLog,
     WriterLock,
     check_common_id,
+    continued,
     not_found,
 )
 from .files import lock_is_free, same_file
@@ -508,6 +509,19 @@ _LOCK_ATTEMPTS: Final = 8
 # --- the writer lock ------------------------------------------------------------------
 
 
+def _clash(session_id: str, first: int, materialized: bool) -> PersistenceError:
+    """The error of a batch whose seqs another writer stored first."""
+    if not materialized:
+        msg = (f'session "{session_id}" was created by another writer at the same time '
+               f"(its log already holds seq {first}): nothing of this batch was written; "
+               f"open the session to continue it, or create another id")
+    else:
+        msg = (f'session "{session_id}" was written by another writer: seq {first} is '
+               f"already stored; nothing of this batch was written; reopen the session to "
+               f"continue from what is stored")
+    return PersistenceError(msg, session_id=session_id)
+
+
 class _FileLock:
     """An ``flock`` held on an open descriptor: closing it (or dying) releases it.
 
@@ -769,13 +783,24 @@ class SqliteBackend:
 
         :raises UnstorableError: an event or the header does not fit the schema
             (checked before the transaction: nothing is written).
-        :raises sqlite3.IntegrityError: a seq is already stored (e.g. a second instance
-            with a stale cursor); the transaction is rolled back.
+        :raises PersistenceError: a seq is already stored: another writer wrote the
+            session (a second instance with a stale cursor), or created it at once when
+            not ``materialized``; the transaction is rolled back, nothing is written
+            (the driver's ``IntegrityError`` is its cause).
         """
         if not events:
             return  # a session row only ever comes with an event
         params = event_params(header.id, events)
         head = None if materialized else header_row(header)
+        try:
+            self._append_rows(header, events, jsonl, params, head)
+        except sqlite3.IntegrityError as exc:
+            if "UNIQUE" not in str(exc) and "PRIMARY KEY" not in str(exc):
+                raise  # not a clash of seqs (a session row missing: a caller's bug)
+            raise _clash(header.id, events[0].seq, materialized) from exc
+
+    def _append_rows(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes,
+                     params: list[object], head: Any) -> None:
         with self._lock:
             # Taken out first: a batch that fails leaves no state believed.
             known = self._states.pop(header.id, None)
@@ -1000,6 +1025,12 @@ class SqliteBackend:
                                                 -1 if limit is None else max(limit, 0))
                                 ).fetchall()
         return [row_line(row) for row in rows]
+
+    def lines_since(self, header: SessionHeader, last: Event) -> builtins.list[bytes] | None:
+        """:meth:`~.base.Backend.lines_since`: the rows from ``last``'s seq on, a key
+        range (a database holds no torn tail)."""
+        lines = self.read_lines(header.id, last.seq - 1, None)
+        return None if lines is None else continued(lines, last)
 
     def lines_of_types(self, session_id: str, types: Collection[str]
                        ) -> builtins.list[bytes] | None:

@@ -123,15 +123,28 @@ class DurableStore(SessionStore):
             created_at=created_at, seed_length=seed_length, seed_jsonl=seed_jsonl,
         )
 
-    def open(self, session_id: str) -> Session:
+    def open(self, session_id: str, *, resume: Session | None = None) -> Session:
         """Resume a stored session as a live one, to write it: its writer lock is
         taken, its torn tail is cut and an interrupted turn is closed (durably) before
         it is returned (:attr:`~dsh_session_core.Session.created` is ``False``). To read
         it without writing, :meth:`read_session`.
 
+        :param resume: a session of this id that this store released (:meth:`release`)
+            and the caller kept: it is taken back without loading the log, reading only
+            what was stored after its last event (its writer lock is taken again). When
+            no other writer wrote meanwhile, ``resume`` itself is returned, live again;
+            when one did, a new session holding ``resume``'s events and theirs (only
+            the new lines are read and decoded). When the log no longer continues
+            ``resume``'s (cut back, deleted, rewritten) or needs a repair, it is loaded
+            whole, as without ``resume``. A session that ``discard`` dropped must not be
+            given (it holds events the log does not).
         :raises PersistenceError: nothing is stored under this id.
         :raises SessionLockedError: another writer holds it.
         """
+        if resume is not None and resume.id == session_id and self.get(session_id) is None:
+            resumed = self._resume(resume)
+            if resumed is not None:
+                return resumed
         stored = self.persistence.load(session_id)
         h = stored.header
         # Not self.create: a stored session's id is the backend's already (one stored
@@ -147,6 +160,51 @@ class DurableStore(SessionStore):
         )
         session._created = False  # before session_created: plugins may read it
         return self._register(session)
+
+    def _resume(self, previous: Session) -> Session | None:
+        """:meth:`open`'s ``resume``: ``None`` when the log must be loaded whole."""
+        try:
+            found = self.persistence.resume(previous)
+        except PersistenceError:
+            return None  # a log that does not continue ours: the whole load decides
+        if found is None:
+            return None
+        news, lines = found
+        if not news:
+            detach: Any = None
+            try:
+                detach = self.enter(previous)
+                self.announce(previous)
+            except BaseException:
+                if detach is not None:
+                    detach()
+                self.persistence.discard(previous)
+                raise
+            if self._scopes:
+                self._scopes[-1].append(detach)
+            return previous
+        h = previous.header
+        session = self.prepare(
+            previous.id,
+            seed=[*previous.events, *news],
+            seed_jsonl=previous.jsonl() + b"\n".join(lines) + b"\n",
+            cwd=h.cwd if isinstance(h.cwd, str) else None,
+            parent_session=h.parent_session if isinstance(h.parent_session, str) else None,
+            created_at=h.created_at,  # type: ignore[arg-type]  # a number, as stored
+            seed_length=h.seed_length if isinstance(h.seed_length, int) else None,
+        )
+        session._created = False
+        return self._register(session)
+
+    def discard(self, session: Session) -> None:
+        """Drop a live session without writing what it has not flushed: its buffered
+        events are never written (not by a later flush, nor by :meth:`close`), its
+        writer lock is released and it leaves the store. What a caller does when an
+        operation fails half way, so that the stored log stays as the operation found
+        it; the session object holds events the log does not, so it is not used again:
+        :meth:`open` the session anew."""
+        self.persistence.discard(session)
+        self.detach(session)
 
     def open_or_create(
         self,
@@ -290,14 +348,19 @@ class DurableStore(SessionStore):
             created_at=created_at, seed_length=seed_length, seed_jsonl=seed_jsonl,
         )
 
-    async def aopen(self, session_id: str) -> Session:
+    async def aopen(self, session_id: str, *, resume: Session | None = None) -> Session:
         """:meth:`open` for asyncio hosts, in the store's worker thread on every backend:
         the crash repair and the writer lock (the PostgreSQL lease) are synchronous, and
         decoding a long log is CPU work that must not run on the event loop.
 
         :raises PersistenceError: nothing is stored under this id.
         """
-        return await self._worker().run(self.open, session_id)
+        return await self._worker().run(self.open, session_id, resume=resume)
+
+    async def adiscard(self, session: Session) -> None:
+        """:meth:`discard` for asyncio hosts, in the store's worker thread (releasing a
+        writer lock may be a round trip: PostgreSQL)."""
+        await self._worker().run(self.discard, session)
 
     async def aopen_or_create(
         self,

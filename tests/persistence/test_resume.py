@@ -1,0 +1,89 @@
+"""``DurableStore.open(id, resume=session)`` (issue 25, point 4): a session this store
+released is taken back without loading its log, reading only what was stored after its
+last event, on every backend; a log that no longer continues it is loaded whole; and
+``DurableStore.discard`` drops a live session without writing what it buffered."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dsh_session_core import open_store
+
+
+@pytest.fixture(params=["jsonl", "jsonl+zstd", "sqlite", "postgresql"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "jsonl":
+        return str(tmp_path / "logs")
+    if request.param == "jsonl+zstd":
+        pytest.importorskip("zstandard")
+        return f"jsonl+zstd:{tmp_path}/logs"
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/s.db"
+    return str(request.getfixturevalue("postgresql_url"))
+
+
+def _texts(session: object) -> list[str]:
+    return [e.data.content[0].text for e in session.events  # type: ignore[attr-defined]
+            if e.type == "user/message"]
+
+
+def test_a_released_session_is_taken_back_with_what_others_stored(url: str) -> None:
+    with open_store(url) as store, open_store(url) as other:
+        mine = store.create("s")
+        with mine.turn() as turn:
+            turn.user("one")
+        store.release(mine)
+        again = store.open("s", resume=mine)
+        assert again is mine  # nobody wrote: the very object, live again
+        with again.turn() as turn:
+            turn.user("two")
+        store.release(again)
+        theirs = other.open("s")
+        with theirs.turn() as turn:
+            turn.user("theirs")
+        other.release(theirs)
+        back = store.open("s", resume=again)
+        assert back is not again
+        assert _texts(back) == ["one", "two", "theirs"]
+        assert [e.seq for e in back.events] == list(range(len(back.events)))
+        with back.turn() as turn:
+            turn.user("three")
+        store.release(back)
+        assert _texts(other.read_session("s")) == ["one", "two", "theirs", "three"]
+
+
+def test_a_log_that_no_longer_continues_the_session_is_loaded_whole(url: str) -> None:
+    with open_store(url) as store, open_store(url) as other:
+        mine = store.create("s")
+        with mine.turn() as turn:
+            turn.user("one")
+        store.release(mine)
+        other.delete("s")
+        new = other.create("s")
+        with new.turn() as turn:
+            turn.user("another one")
+        other.release(new)
+        back = store.open("s", resume=mine)
+        assert back is not mine
+        assert _texts(back) == ["another one"]
+        store.release(back)
+
+
+def test_discard_writes_nothing_of_what_was_buffered(url: str) -> None:
+    with open_store(url) as store:
+        session = store.create("s")
+        with session.turn() as turn:
+            turn.user("kept")
+        store.flush(session)
+        with session.turn() as turn:
+            turn.user("dropped")
+        store.discard(session)
+        assert store.get("s") is None
+        with open_store(url) as other:
+            reopened = other.open("s")  # the writer lock was released
+            assert _texts(reopened) == ["kept"]
+            other.release(reopened)
+    with open_store(url) as store:  # closing wrote nothing more either
+        assert _texts(store.read_session("s")) == ["kept"]
