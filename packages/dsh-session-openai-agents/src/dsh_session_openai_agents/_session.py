@@ -34,8 +34,8 @@ from dsh_session_core import (
 )
 
 from ._locks import _settled, _taking_turns, _taking_turns_now
-from ._mapping import _record, record_items
-from ._view import VIEW_TYPES, _item, _items, _LogIndex, fold_items, stored_view
+from ._mapping import Runs, _record, end_open_turn, record_clear, record_items, record_pop
+from ._view import VIEW_TYPES, _items, _LogIndex, fold_items, stored_view
 
 _T = TypeVar("_T")
 
@@ -96,6 +96,10 @@ class DshSession(SessionABC):
         self._turns_key: tuple[object, str] | None = None
         #: The default mode: the session an operation opened and could not release.
         self._unreleased: Session | None = None
+        #: The run this instance records (:mod:`._mapping`); in the default mode, the
+        #: session its open turn holds (kept live, not released, until the turn ends).
+        self._runs = Runs()
+        self._running: Session | None = None
         self._store_closed = False
 
     # --- the protocol -----------------------------------------------------------------
@@ -112,6 +116,9 @@ class DshSession(SessionABC):
                 return items[-session_limit:] if session_limit else []
             return items
 
+        if wrapper is not None and self._runs.run is not None and not self._runs.run.of(
+                wrapper):
+            await self._run(lambda index: end_open_turn(index, self._runs), False)
         if not self.keep_open:
             stored = await self._stored_items()
             if stored is not None:
@@ -127,34 +134,20 @@ class DshSession(SessionABC):
         if not items:
             return
         batch = list(items)
-        await self._run(lambda index: _record(index, batch), True)
+        await self._run(lambda index: _record(index, batch, wrapper, self._runs), True)
 
     async def pop_item(
         self, *, wrapper: RunContextWrapper[Any] | None = None
     ) -> TResponseInputItem | None:
         """Take the most recent item off the view and return it (``None`` when empty):
         an ``agents/pop`` event, durable when this returns."""
-
-        def pop(index: _LogIndex) -> Any:
-            if not index.items:
-                return None
-            event = index.items[-1]
-            index.session.append("agents/pop", {"itemSeq": event.seq})
-            index.update()
-            return _item(event)
-
-        return cast("TResponseInputItem | None", await self._run(pop, False))
+        return cast("TResponseInputItem | None", await self._run(
+            lambda index: record_pop(index, self._runs, wrapper), False))
 
     async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
         """Empty the view: an ``agents/clear`` event, durable when this returns (the log
         keeps every earlier event)."""
-
-        def clear(index: _LogIndex) -> None:
-            if index.items:
-                index.session.append("agents/clear", {"items": len(index.items)})
-                index.update()
-
-        await self._run(clear, False)
+        await self._run(lambda index: record_clear(index, self._runs, wrapper), False)
 
     # --- the store -----------------------------------------------------------------------
 
@@ -166,10 +159,15 @@ class DshSession(SessionABC):
             session is still running (await :meth:`aclose` there).
         """
         try:
+            if self._running is not None:
+                with _taking_turns_now(self._key(), self.lock_timeout):
+                    self._end_running()
             if self._held is not None:
                 with _taking_turns_now(self._key(), self.lock_timeout):
-                    held, self._held, self._index = self._held, None, None
+                    held, index = self._held, self._index
+                    self._held, self._index = None, None
                     if held is not None and self._live() is held:
+                        self._end_held(held, index)
                         self.store.release(held)
         finally:
             if self._owns_store and not self._store_closed:
@@ -179,15 +177,37 @@ class DshSession(SessionABC):
     async def aclose(self) -> None:
         """:meth:`close`, awaited (it waits for a running operation of this session)."""
         try:
+            if self._running is not None:
+                async with _taking_turns(self._key()):
+                    self._end_running()
             if self._held is not None:
                 async with _taking_turns(self._key()):
-                    held, self._held, self._index = self._held, None, None
+                    held, index = self._held, self._index
+                    self._held, self._index = None, None
                     if held is not None and self._live() is held:
+                        self._end_held(held, index)
                         await _settled(self.store.arelease(held))
         finally:
             if self._owns_store and not self._store_closed:
                 self._store_closed = True
                 await self.store.aclose()
+
+    def _end_held(self, held: Session, index: _LogIndex | None) -> None:
+        """``keep_open``: end the turn of a run that stopped saving before its end."""
+        if self._runs.run is not None:
+            if index is None or index.session is not held:
+                index = _LogIndex(held)
+            end_open_turn(index.update(), self._runs)
+
+    def _end_running(self) -> None:
+        """The default mode: end the turn of a run that stopped saving before its end,
+        and release the session it held."""
+        running, self._running = self._running, None
+        if running is not None and self._live() is running:
+            try:
+                end_open_turn(_LogIndex(running).update(), self._runs)
+            finally:
+                self.store.release(running)
 
     def _live(self) -> Session | None:
         """The session live in the store (``None`` once the store is closed)."""
@@ -273,11 +293,18 @@ class DshSession(SessionABC):
                 return operation(_LogIndex(Session(self.session_id)))
             # One this instance opened and failed to release (its write failed, so it
             # stayed live with its batch buffered): this operation writes and releases it.
-            opened = opened or session is self._unreleased
+            opened = opened or session is self._unreleased or session is self._running
+            index = _LogIndex(session).update()
             try:
-                return operation(_LogIndex(session).update())
+                return operation(index)
             finally:
-                if opened:
+                if opened and self._runs.open_in(index):
+                    # A run's turn still open: the session stays live (this store's
+                    # writer) until the turn ends, so that no load repairs it meanwhile.
+                    self._running = session
+                    await self.store.aflush(session)
+                elif opened:
+                    self._running = None
                     self._unreleased = session
                     await self.store.arelease(session)
                     self._unreleased = None

@@ -13,7 +13,7 @@ from typing import Any, cast
 import msgspec
 
 from dsh_session_core import Event, Session, to_wire
-from dsh_session_core.events import ToolCall, ToolResult
+from dsh_session_core.events import StepEnd, StepStart, ToolCall, ToolResult, TurnEnd, TurnStart
 
 from .events import AgentsClear, AgentsItem, AgentsPop
 
@@ -89,25 +89,51 @@ class _LogIndex:
     (:meth:`update`): on a session kept open, an operation costs what it appends, not
     the length of the log."""
 
-    __slots__ = ("calls", "items", "scanned", "session")
+    __slots__ = ("calls", "items", "last_turn", "scanned", "session", "step", "steps",
+                 "turn", "turn_seq")
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.scanned = 0
-        self.items: list[AgentsItem] = []
-        self.calls: dict[str, int] = {}
+        self.reset()
 
     def reset(self) -> None:
         """Forget what was folded: the next :meth:`update` folds the whole log."""
         self.scanned = 0
-        self.items.clear()
-        self.calls.clear()
+        self.items: list[AgentsItem] = []
+        self.calls: dict[str, int] = {}
+        #: The open turn's number (``None`` when the last turn ended), the highest turn
+        #: number, the open step's number, how many steps the open turn has, and the
+        #: seq of the open turn's ``turn/start``.
+        self.turn: int | None = None
+        self.last_turn = 0
+        self.step: int | None = None
+        self.steps = 0
+        self.turn_seq = -1
 
     def update(self) -> _LogIndex:
         """Fold in the events appended since the last update (by anyone)."""
         events = self.session.events
         end = len(events)
         if end > self.scanned:
-            _advance(events[self.scanned:end], self.items, self.calls)
+            fresh = events[self.scanned:end]
+            _advance(fresh, self.items, self.calls)
+            self._turns(fresh)
             self.scanned = end
         return self
+
+    def _turns(self, events: Iterable[Event]) -> None:
+        """Follow the turn and step structure (typed events only: an opaque
+        ``turn/start`` of a log this build cannot type is not followed)."""
+        for event in events:
+            cls = event.__class__
+            if cls is TurnStart:
+                self.turn = event.data.turn
+                self.last_turn = max(self.last_turn, event.data.turn)
+                self.step, self.steps, self.turn_seq = None, 0, event.seq
+            elif cls is TurnEnd:
+                self.turn = self.step = None
+            elif cls is StepStart:
+                self.step = event.data.step
+                self.steps = max(self.steps, event.data.step)
+            elif cls is StepEnd:
+                self.step = None
