@@ -7,7 +7,7 @@ from __future__ import annotations
 
 __all__ = ["VIEW_TYPES", "fold_items", "stored_view"]
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 import msgspec
@@ -32,9 +32,13 @@ def _advance(events: Iterable[Event], items: list[AgentsItem], calls: dict[str, 
             calls.pop(event.data.call_id, None)
         elif cls is AgentsPop:
             if items and items[-1].seq == event.data.item_seq:
-                items.pop()
+                popped = items.pop().data.item
+                if isinstance(popped, Mapping) and popped.get("type") == "function_call":
+                    # Out of the SDK's history: an output added later answers nothing.
+                    calls.pop(popped.get("call_id"), None)  # type: ignore[arg-type]
         elif cls is AgentsClear:
             items.clear()
+            calls.clear()
 
 
 def _item(event: AgentsItem) -> Any:
