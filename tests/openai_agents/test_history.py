@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -51,7 +51,7 @@ def test_derived_messages_are_the_items_conversation(tmp_path_factory: Any,
         session = DshSession("h", store=url, keep_open=True)
         for op, arg in steps:
             if op == "add":
-                await session.add_items([dict(ITEMS[k]) for k in arg])
+                await session.add_items(cast(Any, [dict(ITEMS[k]) for k in arg]))
             elif op == "pop":
                 await session.pop_item()
             else:
@@ -88,4 +88,5 @@ def test_pop_shadows_the_popped_message(tmp_path: Path) -> None:
         assert [m.role for m in log.derive_messages()] == ["user"]
         assert [e.type for e in log.events].count("assistant/message") == 2  # kept
         last = log.events[-1]
-        assert last.type == "assistant/message" and last.data.content == ()
+        assert last.type == "assistant/message"
+        assert last.data.content == ()

@@ -174,8 +174,10 @@ def test_max_turns_leaves_the_turn_open_until_the_next_run(url: str, keep_open: 
     first = turns[0]
     assert [e["type"] for e in first].count("step/start") == 2
     reason = first[-1]["data"]["reason"]
-    assert reason["kind"] == "error" and reason["code"] == "no-final-output"
-    assert reason["step"] == 2 and "max turns" in reason["message"]
+    assert reason["kind"] == "error"
+    assert reason["code"] == "no-final-output"
+    assert reason["step"] == 2
+    assert "max turns" in reason["message"]
     assert turns[1][-1]["data"]["reason"] == {"kind": "completed"}
     _validate(url)
 
