@@ -150,7 +150,10 @@ def test_two_runs_are_two_turns_and_stats_count_the_usage(url: str) -> None:
     cli = Path(sys.executable).parent / "dsh-session"
     done = subprocess.run([str(cli), "stats", "--store", url, "--json", "run"],
                           capture_output=True, text=True, check=True)
-    assert "33" in done.stdout or "30" in done.stdout, done.stdout  # 30 in, 5 out
+    stats = json.loads(done.stdout)
+    assert stats["tokens"] == {"inputTokens": 30, "outputTokens": 5}
+    assert stats["turns"] == 2
+    assert stats["steps"] == 2
     _validate(url)
 
 
