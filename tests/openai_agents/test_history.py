@@ -9,10 +9,12 @@ import asyncio
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_session_core import Session, open_store
+from dsh_session_core.errors import LogFormatError
 from dsh_session_core._check_log import check_log
 from dsh_session_openai_agents import DshSession, record_items
 
@@ -90,3 +92,35 @@ def test_pop_shadows_the_popped_message(tmp_path: Path) -> None:
         last = log.events[-1]
         assert last.type == "assistant/message"
         assert last.data.content == ()
+
+
+def test_a_limit_reads_only_the_end_of_the_log(tmp_path: Path) -> None:
+    """``get_items(limit=N)`` reads the last events of the log, not all of it: with the
+    log's early part made unreadable (a line of garbage), the last items still come
+    back, and a read of the whole view fails."""
+    url = str(tmp_path / "logs")
+    items = [{"role": "user", "content": f"message {k}"} for k in range(200)]
+
+    async def write() -> None:
+        session = DshSession("t", store=url)
+        for k in range(0, 200, 4):
+            await session.add_items(cast(Any, items[k:k + 4]))
+        await session.pop_item()
+        await session.aclose()
+
+    asyncio.run(write())
+    log = next((tmp_path / "logs").rglob("t.jsonl"))
+    lines = log.read_bytes().split(b"\n")
+    first = next(k for k, line in enumerate(lines) if b'"agents/item"' in line)
+    lines[first] = b'{"type":"agents/item","seq":'  # torn mid-log: no reader takes it
+    log.write_bytes(b"\n".join(lines))
+
+    async def read() -> None:
+        session = DshSession("t", store=url, session_settings={"limit": 3})
+        assert await session.get_items() == items[-4:-1]
+        assert await session.get_items(limit=1) == items[-2:-1]
+        with pytest.raises(LogFormatError):  # the whole log: its early part read too
+            await session.get_items(limit=-1)
+        await session.aclose()
+
+    asyncio.run(read())

@@ -35,7 +35,7 @@ from dsh_session_core import (
 
 from ._locks import _settled, _taking_turns, _taking_turns_now
 from ._mapping import Runs, _record, end_open_turn, record_clear, record_items, record_pop
-from ._view import VIEW_TYPES, _items, _LogIndex, fold_items, stored_view
+from ._view import VIEW_TYPES, _items, _LogIndex, fold_items, stored_view, tail_view
 
 _T = TypeVar("_T")
 
@@ -119,6 +119,10 @@ class DshSession(SessionABC):
         if wrapper is not None and self._runs.run is not None and not self._runs.run.of(
                 wrapper):
             await self._run(lambda index: end_open_turn(index, self._runs), False)
+        if not self.keep_open and session_limit is not None and session_limit > 0:
+            tail = await self._stored_tail(session_limit)
+            if tail is not None:
+                return cast(list[TResponseInputItem], tail)
         if not self.keep_open:
             stored = await self._stored_items()
             if stored is not None:
@@ -239,6 +243,27 @@ class DshSession(SessionABC):
             except PersistenceError:
                 return []  # nothing stored: an empty view, as the load gives
             return stored_view(lines)
+
+    async def _stored_tail(self, limit: int) -> list[Any] | None:
+        """The default mode's read of the last ``limit`` items: from the last events of
+        what is stored (:meth:`DurableStore.atail`, read from the end of the log), a
+        window of ``4 * limit + 16`` events grown fourfold until it holds them
+        (:func:`._view.tail_view`), so what it reads is proportional to ``limit``, not
+        to the log. ``None`` when the session must be read otherwise (live here)."""
+        async with _taking_turns(self._key()):
+            if self.store.get(self.session_id) is not None:
+                return None
+            window = 4 * limit + 16
+            while True:
+                try:
+                    events = await self.store.atail(self.session_id, window)
+                except PersistenceError:
+                    return []  # nothing stored: an empty view, as the load gives
+                whole = len(events) < window
+                items = tail_view(events, limit, whole)
+                if items is not None or whole:
+                    return items
+                window *= 4
 
     async def _acquire(self, create: bool, hold: bool = False) -> tuple[Session | None, bool]:
         """The live session and whether this operation opened it (and must release it);

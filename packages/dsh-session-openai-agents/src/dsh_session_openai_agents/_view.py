@@ -5,7 +5,7 @@ also follows the open tool calls the mapping answers)."""
 
 from __future__ import annotations
 
-__all__ = ["VIEW_TYPES", "fold_items", "stored_view"]
+__all__ = ["VIEW_TYPES", "fold_items", "stored_view", "tail_view"]
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
@@ -76,6 +76,37 @@ def stored_view(lines: list[bytes]) -> list[Any] | None:
     items: list[AgentsItem] = []
     _advance(events, items, {})
     return [event.data.item for event in items]
+
+
+def tail_view(events: Sequence[Event], limit: int, whole: bool) -> list[Any] | None:
+    """The last ``limit`` items of the view from the last events of a log (``whole``:
+    they are all of it), or ``None`` when they do not tell (fewer items in them and the
+    log goes on before them: read more). Walked from the end: a pop always follows the
+    item it takes off, so the pops seen before an item (walking back) are all there
+    are of it; a clear ends the walk (nothing before it is in the view)."""
+    popped: set[int] = set()
+    found: list[AgentsItem] = []
+    for event in reversed(events):
+        cls = event.__class__
+        if cls is AgentsItem:
+            if event.seq not in popped:
+                found.append(event)  # type: ignore[arg-type]  # its class says so
+                if len(found) == limit:
+                    break
+        elif cls is AgentsPop:
+            popped.add(event.data.item_seq)
+        elif cls is AgentsClear:
+            whole = True
+            break
+        elif event.type.startswith("agents/"):
+            return None  # an item view event this build cannot type: load the log
+    else:
+        if not whole:
+            return None
+    if len(found) < limit and not whole:
+        return None
+    found.reverse()
+    return _items(found)
 
 
 def fold_items(events: Iterable[Event]) -> list[tuple[int, Any]]:
