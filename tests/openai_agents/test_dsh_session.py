@@ -74,15 +74,16 @@ def test_items_come_back_equal_as_json_and_typed(url: str) -> None:
     types = [e.type for e in events]
     assert types.count("agents/item") == len(ITEMS)
     assert [t for t in types if not t.startswith(("agents/", "turn/", "step/"))] == [
-        "user/message", "assistant/message", "tool/call", "tool/result",
+        "user/message", "assistant/message", "assistant/message", "tool/call", "tool/result",
         "assistant/message", "user/message", "assistant/message"]
     wire = [to_wire(m) for m in messages]
-    assert [m["role"] for m in wire] == ["user", "assistant", "user", "assistant", "user",
-                                         "assistant"]
-    assert wire[1]["content"] == [{"type": "tool-call", "id": "call_1", "name": "weather",
+    assert [m["role"] for m in wire] == ["user", "assistant", "assistant", "user",
+                                         "assistant", "user", "assistant"]
+    assert wire[1]["content"] == [{"type": "reasoning", "text": "look", "id": "rs_1"}]
+    assert wire[2]["content"] == [{"type": "tool-call", "id": "call_1", "name": "weather",
                                    "arguments": '{"city": "Paris"}'}]
-    assert wire[2]["content"][0]["toolCallId"] == "call_1"
-    assert wire[3]["content"] == [{"type": "text", "text": "Sunny, 21 °C."}]
+    assert wire[3]["content"][0]["toolCallId"] == "call_1"
+    assert wire[4]["content"] == [{"type": "text", "text": "Sunny, 21 °C."}]
 
 
 def test_pop_and_clear_are_events_and_nothing_is_deleted(url: str) -> None:

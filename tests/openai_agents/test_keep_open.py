@@ -283,8 +283,11 @@ def test_an_append_folds_only_what_it_appended_when_kept_open(
     if keep_open:
         assert max(folded) < 10, folded  # a turn of one user message, then the pop
     else:  # the same for the append and the pop; the read, the view's events alone
-        append, read, pop = folded
-        assert (append < 10, pop < 10, read < log - 10) == (True, True, True), folded
+        # The append and the pop fold a few events each (in steps of their own); the read
+        # folds the view's events alone, once.
+        small = [n for n in folded if n < 10]
+        large = [n for n in folded if n >= 10]
+        assert (sum(small) < 20, len(large), large[0] < log - 10) == (True, 1, True), folded
 
 
 @pytest.mark.parametrize("keep_open", [True, False])

@@ -1,18 +1,55 @@
-"""The mapping from SDK items to dsh events (:func:`record_items`): each item kept
-verbatim as ``agents/item``, then recorded as the typed event that carries it in the
-conversation (``user/message``, ``assistant/message``, ``tool/call``, ``tool/result``),
-inside turns and steps."""
+"""The mapping from SDK items to dsh events (:func:`record_items`).
+
+Each item is kept verbatim as ``agents/item`` (what ``get_items`` gives back), then
+recorded as the typed event that carries it in the conversation: ``user/message``,
+``assistant/message`` (text, a ``reasoning`` block, or a ``tool-call`` block, one message
+an item), ``tool/call``, ``tool/result``.
+
+With the SDK's run context (``wrapper``, one per ``Runner.run``), the items one run adds
+are one turn: it opens at the run's first saved batch (its trigger says where the input
+came from), each model call is one step (told apart by ``wrapper.usage.requests``, its
+usage on the step's first ``assistant/message``), and the turn ends when the run is seen
+to end (:func:`_finish`): a final assistant message with every call answered
+(``completed``), calls left waiting for an approval (``aborted``), or, for a run that
+stopped saving without either, when the next run starts, or the session is popped,
+cleared or closed (``error``: max turns and an error cannot be told apart). Without a
+wrapper, each ``add_items`` call is closed when it returns, a new turn at each user
+message that follows model output (the grouping of direct calls).
+
+The pops and clears of the item view are written by :func:`record_pop` and
+:func:`record_clear`, with a surface ``replace`` that makes the derived conversation
+the view's (:func:`_resurface`).
+"""
 
 from __future__ import annotations
 
 __all__ = ["record_items"]
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from dsh_session_core import Session, TextBlock, ToolCallBlock, to_wire
+from msgspec import UNSET
+
+from dsh_session_core import (
+    Message,
+    ReasoningBlock,
+    Session,
+    TextBlock,
+    TokenUsage,
+    ToolCallBlock,
+    to_wire,
+)
 
 from ._view import _LogIndex
+
+#: The plugin named as the source of a run's input that is no user message (a run
+#: resumed after an approval, a run given tool outputs).
+PLUGIN = "openai-agents"
+#: The reason of a turn whose calls wait for an approval (the run was interrupted).
+APPROVAL = "interrupted: awaiting tool approval"
+#: The code of a run's turn closed after it stopped saving without a final message.
+INCOMPLETE = "no-final-output"
 
 
 def _text_blocks(content: Any) -> list[TextBlock]:
@@ -36,9 +73,24 @@ def _text_blocks(content: Any) -> list[TextBlock]:
     return blocks
 
 
+def _reasoning_block(item: dict[str, Any]) -> ReasoningBlock:
+    """A ``reasoning`` item as a block: its summary (and content) texts, its id and its
+    ``encrypted_content``, which a Responses request takes back."""
+    texts: list[str] = []
+    for key in ("summary", "content"):
+        parts = item.get(key)
+        if isinstance(parts, list):
+            texts.extend(p["text"] for p in parts
+                         if isinstance(p, dict) and isinstance(p.get("text"), str))
+    rid, enc = item.get("id"), item.get("encrypted_content")
+    return ReasoningBlock(text="\n\n".join(texts),
+                          id=rid if isinstance(rid, str) else UNSET,
+                          encrypted_content=enc if isinstance(enc, str) else UNSET)
+
+
 def _kind(item: Any) -> str:
-    """What an item is recorded as: ``user``, ``assistant``, ``call``, ``output``, or
-    ``other`` (kept as ``agents/item`` only)."""
+    """What an item is recorded as: ``user``, ``assistant``, ``reasoning``, ``call``,
+    ``output``, or ``other`` (kept as ``agents/item`` only)."""
     if not isinstance(item, dict):
         return "other"
     kind = item.get("type")
@@ -49,12 +101,18 @@ def _kind(item: Any) -> str:
         if role == "assistant":
             return "assistant"
         return "other"
+    if kind == "reasoning":
+        return "reasoning"
     if (kind == "function_call" and isinstance(item.get("call_id"), str)
             and isinstance(item.get("name"), str) and isinstance(item.get("arguments"), str)):
         return "call"
     if kind == "function_call_output" and isinstance(item.get("call_id"), str):
         return "output"
     return "other"
+
+
+#: Kinds that are model output: they open a step.
+_MODEL = frozenset({"assistant", "reasoning", "call"})
 
 
 def _check_items(session: Session, items: Sequence[Any]) -> None:
@@ -69,22 +127,228 @@ def _check_items(session: Session, items: Sequence[Any]) -> None:
         scratch.append("agents/item", {"item": item})
 
 
+class _Run:
+    """The run whose turn is open in the log, as this instance knows it: its run
+    context (a weak reference: identity tells runs apart, and a finished run's context
+    is not kept alive), the turn's number, and the model request its open step records
+    (``wrapper.usage.requests`` when the step opened)."""
+
+    __slots__ = ("request", "turn", "wrapper")
+
+    def __init__(self, wrapper: Any, turn: int) -> None:
+        self.wrapper: weakref.ReferenceType[Any] | None = _ref(wrapper)
+        self.turn = turn
+        self.request = -1
+
+    def of(self, wrapper: Any) -> bool:
+        """Whether ``wrapper`` is this run's context."""
+        return self.wrapper is not None and self.wrapper() is wrapper
+
+
+def _ref(wrapper: Any) -> weakref.ReferenceType[Any] | None:
+    try:
+        return weakref.ref(wrapper)
+    except TypeError:
+        return None
+
+
+class Runs:
+    """What one :class:`~._session.DshSession` knows of the run it is recording: the
+    open run (``None`` when none of its runs has a turn open)."""
+
+    __slots__ = ("run",)
+
+    def __init__(self) -> None:
+        self.run: _Run | None = None
+
+    def open_in(self, index: _LogIndex) -> bool:
+        """Whether this instance's run still has its turn open in ``index``'s log."""
+        run = self.run
+        return run is not None and index.turn == run.turn
+
+    def stale(self, index: _LogIndex, wrapper: Any) -> bool:
+        """Whether the log has a turn open that a call with ``wrapper`` must end first:
+        a turn of another run (or of no run of this instance)."""
+        if index.turn is None:
+            return False
+        run = self.run
+        return not (wrapper is not None and run is not None and run.turn == index.turn
+                    and run.of(wrapper))
+
+
+def end_open_turn(index: _LogIndex, runs: Runs) -> None:
+    """Close the log's open turn, if any: a run that stopped saving before a final
+    message (``error``, code ``no-final-output``; its calls all answered, or a call
+    without its output when the process running it died meanwhile)."""
+    index.update()
+    turn = index.turn
+    if turn is None:
+        return
+    session = index.session
+    step = index.steps
+    run = runs.run
+    wrapper = run.wrapper() if run is not None and run.wrapper is not None else None
+    requests = getattr(getattr(wrapper, "usage", None), "requests", None)
+    if isinstance(requests, int) and run is not None and requests > run.request >= 0:
+        message = (f"the run stopped after model call {requests}, whose response it "
+                   f"never saved: an error")
+    else:
+        message = ("the run stopped before a final output: max turns exceeded, or an "
+                   "error (the session cannot tell which)")
+    if index.step is not None:
+        session.append("step/end", {"turn": turn, "step": index.step})
+    session.append("turn/end", {"turn": turn, "reason": {
+        "kind": "error", "step": max(step, 1), "message": message, "code": INCOMPLETE}})
+    runs.run = None
+    index.update()
+
+
 def record_items(session: Session, items: Sequence[Any]) -> None:
-    """Append ``items`` to ``session``: each as ``agents/item``, followed by the typed
-    event recording it, inside turns (a new turn at each user message that follows
-    model output). The turns are closed when this returns.
+    """Append ``items`` to ``session`` as one ``add_items`` call without a run context
+    does: each as ``agents/item``, followed by the typed event recording it, in turns
+    closed when this returns (a new turn at each user message that follows model
+    output).
 
     A batch holding an item the log cannot keep (a value JSON cannot carry, nesting too
     deep) is refused whole, before any of it is appended."""
-    _record(_LogIndex(session).update(), items)
+    _record(_LogIndex(session).update(), items, None, Runs())
 
 
-def _record(index: _LogIndex, items: Sequence[Any]) -> None:
+def _usage(wrapper: Any, request: int) -> TokenUsage | None:
+    """The usage of model call ``request`` (1-based) of a run, from its context's
+    per-request entries (none when the model reported none)."""
+    entries = getattr(getattr(wrapper, "usage", None), "request_usage_entries", None)
+    if not isinstance(entries, list) or not 0 < request <= len(entries):
+        return None
+    entry = entries[request - 1]
+    try:
+        cached = entry.input_tokens_details.cached_tokens or 0
+        reasoning = entry.output_tokens_details.reasoning_tokens or 0
+        return TokenUsage(
+            input_tokens=max(entry.input_tokens - cached, 0),
+            output_tokens=entry.output_tokens,
+            cache_read_tokens=cached if cached else UNSET,
+            reasoning_tokens=reasoning if reasoning else UNSET,
+        )
+    except (AttributeError, TypeError):
+        return None
+
+
+def _record(index: _LogIndex, items: Sequence[Any], wrapper: Any, runs: Runs) -> None:
     """:func:`record_items` on an up-to-date index of the session's log, which it
-    leaves up to date."""
+    leaves up to date; with ``wrapper``, the batch joins its run's turn (see the module
+    docstring), and ``runs`` says whether that turn is still open."""
     session = index.session
     _check_items(session, items)
-    calls = index.calls  # kept as the log's own fold would: update() agrees after
+    try:
+        if runs.stale(index, wrapper):
+            end_open_turn(index, runs)
+        if wrapper is None:
+            _record_direct(index, items)
+        else:
+            _record_run(index, items, wrapper, runs)
+    except BaseException:
+        index.reset()  # what it kept of a half-appended batch: folded afresh next
+        raise
+    index.update()
+
+
+class _Writer:
+    """Appends the typed events of items into the log's open turn, opening steps as
+    told: the state of one batch (the open step, whether it holds an answer, whether
+    its first assistant message has been written)."""
+
+    def __init__(self, index: _LogIndex, turn: int) -> None:
+        self.index = index
+        self.session = index.session
+        self.turn = turn
+        self.step: int | None = index.step
+        self.answered = False
+        self.usage: TokenUsage | None = None
+
+    def open_step(self, usage: TokenUsage | None = None) -> int:
+        if self.step is not None:
+            self.session.append("step/end", {"turn": self.turn, "step": self.step})
+        self.index.update()
+        self.step = self.index.steps + 1
+        self.session.append("step/start", {"turn": self.turn, "step": self.step})
+        self.answered = False
+        self.usage = usage
+        return self.step
+
+    def close_step(self) -> None:
+        if self.step is not None:
+            self.session.append("step/end", {"turn": self.turn, "step": self.step})
+            self.step = None
+
+    def assistant(self, blocks: list[Any]) -> None:
+        data: dict[str, Any] = {"turn": self.turn, "step": self.step,
+                                "content": [to_wire(b) for b in blocks]}
+        if self.usage is not None:
+            data["usage"] = to_wire(self.usage)
+            self.usage = None
+        self.session.append("assistant/message", data, surface_op="append")
+
+    def item(self, item: Any, kind: str) -> None:
+        session, calls = self.session, self.index.calls
+        session.append("agents/item", {"item": item})
+        if kind == "user":
+            blocks = _text_blocks(item.get("content"))
+            if not blocks:
+                return
+            # A user message inside a run's turn too (its input given again, a
+            # resumed run's): the conversation reads it as the user's, as the SDK does.
+            session.append("user/message", {"content": [to_wire(b) for b in blocks],
+                                            "source": {"kind": "user"}},
+                           surface_op="append")
+            return
+        if kind == "assistant":
+            blocks = _text_blocks(item.get("content"))
+            if blocks:
+                self.assistant(blocks)
+        elif kind == "reasoning":
+            self.assistant([_reasoning_block(item)])
+        elif kind == "call":
+            block = ToolCallBlock(id=item["call_id"], name=item["name"],
+                                  arguments=item["arguments"])
+            self.assistant([block])
+            session.append("tool/call", {"turn": self.turn, "step": self.step,
+                                         "callId": block.id, "name": block.name,
+                                         "arguments": block.arguments})
+            calls[block.id] = session.events[-1].seq
+        elif kind == "output":
+            call_id = item["call_id"]
+            seq = calls.pop(call_id, None)
+            if seq is None:
+                return  # an output of no recorded call: kept as the item only
+            if self.step is None:
+                self.open_step()
+            output = item.get("output")
+            blocks = _text_blocks(output) if output is not None else []
+            session.append(
+                "tool/result",
+                {"turn": self.turn, "step": self.step, "callId": call_id,
+                 "content": [to_wire(b) for b in blocks], "isError": False},
+                surface_op="append", source_event_seqs=[seq])
+            self.answered = True
+
+
+def _start_turn(index: _LogIndex, first: Any) -> int:
+    """Append ``turn/start`` (its trigger: a user message when ``first`` is one, else
+    this plugin) and return its number."""
+    index.update()
+    number = index.last_turn + 1
+    source = ({"kind": "user"} if _kind(first) == "user"
+              else {"kind": "plugin", "plugin": PLUGIN})
+    index.session.append("turn/start", {"turn": number,
+                                        "trigger": {"kind": "message", "source": source}})
+    index.update()
+    return number
+
+
+def _record_direct(index: _LogIndex, items: Sequence[Any]) -> None:
+    """A batch without a run context: turns closed when it ends (``completed``), a new
+    one at each user message that follows model output."""
     groups: list[list[Any]] = []
     model_output = False
     for item in items:
@@ -94,66 +358,208 @@ def _record(index: _LogIndex, items: Sequence[Any]) -> None:
             model_output = False
         groups[-1].append(item)
         model_output = model_output or not user
-    try:
-        for group in groups:
-            with session.turn() as turn:
-                step = None
-                answered = False  # the open step holds a tool result
-                for item in group:
-                    session.append("agents/item", {"item": item})
-                    kind = _kind(item)
-                    if kind == "user":
-                        blocks = _text_blocks(item.get("content"))
-                        if blocks and step is None:
-                            turn.user(blocks)
-                        elif blocks:
-                            turn.steer(blocks)
-                        continue
-                    if kind in ("assistant", "call") and (step is None or answered):
-                        if step is not None:
-                            step.end(answer=False)  # an output may come in a later batch
-                        step, answered = turn.step(), False
-                    if kind == "assistant":
-                        assert step is not None
-                        blocks = _text_blocks(item.get("content"))
-                        if blocks:
-                            step.assistant(blocks)
-                    elif kind == "call":
-                        assert step is not None
-                        block = ToolCallBlock(id=item["call_id"], name=item["name"],
-                                              arguments=item["arguments"])
-                        step.assistant([block])
-                        step.tool_call(block)
-                        calls[block.id] = session.events[-1].seq
-                    elif kind == "output":
-                        call_id = item["call_id"]
-                        seq = calls.pop(call_id, None)
-                        if seq is None:
-                            continue  # an output of no recorded call: kept as the item only
-                        if step is None:
-                            step, answered = turn.step(), False
-                        output = item.get("output")
-                        blocks = _text_blocks(output) if output is not None else []
-                        if any(c.call_id == call_id for c in _step_calls(step)):
-                            step.tool_result(call_id, blocks)
-                        else:  # a call of an earlier add_items: answered by seq
-                            session.append(
-                                "tool/result",
-                                {"turn": turn.number, "step": step.number, "callId": call_id,
-                                 "content": [to_wire(b) for b in blocks], "isError": False},
-                                surface_op="append", source_event_seqs=[seq],
-                            )
-                        answered = True
-                if step is not None:
-                    # A call the SDK is still running gets its output in a later batch
-                    # (answered by seq, above): the builder must not answer it first.
-                    step.end(answer=False)
-    except BaseException:
-        index.reset()  # what it kept of a half-appended batch: folded afresh next
-        raise
+    for group in groups:
+        turn = _start_turn(index, group[0])
+        writer = _Writer(index, turn)
+        for item in group:
+            kind = _kind(item)
+            if kind in _MODEL and (writer.step is None or writer.answered):
+                writer.open_step()
+            writer.item(item, kind)
+        writer.close_step()
+        index.session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+        index.update()
+
+
+def _record_run(index: _LogIndex, items: Sequence[Any], wrapper: Any, runs: Runs) -> None:
+    """A batch of a run (``wrapper``): into its open turn, or a new one; each model
+    call a step; the turn ended here when the batch shows the run ended."""
+    run = runs.run
+    if run is None or index.turn is None or run.turn != index.turn or not run.of(wrapper):
+        run = runs.run = _Run(wrapper, _start_turn(index, items[0]))
+    writer = _Writer(index, run.turn)
+    requests = getattr(getattr(wrapper, "usage", None), "requests", 0)
+    requests = requests if isinstance(requests, int) else 0
+    for item in items:
+        kind = _kind(item)
+        if kind in _MODEL and (writer.step is None or run.request != requests):
+            writer.open_step(_usage(wrapper, requests))
+            run.request = requests
+        writer.item(item, kind)
+    _finish(index, items, wrapper, runs, writer)
+
+
+def _pending_approval(wrapper: Any, call_ids: Sequence[str]) -> bool:
+    """Whether the run holds one of ``call_ids`` as a tool invocation not executed: a
+    call the run stopped at to wait for its approval."""
+    invocations = getattr(wrapper, "_tool_invocations", None)
+    if not isinstance(invocations, dict):
+        return False
+    for call_id in call_ids:
+        record = invocations.get(call_id)
+        if record is not None and not getattr(record, "executed", True):
+            return True
+    return False
+
+
+def _finish(index: _LogIndex, items: Sequence[Any], wrapper: Any, runs: Runs,
+            writer: _Writer) -> None:
+    """End the run's turn when its last batch shows how the run ended:
+
+    - its last item a final assistant message and no call of the turn unanswered:
+      ``completed``;
+    - a call of the turn unanswered that the run holds as waiting for its approval:
+      ``aborted`` (``interrupted: awaiting tool approval``); the resumed run (another
+      ``Runner.run``) is a turn of its own, triggered by this plugin, and answers the
+      call by seq.
+
+    Otherwise the turn stays open: the run goes on (its next model call), or it stopped
+    (max turns, an error) and :func:`end_open_turn` closes it later."""
+    index.update()
+    session, turn = index.session, writer.turn
+    open_calls = [call_id for call_id, seq in index.calls.items() if seq > index.turn_seq]
+    if not open_calls and _kind(items[-1]) == "assistant":
+        reason: dict[str, Any] = {"kind": "completed"}
+    elif open_calls and _pending_approval(wrapper, open_calls):
+        reason = {"kind": "aborted", "reason": APPROVAL}
+    else:
+        return
+    writer.close_step()
+    session.append("turn/end", {"turn": turn, "reason": reason})
+    runs.run = None
     index.update()
 
 
-def _step_calls(step: Any) -> list[Any]:
-    """The tool calls the builder logged in ``step`` (its own bookkeeping)."""
-    return list(getattr(step, "_calls", {}).values())
+# --- pops and clears: the item view's change, and the surface's -------------------------
+
+
+def items_to_messages(items: Sequence[Any], like: Session) -> list[Message]:
+    """The conversation the mapping records for ``items`` (added without a run
+    context), on a scratch session with ``like``'s event types: what
+    ``derive_messages()`` of a log whose item view is ``items`` equals."""
+    scratch = Session(like.id, registry=like.registry, strict=like.strict,
+                      foreign_types=like.foreign_types)
+    _record(_LogIndex(scratch).update(), items, None, Runs())
+    return scratch.derive_messages()
+
+
+def _resurface(index: _LogIndex, items: Sequence[Any]) -> None:
+    """Make the derived conversation the one of ``items`` (the view after a pop or a
+    clear) by one surface ``replace``: the surface nodes from the first message that
+    differs to the last are replaced by one event holding the first message the view
+    has there (an empty ``assistant/message`` when it has none: it derives no message),
+    the rest of the view's messages appended after it. The shadowed events stay in the
+    log; ``sourceEventSeqs`` names them."""
+    session = index.session
+    target = items_to_messages(items, session)
+    current = session.derive_messages()
+    if current == target:
+        return
+    keep = 0
+    while keep < min(len(current), len(target)) and current[keep] == target[keep]:
+        keep += 1
+    # The surface nodes in order, with the message each derives (or none).
+    nodes: list[tuple[int, Message | None]] = []
+    by_seq = session.events
+    for seq in session.surface.seqs:
+        nodes.append((seq, session.derive_event_message(by_seq[seq])))
+    seen = 0
+    start_at = len(nodes)
+    for position, (_seq, message) in enumerate(nodes):
+        if message is not None:
+            if seen == keep:
+                start_at = position
+                break
+            seen += 1
+    shadowed = [seq for seq, _ in nodes[start_at:]]
+    rest = target[keep:]
+    turn = max(index.last_turn, 1)
+    first = rest[0] if rest else Message(role="assistant", content=())
+    op = {"op": "replace", "start": shadowed[0], "end": shadowed[-1]}
+    _append_message(session, first, turn, op, shadowed)
+    for message in rest[1:]:
+        _append_message(session, message, turn, "append", None)
+    index.update()
+
+
+def _append_message(session: Session, message: Message, turn: int, op: Any,
+                    sources: list[int] | None) -> None:
+    content = [to_wire(b) for b in message.content]
+    if message.role == "assistant":
+        session.append("assistant/message", {"turn": turn, "step": 0, "content": content},
+                       surface_op=op, source_event_seqs=sources)
+    else:
+        session.append("user/message", {"content": content, "source": {"kind": "user"}},
+                       surface_op=op, source_event_seqs=sources)
+
+
+def record_pop(index: _LogIndex, runs: Runs, wrapper: Any) -> Any:
+    """``pop_item``: an ``agents/pop`` of the view's last item, and the surface made the
+    view's; the item (``None`` when the view is empty)."""
+    from ._view import _item
+
+    if runs.stale(index, wrapper):
+        end_open_turn(index, runs)
+    if not index.items:
+        return None
+    event = index.items[-1]
+    index.session.append("agents/pop", {"itemSeq": event.seq})
+    index.update()
+    if not _unsurface_last(index, event.seq):
+        _resurface(index, [e.data.item for e in index.items])
+    return _item(event)
+
+
+def _empty(event: Any) -> bool:
+    return event.type == "assistant/message" and not event.data.content
+
+
+def _unsurface_last(index: _LogIndex, item_seq: int) -> bool:
+    """The cheap pop (what it costs is the popped item's events): when the surface ends
+    with the nodes of the item at ``item_seq`` (its typed events, between it and the
+    next ``agents/item``) and empty replacements only, one ``replace`` of those nodes by
+    an empty ``assistant/message`` takes its message off. ``False`` when the surface has
+    another shape (then :func:`_resurface` compares the whole conversation)."""
+    session = index.session
+    events = session.events
+    end = item_seq + 1
+    while end < len(events) and events[end].type not in ("agents/item", "agents/pop",
+                                                            "agents/clear"):
+        end += 1
+    order = session.surface.order()
+    tail: list[int] = []
+    for seq in reversed(order):
+        if seq <= item_seq:
+            break
+        if not (seq < end or _empty(events[seq])):
+            return False
+        tail.append(seq)
+    if any(seq <= item_seq for seq in order[len(order) - len(tail):]):
+        return False
+    if not any(seq < end and session.derive_event_message(events[seq]) is not None
+               for seq in tail):
+        return True
+    tail.reverse()
+    _append_message(session, Message(role="assistant", content=()),
+                    max(index.last_turn, 1),
+                    {"op": "replace", "start": tail[0], "end": tail[-1]}, tail)
+    index.update()
+    return True
+
+
+def record_clear(index: _LogIndex, runs: Runs, wrapper: Any) -> None:
+    """``clear_session``: an ``agents/clear``, and the surface emptied."""
+    if runs.stale(index, wrapper):
+        end_open_turn(index, runs)
+    if index.items:
+        index.session.append("agents/clear", {"items": len(index.items)})
+        index.update()
+    session = index.session
+    order = session.surface.order()
+    if order and not (len(order) == 1 and _empty(session.events[order[0]])):
+        shadowed = list(order)
+        _append_message(session, Message(role="assistant", content=()),
+                        max(index.last_turn, 1),
+                        {"op": "replace", "start": shadowed[0], "end": shadowed[-1]},
+                        shadowed)
+        index.update()

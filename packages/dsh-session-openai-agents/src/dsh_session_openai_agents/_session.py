@@ -39,8 +39,8 @@ from dsh_session_core import (
 )
 
 from ._locks import _settled, _taking_turns, _taking_turns_now
-from ._mapping import _record, record_items
-from ._view import VIEW_TYPES, _item, _items, _LogIndex, fold_items, stored_view
+from ._mapping import Runs, _record, end_open_turn, record_clear, record_items, record_pop
+from ._view import VIEW_TYPES, _items, _LogIndex, fold_items, stored_view, tail_view
 
 _T = TypeVar("_T")
 
@@ -109,6 +109,10 @@ class DshSession(SessionABC):
         #: The default mode: the session the last operation released, clean (all of it
         #: stored), taken back by the next one without loading the log.
         self._cached: Session | None = None
+        #: The run this instance records (:mod:`._mapping`): its turn may stay open in
+        #: the log between operations (the default mode releases the session anyway:
+        #: taken back unchanged, the open turn is ours, not a crash to repair).
+        self._runs = Runs()
         self._store_closed = False
 
     # --- the protocol -----------------------------------------------------------------
@@ -125,6 +129,13 @@ class DshSession(SessionABC):
                 return items[-session_limit:] if session_limit else []
             return items
 
+        if wrapper is not None and self._runs.run is not None and not self._runs.run.of(
+                wrapper):
+            await self._run(lambda index: end_open_turn(index, self._runs), False)
+        if not self.keep_open and session_limit is not None and session_limit > 0:
+            tail = await self._stored_tail(session_limit)
+            if tail is not None:
+                return cast(list[TResponseInputItem], tail)
         if not self.keep_open:
             stored = await self._stored_items()
             if stored is not None:
@@ -140,34 +151,20 @@ class DshSession(SessionABC):
         if not items:
             return
         batch = list(items)
-        await self._run(lambda index: _record(index, batch), True)
+        await self._run(lambda index: _record(index, batch, wrapper, self._runs), True)
 
     async def pop_item(
         self, *, wrapper: RunContextWrapper[Any] | None = None
     ) -> TResponseInputItem | None:
         """Take the most recent item off the view and return it (``None`` when empty):
         an ``agents/pop`` event, durable when this returns."""
-
-        def pop(index: _LogIndex) -> Any:
-            if not index.items:
-                return None
-            event = index.items[-1]
-            index.session.append("agents/pop", {"itemSeq": event.seq})
-            index.update()
-            return _item(event)
-
-        return cast("TResponseInputItem | None", await self._run(pop, False))
+        return cast("TResponseInputItem | None", await self._run(
+            lambda index: record_pop(index, self._runs, wrapper), False))
 
     async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
         """Empty the view: an ``agents/clear`` event, durable when this returns (the log
         keeps every earlier event)."""
-
-        def clear(index: _LogIndex) -> None:
-            if index.items:
-                index.session.append("agents/clear", {"items": len(index.items)})
-                index.update()
-
-        await self._run(clear, False)
+        await self._run(lambda index: record_clear(index, self._runs, wrapper), False)
 
     # --- the store -----------------------------------------------------------------------
 
@@ -179,10 +176,15 @@ class DshSession(SessionABC):
             session is still running (await :meth:`aclose` there).
         """
         try:
+            if not self.keep_open and self._runs.run is not None:
+                with _taking_turns_now(self._key(), self.lock_timeout):
+                    self._run_once(lambda index: end_open_turn(index, self._runs), False)
             if self._held is not None:
                 with _taking_turns_now(self._key(), self.lock_timeout):
-                    held, self._held, self._index = self._held, None, None
+                    held, index = self._held, self._index
+                    self._held, self._index = None, None
                     if held is not None and self._live() is held:
+                        self._end_held(held, index)
                         self.store.release(held)
         finally:
             if self._owns_store and not self._store_closed:
@@ -192,15 +194,26 @@ class DshSession(SessionABC):
     async def aclose(self) -> None:
         """:meth:`close`, awaited (it waits for a running operation of this session)."""
         try:
+            if not self.keep_open and self._runs.run is not None:
+                await self._run(lambda index: end_open_turn(index, self._runs), False)
             if self._held is not None:
                 async with _taking_turns(self._key()):
-                    held, self._held, self._index = self._held, None, None
+                    held, index = self._held, self._index
+                    self._held, self._index = None, None
                     if held is not None and self._live() is held:
+                        self._end_held(held, index)
                         await _settled(self.store.arelease(held))
         finally:
             if self._owns_store and not self._store_closed:
                 self._store_closed = True
                 await self.store.aclose()
+
+    def _end_held(self, held: Session, index: _LogIndex | None) -> None:
+        """``keep_open``: end the turn of a run that stopped saving before its end."""
+        if self._runs.run is not None:
+            if index is None or index.session is not held:
+                index = _LogIndex(held)
+            end_open_turn(index.update(), self._runs)
 
     def _live(self) -> Session | None:
         """The session live in the store (``None`` once the store is closed)."""
@@ -231,6 +244,27 @@ class DshSession(SessionABC):
             except PersistenceError:
                 return []  # nothing stored: an empty view, as the load gives
             return stored_view(lines)
+
+    async def _stored_tail(self, limit: int) -> list[Any] | None:
+        """The default mode's read of the last ``limit`` items: from the last events of
+        what is stored (:meth:`DurableStore.atail`, read from the end of the log), a
+        window of ``4 * limit + 16`` events grown fourfold until it holds them
+        (:func:`._view.tail_view`), so what it reads is proportional to ``limit``, not
+        to the log. ``None`` when the session must be read otherwise (live here)."""
+        async with _taking_turns(self._key()):
+            if self.store.get(self.session_id) is not None:
+                return None
+            window = 4 * limit + 16
+            while True:
+                try:
+                    events = await self.store.atail(self.session_id, window)
+                except PersistenceError:
+                    return []  # nothing stored: an empty view, as the load gives
+                whole = len(events) < window
+                items = tail_view(events, limit, whole)
+                if items is not None or whole:
+                    return items
+                window *= 4
 
     async def _acquire(self, create: bool, hold: bool = False) -> tuple[Session | None, bool]:
         """The live session and whether this operation opened it (and must release it);

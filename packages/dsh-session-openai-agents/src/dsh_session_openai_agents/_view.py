@@ -5,15 +5,15 @@ also follows the open tool calls the mapping answers)."""
 
 from __future__ import annotations
 
-__all__ = ["VIEW_TYPES", "fold_items", "stored_view"]
+__all__ = ["VIEW_TYPES", "fold_items", "stored_view", "tail_view"]
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 import msgspec
 
 from dsh_session_core import Event, Session, to_wire
-from dsh_session_core.events import ToolCall, ToolResult
+from dsh_session_core.events import StepEnd, StepStart, ToolCall, ToolResult, TurnEnd, TurnStart
 
 from .events import AgentsClear, AgentsItem, AgentsPop
 
@@ -32,9 +32,13 @@ def _advance(events: Iterable[Event], items: list[AgentsItem], calls: dict[str, 
             calls.pop(event.data.call_id, None)
         elif cls is AgentsPop:
             if items and items[-1].seq == event.data.item_seq:
-                items.pop()
+                popped = items.pop().data.item
+                if isinstance(popped, Mapping) and popped.get("type") == "function_call":
+                    # Out of the SDK's history: an output added later answers nothing.
+                    calls.pop(popped.get("call_id"), None)  # type: ignore[arg-type]
         elif cls is AgentsClear:
             items.clear()
+            calls.clear()
 
 
 def _item(event: AgentsItem) -> Any:
@@ -74,6 +78,37 @@ def stored_view(lines: list[bytes]) -> list[Any] | None:
     return [event.data.item for event in items]
 
 
+def tail_view(events: Sequence[Event], limit: int, whole: bool) -> list[Any] | None:
+    """The last ``limit`` items of the view from the last events of a log (``whole``:
+    they are all of it), or ``None`` when they do not tell (fewer items in them and the
+    log goes on before them: read more). Walked from the end: a pop always follows the
+    item it takes off, so the pops seen before an item (walking back) are all there
+    are of it; a clear ends the walk (nothing before it is in the view)."""
+    popped: set[int] = set()
+    found: list[AgentsItem] = []
+    for event in reversed(events):
+        cls = event.__class__
+        if cls is AgentsItem:
+            if event.seq not in popped:
+                found.append(event)  # type: ignore[arg-type]  # its class says so
+                if len(found) == limit:
+                    break
+        elif cls is AgentsPop:
+            popped.add(event.data.item_seq)
+        elif cls is AgentsClear:
+            whole = True
+            break
+        elif event.type.startswith("agents/"):
+            return None  # an item view event this build cannot type: load the log
+    else:
+        if not whole:
+            return None
+    if len(found) < limit and not whole:
+        return None
+    found.reverse()
+    return _items(found)
+
+
 def fold_items(events: Iterable[Event]) -> list[tuple[int, Any]]:
     """The SDK's item list of a log, as ``(seq of its agents/item, item)`` pairs: every
     ``agents/item`` in order, less what ``agents/pop`` took off the end and what
@@ -89,25 +124,51 @@ class _LogIndex:
     (:meth:`update`): on a session kept open, an operation costs what it appends, not
     the length of the log."""
 
-    __slots__ = ("calls", "items", "scanned", "session")
+    __slots__ = ("calls", "items", "last_turn", "scanned", "session", "step", "steps",
+                 "turn", "turn_seq")
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.scanned = 0
-        self.items: list[AgentsItem] = []
-        self.calls: dict[str, int] = {}
+        self.reset()
 
     def reset(self) -> None:
         """Forget what was folded: the next :meth:`update` folds the whole log."""
         self.scanned = 0
-        self.items.clear()
-        self.calls.clear()
+        self.items: list[AgentsItem] = []
+        self.calls: dict[str, int] = {}
+        #: The open turn's number (``None`` when the last turn ended), the highest turn
+        #: number, the open step's number, how many steps the open turn has, and the
+        #: seq of the open turn's ``turn/start``.
+        self.turn: int | None = None
+        self.last_turn = 0
+        self.step: int | None = None
+        self.steps = 0
+        self.turn_seq = -1
 
     def update(self) -> _LogIndex:
         """Fold in the events appended since the last update (by anyone)."""
         events = self.session.events
         end = len(events)
         if end > self.scanned:
-            _advance(events[self.scanned:end], self.items, self.calls)
+            fresh = events[self.scanned:end]
+            _advance(fresh, self.items, self.calls)
+            self._turns(fresh)
             self.scanned = end
         return self
+
+    def _turns(self, events: Iterable[Event]) -> None:
+        """Follow the turn and step structure (typed events only: an opaque
+        ``turn/start`` of a log this build cannot type is not followed)."""
+        for event in events:
+            cls = event.__class__
+            if cls is TurnStart:
+                self.turn = event.data.turn
+                self.last_turn = max(self.last_turn, event.data.turn)
+                self.step, self.steps, self.turn_seq = None, 0, event.seq
+            elif cls is TurnEnd:
+                self.turn = self.step = None
+            elif cls is StepStart:
+                self.step = event.data.step
+                self.steps = max(self.steps, event.data.step)
+            elif cls is StepEnd:
+                self.step = None
