@@ -357,3 +357,23 @@ def test_append_through_a_padded_id_finds_the_session(store_url: str) -> None:
                                        _event("user", "x", ts=time.time()))
 
     asyncio.run(run())
+
+
+def test_get_session_gives_events_of_its_own(store_url: str) -> None:
+    """The events ``get_session`` returns are the caller's: setting their fields changes
+    neither what is stored nor what the next call returns (the service hands out copies
+    of the events it validated once)."""
+    async def scenario(svc: BaseSessionService) -> Any:
+        s = await svc.create_session(app_name=APP, user_id=USER, session_id="s1")
+        await svc.append_event(s, _event("user", "hi", ts=5.0, id="e1"))
+        first = await svc.get_session(app_name=APP, user_id=USER, session_id="s1")
+        assert first is not None
+        first.events[0].author = "someone else"
+        first.events[0].content = None
+        first.events.clear()
+        again = await svc.get_session(app_name=APP, user_id=USER, session_id="s1")
+        return _shape(again)
+
+    got = _same(store_url, scenario)
+    assert got["events"][0]["author"] == "user"
+    assert got["events"][0]["content"]["parts"][0]["text"] == "hi"
