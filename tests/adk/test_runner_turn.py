@@ -162,7 +162,8 @@ def _check_show_and_stats(log: Path) -> None:
     total = {"inputTokens": 200, "outputTokens": 53, "cacheReadTokens": 100,
              "reasoningTokens": 30}  # EXPECTED_USAGE summed
     timeline = _cli_json("show", "--file", str(log))
-    assert timeline["warnings"] == [] and timeline["unanswered"] == []
+    assert timeline["warnings"] == []
+    assert timeline["unanswered"] == []
     record, run = timeline["timeline"]
     assert [i["type"] for i in record["items"]] == ["adk/session"]
     assert (run["trigger"], run["end"]["reason"], run["steps"]) == (

@@ -43,6 +43,7 @@ if _TYPE_CHECKING:
     from ._core_plugin import core_registry
     from ._header import SESSION_FORMAT_VERSION, SessionHeader
     from ._json import MAX_JSON_DEPTH, JsonObject, JsonValue
+    from ._listing import is_hidden, label_of, stored_label
     from ._names import ENTRY_POINT_GROUP, PROJECT_NAME
     from ._open_log import read_session
     from ._persistence.base import Backend, Deleted, SessionLockedError, StoredLog, WriterLock
@@ -51,7 +52,6 @@ if _TYPE_CHECKING:
     from ._persistence.jsonl import JsonlBackend
     from ._persistence.memory import MemoryBackend
     from ._persistence.postgres import PostgresBackend
-    from ._listing import is_hidden, label_of, stored_label
     from ._persistence.repair import interrupted_turn_closers
     from ._persistence.sqlite import SqliteBackend
     from ._persistence.store import DurableStore, open_store

@@ -21,9 +21,9 @@ import pluggy
 from ._names import PROJECT_NAME
 
 if TYPE_CHECKING:
+    from ._header import SessionHeader
     from ._persistence.base import Backend
     from ._plugins import PluginManager
-    from ._header import SessionHeader
     from ._registry import EventSpec
     from ._session import Session
     from ._unions import UnionMember

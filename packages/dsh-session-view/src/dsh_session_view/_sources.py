@@ -179,9 +179,9 @@ class Viewed:
     def rows(self, params: dict[str, str]) -> list[dict[str, Any]]:
         """The sessions, as ``dsh-session ls --json`` rows, with ``sizeBytes`` where a
         session's log is a file of its own."""
+        from dsh_session_core import stored_label
         from dsh_session_core._cli.describe import wire_of
         from dsh_session_core._cli.ls import _Query, _row, _select
-        from dsh_session_core import stored_label
         from dsh_session_core._cli.support import Failure
 
         if self.url is None:
