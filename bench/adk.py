@@ -83,6 +83,8 @@ CONFIGS: dict[str, GetSessionConfig | None] = {
     "num_recent_events=100": GetSessionConfig(num_recent_events=100),
     "after_timestamp (last 10%)": None,  # filled in by run(): the timestamp depends on n
 }
+#: The reader of the SQLite store that did not write the session.
+COLD = "DshSessionService (sqlite), another reader"
 #: The target: dsh's get_session at least this many times ADK's database service's.
 TARGET = 10.0
 
@@ -107,6 +109,9 @@ async def run(n: int, rounds: int) -> dict[str, object]:
             for e in events:
                 await service.append_event(session, e.model_copy(deep=True))
             appends[name] = n / (time.perf_counter() - t0)
+        # A service that did not write the session (another process, after a restart):
+        # every get_session reads the log. No target: a figure.
+        services[COLD] = DshSessionService(f"sqlite:///{folder}/dsh.db")
         # Alternating rounds: each round asks every service once, in turn, for each config.
         times: dict[tuple[str, str], list[float]] = {}
         for _ in range(rounds):
@@ -153,8 +158,11 @@ def main() -> None:
     print(f"{'get_session':28} {'service':48} {'ms':>8} {'x ADK':>7}  target")
     for config_name in CONFIGS:
         base = get_ms[(peer, config_name)]
-        for name in appends:
+        for name in [*appends, COLD]:
             ms = get_ms[(name, config_name)]
+            if name == COLD:
+                print(f"{config_name:28} {name:48} {ms:8.1f} {base / ms:6.1f}x  (no target)")
+                continue
             if name == peer:
                 print(f"{config_name:28} {name:48} {ms:8.1f}")
                 continue

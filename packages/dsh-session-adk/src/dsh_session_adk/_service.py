@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
@@ -40,7 +41,7 @@ from pydantic_core import PydanticUndefined
 from typing_extensions import override
 
 from dsh_session_core import DurableStore, Session, SessionHeader, open_store, to_wire
-from dsh_session_core.errors import SessionLockedError
+from dsh_session_core.errors import PersistenceError, SessionLockedError
 
 from ._mapping import TurnCursor, enclosed, end_turn, map_event
 
@@ -75,6 +76,11 @@ def dsh_session_id(app_name: str, user_id: str | None = None,
     if session_id is None:
         return f"adk-user-{app}-{user}"
     return f"adk-s-{app}-{user}-{_digest(app_name, user_id, session_id)}"
+
+
+#: The event types the ADK view is folded from.
+_ADK_TYPES = ("adk/session", "adk/event", "adk/deleted")
+_decode_record = msgspec.json.Decoder(dict[str, Any]).decode
 
 
 def _json_safe(state: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -214,12 +220,40 @@ class DshSessionService(BaseSessionService):
         live = self._live.get(dsh_id)
         if live is not None:
             return live.view
-        events = await self._stored_events(dsh_id)
-        if events is None:
-            return None
-        view, _ = _fold_session(events)
+        if self.store.get(dsh_id) is not None:  # live in the store, not this service's
+            events = await self._stored_events(dsh_id)
+            view = None if events is None else _fold_session(events)[0]
+        else:
+            view = await asyncio.to_thread(self._stored_view, dsh_id)
         if view is None or view.deleted:
             return None
+        return view
+
+    def _stored_view(self, dsh_id: str) -> _View | None:
+        """The view of a stored session, from its ``adk/*`` lines only (the mapped
+        message events are not read apart, nor decoded), and the seq of its last line
+        (read from the end). ``None`` when it is not stored."""
+        try:
+            lines = self.store.read_lines(dsh_id, types=_ADK_TYPES)
+        except PersistenceError:
+            return None
+        records = [_decode_record(line) for line in lines]
+        start = max((i for i, r in enumerate(records) if r["type"] == "adk/session"),
+                    default=None)
+        if start is None:
+            return None
+        d = records[start]["data"]
+        view = _View(d["appName"], d["userId"], d["sessionId"], dict(d["state"]),
+                     d["createTime"], last_update_time=d["createTime"])
+        for r in records[start + 1:]:
+            if r["type"] == "adk/event":
+                view.add(r["data"]["event"])
+            elif r["type"] == "adk/deleted":
+                view.deleted = True
+        tail = self.store.backend.tail_lines(dsh_id, 1)
+        last = records[-1]["seq"] if tail is None or not tail.lines \
+            else _decode_record(tail.lines[-1])["seq"]
+        view.revision = int(last) + 1
         return view
 
     async def _resolve(self, app_name: str, user_id: str, session_id: str) -> str:
