@@ -377,3 +377,40 @@ def test_get_session_gives_events_of_its_own(store_url: str) -> None:
     got = _same(store_url, scenario)
     assert got["events"][0]["author"] == "user"
     assert got["events"][0]["content"]["parts"][0]["text"] == "hi"
+
+
+def test_a_reader_follows_the_writers_appends_deletes_and_recreations(store_url: str) -> None:
+    """A service that reads a session another one writes (it keeps what it read, and
+    reads only what was appended since) sees each append, the delete and a new session
+    under the same id, as a fresh service does."""
+    t0 = 1_750_000_000.0
+
+    async def run() -> None:
+        async with DshSessionService(store_url) as writer, \
+                DshSessionService(store_url) as reader:
+
+            async def ids() -> list[str] | None:
+                got = await reader.get_session(app_name=APP, user_id=USER, session_id="s1")
+                async with DshSessionService(store_url) as fresh:
+                    again = await fresh.get_session(app_name=APP, user_id=USER,
+                                                    session_id="s1")
+                assert _shape(got) == _shape(again)
+                return None if got is None else [e.id for e in got.events]
+
+            s = await writer.create_session(app_name=APP, user_id=USER, session_id="s1",
+                                            state={"k": 0})
+            assert await ids() == []
+            await writer.append_event(s, _event("user", "a", ts=t0, id="e1"))
+            assert await ids() == ["e1"]
+            await writer.append_event(s, _event("agent", "b", ts=t0 + 1, id="e2",
+                                                delta={"k": 1}))
+            assert await ids() == ["e1", "e2"]
+            got = await reader.get_session(app_name=APP, user_id=USER, session_id="s1")
+            assert got is not None
+            assert got.state == {"k": 1}
+            await writer.delete_session(app_name=APP, user_id=USER, session_id="s1")
+            assert await ids() is None
+            await writer.create_session(app_name=APP, user_id=USER, session_id="s1")
+            assert await ids() == []
+
+    asyncio.run(run())

@@ -20,6 +20,7 @@ import asyncio
 import hashlib
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,6 +82,8 @@ def dsh_session_id(app_name: str, user_id: str | None = None,
 #: The event types the ADK view is folded from.
 _ADK_TYPES = ("adk/session", "adk/event", "adk/deleted")
 _decode_record = msgspec.json.Decoder(dict[str, Any]).decode
+#: How many views of sessions read but not held a service keeps.
+_COLD_VIEWS = 64
 
 
 def _json_safe(state: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -137,6 +140,29 @@ def _fold_session(events: Iterable[Any]) -> tuple[_View | None, TurnCursor]:
             view.deleted = True
         view.revision = e.seq + 1
     return view, cursor
+
+
+def _view_of(records: list[dict[str, Any]]) -> _View | None:
+    """The view folded from a log's ``adk/*`` records (decoded lines), from its last
+    ``adk/session`` on (its revision left to the caller)."""
+    start = max((i for i, r in enumerate(records) if r["type"] == "adk/session"),
+                default=None)
+    if start is None:
+        return None
+    d = records[start]["data"]
+    view = _View(d["appName"], d["userId"], d["sessionId"], dict(d["state"]),
+                 d["createTime"], last_update_time=d["createTime"])
+    _fold_records(view, records[start + 1:])
+    return view
+
+
+def _fold_records(view: _View, records: list[dict[str, Any]]) -> None:
+    """Fold decoded log lines after the view's ``adk/session`` (other types skipped)."""
+    for r in records:
+        if r["type"] == "adk/event":
+            view.add(r["data"]["event"])
+        elif r["type"] == "adk/deleted":
+            view.deleted = True
 
 
 def _fold_state(events: Iterable[Any]) -> dict[str, Any]:
@@ -196,6 +222,8 @@ class DshSessionService(BaseSessionService):
             self.store = open_store(store)
             self._owns_store = True
         self._live: dict[str, _Live] = {}
+        #: Views of sessions read, not held, most recent last (:meth:`_stored_view`).
+        self._cold: OrderedDict[str, _View] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
 
     # --- plumbing -----------------------------------------------------------------------
@@ -230,30 +258,41 @@ class DshSessionService(BaseSessionService):
         return view
 
     def _stored_view(self, dsh_id: str) -> _View | None:
-        """The view of a stored session, from its ``adk/*`` lines only (the mapped
-        message events are not read apart, nor decoded), and the seq of its last line
-        (read from the end). ``None`` when it is not stored."""
-        try:
-            lines = self.store.read_lines(dsh_id, types=_ADK_TYPES)
-        except PersistenceError:
+        """The view of a stored session this service does not hold, ``None`` when it is
+        not stored. The log's last line is read from the end: when its seq is the one a
+        view kept from an earlier read ends at, that view is used again (its events
+        validated once); when the log grew, only the lines after it are read and folded;
+        else (a first read, a new ``adk/session``, a log cut back) the ``adk/*`` lines
+        are read (the mapped message events are neither split out nor decoded)."""
+        from dsh_session_core._persistence.base import read_lines_of
+
+        backend = self.store.backend
+        tail = backend.tail_lines(dsh_id, 1)
+        if tail is None:
+            self._cold.pop(dsh_id, None)
             return None
-        records = [_decode_record(line) for line in lines]
-        start = max((i for i, r in enumerate(records) if r["type"] == "adk/session"),
-                    default=None)
-        if start is None:
-            return None
-        d = records[start]["data"]
-        view = _View(d["appName"], d["userId"], d["sessionId"], dict(d["state"]),
-                     d["createTime"], last_update_time=d["createTime"])
-        for r in records[start + 1:]:
-            if r["type"] == "adk/event":
-                view.add(r["data"]["event"])
-            elif r["type"] == "adk/deleted":
-                view.deleted = True
-        tail = self.store.backend.tail_lines(dsh_id, 1)
-        last = records[-1]["seq"] if tail is None or not tail.lines \
-            else _decode_record(tail.lines[-1])["seq"]
-        view.revision = int(last) + 1
+        end = _decode_record(tail.lines[-1])["seq"] + 1 if tail.lines else 0
+        view = self._cold.get(dsh_id)
+        if view is not None and view.revision < end:
+            lines = read_lines_of(backend, dsh_id, view.revision - 1, None) or []
+            records = [_decode_record(line) for line in lines]
+            if (records and records[0]["seq"] == view.revision
+                    and not any(r["type"] == "adk/session" for r in records)):
+                _fold_records(view, records)
+                view.revision = end
+        if view is None or view.revision != end:
+            try:
+                lines = self.store.read_lines(dsh_id, types=_ADK_TYPES)
+            except PersistenceError:
+                return None
+            view = _view_of([_decode_record(line) for line in lines])
+            if view is None:
+                return None
+            view.revision = end
+        self._cold[dsh_id] = view
+        self._cold.move_to_end(dsh_id)
+        while len(self._cold) > _COLD_VIEWS:
+            self._cold.popitem(last=False)
         return view
 
     async def _resolve(self, app_name: str, user_id: str, session_id: str) -> str:
