@@ -264,8 +264,6 @@ class DshSessionService(BaseSessionService):
         validated once); when the log grew, only the lines after it are read and folded;
         else (a first read, a new ``adk/session``, a log cut back) the ``adk/*`` lines
         are read (the mapped message events are neither split out nor decoded)."""
-        from dsh_session_core._persistence.base import read_lines_of
-
         backend = self.store.backend
         tail = backend.tail_lines(dsh_id, 1)
         if tail is None:
@@ -274,7 +272,7 @@ class DshSessionService(BaseSessionService):
         end = _decode_record(tail.lines[-1])["seq"] + 1 if tail.lines else 0
         view = self._cold.get(dsh_id)
         if view is not None and view.revision < end:
-            lines = read_lines_of(backend, dsh_id, view.revision - 1, None) or []
+            lines = backend.read_lines(dsh_id, view.revision - 1, None) or []
             records = [_decode_record(line) for line in lines]
             if (records and records[0]["seq"] == view.revision
                     and not any(r["type"] == "adk/session" for r in records)):
