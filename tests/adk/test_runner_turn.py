@@ -28,6 +28,21 @@ from dsh_session_core import open_store, to_wire
 
 APP, USER, SID = "weather", "ada", "chat-1"
 
+#: Gemini's counts for the two model calls: the prompt includes its cached part, the
+#: candidates exclude the thoughts.
+USAGE = [
+    types.GenerateContentResponseUsageMetadata(
+        prompt_token_count=120, candidates_token_count=14, thoughts_token_count=30,
+        cached_content_token_count=100, total_token_count=164),
+    types.GenerateContentResponseUsageMetadata(
+        prompt_token_count=180, candidates_token_count=9, total_token_count=189),
+]
+#: The same in core's vocabulary (no overlap: uncached input; output with the thoughts).
+EXPECTED_USAGE = [
+    {"inputTokens": 20, "outputTokens": 44, "cacheReadTokens": 100, "reasoningTokens": 30},
+    {"inputTokens": 180, "outputTokens": 9},
+]
+
 
 class ScriptedModel(BaseLlm):
     """A model that answers from a script: a function call first, then the answer."""
@@ -41,10 +56,11 @@ class ScriptedModel(BaseLlm):
         if not answered:
             call = types.FunctionCall(id="call-1", name="get_weather", args={"city": "Paris"})
             yield LlmResponse(content=types.Content(role="model", parts=[
-                types.Part(text="Let me check."), types.Part(function_call=call)]))
+                types.Part(text="Let me check."), types.Part(function_call=call)]),
+                usage_metadata=USAGE[0])
         else:
             yield LlmResponse(content=types.Content(role="model", parts=[
-                types.Part(text="It is sunny in Paris.")]))
+                types.Part(text="It is sunny in Paris.")]), usage_metadata=USAGE[1])
 
 
 def get_weather(city: str) -> dict[str, str]:
@@ -115,6 +131,8 @@ def test_a_runner_turn_is_stored_and_derives_to_the_conversation(
             {"role": "assistant", "content": [
                 {"type": "text", "text": "It is sunny in Paris."}]},
         ]
+        assert [to_wire(e.data)["usage"] for e in log.events
+                if e.type == "assistant/message"] == EXPECTED_USAGE
         location = store.location(log.id)
     if Path(location).suffix == ".jsonl":
         target = Path(location)
@@ -127,6 +145,38 @@ def test_a_runner_turn_is_stored_and_derives_to_the_conversation(
     proc = subprocess.run([sys.executable, "-m", "dsh_session_core", "validate", "--strict",
                            str(target)], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    _check_show_and_stats(target)
+
+
+def _cli_json(*args: str) -> Any:
+    proc = subprocess.run([sys.executable, "-m", "dsh_session_core", *args, "--json"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _check_show_and_stats(log: Path) -> None:
+    """``show`` reads as the run: the service's record, then one turn of the user's
+    message with its two steps (the call and its answer, the answer), with their usage;
+    ``stats`` sums the usage."""
+    total = {"inputTokens": 200, "outputTokens": 53, "cacheReadTokens": 100,
+             "reasoningTokens": 30}  # EXPECTED_USAGE summed
+    timeline = _cli_json("show", "--file", str(log))
+    assert timeline["warnings"] == []
+    assert timeline["unanswered"] == []
+    record, run = timeline["timeline"]
+    assert [i["type"] for i in record["items"]] == ["adk/session"]
+    assert (run["trigger"], run["end"]["reason"], run["steps"]) == (
+        "message from user", {"kind": "completed"}, 2)
+    assert run["usage"] == total
+    assert [i["usage"] for i in run["items"] if i["type"] == "assistant/message"] \
+        == EXPECTED_USAGE
+    assert [i["type"] for i in run["items"] if i["type"] != "adk/event"] == [
+        "user/message", "step/start", "assistant/message", "tool/call", "tool/result",
+        "step/start", "assistant/message"]
+    stats = _cli_json("stats", "--file", str(log))
+    assert stats["tokens"] == total
+    assert (stats["steps"], stats["toolCalls"], stats["toolResults"]) == (2, 1, 1)
 
 
 def test_the_log_keeps_cores_strictest_invariants(tmp_path: Path) -> None:

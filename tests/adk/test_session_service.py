@@ -313,3 +313,104 @@ def test_database_service_detects_stale_too(tmp_path: Path) -> None:
             await svc.close()
 
     asyncio.run(run())
+
+
+def test_ids_with_surrounding_whitespace_find_their_session(store_url: str) -> None:
+    """ADK's services strip a session id given to create, get and delete (the in-memory
+    one always; the SQLite one unless a row is stored under the id as given): a padded id
+    finds its session on each call, as on ADK's in-memory service."""
+    async def scenario(svc: BaseSessionService) -> Any:
+        created = await svc.create_session(app_name=APP, user_id=USER, session_id=" s1\t")
+        with pytest.raises(AlreadyExistsError):
+            await svc.create_session(app_name=APP, user_id=USER, session_id="s1 ")
+        stored = await svc.get_session(app_name=APP, user_id=USER, session_id="s1")
+        assert stored is not None
+        await svc.append_event(stored, _event("user", "hi", ts=5.0, id="e1"))
+        padded = await svc.get_session(app_name=APP, user_id=USER, session_id="\ns1 ",
+                                       config=GetSessionConfig(num_recent_events=5))
+        listed = await svc.list_sessions(app_name=APP, user_id=USER)
+        await svc.delete_session(app_name=APP, user_id=USER, session_id="  s1  ")
+        gone = await svc.get_session(app_name=APP, user_id=USER, session_id="s1")
+        return [_shape(created), _shape(padded), [_shape(s) for s in listed.sessions], gone]
+
+    got = _same(store_url, scenario)
+    assert got[0]["id"] == "s1"
+    assert [e["id"] for e in got[1]["events"]] == ["e1"]
+    assert [s["id"] for s in got[2]] == ["s1"]
+    assert got[3] is None
+
+
+def test_append_through_a_padded_id_finds_the_session(store_url: str) -> None:
+    """``append_event`` resolves the id of the session in hand as get does (ADK's
+    in-memory service would not find it: it strips on create, get and delete only), so a
+    session object built by hand with a padded id writes to its session."""
+    async def run() -> None:
+        async with DshSessionService(store_url) as svc:
+            await svc.create_session(app_name=APP, user_id=USER, session_id="s1")
+            hand = Session(id=" s1 ", app_name=APP, user_id=USER)
+            await svc.append_event(hand, _event("user", "hi", ts=time.time(), id="e1"))
+            got = await svc.get_session(app_name=APP, user_id=USER, session_id="s1")
+            assert got is not None
+            assert [e.id for e in got.events] == ["e1"]
+            with pytest.raises(SessionNotFoundError):
+                await svc.append_event(Session(id=" s2 ", app_name=APP, user_id=USER),
+                                       _event("user", "x", ts=time.time()))
+
+    asyncio.run(run())
+
+
+def test_get_session_gives_events_of_its_own(store_url: str) -> None:
+    """The events ``get_session`` returns are the caller's: setting their fields changes
+    neither what is stored nor what the next call returns (the service hands out copies
+    of the events it validated once)."""
+    async def scenario(svc: BaseSessionService) -> Any:
+        s = await svc.create_session(app_name=APP, user_id=USER, session_id="s1")
+        await svc.append_event(s, _event("user", "hi", ts=5.0, id="e1"))
+        first = await svc.get_session(app_name=APP, user_id=USER, session_id="s1")
+        assert first is not None
+        first.events[0].author = "someone else"
+        first.events[0].content = None
+        first.events.clear()
+        again = await svc.get_session(app_name=APP, user_id=USER, session_id="s1")
+        return _shape(again)
+
+    got = _same(store_url, scenario)
+    assert got["events"][0]["author"] == "user"
+    assert got["events"][0]["content"]["parts"][0]["text"] == "hi"
+
+
+def test_a_reader_follows_the_writers_appends_deletes_and_recreations(store_url: str) -> None:
+    """A service that reads a session another one writes (it keeps what it read, and
+    reads only what was appended since) sees each append, the delete and a new session
+    under the same id, as a fresh service does."""
+    t0 = 1_750_000_000.0
+
+    async def run() -> None:
+        async with DshSessionService(store_url) as writer, \
+                DshSessionService(store_url) as reader:
+
+            async def ids() -> list[str] | None:
+                got = await reader.get_session(app_name=APP, user_id=USER, session_id="s1")
+                async with DshSessionService(store_url) as fresh:
+                    again = await fresh.get_session(app_name=APP, user_id=USER,
+                                                    session_id="s1")
+                assert _shape(got) == _shape(again)
+                return None if got is None else [e.id for e in got.events]
+
+            s = await writer.create_session(app_name=APP, user_id=USER, session_id="s1",
+                                            state={"k": 0})
+            assert await ids() == []
+            await writer.append_event(s, _event("user", "a", ts=t0, id="e1"))
+            assert await ids() == ["e1"]
+            await writer.append_event(s, _event("agent", "b", ts=t0 + 1, id="e2",
+                                                delta={"k": 1}))
+            assert await ids() == ["e1", "e2"]
+            got = await reader.get_session(app_name=APP, user_id=USER, session_id="s1")
+            assert got is not None
+            assert got.state == {"k": 1}
+            await writer.delete_session(app_name=APP, user_id=USER, session_id="s1")
+            assert await ids() is None
+            await writer.create_session(app_name=APP, user_id=USER, session_id="s1")
+            assert await ids() == []
+
+    asyncio.run(run())

@@ -19,7 +19,7 @@ from google.adk.events.event import Event as AdkEvent
 
 from dsh_session_core import Session
 
-__all__ = ["TurnCursor", "call_id", "enclosed", "end_turn", "map_event"]
+__all__ = ["TurnCursor", "call_id", "enclosed", "end_turn", "map_event", "token_usage"]
 
 _USER = {"kind": "message", "source": {"kind": "user"}}
 _AGENT = {"kind": "message", "source": {"kind": "plugin", "plugin": "adk"}}
@@ -103,6 +103,37 @@ def call_id(id: str | None, name: str | None) -> str:
     return id or name or "call"
 
 
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def token_usage(metadata: Any) -> dict[str, int] | None:
+    """An ADK event's ``usage_metadata`` (Gemini's counts) as core's ``TokenUsage``
+    (its wire form), or ``None`` when the model reported neither input nor output.
+
+    The vocabulary's counts do not overlap: Gemini's ``prompt_token_count`` includes the
+    cached part (``cached_content_token_count``), which is taken out of ``inputTokens``.
+    ``outputTokens`` counts the thoughts too (``candidates_token_count`` does not), as
+    OpenAI's output count does and as core's recorders keep it; ``reasoningTokens`` is
+    ``thoughts_token_count``. Tool-use prompt tokens are left out (no field holds them).
+    """
+    if metadata is None:
+        return None
+    prompt = _count(metadata.prompt_token_count)
+    candidates = _count(metadata.candidates_token_count)
+    if prompt is None and candidates is None:
+        return None
+    cached = _count(metadata.cached_content_token_count)
+    thoughts = _count(metadata.thoughts_token_count)
+    usage = {"inputTokens": max((prompt or 0) - (cached or 0), 0),
+             "outputTokens": (candidates or 0) + (thoughts or 0)}
+    if cached is not None:
+        usage["cacheReadTokens"] = cached
+    if thoughts is not None:
+        usage["reasoningTokens"] = thoughts
+    return usage
+
+
 def map_event(session: Session, cursor: TurnCursor, event: AdkEvent,
               dump: dict[str, Any]) -> None:
     """Append ``event`` to ``session``: ``adk/event`` with ``dump``, then the dsh
@@ -133,8 +164,12 @@ def map_event(session: Session, cursor: TurnCursor, event: AdkEvent,
         content += [{"type": "text", "text": t} for t in texts]
         content += [{"type": "tool-call", "id": call_id(c.id, c.name), "name": c.name or "",
                      "arguments": json.dumps(c.args or {})} for c in calls]
-        _append(session, cursor, "assistant/message",
-                {"turn": cursor.turn, "step": cursor.step, "content": content},
+        message: dict[str, Any] = {"turn": cursor.turn, "step": cursor.step,
+                                   "content": content}
+        usage = token_usage(event.usage_metadata)
+        if usage is not None:
+            message["usage"] = usage
+        _append(session, cursor, "assistant/message", message,
                 surface_op="append", source_event_seqs=source)
         for c in calls:
             _append(session, cursor, "tool/call",

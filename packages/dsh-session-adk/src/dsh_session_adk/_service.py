@@ -20,10 +20,12 @@ import asyncio
 import hashlib
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
@@ -36,10 +38,11 @@ from google.adk.sessions.base_session_service import (
 )
 from google.adk.sessions.session import Session as AdkSession
 from google.adk.sessions.state import State
+from pydantic_core import PydanticUndefined
 from typing_extensions import override
 
 from dsh_session_core import DurableStore, Session, SessionHeader, open_store, to_wire
-from dsh_session_core.errors import SessionLockedError
+from dsh_session_core.errors import PersistenceError, SessionLockedError
 
 from ._mapping import TurnCursor, enclosed, end_turn, map_event
 
@@ -76,6 +79,13 @@ def dsh_session_id(app_name: str, user_id: str | None = None,
     return f"adk-s-{app}-{user}-{_digest(app_name, user_id, session_id)}"
 
 
+#: The event types the ADK view is folded from.
+_ADK_TYPES = ("adk/session", "adk/event", "adk/deleted")
+_decode_record = msgspec.json.Decoder(dict[str, Any]).decode
+#: How many views of sessions read but not held a service keeps.
+_COLD_VIEWS = 64
+
+
 def _json_safe(state: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return _session_util.extract_json_safe_state_delta(dict(state))
 
@@ -91,15 +101,20 @@ class _View:
     create_time: float
     events: list[dict[str, Any]] = field(default_factory=list)
     event_ids: dict[str, int] = field(default_factory=dict)
+    #: Each event validated, once (``None`` until asked for): ``get_session`` hands out
+    #: shallow copies of these, as validating a dump costs ~140 us (ADK's pydantic Event).
+    objects: list[AdkEvent | None] = field(default_factory=list)
     last_update_time: float = 0.0
     deleted: bool = False
     #: The dsh seq after the last event: the storage revision stale writers are told by.
     revision: int = 0
 
-    def add(self, dump: dict[str, Any]) -> None:
-        """Fold one persisted ADK event (its JSON dump)."""
+    def add(self, dump: dict[str, Any], event: AdkEvent | None = None) -> None:
+        """Fold one persisted ADK event (its JSON dump, and the event when in hand: a
+        private copy of it, which nobody else holds)."""
         self.event_ids[dump["id"]] = len(self.events)
         self.events.append(dump)
+        self.objects.append(event)
         actions = dump.get("actions") or {}
         delta = actions.get("stateDelta") or actions.get("state_delta") or {}
         for key, value in delta.items():
@@ -127,12 +142,58 @@ def _fold_session(events: Iterable[Any]) -> tuple[_View | None, TurnCursor]:
     return view, cursor
 
 
+def _view_of(records: list[dict[str, Any]]) -> _View | None:
+    """The view folded from a log's ``adk/*`` records (decoded lines), from its last
+    ``adk/session`` on (its revision left to the caller)."""
+    start = max((i for i, r in enumerate(records) if r["type"] == "adk/session"),
+                default=None)
+    if start is None:
+        return None
+    d = records[start]["data"]
+    view = _View(d["appName"], d["userId"], d["sessionId"], dict(d["state"]),
+                 d["createTime"], last_update_time=d["createTime"])
+    _fold_records(view, records[start + 1:])
+    return view
+
+
+def _fold_records(view: _View, records: list[dict[str, Any]]) -> None:
+    """Fold decoded log lines after the view's ``adk/session`` (other types skipped)."""
+    for r in records:
+        if r["type"] == "adk/event":
+            view.add(r["data"]["event"])
+        elif r["type"] == "adk/deleted":
+            view.deleted = True
+
+
 def _fold_state(events: Iterable[Any]) -> dict[str, Any]:
     state: dict[str, Any] = {}
     for e in events:
         if e.type == "adk/state":
             state.update(to_wire(e.data)["delta"])
     return state
+
+
+def _copy_of(view: _View, index: int) -> AdkEvent:
+    """Event ``index`` of ``view`` as a new ``Event`` (validated on first use). The copy
+    is shallow: its content and actions are the view's, to be read, not changed in place
+    (ADK's Runner appends events; it does not edit stored ones)."""
+    event = view.objects[index]
+    if event is None:
+        event = view.objects[index] = AdkEvent.model_validate(view.events[index])
+    # What pydantic's ``model_copy()`` does, without its generic ``copy.copy`` calls (a
+    # third of ``get_session``'s time for a window of recent events).
+    copy = _new(AdkEvent)
+    _set(copy, "__dict__", event.__dict__.copy())
+    extra, private = event.__pydantic_extra__, event.__pydantic_private__
+    _set(copy, "__pydantic_extra__", None if extra is None else dict(extra))
+    _set(copy, "__pydantic_fields_set__", set(event.__pydantic_fields_set__))
+    _set(copy, "__pydantic_private__", None if private is None else {
+        k: v for k, v in private.items() if v is not PydanticUndefined})
+    return copy
+
+
+_new = object.__new__
+_set = object.__setattr__
 
 
 @dataclass
@@ -161,6 +222,8 @@ class DshSessionService(BaseSessionService):
             self.store = open_store(store)
             self._owns_store = True
         self._live: dict[str, _Live] = {}
+        #: Views of sessions read, not held, most recent last (:meth:`_stored_view`).
+        self._cold: OrderedDict[str, _View] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
 
     # --- plumbing -----------------------------------------------------------------------
@@ -185,13 +248,61 @@ class DshSessionService(BaseSessionService):
         live = self._live.get(dsh_id)
         if live is not None:
             return live.view
-        events = await self._stored_events(dsh_id)
-        if events is None:
-            return None
-        view, _ = _fold_session(events)
+        if self.store.get(dsh_id) is not None:  # live in the store, not this service's
+            events = await self._stored_events(dsh_id)
+            view = None if events is None else _fold_session(events)[0]
+        else:
+            view = await asyncio.to_thread(self._stored_view, dsh_id)
         if view is None or view.deleted:
             return None
         return view
+
+    def _stored_view(self, dsh_id: str) -> _View | None:
+        """The view of a stored session this service does not hold, ``None`` when it is
+        not stored. The log's last line is read from the end: when its seq is the one a
+        view kept from an earlier read ends at, that view is used again (its events
+        validated once); when the log grew, only the lines after it are read and folded;
+        else (a first read, a new ``adk/session``, a log cut back) the ``adk/*`` lines
+        are read (the mapped message events are neither split out nor decoded)."""
+        backend = self.store.backend
+        tail = backend.tail_lines(dsh_id, 1)
+        if tail is None:
+            self._cold.pop(dsh_id, None)
+            return None
+        end = _decode_record(tail.lines[-1])["seq"] + 1 if tail.lines else 0
+        view = self._cold.get(dsh_id)
+        if view is not None and view.revision < end:
+            lines = backend.read_lines(dsh_id, view.revision - 1, None) or []
+            records = [_decode_record(line) for line in lines]
+            if (records and records[0]["seq"] == view.revision
+                    and not any(r["type"] == "adk/session" for r in records)):
+                _fold_records(view, records)
+                view.revision = end
+        if view is None or view.revision != end:
+            try:
+                lines = self.store.read_lines(dsh_id, types=_ADK_TYPES)
+            except PersistenceError:
+                return None
+            view = _view_of([_decode_record(line) for line in lines])
+            if view is None:
+                return None
+            view.revision = end
+        self._cold[dsh_id] = view
+        self._cold.move_to_end(dsh_id)
+        while len(self._cold) > _COLD_VIEWS:
+            self._cold.popitem(last=False)
+        return view
+
+    async def _resolve(self, app_name: str, user_id: str, session_id: str) -> str:
+        """``session_id`` as ADK's services take it: stripped of surrounding whitespace,
+        unless a session is stored under the id exactly as given (as ADK's
+        ``SqliteSessionService`` resolves it; its in-memory service always strips, and
+        strips on create, so the two agree on every id this service wrote)."""
+        if not session_id or session_id == session_id.strip():
+            return session_id
+        if await self._view(app_name, user_id, session_id) is not None:
+            return session_id
+        return session_id.strip()
 
     async def _scoped_state(self, app_name: str, user_id: str | None) -> dict[str, Any]:
         events = await self._stored_events(dsh_session_id(app_name, user_id))
@@ -227,8 +338,27 @@ class DshSessionService(BaseSessionService):
         except SessionLockedError as exc:
             raise StaleSessionError(_LOCKED_MESSAGE) from exc
 
+    @staticmethod
+    def _events_of(view: _View, config: GetSessionConfig | None) -> list[AdkEvent]:
+        """The events ``config`` asks for, as fresh ``Event`` objects: shallow copies of
+        the view's validated events (each dump is validated once, and only when asked
+        for: ``num_recent_events`` and ``after_timestamp`` pick the dumps first)."""
+        start, stop = 0, len(view.events)
+        if config is not None:
+            if config.num_recent_events is not None:
+                start = max(stop - config.num_recent_events, 0) if config.num_recent_events \
+                    else stop
+            if config.after_timestamp is not None:
+                # The events after the last one older than the bound, as ADK's
+                # in-memory service cuts them (timestamps need not be in order).
+                after, i = config.after_timestamp, stop - 1
+                while i >= start and float(view.events[i]["timestamp"]) >= after:
+                    i -= 1
+                start = i + 1
+        return [_copy_of(view, i) for i in range(start, stop)]
+
     def _merge(self, view: _View, app_state: Mapping[str, Any],
-               user_state: Mapping[str, Any], events: list[dict[str, Any]]) -> AdkSession:
+               user_state: Mapping[str, Any], events: list[AdkEvent]) -> AdkSession:
         state = dict(view.state)
         for key, value in app_state.items():
             state[State.APP_PREFIX + key] = value
@@ -236,7 +366,7 @@ class DshSessionService(BaseSessionService):
             state[State.USER_PREFIX + key] = value
         session = AdkSession(
             id=view.session_id, app_name=view.app_name, user_id=view.user_id, state=state,
-            events=[AdkEvent.model_validate(e) for e in events],
+            events=events,
             last_update_time=view.last_update_time,
         )
         session._storage_update_marker = str(view.revision)
@@ -258,8 +388,9 @@ class DshSessionService(BaseSessionService):
 
         :raises AlreadyExistsError: a session with this id exists (and is not deleted).
         """
-        session_id = session_id.strip() if session_id else None
-        if session_id is None:
+        session_id = (await self._resolve(app_name, user_id, session_id)
+                      if session_id else None)
+        if not session_id:
             session_id = str(uuid.uuid4())
         deltas = _json_safe(state or {})
         dsh_id = dsh_session_id(app_name, user_id, session_id)
@@ -293,18 +424,13 @@ class DshSessionService(BaseSessionService):
     ) -> AdkSession | None:
         """The session with its events (filtered by ``config``) and merged state, or
         ``None`` when there is none or it was deleted."""
+        session_id = await self._resolve(app_name, user_id, session_id)
         view = await self._view(app_name, user_id, session_id)
         if view is None:
             return None
-        events = view.events
-        if config is not None:
-            if config.num_recent_events is not None:
-                events = events[-config.num_recent_events:] if config.num_recent_events else []
-            if config.after_timestamp is not None:
-                after = config.after_timestamp
-                events = [e for e in events if float(e["timestamp"]) >= after]
         return self._merge(view, await self._scoped_state(app_name, None),
-                           await self._scoped_state(app_name, user_id), events)
+                           await self._scoped_state(app_name, user_id),
+                           self._events_of(view, config))
 
     async def _headers(self) -> list[SessionHeader]:
         return list(await self.store.astored())
@@ -343,6 +469,7 @@ class DshSessionService(BaseSessionService):
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Tombstone the session (``adk/deleted``): listing and getting skip it, its log
         stays. Deleting a session that does not exist does nothing."""
+        session_id = await self._resolve(app_name, user_id, session_id)
         dsh_id = dsh_session_id(app_name, user_id, session_id)
         async with self._lock(dsh_id):
             if await self._view(app_name, user_id, session_id) is None:
@@ -373,11 +500,12 @@ class DshSessionService(BaseSessionService):
         """
         if event.partial:
             return event
-        dsh_id = dsh_session_id(session.app_name, session.user_id, session.id)
+        session_id = await self._resolve(session.app_name, session.user_id, session.id)
+        dsh_id = dsh_session_id(session.app_name, session.user_id, session_id)
         async with self._lock(dsh_id):
             live = self._live.get(dsh_id)
             if live is None:
-                if await self._view(session.app_name, session.user_id, session.id) is None:
+                if await self._view(session.app_name, session.user_id, session_id) is None:
                     msg = f"Session {session.id} not found."
                     raise SessionNotFoundError(msg)
                 dsh = await self._acquire(dsh_id)
@@ -386,7 +514,7 @@ class DshSessionService(BaseSessionService):
                 live = self._live[dsh_id] = _Live(dsh, view, cursor)
             view = live.view
             index = view.event_ids.get(event.id)
-            if index is not None and AdkEvent.model_validate(view.events[index]) == event:
+            if index is not None and _copy_of(view, index) == event:
                 return event  # the same event again: already persisted
             marker = session._storage_update_marker
             if marker is not None:
@@ -410,7 +538,7 @@ class DshSessionService(BaseSessionService):
                 self._live.pop(dsh_id, None)
                 self.store.detach(dsh)
                 raise
-            view.add(dump)
+            view.add(dump, event.model_copy(deep=True))
             view.revision = dsh.seq
         await self._write_state("app", session.app_name, None, deltas["app"])
         await self._write_state("user", session.app_name, session.user_id, deltas["user"])

@@ -1,13 +1,16 @@
 """The ``adk`` plugin's entry point (group ``dsh_session.plugins``): hook
-implementations only."""
+implementations only (none imports ADK)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 
-from dsh_session_core import EventSpec, hookimpl
+from dsh_session_core import Event, EventSpec, SessionHeader, hookimpl, to_wire
 
 from .events import AdkDeleted, AdkEvent, AdkSession, AdkState
+
+#: The id prefixes of ``dsh_session_id``: an ADK session, an app's and a user's state.
+_SESSION, _STATE = "adk-s-", ("adk-app-", "adk-user-")
 
 
 @hookimpl
@@ -18,3 +21,34 @@ def register_event_types() -> Iterable[EventSpec]:
     """
     return (EventSpec(AdkSession), EventSpec(AdkEvent), EventSpec(AdkState),
             EventSpec(AdkDeleted))
+
+
+@hookimpl
+def hide_session(header: SessionHeader) -> bool | None:
+    """The app and user state sessions are hidden from lists (``ls --all`` shows them).
+
+    :returns: ``True`` for a state session, else ``None`` (not this plugin's say).
+    """
+    return True if header.id.startswith(_STATE) else None
+
+
+@hookimpl
+def label_session(header: SessionHeader,
+                  first_events: Callable[[int], Sequence[Event]]) -> str | None:
+    """``app APP · user USER · session ID`` for an ADK session (``… state`` for a state
+    session), from its ``adk/session`` (or first ``adk/state``), which the service writes
+    as the second event of the log (the first opens its turn).
+
+    :returns: the label, or ``None`` for a session not of this plugin.
+    """
+    if not header.id.startswith((_SESSION, *_STATE)):
+        return None
+    for event in first_events(2):
+        if event.type == "adk/session":
+            d = to_wire(event.data)
+            return f"app {d['appName']} · user {d['userId']} · session {d['sessionId']}"
+        if event.type == "adk/state":
+            d = to_wire(event.data)
+            user = "" if d.get("userId") is None else f" · user {d['userId']}"
+            return f"app {d['appName']}{user} · state"
+    return None

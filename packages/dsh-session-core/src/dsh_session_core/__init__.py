@@ -43,6 +43,7 @@ if _TYPE_CHECKING:
     from ._core_plugin import core_registry
     from ._header import SESSION_FORMAT_VERSION, SessionHeader
     from ._json import MAX_JSON_DEPTH, JsonObject, JsonValue
+    from ._listing import is_hidden, label_of, stored_label
     from ._names import ENTRY_POINT_GROUP, PROJECT_NAME
     from ._open_log import read_session
     from ._persistence.base import Backend, Deleted, SessionLockedError, StoredLog, WriterLock
@@ -177,6 +178,7 @@ _LAZY: dict[str, str] = {
     "ToolArgumentsError": "._code_dispatch",
     "normalize_tool_arguments": "._code_dispatch",
     "summarize_tool_result": "._code_dispatch",
+    "stored_label": "._listing",
     "ENTRY_POINT_GROUP": "._names",
     "Event": ".events",
     "EventRegistry": "._registry",
@@ -218,9 +220,11 @@ _LAZY: dict[str, str] = {
     "hookimpl": "._plugins",
     "hookspecs": ".hookspecs",
     "interrupted_turn_closers": "._persistence.repair",
+    "is_hidden": "._listing",
     "is_surface_eligible_type": ".events",
     "is_surface_event": ".events",
     "is_tool_pairing_balanced": "._tool_pairing",
+    "label_of": "._listing",
     "to_wire": "._codec",
     "vocabulary": ".vocabulary",
 }
@@ -322,13 +326,16 @@ __all__ = [
     "hookimpl",
     "hookspecs",
     "interrupted_turn_closers",
+    "is_hidden",
     "is_surface_eligible_type",
     "is_surface_event",
     "is_tool_pairing_balanced",
+    "label_of",
     "normalize_tool_arguments",
     "open_store",
     "read_session",
     "record_request_header",
+    "stored_label",
     "summarize_tool_result",
     "to_wire",
     "vocabulary",

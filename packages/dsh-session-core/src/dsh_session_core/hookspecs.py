@@ -13,7 +13,7 @@ already scopes them, since pluggy only matches implementations marked with the
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import pluggy
@@ -21,6 +21,7 @@ import pluggy
 from ._names import PROJECT_NAME
 
 if TYPE_CHECKING:
+    from ._header import SessionHeader
     from ._persistence.base import Backend
     from ._plugins import PluginManager
     from ._registry import EventSpec
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "add_hookspecs",
+    "hide_session",
+    "label_session",
     "register_event_types",
     "register_union_members",
     "session_created",
@@ -179,4 +182,46 @@ def store_backend(url: str, create: bool) -> Backend | None:
         inherit the defaults of its reading methods), or ``None``.
 
     .. versionadded:: 0.1
+    """
+
+
+# --- listing -------------------------------------------------------------------------------
+
+
+@_spec(firstresult=True)
+def hide_session(header: SessionHeader) -> bool | None:
+    """Whether ``dsh-session ls`` and the viewer's list leave this stored session out
+    unless asked for every session (``ls --all``), as ``ls`` leaves out dot files: a
+    plugin's bookkeeping sessions (the ADK adapter's app and user state), not a
+    conversation anyone reads.
+
+    Asked for every session listed, from its header alone (ls reads no log to pick its
+    rows: keep it to the header's fields, the id's form say). Read through
+    :func:`dsh_session_core.is_hidden`.
+
+    :param header: the session's header.
+    :returns: ``True`` to hide it, ``False`` to show it, ``None`` when not yours (the
+        first answer wins; with none, it is shown).
+
+    .. versionadded:: 0.3
+    """
+
+
+@_spec(firstresult=True)
+def label_session(header: SessionHeader,
+                  first_events: Callable[[int], Sequence[Event]]) -> str | None:
+    """A name a person reads for a stored session whose id says nothing (the ADK
+    adapter's ids are digests: its label is the app, user and ADK session id), shown by
+    ``dsh-session ls`` (a NAME column, ``label`` in ``--json``), ``show`` and the viewer.
+
+    Asked for the rows shown only. ``first_events(n)`` reads and decodes the session's
+    first ``n`` events (at most ``n``; fewer when the log is shorter), and only when
+    called: a label from the header alone reads no log. Read through
+    :func:`dsh_session_core.label_of`.
+
+    :param header: the session's header.
+    :param first_events: reads the first events of the log, oldest first.
+    :returns: the label, or ``None`` when not yours (the first answer wins).
+
+    .. versionadded:: 0.3
     """

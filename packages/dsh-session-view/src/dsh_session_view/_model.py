@@ -227,6 +227,7 @@ class SessionDocument:
             "session": source.header.id,
             "source": doc["source"],
             "header": doc["header"],
+            **({"label": doc["label"]} if "label" in doc else {}),
             "events": doc["events"],
             "lastSeq": last,
             "turns": doc["turns"],

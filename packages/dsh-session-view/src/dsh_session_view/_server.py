@@ -14,7 +14,7 @@ Routes::
     /                                  the session list page
     /s/<id>                            one session's page (the same HTML shell)
     /static/app.js, /static/app.css    the page's code and style
-    /api/sessions?cwd=&parent=&since=&until=&limit=&offset=
+    /api/sessions?cwd=&parent=&since=&until=&limit=&offset=&all=1   (all: the hidden too)
     /api/search?q=&type=&role=&session=&limit=
     /api/session/<id>?turns=A-B        a page of the session's document (default 0-49;
                                        &full=1 waits for the whole document, &all=1

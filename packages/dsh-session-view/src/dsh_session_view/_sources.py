@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ._model import PAGE_TURNS, SessionDocument, quick_page
 
 if TYPE_CHECKING:
-    from dsh_session_core import EventRegistry
+    from dsh_session_core import EventRegistry, PluginManager
     from dsh_session_core._cli.source import Source
     from dsh_session_core._cli.support import Failure
     from dsh_session_core._persistence.base import Backend
@@ -104,6 +104,7 @@ class Viewed:
         self._cache: OrderedDict[str, _Entry] = OrderedDict()
         self._lock = threading.Lock()
         self._file_source: Source | None = None
+        self._pm: PluginManager | None = None
 
     # --- the store ----------------------------------------------------------------------
 
@@ -165,11 +166,20 @@ class Viewed:
                 raise from_failure(exc) from exc
         return self._file_source
 
+    def _plugins(self) -> PluginManager:
+        """The installed plugins (labels of sessions), loaded once."""
+        if self._pm is None:
+            from dsh_session_core import create_plugin_manager
+
+            self._pm = create_plugin_manager()
+        return self._pm
+
     # --- reading --------------------------------------------------------------------------
 
     def rows(self, params: dict[str, str]) -> list[dict[str, Any]]:
         """The sessions, as ``dsh-session ls --json`` rows, with ``sizeBytes`` where a
         session's log is a file of its own."""
+        from dsh_session_core import stored_label
         from dsh_session_core._cli.describe import wire_of
         from dsh_session_core._cli.ls import _Query, _row, _select
         from dsh_session_core._cli.support import Failure
@@ -186,7 +196,8 @@ class Viewed:
         args = _namespace(cwd=params.get("cwd") or None, parent=params.get("parent") or None,
                           since=params.get("since") or None, until=params.get("until") or None,
                           limit=params.get("limit") or None,
-                          offset=params.get("offset") or None, sort="created", reverse=False)
+                          offset=params.get("offset") or None, sort="created", reverse=False,
+                          all=params.get("all") in ("1", "true"))
         try:
             query = _Query(args)
         except Failure as exc:
@@ -197,8 +208,12 @@ class Viewed:
                 return []
             summaries = _select(backend, query, ids_only=False)
             rows = []
+            pm = self._plugins()
             for s in summaries:
                 row = _row(s)
+                label = stored_label(backend, s.header, self.reg, plugins=pm)
+                if label is not None:
+                    row["label"] = label
                 where = backend.location(s.header)
                 if where.endswith((".jsonl", ".jsonl.zst")) and os.path.isfile(where):
                     row["sizeBytes"] = os.path.getsize(where)

@@ -14,7 +14,10 @@ events) first, as ``llm logs`` and ``git log`` list, ids from A to Z (as ``ls -t
 and plain ``ls`` order); ``--reverse`` the other way round (oldest first).
 Paging: ``--offset N`` rows skipped, then ``--limit N`` rows shown; the last line says
 which rows of how many are shown. ``-q`` prints the ids only, ``--json`` the rows
-(``--offset``/``--limit`` apply to both).
+(``--offset``/``--limit`` apply to both). Sessions a plugin hides (its ``hide_session``
+hook, from the header alone: the ADK adapter's state sessions) are left out unless
+``-a``/``--all``; a row a plugin labels (``label_session``, from the first events of the
+logs shown only) gets a NAME column and a ``label`` in ``--json``.
 
 What each costs:
 
@@ -169,6 +172,8 @@ class _Query:
         self.limit = None if args.limit is None else _count("--limit", args.limit)
         self.offset = 0 if args.offset is None else _count("--offset", args.offset)
         self.sort: str = args.sort
+        #: Whether the sessions plugins hide (``hide_session``) are listed too.
+        self.all: bool = bool(getattr(args, "all", False))
         #: Whether the rows go from the largest key down.
         self.reverse: bool = (newest_first and self.sort != "id") != bool(args.reverse)
 
@@ -240,18 +245,53 @@ def _select_counted(backend: Backend, query: _Query, ids_only: bool
     SQLite and PostgreSQL run one query for the headers and one for the page)."""
     from .._persistence.base import SessionSummary, summaries_of
 
+    shown_to = _visible(query)
     if not query.needs_counts:
         key = _header_key(query.sort)
         headers = backend.list()
         if query.cwd is not None or query.parent is not None:
             headers = [h for h in headers if query.header_matches(h)]
+        if shown_to is not None:
+            headers = [h for h in headers if shown_to(h)]
         total = len(headers)
         shown = query.page(headers, key)
         if ids_only:
             return [SessionSummary(h, 0, 0) for h in shown], total
         return summaries_of(backend, shown), total
-    found = [s for s in backend.summaries() if query.summary_matches(s)]
+    found = [s for s in backend.summaries() if query.summary_matches(s)
+             and (shown_to is None or shown_to(s.header))]
     return query.page(found, _summary_key(query.sort)), len(found)
+
+
+def _visible(query: _Query) -> Callable[[SessionHeader], bool] | None:
+    """Which headers are listed: those no plugin hides (``None``: every one, for
+    ``--all`` or when no plugin implements ``hide_session``). Header-only: no log read."""
+    if query.all:
+        return None
+    from .._listing import is_hidden
+    from .support import plugin_manager
+
+    pm = plugin_manager()
+    if not pm.hook.hide_session.get_hookimpls():
+        return None
+    return lambda h: not is_hidden(h, plugins=pm)
+
+
+def _labelled(backend: Backend, rows: list[dict[str, Any]],
+              summaries: list[SessionSummary]) -> None:
+    """Add each shown row's ``label`` (a plugin's ``label_session``), reading at most the
+    first events of the logs shown, and only for a plugin that asks for them."""
+    from .._listing import stored_label
+    from .support import plugin_manager, registry
+
+    pm = plugin_manager()
+    if not pm.hook.label_session.get_hookimpls():
+        return
+    reg = registry()
+    for row, s in zip(rows, summaries, strict=True):
+        label = stored_label(backend, s.header, reg, plugins=pm)
+        if label is not None:
+            row["label"] = label
 
 
 def run_ls(args: argparse.Namespace) -> int:
@@ -265,6 +305,9 @@ def run_ls(args: argparse.Namespace) -> int:
     try:
         summaries, total = _select_counted(backend, query,
                                            ids_only=args.quiet and not args.json)
+        rows = [_row(s) for s in summaries]
+        if not (args.quiet and not args.json):
+            _labelled(backend, rows, summaries)
     except OSError as exc:
         msg = f"cannot list the store {url}: {exc.strerror or exc}"
         raise Failure(msg) from exc
@@ -273,7 +316,6 @@ def run_ls(args: argparse.Namespace) -> int:
     if args.quiet and not args.json:
         out_text("".join(f"{printable(s.header.id)}\n" for s in summaries))
         return EXIT_OK
-    rows = [_row(s) for s in summaries]
     if args.json:
         out_json(rows)
         return EXIT_OK
@@ -285,15 +327,20 @@ def run_ls(args: argparse.Namespace) -> int:
                      else f"no sessions match in {url}\n")
         return EXIT_OK
     style = Style.for_stream(sys.stdout)
-    table = [["ID", "CREATED", "LAST ACTIVITY", "EVENTS", "TURNS", "CWD", "PARENT"]]
+    # A NAME column only when a plugin labels a row shown (docker ps's NAMES).
+    named = any("label" in r for r in rows)
+    table = [["ID", *(["NAME"] if named else []), "CREATED", "LAST ACTIVITY", "EVENTS",
+              "TURNS", "CWD", "PARENT"]]
     for r in rows:
         table.append([
-            r["id"], when(r.get("createdAt")), when(r["lastActivity"]),
+            r["id"], *([r.get("label", "-")] if named else []),
+            when(r.get("createdAt")), when(r["lastActivity"]),
             str(r["events"]) + (" +torn" if r["torn"] else ""), str(r["turns"]),
             field(r["cwd"]) if "cwd" in r else "-",
             field(r["parentSession"]) if "parentSession" in r else "-",
         ])
-    lines = text_table([[printable(c) for c in row] for row in table], right={3, 4})
+    lines = text_table([[printable(c) for c in row] for row in table],
+                       right={4, 5} if named else {3, 4})
     lines[0] = style(lines[0], "bold")
     out_text("\n".join(lines) + "\n" + _footer(len(rows), total, query.offset, url))
     return EXIT_OK

@@ -308,6 +308,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                     help="the other way round: oldest (or fewest events) first")
     ls.add_argument("--limit", metavar="N", help="show at most N rows")
     ls.add_argument("--offset", metavar="N", help="skip the first N rows")
+    ls.add_argument("-a", "--all", action="store_true",
+                    help="list the sessions plugins hide too (the ADK adapter's app and "
+                         "user state, say)")
     ls.add_argument("-q", "--quiet", action="store_true", help="print the ids only, one a line")
     ls.add_argument("--json", action="store_true", help="print JSON")
     ls.set_defaults(run=_run_ls)

@@ -238,9 +238,15 @@ def build_timeline(source: Source, reg: EventRegistry) -> dict[str, Any]:
         if block["turn"] is not None and block["end"] is None:
             block["end"] = {"seq": None, "reason": None, "text": "open (no turn/end)"}
     unanswered = _mark_unanswered(source.events, blocks, warnings)
+    from .._listing import label_of
+    from .support import plugin_manager
+
+    label = label_of(source.header, lambda n: source.events[:max(n, 0)],
+                     plugins=plugin_manager())
     return {
         "source": source.origin,
         "header": wire_of(source.header),
+        **({"label": label} if label is not None else {}),
         "events": len(source.events),
         "turns": sum(b["turn"] is not None for b in blocks),
         "surface": surface,
@@ -311,8 +317,10 @@ def _render_head(doc: dict[str, Any], style: Style) -> list[str]:
     surface = doc["surface"]
     folded = ("messages cannot be derived" if "error" in surface else
               f"surface {surface['nodes']} node(s) → {surface['messages']} message(s)")
+    label = [f"  {printable(doc['label'])}"] if "label" in doc else []
     return [
         f"{style('session', 'bold')} {style(printable(field(h.get('id'))), 'bold')}",
+        *label,
         "  " + " · ".join(facts),
         f"  {doc['events']} event(s) · {doc['turns']} turn(s) · {folded}",
     ]

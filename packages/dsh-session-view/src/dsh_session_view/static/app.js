@@ -189,7 +189,8 @@
 
     function row(r) {
       return el("tr", { "data-testid": "session-row", "data-session-id": str(r.id) },
-        el("td", { class: "mono" }, el("a", { href: sessionLink(str(r.id)) }, str(r.id))),
+        el("td", { class: "mono" }, el("a", { href: sessionLink(str(r.id)), title: str(r.id) },
+          r.label === undefined ? str(r.id) : str(r.label))),
         el("td", { class: "mono", title: r.cwd === undefined ? null : str(r.cwd) }, r.cwd === undefined ? "-" : str(r.cwd)),
         el("td", {}, when(r.createdAt)), el("td", {}, when(r.lastActivity)),
         el("td", { class: "num" }, num(r.events), r.torn ? " +torn" : ""),
@@ -383,6 +384,7 @@
     function renderHead(doc) {
       const h = doc.header || {};
       const facts = [
+        ...(doc.label === undefined ? [] : [["name", str(doc.label)]]),
         ["id", str(h.id)], ["created", when(h.createdAt)],
         ["cwd", h.cwd === undefined ? "-" : str(h.cwd)],
         ["format", h.version === undefined ? "no format version" : "v" + str(h.version)],
