@@ -21,6 +21,7 @@ import pytest
 
 from dsh_session_core import open_store
 from dsh_session_openai_agents import DshSession, _locks, fold_items
+from lifecycle_support import store_url
 
 ITEMS: list[Any] = [
     {"role": "user", "content": "What is in the folder?"},
@@ -187,14 +188,9 @@ OTHER = textwrap.dedent("""
 
 @pytest.fixture(params=["jsonl", "jsonl+zstd", "sqlite", "postgresql"])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "jsonl":
-        return str(tmp_path / "logs")
     if request.param == "jsonl+zstd":
         pytest.importorskip("zstandard")
-        return f"jsonl+zstd:{tmp_path}/logs"
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/agents.db"
-    return str(request.getfixturevalue("postgresql_url"))
+    return store_url(request.param, request, tmp_path, "logs")
 
 
 def test_the_default_mode_sees_another_processs_appends_between_its_calls(url: str) -> None:

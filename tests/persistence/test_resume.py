@@ -10,18 +10,14 @@ from pathlib import Path
 import pytest
 
 from dsh_session_core import open_store
+from lifecycle_support import store_url
 
 
 @pytest.fixture(params=["jsonl", "jsonl+zstd", "sqlite", "postgresql"])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "jsonl":
-        return str(tmp_path / "logs")
     if request.param == "jsonl+zstd":
         pytest.importorskip("zstandard")
-        return f"jsonl+zstd:{tmp_path}/logs"
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/s.db"
-    return str(request.getfixturevalue("postgresql_url"))
+    return store_url(request.param, request, tmp_path, "logs")
 
 
 def _texts(session: object) -> list[str]:
