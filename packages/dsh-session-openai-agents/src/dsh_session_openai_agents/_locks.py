@@ -57,12 +57,22 @@ def _leave(key: tuple[object, str], turns: _Turns) -> None:
             del _LOCKS[key]
 
 
+@contextlib.contextmanager
+def _member(key: tuple[object, str]) -> Iterator[_Turns]:
+    """The entry of ``key`` with one more user for as long as this lasts (both ways of
+    taking turns count themselves in here, so the entry leaves with its last user)."""
+    turns = _join(key)
+    try:
+        yield turns
+    finally:
+        _leave(key, turns)
+
+
 @contextlib.asynccontextmanager
 async def _taking_turns(key: tuple[object, str]) -> AsyncIterator[None]:
     """Hold the lock of ``key``, polling for it (1 ms, growing to 20 ms) while another
     holds it (a cancelled wait leaves the table as it found it)."""
-    turns = _join(key)
-    try:
+    with _member(key) as turns:
         delay = 0.001
         while not turns.lock.acquire(blocking=False):
             await asyncio.sleep(delay)
@@ -71,8 +81,6 @@ async def _taking_turns(key: tuple[object, str]) -> AsyncIterator[None]:
             yield
         finally:
             turns.lock.release()
-    finally:
-        _leave(key, turns)
 
 
 @contextlib.contextmanager
@@ -87,8 +95,7 @@ def _taking_turns_now(key: tuple[object, str], timeout: float) -> Iterator[None]
         timeout = 0.0
     except RuntimeError:
         pass
-    turns = _join(key)
-    try:
+    with _member(key) as turns:
         had = (turns.lock.acquire(timeout=timeout) if timeout > 0
                else turns.lock.acquire(blocking=False))
         if not had:
@@ -99,8 +106,6 @@ def _taking_turns_now(key: tuple[object, str], timeout: float) -> Iterator[None]
             yield
         finally:
             turns.lock.release()
-    finally:
-        _leave(key, turns)
 
 
 async def _settled(aw: Awaitable[_T], then: Callable[[_T], object] | None = None) -> _T:
