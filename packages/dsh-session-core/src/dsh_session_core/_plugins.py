@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import types
 import warnings
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast, final
@@ -63,6 +64,60 @@ class PluginManager(pluggy.PluginManager):
         result = super().unregister(plugin, name)
         self.generation += 1
         return result
+
+    def parse_hookimpl_opts(self, plugin: object, name: str) -> pluggy.HookimplOpts | None:
+        """pluggy's answer, reached without ``inspect.getattr_static`` for the names of a
+        module plugin (:func:`_module_marks`)."""
+        found = _module_marks(plugin, name, _IMPL_MARK)
+        if found is not _UNDECIDED:
+            return cast("pluggy.HookimplOpts | None", found)
+        return super().parse_hookimpl_opts(plugin, name)
+
+    def parse_hookspec_opts(self, module_or_class: Any, name: str
+                            ) -> pluggy.HookspecOpts | None:
+        """pluggy's answer, reached without ``inspect.getattr_static`` for the names of
+        the hookspecs module (:func:`_module_marks`)."""
+        found = _module_marks(module_or_class, name, _SPEC_MARK)
+        if found is not _UNDECIDED:
+            return cast("pluggy.HookspecOpts | None", found)
+        return super().parse_hookspec_opts(module_or_class, name)
+
+
+def _module_marks(namespace: object, name: str, mark: str) -> object:
+    """What pluggy's static lookup finds of the marker ``mark`` on ``name`` of a module
+    or of an instance (for a name its class holds), read from the namespaces that
+    lookup reads: a plain function's options (what pluggy reads off it), ``None`` for
+    anything that is no function, method, ``staticmethod``, ``classmethod`` or slot (what
+    pluggy decides), else :data:`_UNDECIDED` (pluggy decides). Every ``open_store``
+    builds a manager, and pluggy's ``getattr_static`` of each name of each plugin was
+    most of what opening a store cost."""
+    if isinstance(namespace, types.ModuleType):
+        value = namespace.__dict__.get(name, _UNDECIDED)
+    elif isinstance(namespace, type):
+        return _UNDECIDED
+    else:
+        own = getattr(namespace, "__dict__", None)
+        if not isinstance(own, dict) or name in own:
+            return _UNDECIDED
+        value = _UNDECIDED
+        for klass in type(namespace).__mro__:
+            if name in klass.__dict__:
+                value = klass.__dict__[name]
+                break
+    if isinstance(value, types.FunctionType):
+        opts = getattr(value, mark, None)
+        return opts if isinstance(opts, dict) else None
+    if value is _UNDECIDED or isinstance(value, (
+            types.MethodType, staticmethod, classmethod, types.MemberDescriptorType)):
+        return _UNDECIDED
+    return None
+
+
+#: A name :func:`_module_marks` leaves to pluggy.
+_UNDECIDED = object()
+#: The attributes pluggy's markers set on a hook implementation and a hook specification.
+_IMPL_MARK = PROJECT_NAME + "_impl"
+_SPEC_MARK = PROJECT_NAME + "_spec"
 
 
 def _blocked_from_env() -> list[str]:
