@@ -52,8 +52,10 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 def _stored(url: str, session_id: str) -> list[Event]:
+    """The stored log, read without writing (an open would close a turn left open
+    between calls as a crash's)."""
     with open_store(url) as store:
-        return list(store.open(session_id).events)
+        return list(store.read_session(session_id).events)
 
 
 def _shape(events: Iterable[Event]) -> list[tuple[str, Any]]:
@@ -288,6 +290,30 @@ def test_an_append_folds_only_what_it_appended_when_kept_open(
         small = [n for n in folded if n < 10]
         large = [n for n in folded if n >= 10]
         assert (sum(small) < 20, len(large), large[0] < log - 10) == (True, 1, True), folded
+
+
+@pytest.mark.parametrize("keep_open", [True, False])
+def test_a_refused_batch_costs_no_reload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep_open: bool
+) -> None:
+    """A batch refused before anything of it was appended keeps the session taken
+    back as it was: the next call folds its own events, not the log loaded again."""
+    logs = str(tmp_path / "logs")
+
+    async def main() -> list[int]:
+        session = DshSession("kept", store=logs, keep_open=keep_open)
+        for _ in range(30):
+            await session.add_items(ITEMS)
+        folded = _counting(monkeypatch)
+        with pytest.raises(NotJsonError):
+            await session.add_items([{"role": "user", "content": "x", "bad": {1, 2}}])
+        await session.add_items(ITEMS[:1])
+        await session.aclose()
+        return folded
+
+    folded = asyncio.run(main())
+    assert len(_stored(logs, "kept")) > 30 * len(ITEMS) * 2
+    assert max(folded) < 10, folded
 
 
 @pytest.mark.parametrize("keep_open", [True, False])

@@ -239,7 +239,7 @@ def _record(index: _LogIndex, items: Sequence[Any], wrapper: Any, runs: Runs) ->
     leaves up to date; with ``wrapper``, the batch joins its run's turn (see the module
     docstring), and ``runs`` says whether that turn is still open."""
     session = index.session
-    _check_items(session, items)
+    _check_items(session, items)  # refused here, the session and index are untouched
     try:
         if runs.stale(index, wrapper):
             end_open_turn(index, runs)

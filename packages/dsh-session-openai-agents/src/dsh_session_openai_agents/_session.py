@@ -329,8 +329,19 @@ class DshSession(SessionABC):
         index = self._index
         if index is None or index.session is not session:
             index = _LogIndex(session)
+        length = len(session.events)
         try:
             result = operation(index.update())
+        except BaseException:
+            if len(session.events) != length:  # part of it appended: drop it all
+                self._forget(session)
+                raise
+            # Refused before it appended anything: the session is as stored.
+            if opened:
+                self.store.release(session)
+                self._cached, self._index = session, index
+            raise
+        try:
             if opened:
                 self.store.release(session)
             else:  # live here: held by a keep_open instance on this store object
@@ -406,10 +417,12 @@ class DshSession(SessionABC):
     def _apply(self, operation: Callable[[_LogIndex], _T], index: _LogIndex) -> _T:
         """Run ``operation`` on ``index`` brought up to date, then flush its session; when
         either fails, the session is dropped with what it buffered (:meth:`_forget`)."""
+        length = len(index.session.events)
         try:
             result = operation(index.update())
             self.store.flush(index.session)
         except BaseException:
-            self._forget(index.session)
+            if len(index.session.events) != length:  # part of it appended: drop it all
+                self._forget(index.session)
             raise
         return result
