@@ -239,11 +239,16 @@ class DshSession(SessionABC):
         async with _taking_turns(self._key()):
             if self.store.get(self.session_id) is not None:
                 return None
-            try:
-                lines = await self.store.aread_lines(self.session_id, types=VIEW_TYPES)
-            except PersistenceError:
-                return []  # nothing stored: an empty view, as the load gives
-            return stored_view(lines)
+            # Read and decoded in one hop off the loop, in the default pool (whose
+            # threads outlive a store: a fresh store starts no thread of its own).
+            return await asyncio.to_thread(self._read_view)
+
+    def _read_view(self) -> list[Any] | None:
+        try:
+            lines = self.store.read_lines(self.session_id, types=VIEW_TYPES)
+        except PersistenceError:
+            return []  # nothing stored: an empty view, as the load gives
+        return stored_view(lines)
 
     async def _stored_tail(self, limit: int) -> list[Any] | None:
         """The default mode's read of the last ``limit`` items: from the last events of
