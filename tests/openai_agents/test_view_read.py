@@ -1,20 +1,18 @@
 """The default mode's read of the item view from stored lines (``_view.stored_view``):
-items read straight from their own bytes when the lines are plain ``agents/item``
-lines, the events decoded otherwise, the same items either way; a line of another
-layout is never read as an item."""
+the same items as the fold of the loaded events; a line of another layout is never
+read as an item."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_session_core import open_store
 from dsh_session_openai_agents import fold_items, record_items
-from dsh_session_openai_agents._view import VIEW_TYPES, _items_alone, stored_view
+from dsh_session_openai_agents._view import VIEW_TYPES, stored_view
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(),
@@ -37,7 +35,6 @@ def test_items_alone_read_as_the_events_fold(tmp_path_factory: Any, items: list[
         lines = store.read_lines("view", types=VIEW_TYPES)
     assert expected == items
     assert stored_view(lines) == items
-    assert _items_alone(lines) == items
 
 
 def _line(data: bytes, tail: bytes = b"") -> bytes:
@@ -46,18 +43,13 @@ def _line(data: bytes, tail: bytes = b"") -> bytes:
 
 def test_a_line_of_another_layout_is_not_read_as_an_item() -> None:
     plain = _line(b'{"item":{"a":1}}')
-    assert _items_alone([plain]) == [{"a": 1}]
+    assert stored_view([plain]) == [{"a": 1}]
     for odd in (
-        _line(b'{"item":{"a":1},"extra":2}'),  # a key after the item
-        _line(b'{"item":{"a":1}}', b',"surfaceOp":{"op":"append"}'),
-        _line(b'{"item":{"a":1}}', b',"sourceEventSeqs":[1]'),
-        _line(b'{"item":1,"b":2}'),
-        b'{"type":"agents/item","seq":4,"time":1,"data":{"item" : 1}}',  # spaced
-        b'{"seq":4,"type":"agents/item","time":1,"data":{"item":1}}',  # another order
-        b'{"type":"agents/pop","seq":5,"time":1,"data":{"itemSeq":4}}',
+        _line(b'{"item":{"a":1},"extra":2}'),  # a key the payload does not have
+        _line(b'{"items":{"a":1}}'),
+        b'{"type":"agents/item","seq":"4","time":1,"data":{"item":1}}',
+        b'{"type":"agents/pop","seq":5,"time":1,"data":{}}',
     ):
-        assert _items_alone([plain, odd]) is None, odd
-    # The events' decode still reads what it can type: an item and a pop of it.
+        assert stored_view([plain, odd]) is None, odd
     pop = b'{"type":"agents/pop","seq":5,"time":1,"data":{"itemSeq":4}}'
     assert stored_view([plain, pop]) == []
-    assert msgspec.json.decode(plain)["data"]["item"] == {"a": 1}
