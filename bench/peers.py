@@ -119,6 +119,27 @@ async def reload(side: str, folder: Path, expected: bytes) -> float:
     return statistics.median(times) * 1000
 
 
+#: The event types of a dsh log in the groups its bytes are counted in.
+GROUPS = {"agents/item": "items", "user/message": "typed", "assistant/message": "typed",
+          "tool/call": "typed", "tool/result": "typed"}
+
+
+def stored_bytes(side: str, folder: Path) -> dict[str, float]:
+    """Bytes on disk of what ``side`` stored in ``folder`` (every file: a database with
+    its WAL, a folder of logs); for the JSONL side also the bytes of its log's lines by
+    group: ``items`` (``agents/item``, the items verbatim), ``typed`` (the conversation's
+    events), ``structure`` (turns and steps, the header)."""
+    found = {"bytes": float(sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()))}
+    if side == "jsonl":
+        groups = {"items": 0.0, "typed": 0.0, "structure": 0.0}
+        for log in folder.rglob("*.jsonl"):
+            for line in log.read_bytes().splitlines(keepends=True):
+                kind = msgspec.json.decode(line).get("type", "")
+                groups[GROUPS.get(kind, "structure")] += len(line)
+        found.update({f"bytes_{name}": value for name, value in groups.items()})
+    return found
+
+
 async def run(n: int, rounds: int) -> dict[str, float]:
     """The median over ``rounds`` of ``<side>_<way>_adds_per_s`` and
     ``<side>_reload_ms`` (the reload of what the ``run`` way added)."""
@@ -137,6 +158,9 @@ async def run(n: int, rounds: int) -> dict[str, float]:
                     rate = await add(side, folders[side], items, batch)
                     figures.setdefault(f"{side}_{way}_adds_per_s", []).append(rate)
                 if way == "run":
+                    for side in sides:
+                        for name, value in stored_bytes(side, folders[side]).items():
+                            figures.setdefault(f"{side}_{name}", []).append(value / n)
                     for side in order[::-1]:
                         ms = await reload(side, folders[side], expected)
                         figures.setdefault(f"{side}_reload_ms", []).append(ms)
@@ -186,6 +210,14 @@ def main() -> None:
     for side, label in labels.items():
         print(f"{label:22} {results[f'{side}_run_adds_per_s']:11,.0f} "
               f"{results[f'{side}_one_adds_per_s']:11,.0f} {results[f'{side}_reload_ms']:10,.1f}")
+    print()
+    print("bytes stored an item (the run way's log): "
+          + ", ".join(f"{labels[side]} {results[f'{side}_bytes']:,.0f}"
+                      for side in ("peer", "jsonl", "sqlite")))
+    print(f"  the JSONL log's lines: the items verbatim (agents/item) "
+          f"{results['jsonl_bytes_items']:,.0f}, the typed conversation "
+          f"{results['jsonl_bytes_typed']:,.0f}, turns, steps and header "
+          f"{results['jsonl_bytes_structure']:,.0f}; a reload reads the first alone")
     print()
     width = max(map(len, found))
     for name, value in found.items():
