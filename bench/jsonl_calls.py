@@ -1,9 +1,13 @@
 """The JSONL backend's share of ``DshSession``'s default mode, measured synchronously
-(issue 25, point 4): no event loop, no worker thread, so what is left is the store.
+(issue 25, point 4): the store's calls alone first, then the adapter's on one loop.
 
-- ``calls``: ``--items`` items added 4 a call the way the default mode adds them (take
-  the writer lock, ``store.open(id, resume=...)``, append, flush, release), calls a
-  second and the median microseconds a call;
+- ``store calls``: a session taken back and released the way the default mode does it
+  (``store.open(id, resume=...)``: the writer lock and ``lines_since``; a turn of a user
+  message and an answer in one step; ``store.release``: the write, its fsync, the lock
+  released), synchronously, through the core's API alone: calls a second and the median
+  microseconds a call (``--items / --batch`` calls);
+- ``add_items``: ``--items`` items added 4 a call through ``DshSession.add_items`` in
+  the default mode, on one event loop, items a second;
 - ``lines_of_types``: the backend's read of the item view's lines from the log those
   calls wrote (what a cold ``get_items()`` reads), median milliseconds;
 - ``reload``: a new store opened from the folder and ``get_items()`` of the whole list,
@@ -33,27 +37,47 @@ from typing import Any
 import msgspec
 
 from dsh_session_core import open_store
+from dsh_session_core._persistence.base import lines_of_types_of
 from dsh_session_openai_agents import DshSession
-from dsh_session_openai_agents._session import _record
 from openai_agents import conversation
 
 VIEW_TYPES = ("agents/item", "agents/pop", "agents/clear")
 
 
-def add_calls(folder: Path, items: list[Any], batch: int) -> list[float]:
-    """Each call's seconds, adding ``items`` ``batch`` a call in the default mode."""
-    session = DshSession("dsh", store=str(folder))
+def store_calls(folder: Path, calls: int) -> list[float]:
+    """Each call's seconds: the session taken back, a turn written, released."""
     times = []
-    try:
-        for i in range(0, len(items), batch):
-            chunk = items[i:i + batch]
+    with open_store(str(folder)) as store:
+        session = store.create("turns")
+        with session.turn() as turn:
+            turn.user("the first question")
+        store.release(session)
+        for i in range(calls):
             t0 = time.perf_counter()
-            session._run_once(lambda index, chunk=chunk: _record(index, chunk, None,
-                                                                 session._runs), True)
+            session = store.open("turns", resume=session)
+            with session.turn() as turn:
+                turn.user(f"question {i}")
+                with turn.step() as step:
+                    step.assistant(f"answer {i}")
+            store.release(session)
             times.append(time.perf_counter() - t0)
+    return times
+
+
+def add_items(folder: Path, items: list[Any], batch: int) -> float:
+    """Items a second through ``add_items``, ``batch`` a call, in the default mode."""
+    session = DshSession("dsh", store=str(folder))
+
+    async def run() -> float:
+        t0 = time.perf_counter()
+        for i in range(0, len(items), batch):
+            await session.add_items(items[i:i + batch])
+        return len(items) / (time.perf_counter() - t0)
+
+    try:
+        return asyncio.run(run())
     finally:
         session.close()
-    return times
 
 
 def main() -> None:
@@ -61,7 +85,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=2000)
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--profile", action="store_true",
-                        help="print a cProfile of the calls (cumulative, top 40)")
+                        help="print a cProfile of the store calls (cumulative, top 40)")
     args = parser.parse_args()
     items = conversation(args.items)
     expected = msgspec.json.encode(items)
@@ -71,21 +95,20 @@ def main() -> None:
         if args.profile:
             profile = cProfile.Profile()
             profile.enable()
-        times = add_calls(logs, items, args.batch)
+        times = store_calls(folder / "turns", args.items // args.batch)
         if args.profile:
             profile.disable()
-            pstats.Stats(profile).sort_stats("cumulative").print_stats(150)
-        per_call = statistics.median(times) * 1e6
-        print(f"calls of {args.batch}: {len(times) / sum(times):,.0f} calls/s, "
-              f"{args.batch * len(times) / sum(times):,.0f} items/s, median "
-              f"{per_call:,.0f} us a call")
+            pstats.Stats(profile).sort_stats("cumulative").print_stats(40)
+        print(f"store calls: {len(times) / sum(times):,.0f} calls/s, median "
+              f"{statistics.median(times) * 1e6:,.0f} us a call")
+        rate = add_items(logs, items, args.batch)
+        print(f"add_items of {args.batch} (default mode): {rate:,.0f} items/s")
         store = open_store(str(logs))
         try:
-            backend = store.backend
             reads = []
             for _ in range(21):
                 t0 = time.perf_counter()
-                lines = backend.lines_of_types("dsh", VIEW_TYPES)
+                lines = lines_of_types_of(store.backend, "dsh", VIEW_TYPES)
                 reads.append(time.perf_counter() - t0)
             assert lines is not None
             size = sum(p.stat().st_size for p in logs.rglob("*.jsonl"))
@@ -101,7 +124,8 @@ def main() -> None:
             reloads.append(time.perf_counter() - t0)
             session.close()
             if msgspec.json.encode(got) != expected:
-                raise RuntimeError("the reload did not give back the items added")
+                msg = "the reload did not give back the items added"
+                raise RuntimeError(msg)
         print(f"reload (open_store + get_items): {statistics.median(reloads) * 1000:.2f} ms")
     finally:
         shutil.rmtree(folder, ignore_errors=True)

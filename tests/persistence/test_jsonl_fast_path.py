@@ -8,9 +8,8 @@ made anew, a lock file removed, a log rewritten by hand in place. And ``lines_of
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import sys
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -96,7 +95,7 @@ def test_taking_a_released_session_back_opens_no_file_but_the_mark(url: str) -> 
             _WATCH.clear()
         assert again is mine
         log = store.backend.location(mine.header)
-        assert _OPENED == [("open", log + ".durable")]
+        assert [("open", log + ".durable")] == _OPENED
         assert _texts(store.read_session("s")) == ["one", "two", "three"]
 
 
