@@ -192,7 +192,7 @@ _MAX_TAIL: Final = 65536
 
 
 def _last_line(plain: bytes) -> bytes:
-    """The last line of ``plain`` (lines each ``\n``-ended), without its newline."""
+    """The last line of ``plain`` (lines each ``\\n``-ended), without its newline."""
     return plain[plain.rfind(b"\n", 0, len(plain) - 1) + 1:-1]
 
 
