@@ -18,6 +18,7 @@ import errno
 import fcntl
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterator
 from typing import BinaryIO, Final, Protocol
@@ -221,13 +222,23 @@ def link_target(path: str) -> str | None:
 
 
 def check_bucket(root: str, session_id: str, bucket: str) -> None:
-    """Refuse a bucket folder that is a symbolic link (or under one below ``root``): a
-    write into it could land out of the store. The root itself may be a link.
+    """Refuse a bucket folder (``<root>/<name>``) that is a symbolic link: a write into it
+    could land out of the store. The root itself may be a link. One ``lstat``: a bucket
+    is one name in the root, so it resolves to the root's own folder exactly when that
+    name is no link (a missing bucket is left for the open to report).
 
     :raises LinkedLogError: it is.
     """
-    if os.path.realpath(bucket) != os.path.join(os.path.realpath(root),
-                                                 os.path.basename(bucket)):
+    if os.path.dirname(bucket) != root:  # not one name in the root: resolve both
+        if os.path.realpath(bucket) != os.path.join(os.path.realpath(root),
+                                                     os.path.basename(bucket)):
+            raise LinkedLogError(session_id, bucket, link_target(bucket))
+        return
+    try:
+        found = os.lstat(bucket)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(found.st_mode):
         raise LinkedLogError(session_id, bucket, link_target(bucket))
 
 

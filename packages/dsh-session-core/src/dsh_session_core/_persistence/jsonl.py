@@ -42,9 +42,10 @@ import contextlib
 import fcntl
 import os
 import secrets
+import stat
 import threading
 from collections.abc import Collection, Hashable, Iterator, Sequence
-from typing import TYPE_CHECKING, ClassVar, Final
+from typing import TYPE_CHECKING, ClassVar, Final, NamedTuple
 
 from msgspec import UnsetType
 
@@ -95,6 +96,13 @@ def _refusal(session_id: str) -> FileExistsError:
     )
 
 
+def _lstat(path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+
+
 def _first_seq_after(published: bytes) -> int:
     """The seq after a published first write's lines (header + events, each ended)."""
     return published.count(b"\n") - 1
@@ -115,36 +123,77 @@ def _not_durable(session_id: str, path: str, size: int, exc: OSError) -> StoreWr
 
 class _FileLock:
     """A held ``flock`` on a session's ``.lock`` file; released by :meth:`release`, by
-    closing the backend, or by the death of the process."""
+    closing the backend, or by the death of the process. ``dev`` and ``ino`` are the lock
+    file's (what :meth:`JsonlBackend.acquire` checks the file at the path against when
+    it takes the lock again on this descriptor)."""
 
-    __slots__ = ("_backend", "_fd", "log", "path")
+    __slots__ = ("_backend", "_fd", "dev", "ino", "log", "path")
 
-    def __init__(self, fd: int, path: str, log: str, backend: JsonlBackend) -> None:
+    def __init__(self, fd: int, path: str, log: str, backend: JsonlBackend,
+                 dev: int, ino: int) -> None:
         self._fd = fd
         self.path = path
         self.log = log
         self._backend = backend
+        self.dev = dev
+        self.ino = ino
 
     def release(self) -> None:
         """Unlock; a second call does nothing. When the session has no log (created and
         never flushed, or its first write failed), the lock file is removed first, while
         held, as :meth:`JsonlBackend.delete` removes it: a writer that opened it
         meanwhile locks a dead file, sees it (``acquire`` checks) and makes a new one, so
-        two writers never both hold the session."""
+        two writers never both hold the session.
+
+        Otherwise the descriptor stays open, unlocked, for the backend's next
+        :meth:`~JsonlBackend.acquire` of the session (an unlocked descriptor keeps no
+        one out: ``flock`` excludes only holders)."""
         fd, self._fd = self._fd, -1
         if fd < 0:
             return
-        self._backend._forget_lock(self)
+        backend = self._backend
+        backend._forget_lock(self)
         try:
-            if not files.exists(self.log) and files.same_file(fd, self.path):
-                files.unlink_quietly(self.path)  # best effort: a lock file left is harmless
+            # The log is known to be there when this backend saw it at the acquire or
+            # wrote it since (_known): no stat needed.
+            if not backend._knows(self.log) and not files.exists(self.log):
+                if files.same_file(fd, self.path):
+                    files.unlink_quietly(self.path)  # best effort: a lock file left is harmless
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+                return
             fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
+        except BaseException:
             os.close(fd)  # closing the last descriptor would release it anyway
+            raise
+        backend._park(self.path, fd, self.dev, self.ino)
 
     def __repr__(self) -> str:
         state = "held" if self._fd >= 0 else "released"
         return f"<session writer lock {self.path} ({state})>"
+
+
+class _Known(NamedTuple):
+    """What this backend last wrote at the end of a log: the file (``dev``, ``ino``), its
+    size then, the bytes it ends with (``tail``: as written) and its last line (plain,
+    without its newline). A log still so is a log no one wrote to since
+    (:meth:`JsonlBackend.lines_since`)."""
+
+    dev: int
+    ino: int
+    size: int
+    tail: bytes
+    line: bytes
+
+
+#: The longest end of a batch remembered to compare with the file (:class:`_Known`): a
+#: longer last line (or compact frame) leaves the next ``lines_since`` to read the file.
+_MAX_TAIL: Final = 65536
+
+
+def _last_line(plain: bytes) -> bytes:
+    """The last line of ``plain`` (lines each ``\\n``-ended), without its newline."""
+    return plain[plain.rfind(b"\n", 0, len(plain) - 1) + 1:-1]
 
 
 class JsonlBackend:
@@ -182,6 +231,14 @@ class JsonlBackend:
         self._unacked: dict[str, bytes] = {}
         # Buckets swept of the temp files of killed first writes (once per backend).
         self._swept: set[str] = set()
+        # How each log this backend wrote ended then (_Known): lines_since compares the
+        # file with it (one stat, one small pread) instead of reading the file's end. A
+        # log in it is there (the lock's release needs no stat to tell).
+        self._known: dict[str, _Known] = {}
+        # Lock files released and kept open, unlocked (lock path: descriptor and the
+        # file's dev and ino), least recently used first: taking the lock again is a
+        # flock and a stat, not a mkdir, an open and a walk of the path.
+        self._idle: dict[str, tuple[int, int, int]] = {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.root!r})"
@@ -198,6 +255,17 @@ class JsonlBackend:
     def _encode(self, plain: bytes) -> bytes:
         """A batch's bytes (header and event lines) as written to the file."""
         return plain
+
+    def _end_of(self, plain: bytes, written: bytes) -> bytes | None:
+        """The bytes a log ends with after a batch (``plain``, written as ``written``),
+        enough to tell that no one wrote after it (:class:`_Known`): a plain log's last
+        line with the newlines around it. ``None``: too long to compare."""
+        end = plain.rfind(b"\n", 0, len(plain) - 1)
+        if len(plain) - end > _MAX_TAIL:
+            return None
+        # The newline before the line is the end of the line before (or the header's),
+        # written earlier: compared too, it tells a line that ends the same way.
+        return plain[end:] if end >= 0 else b"\n" + plain
 
     def _scan(self, data: bytes, registry: EventRegistry, path: str
               ) -> tuple[ScanResult, object | None]:
@@ -405,22 +473,53 @@ class JsonlBackend:
         return found
 
     def lines_since(self, header: SessionHeader, last: Event) -> builtins.list[bytes] | None:
-        """:meth:`~.base.Backend.lines_since`: the file's last line read from its end
-        (no one else wrote: nothing to return), else the lines from ``last`` on found by
-        a binary search. A log with a torn tail, a durable-end mark or a failed write of
-        this backend's own still to settle is left to a whole load (it repairs them).
+        """:meth:`~.base.Backend.lines_since`. When this backend wrote the log's end and
+        the file is still that (the same file and size, one ``stat``, ending with the
+        same bytes, one small ``pread``: :class:`_Known`), no one else wrote: nothing
+        to return. Otherwise the file is read (:meth:`_lines_since_read`). A log with a
+        durable-end mark or a failed write of this backend's own still to settle is left
+        to a whole load (it repairs them).
 
         :raises OSError: the log cannot be read.
         """
-        from .._logfile import complete_end, last_lines
-        from .ranges import lines_after
-
         path = self.location(header)
         with self._mutex:
             if path in self._dirty or path in self._unmarked:
                 return None
+            known = self._known.get(path)
         if endmark.durable_end(path) is not None:
             return None
+        if known is not None and self._unchanged(path, known):
+            return [] if continued([known.line], last) is not None else None
+        return self._lines_since_read(header, path, last)
+
+    def _unchanged(self, path: str, known: _Known) -> bool:
+        """Whether the log at ``path`` is still the file, the size and the end this
+        backend left it with (read through its append descriptor, opened to read too)."""
+        with self._mutex:
+            fd = self._fds.pop(path, None)
+        if fd is None:
+            return False
+        try:
+            there = os.stat(path, follow_symlinks=False)
+            if ((there.st_dev, there.st_ino, there.st_size)
+                    != (known.dev, known.ino, known.size)):
+                return False
+            n = len(known.tail)
+            return n <= known.size and os.pread(fd, n, known.size - n) == known.tail
+        except FileNotFoundError:
+            return False
+        finally:
+            self._checkin(path, fd)
+
+    def _lines_since_read(self, header: SessionHeader, path: str, last: Event
+                          ) -> builtins.list[bytes] | None:
+        """:meth:`lines_since` from the file: its last line read from its end (no one
+        else wrote: nothing to return), else the lines from ``last`` on found by a binary
+        search; ``None`` for a torn tail (the load cuts it)."""
+        from .._logfile import complete_end, last_lines
+        from .ranges import lines_after
+
         try:
             with open(path, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
@@ -533,8 +632,9 @@ class JsonlBackend:
         if fd is None:
             # No O_CREAT: a materialized log that vanished is an error, not a new
             # header-less file. Never through a link (files.open_nofollow).
+            # Read-write: lines_since reads the log's end through it (_unchanged).
             fd = files.open_nofollow(self.root, session_id, path,
-                                     os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+                                     os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
         return fd
 
     def _checkin(self, path: str, fd: int) -> None:
@@ -554,14 +654,18 @@ class JsonlBackend:
             with contextlib.suppress(OSError):
                 os.close(stale)
 
-    def _append(self, session_id: str, path: str, data: bytes, first_seq: int) -> None:
-        data = self._encode(data)
+    def _append(self, session_id: str, path: str, plain: bytes, first_seq: int) -> None:
+        data = self._encode(plain)
+        with self._mutex:
+            # Until this write is durable, the log's end is not what was known.
+            self._known.pop(path, None)
         try:
             fd = self._checkout(session_id, path)
             try:
                 if path in self._dirty:
                     self._settle(session_id, path, fd, first_seq)
-                size = os.fstat(fd).st_size
+                before = os.fstat(fd)
+                size = before.st_size
             except BaseException:
                 os.close(fd)
                 raise
@@ -590,7 +694,18 @@ class JsonlBackend:
             self._mark(session_id, path, size, exc, f"rolling {path} back to {size} "
                                                     f"bytes failed too: {undo}")
             raise
+        self._remember(path, before, size + len(data), plain, data)
         self._checkin(path, fd)
+
+    def _remember(self, path: str, st: os.stat_result, size: int, plain: bytes,
+                  written: bytes) -> None:
+        """Note how a durable write left the log (:class:`_Known`): the file of ``st``,
+        ``size`` bytes long, ending with ``written`` (``plain``'s bytes)."""
+        tail = self._end_of(plain, written)
+        if tail is not None:
+            known = _Known(st.st_dev, st.st_ino, size, tail, _last_line(plain))
+            with self._mutex:
+                self._known[path] = known
 
     def _mark(self, session_id: str, path: str, size: int, exc: BaseException,
               why: str) -> None:
@@ -660,6 +775,8 @@ class JsonlBackend:
             self._unmarked.pop(path, None)
 
     def _truncate(self, session_id: str, path: str, size: int) -> None:
+        with self._mutex:
+            self._known.pop(path, None)
         fd = self._checkout(session_id, path)
         try:
             current = os.fstat(fd).st_size
@@ -701,10 +818,12 @@ class JsonlBackend:
         # <id>.jsonl.<hex>.tmp for either kind of log (files.sweep_temps finds them).
         temp = f"{path.removesuffix(self.suffix)}.jsonl.{secrets.token_hex(6)}.tmp"
         # O_APPEND: once published, this descriptor is the log's append descriptor.
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC,
+        # Read-write, as every append descriptor (_checkout).
+        fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC,
                      0o600)
+        written = self._encode(content)
         try:
-            files.write_all(fd, self._encode(content))
+            files.write_all(fd, written)
             os.fsync(fd)
             try:
                 # A hard link, never a rename: it fails when the log exists, so a log
@@ -731,6 +850,12 @@ class JsonlBackend:
             files.unlink_quietly(temp)
             raise
         files.unlink_quietly(temp)
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            pass  # durable all the same: only the next lines_since reads the file
+        else:
+            self._remember(path, st, st.st_size, content, written)
         self._checkin(path, fd)
 
     def _republish(self, header: SessionHeader, path: str, content: bytes) -> bool:
@@ -744,7 +869,7 @@ class JsonlBackend:
         if self._read_plain(path) != published:
             return False
         fd = files.open_nofollow(self.root, header.id, path,
-                                 os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+                                 os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
         try:
             os.fsync(fd)
             files.fsync_dir(os.path.dirname(path))
@@ -765,8 +890,8 @@ class JsonlBackend:
 
     def acquire(self, header: SessionHeader) -> WriterLock:
         """Take the session's writer lock (``flock`` on ``<bucket>/<id>.lock``), without
-        waiting. Every call opens its own descriptor, so two backends in one process
-        exclude each other too (flock locks belong to open file descriptions).
+        waiting. Every lock file is opened by its own descriptor, so two backends in one
+        process exclude each other too (flock locks belong to open file descriptions).
 
         The lock file is created on demand, and deleted only by :meth:`delete`, while it
         holds the lock. A writer that opened it before that and locks it after locks an
@@ -774,9 +899,21 @@ class JsonlBackend:
         (:func:`~.files.same_file`), and taken again on the new one when it is not, so
         two writers never both hold a session.
 
+        A released lock's descriptor is kept open, unlocked (:meth:`_FileLock.release`):
+        taking the lock again locks it and checks, by one ``stat`` each, that the lock
+        file at the path is still the one it opened, that the bucket is no link and the
+        log none either; when one is not so, the lock is taken as the first time.
+
         :raises SessionLockedError: another writer holds it.
         """
         path = lock_path(self.root, _cwd_of(header), header.id)
+        log = self.location(header)
+        with self._mutex:
+            idle = self._idle.pop(path, None)
+        if idle is not None:
+            lock = self._relock(header, path, log, *idle)
+            if lock is not None:
+                return lock
         bucket = os.path.dirname(path)
         fd = -1
         for _ in range(_LOCK_ATTEMPTS):
@@ -788,7 +925,6 @@ class JsonlBackend:
             fd = files.open_nofollow(self.root, header.id, path,
                                      os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
-                log = self.location(header)
                 if os.path.islink(log):
                     raise LinkedLogError(header.id, log, files.link_target(log))
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -798,7 +934,13 @@ class JsonlBackend:
             except BaseException:
                 os.close(fd)
                 raise
-            if files.same_file(fd, path):
+            here = os.fstat(fd)
+            try:
+                there = os.stat(path, follow_symlinks=False)
+            except FileNotFoundError:
+                there = None
+            if there is not None and (here.st_dev, here.st_ino) == (there.st_dev,
+                                                                     there.st_ino):
                 break
             # A delete unlinked this lock file between our open and our flock: the lock
             # taken is on a file nobody else will open. Take the one at the path now.
@@ -807,7 +949,12 @@ class JsonlBackend:
         if fd < 0:
             raise SessionLockedError(header.id, f"lock {path} (removed under us, again and "
                                                 f"again: a delete loop?)")
-        lock = _FileLock(fd, path, self.location(header), self)
+        try:
+            self._check_known(log, _lstat(log))
+        except BaseException:
+            os.close(fd)
+            raise
+        lock = _FileLock(fd, path, log, self, here.st_dev, here.st_ino)
         with self._mutex:
             self._locks.add(lock)
             sweep = bucket not in self._swept
@@ -817,6 +964,74 @@ class JsonlBackend:
         if sweep:
             files.sweep_temps(bucket, encode_segment(header.id))
         return lock
+
+    def _relock(self, header: SessionHeader, path: str, log: str, fd: int, dev: int,
+                ino: int) -> _FileLock | None:
+        """:meth:`acquire` on a kept descriptor of the lock file (``dev``, ``ino``):
+        ``None`` (the descriptor closed) when the lock must be taken as the first time:
+        the lock file at the path is another one (a delete removed it), or the bucket
+        is not what it was.
+
+        :raises SessionLockedError: another writer holds it (the descriptor is kept).
+        :raises LinkedLogError: the log is a symbolic link.
+        """
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._park(path, fd, dev, ino)
+            raise SessionLockedError(header.id, f"lock {path}") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            there = os.stat(path, follow_symlinks=False)
+            # The lock file is in the bucket, so the bucket is there; a bucket that
+            # became a link is refused by the first time's path (files.check_bucket).
+            usable = ((there.st_dev, there.st_ino) == (dev, ino)
+                      and not stat.S_ISLNK(os.lstat(os.path.dirname(path)).st_mode))
+            if usable:
+                found = _lstat(log)
+                if found is not None and stat.S_ISLNK(found.st_mode):
+                    raise LinkedLogError(header.id, log, files.link_target(log))
+                self._check_known(log, found)
+        except FileNotFoundError:
+            usable = False
+        except BaseException:
+            os.close(fd)  # unlocks
+            raise
+        if not usable:
+            os.close(fd)  # unlocks
+            return None
+        lock = _FileLock(fd, path, log, self, dev, ino)
+        with self._mutex:
+            self._locks.add(lock)
+        return lock
+
+    def _check_known(self, log: str, found: os.stat_result | None) -> None:
+        """Just after taking the session's lock: forget the append descriptor and the
+        known end (:class:`_Known`) of a log that is no longer the file they are of
+        (``found``: the log's ``lstat``, ``None`` when it is gone). Another process may
+        have deleted the session and made it anew since this backend wrote it; a write
+        through the old descriptor would land in the removed file."""
+        with self._mutex:
+            known = self._known.get(log)
+            fd = self._fds.get(log)
+        if known is None and fd is None:
+            return
+        if known is not None:
+            was = (known.dev, known.ino)
+        else:
+            assert fd is not None
+            st = os.fstat(fd)
+            was = (st.st_dev, st.st_ino)
+        if found is not None and (found.st_dev, found.st_ino) == was:
+            return
+        with self._mutex:
+            self._known.pop(log, None)
+            stale = self._fds.pop(log, None)
+        if stale is not None:
+            with contextlib.suppress(OSError):
+                os.close(stale)
 
     # -- deleting --
 
@@ -901,6 +1116,7 @@ class JsonlBackend:
         """Drop what this backend keeps about a log it is removing."""
         with self._mutex:
             fd = self._fds.pop(path, None)
+            self._known.pop(path, None)
             self._dirty.pop(path, None)
             self._unmarked.pop(path, None)
             self._unacked.pop(path, None)
@@ -912,14 +1128,36 @@ class JsonlBackend:
         with self._mutex:
             self._locks.discard(lock)
 
-    def close(self) -> None:
-        """Close the append descriptors and release the locks still held. The backend
-        stays usable (descriptors reopen on demand)."""
+    def _knows(self, log: str) -> bool:
+        """Whether this backend saw the log there at the lock's acquire, or wrote it."""
         with self._mutex:
-            fds = list(self._fds.values())
-            self._fds.clear()
+            return log in self._known
+
+    def _park(self, path: str, fd: int, dev: int, ino: int) -> None:
+        """Keep a released lock file's descriptor (unlocked) for the next acquire."""
+        evicted: list[int] = []
+        with self._mutex:
+            old = self._idle.pop(path, None)
+            if old is not None:
+                evicted.append(old[0])
+            self._idle[path] = (fd, dev, ino)
+            while len(self._idle) > MAX_OPEN_LOGS:
+                evicted.append(self._idle.pop(next(iter(self._idle)))[0])
+        for stale in evicted:
+            with contextlib.suppress(OSError):
+                os.close(stale)  # unlocked: closing it releases nothing
+
+    def close(self) -> None:
+        """Close the append descriptors and the lock files', and release the locks still
+        held. The backend stays usable (descriptors reopen on demand)."""
+        with self._mutex:
             locks = list(self._locks)
         for lock in locks:
             lock.release()
+        with self._mutex:
+            fds = [*self._fds.values(), *(fd for fd, _, _ in self._idle.values())]
+            self._fds.clear()
+            self._idle.clear()
+            self._known.clear()
         for fd in fds:
             os.close(fd)

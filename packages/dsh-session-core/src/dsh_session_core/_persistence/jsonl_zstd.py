@@ -54,7 +54,7 @@ from ..events import Event
 from . import files
 from .base import POLL_SECONDS, LogNews, LogTail
 from .endmark import durable_end
-from .jsonl import JsonlBackend
+from .jsonl import _MAX_TAIL, JsonlBackend
 
 if TYPE_CHECKING:
     from .._search import SearchHit, SearchQuery
@@ -346,6 +346,10 @@ class JsonlZstdBackend(JsonlBackend):
         frame: bytes = compressor.compress(plain)
         return frame
 
+    def _end_of(self, plain: bytes, written: bytes) -> bytes | None:
+        """A batch's whole frame: a log ending with it ends with the batch's last line."""
+        return written if len(written) <= _MAX_TAIL else None
+
     def _scan(self, data: bytes, registry: EventRegistry, path: str
               ) -> tuple[ScanResult, object | None]:
         frames = decode_frames(data)
@@ -412,9 +416,11 @@ class JsonlZstdBackend(JsonlBackend):
 
     # -- reading: the whole log is decoded (a frame is found only from the start) --
 
-    def lines_since(self, header: SessionHeader, last: Event) -> builtins.list[bytes] | None:
+    def _lines_since_read(self, header: SessionHeader, path: str, last: Event
+                          ) -> builtins.list[bytes] | None:
         """:meth:`~.base.Backend.lines_since` by the protocol's default: the log is
-        decoded whole to tell a torn frame (a frame cannot be found from the end)."""
+        decoded whole to tell a torn frame (a frame cannot be found from the end). Only
+        when the file is not as this backend left it (:meth:`JsonlBackend.lines_since`)."""
         from .base import Backend
 
         return Backend.lines_since(self, header, last)

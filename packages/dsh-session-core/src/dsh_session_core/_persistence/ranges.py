@@ -158,14 +158,13 @@ def lines_of_types(path: str, types: Collection[str]) -> list[bytes] | None:
     when the log may hold a line of those types that this search does not see (written
     by hand, ``type`` not first, or spaced): the caller reads every line instead.
 
-    One read of the file and two passes over its bytes at C speed: a search for the
-    start of each line whose type begins as the types all do (``\\n{"type":"agents/``),
-    and a count of every place a string so begins (``"agents/``), which must be those
-    lines' types alone (else an event of those types may be written some other way; or
-    a string of the data merely starts so, and the caller's full read costs more, that
-    is all). The other lines are never split out: the cost is the read and the lines
-    returned, not the count of lines. Nothing after the log's durable-end mark
-    (:mod:`.endmark`) is read.
+    One read of the file and one pass over its bytes at C speed: a search for every
+    place a JSON string begins as the types all do (``"agents/``), each of which must be
+    the type of a line, written first (``\n{"type":"agents/``); else an event of those
+    types may be written some other way (or a string of the data merely starts so, and
+    the caller's full read costs more, that is all). The other lines are never split
+    out: the cost is the read and the lines returned, not the count of lines. Nothing
+    after the log's durable-end mark (:mod:`.endmark`) is read.
 
     :raises FileNotFoundError: there is no file at ``path``.
     """
@@ -173,6 +172,10 @@ def lines_of_types(path: str, types: Collection[str]) -> list[bytes] | None:
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     with os.fdopen(fd, "rb", buffering=0) as f:
         return lines_of_types_in(f.read() if end is None else f.read(end), types)
+
+
+#: What every line of the log starts with, up to its type's value.
+_TYPE_FIRST: Final = b'\n{"type":'
 
 
 def lines_of_types_in(body: bytes, types: Collection[str]) -> list[bytes] | None:
@@ -187,15 +190,20 @@ def lines_of_types_in(body: bytes, types: Collection[str]) -> list[bytes] | None
     size = next((i for i, (a, b) in enumerate(zip(low, high, strict=False)) if a != b),
                 len(low))
     common = low[:size]
-    keys = tuple(q + b'",' for q in quoted)
-    start = b'\n{"type":' + common
+    lead = len(_TYPE_FIRST)
+    # A wanted line from its newline on: the type whole, then the next key's comma.
+    wanted = tuple(_TYPE_FIRST + q + b'",' for q in quoted)
     lines: list[bytes] = []
-    seen = 0
-    at = body.find(start, first, end)
+    append, find, starts = lines.append, body.find, body.startswith
+    # Every place a string begins as the types do, each in one step: a wanted line's
+    # type (kept), else the type of another line (skipped), else not a line's type at
+    # all (the search cannot be sure: None).
+    at = find(common, first + lead, end)
     while at >= 0:
-        seen += 1
-        stop = body.find(b"\n", at + 1, end + 1)
-        if body.startswith(keys, at + 9):  # past '\n{"type":'
-            lines.append(body[at + 1:stop])
-        at = body.find(start, stop, end)
-    return lines if body.count(common, first, end) == seen else None
+        if starts(wanted, at - lead):
+            append(body[at - lead + 1:find(b"\n", at, end + 1)])
+        elif not starts(_TYPE_FIRST, at - lead):
+            return None
+        # On from just past this one: a kept line's data is searched too.
+        at = find(common, at + size, end)
+    return lines
