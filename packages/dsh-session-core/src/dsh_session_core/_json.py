@@ -108,10 +108,53 @@ def json_problem(value: object, *, level: int | None = 0) -> tuple[str, bool] | 
     tuples in plain data (JSON would silently turn them into lists), non-str keys, and
     cycles (a value on its own descent path). A value shared by two branches is fine.
     """
+    limit = MAX_JSON_DEPTH - level if level is not None else -1
+    # The common case first: a value that fits, found by a walk that builds no paths (the
+    # depth limit bounds its recursion); the walk below, with paths, names a problem.
+    if level is not None and _fits(value, 0, limit, False, set()):
+        return None
+    return _problem(value, limit)
+
+
+def _fits(v: object, depth: int, limit: int, frozen: bool, on_path: set[int]) -> bool:
+    """Whether :func:`_problem` finds nothing in ``v`` (``depth`` levels below the value
+    it was given, ``limit`` levels allowed): its rules, without the paths."""
+    t = type(v)
+    if v is None or t is bool or t is str or t is int:
+        return True
+    if t is float:
+        return math.isfinite(v)  # type: ignore[arg-type]
+    if depth == limit and (t is dict or t is JsonObject or t is list or t is tuple
+                           or isinstance(v, msgspec.Struct)):
+        return False
+    if t is dict or t is JsonObject or t is list or (t is tuple and frozen):
+        if id(v) in on_path:
+            return False
+        on_path.add(id(v))
+        below = depth + 1
+        if t is list or t is tuple:
+            for child in v:  # type: ignore[attr-defined]
+                if not _fits(child, below, limit, frozen, on_path):
+                    return False
+        else:
+            inner = frozen or t is JsonObject
+            items: dict[Any, Any] = v._d if t is JsonObject else v  # type: ignore[attr-defined,assignment]
+            for k, child in items.items():
+                if type(k) is not str or not _fits(child, below, limit, inner, on_path):
+                    return False
+        on_path.discard(id(v))
+        return True
+    if isinstance(v, msgspec.Struct):
+        return _fits(msgspec.to_builtins(v, enc_hook=enc_hook), depth, limit, True, on_path)
+    return False
+
+
+def _problem(value: object, limit: int) -> tuple[str, bool] | None:
+    """:func:`json_problem`'s walk, naming the path of what it finds (``limit``: the
+    levels allowed, ``-1`` for no limit)."""
     # Each stack entry is (value, path, frozen, leaving): ``frozen`` marks values inside a
     # JsonObject, where tuples are the array form; ``leaving`` pops a container off the
     # current descent path once all its children were checked.
-    limit = MAX_JSON_DEPTH - level if level is not None else -1
     on_path: set[int] = set()
     stack: list[tuple[object, list[str | int], bool, bool]] = [(value, [], False, False)]
     while stack:
