@@ -223,6 +223,10 @@ def json_text_depth(text: bytes) -> int:
     return deepest
 
 
+#: The types whose values :func:`freeze` returns as they are.
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+
+
 def freeze(value: Any, level: int = 0) -> JsonValue:
     """Deep-copy a JSON value into its read-only form (dicts become :class:`JsonObject`,
     lists become tuples). The input must already have passed :func:`find_non_json`.
@@ -237,12 +241,14 @@ def freeze(value: Any, level: int = 0) -> JsonValue:
             raise JsonDepthError(MAX_JSON_DEPTH)
         items = value._d if t is JsonObject else value
         inner = level + 1
-        return JsonObject({k: freeze(v, inner) for k, v in items.items()})
+        # A scalar is its own frozen form: kept without a call (most values are).
+        return JsonObject({k: v if v.__class__ in _SCALARS else freeze(v, inner)
+                           for k, v in items.items()})
     if t is list or t is tuple:
         if level >= MAX_JSON_DEPTH:
             raise JsonDepthError(MAX_JSON_DEPTH)
         inner = level + 1
-        return tuple(freeze(v, inner) for v in value)
+        return tuple([v if v.__class__ in _SCALARS else freeze(v, inner) for v in value])
     if isinstance(value, msgspec.Struct):
         return freeze(msgspec.to_builtins(value, enc_hook=enc_hook), level)
     return value  # type: ignore[no-any-return]
