@@ -530,3 +530,47 @@ def _stored_now(url: str) -> list[Event]:
 
     with open_store(url) as store:
         return list(read_session(store.location("kept")).events)
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    top: dict[str, Any] = {}
+    inner = top
+    for _ in range(depth - 1):
+        inner["x"] = inner = {}
+    return top
+
+
+def test_an_item_as_deep_as_the_log_allows_is_kept_in_any_batch(tmp_path: Path) -> None:
+    """The batch is checked at once, each item one level deeper than it is stored: an
+    item at the deepest nesting the log keeps is still accepted in a batch of several,
+    and one a level deeper refused, named by its own error."""
+    from dsh_session_core import SessionStore
+
+    probe = SessionStore().create("probe")
+    deepest = next(d for d in range(1, 200)
+                   if not _fits_alone(probe, _nested(d + 1)))
+    assert _fits_alone(probe, _nested(deepest))
+    logs = str(tmp_path / "logs")
+
+    async def main() -> None:
+        session = DshSession("deep", store=logs)
+        await session.add_items([ITEMS[0], {"role": "user", "content": "x",
+                                            "deep": _nested(deepest - 1)}])
+        with pytest.raises(TooDeepError):
+            await session.add_items([ITEMS[0], {"role": "user", "content": "x",
+                                                "deep": _nested(deepest)}])
+        assert len(await session.get_items()) == 2
+        await session.aclose()
+
+    asyncio.run(main())
+
+
+def _fits_alone(probe: Any, item: Any) -> bool:
+    """Whether the log keeps ``item`` as an ``agents/item`` of its own."""
+    from dsh_session_core.errors import AppendError
+
+    try:
+        probe.append("agents/item", {"item": item})
+    except AppendError:
+        return False
+    return True

@@ -40,6 +40,7 @@ from dsh_session_core import (
     ToolCallBlock,
     to_wire,
 )
+from dsh_session_core.errors import AppendError
 
 from ._view import _LogIndex
 
@@ -123,8 +124,13 @@ def _check_items(session: Session, items: Sequence[Any]) -> None:
     ``TooDeepError``)."""
     scratch = Session(session.id, registry=session.registry, strict=session.strict,
                       foreign_types=session.foreign_types)
-    for item in items:
-        scratch.append("agents/item", {"item": item})
+    try:  # the batch in one append: each item one level deeper than its own
+        scratch.append("agents/item", {"item": list(items)})
+    except AppendError:
+        # Which item, and why: the error its own append raises (when none does, the
+        # batch's one extra level was all that was too deep: every item fits).
+        for item in items:
+            scratch.append("agents/item", {"item": item})
 
 
 class _Run:
