@@ -116,6 +116,10 @@ def json_problem(value: object, *, level: int | None = 0) -> tuple[str, bool] | 
     return _problem(value, limit)
 
 
+#: The types whose values fit as they are (a float must be finite too).
+_PLAIN: Final = frozenset({str, int, bool, type(None)})
+
+
 def _fits(v: object, depth: int, limit: int, frozen: bool, on_path: set[int]) -> bool:
     """Whether :func:`_problem` finds nothing in ``v`` (``depth`` levels below the value
     it was given, ``limit`` levels allowed): its rules, without the paths."""
@@ -132,15 +136,18 @@ def _fits(v: object, depth: int, limit: int, frozen: bool, on_path: set[int]) ->
             return False
         on_path.add(id(v))
         below = depth + 1
+        # A string, integer, bool or null child fits: checked without a call.
         if t is list or t is tuple:
             for child in v:  # type: ignore[attr-defined]
-                if not _fits(child, below, limit, frozen, on_path):
+                if type(child) not in _PLAIN and not _fits(
+                        child, below, limit, frozen, on_path):
                     return False
         else:
             inner = frozen or t is JsonObject
             items: dict[Any, Any] = v._d if t is JsonObject else v  # type: ignore[attr-defined,assignment]
             for k, child in items.items():
-                if type(k) is not str or not _fits(child, below, limit, inner, on_path):
+                if type(k) is not str or (type(child) not in _PLAIN and not _fits(
+                        child, below, limit, inner, on_path)):
                     return False
         on_path.discard(id(v))
         return True
@@ -242,13 +249,13 @@ def freeze(value: Any, level: int = 0) -> JsonValue:
         items = value._d if t is JsonObject else value
         inner = level + 1
         # A scalar is its own frozen form: kept without a call (most values are).
-        return JsonObject({k: v if v.__class__ in _SCALARS else freeze(v, inner)
+        return JsonObject({k: v if type(v) in _SCALARS else freeze(v, inner)
                            for k, v in items.items()})
     if t is list or t is tuple:
         if level >= MAX_JSON_DEPTH:
             raise JsonDepthError(MAX_JSON_DEPTH)
         inner = level + 1
-        return tuple([v if v.__class__ in _SCALARS else freeze(v, inner) for v in value])
+        return tuple([v if type(v) in _SCALARS else freeze(v, inner) for v in value])
     if isinstance(value, msgspec.Struct):
         return freeze(msgspec.to_builtins(value, enc_hook=enc_hook), level)
     return value  # type: ignore[no-any-return]
