@@ -220,6 +220,7 @@ _SELECT_TYPES: Final = (
     "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
     " WHERE session_id = ? AND type IN (SELECT value FROM json_each(?)) ORDER BY seq"
 )
+_WHERE_TYPES: Final = "session_id = ?1 AND type IN (SELECT value FROM json_each(?2))"
 _SELECT_LAST: Final = "SELECT max(seq) FROM events WHERE session_id = ?"
 _SELECT_TAIL: Final = (
     "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
@@ -268,6 +269,36 @@ _SELECT_CHUNK: Final = (
 #: Rows per chunk of the fast load: small enough that decoding starts early, large
 #: enough that per-query costs vanish.
 _CHUNK: Final = 8192
+
+
+def _lines_sql(where: str, limit: bool = False) -> str:
+    """One statement answering a read of lines whole: whether the session is stored,
+    how many rows match ``where`` (``?1`` the session id), and their lines, in seq
+    order, ``\n``-joined into one BLOB by SQLite (:data:`_LINE`), which Python splits
+    once. Against a read transaction of three statements and a line built per row in
+    Python, it takes the SDK reload's ``lines_of_types`` from 7.5 to 5.8 ms for
+    2,000 of 7,500 rows, and one statement needs no transaction for its snapshot.
+
+    SQLite before 3.44 cannot order an aggregate's input; there the rows come from a
+    subquery ordered by seq (the primary key's index, which SQLite walks in order and
+    the aggregate reads as it yields them)."""
+    if sqlite3.sqlite_version_info >= (3, 44, 0):
+        rows = (f"SELECT count(*) AS n, group_concat({_LINE}, char(10) ORDER BY seq) AS lines"
+                f" FROM events WHERE {where}")
+        if limit:  # an ordered aggregate cannot be limited: the rows are, first
+            rows = (f"SELECT count(*) AS n, group_concat(line, char(10) ORDER BY seq) AS lines"
+                    f" FROM (SELECT seq, {_LINE} AS line FROM events WHERE {where}"
+                    f" ORDER BY seq LIMIT ?3)")
+    else:
+        rows = (f"SELECT count(*) AS n, group_concat(line, char(10)) AS lines FROM"
+                f" (SELECT {_LINE} AS line FROM events WHERE {where} ORDER BY seq"
+                f"{' LIMIT ?3' if limit else ''})")
+    return (f"SELECT (SELECT 1 FROM sessions WHERE id = ?1), n, CAST(lines AS BLOB)"
+            f" FROM ({rows})")
+
+
+_LINES_OF_TYPES: Final = _lines_sql(_WHERE_TYPES)
+_LINES_AFTER: Final = _lines_sql("session_id = ?1 AND seq > ?2", limit=True)
 
 # What a delete removes: the header, the count of events, the size of their log lines
 # (as a load builds them, each with its newline) and the time of the last one.
@@ -1015,34 +1046,54 @@ class SqliteBackend:
     def read_lines(self, session_id: str, after: int, limit: int | None
                    ) -> builtins.list[bytes] | None:
         """The rows after seq ``after`` (at most ``limit``) by the primary key, as log
-        lines: a key range, whatever the session's length."""
+        lines: a key range, whatever the session's length, read in one statement
+        (:func:`_lines_sql`)."""
         if not utf8_ok(session_id):
             return None  # no row can hold this id
-        with self._lock, self._transaction("BEGIN") as conn:  # one snapshot
-            if conn.execute(_SELECT_FOUND, (session_id,)).fetchone() is None:
-                return None
-            rows = conn.execute(_SELECT_RANGE, (session_id, after,
-                                                -1 if limit is None else max(limit, 0))
-                                ).fetchall()
-        return [row_line(row) for row in rows]
+        return self._lines(_LINES_AFTER, (session_id, after,
+                                          -1 if limit is None else max(limit, 0)),
+                           _SELECT_RANGE)
 
     def lines_since(self, header: SessionHeader, last: Event) -> builtins.list[bytes] | None:
         """:meth:`~.base.Backend.lines_since`: the rows from ``last``'s seq on, a key
-        range (a database holds no torn tail)."""
+        range (a database holds no torn tail), in one statement: when no one wrote
+        since, one index lookup and ``last``'s own line."""
         lines = self.read_lines(header.id, last.seq - 1, None)
         return None if lines is None else continued(lines, last)
 
     def lines_of_types(self, session_id: str, types: Collection[str]
                        ) -> builtins.list[bytes] | None:
         """:func:`~.base.lines_of_types_of`: the rows of those types (by the ``type``
-        column), as log lines, in one query."""
+        column), as log lines, in one statement (:func:`_lines_sql`)."""
         if not utf8_ok(session_id):
             return None  # no row can hold this id
         wanted = ENCODER.encode([t for t in types if utf8_ok(t)]).decode()
-        with self._lock, self._transaction("BEGIN") as conn:  # one snapshot
-            if conn.execute(_SELECT_FOUND, (session_id,)).fetchone() is None:
+        return self._lines(_LINES_OF_TYPES, (session_id, wanted), _SELECT_TYPES)
+
+    def _lines(self, sql: str, params: tuple[object, ...], rows_sql: str
+               ) -> builtins.list[bytes] | None:
+        """The lines ``sql`` (:func:`_lines_sql`) builds, or ``None`` when the session
+        is not stored. Where SQLite's lines are not one per row (a column edited by hand
+        to hold a raw newline, which :func:`~.rows.row_line` turns into a space) or do
+        not fit in one string, the rows (``rows_sql``, same parameters) are read in one
+        read transaction and each line built in Python, as the careful path."""
+        with self._lock:
+            try:
+                found, count, blob = self._conn.execute(sql, params).fetchone()
+            except sqlite3.DataError:  # longer than SQLite's string limit (1 GB)
+                found, count, blob = 1, -1, None
+            if found is None:
                 return None
-            rows = conn.execute(_SELECT_TYPES, (session_id, wanted)).fetchall()
+            if not count:
+                return []
+            if blob is not None:
+                lines: builtins.list[bytes] = blob.split(b"\n")
+                if len(lines) == count:
+                    return lines
+            with self._transaction("BEGIN") as conn:  # one snapshot
+                if conn.execute(_SELECT_FOUND, (params[0],)).fetchone() is None:
+                    return None
+                rows = conn.execute(rows_sql, params).fetchall()
         return [row_line(row) for row in rows]
 
     def tail_lines(self, session_id: str, count: int) -> LogTail | None:

@@ -1,0 +1,160 @@
+"""The SQLite backend's cheap paths (issue 25, point 4): reads answered in one statement
+whose lines SQLite builds, byte for byte the lines the row-by-row path built; the
+default mode's per-call statements (retaking the writer lock, ``lines_since``, the
+batch and its index); and opening a database whose schema is already there.
+
+Statements are counted with SQLite's own trace callback on the real connection; the
+expected lines are built here from the JSON rules (key order ``type, seq, time, data[,
+sourceEventSeqs][, surfaceOp]``, the type quoted as JSON), not by the backend's code.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dsh_session_core import SessionHeader
+from dsh_session_core._persistence.sqlite import SqliteBackend
+
+_ROW_SQL = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)"
+
+
+def _header(session_id: str) -> SessionHeader:
+    return SessionHeader(version=0, id=session_id, created_at=1000)
+
+
+def _json_text(value: Any, newline: bool) -> str:
+    """The JSON text of ``value``, with a raw newline after its first character when
+    asked (whitespace a hand edit may leave; a line holds it as a space)."""
+    text = msgspec.json.encode(value).decode()
+    return text[0] + "\n" + text[1:] if newline and len(text) > 1 else text
+
+
+def _expected(row: tuple[Any, ...]) -> bytes:
+    _, seq, type_, time, data, sources, op = row
+    line = (b'{"type":' + msgspec.json.encode(type_) + b',"seq":' + str(seq).encode()
+            + b',"time":' + str(time).encode() + b',"data":' + data.encode())
+    if sources is not None:
+        line += b',"sourceEventSeqs":' + sources.encode()
+    if op is not None:
+        line += b',"surfaceOp":' + op.encode()
+    return (line + b"}").replace(b"\n", b" ")
+
+
+def _store(path: Path, rows: list[tuple[Any, ...]]) -> None:
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("BEGIN")
+        for sid in sorted({r[0] for r in rows}):
+            conn.execute("INSERT INTO sessions VALUES (?, 0, 1000, NULL, NULL, NULL)", (sid,))
+        conn.executemany(_ROW_SQL, rows)
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def traced(tmp_path: Path) -> Iterator[tuple[SqliteBackend, list[str]]]:
+    """A backend over a fresh file, and the statements its connection runs."""
+    backend = SqliteBackend(tmp_path / "s.db")
+    statements: list[str] = []
+    backend._conn.set_trace_callback(statements.append)
+    try:
+        yield backend, statements
+    finally:
+        backend.close()
+
+
+# --- reads in one statement, byte for byte ------------------------------------------
+
+_text = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=6)
+_value = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | _text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
+    max_leaves=6,
+)
+_types = st.sampled_from(["agents/item", "agents/pop", "turn/start", 'x/"q"', "x/\\n",
+                          "x/\t\u2028é😀", "x/\x01"])
+_row = st.tuples(
+    _types, st.integers(-(2**63), 2**63 - 1), _value,
+    st.none() | st.lists(st.integers(0, 99), max_size=3),
+    st.none() | st.sampled_from(["append", {"replace": 3}, "é"]),
+    st.integers(0, 20),  # 0: a raw newline in the data (whitespace between tokens)
+)
+
+
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(_row, max_size=12), wanted=st.sets(_types, max_size=4),
+       after=st.integers(-2, 12), limit=st.none() | st.integers(-1, 13))
+def test_the_lines_sqlite_builds_are_the_rows_lines(
+    tmp_path_factory: pytest.TempPathFactory, rows: list[tuple[Any, ...]],
+    wanted: set[str], after: int, limit: int | None,
+) -> None:
+    path = tmp_path_factory.mktemp("rows") / "s.db"
+    SqliteBackend(path).close()
+    stored = [
+        ("s", seq, type_, time, _json_text(data, newline == 0),
+         None if sources is None else msgspec.json.encode(sources).decode(),
+         None if op is None else msgspec.json.encode(op).decode())
+        for seq, (type_, time, data, sources, op, newline) in enumerate(rows)
+    ]
+    # Another session's rows on both sides of the key range.
+    _store(path, [*stored, ("r", 0, "agents/item", 1, "{}", None, None),
+                  ("t", 0, "agents/item", 1, "{}", None, None)])
+    backend = SqliteBackend(path)
+    try:
+        if not stored:  # no row, so no sessions row: not stored
+            assert backend.lines_of_types("s", wanted) is None
+            assert backend.read_lines("s", after, limit) is None
+            return
+        lines = [_expected(row) for row in stored]
+        got = backend.lines_of_types("s", wanted)
+        assert got == [line for line, row in zip(lines, stored, strict=True)
+                       if row[2] in wanted]
+        assert backend.read_lines("s", after, limit) == (
+            lines[max(after + 1, 0):][:None if limit is None else max(limit, 0)])
+        assert backend.lines_of_types("u", wanted) is None
+        assert backend.read_lines("u", -1, None) is None
+    finally:
+        backend.close()
+
+
+def test_reads_of_a_session_are_one_statement_each(
+    traced: tuple[SqliteBackend, list[str]],
+) -> None:
+    backend, statements = traced
+    _store(Path(backend.path), [("s", 0, "agents/item", 1, "{}", None, None),
+                                ("s", 1, "turn/start", 2, "{}", None, None)])
+    statements.clear()
+    assert backend.lines_of_types("s", ["agents/item"]) == [
+        b'{"type":"agents/item","seq":0,"time":1,"data":{}}']
+    assert len(statements) == 1
+    statements.clear()
+    assert len(backend.read_lines("s", -1, None) or []) == 2
+    assert len(statements) == 1
+    statements.clear()
+    assert backend.read_lines("s", 1, None) == []  # stored, nothing after seq 1
+    assert backend.lines_of_types("s", ["x"]) == []
+    assert backend.lines_of_types("nope", ["x"]) is None
+    assert len(statements) == 3
+
+
+def test_lines_beyond_the_string_limit_are_built_row_by_row(
+    traced: tuple[SqliteBackend, list[str]],
+) -> None:
+    backend, _ = traced
+    data = '{"text":"' + "é" * 300 + '"}'
+    _store(Path(backend.path), [("s", i, "agents/item", i, data, None, None)
+                                for i in range(20)])
+    backend._conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 2000)  # a row fits, all do not
+    expected = [_expected(("s", i, "agents/item", i, data, None, None)) for i in range(20)]
+    assert backend.lines_of_types("s", ["agents/item"]) == expected
+    assert backend.read_lines("s", 4, 3) == expected[5:8]
