@@ -158,3 +158,75 @@ def test_lines_beyond_the_string_limit_are_built_row_by_row(
     expected = [_expected(("s", i, "agents/item", i, data, None, None)) for i in range(20)]
     assert backend.lines_of_types("s", ["agents/item"]) == expected
     assert backend.read_lines("s", 4, 3) == expected[5:8]
+
+
+# --- the default mode's call ------------------------------------------------------------
+
+
+def test_a_call_in_the_default_mode_runs_one_read_and_one_write_transaction(
+    tmp_path: Path,
+) -> None:
+    # Take the released session back, append a turn, flush, release: what DshSession
+    # does per add_items call without keep_open.
+    from dsh_session_core import open_store
+
+    with open_store(f"sqlite:///{tmp_path}/s.db") as store:
+        backend = store.backend
+        assert isinstance(backend, SqliteBackend)
+        session = store.create("s")
+        with session.turn() as turn:
+            turn.user("zero")
+        store.release(session)
+        statements: list[str] = []
+
+        def top(sql: str) -> None:  # FTS5's own statements start with "--"
+            if not sql.startswith("--"):
+                statements.append(sql)
+
+        backend._conn.set_trace_callback(top)
+        for text in ("one", "two"):
+            statements.clear()
+            again = store.open("s", resume=session)
+            assert again is session  # no one wrote: taken back as it was
+            with again.turn() as turn:
+                turn.user(text)
+            store.release(again)
+            begin = statements.index("BEGIN IMMEDIATE")
+            # Before the batch, one statement: the rows from the last event on (its
+            # own); no read transaction, and no query at release.
+            assert len(statements[:begin]) == 1
+            assert statements[0].startswith("SELECT")
+            assert statements[-1] == "COMMIT"
+            assert statements.count("COMMIT") == 1
+            # The batch: its rows, the index state, the index rows, the new state.
+            assert len(statements) - begin <= 7
+        assert [e.data.content[0].text for e in store.read_session("s").events
+                if e.type == "user/message"] == ["zero", "one", "two"]
+
+
+def test_the_lock_file_of_a_session_never_stored_still_goes_at_release(
+    tmp_path: Path,
+) -> None:
+    backend = SqliteBackend(tmp_path / "s.db")
+    try:
+        lock = backend.acquire(_header("never"))
+        (held,) = list((tmp_path / "s.db.locks").iterdir())
+        lock.release()
+        assert not held.exists()
+        # Stored under one lock, then the session deleted: a new lock's release asks
+        # the database again and takes the file away.
+        from dsh_session_core import Session
+
+        live = Session("x", header=_header("x"), clock=lambda: 1)
+        live.append("turn/start", {"turn": 1, "trigger": {"kind": "message",
+                                                          "source": {"kind": "user"}}})
+        lock = backend.acquire(live.header)
+        backend.append_batch(live.header, list(live.events), live.jsonl(), False)
+        lock.release()
+        assert len(list((tmp_path / "s.db.locks").iterdir())) == 1  # stored: kept
+        backend.delete("x")
+        lock = backend.acquire(live.header)
+        lock.release()
+        assert list((tmp_path / "s.db.locks").iterdir()) == []
+    finally:
+        backend.close()

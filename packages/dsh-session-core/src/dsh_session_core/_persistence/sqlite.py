@@ -662,6 +662,10 @@ class SqliteBackend:
         # holds the session's writer lock (dropped when it takes the lock, deletes or
         # repairs): no other writer can have changed it, so a flush does not read it.
         self._states: dict[str, IndexState] = {}
+        # The sessions a batch was stored for since this backend took their writer lock:
+        # stored still at its release (no one else can delete a session while its lock
+        # is held), so the release asks the database nothing (_has_row).
+        self._written: set[str] = set()
         # The data_version at which a search last found the index in step with every
         # row (None: not yet): until another connection commits, it still is.
         self._in_step_at: int | None = None
@@ -847,6 +851,7 @@ class SqliteBackend:
                                    known=known)
             if self._indexed:
                 self._states[header.id] = state
+            self._written.add(header.id)
 
     def commit_repair(
         self, header: SessionHeader, torn: object | None, closers: Sequence[Event], jsonl: bytes
@@ -906,6 +911,7 @@ class SqliteBackend:
             raise unencodable(session_id, "the id", "SQLite")
         with self._lock:  # another writer may have held it since this one did
             self._states.pop(session_id, None)
+            self._written.discard(session_id)
         path = self._lock_file(session_id)
         if path is None:
             with self._lock:
@@ -915,14 +921,19 @@ class SqliteBackend:
             return _MemoryLock(self._memory_locks, session_id)
         fd = -1
         for _ in range(_LOCK_ATTEMPTS):
-            # Beside the database, never above it: a folder gone since the open is not
-            # made again (FileNotFoundError).
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(os.path.dirname(path), 0o700)
             # The file is deleted only by delete(), while it holds the lock; a process
             # that opened it before and locks it after holds a dead file, so the lock
             # is checked to be on the file at the path (files.same_file).
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            except FileNotFoundError:
+                # The folder is made on first use, beside the database, never above
+                # it: a database folder gone since the open is not made again (mkdir's
+                # FileNotFoundError). Tried once the open fails: a call in the
+                # default mode is one open(2), not a mkdir(2) that fails too.
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(os.path.dirname(path), 0o700)
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
                 # flock, not fcntl/lockf: its locks belong to the open file description,
                 # so a second open of the file in this very process conflicts too.
@@ -948,7 +959,12 @@ class SqliteBackend:
 
     def _has_row(self, session_id: str) -> bool:
         """Whether the session is stored (a row); ``True`` when that cannot be told (the
-        database is closed or fails): its lock file is then kept."""
+        database is closed or fails): its lock file is then kept. Asked when its lock is
+        released: a session this backend stored a batch of since it took the lock is
+        stored, asking nothing."""
+        if session_id in self._written:
+            self._written.discard(session_id)
+            return True
         try:
             with self._lock:
                 return self._conn.execute(_SELECT_FOUND, (session_id,)).fetchone() is not None
