@@ -230,3 +230,48 @@ def test_the_lock_file_of_a_session_never_stored_still_goes_at_release(
         assert list((tmp_path / "s.db.locks").iterdir()) == []
     finally:
         backend.close()
+
+
+# --- opening -----------------------------------------------------------------------------
+
+
+def _opening_statements(monkeypatch: pytest.MonkeyPatch, path: Path) -> list[str]:
+    """The statements a backend's open runs on its (real) connection."""
+    import dsh_session_core._persistence.sqlite as sqlite_backend
+
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def traced_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(sqlite_backend.sqlite3, "connect", traced_connect)
+    SqliteBackend(path).close()
+    monkeypatch.setattr(sqlite_backend.sqlite3, "connect", connect)
+    return [s for s in statements if not s.startswith("--")]
+
+
+def test_a_database_with_its_schema_opens_without_creating_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = tmp_path / "s.db"
+    first = _opening_statements(monkeypatch, path)
+    assert sum(s.startswith("CREATE") for s in first) == 5  # a new file: every table
+    again = _opening_statements(monkeypatch, path)
+    assert not [s for s in again if s.startswith(("CREATE", "BEGIN"))]
+    assert len(again) <= 4
+    # A database the reference wrote (its two tables, no index): the index is made.
+    conn = sqlite3.connect(path)
+    for table in ("dsh_search", "dsh_search_docs", "dsh_search_state"):
+        conn.execute(f"DROP TABLE {table}")
+    conn.commit()
+    conn.close()
+    made = _opening_statements(monkeypatch, path)
+    assert sum(s.startswith("CREATE") for s in made) >= 3
+    backend = SqliteBackend(path)
+    try:
+        assert backend._indexed
+    finally:
+        backend.close()
