@@ -198,8 +198,10 @@ def test_a_call_in_the_default_mode_runs_one_read_and_one_write_transaction(
             assert statements[0].startswith("SELECT")
             assert statements[-1] == "COMMIT"
             assert statements.count("COMMIT") == 1
-            # The batch: its rows, the index state, the index rows, the new state.
-            assert len(statements) - begin <= 7
+            # The batch: its rows, the index rows, the new state. The state it starts
+            # from came with that read, as the lock was held.
+            assert len(statements) - begin <= 6
+            assert not [s for s in statements[begin:] if s.startswith("SELECT")]
         assert [e.data.content[0].text for e in store.read_session("s").events
                 if e.type == "user/message"] == ["zero", "one", "two"]
 
@@ -275,3 +277,34 @@ def test_a_database_with_its_schema_opens_without_creating_anything(
         assert backend._indexed
     finally:
         backend.close()
+
+
+def test_writers_taking_turns_in_the_default_mode_index_every_turn_as_its_own(
+    tmp_path: Path,
+) -> None:
+    # Each call starts its batch from the index state read with lines_since; another
+    # writer's turns in between move it, and the next batch must start from theirs.
+    from dsh_session_core import open_store
+    from dsh_session_core._search import SearchQuery
+
+    url = f"sqlite:///{tmp_path}/s.db"
+    with open_store(url) as mine, open_store(url) as theirs:
+        session = mine.create("s")
+        with session.turn() as turn:
+            turn.user("alpha")
+        mine.release(session)
+        other = theirs.open("s")
+        with other.turn() as turn:
+            turn.user("beta")
+            with turn.step() as step:
+                step.assistant("gamma")
+        theirs.release(other)
+        for word in ("delta", "epsilon"):
+            session = mine.open("s", resume=session)
+            with session.turn() as turn:
+                turn.user(word)
+            mine.release(session)
+        words = ("alpha", "beta", "gamma", "delta", "epsilon")
+        hits = {w: [h.turn for h in mine.backend.search(SearchQuery.parse(w))]
+                for w in words}
+    assert hits == {"alpha": [1], "beta": [2], "gamma": [2], "delta": [3], "epsilon": [4]}

@@ -271,7 +271,7 @@ _SELECT_CHUNK: Final = (
 _CHUNK: Final = 8192
 
 
-def _lines_sql(where: str, limit: bool = False) -> str:
+def _lines_sql(where: str, limit: bool = False, also: str = "") -> str:
     """One statement answering a read of lines whole: whether the session is stored,
     how many rows match ``where`` (``?1`` the session id), and their lines, in seq
     order, ``\n``-joined into one BLOB by SQLite (:data:`_LINE`), which Python splits
@@ -281,7 +281,9 @@ def _lines_sql(where: str, limit: bool = False) -> str:
 
     SQLite before 3.44 cannot order an aggregate's input; there the rows come from a
     subquery ordered by seq (the primary key's index, which SQLite walks in order and
-    the aggregate reads as it yields them)."""
+    the aggregate reads as it yields them).
+
+    :param also: more columns, after the lines (scalar subqueries: same snapshot)."""
     if sqlite3.sqlite_version_info >= (3, 44, 0):
         rows = (f"SELECT count(*) AS n, group_concat({_LINE}, char(10) ORDER BY seq) AS lines"
                 f" FROM events WHERE {where}")
@@ -293,12 +295,18 @@ def _lines_sql(where: str, limit: bool = False) -> str:
         rows = (f"SELECT count(*) AS n, group_concat(line, char(10)) AS lines FROM"
                 f" (SELECT {_LINE} AS line FROM events WHERE {where} ORDER BY seq"
                 f"{' LIMIT ?3' if limit else ''})")
-    return (f"SELECT (SELECT 1 FROM sessions WHERE id = ?1), n, CAST(lines AS BLOB)"
+    return (f"SELECT (SELECT 1 FROM sessions WHERE id = ?1), n, CAST(lines AS BLOB){also}"
             f" FROM ({rows})")
 
 
 _LINES_OF_TYPES: Final = _lines_sql(_WHERE_TYPES)
 _LINES_AFTER: Final = _lines_sql("session_id = ?1 AND seq > ?2", limit=True)
+# lines_since under the session's writer lock: the index state too, in the same
+# snapshot, which the next batch then need not read (nobody else writes meanwhile).
+_LINES_SINCE: Final = _lines_sql(
+    "session_id = ?1 AND seq > ?2", limit=True,
+    also=", (SELECT next_seq FROM dsh_search_state WHERE session_id = ?1),"
+         " (SELECT turn FROM dsh_search_state WHERE session_id = ?1)")
 
 # What a delete removes: the header, the count of events, the size of their log lines
 # (as a load builds them, each with its newline) and the time of the last one.
@@ -671,6 +679,8 @@ class SqliteBackend:
         # stored still at its release (no one else can delete a session while its lock
         # is held), so the release asks the database nothing (_has_row).
         self._written: set[str] = set()
+        # The sessions whose writer lock (a file's) this backend holds.
+        self._held: set[str] = set()
         # The data_version at which a search last found the index in step with every
         # row (None: not yet): until another connection commits, it still is.
         self._in_step_at: int | None = None
@@ -969,6 +979,7 @@ class SqliteBackend:
                          functools.partial(self._has_row, session_id))
         with self._lock:
             self._file_locks.add(lock)
+            self._held.add(session_id)
         return lock
 
     def _has_row(self, session_id: str) -> bool:
@@ -976,6 +987,8 @@ class SqliteBackend:
         database is closed or fails): its lock file is then kept. Asked when its lock is
         released: a session this backend stored a batch of since it took the lock is
         stored, asking nothing."""
+        with self._lock:
+            self._held.discard(session_id)
         if session_id in self._written:
             self._written.discard(session_id)
             return True
@@ -1088,7 +1101,21 @@ class SqliteBackend:
         """:meth:`~.base.Backend.lines_since`: the rows from ``last``'s seq on, a key
         range (a database holds no torn tail), in one statement: when no one wrote
         since, one index lookup and ``last``'s own line."""
-        lines = self.read_lines(header.id, last.seq - 1, None)
+        sid = header.id
+        if not (self._indexed and utf8_ok(sid) and (
+                sid in self._held or sid in self._memory_locks)):
+            lines = self.read_lines(sid, last.seq - 1, None)
+        else:
+            # Held: the index state read with the rows is the one the next batch
+            # starts from (another writer needs the lock to change it), so that batch
+            # reads it no more (:func:`_index`'s ``known``).
+            state: builtins.list[Any] = []
+            lines = self._lines(_LINES_SINCE, (sid, last.seq - 1, -1), _SELECT_RANGE, state)
+            with self._lock:
+                if state and state[0] is not None and lines is not None:
+                    self._states[sid] = (state[0], state[1])
+                else:
+                    self._states.pop(sid, None)
         return None if lines is None else continued(lines, last)
 
     def lines_of_types(self, session_id: str, types: Collection[str]
@@ -1100,18 +1127,23 @@ class SqliteBackend:
         wanted = ENCODER.encode([t for t in types if utf8_ok(t)]).decode()
         return self._lines(_LINES_OF_TYPES, (session_id, wanted), _SELECT_TYPES)
 
-    def _lines(self, sql: str, params: tuple[object, ...], rows_sql: str
-               ) -> builtins.list[bytes] | None:
+    def _lines(self, sql: str, params: tuple[object, ...], rows_sql: str,
+               also: builtins.list[Any] | None = None) -> builtins.list[bytes] | None:
         """The lines ``sql`` (:func:`_lines_sql`) builds, or ``None`` when the session
         is not stored. Where SQLite's lines are not one per row (a column edited by hand
         to hold a raw newline, which :func:`~.rows.row_line` turns into a space) or do
         not fit in one string, the rows (``rows_sql``, same parameters) are read in one
-        read transaction and each line built in Python, as the careful path."""
+        read transaction and each line built in Python, as the careful path.
+
+        :param also: given the columns ``sql`` has after the lines (none on the
+            careful path)."""
         with self._lock:
             try:
-                found, count, blob = self._conn.execute(sql, params).fetchone()
+                found, count, blob, *more = self._conn.execute(sql, params).fetchone()
             except sqlite3.DataError:  # longer than SQLite's string limit (1 GB)
-                found, count, blob = 1, -1, None
+                found, count, blob, more = 1, -1, None, []
+            if also is not None and count >= 0:
+                also += more
             if found is None:
                 return None
             if not count:
