@@ -39,7 +39,7 @@ def _json_text(value: Any, newline: bool) -> str:
 
 def _expected(row: tuple[Any, ...]) -> bytes:
     _, seq, type_, time, data, sources, op = row
-    line = (b'{"type":' + msgspec.json.encode(type_) + b',"seq":' + str(seq).encode()
+    line: bytes = (b'{"type":' + msgspec.json.encode(type_) + b',"seq":' + str(seq).encode()
             + b',"time":' + str(time).encode() + b',"data":' + data.encode())
     if sources is not None:
         line += b',"sourceEventSeqs":' + sources.encode()
@@ -239,19 +239,17 @@ def test_the_lock_file_of_a_session_never_stored_still_goes_at_release(
 
 def _opening_statements(monkeypatch: pytest.MonkeyPatch, path: Path) -> list[str]:
     """The statements a backend's open runs on its (real) connection."""
-    import dsh_session_core._persistence.sqlite as sqlite_backend
-
     statements: list[str] = []
     connect = sqlite3.connect
 
     def traced_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn = connect(*args, **kwargs)
+        conn: sqlite3.Connection = connect(*args, **kwargs)
         conn.set_trace_callback(statements.append)
         return conn
 
-    monkeypatch.setattr(sqlite_backend.sqlite3, "connect", traced_connect)
+    monkeypatch.setattr(sqlite3, "connect", traced_connect)  # the module the backend uses
     SqliteBackend(path).close()
-    monkeypatch.setattr(sqlite_backend.sqlite3, "connect", connect)
+    monkeypatch.setattr(sqlite3, "connect", connect)
     return [s for s in statements if not s.startswith("--")]
 
 
@@ -304,7 +302,9 @@ def test_writers_taking_turns_in_the_default_mode_index_every_turn_as_its_own(
             with session.turn() as turn:
                 turn.user(word)
             mine.release(session)
+        backend = mine.backend
+        assert isinstance(backend, SqliteBackend)
         words = ("alpha", "beta", "gamma", "delta", "epsilon")
-        hits = {w: [h.turn for h in mine.backend.search(SearchQuery.parse(w))]
+        hits = {w: [h.turn for h in backend.search(SearchQuery.parse(w))]
                 for w in words}
     assert hits == {"alpha": [1], "beta": [2], "gamma": [2], "delta": [3], "epsilon": [4]}
