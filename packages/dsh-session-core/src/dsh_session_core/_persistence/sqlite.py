@@ -15,7 +15,9 @@ Loading rebuilds each row's log line in SQL, in key order ``type, seq, time, dat
 sourceEventSeqs][, surfaceOp]``, and decodes the lines in one msgspec call per chunk
 of rows (for a large session, SQLite builds the next chunk in a worker thread while
 this one decodes); the row-by-row scan of the reference (:func:`scan_rows`) runs only
-when a chunk does not decode or its seqs are not the expected ones.
+when a chunk does not decode or its seqs are not the expected ones. The reads of lines
+(``read_lines``, ``lines_since``, ``lines_of_types``) are one statement each, whose
+lines SQLite builds the same way and joins into one string (:func:`_lines_sql`).
 
 The writer lock (beyond the reference) is an ``flock`` on a file beside the database,
 which the kernel releases when the holding process dies.
