@@ -119,6 +119,9 @@ def test_the_lines_sqlite_builds_are_the_rows_lines(
         got = backend.lines_of_types("s", wanted)
         assert got == [line for line, row in zip(lines, stored, strict=True)
                        if row[2] in wanted]
+        # Past the types it binds one by one, the same lines (json_quote quotes them).
+        many = {*wanted, *(f"pad/{i}" for i in range(9))}
+        assert backend.lines_of_types("s", many) == got
         assert backend.read_lines("s", after, limit) == (
             lines[max(after + 1, 0):][:None if limit is None else max(limit, 0)])
         assert backend.lines_of_types("u", wanted) is None
