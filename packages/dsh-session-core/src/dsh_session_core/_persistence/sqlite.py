@@ -273,49 +273,36 @@ _SELECT_CHUNK: Final = (
 _CHUNK: Final = 8192
 
 
-def _lines_sql(where: str, limit: bool = False, also: str = "", line: str = _LINE) -> str:
+def _lines_sql(where: str, limit: bool = False, also: str = "") -> str:
     """One statement answering a read of lines whole: whether the session is stored,
     how many rows match ``where`` (``?1`` the session id), and their lines, in seq
     order, ``\n``-joined into one BLOB by SQLite (:data:`_LINE`), which Python splits
     once. Against a read transaction of three statements and a line built per row in
-    Python, it takes the SDK reload's ``lines_of_types`` from 7.5 to 5.8 ms for
-    2,000 of 7,500 rows, and one statement needs no transaction for its snapshot.
+    Python, it takes the SDK reload's ``lines_of_types`` from 8.5 to 5.3 ms (medians,
+    in fresh processes) for 2,000 of 7,500 rows, and one statement needs no
+    transaction for its snapshot.
 
     SQLite before 3.44 cannot order an aggregate's input; there the rows come from a
     subquery ordered by seq (the primary key's index, which SQLite walks in order and
     the aggregate reads as it yields them).
 
-    :param also: more columns, after the lines (scalar subqueries: same snapshot).
-    :param line: the expression of a row's line (:data:`_LINE` or a variant of it)."""
+    :param also: more columns, after the lines (scalar subqueries: same snapshot)."""
     if sqlite3.sqlite_version_info >= (3, 44, 0):
-        rows = (f"SELECT count(*) AS n, group_concat({line}, char(10) ORDER BY seq) AS lines"
+        rows = (f"SELECT count(*) AS n, group_concat({_LINE}, char(10) ORDER BY seq) AS lines"
                 f" FROM events WHERE {where}")
         if limit:  # an ordered aggregate cannot be limited: the rows are, first
             rows = (f"SELECT count(*) AS n, group_concat(line, char(10) ORDER BY seq) AS lines"
-                    f" FROM (SELECT seq, {line} AS line FROM events WHERE {where}"
+                    f" FROM (SELECT seq, {_LINE} AS line FROM events WHERE {where}"
                     f" ORDER BY seq LIMIT ?3)")
     else:
         rows = (f"SELECT count(*) AS n, group_concat(line, char(10)) AS lines FROM"
-                f" (SELECT {line} AS line FROM events WHERE {where} ORDER BY seq"
+                f" (SELECT {_LINE} AS line FROM events WHERE {where} ORDER BY seq"
                 f"{' LIMIT ?3' if limit else ''})")
     return (f"SELECT (SELECT 1 FROM sessions WHERE id = ?1), n, CAST(lines AS BLOB){also}"
             f" FROM ({rows})")
 
 
 _LINES_OF_TYPES: Final = _lines_sql(_WHERE_TYPES)
-#: Up to this many types, ``lines_of_types`` binds each one's JSON text.
-_QUOTED_TYPES: Final = 8
-
-
-@functools.cache
-def _lines_of_types_sql(count: int) -> str:
-    """:data:`_LINES_OF_TYPES` for ``count`` types bound after the session id and the
-    JSON list, each as ``type, its JSON text``: a row's type is quoted by a ``CASE``
-    over them rather than by ``json_quote`` (about 0.3 of 4.5 ms for the SDK's reload;
-    the encoder and ``json_quote`` give the same text, tested over every code point)."""
-    case = " ".join(f"WHEN ?{3 + 2 * i} THEN ?{4 + 2 * i}" for i in range(count))
-    return _lines_sql(_WHERE_TYPES, line=_LINE.replace(
-        "json_quote(type)", f"CASE type {case} ELSE json_quote(type) END"))
 _LINES_AFTER: Final = _lines_sql("session_id = ?1 AND seq > ?2", limit=True)
 # lines_since under the session's writer lock: the index state too, in the same
 # snapshot, which the next batch then need not read (nobody else writes meanwhile).
@@ -1147,18 +1134,11 @@ class SqliteBackend:
         column), as log lines, in one statement (:func:`_lines_sql`)."""
         if not utf8_ok(session_id):
             return None  # no row can hold this id
-        kept = sorted({t for t in types if utf8_ok(t)})
-        wanted = ENCODER.encode(kept).decode()
-        if not 0 < len(kept) <= _QUOTED_TYPES:
-            return self._lines(_LINES_OF_TYPES, (session_id, wanted), _SELECT_TYPES)
-        quoted = [x for t in kept for x in (t, ENCODER.encode(t).decode())]
-        return self._lines(_lines_of_types_sql(len(kept)), (session_id, wanted, *quoted),
-                           _SELECT_TYPES, rows_params=(session_id, wanted))
+        wanted = ENCODER.encode([t for t in types if utf8_ok(t)]).decode()
+        return self._lines(_LINES_OF_TYPES, (session_id, wanted), _SELECT_TYPES)
 
     def _lines(self, sql: str, params: tuple[object, ...], rows_sql: str,
-               also: builtins.list[Any] | None = None,
-               rows_params: tuple[object, ...] | None = None
-               ) -> builtins.list[bytes] | None:
+               also: builtins.list[Any] | None = None) -> builtins.list[bytes] | None:
         """The lines ``sql`` (:func:`_lines_sql`) builds, or ``None`` when the session
         is not stored. Where SQLite's lines are not one per row (a column edited by hand
         to hold a raw newline, which :func:`~.rows.row_line` turns into a space) or do
@@ -1166,8 +1146,7 @@ class SqliteBackend:
         read transaction and each line built in Python, as the careful path.
 
         :param also: given the columns ``sql`` has after the lines (none on the
-            careful path).
-        :param rows_params: ``rows_sql``'s parameters, when not ``params``."""
+            careful path)."""
         with self._lock:
             try:
                 found, count, blob, *more = self._conn.execute(sql, params).fetchone()
@@ -1186,8 +1165,7 @@ class SqliteBackend:
             with self._transaction("BEGIN") as conn:  # one snapshot
                 if conn.execute(_SELECT_FOUND, (params[0],)).fetchone() is None:
                     return None
-                rows = conn.execute(rows_sql, params if rows_params is None
-                                    else rows_params).fetchall()
+                rows = conn.execute(rows_sql, params).fetchall()
         return [row_line(row) for row in rows]
 
     def tail_lines(self, session_id: str, count: int) -> LogTail | None:
