@@ -126,3 +126,9 @@ def opened(url: str, clock: Callable[[], int] | None = None) -> DurableStore:
     from dsh_session_core import create_plugin_manager
 
     return open_store(url, plugin_manager=create_plugin_manager(autoload=False), clock=clock)
+
+
+def user_texts(session: object) -> list[str]:
+    """The text of each ``user/message`` of a session, in order."""
+    return [e.data.content[0].text for e in session.events  # type: ignore[attr-defined]
+            if e.type == "user/message"]

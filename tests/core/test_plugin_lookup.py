@@ -61,6 +61,7 @@ class _Base:
 
 class _Plugin(_Base):
     __slots__ = ("__dict__", "slot")
+    slot: Any
     attr = 5
 
     @property

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -259,13 +259,12 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return folded
 
 
-@pytest.mark.parametrize("keep_open", [True, False])
-def test_an_append_folds_only_what_it_appended_when_kept_open(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep_open: bool
-) -> None:
-    """The cost of ``add_items`` is its batch's, kept open or not: each operation folds
-    the events appended since the last one, not the log (the default mode takes its
-    session back from the last call, ``store.open(id, resume=...)``)."""
+def _folds_after_a_long_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep_open: bool,
+    then: Callable[[DshSession], Awaitable[None]],
+) -> tuple[list[int], int]:
+    """The events each fold of ``then``'s operations looked at, run on a session of 30
+    batches, and the length of its log after."""
     logs = str(tmp_path / "logs")
 
     async def main() -> list[int]:
@@ -273,14 +272,27 @@ def test_an_append_folds_only_what_it_appended_when_kept_open(
         for _ in range(30):
             await session.add_items(ITEMS)
         folded = _counting(monkeypatch)
-        await session.add_items(ITEMS[:1])
-        await session.get_items()
-        await session.pop_item()
+        await then(session)
         await session.aclose()
         return folded
 
     folded = asyncio.run(main())
-    log = len(_stored(logs, "kept"))
+    return folded, len(_stored(logs, "kept"))
+
+
+@pytest.mark.parametrize("keep_open", [True, False])
+def test_an_append_folds_only_what_it_appended_when_kept_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep_open: bool
+) -> None:
+    """The cost of ``add_items`` is its batch's, kept open or not: each operation folds
+    the events appended since the last one, not the log (the default mode takes its
+    session back from the last call, ``store.open(id, resume=...)``)."""
+    async def then(session: DshSession) -> None:
+        await session.add_items(ITEMS[:1])
+        await session.get_items()
+        await session.pop_item()
+
+    folded, log = _folds_after_a_long_log(tmp_path, monkeypatch, keep_open, then)
     assert log > 30 * len(ITEMS) * 2
     if keep_open:
         assert max(folded) < 10, folded  # a turn of one user message, then the pop
@@ -298,21 +310,15 @@ def test_a_refused_batch_costs_no_reload(
 ) -> None:
     """A batch refused before anything of it was appended keeps the session taken
     back as it was: the next call folds its own events, not the log loaded again."""
-    logs = str(tmp_path / "logs")
+    refused: Any = {"role": "user", "content": "x", "bad": {1, 2}}
 
-    async def main() -> list[int]:
-        session = DshSession("kept", store=logs, keep_open=keep_open)
-        for _ in range(30):
-            await session.add_items(ITEMS)
-        folded = _counting(monkeypatch)
+    async def then(session: DshSession) -> None:
         with pytest.raises(NotJsonError):
-            await session.add_items([{"role": "user", "content": "x", "bad": {1, 2}}])
+            await session.add_items([refused])
         await session.add_items(ITEMS[:1])
-        await session.aclose()
-        return folded
 
-    folded = asyncio.run(main())
-    assert len(_stored(logs, "kept")) > 30 * len(ITEMS) * 2
+    folded, log = _folds_after_a_long_log(tmp_path, monkeypatch, keep_open, then)
+    assert log > 30 * len(ITEMS) * 2
     assert max(folded) < 10, folded
 
 
@@ -554,11 +560,11 @@ def test_an_item_as_deep_as_the_log_allows_is_kept_in_any_batch(tmp_path: Path) 
 
     async def main() -> None:
         session = DshSession("deep", store=logs)
-        await session.add_items([ITEMS[0], {"role": "user", "content": "x",
-                                            "deep": _nested(deepest - 1)}])
+        kept: Any = {"role": "user", "content": "x", "deep": _nested(deepest - 1)}
+        refused: Any = {"role": "user", "content": "x", "deep": _nested(deepest)}
+        await session.add_items([ITEMS[0], kept])
         with pytest.raises(TooDeepError):
-            await session.add_items([ITEMS[0], {"role": "user", "content": "x",
-                                                "deep": _nested(deepest)}])
+            await session.add_items([ITEMS[0], refused])
         assert len(await session.get_items()) == 2
         await session.aclose()
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from dsh_session_core import open_store
 from dsh_session_core._persistence.ranges import lines_of_types_in
 from dsh_session_core.errors import SessionLockedError
-from lifecycle_support import store_url
+from lifecycle_support import store_url, user_texts
 
 
 @pytest.fixture(params=["jsonl", "jsonl+zstd"])
@@ -28,11 +28,6 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "jsonl+zstd":
         pytest.importorskip("zstandard")
     return store_url(request.param, request, tmp_path, "logs")
-
-
-def _texts(session: object) -> list[str]:
-    return [e.data.content[0].text for e in session.events  # type: ignore[attr-defined]
-            if e.type == "user/message"]
 
 
 def _say(store: object, session: object, text: str) -> None:
@@ -52,13 +47,13 @@ def test_a_session_made_anew_elsewhere_gets_the_writes_that_follow(url: str) -> 
         other.delete("s")
         _say(other, other.create("s"), "another one")
         back = store.open("s", resume=mine)
-        assert _texts(back) == ["another one"]
+        assert user_texts(back) == ["another one"]
         _say(store, back, "mine, after")
-        assert _texts(other.read_session("s")) == ["another one", "mine, after"]
+        assert user_texts(other.read_session("s")) == ["another one", "mine, after"]
         again = store.open("s", resume=back)
         _say(store, again, "and again")
     with open_store(url) as fresh:
-        assert _texts(fresh.read_session("s")) == ["another one", "mine, after", "and again"]
+        assert user_texts(fresh.read_session("s")) == ["another one", "mine, after", "and again"]
 
 
 #: The files the taking back of a session opened, while ``_WATCH`` is set (an audit hook
@@ -96,7 +91,7 @@ def test_taking_a_released_session_back_opens_no_file_but_the_mark(url: str) -> 
         assert again is mine
         log = store.backend.location(mine.header)
         assert [("open", log + ".durable")] == _OPENED
-        assert _texts(store.read_session("s")) == ["one", "two", "three"]
+        assert user_texts(store.read_session("s")) == ["one", "two", "three"]
 
 
 def test_a_lock_file_removed_meanwhile_is_not_the_lock(url: str) -> None:
@@ -115,7 +110,7 @@ def test_a_lock_file_removed_meanwhile_is_not_the_lock(url: str) -> None:
             store.open("s", resume=mine)
         other.release(theirs)
         back = store.open("s", resume=mine)
-        assert _texts(back) == ["theirs"]
+        assert user_texts(back) == ["theirs"]
         store.release(back)
 
 
@@ -130,7 +125,7 @@ def test_released_locks_let_other_writers_in(url: str) -> None:
             _say(other, theirs, f"theirs {i}")
             mine = store.open("s", resume=mine)
         store.release(mine)
-        assert _texts(other.read_session("s")) == [
+        assert user_texts(other.read_session("s")) == [
             t for i in range(3) for t in (f"mine {i}", f"theirs {i}")]
 
 
@@ -164,7 +159,7 @@ def test_a_log_appended_by_another_writer_is_read(url: str) -> None:
         _say(store, mine, "one")
         _say(other, other.open("s"), "two")
         back = store.open("s", resume=mine)
-        assert _texts(back) == ["one", "two"]
+        assert user_texts(back) == ["one", "two"]
         store.release(back)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dsh_session_core import open_store
-from lifecycle_support import store_url
+from lifecycle_support import store_url, user_texts
 
 
 @pytest.fixture(params=["jsonl", "jsonl+zstd", "sqlite", "postgresql"])
@@ -18,11 +18,6 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "jsonl+zstd":
         pytest.importorskip("zstandard")
     return store_url(request.param, request, tmp_path, "logs")
-
-
-def _texts(session: object) -> list[str]:
-    return [e.data.content[0].text for e in session.events  # type: ignore[attr-defined]
-            if e.type == "user/message"]
 
 
 def test_a_released_session_is_taken_back_with_what_others_stored(url: str) -> None:
@@ -42,12 +37,12 @@ def test_a_released_session_is_taken_back_with_what_others_stored(url: str) -> N
         other.release(theirs)
         back = store.open("s", resume=again)
         assert back is not again
-        assert _texts(back) == ["one", "two", "theirs"]
+        assert user_texts(back) == ["one", "two", "theirs"]
         assert [e.seq for e in back.events] == list(range(len(back.events)))
         with back.turn() as turn:
             turn.user("three")
         store.release(back)
-        assert _texts(other.read_session("s")) == ["one", "two", "theirs", "three"]
+        assert user_texts(other.read_session("s")) == ["one", "two", "theirs", "three"]
 
 
 def test_a_log_that_no_longer_continues_the_session_is_loaded_whole(url: str) -> None:
@@ -63,7 +58,7 @@ def test_a_log_that_no_longer_continues_the_session_is_loaded_whole(url: str) ->
         other.release(new)
         back = store.open("s", resume=mine)
         assert back is not mine
-        assert _texts(back) == ["another one"]
+        assert user_texts(back) == ["another one"]
         store.release(back)
 
 
@@ -79,7 +74,7 @@ def test_discard_writes_nothing_of_what_was_buffered(url: str) -> None:
         assert store.get("s") is None
         with open_store(url) as other:
             reopened = other.open("s")  # the writer lock was released
-            assert _texts(reopened) == ["kept"]
+            assert user_texts(reopened) == ["kept"]
             other.release(reopened)
     with open_store(url) as store:  # closing wrote nothing more either
-        assert _texts(store.read_session("s")) == ["kept"]
+        assert user_texts(store.read_session("s")) == ["kept"]

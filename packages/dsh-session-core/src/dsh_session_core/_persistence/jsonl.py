@@ -188,7 +188,7 @@ class _Known(NamedTuple):
 
 #: The longest end of a batch remembered to compare with the file (:class:`_Known`): a
 #: longer last line (or compact frame) leaves the next ``lines_since`` to read the file.
-_MAX_TAIL: Final = 65536
+MAX_TAIL: Final = 65536
 
 
 def _last_line(plain: bytes) -> bytes:
@@ -261,7 +261,7 @@ class JsonlBackend:
         enough to tell that no one wrote after it (:class:`_Known`): a plain log's last
         line with the newlines around it. ``None``: too long to compare."""
         end = plain.rfind(b"\n", 0, len(plain) - 1)
-        if len(plain) - end > _MAX_TAIL:
+        if len(plain) - end > MAX_TAIL:
             return None
         # The newline before the line is the end of the line before (or the header's),
         # written earlier: compared too, it tells a line that ends the same way.

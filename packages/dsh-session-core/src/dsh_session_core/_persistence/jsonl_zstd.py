@@ -54,7 +54,7 @@ from ..events import Event
 from . import files
 from .base import POLL_SECONDS, LogNews, LogTail
 from .endmark import durable_end
-from .jsonl import _MAX_TAIL, JsonlBackend
+from .jsonl import MAX_TAIL, JsonlBackend
 
 if TYPE_CHECKING:
     from .._search import SearchHit, SearchQuery
@@ -348,7 +348,7 @@ class JsonlZstdBackend(JsonlBackend):
 
     def _end_of(self, plain: bytes, written: bytes) -> bytes | None:
         """A batch's whole frame: a log ending with it ends with the batch's last line."""
-        return written if len(written) <= _MAX_TAIL else None
+        return written if len(written) <= MAX_TAIL else None
 
     def _scan(self, data: bytes, registry: EventRegistry, path: str
               ) -> tuple[ScanResult, object | None]:
