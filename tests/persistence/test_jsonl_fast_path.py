@@ -215,3 +215,26 @@ def test_lines_of_types_keeps_a_torn_tail_out() -> None:
             b'{"type":"agents/item","seq":1,"time":1,"da')
     assert lines_of_types_in(body, ["agents/item"]) == [
         b'{"type":"agents/item","seq":0,"time":1,"data":{}}']
+
+
+def test_the_ends_remembered_are_bounded_and_a_forgotten_one_is_read(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A process writing many sessions keeps the ends of the most recent alone; a session
+    # whose end was forgotten is taken back by reading its file's end, as correctly.
+    from dsh_session_core._persistence import jsonl
+
+    monkeypatch.setattr(jsonl, "MAX_KNOWN_ENDS", 2)
+    with open_store(url) as store, open_store(url) as other:
+        first = store.create("first")
+        _say(store, first, "one")
+        for n in range(3):
+            _say(store, store.create(f"s{n}"), "x")
+        assert len(store.backend._known) == 2  # type: ignore[attr-defined]
+        again = store.open("first", resume=first)
+        assert again is first  # its end read from the file: nobody wrote
+        _say(store, again, "two")
+        elsewhere = other.open("first")
+        _say(other, elsewhere, "three")
+        back = store.open("first", resume=again)
+        assert user_texts(back) == ["one", "two", "three"]

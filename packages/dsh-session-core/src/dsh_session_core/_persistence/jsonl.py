@@ -78,6 +78,10 @@ __all__ = ["MAX_OPEN_LOGS", "JsonlBackend"]
 
 #: How many append descriptors stay open between batches (least recently used go first).
 MAX_OPEN_LOGS: Final = 128
+#: How many logs' ends a backend remembers (least recently written go first: a
+#: forgotten one's ``lines_since`` reads the file's end instead). An end holds a last
+#: line of up to :data:`MAX_TAIL` bytes, so a process writing many sessions is bounded.
+MAX_KNOWN_ENDS: Final = 1024
 
 #: How many times :meth:`JsonlBackend.acquire` takes a lock file again that a delete
 #: removed while it was being locked (once is all a delete makes it need).
@@ -705,7 +709,10 @@ class JsonlBackend:
         if tail is not None:
             known = _Known(st.st_dev, st.st_ino, size, tail, _last_line(plain))
             with self._mutex:
+                self._known.pop(path, None)  # the most recent last
                 self._known[path] = known
+                while len(self._known) > MAX_KNOWN_ENDS:  # forgotten: read from the file
+                    del self._known[next(iter(self._known))]
 
     def _mark(self, session_id: str, path: str, size: int, exc: BaseException,
               why: str) -> None:
