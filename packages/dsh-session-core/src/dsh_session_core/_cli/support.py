@@ -82,7 +82,7 @@ def read_file(path: str, label: str = "reading") -> bytes:
     """
     import os
 
-    from .._persistence.endmark import durable_end, within
+    from .._logend import durable_end, within
     from ..errors import LogFormatError
     from .term import Progress
 
@@ -117,7 +117,7 @@ def compact_log(path: str, data: bytes) -> bytes:
 
     :raises Failure: ``zstandard`` is not installed.
     """
-    from .._persistence.jsonl_zstd import decode_frames
+    from .._logframes import decode_frames
     from ..errors import MissingExtraError
 
     try:
