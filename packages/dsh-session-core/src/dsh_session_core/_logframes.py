@@ -43,6 +43,7 @@ MAGIC: Final = b"\x28\xb5\x2f\xfd"
 #: what follows it is copied out (``unused_data``) for the next frame.
 _CHUNK: Final = 4096
 
+
 def zstandard_module() -> Any:
     """The ``zstandard`` module, imported now.
 
@@ -178,7 +179,6 @@ def decode_file(path: str) -> Frames:
     end = durable_end(path)
     with open(path, "rb") as f:
         return decode_frames(f.read() if end is None else f.read(end))
-
 
 
 def first_line(path: str) -> bytes | None:

@@ -24,7 +24,6 @@ from ._persistence.base import POLL_SECONDS, LogNews, LogTail
 __all__ = ["LINES", "FilePosition", "Framing", "follow_file", "tail_file"]
 
 
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class FilePosition:
     """Where a follower of a log file stands (a :class:`LogTail` position).

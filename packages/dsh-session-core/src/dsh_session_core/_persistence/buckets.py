@@ -87,7 +87,6 @@ def mark_compact(root: str) -> None:
     files.fsync_dir(root)
 
 
-
 def check_placed(root: str, path: str, header: SessionHeader) -> None:
     """Refuse a log whose header is not the session its file name and bucket are for (a
     renamed or moved file): writing it would write elsewhere. The name's ending (a plain
@@ -103,7 +102,6 @@ def check_placed(root: str, path: str, header: SessionHeader) -> None:
         expected = "(nowhere: the id is empty)"
     if expected != path:
         raise MisplacedLogError(path, header.id, expected)
-
 
 
 def sweep_temps(bucket: str, held: str | None = None) -> None:
@@ -154,7 +152,6 @@ def temps_of(bucket: str, encoded: str) -> list[str]:
         return []
     return [os.path.join(bucket, name) for name in sorted(names)
             if (match := _TEMP.fullmatch(name)) is not None and match[1] == encoded]
-
 
 
 def list_logs(

@@ -129,8 +129,8 @@ class JsonlBackend:
 
     def _end_of(self, plain: bytes, written: bytes) -> bytes | None:
         """The bytes a log ends with after a batch (``plain``, written as ``written``),
-        enough to tell that no one wrote after it (:class:`~.jsonl_ends.Known`): a plain log's last
-        line with the newlines around it. ``None``: too long to compare."""
+        enough to tell that no one wrote after it (:class:`~.jsonl_ends.Known`): a plain
+        log's last line with the newlines around it. ``None``: too long to compare."""
         end = plain.rfind(b"\n", 0, len(plain) - 1)
         if len(plain) - end > MAX_TAIL:
             return None

@@ -33,23 +33,23 @@ from . import endmark, files
 from .jsonl_ends import Known, OpenLogs, last_line
 from .urls import make_store_folder
 
-__all__ = ["LogWriter", "WriteFormat", "first_seq_after", "not_durable", "refusal"]
+__all__ = ["LogWriter", "WriteFormat"]
 
 
-def refusal(session_id: str) -> FileExistsError:
+def _refusal(session_id: str) -> FileExistsError:
+    """The error of a first write of a session whose log exists."""
     return FileExistsError(
         f'refusing to materialize "{session_id}": a log already exists on disk '
         f"(load/resume it instead)"
     )
 
 
-
-def first_seq_after(published: bytes) -> int:
+def _first_seq_after(published: bytes) -> int:
     """The seq after a published first write's lines (header + events, each ended)."""
     return published.count(b"\n") - 1
 
 
-def not_durable(session_id: str, path: str, size: int, exc: OSError) -> StoreWriteError:
+def _not_durable(session_id: str, path: str, size: int, exc: OSError) -> StoreWriteError:
     """The error of a write to a log that holds a failed batch after byte ``size`` which
     neither could be cut nor marked (:mod:`.endmark`): the session is not durable."""
     return StoreWriteError(session_id, path, exc, action="writing", left=(
@@ -156,7 +156,7 @@ class LogWriter:
             if unmarked is None or isinstance(exc, StoreWriteError):
                 raise
             # Whatever failed now, an earlier failed batch still stands unmarked.
-            raise not_durable(session_id, path, unmarked, exc) from exc
+            raise _not_durable(session_id, path, unmarked, exc) from exc
         try:
             files.write_all(fd, data)
             os.fsync(fd)
@@ -206,7 +206,7 @@ class LogWriter:
                     f"{failed}")
             exc.add_note(note)
             if isinstance(exc, OSError):
-                raise not_durable(session_id, path, size, exc) from exc
+                raise _not_durable(session_id, path, size, exc) from exc
             return
         with self._mutex:
             self._unmarked.pop(path, None)
@@ -290,7 +290,7 @@ class LogWriter:
         if files.exists(path):
             if self._republish(header, path, content):
                 return
-            raise refusal(header.id)
+            raise _refusal(header.id)
         # A mark left by a log deleted meanwhile (a delete killed between the two
         # unlinks) belongs to no log: it must not cut this one (.endmark).
         endmark.remove_mark(path)
@@ -309,7 +309,7 @@ class LogWriter:
                 # is never replaced.
                 os.link(temp, path)
             except FileExistsError as exc:
-                raise refusal(header.id) from exc
+                raise _refusal(header.id) from exc
             try:
                 files.fsync_dir(bucket)
             except BaseException as exc:
@@ -361,6 +361,6 @@ class LogWriter:
         rest = content[len(published):]
         if rest:
             # The retry's batch continues the published one (the same seqs first).
-            seq = first_seq_after(published)
+            seq = _first_seq_after(published)
             self.append(header.id, path, rest, seq)
         return True
