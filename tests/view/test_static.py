@@ -225,10 +225,12 @@ def test_an_exported_long_session_pages_as_the_served_one(
     # The first page, then the next ones as the page is scrolled to its end.
     open_page(driver, exported.as_uri())
     assert _shown(driver)[0] == [str(t) for t in range(1, 51)]
+    def at_least(n: int) -> Callable[[WebDriver], bool]:
+        return lambda d: len(marked(d, "turn")) >= n
+
     for shown in (100, 120):
         driver.execute_script("document.querySelector('.sentinel').scrollIntoView();")
-        wait_for(driver, lambda d, n=shown: len(marked(d, "turn")) >= n,
-                 message=f"the exported page never showed {shown} turns")
+        wait_for(driver, at_least(shown), message=f"the exported page never showed {shown} turns")
     wait_complete(driver)
     assert _shown(driver) == served
     # A link to an event of the last page loads the pages up to it.
