@@ -9,7 +9,9 @@ own scope; and by what it refuses, every form of import or export it does not re
 
 from __future__ import annotations
 
+import json
 import re
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -242,3 +244,29 @@ def test_an_exported_long_session_pages_as_the_served_one(
         "const e = document.querySelector('.item.hl');"
         " return e ? e.closest('[data-testid=turn]').dataset.turn : null;") == "110",
         message="the exported page never highlighted the linked event")
+
+
+# --- the raw event of an item -------------------------------------------------------------
+
+
+def test_an_items_raw_event_is_fetched_served_and_absent_exported(
+    driver: WebDriver, demo_server: ViewProcess, demo_store: Path, tmp_path: Path,
+) -> None:
+    open_page(driver, demo_server.page("/s/demo?all=1"), complete=True)
+    seq = driver.execute_script(
+        "const b = document.querySelector('[data-testid=item] button[title=\"the raw event\"]');"
+        " b.click(); return b.closest('[data-testid=item]').dataset.seq;")
+    shown = wait_for(driver, lambda d: d.execute_script(
+        "const e = document.querySelector('[data-seq=\"' + arguments[0] + '\"] pre.raw');"
+        " return e ? e.textContent : null;", seq), message="the raw event never showed")
+    with urllib.request.urlopen(demo_server.page(f"/api/session/demo/events?after={int(seq) - 1}"
+                                                 f"&limit=1"), timeout=30) as answer:
+        [stored] = json.loads(answer.read())["events"]
+    assert json.loads(shown) == stored
+    assert stored["seq"] == int(seq)
+    exported = tmp_path / "demo.html"
+    dsh_session("export", "--html", "demo", "--store", str(demo_store), "-o", str(exported))
+    open_page(driver, exported.as_uri(), complete=True)
+    assert marked(driver, "item")
+    assert driver.execute_script(
+        "return document.querySelectorAll('button[title=\"the raw event\"]').length;") == 0

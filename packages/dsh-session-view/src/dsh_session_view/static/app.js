@@ -4,7 +4,7 @@
 // The page is ES modules with no build step: dom.js builds every element (and holds every
 // rule keeping log text from becoming markup), format.js writes values as text, api.js
 // fetches (or, exported, reads the embedded pages), list.js and session.js are the two
-// pages, charts.js draws. An exported file holds them as one script, bundled by
+// pages (timeline.js a session's turn blocks), charts.js draws. An exported file holds them as one script, bundled by
 // _static.py: so each import is one line `import { a, b } from "./x.js";` and each export
 // an `export function|const|class NAME` at the start of a line.
 

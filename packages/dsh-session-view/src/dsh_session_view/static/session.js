@@ -5,6 +5,7 @@ import { exported, sessionPages } from "./api.js";
 import { renderCharts } from "./charts.js";
 import { append, el, fill, markReady, sessionLink, setAttr, showError, topBar } from "./dom.js";
 import { blocksText, num, str, when } from "./format.js";
+import { renderBlock } from "./timeline.js";
 
 export function renderSession(app, id) {
   const state = {
@@ -32,6 +33,8 @@ export function renderSession(app, id) {
       el("div", { class: "columns" }, el("div", {}, timeline, sentinel), messages)));
 
   const pages = sessionPages(id);
+  // What the turn blocks tell this page: their items by seq, and how to show a raw event.
+  const seen = { bySeq: state.bySeq, raw: exported ? null : rawEvent };
 
   toggle.addEventListener("click", () => {
     state.highlight = !state.highlight;
@@ -99,109 +102,6 @@ export function renderSession(app, id) {
     renderCharts(tokensChart, typesChart, data);
   }
 
-  function renderBlock(block, index) {
-    const turn = block.turn;
-    const isTurn = turn !== null && turn !== undefined;
-    const section = el("section", { class: "turn", "data-testid": "turn", "data-index": index,
-      "data-turn": isTurn ? str(turn) : "", "data-end-reason": block.endKind || "",
-      "data-interrupted": block.interrupted ? "true" : "false" });
-    const headBits = [el("span", { class: "title" }, isTurn ? "turn " + str(turn) : "outside a turn")];
-    if (block.trigger) headBits.push(el("span", {}, block.trigger));
-    headBits.push(el("span", { class: "dim mono" }, "seq " + str(block.startSeq) +
-      (block.endSeq !== block.startSeq ? "-" + str(block.endSeq) : "")));
-    if (isTurn) headBits.push(el("span", {}, block.steps + " step(s)" + (block.chunks ? " · " + block.chunks + " chunk(s)" : "")));
-    const u = block.usage || {};
-    if (Object.keys(u).length) {
-      headBits.push(el("span", { class: "dim" }, "tokens in " + num(u.inputTokens) + " · out " + num(u.outputTokens) +
-        (u.cacheReadTokens ? " · cache read " + num(u.cacheReadTokens) : "")));
-    }
-    if (isTurn && block.end) {
-      headBits.push(el("span", { class: "end-reason" + (block.endKind === "completed" ? "" : " badge err") },
-        block.end.text));
-      if (block.interrupted) headBits.push(el("span", { class: "badge err" }, "interrupted (crash repair)"));
-    }
-    const items = el("div", { class: "items" });
-    let bracket = null;
-    let lone = false; // a summary without a compact/start: a bracket of its own
-    for (const item of block.items) {
-      if (item.type === "compact/start" || (item.type === "compact/summary" && !bracket)) {
-        lone = item.type === "compact/summary";
-        bracket = compaction();
-        items.appendChild(bracket);
-      }
-      (bracket || items).appendChild(renderItem(item));
-      if (bracket && item.type === "compact/summary") {
-        const seqs = Array.isArray(item.shadowedSeqs) ? item.shadowedSeqs.filter((s) => typeof s === "number") : [];
-        const range = seqs.length ? "#" + Math.min(...seqs) + "…#" + Math.max(...seqs) : "?";
-        bracket.firstChild.replaceChildren("compaction: replaced seq " + range + " (" + seqs.length + " node(s))");
-      }
-      if (item.type === "compact/end" || (lone && item.type === "compact/summary")) {
-        bracket = null;
-        lone = false;
-      }
-    }
-    section.append(el("div", { class: "turn-head" }, headBits), items);
-    return section;
-  }
-
-  function compaction() {
-    return el("div", { class: "compaction", "data-testid": "compaction" }, el("div", { class: "bracket-head" }, "compaction"));
-  }
-
-  function renderItem(item) {
-    const isError = item.error === true || (item.result && item.result.isError === true);
-    const node = el("div", { class: "item" + (item.inStep ? " in-step" : "") + (isError ? " is-error" : ""),
-      "data-testid": "item", "data-kind": str(item.kind), "data-seq": str(item.seq) });
-    let text = item.text;
-    if (item.kind === "step") {
-      text = (item.text || "step") + (item.endSeq !== null && item.endSeq !== undefined ? " · seq " + str(item.seq) + "-" + str(item.endSeq) : " · not ended") +
-        (item.chunks ? " · " + item.chunks + " chunk(s)" : "");
-    }
-    const textNode = item.type === "prompt/blocked"
-      ? el("div", { class: "text blocked-prompt", "data-testid": "blocked-prompt" }, str(text))
-      : el("div", { class: "text" }, str(text));
-    const extras = el("div", { class: "tools" });
-    if (item.type === "tool/call") {
-      const r = item.result;
-      extras.appendChild(el("span", { class: "result-beside" + (r && r.isError ? " badge err" : "") },
-        r ? "→ #" + str(r.seq) + (r.isError ? " error" : " ok") : "→ no result"));
-    }
-    if (Array.isArray(item.unanswered) && item.unanswered.length) {
-      // A call no tool/result answers: a provider refuses the request holding it.
-      node.classList.add("is-error");
-      setAttr(node, "data-unanswered", item.unanswered.map(str).join(" "));
-      extras.appendChild(el("span", { class: "badge err", "data-testid": "unanswered",
-        title: "no tool/result answers this call: a provider refuses such a request" },
-        "unanswered: " + item.unanswered.map(str).join(", ")));
-    }
-    if (item.decision !== undefined && item.decision !== null) {
-      extras.appendChild(el("span", { class: "badge" }, "decision: " + (typeof item.decision === "string" ? item.decision : JSON.stringify(item.decision))));
-    }
-    if (item.error) extras.appendChild(el("span", { class: "badge err" }, "error"));
-    if (item.cut) extras.appendChild(el("span", { class: "badge", title: "the whole text is in the raw event" }, "cut"));
-    if (item.opaque) extras.appendChild(el("span", { class: "badge" }, "opaque"));
-    if (item.replaces) extras.appendChild(el("span", { class: "badge" }, "replaces #" + str(item.replaces.start) + "…#" + str(item.replaces.end)));
-    if (item.usage && Object.keys(item.usage).length) {
-      extras.appendChild(el("span", { class: "badge dim" }, "in " + num(item.usage.inputTokens) + " · out " + num(item.usage.outputTokens)));
-    }
-    if (!exported && typeof item.seq === "number") {
-      const button = el("button", { type: "button", title: "the raw event" }, "JSON");
-      button.addEventListener("click", () => rawEvent(node, item.seq));
-      extras.appendChild(button);
-    }
-    textNode.addEventListener("click", () => node.classList.toggle("open-text"));
-    append(node, [el("span", { class: "seq mono" }, str(item.seq)), el("span", { class: "kind" }, str(item.kind)), textNode, extras]);
-    if (typeof item.seq === "number") {
-      if (!state.bySeq.has(item.seq)) state.bySeq.set(item.seq, []);
-      state.bySeq.get(item.seq).push(node);
-      if (typeof item.resultSeq === "number") {
-        if (!state.bySeq.has(item.resultSeq)) state.bySeq.set(item.resultSeq, []);
-        state.bySeq.get(item.resultSeq).push(node);
-      }
-    }
-    return node;
-  }
-
   async function rawEvent(node, seq) {
     const open = node.querySelector("pre.raw");
     if (open) {
@@ -265,7 +165,7 @@ export function renderSession(app, id) {
       });
     }
     page.timeline.forEach((block, i) => {
-      const node = renderBlock(block, start + i);
+      const node = renderBlock(block, start + i, seen);
       state.blocks.push(node);
       timeline.appendChild(node);
     });
