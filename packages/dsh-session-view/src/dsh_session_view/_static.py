@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import re
 from importlib import resources
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def page_files() -> dict[str, str]:
     folder = resources.files(__package__ or "dsh_session_view") / "static"
     found = {}
     for entry in folder.iterdir():
-        suffix = entry.name[entry.name.rfind("."):]
+        suffix = PurePosixPath(entry.name).suffix
         if entry.is_file() and suffix in _TYPES:
             found[entry.name] = _TYPES[suffix]
     return dict(sorted(found.items()))
