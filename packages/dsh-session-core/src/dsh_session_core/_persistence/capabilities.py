@@ -207,9 +207,7 @@ class Capabilities:
     @classmethod
     def of(cls, backend: Backend) -> Capabilities:
         """The capabilities ``backend`` has: the one place that looks at it."""
-        # An inherited Backend.delete is the protocol's "cannot delete", not a capability.
-        deletable = (isinstance(backend, Deletable)
-                     and type(backend).delete is not Backend.delete)
+        deletable = isinstance(backend, Deletable) and _own_delete(backend)
         return cls(
             backend,
             searchable=backend if isinstance(backend, Searchable) else None,
@@ -225,6 +223,19 @@ class Capabilities:
             async_follow=backend if isinstance(backend, AsyncFollow) else None,
             async_close=backend if isinstance(backend, AsyncClose) else None,
         )
+
+
+def _own_delete(backend: Backend) -> bool:
+    """Whether ``backend``'s ``delete`` is its own: an inherited :meth:`Backend.delete
+    <.base.Backend.delete>` is the protocol's "cannot delete", not a capability. (A
+    backend that does not subclass :class:`~.base.Backend`, a wrapper delegating its
+    attributes, has only a delete of its own.)"""
+    for klass in type(backend).__mro__:
+        if klass is Backend:
+            return False
+        if "delete" in vars(klass):
+            return True
+    return True
 
 
 def capabilities_of(backend: Backend | Capabilities) -> Capabilities:
