@@ -13,6 +13,10 @@ works with every command. The reading methods after :meth:`Backend.close` have a
 default here, written with the required ones (correct, but each loads whole sessions):
 a backend that subclasses :class:`Backend` inherits them, and the built-in backends
 override them with cheaper ones.
+
+What a backend may do beyond these methods (search an index, delete, run on asyncio...)
+is declared in :mod:`.capabilities`, one small protocol each, and found once per backend
+there: nothing here or elsewhere asks a backend for a method by name.
 """
 
 from __future__ import annotations
