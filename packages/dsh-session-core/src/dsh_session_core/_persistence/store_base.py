@@ -82,8 +82,8 @@ class StoreBase(SessionStore):
     # Each a* operation of a durable store is its synchronous twin, awaited without
     # blocking the event loop (see .aio for the rule of what may run at once): natively
     # where the backend has an async capability for it, else in the store's worker
-    # thread, where the operations run one at a time. Each twin is written beside its
-    # synchronous form, in the module of its concern.
+    # thread, where the operations run one at a time. Each twin is written in the
+    # module of its synchronous form.
 
     #: The store's worker thread (:class:`~.aio.StoreWorker`), made at first use: a
     #: class default, since ``__init__`` need not know about asyncio.
