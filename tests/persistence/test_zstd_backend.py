@@ -47,7 +47,8 @@ from dsh_session_core._persistence.jsonl_zstd import (
     JsonlZstdBackend,
     decode_frames,
 )
-from dsh_session_core._persistence.store import DurableStore, backend_for
+from dsh_session_core._persistence.opening import backend_for
+from dsh_session_core._persistence.store import DurableStore
 from dsh_session_core.errors import (
     LogFormatError,
     StoreKindError,
