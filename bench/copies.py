@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Iterator
 
 from dsh_session_core._persistence.copy import copy_sessions
-from dsh_session_core._persistence.store import backend_for
+from dsh_session_core._persistence.opening import backend_for
 
 
 @contextlib.contextmanager

@@ -37,7 +37,7 @@ from typing import Any
 import msgspec
 
 from dsh_session_core import open_store
-from dsh_session_core._persistence.base import lines_of_types_of
+from dsh_session_core._persistence.capabilities import lines_of_types_of
 from dsh_session_openai_agents import DshSession
 from openai_agents import conversation
 

@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dsh_session_core import Session, core_registry, create_plugin_manager
 from dsh_session_core._logfile import open_session, parse_log
-from dsh_session_core._persistence.store import DurableStore, backend_for
+from dsh_session_core._persistence.opening import backend_for
+from dsh_session_core._persistence.store import DurableStore
 from run import Append, Target, cli, median_ms, turn_appends, workload
 
 

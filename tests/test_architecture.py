@@ -7,7 +7,13 @@
   module of ``dsh_session_core._cli``, nor ``_persistence/copy.py``, names a concrete
   backend class, or reads a private attribute of an object (``backend._conn``) other
   than its own (``self._x``) or a standard-library module's
-  (``argparse._SubParsersAction``).
+  (``argparse._SubParsersAction``); nor does the demo (``dsh_session_demo``), an
+  application of the library like any other: what it says about a store comes from the
+  URL rules and the protocol, never from a backend's class;
+- a backend's optional capabilities are declared protocols
+  (``_persistence/capabilities.py``), found once per backend: no module anywhere probes
+  a backend for one with ``getattr`` or ``hasattr`` (``getattr(self.backend, "search",
+  None)``).
 
 Each rule is a function over a source tree, so the test can show that it fails on code
 that breaks it.
@@ -22,10 +28,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PERSISTENCE = "dsh_session_core._persistence"
 CLI = "dsh_session_core._cli"
-#: The modules that must use backends through the protocol only, besides the CLI's.
+DEMO = "dsh_session_demo"
+#: The modules that must use backends through the protocol only, besides the CLI's and
+#: the demo's.
 PROTOCOL_ONLY = frozenset({f"{PERSISTENCE}.copy"})
-BACKEND_CLASSES = frozenset({"JsonlBackend", "SqliteBackend", "PostgresBackend",
-                             "MemoryBackend"})
+BACKEND_CLASSES = frozenset({"JsonlBackend", "JsonlZstdBackend", "SqliteBackend",
+                             "PostgresBackend", "MemoryBackend"})
 
 
 def _modules(root: Path) -> Iterator[tuple[str, bool, Path]]:
@@ -92,7 +100,8 @@ def cli_backend_internals(root: Path) -> list[str]:
     private attribute of something not its own, as ``path:line: what``."""
     offences = []
     for module, _, path in _modules(root):
-        if not (module == CLI or module.startswith(CLI + ".") or module in PROTOCOL_ONLY):
+        if not (module in (CLI, DEMO) or module.startswith((CLI + ".", DEMO + "."))
+                or module in PROTOCOL_ONLY):
             continue
         tree = ast.parse(path.read_text())
         stdlib = {(a.asname or a.name).split(".")[0] for node in ast.walk(tree)
@@ -114,6 +123,34 @@ def cli_backend_internals(root: Path) -> list[str]:
             if named in BACKEND_CLASSES:
                 offences.append(f"{path}:{getattr(node, 'lineno', 0)}: names {named}")
     return offences
+
+
+def _backendish(node: ast.expr) -> bool:
+    """Whether an expression names a backend: ``backend``, ``self.backend``,
+    ``store._backend``, ``src_backend``... (the last name in it says so)."""
+    while isinstance(node, ast.Call | ast.Subscript):  # backend_for(url), backends[0]
+        node = node.func if isinstance(node, ast.Call) else node.value
+    name = node.id if isinstance(node, ast.Name) else (
+        node.attr if isinstance(node, ast.Attribute) else "")
+    return "backend" in name.lower()
+
+
+def backend_probes(root: Path) -> list[str]:
+    """Every ``getattr``/``hasattr`` of a backend (a capability looked up by name rather
+    than declared: :mod:`dsh_session_core._persistence.capabilities`), as ``path:line:
+    what``."""
+    offences = []
+    for _, _, path in _modules(root):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("getattr", "hasattr") and node.args
+                    and _backendish(node.args[0])):
+                offences.append(f"{path}:{node.lineno}: {ast.unparse(node)}")
+    return offences
+
+
+def test_no_module_probes_a_backend_for_a_capability() -> None:
+    assert backend_probes(ROOT) == []
 
 
 def test_no_module_imports_a_private_name_of_another_persistence_module() -> None:
@@ -153,6 +190,27 @@ def test_the_rules_catch_what_they_forbid(tmp_path: Path) -> None:
         "dsh_session_core._persistence.jsonl._scan",  # sqlite.py, from-import
         "dsh_session_core._persistence.jsonl._scan",  # sqlite.py, jsonl._scan
     ]
+    demo = tmp_path / "src" / "dsh_session_demo"
+    demo.mkdir(parents=True)
+    (demo / "__init__.py").write_text("")
+    (demo / "_run.py").write_text(
+        "from dsh_session_core import SqliteBackend\n"
+        "def where(store):\n"
+        "    backend = store.backend\n"
+        "    if hasattr(store.backend, 'root'):\n"
+        "        return backend.root\n"
+        "    return isinstance(backend, SqliteBackend)\n")
+    (persistence / "store.py").write_text(
+        "def search(self, query):\n"
+        "    own = getattr(self.backend, 'search', None)\n"
+        "    kept = getattr(self._backend, 'alist')\n"
+        "    if getattr(query, 'terms', None):  # not a backend: allowed\n"
+        "        return own(query), kept\n")
     internals = sorted(o.split(": ", 1)[1] for o in cli_backend_internals(tmp_path))
     assert internals == ["names JsonlBackend", "names JsonlBackend", "names PostgresBackend",
+                         "names SqliteBackend", "names SqliteBackend",
                          "reads ._conn", "reads ._scan"]
+    probes = sorted(o.split(": ", 1)[1] for o in backend_probes(tmp_path))
+    assert probes == ["getattr(self._backend, 'alist')",
+                      "getattr(self.backend, 'search', None)",
+                      "hasattr(store.backend, 'root')"]

@@ -358,7 +358,7 @@ def test_a_diverged_session_is_refused_and_left_as_it_is(demo: str, tmp_path: Pa
 @pytest.mark.parametrize("kind", list(STORE_URLS))
 def test_a_session_a_writer_holds_in_dst_is_skipped(demo: str, places: Places,
                                                     kind: str) -> None:
-    from dsh_session_core._persistence.store import backend_for
+    from dsh_session_core._persistence.opening import backend_for
 
     dst = STORE_URLS[kind](places, "dst")
     writer = backend_for(dst)

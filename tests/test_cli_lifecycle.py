@@ -232,7 +232,7 @@ def test_every_help_has_an_example(command: str) -> None:
 
 
 def _shown(url: str) -> str:
-    from dsh_session_core._persistence.store import printable_url
+    from dsh_session_core._persistence.urls import printable_url
 
     return printable_url(url)
 

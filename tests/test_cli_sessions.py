@@ -326,7 +326,7 @@ def _populate(url: str) -> dict[str, Any]:
 
 def _stored(url: str, session_id: str) -> list[Any]:
     """A session as stored now, read by a fresh backend (no repair)."""
-    from dsh_session_core._persistence.store import backend_for
+    from dsh_session_core._persistence.opening import backend_for
 
     backend = backend_for(url)
     try:

@@ -227,7 +227,10 @@ def test_the_viewer_depends_on_core_only_and_ships_its_page(wheels: dict[str, Pa
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
     assert {n.split("/")[0] for n in names if "dist-info" not in n} == {"dsh_session_view"}
-    for static in ("index.html", "app.js", "app.css"):
+    page = ROOT / "packages" / "dsh-session-view" / "src" / "dsh_session_view" / "static"
+    shipped = sorted(p.name for p in page.iterdir())
+    assert {"index.html", "app.css", "app.js", "dom.js", "session.js"} <= set(shipped)
+    for static in shipped:  # the page and every module it imports
         assert f"dsh_session_view/static/{static}" in names
 
 

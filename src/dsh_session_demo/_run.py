@@ -18,16 +18,7 @@ from dsh_session_compact import (
     TokenEstimator,
     compact_region,
 )
-from dsh_session_core import (
-    DurableStore,
-    Event,
-    JsonlBackend,
-    MemoryBackend,
-    PostgresBackend,
-    Session,
-    SqliteBackend,
-    open_store,
-)
+from dsh_session_core import DurableStore, Event, Session, open_store, store_place
 from dsh_session_core.errors import SessionIdError
 from dsh_session_mode import Modes
 
@@ -69,7 +60,8 @@ class DemoError(Exception):
 class Location:
     """Where the logs are.
 
-    :ivar backend: ``"jsonl"``, ``"sqlite"`` or ``"postgresql"``.
+    :ivar backend: the kind of store (:func:`~dsh_session_core.store_place`):
+        ``"jsonl"``, ``"jsonl+zstd"``, ``"sqlite"`` or ``"postgresql"``.
     :ivar store: the store's folder, database file or server URL (without password).
     :ivar log: the session's JSONL file (``None`` for SQLite).
     :ivar fork_log: the fork's JSONL file (``None`` for SQLite).
@@ -122,10 +114,9 @@ def _open(url: str | None, clock: Clock) -> DurableStore:
     except (OSError, sqlite3.Error) as exc:
         msg = f"cannot open the store {url}: {exc}"
         raise DemoError(msg, "pass --store with a writable folder or sqlite:///file.db") from exc
-    backend = store.backend
-    if isinstance(backend, MemoryBackend) or (
-        isinstance(backend, SqliteBackend) and backend.path == ":memory:"
-    ):
+    # The backend says whether its store lives in this process only (any backend, a
+    # plugin's too): the crash child could not see it.
+    if store.backend.store_identity() is None:
         store.close()
         msg = "the demo cannot use an in-memory store: its crash reopens the session from " \
               "another process"
@@ -163,14 +154,14 @@ def _pick_id(store: DurableStore, wanted: str | None) -> str:
         n += 1
 
 
-def _locate(store: DurableStore, session_id: str, fork_id: str) -> Location:
-    backend = store.backend
-    if isinstance(backend, SqliteBackend):
-        return Location("sqlite", backend.path, None, None)
-    if isinstance(backend, PostgresBackend):
-        return Location("postgresql", backend.location_url, None, None)
-    assert isinstance(backend, JsonlBackend)  # _open refused the other kinds
-    return Location("jsonl", backend.root, store.location(session_id),
+def _locate(url: str | None, store: DurableStore, session_id: str, fork_id: str
+            ) -> Location:
+    """Where the logs are: the store the URL names (by the URL rules: what kind, which
+    folder, file or server), and each session's own file where it has one."""
+    place = store_place(url)
+    if not place.log_files:
+        return Location(place.kind, place.where, None, None)
+    return Location(place.kind, place.where, store.location(session_id),
                     store.location(fork_id))
 
 
@@ -224,7 +215,7 @@ def run_demo(url: str | None = None, session_id: str | None = None) -> DemoRun:
             resumed_prompt(harness)
             compaction = _compact_oldest(harness)
             resumed_turn(harness)
-            location = _locate(store, sid, fork_id)
+            location = _locate(url, store, sid, fork_id)
     except OSError as exc:
         msg = f"cannot write the demo session: {exc.strerror or exc}"
         where = f" ({exc.filename})" if exc.filename else ""

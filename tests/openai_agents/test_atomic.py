@@ -249,7 +249,7 @@ def test_two_processes_creating_one_new_session_both_write_it(
 BACKEND_RACE = textwrap.dedent("""
     import os, sys
     from dsh_session_core import PersistenceError, SessionHeader, Session
-    from dsh_session_core._persistence.store import backend_for
+    from dsh_session_core._persistence.opening import backend_for
 
     backend = backend_for(sys.argv[1])
     session = Session("s", header=SessionHeader(version=1, id="s", created_at=1))

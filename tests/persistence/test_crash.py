@@ -21,7 +21,8 @@ import pytest
 
 from dsh_session_core import create_plugin_manager, encode_events
 from dsh_session_core._persistence.base import SessionLockedError
-from dsh_session_core._persistence.store import DurableStore, backend_for
+from dsh_session_core._persistence.opening import backend_for
+from dsh_session_core._persistence.store import DurableStore
 
 #: Kills per backend of the resumed-writer test, and of the first-write test.
 KILLS = {"jsonl": 200, "jsonl+zstd": 200, "sqlite": 60}

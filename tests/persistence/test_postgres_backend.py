@@ -15,8 +15,9 @@ from persist_support import ONE_TURN, TE, TS, meta
 
 from dsh_session_core import core_registry, to_wire
 from dsh_session_core._persistence.coordinator import PersistencePlugin
+from dsh_session_core._persistence.opening import backend_for
 from dsh_session_core._persistence.postgres import SCHEMA_VERSION, PostgresBackend, channel_of
-from dsh_session_core._persistence.store import DurableStore, backend_for
+from dsh_session_core._persistence.store import DurableStore
 from dsh_session_core.errors import (
     PersistenceError,
     SchemaVersionError,

@@ -132,7 +132,7 @@ def test_a_page_of_summaries_is_the_whole_listing_cut(kind: str,
                                                       tmp_path: Path) -> None:
     """``ls`` counts only the page it shows (``summaries_of``): the same counts as the
     whole listing's, in the page's order, a session deleted since left out."""
-    from dsh_session_core._persistence.base import summaries_of
+    from dsh_session_core._persistence.capabilities import summaries_of
 
     with open_store(store_url(kind, request, tmp_path)) as store:
         for i, turns in enumerate([1, 4, 2, 3]):

@@ -29,7 +29,7 @@ from dsh_session_core import (
 )
 from dsh_session_core._logfile import dump_log
 from dsh_session_core._persistence.copy import copy_sessions
-from dsh_session_core._persistence.store import backend_for
+from dsh_session_core._persistence.opening import backend_for
 
 SESSIONS = 1000
 #: Words the generated sessions speak: cases, scripts, folds (ß/ss, the Kelvin sign,

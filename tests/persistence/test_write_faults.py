@@ -274,7 +274,7 @@ def _run(scenario: Scenario, make: Callable[[Injector], Any], plan: Plan | None,
 _CHECK = textwrap.dedent("""
     import json, os, sys
     from dsh_session_core import core_registry
-    from dsh_session_core._persistence.store import backend_for
+    from dsh_session_core._persistence.opening import backend_for
     out = {}
     for root in sys.argv[2:]:
         backend = backend_for(sys.argv[1] + root)

@@ -1,6 +1,6 @@
 """``dsh-session export --html``: one self-contained file, no network, the document
-embedded as JSON that no log content can break out of, and decodable back to the
-document the server serves."""
+embedded as JSON that no log content can break out of, and decodable back to the pages
+the server serves."""
 
 from __future__ import annotations
 
@@ -11,17 +11,19 @@ import json
 import re
 import subprocess
 import sys
+import urllib.request
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
+from server_support import running
 
 from dsh_session_core import open_store
-from dsh_session_core._cli.source import load_source
+from dsh_session_core._cli.source import Source, load_source
 from dsh_session_core._cli.support import EXIT_USAGE, Failure, registry
 from dsh_session_demo import run_demo
-from dsh_session_view import SessionDocument, embed_json, export_html
+from dsh_session_view import SessionDocument, embed_json, export_html, make_server
 
 ROOT = Path(__file__).resolve().parents[2]
 _DATA = re.compile(rb'<script type="application/json" id="data">(.*?)</script>', re.S)
@@ -32,11 +34,29 @@ def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
                            "main()", *argv], capture_output=True, text=True, check=False)
 
 
-def _document(store: str, session_id: str) -> dict[str, Any]:
+def _document(store: str, session_id: str) -> SessionDocument:
     reg = registry()
     source = load_source(argparse.Namespace(as_id=True, store=store), reg, session_id)
-    whole: dict[str, Any] = json.loads(json.dumps(SessionDocument(source, reg).whole()))
-    return whole
+    return SessionDocument(source, reg)
+
+
+def _served(store: str, session_id: str, starts: list[int]) -> list[dict[str, Any]]:
+    """The server's pages of the session from each of ``starts`` (the whole document's,
+    ``full=1``), and its whole document (``all=1``) last, over HTTP."""
+    server = make_server(registry(), url=store, host="127.0.0.1", port=0)
+    with running(server):
+        urls = [f"/api/session/{session_id}?turns={s}-{s + 49}&full=1" for s in starts]
+        answers = []
+        for path in [*urls, f"/api/session/{session_id}?all=1"]:
+            with urllib.request.urlopen(server.url.rstrip("/") + path, timeout=30) as r:
+                answers.append(json.loads(r.read()))
+    return answers
+
+
+def _pages(embedded: Any) -> list[dict[str, Any]]:
+    """The pages of an exported file's data, each with the head, as the server sends
+    them."""
+    return [{**embedded["head"], **page} for page in embedded["pages"]]
 
 
 def _embedded(page: bytes) -> Any:
@@ -68,8 +88,12 @@ def test_the_demo_exports_as_one_file_with_no_request(demo_store: str, tmp_path:
         b'<script type="application/json" id="data">', b"<script>"]
     assert page.count(b"</script") == 2
     assert page.count(b"<style>") == 1
-    # The embedded document is the server's, decoded back.
-    assert _embedded(page) == _document(demo_store, "demo")
+    # The embedded pages are the server's, decoded back.
+    pages = _pages(_embedded(page))
+    *served, whole = _served(demo_store, "demo", [p["range"][0] for p in pages])
+    assert pages == served
+    assert [p["range"][0] for p in pages] == [0]  # the demo: fewer than 50 turns
+    assert pages[0]["timeline"] == whole["timeline"]
 
 
 class _Inline(HTMLParser):
@@ -116,9 +140,23 @@ def test_the_policy_runs_the_files_own_code_by_hash_and_no_other(demo_store: str
                   (d.split() for d in csp.split(";") if d.strip())}
     [script] = parsed.texts["script"]
     [style] = parsed.texts["style"]
-    # The page's own files, inlined.
+    # The page's own files, inlined: each module's code (less its import lines and its
+    # export keywords) in the one script, in the order they import each other.
     static = ROOT / "packages" / "dsh-session-view" / "src" / "dsh_session_view" / "static"
-    assert script.strip() == (static / "app.js").read_text().strip()
+    at = []
+    for module in sorted(static.glob("*.js")):
+        # Its code between import lines (the bundle writes them as bindings), in order.
+        text = module.read_text()
+        runs = re.split(r"^import .*\n", re.sub(r"^export ", "", text, flags=re.M), flags=re.M)
+        start = 0
+        for run in filter(None, runs):
+            assert run in script[start:], module.name
+            start = script.index(run, start) + len(run)
+        at.append((start, module.name))
+    order = [name for _, name in sorted(at)]
+    assert order.index("dom.js") < order.index("list.js") < order.index("app.js")
+    assert order.index("api.js") < order.index("session.js") < order.index("app.js")
+    assert order[-1] == "app.js"
     assert style.strip() == (static / "app.css").read_text().strip()
     assert directives == {
         "default-src": ["'none'"],
@@ -133,7 +171,7 @@ def test_the_policy_runs_the_files_own_code_by_hash_and_no_other(demo_store: str
 def test_export_goes_to_stdout_without_o(demo_store: str) -> None:
     proc = _cli("export", "--html", "demo-fork", "--store", demo_store)
     assert proc.returncode == 0, proc.stderr
-    doc = _embedded(proc.stdout.encode())
+    [doc] = _pages(_embedded(proc.stdout.encode()))
     assert doc["header"]["parentSession"] == "demo"
     assert doc["complete"] is True
 
@@ -173,7 +211,7 @@ def test_log_content_cannot_leave_the_data_element(tmp_path: Path) -> None:
     assert page.lower().count(b"</script") == 2  # the data's own end, and the code's
     assert b"pwned" not in page.replace(_DATA.search(page).group(1), b"")  # type: ignore[union-attr]
     assert b"<title>dsh-session &lt;/script&gt;</title>" in page
-    doc = _embedded(page)
+    [doc] = _pages(_embedded(page))
     texts = [i["text"] for b in doc["timeline"] for i in b["items"] if i["kind"] == "user"]
     assert texts == HOSTILE
     assert doc["header"]["cwd"] == "/<script>/"
@@ -187,10 +225,48 @@ def test_embed_json_escapes_what_could_end_the_element() -> None:
     assert json.loads(data) == value
 
 
-def test_export_html_is_a_function_of_the_document() -> None:
-    page = export_html({"session": "s<1>", "timeline": [], "messages": []})
+def _many_turns(store: str, session_id: str, turns: int) -> None:
+    with open_store(store) as s:
+        chat = s.create(session_id)
+        for t in range(1, turns + 1):
+            with chat.turn() as turn:
+                turn.user(f"question {t}")
+                with turn.step() as step:
+                    step.assistant(f"answer {t}")
+        s.flush(chat)
+
+
+def test_a_long_session_is_embedded_as_the_servers_pages(tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    _many_turns(store, "long", 120)
+    embedded = _embedded(export_html(_document(store, "long")))
+    pages = _pages(embedded)
+    # Pages of 50 turn blocks, as the page asks for them, tiling the 120 turns.
+    assert [p["range"] for p in pages] == [[0, 49], [50, 99], [100, 119]]
+    assert [b["turn"] for p in pages for b in p["timeline"]] == list(range(1, 121))
+    assert [p["turnCount"] for p in pages] == [120] * 3
+    # Each message in the page of its turn, once: a question and an answer a turn.
+    assert [len(p["messages"]) for p in pages] == [100, 100, 40]
+    assert [m["content"][0]["text"] for m in pages[2]["messages"][:2]] == [
+        "question 101", "answer 101"]
+    # The charts on the first and the last page only, as served.
+    assert ["charts" in p for p in pages] == [True, False, True]
+    *served, whole = _served(store, "long", [0, 50, 100])
+    assert pages == served
+    assert [m for p in pages for m in p["messages"]] == whole["messages"]
+    # The head is embedded once, not in every page.
+    assert all(not set(page) & set(embedded["head"]) for page in embedded["pages"])
+
+
+def test_a_session_without_turns_is_one_empty_page(tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    _many_turns(store, "s<1>", 1)
+    header = load_source(argparse.Namespace(as_id=True, store=store), registry(), "s<1>").header
+    page = export_html(SessionDocument(Source(header, [], "its header alone"), registry()))
     assert b"<title>dsh-session s&lt;1&gt;</title>" in page
-    assert _embedded(page) == {"session": "s<1>", "timeline": [], "messages": []}
+    [doc] = _pages(_embedded(page))
+    assert (doc["session"], doc["range"], doc["timeline"], doc["turnCount"]) == (
+        "s<1>", [0, -1], [], 0)
 
 
 def test_without_the_view_package_export_html_names_it(

@@ -273,20 +273,27 @@ def test_the_pages_are_the_static_shell(demo_server: ViewServer) -> None:
         assert headers["Content-Type"] == "text/html; charset=utf-8"
         assert headers["Content-Security-Policy"] == CSP
         assert body == (STATIC / "index.html").read_bytes()
-    status, headers, body = call(demo_server, "/static/app.js")
-    assert (status, headers["Content-Type"]) == (200, "text/javascript; charset=utf-8")
-    assert body == (STATIC / "app.js").read_bytes()
+    modules = sorted(p.name for p in STATIC.glob("*.js"))
+    assert {"app.js", "dom.js", "api.js", "list.js", "session.js"} <= set(modules)
+    for name in modules:  # the entry and every module it imports
+        status, headers, body = call(demo_server, "/static/" + name)
+        assert (status, headers["Content-Type"]) == (200, "text/javascript; charset=utf-8")
+        assert headers["Content-Security-Policy"] == CSP
+        assert body == (STATIC / name).read_bytes()
     assert call(demo_server, "/static/app.css")[1]["Content-Type"] == "text/css; charset=utf-8"
-    assert call(demo_server, "/static/../../etc/passwd")[0] == 404
+    for path in ("/static/../../etc/passwd", "/static/index.html", "/static/", "/static/x.js",
+                 "/static/%61pp.js", "/static/app.js/", "/static//app.js"):
+        assert call(demo_server, path)[0] == 404, path
 
 
 def test_the_page_code_never_writes_markup() -> None:
-    code = (STATIC / "app.js").read_text()
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
-                 "new Function", "setTimeout(\"", "javascript:"):
-        assert sink not in code, sink
+    for module in STATIC.glob("*.js"):
+        code = module.read_text()
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write",
+                     "eval(", "new Function", "setTimeout(\"", "javascript:"):
+            assert sink not in code, (module.name, sink)
     assert "<script" not in (STATIC / "index.html").read_text().replace(
-        '<script src="/static/app.js" defer></script>', "")
+        '<script type="module" src="/static/app.js"></script>', "")
 
 
 # --- hostile logs -------------------------------------------------------------------------

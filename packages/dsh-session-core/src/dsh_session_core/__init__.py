@@ -47,14 +47,30 @@ if _TYPE_CHECKING:
     from ._names import ENTRY_POINT_GROUP, PROJECT_NAME
     from ._open_log import read_session
     from ._persistence.base import Backend, Deleted, SessionLockedError, StoredLog, WriterLock
+    from ._persistence.capabilities import (
+        AsyncAppend,
+        AsyncClose,
+        AsyncFollow,
+        AsyncList,
+        AsyncTail,
+        Capabilities,
+        Deletable,
+        LineReads,
+        Resumable,
+        Searchable,
+        SelectiveSummaries,
+        TypedLineReads,
+    )
     from ._persistence.coordinator import PersistenceError, PersistencePlugin
     from ._persistence.copy import CopyProgress, CopyReport, SessionCopy, copy_sessions
     from ._persistence.jsonl import JsonlBackend
     from ._persistence.memory import MemoryBackend
+    from ._persistence.opening import open_store
     from ._persistence.postgres import PostgresBackend
     from ._persistence.repair import interrupted_turn_closers
     from ._persistence.sqlite import SqliteBackend
-    from ._persistence.store import DurableStore, open_store
+    from ._persistence.store import DurableStore
+    from ._persistence.urls import StorePlace, store_place
     from ._plugins import PluginManager, create_plugin_manager, hookimpl
     from ._registry import EventRegistry, EventSpec, RegisteredEvent
     from ._request_header import (
@@ -160,6 +176,18 @@ _LAZY: dict[str, str] = {
     "SessionCopy": "._persistence.copy",
     "copy_sessions": "._persistence.copy",
     "Backend": "._persistence.base",
+    "AsyncAppend": "._persistence.capabilities",
+    "AsyncClose": "._persistence.capabilities",
+    "AsyncFollow": "._persistence.capabilities",
+    "AsyncList": "._persistence.capabilities",
+    "AsyncTail": "._persistence.capabilities",
+    "Capabilities": "._persistence.capabilities",
+    "Deletable": "._persistence.capabilities",
+    "LineReads": "._persistence.capabilities",
+    "Resumable": "._persistence.capabilities",
+    "Searchable": "._persistence.capabilities",
+    "SelectiveSummaries": "._persistence.capabilities",
+    "TypedLineReads": "._persistence.capabilities",
     "Deleted": "._persistence.base",
     "SearchHit": "._search",
     "SessionLockedError": "._persistence.base",
@@ -172,7 +200,9 @@ _LAZY: dict[str, str] = {
     "PostgresBackend": "._persistence.postgres",
     "SqliteBackend": "._persistence.sqlite",
     "DurableStore": "._persistence.store",
-    "open_store": "._persistence.store",
+    "open_store": "._persistence.opening",
+    "StorePlace": "._persistence.urls",
+    "store_place": "._persistence.urls",
     "CodeDispatcher": "._code_dispatch",
     "SubDispatch": "._code_dispatch",
     "ToolArgumentsError": "._code_dispatch",
@@ -237,13 +267,20 @@ __all__ = [
     "SURFACE_TYPES",
     "AbortedFinish",
     "AbortedReason",
+    "AsyncAppend",
+    "AsyncClose",
+    "AsyncFollow",
+    "AsyncList",
+    "AsyncTail",
     "Backend",
     "BlockEndChunk",
     "BlockStartChunk",
+    "Capabilities",
     "CodeDispatcher",
     "CompletedReason",
     "CopyProgress",
     "CopyReport",
+    "Deletable",
     "Deleted",
     "DisposedReason",
     "DurableStore",
@@ -260,6 +297,7 @@ __all__ = [
     "JsonObject",
     "JsonValue",
     "JsonlBackend",
+    "LineReads",
     "MaxTokensFinish",
     "MaxTokensReason",
     "MemoryBackend",
@@ -279,7 +317,10 @@ __all__ = [
     "RejectedReason",
     "ReplaceOp",
     "RequestHeaderWriter",
+    "Resumable",
     "SearchHit",
+    "Searchable",
+    "SelectiveSummaries",
     "Session",
     "SessionCopy",
     "SessionHeader",
@@ -288,6 +329,7 @@ __all__ = [
     "SqliteBackend",
     "Step",
     "StopFinish",
+    "StorePlace",
     "StoredLog",
     "SubDispatch",
     "Surface",
@@ -306,6 +348,7 @@ __all__ = [
     "ToolResultBlock",
     "Turn",
     "TurnStateError",
+    "TypedLineReads",
     "UnionMember",
     "UsageChunk",
     "UserSource",
@@ -335,6 +378,7 @@ __all__ = [
     "open_store",
     "read_session",
     "record_request_header",
+    "store_place",
     "stored_label",
     "summarize_tool_result",
     "to_wire",

@@ -64,7 +64,7 @@ def stored_label(backend: Backend, header: SessionHeader, registry: EventRegistr
     those: a JSONL log's first lines, a database's first keys) and decoded with
     ``registry`` when a plugin asks for them."""
     from ._decode import decode_lines
-    from ._persistence.base import read_lines_of
+    from ._persistence.capabilities import read_lines_of
 
     def first_events(count: int) -> Sequence[Event]:
         lines = read_lines_of(backend, header.id, -1, max(count, 0))

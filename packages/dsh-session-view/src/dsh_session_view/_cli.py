@@ -147,7 +147,7 @@ def run_export_html(args: argparse.Namespace) -> int:
     source = load_source(args, reg)
     for warning in source.warnings:
         warn(warning)
-    data = export_html(SessionDocument(source, reg).whole())
+    data = export_html(SessionDocument(source, reg))
     if args.output is None or args.output == "-":
         write(data)
         return EXIT_OK

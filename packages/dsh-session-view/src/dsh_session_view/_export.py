@@ -1,13 +1,15 @@
 """The one-file export: a session's page as a single self-contained HTML file.
 
-The page's CSS and JS are inlined, and the session's whole document is embedded as JSON in
-``<script type="application/json" id="data">``, with ``<``, ``>``, ``&``, U+2028 and
-U+2029 written as ``\\u`` escapes, so that no log content can end the element or be read
-as markup. A Content-Security-Policy meta tag forbids every network request and runs
-only the file's own code and style, named by their SHA-256 (:func:`export_csp`), never
-inline code in general: should anything ever slip a ``<script>`` into the file, the
-browser would not run it. The page renders from the embedded document and never
-follows.
+The page's CSS is inlined, and its modules as one script (:func:`._static.page_script`).
+The session's document is embedded as JSON in ``<script type="application/json"
+id="data">``: its head once, and its pages as the server answers them
+(:func:`embedded_pages`), so that the page only looks a page up, as it would fetch it;
+``<``, ``>``, ``&``, U+2028 and U+2029 are written as ``\\u`` escapes, so that no log
+content can end the element or be read as markup. A Content-Security-Policy meta tag
+forbids every network request and runs only the file's own code and style, named by
+their SHA-256 (:func:`export_csp`), never inline code in general: should anything ever
+slip a ``<script>`` into the file, the browser would not run it. The page renders from
+the embedded pages and never follows.
 """
 
 from __future__ import annotations
@@ -15,11 +17,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from ._static import static_file
+from ._model import PAGE_TURNS
+from ._static import page_script, static_file
 
-__all__ = ["embed_json", "export_csp", "export_html", "source_hash"]
+if TYPE_CHECKING:
+    from ._model import SessionDocument
+
+__all__ = ["embed_json", "embedded_pages", "export_csp", "export_html", "source_hash"]
 
 _ESCAPES: Final = ((b"&", b"\\u0026"), (b"<", b"\\u003c"), (b">", b"\\u003e"),
                    ("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029"))
@@ -36,14 +42,13 @@ def embed_json(value: Any) -> bytes:
     return data
 
 
-def _inline(name: str, closing: bytes) -> bytes:
-    """The text of the element inlining ``static/name``, exactly as a browser's parser
+def _inline(name: str, data: bytes, closing: bytes) -> bytes:
+    """The text of the element inlining ``data`` (``name``), exactly as a browser's parser
     reads it (what its hash is taken of): no closing tag or ``<!--`` inside (either would
     move the element's end), and no CR or NUL, which the parser would rewrite (CR LF and
     CR to LF, NUL to U+FFFD) before hashing."""
-    data = static_file(name)
     if closing in data.lower() or b"<!--" in data or b"\r" in data or b"\0" in data:
-        msg = f"static/{name} holds {closing!r}, <!--, a CR or a NUL: it cannot be inlined"
+        msg = f"{name} holds {closing!r}, <!--, a CR or a NUL: it cannot be inlined"
         raise AssertionError(msg)
     return b"\n" + data + b"\n"
 
@@ -61,10 +66,25 @@ def export_csp(script: bytes, style: bytes) -> str:
             f"script-src {source_hash(script)}; img-src data:")
 
 
-def export_html(document: dict[str, Any]) -> bytes:
-    """The HTML file of a session's whole document (``SessionDocument.whole()``)."""
-    title = html.escape(f"dsh-session {document.get('session', '')}", quote=True)
-    script, style = _inline("app.js", b"</script"), _inline("app.css", b"</style")
+def embedded_pages(document: SessionDocument, size: int = PAGE_TURNS) -> dict[str, Any]:
+    """What an exported file embeds of ``document``: ``{"head": ..., "pages": [...]}``,
+    its head once and its pages of ``size`` turn blocks from block 0 on (one page when it
+    has no block), each as :meth:`~._model.SessionDocument.page` answers it without the
+    head. The page asks for the blocks from the end of those it shows, as when served,
+    and finds the page that starts there."""
+    head = document.head
+    pages = []
+    for start in range(0, max(len(document.timeline), 1), size):
+        page = document.page(start, start + size - 1)
+        pages.append({key: value for key, value in page.items() if key not in head})
+    return {"head": head, "pages": pages}
+
+
+def export_html(document: SessionDocument) -> bytes:
+    """The HTML file of a session's document."""
+    title = html.escape(f"dsh-session {document.head.get('session', '')}", quote=True)
+    script = _inline("the page's bundled modules", page_script(), b"</script")
+    style = _inline("static/app.css", static_file("app.css"), b"</style")
     return b"".join([
         b'<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
         b'<meta http-equiv="Content-Security-Policy" content="',
@@ -74,6 +94,7 @@ def export_html(document: dict[str, Any]) -> bytes:
         b"<title>", title.encode("utf-8", "replace"), b"</title>\n",
         b"<style>", style, b"</style>\n</head>\n",
         b'<body data-mode="export">\n<div id="app"></div>\n',
-        b'<script type="application/json" id="data">', embed_json(document), b"</script>\n",
+        b'<script type="application/json" id="data">', embed_json(embedded_pages(document)),
+        b"</script>\n",
         b"<script>", script, b"</script>\n</body>\n</html>\n",
     ])

@@ -13,7 +13,8 @@ Routes::
 
     /                                  the session list page
     /s/<id>                            one session's page (the same HTML shell)
-    /static/app.js, /static/app.css    the page's code and style
+    /static/<name>                     the page's files: its modules (app.js and what it
+                                       imports) and app.css
     /api/sessions?cwd=&parent=&since=&until=&limit=&offset=&all=1   (all: the hidden too)
     /api/search?q=&type=&role=&session=&limit=
     /api/session/<id>?turns=A-B        a page of the session's document (default 0-49;
@@ -34,7 +35,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from ._hosts import allowed_names, host_name, shown_name
 from ._model import PAGE_TURNS
 from ._sources import Viewed, ViewError
-from ._static import static_file
+from ._static import page_files, static_file
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -51,9 +52,6 @@ CSP: Final = ("default-src 'self'; img-src 'self' data:; style-src 'self'; "
 HEARTBEAT: Final = 5.0
 #: Raw events per answer, at most.
 EVENTS_MAX: Final = 1000
-
-_STATIC = {"/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
-           "/static/app.css": ("app.css", "text/css; charset=utf-8")}
 
 
 class ViewServer(ThreadingHTTPServer):
@@ -254,9 +252,9 @@ class _Handler(BaseHTTPRequestHandler):
                 _segment(raw[3:])  # a bad id is refused here too, as JSON
             self._send(200, static_file("index.html"), "text/html; charset=utf-8")
             return
-        if raw in _STATIC:
-            name, ctype = _STATIC[raw]
-            self._send(200, static_file(name), ctype)
+        if raw.startswith("/static/") and raw[len("/static/"):] in page_files():
+            name = raw[len("/static/"):]
+            self._send(200, static_file(name), page_files()[name])
             return
         if raw == "/api/sessions":
             self._json(self.server.viewed.rows(params))

@@ -64,7 +64,7 @@ _URL_HINT = ("SRC and DST are stores: a folder, jsonl:///path, jsonl+zstd:///pat
 
 def _shown(url: str) -> str:
     """A store URL for messages and reports: without its password."""
-    from .._persistence.store import printable_url
+    from .._persistence.urls import printable_url
 
     return printable_url(url)
 
@@ -175,7 +175,7 @@ def _log_file_source(path: str, reg: EventRegistry) -> Backend:
     the durable load rules (a torn tail dropped, as a store drops it), in an in-memory
     store to copy from."""
     from .._logfile import scan_log
-    from .._persistence.store import backend_for
+    from .._persistence.opening import backend_for
     from .source import _scanned, read_bytes, warn
 
     data = read_bytes(path, "loading")

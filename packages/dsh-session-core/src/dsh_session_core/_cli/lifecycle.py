@@ -117,7 +117,7 @@ def _total(found: list[Deleted]) -> int:
 
 
 def _shown(url: str) -> str:
-    from .._persistence.store import printable_url
+    from .._persistence.urls import printable_url
 
     return printable_url(url)
 

@@ -243,7 +243,8 @@ def _select_counted(backend: Backend, query: _Query, ids_only: bool
     filter, the page is picked from the headers alone (``Backend.list``) and only its
     rows are summarized (``Backend.summaries_of``: a JSONL store reads just those logs;
     SQLite and PostgreSQL run one query for the headers and one for the page)."""
-    from .._persistence.base import SessionSummary, summaries_of
+    from .._persistence.base import SessionSummary
+    from .._persistence.capabilities import summaries_of
 
     shown_to = _visible(query)
     if not query.needs_counts:

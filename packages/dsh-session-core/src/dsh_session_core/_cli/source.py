@@ -2,7 +2,7 @@
 
 One rule, :func:`resolve`, for every command that reads a session: ``--file`` reads
 SOURCE as a path and ``--id`` as a session id in ``--store URL`` (default:
-:func:`~.._persistence.store.default_store_url`); without either, an existing path (not a
+:func:`~.._persistence.urls.default_store_url`); without either, an existing path (not a
 directory) is a file and anything else a session id, unless the store also holds a
 session of that name: then the command says so rather than guess. A session id is
 checked by the store's own id rule (``Backend.check_id``) before anything is read. Both are read
@@ -18,7 +18,7 @@ live session never disturbs its writer:
   ``DurableStore.open``, which would repair the log and take the lock.
 
 A store is opened by :func:`open_backend`, through the one URL mapping
-(:func:`~.._persistence.store.backend_for`, plugins' schemes included), and used only
+(:func:`~.._persistence.opening.backend_for`, plugins' schemes included), and used only
 through the :class:`~.._persistence.base.Backend` protocol.
 
 In both cases the crash-repair closers a load *would* append
@@ -217,7 +217,7 @@ def _check_closers(source: Source) -> None:
 
 
 def store_url(args: argparse.Namespace) -> str:
-    from .._persistence.store import default_store_url
+    from .._persistence.urls import default_store_url
 
     url: str | None = getattr(args, "store", None)
     return url if url else default_store_url()
@@ -236,7 +236,8 @@ def open_backend(url: str, *, must_exist: bool = True, empty_if_missing: bool = 
         nowhere to fork to), a database that cannot be opened, or, with ``must_exist``,
         a store that does not exist.
     """
-    from .._persistence.store import backend_for, printable_url
+    from .._persistence.opening import backend_for
+    from .._persistence.urls import printable_url
     from ..errors import DshSessionError, StoreFolderError, StoreNotFoundError
     from .support import plugin_manager
 

@@ -6,12 +6,13 @@ and so are the coordinator's adoption, crash repair and writer lock. An asyncio 
 must never wait on them on its event loop, so :class:`~.store.DurableStore`'s ``a*``
 methods run them elsewhere:
 
-- **natively**, when the backend has an optional async hook for the operation:
-  ``aappend_batch`` (a flush), ``alist`` (the stored headers), ``atail_lines`` and
-  ``afollow_lines`` (following a session), ``aclose``. PostgreSQL has them all, on
-  psycopg's ``AsyncConnection``. These hooks are *optional*: they are looked up with
-  ``getattr`` and are not part of the :class:`~.base.Backend` protocol, so a
-  third-party backend without them works unchanged, through the worker thread;
+- **natively**, when the backend has an optional async capability for the operation
+  (:mod:`.capabilities`): ``aappend_batch`` (a flush), ``alist`` (the stored headers),
+  ``atail_lines`` and ``afollow_lines`` (following a session), ``aclose``. PostgreSQL
+  has them all, on psycopg's ``AsyncConnection``. They are not part of the
+  :class:`~.base.Backend` protocol: a third-party backend without them works
+  unchanged, through the worker thread. Which ones a backend has is the store's
+  :class:`~.capabilities.Capabilities` record, made once;
 - **in the store's worker thread** otherwise (:class:`StoreWorker`).
 
 Thread-safety rule: the operations that run in the store's worker thread (``acreate``,
@@ -128,10 +129,9 @@ async def tail_lines(
     backend: Backend, persistence: PersistencePlugin, session_id: str, count: int
 ) -> LogTail | None:
     """:meth:`~.base.Backend.tail_lines`, natively (``atail_lines``) or in a thread."""
-    native = getattr(backend, "atail_lines", None)
+    native = persistence.capabilities.async_tail
     if native is not None:
-        found: LogTail | None = await native(session_id, count)
-        return found
+        return await native.atail_lines(session_id, count)
 
     def read() -> LogTail | None:
         with persistence.serialized(session_id):
@@ -152,9 +152,10 @@ async def follow_lines(
     of ``follow_lines(..., timeout=0)`` in a thread. A poll returns at once (it reports
     what is there and ends), so no thread is ever left waiting for news: cancelling the
     follower leaves nothing running."""
-    native = getattr(backend, "afollow_lines", None)
+    native = persistence.capabilities.async_follow
     if native is not None:
-        async with contextlib.aclosing(native(session_id, position, timeout=timeout)) as it:
+        news_of = native.afollow_lines(session_id, position, timeout=timeout)
+        async with contextlib.aclosing(news_of) as it:
             async for news in it:
                 yield news
         return

@@ -13,6 +13,10 @@ works with every command. The reading methods after :meth:`Backend.close` have a
 default here, written with the required ones (correct, but each loads whole sessions):
 a backend that subclasses :class:`Backend` inherits them, and the built-in backends
 override them with cheaper ones.
+
+What a backend may do beyond these methods (search an index, delete, run on asyncio...)
+is declared in :mod:`.capabilities`, one small protocol each, and found once per backend
+there: nothing here or elsewhere asks a backend for a method by name.
 """
 
 from __future__ import annotations
@@ -47,12 +51,8 @@ __all__ = [
     "continued",
     "keep_types",
     "last_active_at",
-    "lines_of_types_of",
-    "lines_since_of",
     "not_found",
-    "read_lines_of",
     "stored_lines",
-    "summaries_of",
 ]
 
 #: How often a polling follower (:meth:`Backend.follow_lines` of JSONL, SQLite and the
@@ -218,10 +218,11 @@ def not_found(session_id: str) -> PersistenceError:
     return PersistenceError(f'session "{session_id}" not found', session_id=session_id)
 
 
-def cannot_delete(backend: object, session_id: str) -> PersistenceError:
+def cannot_delete(backend: Backend, session_id: str) -> PersistenceError:
     """The error of a backend that has no way to delete a session (a third-party one
-    written before :meth:`Backend.delete` existed): nothing was changed."""
-    name = getattr(backend, "name", None) or type(backend).__name__
+    written before :meth:`Backend.delete` existed, without the
+    :class:`~.capabilities.Deletable` capability): nothing was changed."""
+    name = backend.name or type(backend).__name__
     return PersistenceError(
         f'the {name} backend cannot delete sessions (it implements no delete): session '
         f'"{session_id}" is left as it is', session_id=session_id)
@@ -470,41 +471,6 @@ class Backend(Protocol):
         return (type(self).__module__, type(self).__qualname__, where)
 
 
-def summaries_of(backend: Backend, headers: Sequence[SessionHeader]
-                 ) -> builtins.list[SessionSummary]:
-    """The summaries of the sessions of ``headers`` (as ``backend.list()`` gave them), in
-    their order; a session gone since is left out: what ``ls`` shows of a page it picked
-    from the headers alone. A backend with a ``summaries_of`` of its own (JSONL: it reads
-    only those logs) answers; for any other, :meth:`Backend.summaries` is filtered."""
-    own = getattr(backend, "summaries_of", None)
-    if own is not None:
-        return list(own(headers))
-    by_id = {s.header.id: s for s in backend.summaries()}
-    return [by_id[h.id] for h in headers if h.id in by_id]
-
-
-def read_lines_of(backend: Backend, session_id: str, after: int, limit: int | None
-                  ) -> builtins.list[bytes] | None:
-    """:meth:`Backend.read_lines` of any backend: its own, or (a backend that does not
-    subclass :class:`Backend`) the default, which loads the session."""
-    own = getattr(backend, "read_lines", None)
-    if own is not None:
-        found: builtins.list[bytes] | None = own(session_id, after, limit)
-        return found
-    return Backend.read_lines(backend, session_id, after, limit)
-
-
-def lines_since_of(backend: Backend, header: SessionHeader, last: Event
-                   ) -> builtins.list[bytes] | None:
-    """:meth:`Backend.lines_since` of any backend: its own, or (a backend that does not
-    subclass :class:`Backend`) the default, which loads the session."""
-    own = getattr(backend, "lines_since", None)
-    if own is not None:
-        found: builtins.list[bytes] | None = own(header, last)
-        return found
-    return Backend.lines_since(backend, header, last)
-
-
 def continued(lines: Sequence[bytes], last: Event) -> builtins.list[bytes] | None:
     """The lines after the first of ``lines`` when that one is the line of ``last``
     (its seq, type and time: what tells one writer's event from another's at the same
@@ -519,26 +485,6 @@ def continued(lines: Sequence[bytes], last: Event) -> builtins.list[bytes] | Non
     return list(lines[1:])
 
 
-def lines_of_types_of(backend: Backend, session_id: str, types: Collection[str]
-                      ) -> builtins.list[bytes] | None:
-    """The log lines of the stored events whose type is one of ``types``, oldest first
-    (a torn tail left out); ``None`` when the session is not stored. Nothing is written
-    and no lock is taken. A line whose type cannot be told without parsing it (not
-    written ``{"type":"<type>"`` first, as every writer does) is returned too: the
-    caller decodes it, and its type decides.
-
-    A backend with a ``lines_of_types`` of its own answers (JSONL searches the file's
-    bytes for those lines); for any other, every line is read (:func:`read_lines_of`)
-    and those are kept (:func:`keep_types`).
-    """
-    own = getattr(backend, "lines_of_types", None)
-    if own is not None:
-        found: builtins.list[bytes] | None = own(session_id, types)
-        return found
-    lines = read_lines_of(backend, session_id, -1, None)
-    return None if lines is None else keep_types(lines, types)
-
-
 #: The type a log line begins with, as every writer writes it (a type spelt with an
 #: escape is not read here: its line is kept, for the caller to decode).
 _TYPE_FIRST = re.compile(rb'\{"type":"([^"\\]*)"')
@@ -546,7 +492,7 @@ _TYPE_FIRST = re.compile(rb'\{"type":"([^"\\]*)"')
 
 def keep_types(lines: Sequence[bytes], types: Collection[str]) -> builtins.list[bytes]:
     """The ``lines`` of the events of ``types``, and those whose type cannot be told
-    without parsing them (see :func:`lines_of_types_of`)."""
+    without parsing them (see :func:`~.capabilities.lines_of_types_of`)."""
     wanted = {t.encode("utf-8", "surrogatepass") for t in types}
     kept = []
     for line in lines:

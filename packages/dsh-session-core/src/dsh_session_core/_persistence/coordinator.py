@@ -14,8 +14,13 @@ plugins-persistence §8.4):
   taken when this coordinator first writes or binds the session, held until
   :meth:`PersistencePlugin.close`.
 
+The states, the serialization and the one load and append path every case goes through
+are its base, :class:`~.write_path.WritePath`; this module is the service, the hooks and
+the adoption of live sessions.
+
 The backend hooks are synchronous (file and SQLite I/O are); ``DurableStore.aflush``
-awaits a backend's native asyncio append where it has one (PostgreSQL) and otherwise runs
+awaits a backend's native asyncio append where it has one
+(:class:`~.capabilities.AsyncAppend`: PostgreSQL) and otherwise runs
 the flush in a worker thread, so an asyncio loop is never blocked. The store's other
 ``a*`` methods (:mod:`.aio`) run this coordinator's synchronous service in the store's
 worker thread; :meth:`PersistencePlugin.serialized` lets a reader in another thread keep
@@ -24,32 +29,26 @@ clear of a session's writes.
 
 from __future__ import annotations
 
-import bisect
 import builtins
-import dataclasses
-import itertools
-import operator
-import threading
-import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._codec import encode_events
-from .._decode import decode_wire
-from .._header import SESSION_FORMAT_VERSION, SessionHeader
-from .._json import find_non_json
+from .._header import SessionHeader
 from .._plugins import hookimpl
-from .._registry import EventRegistry
-from ..errors import (
-    PersistenceError,
-    SessionExistsError,
-    SessionLockedError,
-    StoreFolderError,
-    StoreWriteError,
-)
+from ..errors import PersistenceError, SessionExistsError, SessionLockedError
 from ..events import Event
-from .base import Backend, Deleted, StoredLog, WriterLock, cannot_delete
+from .base import Deleted, StoredLog, cannot_delete
 from .repair import interrupted_turn_closers
+from .write_path import (
+    SessionState,
+    WritePath,
+    check_follows,
+    covers,
+    cwd_of,
+    drop_stored,
+    named,
+    same_objects,
+)
 
 if TYPE_CHECKING:
     import asyncio
@@ -58,88 +57,13 @@ if TYPE_CHECKING:
 
 __all__ = ["PersistenceError", "PersistencePlugin"]
 
-_seq_of = operator.attrgetter("seq")
 
-
-
-
-@dataclasses.dataclass(slots=True)
-class _State:
-    header: SessionHeader
-    cursor: int  # the next seq to store
-    materialized: bool
-    owner: Session | None = None
-    lock: WriterLock | None = None
-    #: The events ``load`` returned, until a live session claims the state: a seed made
-    #: of these very objects covers the stored log without reading it again.
-    loaded: list[Event] | None = None
-
-
-class PersistencePlugin:
+class PersistencePlugin(WritePath):
     """Make a store's sessions durable through ``backend``.
 
     :param backend: where logs are stored (JSONL files, SQLite, ...).
     :param registry: the event types logs decode into; the store's registry.
     """
-
-    def __init__(self, backend: Backend, registry: EventRegistry) -> None:
-        self.backend = backend
-        self.registry = registry
-        self._states: dict[str, _State] = {}
-        self._buffers: dict[Session, builtins.list[Event]] = {}
-        self._inited: set[int] = set()
-        self._id_locks: dict[str, threading.RLock] = {}
-        self._guard = threading.Lock()
-        # Per event loop, per session: asyncio locks belong to one loop.
-        self._alocks: weakref.WeakKeyDictionary[Any, dict[str, asyncio.Lock]] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._closed = False
-
-    # --- per-session serialization ------------------------------------------------------
-
-    def _serial(self, session_id: str) -> threading.RLock:
-        with self._guard:
-            lock = self._id_locks.get(session_id)
-            if lock is None:
-                lock = self._id_locks[session_id] = threading.RLock()
-            return lock
-
-    def serialized(self, session_id: str) -> threading.RLock:
-        """The lock that serializes this coordinator's work on one session: a reader
-        that calls the backend for a session from another thread (an asyncio follower's
-        poll) holds it, so that it never calls the backend at once with a write of that
-        session (the :class:`~.base.Backend` contract)."""
-        return self._serial(session_id)
-
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` (or :meth:`close_sessions`) ran."""
-        return self._closed
-
-    def _own(self, state: _State) -> None:
-        """Take the session's writer lock before this coordinator writes to it."""
-        if state.lock is None:
-            with _named(state.header.id, self.backend, state.header, "locking"):
-                state.lock = self.backend.acquire(state.header)
-
-    def _repair(self, state: _State, stored: StoredLog, closers: Sequence[Event]) -> None:
-        """Commit a crash repair under the writer lock. When it fails, a lock taken for
-        it is released again: the state it was taken for is dropped, so a lock kept
-        would refuse every retry (even this store's) until :meth:`close`."""
-        taken = state.lock is None
-        self._own(state)
-        try:
-            with _named(stored.header.id, self.backend, stored.header,
-                        "writing the crash repair of"):
-                self.backend.commit_repair(
-                    stored.header, stored.torn, closers, encode_events(closers)
-                )
-        except BaseException:
-            if taken and state.lock is not None:
-                lock, state.lock = state.lock, None
-                lock.release()
-            raise
 
     # --- the service --------------------------------------------------------------------
 
@@ -159,7 +83,7 @@ class PersistencePlugin:
                     f"instead of creating"
                 )
                 raise PersistenceError(msg, session_id=sid)
-            self._states[sid] = _State(header, 0, False)
+            self._states[sid] = SessionState(header, 0, False)
 
     def append(self, session_id: str, events: Iterable[Event | Mapping[str, Any]]) -> None:
         """Durably append a contiguous batch (events or their wire shape); return once
@@ -205,8 +129,8 @@ class PersistencePlugin:
         :raises PersistenceError: nothing is stored under this id, or the backend cannot
             delete (:func:`~.base.cannot_delete`).
         """
-        remove = getattr(self.backend, "delete", None)
-        if remove is None:  # a backend that does not subclass Backend, written before
+        remove = self.capabilities.deletable
+        if remove is None:  # a backend written before Backend.delete existed
             raise cannot_delete(self.backend, session_id)
         with self._serial(session_id):
             state = self._states.get(session_id)
@@ -217,8 +141,7 @@ class PersistencePlugin:
                 if state.lock is not None:
                     state.lock.release()
                 del self._states[session_id]
-            deleted: Deleted = remove(session_id, dry_run=dry_run)
-            return deleted
+            return remove.delete(session_id, dry_run=dry_run)
 
     # --- the write path (plugin hooks) --------------------------------------------------
 
@@ -279,7 +202,7 @@ class PersistencePlugin:
         the flush runs in a worker thread. Flushes of one session never overlap."""
         import asyncio
 
-        aappend = getattr(self.backend, "aappend_batch", None)
+        aappend = self.capabilities.async_append
         sid = session.id
         async with self._alock(sid):
             state = self._states.get(sid)
@@ -291,21 +214,21 @@ class PersistencePlugin:
                 buffer = self._buffers.get(session)
                 if not buffer:
                     return
-                _drop_stored(buffer, state.cursor)  # e.g. a seed written at init
+                drop_stored(buffer, state.cursor)  # e.g. a seed written at init
                 if not buffer:
                     return
                 batch = list(buffer)
-                _check_follows(sid, state.cursor, batch)
+                check_follows(sid, state.cursor, batch)
                 lines = session.jsonl(batch[0].seq, batch[-1].seq + 1)
                 header, materialized = state.header, state.materialized
-            with _named(sid, self.backend, header, "flushing"):
-                await aappend(header, batch, lines, materialized)
+            with named(sid, self.backend, header, "flushing"):
+                await aappend.aappend_batch(header, batch, lines, materialized)
             with self._serial(sid):
                 # A sync flush from another thread may have written the batch meanwhile
                 # (the backend's checked insert made that harmless): never step back.
                 state.materialized = True
                 state.cursor = max(state.cursor, batch[-1].seq + 1)
-                _drop_stored(buffer, state.cursor)
+                drop_stored(buffer, state.cursor)
 
     def _alock(self, sid: str) -> asyncio.Lock:
         import asyncio
@@ -348,7 +271,7 @@ class PersistencePlugin:
         :raises SessionLockedError: another writer holds the session.
         """
         from .._decode import decode_lines
-        from .base import lines_since_of
+        from .capabilities import lines_since_of
 
         sid = session.id
         if session.read_only or not session.seq or id(session) in self._inited:
@@ -356,15 +279,15 @@ class PersistencePlugin:
         with self._serial(sid):
             if sid in self._states:
                 return None
-            state = _State(session.header, session.seq, True)
+            state = SessionState(session.header, session.seq, True)
             self._own(state)
             events = session.events
             try:
-                with _named(sid, self.backend, state.header, "reading"):
-                    lines = lines_since_of(self.backend, state.header, events[-1])
+                with named(sid, self.backend, state.header, "reading"):
+                    lines = lines_since_of(self.capabilities, state.header, events[-1])
                 news = decode_lines(self.registry, lines) if lines else []
                 if news:
-                    _check_follows(sid, session.seq, news)
+                    check_follows(sid, session.seq, news)
                     log = [*events, *news]
                     if interrupted_turn_closers(log[-len(news) - 1:]):
                         lines = None  # another writer's turn a crash left open: repair
@@ -444,100 +367,6 @@ class PersistencePlugin:
 
     # --- internals ----------------------------------------------------------------------
 
-    def _checked(
-        self, events: Iterable[Event | Mapping[str, Any]], session_id: str
-    ) -> builtins.list[Event]:
-        """The batch as events, each checked as JSON now, as the caller sees it."""
-        batch: builtins.list[Event] = []
-        for item in events:
-            if isinstance(item, Event):
-                batch.append(item)
-                continue
-            if find_non_json(item.get("data")) is not None:
-                msg = (
-                    f'event "{item.get("type")}" carries non-JSON-serializable data '
-                    f"(seq {item.get('seq')})"
-                )
-                raise PersistenceError(msg, session_id=session_id)
-            batch.append(decode_wire(self.registry, item))
-        return batch
-
-    def _append_core(self, sid: str, events: Sequence[Event], lines: bytes | None) -> None:
-        state = self._states.get(sid)
-        if state is None:
-            self._load_core(sid)  # adopt: repair first, so the batch continues the repair
-            state = self._states[sid]
-        _check_follows(sid, state.cursor, events)
-        self._own(state)
-        jsonl = lines if lines is not None else encode_events(events)
-        try:
-            with _named(sid, self.backend, state.header, "flushing"):
-                self.backend.append_batch(state.header, events, jsonl, state.materialized)
-        except Exception as exc:
-            # A first write refused because another writer (another process) created
-            # the same id since this store's create checked it: say so, whatever the
-            # backend's own error was (a file that exists, a duplicate key).
-            cause = exc.__cause__ if isinstance(exc, StoreWriteError) else exc
-            # An I/O error is this write's own (a publication it could not withdraw
-            # finishes at the next write); a refusal (a log that exists, a duplicate
-            # key: the driver's integrity error) is another writer's doing.
-            refused = isinstance(cause, FileExistsError) or not isinstance(cause, OSError)
-            if not state.materialized and refused and self._stored_now(sid):
-                # This session can never be written: it lets go of the id (its lock,
-                # its buffer), so that closing the store does not try again.
-                if state.lock is not None:
-                    state.lock.release()
-                    state.lock = None
-                if state.owner is not None:
-                    self._buffers.pop(state.owner, None)
-                self._states.pop(sid, None)
-                raise SessionExistsError(sid) from exc
-            raise
-        state.materialized = True
-        state.cursor += len(events)
-
-    def _stored_now(self, sid: str) -> bool:
-        """Whether the backend holds ``sid``. Never raises: a look that fails counts as
-        "not stored" (a first write's own check still refuses a log that exists)."""
-        try:
-            return self.backend.tail_lines(sid, 0) is not None
-        except Exception:
-            return False
-
-    def _load_core(self, sid: str) -> StoredLog:
-        stored = self.backend.load_stored(sid, self.registry)
-        if stored is None:
-            msg = f'session "{sid}" not found'
-            raise PersistenceError(msg, session_id=sid)
-        self.check_version(stored.header)
-        closers = interrupted_turn_closers(stored.events)
-        state = self._states.get(sid)
-        if state is None:
-            state = _State(stored.header, len(stored.events), True)
-        if stored.torn is not None or closers:
-            self._repair(state, stored, closers)
-        events = [*stored.events, *closers] if closers else stored.events
-        # A load re-anchors the state and drops any previous owner, as the reference does.
-        self._states[sid] = _State(
-            stored.header, len(events), True, None, state.lock, loaded=events
-        )
-        jsonl = None
-        if stored.jsonl is not None:
-            jsonl = stored.jsonl + encode_events(closers) if closers else stored.jsonl
-        return StoredLog(stored.header, events, None, jsonl)
-
-    def check_version(self, header: SessionHeader) -> None:
-        """Refuse a log of another format version than this build reads.
-
-        :raises PersistenceError: it is of another version.
-        """
-        if header.version != SESSION_FORMAT_VERSION:
-            msg = (
-                f"unsupported session format version {header.version} for \"{header.id}\" "
-                f"(only v{SESSION_FORMAT_VERSION} is supported)"
-            )
-            raise PersistenceError(msg, session_id=header.id)
-
     def _on_created(self, session: Session, seed: builtins.list[Event]) -> None:
         sid = session.header.id
         with self._serial(sid):
@@ -558,7 +387,7 @@ class PersistencePlugin:
                 if state.lock is not None:
                     state.lock.release()
                 del self._states[sid]
-            stored = self.backend.load_live(sid, _cwd(session.header), self.registry)
+            stored = self.backend.load_live(sid, cwd_of(session.header), self.registry)
             if stored is not None:
                 self._adopt_live_prefix(session, stored, seed)
                 return
@@ -583,19 +412,19 @@ class PersistencePlugin:
             if seed:
                 self._append_core(sid, seed, session.jsonl(0, len(seed)))
 
-    def _claim(self, session: Session, state: _State, seed: builtins.list[Event]) -> None:
+    def _claim(self, session: Session, state: SessionState, seed: builtins.list[Event]) -> None:
         sid = state.header.id
-        persisted, live = _cwd(state.header), _cwd(session.header)
+        persisted, live = cwd_of(state.header), cwd_of(session.header)
         if persisted != live:
             msg = (
                 f'session "{sid}" is already persisted at a different cwd (persisted: '
                 f"{persisted or 'undefined'}, live: {live or 'undefined'}) (id collision)"
             )
             raise PersistenceError(msg, session_id=sid)
-        if state.cursor > 0 and not _same(seed, state.loaded, state.cursor):
+        if state.cursor > 0 and not same_objects(seed, state.loaded, state.cursor):
             stored = self.backend.load_stored(sid, self.registry)
             prefix = stored.events[: state.cursor] if stored is not None else []
-            if not _covers(seed, prefix):
+            if not covers(seed, prefix):
                 msg = (
                     f'session "{sid}" is already persisted with {state.cursor} event(s) that '
                     f"do not match this live session (id collision)"
@@ -612,7 +441,7 @@ class PersistencePlugin:
             rest = session.jsonl(state.cursor, len(seed))
             self._append_core(sid, seed[state.cursor :], rest)
 
-    def _check_unchanged(self, state: _State, last: Event) -> None:
+    def _check_unchanged(self, state: SessionState, last: Event) -> None:
         """After taking the writer lock on a log read without it (``open``): refuse if
         the log was removed (or removed and written again) in between, rather than
         write after a prefix that is gone. One read of the log's last line."""
@@ -638,13 +467,13 @@ class PersistencePlugin:
     ) -> None:
         sid = stored.header.id
         self.check_version(stored.header)
-        if not _covers(seed, stored.events):
+        if not covers(seed, stored.events):
             msg = (
                 f'session "{sid}" already has a persisted log on disk that does not match '
                 f"this live session (id collision)"
             )
             raise PersistenceError(msg, session_id=sid)
-        state = _State(stored.header, len(stored.events), True, session)
+        state = SessionState(stored.header, len(stored.events), True, session)
         if stored.torn is not None:
             # Truncate only: the live session is still the authority for its open turn.
             self._repair(state, stored, [])
@@ -654,63 +483,3 @@ class PersistencePlugin:
         if len(seed) > len(stored.events):
             start = len(stored.events)
             self._append_core(sid, seed[start:], session.jsonl(start, len(seed)))
-
-
-class _named:
-    """Re-raise a backend's bare :class:`OSError` as a :class:`StoreWriteError` naming
-    the session and its log (the cause stays its ``__cause__``); any other error, our
-    own ones included, passes as it is."""
-
-    __slots__ = ("_action", "_backend", "_header", "_sid")
-
-    def __init__(self, sid: str, backend: Backend, header: SessionHeader, action: str) -> None:
-        self._sid, self._backend, self._header, self._action = sid, backend, header, action
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
-        # A StoreFolderError is an OSError of ours: it names the store and what to do.
-        if not isinstance(exc, OSError) or isinstance(exc, StoreWriteError | StoreFolderError):
-            return
-        try:
-            where = self._backend.location(self._header)
-        except Exception:  # only for the message: never hide the write's own error
-            where = self._backend.name
-        raise StoreWriteError(self._sid, where, exc, action=self._action) from exc
-
-
-def _check_follows(sid: str, cursor: int, events: Sequence[Event]) -> None:
-    """Refuse a batch that does not continue the stored log at ``cursor``."""
-    if not all(map(operator.eq, map(_seq_of, events), itertools.count(cursor))):
-        i, ev = next((i, e) for i, e in enumerate(events) if e.seq != cursor + i)
-        from .._seq_text import got_seq
-
-        msg = (f'append seq mismatch for "{sid}": expected {cursor + i} at index {i}, '
-               f"got {got_seq(ev.seq)}")
-        raise PersistenceError(msg, session_id=sid)
-
-
-def _drop_stored(buffer: builtins.list[Event], cursor: int) -> None:
-    """Drop the buffered events already stored (those before ``cursor``)."""
-    del buffer[: bisect.bisect_left(buffer, cursor, key=_seq_of)]
-
-
-def _cwd(header: SessionHeader) -> str | None:
-    cwd = header.cwd
-    return cwd if isinstance(cwd, str) else None
-
-
-def _same(seed: Sequence[Event], loaded: Sequence[Event] | None, n: int) -> bool:
-    """Whether the first ``n`` seed events are the very objects ``load`` returned (events
-    are immutable, so then they are the stored log); checked at C speed."""
-    if loaded is None or len(seed) < n or len(loaded) < n:
-        return False
-    return all(map(operator.is_, itertools.islice(seed, n), itertools.islice(loaded, n)))
-
-
-def _covers(seed: Sequence[Event], prefix: Sequence[Event]) -> bool:
-    """Whether ``seed`` starts with ``prefix`` event for event (same log lines)."""
-    if len(prefix) > len(seed):
-        return False
-    return encode_events(seed[: len(prefix)]) == encode_events(prefix)

@@ -294,7 +294,7 @@ class LogWriter:
         # A mark left by a log deleted meanwhile (a delete killed between the two
         # unlinks) belongs to no log: it must not cut this one (.endmark).
         endmark.remove_mark(path)
-        # <id>.jsonl.<hex>.tmp for either kind of log (files.sweep_temps finds them).
+        # <id>.jsonl.<hex>.tmp for either kind of log (buckets.sweep_temps finds them).
         temp = f"{path.removesuffix(self._format.suffix)}.jsonl.{secrets.token_hex(6)}.tmp"
         # O_APPEND: once published, this descriptor is the log's append descriptor.
         # Read-write, as every append descriptor (_checkout).

@@ -375,7 +375,7 @@ def lock_key(session_id: str) -> int:
 def redacted(url: str) -> str:
     """The URL (or libpq keyword string) without its password, for messages."""
     if "://" in url:
-        from .store import printable_url  # every store URL's rule
+        from .urls import printable_url  # every store URL's rule
 
         return printable_url(url)
     from psycopg.conninfo import conninfo_to_dict, make_conninfo

@@ -1,8 +1,9 @@
 """Searching a store: the scan every backend can fall back on, the JSONL backend's
 parallel scan of its files, and the order and page of the answer.
 
-A backend with a ``search(query)`` method of its own (SQLite's FTS5 index,
-PostgreSQL's ``tsvector`` index, the JSONL scan) answers :func:`search_backend`;
+A backend with a ``search(query)`` of its own (:class:`~.capabilities.Searchable`:
+SQLite's FTS5 index, PostgreSQL's ``tsvector`` index, the JSONL scan) answers
+:func:`search_backend`;
 any other is scanned through the :class:`~.base.Backend` protocol (each session
 loaded). Every answer is checked line by line by :func:`~.._search.hit_of_line`, so
 the same store gives the same hits on every backend (``tests/persistence/test_search_backends.py``
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final
+from typing import Final
 
 from .._registry import EventRegistry
 from .._search import (
@@ -26,6 +27,7 @@ from .._search import (
     walk,
 )
 from .base import Backend, stored_lines
+from .capabilities import Capabilities, capabilities_of
 
 __all__ = [
     "PARALLEL_FILES",
@@ -228,14 +230,14 @@ def _scan_backend(backend: Backend, query: SearchQuery) -> list[SearchHit]:
     return hits
 
 
-def search_backend(backend: Backend, query: SearchQuery) -> list[SearchHit]:
+def search_backend(backend: Backend | Capabilities, query: SearchQuery) -> list[SearchHit]:
     """Every hit of ``query`` in a backend's store, in no order: the backend's own
-    ``search`` where it has one (an index), else the protocol's scan."""
-    own: Any = getattr(backend, "search", None)
-    if own is not None:
-        found: list[SearchHit] = own(query)
-        return found
-    return _scan_backend(backend, query)
+    search where it has one (:class:`~.capabilities.Searchable`: an index), else the
+    protocol's scan."""
+    caps = capabilities_of(backend)
+    if caps.searchable is not None:
+        return caps.searchable.search(query)
+    return _scan_backend(caps.backend, query)
 
 
 def search_page(hits: list[SearchHit], sort: Sort, limit: int | None, offset: int

@@ -1,59 +1,36 @@
-"""Durable stores: a SessionStore whose sessions are written through a backend, and
-:func:`open_store`, which picks the backend from a URL (or the embedded default).
+"""Durable stores: a SessionStore whose sessions are written through a backend.
 
-The embedded default is the JSONL backend under the user's data folder
-(``$XDG_DATA_HOME/dsh-session/sessions``, else ``~/.local/share/dsh-session/sessions``),
-overridden by the ``DSH_SESSION_STORE`` environment variable or the ``url`` argument.
+:class:`DurableStore` is one class made of modules of one concern each: its ground (the
+coordinator, the backend's capabilities, the worker thread, closing: :mod:`.store_base`),
+its live sessions (here: created, opened, resumed, released, with their asyncio twins),
+reading what is stored (:mod:`.store_reads`) and removing it (:mod:`.store_retention`).
+Which URL opens which backend is :mod:`.opening` (:func:`~.opening.open_store`).
 """
 
 from __future__ import annotations
 
-import os
-import threading
-import uuid
-from collections.abc import AsyncGenerator, Callable, Collection, Iterable, Mapping
-from types import TracebackType
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._header import SessionHeader
-from .._plugins import PluginManager, create_plugin_manager
-from .._session import Clock, Session
-from .._store import SessionStore
-from ..errors import DshSessionError, PersistenceError, SessionExistsError, SessionLockedError
+from .._session import Session
+from ..errors import PersistenceError, SessionExistsError
 from ..events import Event
-from .base import Backend, Deleted, SessionSummary, cannot_delete, not_found
-from .coordinator import PersistencePlugin
+from .base import not_found
+from .store_reads import StoredReads
+from .store_retention import StoreRetention
 
 if TYPE_CHECKING:
-    import datetime
+    from .aio import StoredHeaders
 
-    from .._search import SearchHit, Sort
-
-    # Imported on first use: asyncio and concurrent.futures are for asyncio hosts only
-    # (`dsh-session --help` and the synchronous API must not pay for them).
-    from .aio import StoredHeaders, StoreWorker
-
-__all__ = [
-    "STORE_ENV",
-    "DurableStore",
-    "backend_for",
-    "default_store_url",
-    "open_store",
-    "printable_url",
-]
-
-#: Where ``open_store()`` stores by default: a URL or a folder path.
-STORE_ENV = "DSH_SESSION_STORE"
+__all__ = ["DurableStore"]
 
 #: How many times :meth:`DurableStore.open_or_create` looks again after another writer
 #: changed the id between its look and its act.
 _OPEN_OR_CREATE_ATTEMPTS = 5
 
-#: Guards the making of a store's worker thread (:meth:`DurableStore._worker`).
-_WORKER_GUARD = threading.Lock()
 
-
-class DurableStore(SessionStore):
+class DurableStore(StoredReads, StoreRetention):
     """A :class:`SessionStore` whose sessions are durable.
 
     Appends are buffered; :meth:`flush` (call it at every ``turn/end``) makes them
@@ -68,35 +45,6 @@ class DurableStore(SessionStore):
     :param plugin_manager: plugins, as for :class:`SessionStore`.
     :param clock: epoch-milliseconds clock.
     """
-
-    def __init__(
-        self,
-        backend: Backend,
-        plugin_manager: PluginManager | None = None,
-        *,
-        clock: Clock | None = None,
-        strict: bool = True,
-        foreign_types: Iterable[str] = (),
-        checks: bool = False,
-    ) -> None:
-        """:param backend: where the sessions are stored.
-        :param strict, foreign_types, checks: what appends refuse, as for
-            :class:`~dsh_session_core.SessionStore`.
-        """
-        pm = plugin_manager if plugin_manager is not None else create_plugin_manager()
-        super().__init__(pm, clock=clock, strict=strict, foreign_types=foreign_types,
-                         checks=checks)
-        self.persistence = PersistencePlugin(backend, self.registry)
-        pm.register(self.persistence, name="persistence")
-
-    @property
-    def backend(self) -> Backend:
-        """The backend this store writes through."""
-        return self.persistence.backend
-
-    def _mint_id(self) -> str:
-        # UUIDs: session-<n> would collide with the sessions of earlier processes.
-        return str(uuid.uuid4())
 
     def create(
         self,
@@ -306,27 +254,7 @@ class DurableStore(SessionStore):
         session._created = False
         return session
 
-    # --- asyncio ------------------------------------------------------------------------
-    #
-    # Each operation below is its synchronous twin, awaited without blocking the event
-    # loop (see .aio for the rule of what may run at once): natively where the backend
-    # has an async hook for it, else in the store's worker thread, where the operations
-    # run one at a time.
-
-    #: The store's worker thread (:class:`~.aio.StoreWorker`), made at first use: a
-    #: class default, since ``__init__`` need not know about asyncio.
-    _aio_worker: StoreWorker | None = None
-
-    def _worker(self) -> StoreWorker:
-        worker = self._aio_worker
-        if worker is None:
-            from .aio import StoreWorker
-
-            with _WORKER_GUARD:  # two threads' first awaited operations: one worker
-                worker = self._aio_worker
-                if worker is None:
-                    worker = self._aio_worker = StoreWorker()
-        return worker
+    # --- asyncio twins (see .store_base) -----------------------------------------------
 
     async def acreate(
         self,
@@ -428,10 +356,9 @@ class DurableStore(SessionStore):
         return StoredHeaders(self._astored)
 
     async def _astored(self) -> list[SessionHeader]:
-        native = getattr(self.backend, "alist", None)
+        native = self.capabilities.async_list
         if native is not None:
-            found: list[SessionHeader] = await native()
-            return found
+            return await native.alist()
         return await self._worker().run(self.stored)
 
     async def aappend_stored(
@@ -445,42 +372,6 @@ class DurableStore(SessionStore):
         """:meth:`location` for asyncio hosts, in the store's worker thread (a session
         not live here is looked for in the stored ones)."""
         return await self._worker().run(self.location, session_id)
-
-    def afollow(
-        self,
-        session_id: str,
-        *,
-        last: int = 0,
-        timeout: float | None = None,
-        on_note: Callable[[str], object] | None = None,
-    ) -> AsyncGenerator[Event, None]:
-        """Follow a stored session from asyncio: ``async for event in
-        store.afollow(id)`` gives its ``last`` stored events, then each event as it is
-        committed (by this store or any other writer), decoded with this store's event
-        types: what ``dsh-session tail -n LAST -f`` prints, as events.
-
-        PostgreSQL waits on the session's NOTIFY channel natively; the other backends
-        are polled every :data:`~.base.POLL_SECONDS`, each poll a short call in a thread
-        (nothing waits in a thread, so a cancelled follower leaves nothing running).
-
-        It ends after ``timeout`` seconds without news (``None``: never), or when its
-        consumer is cancelled, closing what it opened (PostgreSQL: its listening
-        connection). After a ``break``, close it at once with
-        ``contextlib.aclosing(store.afollow(...))`` rather than leave that to the
-        garbage collector.
-
-        :param last: how many stored events to give first (``0``: only new ones).
-        :param on_note: called with a note for people when the log was cut back under
-            the follower (a crash repair): the events that follow continue from the seq
-            it was cut back to.
-        :raises PersistenceError: nothing is stored under this id (a session is stored
-            from its first flushed event on).
-        :raises LogFormatError: a stored line is not JSON.
-        """
-        from .aio import follow_events
-
-        return follow_events(self.backend, self.persistence, session_id, last, timeout,
-                             on_note)
 
     def release(self, session: Session) -> None:
         """Flush ``session`` and hand it back: it leaves the store and its writer lock is
@@ -512,513 +403,3 @@ class DurableStore(SessionStore):
     ) -> None:
         """Durably append events to a stored session that is not live here."""
         self.persistence.append(session_id, events)
-
-    # --- lifecycle: deleting and retention ---------------------------------------------
-
-    def delete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
-        """Remove a stored session whole, physically: its log (the JSONL file, or its
-        rows in one transaction) and its lock file. The session's writer lock, the one
-        :meth:`open` takes, is taken first without waiting, so a session that a live
-        writer holds (a live session of this store, another store, another process or
-        host) is refused and left intact. Nothing but this session is touched.
-
-        A fork holds a copy of its parent's events (its header names the parent), so
-        deleting a parent leaves its children whole; their ``parent_session`` then names
-        a session that is gone.
-
-        :param dry_run: change nothing; say what would be removed (the lock is tested).
-        :returns: what was removed (:class:`~.base.Deleted`: paths or rows, bytes freed).
-        :raises SessionLockedError: a writer holds the session (release it first).
-        :raises PersistenceError: no session is stored under this id (``not found``), or
-            the backend cannot delete sessions.
-        """
-        if self.get(session_id) is not None:
-            raise SessionLockedError(session_id, "a live session of this store: release "
-                                                 "it first (store.release)")
-        return self.persistence.delete(session_id, dry_run=dry_run)
-
-    def prune(
-        self,
-        older_than: datetime.timedelta,
-        *,
-        cwd: str | None = None,
-        keep: int = 0,
-        dry_run: bool = False,
-        now: datetime.datetime | None = None,
-    ) -> list[Deleted]:
-        """Retention: delete the sessions whose last activity (the time of their last
-        stored event; the header's ``created_at`` when that cannot be read) is older
-        than ``now - older_than``, as :meth:`delete` deletes each.
-
-        Of the sessions that match (old enough, and under ``cwd`` when given), the
-        ``keep`` newest are kept (ties: by id). A session that a writer holds is never
-        touched: it is reported with status ``"locked"``, and one that cannot be removed
-        (a misplaced file, an I/O error) with ``"failed"`` and the reason; neither is an
-        error, and the others are still removed. A session deleted meanwhile by someone
-        else is left out. A session whose age cannot be told is never removed.
-
-        :param older_than: the age past which a session goes (not negative).
-        :param cwd: only sessions whose header's cwd is exactly this one.
-        :param keep: how many of the matching sessions to keep, newest first.
-        :param dry_run: remove nothing; report ``"would-delete"`` for each.
-        :param now: the moment ages are measured from (default: the current time; a
-            naive datetime is local time).
-        :returns: one :class:`~.base.Deleted` per session removed (or that would be),
-            locked or failed, oldest first.
-        :raises ValueError: a negative ``older_than`` or ``keep``.
-        :raises OSError: the store cannot be listed.
-        :raises PersistenceError: the backend cannot delete sessions.
-        """
-        import datetime
-
-        if older_than < datetime.timedelta(0):
-            msg = f"older_than must not be negative, got {older_than}"
-            raise ValueError(msg)
-        if type(keep) is not int or keep < 0:
-            msg = f"keep takes a count of sessions (0 or more), got {keep!r}"
-            raise ValueError(msg)
-        moment = now if now is not None else datetime.datetime.now(datetime.UTC)
-        if moment.tzinfo is None:
-            moment = moment.astimezone()
-        # In microseconds since the epoch, exactly (event times are integers of ms).
-        cutoff = (moment - datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC) - older_than
-                  ) // datetime.timedelta(microseconds=1)
-        matching: list[tuple[int | float, str, SessionSummary]] = []
-        for summary in self.backend.summaries():
-            header = summary.header
-            if cwd is not None and header.cwd != cwd:
-                continue
-            when = _epoch_ms(summary.last_activity)
-            if when is None:
-                when = _epoch_ms(header.created_at)
-            if when is None:
-                continue  # its age cannot be told: never removed
-            if when * 1000 < cutoff:
-                matching.append((when, header.id, summary))
-        matching.sort(key=lambda m: (m[0], m[1]), reverse=True)  # newest first
-        doomed = sorted(matching[keep:], key=lambda m: (m[0], m[1]))
-        remove = getattr(self.backend, "delete", None)
-        if doomed and (remove is None or getattr(remove, "__func__", None) is Backend.delete):
-            raise cannot_delete(self.backend, doomed[0][1])  # before anything is done
-        done: list[Deleted] = []
-        for when, session_id, summary in doomed:
-            try:
-                done.append(self.delete(session_id, dry_run=dry_run))
-            except SessionLockedError as exc:
-                done.append(self._left(summary, when, "locked", exc))
-            except PersistenceError as exc:
-                if str(exc) != str(not_found(session_id)):  # else: deleted meanwhile
-                    done.append(self._left(summary, when, "failed", exc))
-            except (DshSessionError, OSError) as exc:
-                done.append(self._left(summary, when, "failed", exc))
-        return done
-
-    def _left(self, summary: SessionSummary, when: int | float, status: Any,
-              exc: BaseException) -> Deleted:
-        """A session prune had to leave as it is, and why."""
-        header = summary.header
-        try:
-            where = self.backend.location(header)
-        except Exception:  # only for the report
-            where = ""
-        reason = " ".join(str(exc).split())
-        if isinstance(exc, OSError) and not isinstance(exc, DshSessionError):
-            reason = f"{type(exc).__name__}: {reason}"
-        return Deleted(header.id, status, where, (), None, summary.events, header, when,
-                       reason)
-
-    async def adelete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
-        """:meth:`delete` for asyncio hosts, in the store's worker thread (taking the
-        writer lock is synchronous; on PostgreSQL, a connect)."""
-        return await self._worker().run(self.delete, session_id, dry_run=dry_run)
-
-    async def aprune(
-        self,
-        older_than: datetime.timedelta,
-        *,
-        cwd: str | None = None,
-        keep: int = 0,
-        dry_run: bool = False,
-        now: datetime.datetime | None = None,
-    ) -> list[Deleted]:
-        """:meth:`prune` for asyncio hosts, in the store's worker thread."""
-        return await self._worker().run(self.prune, older_than, cwd=cwd, keep=keep,
-                                        dry_run=dry_run, now=now)
-
-    # --- reading part of a stored session ----------------------------------------------
-
-    def read(self, session_id: str, *, after: int = -1, limit: int | None = None
-             ) -> list[Event]:
-        """The stored events whose seq is greater than ``after``, at most ``limit`` of them,
-        oldest first, decoded with this store's event types: a page of a session, read
-        without loading the rest (JSONL: a binary search over the log; SQLite and
-        PostgreSQL: a key range). Only what is stored is read (a live session's appends
-        once flushed); nothing is written, no lock is taken, no crash is repaired.
-
-        :param after: the seq the page starts after (``-1``: from the first event).
-        :param limit: at most this many events (``None``: every one after ``after``).
-        :raises PersistenceError: nothing is stored under this id.
-        :raises ValueError: a negative ``limit``.
-        """
-        from .._decode import decode_lines
-        from .base import read_lines_of
-
-        if limit is not None and (type(limit) is not int or limit < 0):
-            msg = f"limit takes a count of events (0 or more) or None, got {limit!r}"
-            raise ValueError(msg)
-        lines = read_lines_of(self.backend, session_id, int(after), limit)
-        if lines is None:
-            raise not_found(session_id)
-        return decode_lines(self.registry, lines)
-
-    def tail(self, session_id: str, count: int) -> list[Event]:
-        """The last ``count`` stored events, oldest first, read from the end of the log
-        (JSONL: backwards in blocks; SQLite and PostgreSQL: the last keys), decoded with
-        this store's event types. A torn last line is left out. Nothing is written.
-
-        :raises PersistenceError: nothing is stored under this id.
-        :raises ValueError: a negative ``count``.
-        """
-        from .._decode import decode_lines
-
-        if type(count) is not int or count < 0:
-            msg = f"count takes a number of events (0 or more), got {count!r}"
-            raise ValueError(msg)
-        found = self.backend.tail_lines(session_id, count)
-        if found is None:
-            raise not_found(session_id)
-        return decode_lines(self.registry, found.lines)
-
-    def read_lines(self, session_id: str, *, types: Collection[str]) -> list[bytes]:
-        """The stored log lines of the events whose type is one of ``types``, oldest
-        first, undecoded: for a reader that decodes them into types of its own, in one
-        call, and needs no other event (JSONL: one read of the file and a search of its
-        bytes, the other lines never split out). A line whose type cannot be told
-        without parsing it (written by hand, ``type`` not first) is among them: the
-        reader's decoding decides. Only what is stored is read; nothing is written, no
-        lock is taken, no crash is repaired (a torn last line is left out).
-
-        :raises PersistenceError: nothing is stored under this id.
-        """
-        from .base import lines_of_types_of
-
-        lines = lines_of_types_of(self.backend, session_id, types)
-        if lines is None:
-            raise not_found(session_id)
-        return lines
-
-    async def aread_lines(self, session_id: str, *, types: Collection[str]) -> list[bytes]:
-        """:meth:`read_lines` for asyncio hosts, in the store's worker thread."""
-        return await self._worker().run(self.read_lines, session_id, types=types)
-
-    async def aread(self, session_id: str, *, after: int = -1, limit: int | None = None
-                    ) -> list[Event]:
-        """:meth:`read` for asyncio hosts, in the store's worker thread."""
-        return await self._worker().run(self.read, session_id, after=after, limit=limit)
-
-    async def atail(self, session_id: str, count: int) -> list[Event]:
-        """:meth:`tail` for asyncio hosts, in the store's worker thread."""
-        return await self._worker().run(self.tail, session_id, count)
-
-    # --- full-text search ---------------------------------------------------------------
-
-    def search(
-        self,
-        query: str,
-        *,
-        types: Iterable[str] = (),
-        roles: Iterable[str] = (),
-        sessions: Iterable[str] = (),
-        since: datetime.datetime | int | float | None = None,
-        until: datetime.datetime | int | float | None = None,
-        sort: Sort = "newest",
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> list[SearchHit]:
-        """Search the stored sessions' messages, tool calls and tool results.
-
-        ``query`` is words that must all be in an event (caseless, whole words;
-        ``word*`` for a prefix, ``"two words"`` for a phrase); what is searched and how
-        words are told apart is in docs/search.md. Only what is stored is searched: a
-        live session's appends are found once flushed. SQLite and PostgreSQL answer
-        from an index kept in step with the log; JSONL scans the logs. Every backend
-        gives the same hits for the same sessions.
-
-        :param types: only these event types (``tool/result``...).
-        :param roles: only these roles: ``user``, ``assistant``, ``tool``.
-        :param sessions: only these sessions.
-        :param since: only events at or after this moment (a datetime, or epoch ms).
-        :param until: only events before this moment.
-        :param sort: ``"newest"`` first, or most ``"relevance"`` first.
-        :param limit: at most this many hits (``None``: all).
-        :param offset: skip this many hits first (paging).
-        :returns: the hits (:class:`~dsh_session_core.SearchHit`), in ``sort`` order.
-        :raises ValueError: a query without words, an unknown type or role, a negative
-            limit or offset.
-        """
-        from .._search import SearchQuery
-        from .search import search_backend, search_page
-
-        if limit is not None and (type(limit) is not int or limit < 0):
-            msg = f"limit takes a count of hits (0 or more) or None, got {limit!r}"
-            raise ValueError(msg)
-        if type(offset) is not int or offset < 0:
-            msg = f"offset takes a count of hits (0 or more), got {offset!r}"
-            raise ValueError(msg)
-        if sort not in ("newest", "relevance"):
-            msg = f"sort is 'newest' or 'relevance', got {sort!r}"
-            raise ValueError(msg)
-        parsed = SearchQuery.parse(query, types=types, roles=roles, sessions=sessions,
-                                   since=_moment(since, "since"),
-                                   until=_moment(until, "until"))
-        return search_page(search_backend(self.backend, parsed), sort, limit, offset)
-
-    async def asearch(
-        self,
-        query: str,
-        *,
-        types: Iterable[str] = (),
-        roles: Iterable[str] = (),
-        sessions: Iterable[str] = (),
-        since: datetime.datetime | int | float | None = None,
-        until: datetime.datetime | int | float | None = None,
-        sort: Sort = "newest",
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> list[SearchHit]:
-        """:meth:`search` for asyncio hosts, in the store's worker thread."""
-        return await self._worker().run(
-            self.search, query, types=tuple(types), roles=tuple(roles),
-            sessions=tuple(sessions), since=since, until=until, sort=sort, limit=limit,
-            offset=offset)
-
-    def close(self) -> None:
-        """Flush every session, release the writer locks, close the backend."""
-        try:
-            self.persistence.close()
-        finally:
-            self._stop_worker()
-
-    async def aclose(self) -> None:
-        """:meth:`close` for asyncio hosts: the final flushes and the lock releases run
-        in the store's worker thread, after the awaited operations queued before; the
-        backend is closed natively when it can (PostgreSQL closes its asyncio
-        connections politely), else in that thread.
-
-        :raises ExceptionGroup: ``<backend name> dispose failed``, with every failure.
-        """
-        persistence = self.persistence
-        try:
-            if persistence.closed:
-                return
-            worker = self._worker()
-            errors = await worker.run(persistence.close_sessions)
-            native = getattr(self.backend, "aclose", None)
-            try:
-                if native is not None:
-                    await native()
-                else:
-                    await worker.run(self.backend.close)
-            except Exception as exc:
-                errors.append(exc)
-            persistence.raise_dispose(errors)
-        finally:
-            self._stop_worker()
-
-    def _stop_worker(self) -> None:
-        worker = self._aio_worker
-        if worker is not None:
-            worker.shutdown()
-
-    async def __aenter__(self) -> DurableStore:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    def __enter__(self) -> DurableStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-def _moment(value: object, name: str) -> int | float | None:
-    """A search bound as epoch ms: a datetime (naive: local time), or a number."""
-    import datetime
-
-    if value is None:
-        return None
-    if isinstance(value, datetime.datetime):
-        if value.tzinfo is None:
-            value = value.astimezone()
-        return value.timestamp() * 1000
-    if type(value) in (int, float):
-        return value  # type: ignore[return-value]
-    msg = f"{name} takes a datetime or epoch milliseconds, got {value!r}"
-    raise TypeError(msg)
-
-
-def _epoch_ms(value: object) -> int | float | None:
-    """An event's or a header's time as epoch milliseconds, or ``None`` when it is no
-    finite number (a log written by hand may hold anything there)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, float) and not (value == value and abs(value) < 1e300):
-        return None
-    return value
-
-
-def default_store_url() -> str:
-    """The embedded default: ``$DSH_SESSION_STORE``, else a JSONL folder in the user's
-    data directory."""
-    from .urls import data_folder_store
-
-    configured = os.environ.get(STORE_ENV)
-    if configured:
-        return configured
-    return data_folder_store()
-
-
-def backend_for(
-    url: str,
-    *,
-    create: bool = True,
-    plugins: Callable[[], PluginManager] | None = None,
-) -> Backend:
-    """The backend a store URL names: the one place where URLs map to backends.
-
-    A path in a URL follows SQLAlchemy's rule (:mod:`.urls`): three slashes then a
-    relative path, four for an absolute one.
-
-    - ``sqlite:///name.db`` (``name.db`` in the working folder), ``sqlite:////abs/name.db``,
-      ``sqlite:name.db``, or ``sqlite://`` and ``sqlite::memory:`` (in memory): SQLite;
-    - ``postgresql://user@host:port/dbname`` (or ``postgres://``): PostgreSQL, shared by
-      many hosts (needs the ``postgresql`` extra: psycopg 3);
-    - ``memory:``: in memory (tests, throwaway sessions);
-    - a folder path, ``jsonl:///folder``, ``jsonl:////abs/folder``, ``jsonl:folder``, or
-      ``file:///abs/folder`` (RFC 8089: always absolute): JSONL;
-    - ``jsonl+zstd:///folder``, ``jsonl+zstd:////abs/folder`` or ``jsonl+zstd:folder``:
-      compact JSONL, each log's batches zstd frames (needs the ``zstd`` extra:
-      zstandard);
-    - any other scheme: the backend a plugin opens for it (the ``store_backend`` hook).
-
-    A store is created in a folder that exists, never with the folders above it
-    (:class:`StoreFolderError`; the embedded default's folders are made as needed).
-
-    :param create: whether the store may be created; ``False`` for readers: a SQLite
-        file that does not exist, or a PostgreSQL database without dsh-session's tables,
-        is then :class:`StoreNotFoundError` (JSONL and memory stores create nothing on
-        open: a missing folder holds no session, see :meth:`Backend.exists`).
-    :param plugins: the plugins to ask about a scheme core does not know, called only
-        then (default: the installed plugins, :func:`create_plugin_manager`).
-    :raises ValueError: an unknown scheme no plugin opens, with the ones that are known.
-    :raises StoreUrlError: a URL of a built-in scheme with a host or options.
-    :raises StoreFolderError: ``create``, and the folder the store would be created in
-        does not exist.
-    :raises StoreNotFoundError: not ``create``, and the store does not exist.
-    :raises StoreKindError: a JSONL folder of the other kind (compact, or plain).
-    :raises MissingExtraError: a compact store without zstandard installed.
-    """
-    from .urls import check_folder, local_store
-
-    scheme = url.partition(":")[0]
-    if scheme == "memory":
-        from .memory import MemoryBackend
-
-        return MemoryBackend()
-    if scheme in ("postgresql", "postgres"):
-        from .postgres import PostgresBackend
-
-        return PostgresBackend(url, create=create)
-    local = local_store(url)
-    if local is not None:  # a SQLite file, a JSONL folder (or a SQLite in memory)
-        kind, path = local
-        if kind == "sqlite":  # which checks its folder itself, when it may create
-            from .sqlite import SqliteBackend
-
-            return SqliteBackend(path, create=create)
-        if create:  # made in a folder that exists, if at all
-            check_folder(os.path.abspath(path))
-        if kind == "jsonl+zstd":
-            from .jsonl_zstd import JsonlZstdBackend
-
-            return JsonlZstdBackend(path)
-        from .jsonl import JsonlBackend
-
-        return JsonlBackend(path)
-    from .._plugins import PluginHooks
-
-    pm = plugins() if plugins is not None else create_plugin_manager()
-    backend = PluginHooks(pm).store_backend(url, create)
-    if backend is not None:
-        return backend
-    msg = (
-        f"unknown store URL scheme {scheme!r} in {url!r}: use a folder path, jsonl:///path, "
-        f"jsonl+zstd:///path, sqlite:///path.db (relative; sqlite:////abs/path.db is "
-        f"absolute), postgresql://host/dbname or memory:"
-    )
-    raise ValueError(msg)
-
-
-def printable_url(url: str) -> str:
-    """A store URL for messages: without the password of a ``scheme://user:password@``
-    URL, or of a ``password=`` query parameter; any other URL exactly as given."""
-    if "://" not in url:
-        return url
-    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    user, at, host = parts.netloc.rpartition("@")
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    secret_query = any(k == "password" for k, _ in query)
-    if not (at and ":" in user) and not secret_query:
-        return url  # nothing to hide: never respelt
-    netloc = f"{user.partition(':')[0]}@{host}" if at else parts.netloc
-    if secret_query:
-        parts = parts._replace(query=urlencode([(k, v) for k, v in query if k != "password"]))
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
-def open_store(
-    url: str | os.PathLike[str] | None = None,
-    *,
-    plugin_manager: PluginManager | None = None,
-    clock: Clock | None = None,
-    strict: bool = True,
-    foreign_types: Iterable[str] = (),
-    checks: bool = False,
-) -> DurableStore:
-    """Open a durable store: the embedded default (JSONL in the user's data folder) when
-    ``url`` is omitted, else the backend the URL names (see :func:`backend_for`).
-
-    :param strict: appends refuse an event type no plugin declares, an unknown key and
-        an unknown union member (the default); ``False`` keeps them verbatim, for a
-        harness that appends foreign events on purpose.
-    :param foreign_types: event-type patterns (``"myharness/*"``) appended verbatim
-        even when strict.
-    :param checks: appends also refuse an event that breaks turn enclosure or tool
-        pairing (a ``tool/result`` answering no ``tool/call`` of its turn and step).
-    """
-    target = os.fspath(url) if url is not None else default_store_url()
-    pm = plugin_manager
-
-    def plugins() -> PluginManager:  # made once, and only when a plugin is asked
-        nonlocal pm
-        if pm is None:
-            pm = create_plugin_manager()
-        return pm
-
-    backend = backend_for(target, plugins=plugins)
-    return DurableStore(backend, pm, clock=clock, strict=strict,
-                        foreign_types=foreign_types, checks=checks)

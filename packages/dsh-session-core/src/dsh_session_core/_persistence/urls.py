@@ -14,24 +14,36 @@ and ``jsonl+zstd:`` alike:
 ``file://localhost/abs``) is the absolute ``/abs``.
 
 A store is created (a SQLite file, a JSONL store's folder) only in a folder that exists:
-:func:`check_folder`. Nothing here touches a backend.
+:func:`check_folder`. The default store (:func:`default_store_url`) and how a URL is
+shown in messages (:func:`printable_url`) are here too. Nothing here touches a backend
+(which URL opens which backend is :mod:`.opening`): a backend's module may import this
+one without a cycle.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
 from ..errors import StoreFolderError, StoreUrlError
 
 __all__ = [
+    "STORE_ENV",
+    "StorePlace",
     "check_folder",
     "data_folder_store",
+    "default_store_url",
     "local_store",
     "make_store_folder",
+    "printable_url",
     "store_path",
+    "store_place",
     "url_for",
 ]
+
+#: Where ``open_store()`` stores by default: a URL or a folder path.
+STORE_ENV = "DSH_SESSION_STORE"
 
 #: What :func:`url_for` leaves unescaped: every character but ``%``, ``?`` and ``#``.
 _SAFE = "/:@!$&'()*+,;=[]~"
@@ -143,3 +155,74 @@ def make_store_folder(root: str) -> None:
         make_bucket(root)  # one level, as a bucket is made
     except (FileNotFoundError, NotADirectoryError):
         raise StoreFolderError(root, os.path.dirname(root)) from None
+
+
+def default_store_url() -> str:
+    """The embedded default: ``$DSH_SESSION_STORE``, else a JSONL folder in the user's
+    data directory."""
+    configured = os.environ.get(STORE_ENV)
+    if configured:
+        return configured
+    return data_folder_store()
+
+
+def printable_url(url: str) -> str:
+    """A store URL for messages: without the password of a ``scheme://user:password@``
+    URL, or of a ``password=`` query parameter; any other URL exactly as given."""
+    if "://" not in url:
+        return url
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    user, at, host = parts.netloc.rpartition("@")
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    secret_query = any(k == "password" for k, _ in query)
+    if not (at and ":" in user) and not secret_query:
+        return url  # nothing to hide: never respelt
+    netloc = f"{user.partition(':')[0]}@{host}" if at else parts.netloc
+    if secret_query:
+        parts = parts._replace(query=urlencode([(k, v) for k, v in query if k != "password"]))
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StorePlace:
+    """Where a store URL keeps its sessions, for people (:func:`store_place`).
+
+    :ivar kind: the kind of store: ``"jsonl"``, ``"jsonl+zstd"``, ``"sqlite"``,
+        ``"postgresql"``, ``"memory"``, or a plugin's scheme.
+    :ivar where: its folder or database file (absolute), its server URL without the
+        password, or the URL as given (``memory:``, a plugin's).
+    :ivar log_files: whether each session is a file of its own (JSONL: the store's
+        ``location(id)`` is that file), rather than rows of a database.
+
+    Whether a store lives in its process only (``memory:``, ``sqlite::memory:``) is the
+    backend's to say, whatever its URL: :meth:`~.base.Backend.store_identity` is
+    ``None``.
+    """
+
+    kind: str
+    where: str
+    log_files: bool = False
+
+
+def store_place(url: str | os.PathLike[str] | None = None) -> StorePlace:
+    """Where the store ``url`` names keeps its sessions (``None``: the embedded
+    default, :func:`default_store_url`), by the URL rules alone: nothing is opened.
+
+    :raises StoreUrlError: a URL of a built-in scheme with a host or options.
+    """
+    target = os.fspath(url) if url is not None else default_store_url()
+    scheme = target.partition(":")[0]
+    if scheme == "memory":
+        return StorePlace("memory", target)
+    if scheme in ("postgresql", "postgres"):
+        return StorePlace("postgresql", printable_url(target))
+    local = local_store(target)
+    if local is None:  # a plugin's scheme: only the URL is known here
+        return StorePlace(scheme, printable_url(target))
+    kind, path = local
+    if kind == "sqlite":
+        return StorePlace("sqlite", path if path == ":memory:" else os.path.abspath(path))
+    return StorePlace(kind, os.path.abspath(path), log_files=True)
+
