@@ -496,13 +496,14 @@ class Session:
         self._header_fold.advance(self._events)
         return self._header_fold.current()
 
-    # --- builders (see _builders.py) ---
+    # --- builders (see _builders.py, _turn.py, _step.py) ---
     # The builders load on first use (a session that never builds does not import
     # them); their types are named for type checkers only.
     from typing import TYPE_CHECKING as _TYPES_ONLY
 
     if _TYPES_ONLY:
-        from ._builders import Content, Turn
+        from ._builders import Content
+        from ._turn import Turn
         from .vocabulary import MessageSource, TurnTrigger
 
     def turn(
@@ -515,7 +516,7 @@ class Session:
         :param number: the turn number; by default 1 + the last ``turn/start``'s.
         :raises TurnStateError: a turn is still open.
         """
-        from ._builders import start_turn
+        from ._turn import start_turn
 
         return start_turn(self, trigger, number=number)
 
@@ -533,6 +534,6 @@ class Session:
             default.
         :raises TurnStateError: a turn is open (inject into it with ``turn.context()``).
         """
-        from ._builders import inject
+        from ._turn import inject
 
         return inject(self, content, source=source, number=number)

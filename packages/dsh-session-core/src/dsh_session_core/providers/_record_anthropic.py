@@ -50,7 +50,7 @@ from ._record_openai import (
 )
 
 if TYPE_CHECKING:
-    from .._builders import Step
+    from .._step import Step
 
 #: ``stop_reason``, as the vocabulary's finish reasons. ``pause_turn`` (a server tool's
 #: long turn, paused) is a stop: the harness continues it with a new request.

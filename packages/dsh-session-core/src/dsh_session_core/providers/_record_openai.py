@@ -67,7 +67,8 @@ from ..vocabulary import (
 )
 
 if TYPE_CHECKING:
-    from .._builders import Step, ToolCallRef
+    from .._builders import ToolCallRef
+    from .._step import Step
     from ..events import Event
 
 
