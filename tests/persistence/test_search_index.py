@@ -358,7 +358,7 @@ def test_sqlite_a_search_in_step_reads_no_session_progress(tmp_path: Path) -> No
     """Once a search found the index in step, the next one checks it with SQLite's
     ``data_version`` alone, until another connection commits: then every session's
     progress is read again, and the rows it wrote without the index are found."""
-    from dsh_session_core._persistence import sqlite_schema as module
+    from dsh_session_core._persistence import sqlite_index as module
 
     db = tmp_path / "s.db"
     backend = SqliteBackend(db)

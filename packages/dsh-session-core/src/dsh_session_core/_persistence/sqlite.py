@@ -2,8 +2,9 @@
 
 This module is the backend class: its writer, loads and writer lock; the tables and
 statements are :mod:`.sqlite_schema`'s, the reads that never write (lines, tails,
-listing, following) :mod:`.sqlite_reads`', and the search index's engine
-:mod:`.sql_index`'s, shared with PostgreSQL. The tables are exactly the reference's
+listing, following) :mod:`.sqlite_reads`', the writer locks :mod:`.sqlite_lock`'s, and
+the search index's engine :mod:`.sql_index`'s (shared with PostgreSQL), which runs the
+statements of :mod:`.sqlite_index`. The tables are exactly the reference's
 (schema version 4), so a database written by one implementation is read by the other.
 
 A ``sessions`` row exists iff the session has an event: the first batch writes it in
@@ -67,6 +68,7 @@ from .rows import (
     utf8_ok,
 )
 from .search_index import Behind, index_batch, index_lines
+from .sqlite_index import INDEX_SQL
 from .sqlite_lock import LOCK_ATTEMPTS, FileLock, MemoryLock, clash, lock_path
 from .sqlite_reads import SqliteReads
 from .sqlite_schema import (
@@ -74,7 +76,6 @@ from .sqlite_schema import (
     DELETE_SESSION,
     DELETE_TAIL,
     INDEX_SCHEMA,
-    INDEX_SQL,
     INDEX_TABLES,
     JOURNAL_MODES,
     SCHEMA,

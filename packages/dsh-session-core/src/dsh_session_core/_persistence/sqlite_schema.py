@@ -1,6 +1,7 @@
 """The SQLite backend's side of the database: its tables (the reference's, and the
-search index's), every statement, how SQLite builds a row's log line, and the index as
-the engine runs it (:data:`INDEX_SQL`). The backend class is :mod:`.sqlite`'s.
+search index's), the statements on the reference's tables, and how SQLite builds a
+row's log line. The backend class is :mod:`.sqlite`'s; the search index's statements
+:mod:`.sqlite_index`'s.
 
 Two ``STRICT`` tables, schema version 4 (``PRAGMA user_version``), exactly the
 reference's, so a database written by one implementation is read by the other::
@@ -21,37 +22,27 @@ from __future__ import annotations
 import functools
 import sqlite3
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 
-from msgspec.json import encode
-
-from .rows import PARAMS_PER_ROW, row_line, utf8_ok
-from .search_index import IndexRow, fts_match, fts_trusted, lines_of, stored_turn
-from .sql_index import IndexSql
-
-if TYPE_CHECKING:
-    from .._search import SearchQuery
+from .rows import PARAMS_PER_ROW, row_line
+from .search_index import lines_of
 
 __all__ = [
-    "DELETE_DOCS_FROM",
     "DELETE_EVENTS",
-    "DELETE_FTS_FROM",
     "DELETE_SESSION",
-    "DELETE_STATE",
     "DELETE_TAIL",
     "INDEX_SCHEMA",
-    "INDEX_SQL",
     "INDEX_TABLES",
     "JOURNAL_MODES",
     "LINE",
     "LINES_AFTER",
     "LINES_OF_TYPES",
     "LINES_SINCE",
+    "ROWS_PER_INSERT",
     "SCHEMA",
     "SCHEMA_VERSION",
     "SELECT_AFTER",
     "SELECT_ANY",
-    "SELECT_CANDIDATES",
     "SELECT_CHUNK",
     "SELECT_FOUND",
     "SELECT_HEADER",
@@ -59,24 +50,17 @@ __all__ = [
     "SELECT_INDEX_TABLES",
     "SELECT_LAST",
     "SELECT_MEASURE",
-    "SELECT_PROGRESS",
     "SELECT_RANGE",
     "SELECT_ROWS",
-    "SELECT_ROWS_FROM",
-    "SELECT_STATE",
     "SELECT_SUMMARIES",
     "SELECT_SUMMARIES_OF",
     "SELECT_TABLES",
     "SELECT_TAIL",
-    "SELECT_TOPS",
-    "SELECT_TURN_CHANGES",
     "SELECT_TYPES",
     "TOKENIZE",
     "UPSERT_SESSION",
-    "UPSERT_STATE",
     "JournalMode",
     "batch_lines",
-    "insert_index",
     "insert_rows",
     "lines_sql",
     "read_only",
@@ -124,7 +108,7 @@ UPSERT_SESSION: Final = """
         parent_session = excluded.parent_session, seed_length = excluded.seed_length"""
 #: Rows per multi-row INSERT: 6 parameters each (and the session id once) stays far
 #: below SQLite's 32,766 limit.
-_ROWS_PER_INSERT: Final = 500
+ROWS_PER_INSERT: Final = 500
 
 
 @functools.cache
@@ -141,11 +125,11 @@ def insert_rows(conn: sqlite3.Connection, session_id: str, params: list[object])
     batch costs a third less than ``executemany``, which steps and resets the statement
     once per row."""
     count = len(params) // PARAMS_PER_ROW
-    if count <= _ROWS_PER_INSERT:
+    if count <= ROWS_PER_INSERT:
         if count:
             conn.execute(_insert_rows_sql(count), [session_id, *params])
         return
-    step = _ROWS_PER_INSERT * PARAMS_PER_ROW
+    step = ROWS_PER_INSERT * PARAMS_PER_ROW
     for start in range(0, len(params), step):
         chunk = params[start : start + step]
         conn.execute(_insert_rows_sql(len(chunk) // PARAMS_PER_ROW), [session_id, *chunk])
@@ -328,77 +312,6 @@ SELECT_INDEX_TABLES: Final = (
     "SELECT count(*) FROM sqlite_master WHERE name IN"
     " ('dsh_search_docs', 'dsh_search', 'dsh_search_state')"
 )
-SELECT_STATE: Final = "SELECT next_seq, turn FROM dsh_search_state WHERE session_id = ?"
-UPSERT_STATE: Final = """
-    INSERT INTO dsh_search_state (session_id, next_seq, turn) VALUES (?, ?, ?)
-    ON CONFLICT (session_id) DO UPDATE SET next_seq = excluded.next_seq, turn = excluded.turn"""
-# The FTS rows go first, while the docs rows still say which they are.
-DELETE_FTS_FROM: Final = (
-    "DELETE FROM dsh_search WHERE rowid IN"
-    " (SELECT id FROM dsh_search_docs WHERE session_id = ? AND seq >= ?)"
-)
-DELETE_DOCS_FROM: Final = "DELETE FROM dsh_search_docs WHERE session_id = ? AND seq >= ?"
-DELETE_STATE: Final = "DELETE FROM dsh_search_state WHERE session_id = ?"
-SELECT_ROWS_FROM: Final = (
-    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
-    " WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq LIMIT ?"
-)
-# The turn changes before a seq, newest first (the primary key's index, backwards), a
-# page at a time.
-SELECT_TURN_CHANGES: Final = (
-    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
-    " WHERE session_id = ? AND seq < ? AND type IN ('turn/start', 'turn/end')"
-    " ORDER BY seq DESC LIMIT ?"
-)
-# Every stored session with how far it is indexed and its last seq (one lookup in the
-# events' primary key each; a sessions row exists iff the session has an event).
-SELECT_PROGRESS: Final = (
-    "SELECT s.id, st.next_seq, st.turn,"
-    " (SELECT max(seq) FROM events WHERE session_id = s.id)"
-    " FROM sessions AS s LEFT JOIN dsh_search_state AS st ON st.session_id = s.id"
-)
-SELECT_TOPS: Final = (
-    "SELECT s.id, NULL, NULL, (SELECT max(seq) FROM events WHERE session_id = s.id)"
-    " FROM sessions AS s"
-)
-# The candidates: the index's matches joined to their events (an index row whose
-# event is gone matches nothing), narrowed by type, session and time.
-SELECT_CANDIDATES: Final = (
-    "SELECT d.session_id, d.turn, e.seq, e.type, e.time, e.data, e.source_event_seqs,"
-    " e.surface_op FROM dsh_search JOIN dsh_search_docs AS d ON d.id = dsh_search.rowid"
-    " JOIN events AS e ON e.session_id = d.session_id AND e.seq = d.seq"
-    " WHERE dsh_search MATCH ? AND e.type IN (SELECT value FROM json_each(?))"
-)
-
-
-@functools.cache
-def _insert_docs_sql(count: int) -> str:
-    return ("INSERT INTO dsh_search_docs (session_id, seq, turn) VALUES "
-            + ",".join(["(?1, ?, ?)"] * count))
-
-
-@functools.cache
-def _insert_fts_sql(count: int) -> str:
-    return "INSERT INTO dsh_search (rowid, words) VALUES " + ",".join(["(?, ?)"] * count)
-
-
-def insert_index(conn: sqlite3.Connection, session_id: str, rows: Sequence[IndexRow]
-                 ) -> None:
-    """Insert index rows: one multi-row statement per table (per 500 rows). SQLite gives
-    the docs rows of one statement consecutive ids (each row the highest id plus one, in
-    this write transaction), so the last one (``lastrowid``) gives them all: each FTS
-    row's rowid is its docs row's id without reading anything back."""
-    for start in range(0, len(rows), _ROWS_PER_INSERT):
-        chunk = rows[start : start + _ROWS_PER_INSERT]
-        docs: list[object] = [session_id]
-        for row in chunk:
-            docs += (row.seq, stored_turn(row.turn))
-        last = conn.execute(_insert_docs_sql(len(chunk)), docs).lastrowid
-        assert last is not None  # an INSERT of at least one row sets it
-        fts: list[object] = []
-        for i, row in enumerate(chunk, last - len(chunk) + 1):
-            fts += (i, " ".join(row.words))
-        conn.execute(_insert_fts_sql(len(chunk)), fts)
 
 
 def batch_lines(params: Sequence[object], jsonl: bytes) -> list[bytes]:
@@ -423,33 +336,3 @@ def read_only(exc: BaseException) -> bool:
     if isinstance(code, int):
         return code & 0xFF == sqlite3.SQLITE_READONLY
     return "readonly" in str(exc)
-
-
-def _json_list(items: list[str]) -> str:
-    return encode(items).decode()
-
-
-def _trusted(query: SearchQuery) -> bool:
-    return fts_trusted(query, TOKENIZE)
-
-
-#: The index as the engine (:mod:`.sql_index`) runs it on SQLite: an FTS5 table beside a
-#: docs table, lists bound as JSON text (``json_each``).
-INDEX_SQL: Final = IndexSql(
-    mark="?",
-    select_state=SELECT_STATE,
-    upsert_state=UPSERT_STATE,
-    delete_from=(DELETE_FTS_FROM, DELETE_DOCS_FROM),
-    delete_state=DELETE_STATE,
-    select_rows_from=SELECT_ROWS_FROM,
-    select_turn_changes=SELECT_TURN_CHANGES,
-    select_progress=SELECT_PROGRESS,
-    select_tops=SELECT_TOPS,
-    in_list="IN (SELECT value FROM json_each(?))",
-    select_candidates=SELECT_CANDIDATES,
-    bind_list=_json_list,
-    storable=utf8_ok,
-    insert=insert_index,
-    match=fts_match,
-    trusted=_trusted,
-)
