@@ -280,13 +280,13 @@ def _sqlite_insert(path: Path, sid: str, wires: list[dict[str, Any]], first: int
 
 def _reference_db(path: Path) -> None:
     """A database as the reference makes it: its two tables, version 4, no index."""
-    from dsh_session_core._persistence import sqlite as module
+    from dsh_session_core._persistence import sqlite_schema as module
 
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA user_version = 4")
-        for statement in module._SCHEMA:
+        for statement in module.SCHEMA:
             conn.execute(statement)
     finally:
         conn.close()
@@ -358,7 +358,7 @@ def test_sqlite_a_search_in_step_reads_no_session_progress(tmp_path: Path) -> No
     """Once a search found the index in step, the next one checks it with SQLite's
     ``data_version`` alone, until another connection commits: then every session's
     progress is read again, and the rows it wrote without the index are found."""
-    from dsh_session_core._persistence import sqlite as module
+    from dsh_session_core._persistence import sqlite_index as module
 
     db = tmp_path / "s.db"
     backend = SqliteBackend(db)
@@ -368,15 +368,15 @@ def test_sqlite_a_search_in_step_reads_no_session_progress(tmp_path: Path) -> No
         backend._conn.set_trace_callback(statements.append)
         query = SearchQuery.parse("alpha")
         first = searched(backend, query)
-        assert any(module._SELECT_PROGRESS.strip() in s for s in statements)
+        assert any(module.SELECT_PROGRESS.strip() in s for s in statements)
         statements.clear()
         assert searched(backend, query) == first
-        assert not any(module._SELECT_PROGRESS.strip() in s for s in statements)
+        assert not any(module.SELECT_PROGRESS.strip() in s for s in statements)
         _sqlite_insert(db, "late", [user("alpha late")], 0)  # another connection
         statements.clear()
         assert [h.session_id for h in searched(backend, query)
                 if h.session_id == "late"] == ["late"]
-        assert any(module._SELECT_PROGRESS.strip() in s for s in statements)
+        assert any(module.SELECT_PROGRESS.strip() in s for s in statements)
         assert searched(backend, query) == scanned(backend, query)
     finally:
         backend.close()

@@ -31,7 +31,7 @@ _TYPE_CHECKING = False
 # Type checkers see the real imports below.
 if _TYPE_CHECKING:
     from . import errors, events, hookspecs, vocabulary
-    from ._builders import Step, ToolCallRef, Turn, TurnStateError
+    from ._builders import ToolCallRef, TurnStateError
     from ._code_dispatch import (
         CodeDispatcher,
         SubDispatch,
@@ -84,10 +84,12 @@ if _TYPE_CHECKING:
     )
     from ._search import SearchHit
     from ._session import EventsView, Session
+    from ._step import Step
     from ._store import SessionStore
     from ._surface import Surface, SurfaceNode
     from ._tool_outcome import ToolOutcome
     from ._tool_pairing import is_tool_pairing_balanced
+    from ._turn import Turn
     from ._unions import RegisteredMember, UnionMember
     from ._validate import Problem, check_events
     from .events import (
@@ -134,9 +136,9 @@ if _TYPE_CHECKING:
     )
 
 _LAZY: dict[str, str] = {
-    "Step": "._builders",
+    "Step": "._step",
     "ToolCallRef": "._builders",
-    "Turn": "._builders",
+    "Turn": "._turn",
     "TurnStateError": "._builders",
     "read_session": "._open_log",
     "AbortedFinish": ".vocabulary",

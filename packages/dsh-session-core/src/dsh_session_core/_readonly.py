@@ -17,7 +17,8 @@ from ._session import Session
 from .errors import ReadOnlySessionError
 
 if TYPE_CHECKING:
-    from ._builders import Content, Turn
+    from ._builders import Content
+    from ._turn import Turn
     from .events import Event, SurfaceOp
     from .vocabulary import MessageSource, TurnTrigger
 

@@ -4,13 +4,13 @@
 matching its type's registered schema, and the surface op must fit. A refused append
 leaves the log and its seq untouched. A logged event is immutable and is delivered to the
 session's listener in seq order, even when the listener appends re-entrantly or raises.
+
+What an append checks off its fast path, and the errors it raises, are in
+:mod:`._append_checks`; how a seed is checked, in :mod:`._seed`.
 """
 
 from __future__ import annotations
 
-import fnmatch
-import itertools
-import operator
 import time as _time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -19,34 +19,28 @@ from typing import Any, overload
 import msgspec
 from msgspec import UNSET
 
+from ._append_checks import (
+    checked_seqs,
+    checked_untyped,
+    misplaced_op,
+    missing_op,
+    shown,
+    too_deep,
+    untyped_payload,
+)
 from ._codec import ENCODER, encode_events, encode_line
-from ._decode import decode_wire, freeze_untyped
 from ._derive import Derivation
 from ._header import SESSION_FORMAT_VERSION, SessionHeader
-from ._json import MAX_JSON_DEPTH, JsonObject, freeze, json_problem, json_text_depth, thaw
+from ._json import MAX_JSON_DEPTH, JsonObject, freeze, json_text_depth, thaw
 from ._registry import EventRegistry, RegisteredEvent
 from ._request_header import RequestHeaderFold
-from ._strict import strict_problem, unknown_type_problem
+from ._seed import check_seed
 from ._surface import Surface
-from ._validate import schema_problem
-from .errors import (
-    EventTypeError,
-    NotJsonError,
-    SchemaError,
-    SeedError,
-    SurfaceError,
-    SurfaceIntentError,
-    TooDeepError,
-    UnknownEventTypeError,
-    UnknownFieldError,
-    UnknownMemberError,
-)
+from .errors import SurfaceError, SurfaceIntentError
 from .events import Event, OpaqueEvent, ReplaceOp, SurfaceOp
 from .vocabulary import Message
 
 __all__ = ["EventsView", "Session", "now_ms"]
-
-_seq_of = operator.attrgetter("seq")
 
 Clock = Callable[[], int]
 _encode = encode_line
@@ -162,7 +156,7 @@ class Session:
         )
         candidates: list[int] = []
         if seed is not None:
-            self._events, candidates = _check_seed(registry, seed)
+            self._events, candidates = check_seed(registry, seed)
         else:
             self._events = []
         self._view = EventsView(self._events)
@@ -299,22 +293,24 @@ class Session:
                 # blocks nested far past the depth limit; the careful path refuses them.
                 payload = None
             if payload is not None and entry.untyped_fields:
-                payload = self._checked_untyped(entry, payload, type, seq)
+                payload = checked_untyped(entry, payload, type, seq)
         if payload is None:
-            opaque_data = self._untyped_payload(entry, type, data, seq)
+            opaque_data = untyped_payload(
+                self._registry, self._strict, self._foreign, entry, type, data, seq
+            )
             return self._append_opaque(entry, type, opaque_data, surface_op, source_event_seqs)
         surface = entry.surface  # type: ignore[union-attr]  # payload set implies entry
         if surface:
             if surface_op is None:
-                raise _missing_op(type, seq)
+                raise missing_op(type, seq)
             op = self._checked_op(type, surface_op, seq)
-            seqs = _checked_seqs(type, source_event_seqs, seq)
+            seqs = checked_seqs(type, source_event_seqs, seq)
             event: Event = entry.event(  # type: ignore[union-attr,call-arg]
                 seq, self.clock(), payload, seqs, op
             )
         else:
             if surface_op is not None or source_event_seqs is not None:
-                raise _misplaced_op(type, seq, surface_op)
+                raise misplaced_op(type, seq, surface_op)
             event = entry.event(seq, self.clock(), payload)  # type: ignore[union-attr]
         try:  # before anything changes: encoding may refuse a value
             line = _encode_fast(event)
@@ -326,7 +322,7 @@ class Session:
             len(line) > entry.deep_line  # type: ignore[union-attr]
             and json_text_depth(line) > MAX_JSON_DEPTH + 1
         ):
-            raise _too_deep(type, seq, thaw(payload), 0)
+            raise too_deep(type, seq, thaw(payload), 0)
         if self._guard is not None:
             self._guard(event)
         events.append(event)
@@ -336,96 +332,6 @@ class Session:
         if self.on_append is not None:
             self._dispatch(event)
         return event
-
-    def _checked_untyped(
-        self, entry: RegisteredEvent, payload: Any, type: str, seq: int
-    ) -> Any:
-        # msgspec passes Any-typed values through by reference: check them as JSON here.
-        for name in entry.untyped_fields:
-            value = getattr(payload, name)
-            if value is UNSET:
-                continue
-            bad = json_problem(value, level=1)
-            if bad is not None:
-                path = f"$.{name}{bad[0][1:]}"
-                if bad[1]:
-                    raise _too_deep(type, seq, value, 1, path)
-                raise _not_json(type, seq, path)
-        return freeze_untyped(entry, payload)
-
-    def _untyped_payload(
-        self, entry: RegisteredEvent | None, type: object, data: Any, seq: int
-    ) -> Any:
-        """Check data no schema accepted; return its frozen form, or raise."""
-        if not isinstance(type, str):  # the caller's type is not checked before here
-            msg = (
-                f"the event type must be a string such as \"user/message\", not {_shown(type)}; "
-                f"pass the type first, then the data"
-            )
-            raise EventTypeError(msg, event_type=_shown(type), seq=seq)
-        try:
-            type.encode()
-        except UnicodeEncodeError:
-            # A type is a name a plugin registers; one with a lone surrogate is no one's,
-            # and a database's type column (text) could not hold it: refused here, on
-            # every store alike, rather than failing a SQLite store's every later flush.
-            msg = (f"the event type {_shown(type)} holds a lone surrogate: an event type "
-                   f"must be text with a UTF-8 form, such as \"user/message\"")
-            raise EventTypeError(msg, event_type=_shown(type), seq=seq) from None
-        bad = json_problem(data)
-        if bad is not None:
-            if bad[1]:
-                raise _too_deep(type, seq, data, 0, bad[0])
-            raise _not_json(type, seq, bad[0])
-        if self._strict and not self._is_foreign(type):
-            self._check_strict(entry, type, data, seq)
-        if entry is None:
-            return freeze(data)
-        problem = schema_problem(entry, data)
-        if problem is not None:
-            path, head = problem
-            msg = (
-                f'session event "{type}" does not match the schema '
-                f"{entry.payload.__name__} registered by plugin {entry.plugin!r}: {head} "
-                f"at {path}; fix the payload, or check the event type"
-            )
-            raise SchemaError(msg, event_type=type, seq=seq, path=path, plugin=entry.plugin)
-        return freeze(data)
-
-    def _is_foreign(self, type: str) -> bool:
-        foreign = self._foreign
-        return bool(foreign) and any(fnmatch.fnmatchcase(type, p) for p in foreign)
-
-    def _check_strict(self, entry: RegisteredEvent | None, type: str, data: Any,
-                      seq: int) -> None:
-        """Refuse what the lenient path would keep opaquely (only reached when typed
-        decoding failed, so the hot path never pays for it)."""
-        if entry is None:
-            message, suggestion = unknown_type_problem(self._registry, type)
-            msg = (f"{message}{'' if message.endswith('?') else '.'} To append it verbatim "
-                   f"anyway, list it in foreign_types or open the store with strict=False")
-            raise UnknownEventTypeError(msg, event_type=type, seq=seq, suggestion=suggestion)
-        found = strict_problem(self._registry, entry, thaw(data))
-        if found is None:
-            return  # a plugin's union member, or a mismatch schema_problem names
-        if found.kind in ("key", "member") or schema_problem(entry, data) is None:
-            advice = "fix the payload, or open the store with strict=False to keep foreign " \
-                     "data verbatim"
-        else:
-            # A wrong kind of value or a missing field: a lenient store refuses it too,
-            # so strict=False is no way out (it only keeps unknown keys and kinds).
-            advice = "fix the payload (a store opened with strict=False refuses it too)"
-        msg = (f"{found.describe(type)} (schema {entry.payload.__name__} of plugin "
-               f"{entry.plugin!r}); {advice}")
-        if found.kind == "key":
-            raise UnknownFieldError(msg, event_type=type, seq=seq, path=found.path,
-                                    plugin=entry.plugin, key=found.name or "",
-                                    suggestion=found.suggestion)
-        if found.kind == "member":
-            raise UnknownMemberError(msg, event_type=type, seq=seq, path=found.path,
-                                     plugin=entry.plugin, family=found.family or "",
-                                     tag=found.name or "", suggestion=found.suggestion)
-        raise SchemaError(msg, event_type=type, seq=seq, path=found.path, plugin=entry.plugin)
 
     def _append_opaque(
         self,
@@ -440,14 +346,14 @@ class Session:
         wire: dict[str, Any] = {"type": type, "seq": seq, "time": self.clock(), "data": data}
         if surface:
             if surface_op is None:
-                raise _missing_op(type, seq)
+                raise missing_op(type, seq)
             op = self._checked_op(type, surface_op, seq)
-            seqs = _checked_seqs(type, source_event_seqs, seq)
+            seqs = checked_seqs(type, source_event_seqs, seq)
             if seqs is not UNSET:
                 wire["sourceEventSeqs"] = seqs
             wire["surfaceOp"] = op if op == "append" else freeze(msgspec.to_builtins(op))
         elif surface_op is not None or source_event_seqs is not None:
-            raise _misplaced_op(type, seq, surface_op)
+            raise misplaced_op(type, seq, surface_op)
         frozen = JsonObject(wire)
         event = OpaqueEvent(seq, wire["time"], data, wire=frozen)
         line = _encode(frozen)
@@ -468,7 +374,7 @@ class Session:
             # Struct constructors do not validate: ReplaceOp(True, 1.0) is no op.
             if op.start.__class__ is not int or op.end.__class__ is not int:
                 msg = (
-                    f'session event "{type}" has an invalid surfaceOp {_shown(op)}: start and end '
+                    f'session event "{type}" has an invalid surfaceOp {shown(op)}: start and end '
                     f"must be integers (seqs of live surface nodes)"
                 )
                 raise SurfaceIntentError(msg, event_type=type, seq=seq)
@@ -479,7 +385,7 @@ class Session:
                 op = msgspec.convert(op, ReplaceOp)
             except (msgspec.ValidationError, TypeError, UnicodeEncodeError):
                 msg = (
-                    f'session event "{type}" has an invalid surfaceOp {_shown(op)}: use "append" '
+                    f'session event "{type}" has an invalid surfaceOp {shown(op)}: use "append" '
                     f"or ReplaceOp(start, end)"
                 )
                 raise SurfaceIntentError(msg, event_type=type, seq=seq) from None
@@ -590,13 +496,14 @@ class Session:
         self._header_fold.advance(self._events)
         return self._header_fold.current()
 
-    # --- builders (see _builders.py) ---
+    # --- builders (see _builders.py, _turn.py, _step.py) ---
     # The builders load on first use (a session that never builds does not import
     # them); their types are named for type checkers only.
     from typing import TYPE_CHECKING as _TYPES_ONLY
 
     if _TYPES_ONLY:
-        from ._builders import Content, Turn
+        from ._builders import Content
+        from ._turn import Turn
         from .vocabulary import MessageSource, TurnTrigger
 
     def turn(
@@ -609,7 +516,7 @@ class Session:
         :param number: the turn number; by default 1 + the last ``turn/start``'s.
         :raises TurnStateError: a turn is still open.
         """
-        from ._builders import start_turn
+        from ._turn import start_turn
 
         return start_turn(self, trigger, number=number)
 
@@ -627,159 +534,6 @@ class Session:
             default.
         :raises TurnStateError: a turn is open (inject into it with ``turn.context()``).
         """
-        from ._builders import inject
+        from ._turn import inject
 
         return inject(self, content, source=source, number=number)
-
-
-# --- checks shared by append and seeding ---------------------------------------------------
-
-
-def _not_json(type: str, seq: int, path: str) -> NotJsonError:
-    msg = f'session event "{type}" carries non-JSON-serializable data'
-    return NotJsonError(f"{msg} (at {path})", event_type=type, seq=seq, path=path)
-
-
-def _shown(value: object) -> str:
-    """A caller's value in a message: ``repr``, cut short (it may be huge or deep)."""
-    import reprlib
-
-    try:
-        return reprlib.repr(value)
-    except RecursionError:
-        return f"<a {value.__class__.__name__} nested too deep to show>"
-    except Exception:  # a caller's own __repr__ failing must not hide the refusal
-        return f"<a {value.__class__.__name__}>"
-
-
-def _too_deep(
-    type: str, seq: int, value: object, level: int, path: str | None = None
-) -> TooDeepError:
-    if path is None:
-        found = json_problem(value, level=level)
-        path = found[0] if found is not None else "$"
-    msg = (
-        f'session event "{type}" nests arrays and objects deeper than {MAX_JSON_DEPTH} '
-        f"levels (at {path}), the most a log line may hold; flatten the value, or carry "
-        f"it as a JSON string"
-    )
-    return TooDeepError(msg, event_type=type, seq=seq, path=path, limit=MAX_JSON_DEPTH)
-
-
-def _missing_op(type: str, seq: int) -> SurfaceIntentError:
-    msg = f'session event "{type}" is surface-eligible and requires a surfaceOp marker'
-    return SurfaceIntentError(msg, event_type=type, seq=seq)
-
-
-def _misplaced_op(type: str, seq: int, surface_op: object) -> SurfaceIntentError:
-    field = "surfaceOp" if surface_op is not None else "sourceEventSeqs"
-    msg = (
-        f"{type} cannot carry {field} (non-surface event); only surface types "
-        f"(user/message, assistant/message, tool/result, context/message, steering/message) "
-        f"join the surface"
-    )
-    return SurfaceIntentError(msg, event_type=type, seq=seq)
-
-
-def _checked_seqs(
-    type: str, seqs: Iterable[int] | None, seq: int
-) -> tuple[int, ...] | Any:
-    if seqs is None:
-        return UNSET
-    if isinstance(seqs, str | bytes | bytearray | Mapping) or not isinstance(seqs, Iterable):
-        msg = (
-            f'session event "{type}" has sourceEventSeqs {_shown(seqs)}: pass a list of integers '
-            f"(the seqs of the events it derives from)"
-        )
-        raise SurfaceIntentError(msg, event_type=type, seq=seq)
-    out = tuple(seqs)
-    for s in out:
-        if s.__class__ is not int:
-            msg = f'session event "{type}" has a non-integer sourceEventSeqs entry {_shown(s)}'
-            raise SurfaceIntentError(msg, event_type=type, seq=seq)
-    return out
-
-
-def _check_seed(
-    registry: EventRegistry, seed: Iterable[Event | Mapping[str, Any]]
-) -> tuple[list[Event], list[int]]:
-    """Check a seed as the reference does; return its events and the indices of the
-    events that may sit on the surface (so the first fold skips the rest).
-
-    The checks run over whole lists at C speed (``map``/``compress``), since a reloaded
-    log has a hundred thousand events; the first failing event is then reported.
-    """
-    items = list(seed)
-    types = list(map(type, items))  # once: both checks below read it
-    if all(issubclass(t, Event) for t in set(types)):
-        events: list[Event] = items  # type: ignore[assignment]  # checked just above
-    else:
-        events = _events_of(registry, items)
-        types = list(map(type, events))
-    n = len(events)
-    first_gap = n
-    if list(map(_seq_of, events)) != list(range(n)):
-        first_gap = next(i for i, ev in enumerate(events) if ev.seq != i)
-    candidates = frozenset(r.event for r in registry if r.surface) | {OpaqueEvent}
-    hint = list(itertools.compress(range(n), map(candidates.__contains__, types)))
-    surface_types = registry.surface_types
-    first_bare = n
-    for i in hint:
-        if i >= first_gap:
-            break
-        ev = events[i]
-        if type(ev) is OpaqueEvent:
-            if ev.seq.__class__ is not int:  # a JSON 1.0 or true is not seq 1
-                first_gap = i
-                break
-            if ev.type in surface_types and ev.surface_op is UNSET:
-                first_bare = i
-                break
-        elif ev.surface_op is UNSET:  # type: ignore[attr-defined]
-            first_bare = i
-            break
-    if first_gap < n and first_gap <= first_bare:
-        ev = events[first_gap]
-        from ._seq_text import event_seq
-
-        raise _seed_gap(first_gap, event_seq(ev), ev.type)
-    if first_bare < n:
-        raise _seed_no_op(events[first_bare], first_bare)
-    return events, hint
-
-
-def _events_of(registry: EventRegistry, items: list[Any]) -> list[Event]:
-    """Seed items given in their wire shape, as events (checked as JSON first)."""
-    events: list[Event] = []
-    for i, item in enumerate(items):
-        if isinstance(item, Event):
-            events.append(item)
-            continue
-        try:
-            events.append(decode_wire(registry, item))
-        except ValueError:
-            etype = item.get("type") if isinstance(item, Mapping) else None
-            seq = item.get("seq") if isinstance(item, Mapping) else None
-            if seq != i:
-                raise _seed_gap(i, seq, str(etype)) from None
-            msg = f'seed event "{etype}" (seq {seq}) carries non-JSON-serializable data'
-            raise SeedError(msg, index=i, event_type=str(etype)) from None
-    return events
-
-
-def _seed_gap(index: int, seq: object, event_type: str) -> SeedError:
-    from ._seq_text import seq_mismatch
-
-    msg = (
-        f"seed event at index {index} has seq {seq_mismatch(seq, index)}; seed must be "
-        f"contiguous from 0"
-    )
-    return SeedError(msg, index=index, event_type=event_type)
-
-
-def _seed_no_op(ev: Event, index: int) -> SeedError:
-    msg = (
-        f'seed event "{ev.type}" (seq {ev.seq}) is surface-eligible but carries no '
-        f"surfaceOp marker"
-    )
-    return SeedError(msg, index=index, event_type=ev.type)

@@ -1,7 +1,10 @@
 """The PostgreSQL persistence backend: one store shared by agents on many hosts.
 
-This module is the backend class, its writer and its loads; the schema and statements
-are :mod:`.postgres_schema`'s, the tail and the NOTIFY follower :mod:`.postgres_follow`'s.
+This module is the backend class, its writer, its loads and its lease; the schema and
+statements are :mod:`.postgres_schema`'s, the search index's :mod:`.postgres_index`'s
+(run by :mod:`.sql_index`, the engine shared with SQLite), the reads that never write
+:mod:`.postgres_reads`' (the tail and the NOTIFY follower :mod:`.postgres_follow`'s),
+and the asyncio methods :mod:`.postgres_async`'s.
 The tables and columns are the reference's, plus a schema version table. Each batch,
 and each repair, is one transaction; the scan and repair rules are the SQLite backend's
 (:func:`scan_rows`).
@@ -41,92 +44,61 @@ import os
 import socket
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable, Collection, Hashable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from .._header import SessionHeader
 from .._registry import EventRegistry
 from ..errors import SessionIdError
 from ..events import Event
-from . import postgres_follow
+from . import sql_index
 from .base import (
     COMMON_ID_RULE,
     Deleted,
-    LogNews,
-    LogTail,
     SessionLockedError,
-    SessionSummary,
     StoredLog,
     WriterLock,
     check_common_id,
-    continued,
     not_found,
 )
+from .postgres_async import PostgresAsync
+from .postgres_index import APPEND_INDEXED, INDEX_SQL, SEARCH_LOCK_KEY, index_columns
+from .postgres_reads import PostgresReads
 from .postgres_schema import (
     APPEND,
-    APPEND_INDEXED,
-    DELETE_DOCS,
-    DELETE_DOCS_FROM,
     DELETE_EVENTS,
     DELETE_SESSION,
-    DELETE_STATE,
     DELETE_TAIL,
-    INSERT_DOCS,
     INSERT_ROWS,
     NOTIFY,
     SCHEMA_VERSION,
-    SEARCH_LOCK_KEY,
-    SELECT_CANDIDATES,
     SELECT_CHUNK,
     SELECT_FOUND,
     SELECT_HEADER,
-    SELECT_HEADERS,
     SELECT_LAST,
     SELECT_MEASURE,
-    SELECT_PROGRESS,
-    SELECT_RANGE,
     SELECT_ROWS,
-    SELECT_ROWS_FROM,
-    SELECT_STATE,
     SELECT_STORED_ROWS,
-    SELECT_SUMMARIES,
-    SELECT_SUMMARIES_OF,
-    SELECT_TOPS,
-    SELECT_TURN_CHANGES,
-    SELECT_TYPES,
     UPSERT_SESSION,
-    UPSERT_STATE,
     Columns,
+    Refused,
     batch_columns,
     channel_of,
     checked_header,
     conflict,
-    database_of,
-    index_columns,
     lock_key,
     open_schema,
     redacted,
     same_rows,
     storable_text,
     text_ok,
-    words_text,
 )
 from .rows import (
     header_of,
     load_chunks,
-    row_line,
     scanned,
-    summaries_in_order,
 )
-from .search_index import (
-    IndexRow,
-    answer,
-    bindable,
-    index_lines,
-    lines_of,
-    stored_turn,
-    tsquery_text,
-)
+from .search_index import index_lines, lines_of
 
 if TYPE_CHECKING:
     import psycopg
@@ -137,20 +109,14 @@ __all__ = ["ID_RULE", "MAX_ID_BYTES", "SCHEMA_VERSION", "PostgresBackend", "chan
 
 #: Rows per chunk of the fast load.
 _CHUNK: Final = 16384
-#: Rows per page when indexing, or checking, rows no index entry covers.
-_PAGE: Final = 4096
-#: Below every seq: "from" it means the whole session.
-_ALL_SEQS: Final = -(2**63)
+#: Takes the lock of :data:`~.postgres_index.SEARCH_LOCK_KEY` until the transaction ends.
+_SEARCH_LOCK: Final = "SELECT pg_advisory_xact_lock(%s)"
 
 #: The longest session id, in UTF-8 bytes: well under what a B-tree index entry holds
 #: (2704 bytes, less the entry's header and the ``seq`` beside the id in ``events``).
 MAX_ID_BYTES: Final = 2048
 #: The PostgreSQL backend's session-id rule (:meth:`PostgresBackend.check_id`).
 ID_RULE: Final = f"{COMMON_ID_RULE}, without NUL, of at most {MAX_ID_BYTES} UTF-8 bytes"
-
-
-class _Refused(Exception):
-    """The checked insert wrote nothing: the stored log does not end before the batch."""
 
 
 class _Lease:
@@ -184,101 +150,7 @@ def _chunk_fetcher(
     return fetch
 
 
-# --- the search index, outside the hot path --------------------------------------------
-
-
-def _progress(conn: psycopg.Connection[Any], query: SearchQuery, indexed: bool
-              ) -> builtins.list[tuple[str, int | None, int | None, int]]:
-    """``(session id, next seq indexed, turn, last seq)`` of each stored session the
-    query reads that has an event (the state ``None`` when it has none)."""
-    sql = SELECT_PROGRESS if indexed else SELECT_TOPS
-    params: tuple[Any, ...] = ()
-    if query.sessions:
-        sql += " WHERE s.id = ANY(%s)"
-        params = (sorted(i for i in query.sessions if text_ok(i)),)  # else: no row
-    return [(sid, None if n is None else int(n), turn, int(top))
-            for sid, n, turn, top in conn.execute(sql, params).fetchall()
-            if top is not None]
-
-
-def _lines_from(conn: psycopg.Connection[Any], session_id: str, start: int, end: int
-                ) -> Iterator[bytes]:
-    """The log lines of the rows ``start <= seq < end``, a page at a time."""
-    while start < end:
-        rows = conn.execute(SELECT_ROWS_FROM, (session_id, start, end, _PAGE)).fetchall()
-        for row in rows:
-            yield row_line(row)
-        if len(rows) < _PAGE:
-            return
-        start = int(rows[-1][0]) + 1
-
-
-def _turn_before(conn: psycopg.Connection[Any], session_id: str, seq: int) -> int | None:
-    """The turn open right before ``seq``: that of the last turn change before it."""
-    from .._search import turn_change
-
-    while True:
-        rows = conn.execute(SELECT_TURN_CHANGES, (session_id, seq, 64)).fetchall()
-        for row in rows:
-            change = turn_change(row_line(row))
-            if change is not None:
-                return change[1]
-        if len(rows) < 64:
-            return None
-        seq = int(rows[-1][0])
-
-
-def _insert_docs(conn: psycopg.Connection[Any], session_id: str,
-                 rows: Sequence[IndexRow]) -> None:
-    if rows:
-        conn.execute(INSERT_DOCS, {
-            "sid": session_id, "iseqs": [row.seq for row in rows],
-            "iturns": [stored_turn(row.turn) for row in rows],
-            "iwords": [words_text(row) for row in rows]})
-
-
-def _sync(conn: psycopg.Connection[Any], session_id: str, end: int, cut: bool = False
-          ) -> int | None:
-    """Bring a session's index to cover exactly its rows before seq ``end`` (in the
-    caller's transaction, under the catch-up lock; the caller then stores the state),
-    and return the turn open there (:data:`TURN_UNKNOWN` when no column holds it).
-    The same cases as the SQLite backend's: no state (index from the first row), a
-    state behind (from there), a state past ``end``: cut there by our repair (``cut``:
-    what follows is indexed again), else by a writer without the index, which may have
-    cut anywhere before (the whole session is indexed again)."""
-    state = conn.execute(SELECT_STATE, (session_id,)).fetchone()
-    if state is not None and state[0] == end:
-        return state[1]  # type: ignore[no-any-return]
-    turn: int | None
-    if state is None or (state[0] > end and not cut):
-        start, turn = _ALL_SEQS, None
-        conn.execute(DELETE_DOCS, (session_id,))  # and rows left by a writer's delete
-    elif state[0] > end:
-        start, turn = end, stored_turn(_turn_before(conn, session_id, end))
-        conn.execute(DELETE_DOCS_FROM, (session_id, end))
-    else:
-        start, turn = int(state[0]), state[1]
-    while start < end:
-        page = conn.execute(SELECT_ROWS_FROM, (session_id, start, end, _PAGE)).fetchall()
-        rows, turn, _ = index_lines([row_line(row) for row in page], turn)
-        _insert_docs(conn, session_id, rows)
-        if len(page) < _PAGE:
-            break
-        start = int(page[-1][0]) + 1
-    return stored_turn(turn)
-
-
-def _index(conn: psycopg.Connection[Any], session_id: str, first: int,
-           lines: Sequence[bytes], end: int, cut: bool = False) -> None:
-    """Index the events ``first .. end-1`` (their ``lines``) after catching up the rows
-    before them, and store the session's state; in the caller's transaction."""
-    turn = _sync(conn, session_id, first, cut)
-    rows, turn, _ = index_lines(lines, turn)
-    _insert_docs(conn, session_id, rows)
-    conn.execute(UPSERT_STATE, (session_id, end, stored_turn(turn)))
-
-
-class PostgresBackend:
+class PostgresBackend(PostgresReads, PostgresAsync):
     """Sessions in one PostgreSQL database, shared by every host that connects to it.
 
     :param url: a libpq connection string or ``postgresql://`` URL.
@@ -398,16 +270,6 @@ class PostgresBackend:
             if helper is not None:
                 helper.close()
 
-    def list(self) -> builtins.list[SessionHeader]:
-        """Every ``sessions`` row as a header, oldest first; no event is read."""
-        with self._lock:
-            rows = self._conn.execute(SELECT_HEADERS).fetchall()
-        return [header_of(row) for row in rows]
-
-    def location(self, header: SessionHeader) -> str:
-        """The database's URL (without password); ids are global in it."""
-        return self.location_url
-
     def check_id(self, session_id: str) -> None:
         """The common rule (:func:`~.base.check_common_id`), no NUL (no ``text`` value
         holds one), and at most :data:`MAX_ID_BYTES` UTF-8 bytes: an id is a key of
@@ -493,13 +355,13 @@ class PostgresBackend:
             if head is None:  # the usual case: one statement, committed on its own
                 if conn.execute(self._append, columns).fetchone() is not None:
                     return
-                raise _Refused
+                raise Refused
             with conn.transaction():  # the first batch brings the session's row
                 conn.execute(UPSERT_SESSION, head)
                 if conn.execute(self._append, columns).fetchone() is None:
-                    raise _Refused  # rolls the session's row back too
+                    raise Refused  # rolls the session's row back too
                 return
-        except _Refused:
+        except Refused:
             pass
         except self._errors().errors.UniqueViolation:
             pass  # another writer committed these seqs while we checked
@@ -529,23 +391,24 @@ class PostgresBackend:
             conn = self._conn if lease is None else lease.conn
             with conn.transaction():
                 if self._indexed:  # taken first, as every catch-up takes it
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (SEARCH_LOCK_KEY,))
+                    conn.execute(_SEARCH_LOCK, (SEARCH_LOCK_KEY,))
                 if torn is not None:
                     conn.execute(DELETE_TAIL, (header.id, torn))
                 if columns is not None:
                     conn.execute(INSERT_ROWS, columns)
                 if self._indexed:
-                    # The index is cut back with the rows (_sync: a state past the first
-                    # closer), and the closers indexed after what is left.
+                    # The index is cut back with the rows (sql_index.sync: a state past
+                    # the first closer), and the closers indexed after what is left.
                     seqs = columns["seqs"] if columns is not None else []
                     lines = lines_of(jsonl, len(seqs))
                     if lines is None:
-                        lines = builtins.list(_lines_from(
-                            conn, header.id, seqs[0], seqs[-1] + 1)) if seqs else []
+                        lines = builtins.list(sql_index.lines_from(
+                            INDEX_SQL, conn, header.id, seqs[0], seqs[-1] + 1)) if seqs else []
                     first = seqs[0] if seqs else torn
                     end = seqs[-1] + 1 if seqs else torn
-                    _index(conn, header.id, first, lines, end,  # type: ignore[arg-type]
-                           cut=torn is not None)
+                    sql_index.index(INDEX_SQL, conn, header.id, first,  # type: ignore[arg-type]
+                                    functools.partial(index_lines, lines), end,  # type: ignore[arg-type]
+                                    cut=torn is not None)
                 conn.execute(NOTIFY, (channel_of(header.id), "repair"))
 
     # --- the lease ----------------------------------------------------------------------
@@ -651,8 +514,7 @@ class PostgresBackend:
                     conn.execute(DELETE_EVENTS, (session_id,))
                     conn.execute(DELETE_SESSION, (session_id,))
                     if self._indexed:
-                        conn.execute(DELETE_DOCS, (session_id,))
-                        conn.execute(DELETE_STATE, (session_id,))
+                        sql_index.forget(INDEX_SQL, conn, session_id)
                     conn.execute(NOTIFY, (channel_of(session_id), "delete"))
         finally:
             with contextlib.suppress(self._errors().Error):
@@ -669,112 +531,11 @@ class PostgresBackend:
             len(ENCODER.encode(header)) + 1 + size, events, header,
             None if last is None else int(last))
 
-    # --- reading without writing -------------------------------------------------------
-
-    def summaries(self) -> builtins.list[SessionSummary]:
-        """Every session with its counts, in one query (an aggregate over the events'
-        primary key); no JSON is decoded. Never torn (a batch is a transaction)."""
-        with self._lock:
-            rows = self._conn.execute(SELECT_SUMMARIES).fetchall()
-        return [SessionSummary(header_of(row[:6]), int(row[6]), int(row[7]), row[8])
-                for row in rows]
-
-    def summaries_of(self, headers: Sequence[SessionHeader]) -> builtins.list[SessionSummary]:
-        """:meth:`summaries` of just these sessions, in their order: one query, which
-        reads only their rows (a page of ``ls`` costs the same in any store)."""
-        ids = [h.id for h in headers if text_ok(h.id)]
-        with self._lock:
-            rows = self._conn.execute(SELECT_SUMMARIES_OF, (ids,)).fetchall()
-        return summaries_in_order(headers, rows)
-
-    def tail(self, session_id: str, count: int) -> builtins.list[bytes] | None:
-        """The last ``count`` events' log lines, oldest first; ``None`` when the session
-        is not stored."""
-        tail = self.tail_lines(session_id, count)
-        return None if tail is None else tail.lines
-
-    def read_lines(self, session_id: str, after: int, limit: int | None
-                   ) -> builtins.list[bytes] | None:
-        """The rows after seq ``after`` (at most ``limit``) by the primary key, as log
-        lines: a key range, whatever the session's length."""
-        if not text_ok(session_id):
-            return None  # no row can hold this id
-        with self._lock, self._conn.transaction():
-            conn = self._conn
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            if conn.execute(SELECT_FOUND, (session_id,)).fetchone() is None:
-                return None
-            rows = conn.execute(SELECT_RANGE, (session_id, after, None if limit is None
-                                               else max(limit, 0))).fetchall()
-        return [row_line(row) for row in rows]
-
-    def lines_since(self, header: SessionHeader, last: Event) -> builtins.list[bytes] | None:
-        """:meth:`~.base.Backend.lines_since`: the rows from ``last``'s seq on, a key
-        range (a database holds no torn tail)."""
-        lines = self.read_lines(header.id, last.seq - 1, None)
-        return None if lines is None else continued(lines, last)
-
-    def lines_of_types(self, session_id: str, types: Collection[str]
-                       ) -> builtins.list[bytes] | None:
-        """:func:`~.base.lines_of_types_of`: the rows of those types (by the ``type``
-        column), as log lines, in one query."""
-        if not text_ok(session_id):
-            return None  # no row can hold this id
-        wanted = [t for t in types if text_ok(t)]
-        with self._lock, self._conn.transaction():
-            conn = self._conn
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            if conn.execute(SELECT_FOUND, (session_id,)).fetchone() is None:
-                return None
-            rows = conn.execute(SELECT_TYPES, (session_id, wanted)).fetchall()
-        return [row_line(row) for row in rows]
-
-    def tail_lines(self, session_id: str, count: int) -> LogTail | None:
-        """The last ``count`` rows by the primary key, as log lines; the position is the
-        last stored seq (``-1`` when none is)."""
-        with self._lock:
-            found = postgres_follow.tail(self._conn, session_id, count)
-        return None if found is None else LogTail(*found)
-
-    def last_seq(self, session_id: str) -> int:
-        """The seq of the session's last stored event (``-1`` when it has none)."""
-        with self._lock:
-            row = self._conn.execute(SELECT_LAST, (session_id,)).fetchone()
-        return -1 if row is None else int(row[0])
-
-    def follow(
-        self, session_id: str, after: int, *, timeout: float | None = None
-    ) -> Iterator[tuple[int, builtins.list[bytes]]]:
-        """Follow a session live: yield ``(last seq, lines)`` for the events stored after
-        seq ``after``, as they are committed. Waits on the session's NOTIFY channel, so
-        the events table is read only when a commit said something changed.
-
-        A repair that cut the log back yields ``(new last seq, [])`` first. With
-        ``timeout``, stops after that many seconds without a notification.
-        """
-        return postgres_follow.follow(self._connect, session_id, after, timeout)
-
-    def follow_lines(
-        self, session_id: str, position: object, *, timeout: float | None = None
-    ) -> Iterator[LogNews]:
-        """:meth:`follow`, as the protocol reports it (a cut back comes with a note)."""
-        if type(position) is not int:
-            msg = f"a PostgreSQL position is a seq (int), got {position!r}"
-            raise TypeError(msg)
-        for top, lines in self.follow(session_id, position, timeout=timeout):
-            yield LogNews(lines, top, None if lines else postgres_follow.cut_note(top))
-
-    def afollow(
-        self, session_id: str, after: int, *, timeout: float | None = None
-    ) -> AsyncIterator[tuple[int, builtins.list[bytes]]]:
-        """:meth:`follow` for asyncio hosts (a server streaming a session to a browser,
-        say): the same reports, waiting on NOTIFY without blocking the loop."""
-        return postgres_follow.afollow(self._aconnect, session_id, after, timeout)
-
     # --- search -------------------------------------------------------------------------
 
     def search(self, query: SearchQuery) -> builtins.list[SearchHit]:
-        """Every hit of ``query``, in no order, from the ``tsvector`` index.
+        """Every hit of ``query``, in no order, from the ``tsvector`` index
+        (:mod:`.sql_index`).
 
         Sessions the index lags behind (rows stored by a writer without it, or a batch
         that found the index behind) are indexed first, in one transaction; when this
@@ -788,194 +549,30 @@ class PostgresBackend:
         with self._lock:
             conn = self._conn
             if self._indexed:
-                self._catch_up(conn, query)
+                sql_index.catch_up(INDEX_SQL, conn, query, read=contextlib.nullcontext,
+                                   write=functools.partial(self._catching_up, conn),
+                                   refused=self._refused)
             with conn.transaction():  # one snapshot for every query
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                behind = self._behind(conn, query)
-                candidates: builtins.list[Any] = []
-                if self._indexed:
-                    sql = SELECT_CANDIDATES
-                    params: dict[str, Any] = {"q": tsquery_text(query), "types": types}
-                    if query.sessions:
-                        sql += " AND d.session_id = ANY(%(sessions)s)"
-                        params["sessions"] = sorted(i for i in query.sessions if text_ok(i))
-                    for name, bound, op in (("since", query.since, ">="),
-                                            ("until", query.until, "<")):
-                        if bindable(bound):
-                            sql += f" AND e.time {op} %({name})s"
-                            params[name] = bound
-                    candidates = conn.execute(sql, params).fetchall()
-                hits = answer(candidates, behind, query, line_of=row_line,
-                              turn_before=functools.partial(_turn_before, conn),
-                              lines_from=functools.partial(_lines_from, conn))
-        return hits
+                behind = sql_index.behind(INDEX_SQL, conn, query, self._indexed, True)
+                found = (sql_index.candidates(INDEX_SQL, conn, query, types)
+                         if self._indexed else [])
+                return sql_index.hits(INDEX_SQL, conn, found, behind, query)
 
-    def _catch_up(self, conn: psycopg.Connection[Any], query: SearchQuery) -> None:
-        """Index the rows of the sessions (that the query reads) the index lags behind,
-        in one transaction under the catch-up lock; nothing when the index is in step or
-        this connection may not write."""
-        if not any(row[1] != row[3] + 1 for row in _progress(conn, query, True)):
-            return
-        psycopg = self._errors()
-        try:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (SEARCH_LOCK_KEY,))
-                for sid, next_seq, _, top in _progress(conn, query, True):
-                    if next_seq != top + 1:
-                        turn = _sync(conn, sid, top + 1)
-                        conn.execute(UPSERT_STATE, (sid, top + 1, turn))
-        except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege):
-            pass
+    @staticmethod
+    @contextlib.contextmanager
+    def _catching_up(conn: psycopg.Connection[Any]) -> Iterator[None]:
+        """A catch-up's transaction, under the lock that serializes catch-ups (and
+        repairs) between processes."""
+        with conn.transaction():
+            conn.execute(_SEARCH_LOCK, (SEARCH_LOCK_KEY,))
+            yield
 
-    def _behind(self, conn: psycopg.Connection[Any], query: SearchQuery
-                ) -> dict[str, tuple[int, int | None, int]]:
-        """The sessions whose rows from some seq on no index entry covers: ``{id: (that
-        seq, the turn open there, the seq after the last)}``; every session when the
-        database has no index."""
-        behind: dict[str, tuple[int, int | None, int]] = {}
-        for sid, next_seq, turn, top in _progress(conn, query, self._indexed):
-            # A state past the last row: rows cut by a writer without the index, which
-            # may have written others in their place: no entry of it is trusted.
-            if not self._indexed or next_seq is None or next_seq > top + 1:
-                behind[sid] = (_ALL_SEQS, None, top + 1)
-            elif next_seq <= top:
-                behind[sid] = (next_seq, turn, top + 1)
-        return behind
-
-    def exists(self) -> bool:
-        """Always: opening the backend found (or created) the tables."""
-        return True
-
-    def store_identity(self) -> Hashable | None:
-        """Which database the connection string names, whatever its spelling:
-        ``postgres://`` or ``postgresql://``, a URL or libpq keywords, with a password or
-        without, other connection settings, libpq's defaults written out or left out,
-        ``localhost``, ``127.0.0.1`` or ``::1``; the string without its password when
-        libpq cannot parse it."""
-        return ("postgresql", database_of(self.url) or self.location_url)
-
-    # --- asyncio ------------------------------------------------------------------------
-
-    async def aappend_batch(
-        self,
-        header: SessionHeader,
-        events: Sequence[Event],
-        jsonl: bytes,
-        materialized: bool,
-    ) -> None:
-        """:meth:`append_batch` for asyncio hosts, on psycopg's ``AsyncConnection``: the
-        event loop runs while the server commits. Same checks, same guarantees (the
-        checked insert, not the connection, is what keeps the log gap- and
-        duplicate-free, so any connection may carry a leased session's batch)."""
-        if not events:
-            return
-        columns, before = batch_columns(header.id, events)
-        columns["before"] = before
-        if self._indexed:
-            index_columns(columns, events, jsonl)
-        head = None if materialized else checked_header(header)
-        conn = await self._atake()
-        try:
-            await self._awrite(conn, header.id, columns, head)
-        finally:
-            self._agive(conn)
-
-    # The twin of _write, on psycopg's async API: keep the two in step.
-    async def _awrite(
-        self,
-        conn: psycopg.AsyncConnection[Any],
-        session_id: str,
-        columns: Columns,
-        head: tuple[Any, ...] | None,
-    ) -> None:
-        seqs = columns["seqs"]
-        try:
-            if head is None:
-                if await (await conn.execute(self._append, columns)).fetchone() is not None:
-                    return
-                raise _Refused
-            async with conn.transaction():
-                await conn.execute(UPSERT_SESSION, head)
-                if await (await conn.execute(self._append, columns)).fetchone() is None:
-                    raise _Refused
-                return
-        except _Refused:
-            pass
-        except self._errors().errors.UniqueViolation:
-            pass
-        cur = await conn.execute(SELECT_STORED_ROWS, (session_id, seqs[0], seqs[-1] + 1))
-        if same_rows(await cur.fetchall(), columns):
-            return
-        cur = await conn.execute(SELECT_LAST, (session_id,))
-        (last,) = await cur.fetchone()  # type: ignore[misc]
-        raise conflict(session_id, last, seqs[0])
-
-    async def alist(self) -> builtins.list[SessionHeader]:
-        """:meth:`list` for asyncio hosts, on psycopg's ``AsyncConnection``."""
-        conn = await self._atake()
-        try:
-            rows = await (await conn.execute(SELECT_HEADERS)).fetchall()
-        finally:
-            self._agive(conn)
-        return [header_of(row) for row in rows]
-
-    async def atail_lines(self, session_id: str, count: int) -> LogTail | None:
-        """:meth:`tail_lines` for asyncio hosts, on psycopg's ``AsyncConnection``."""
-        conn = await self._atake()
-        try:
-            found = await postgres_follow.atail(conn, session_id, count)
-        finally:
-            self._agive(conn)
-        return None if found is None else LogTail(*found)
-
-    async def afollow_lines(
-        self, session_id: str, position: object, *, timeout: float | None = None
-    ) -> AsyncIterator[LogNews]:
-        """:meth:`follow_lines` for asyncio hosts: :meth:`afollow`'s reports, as the
-        protocol gives them (a cut back comes with a note). Closing it (or cancelling
-        its consumer) closes its listening connection."""
-        if type(position) is not int:
-            msg = f"a PostgreSQL position is a seq (int), got {position!r}"
-            raise TypeError(msg)
-        async with contextlib.aclosing(
-            postgres_follow.afollow(self._aconnect, session_id, position, timeout)
-        ) as reports:
-            async for top, lines in reports:
-                yield LogNews(lines, top, None if lines else postgres_follow.cut_note(top))
-
-    async def _aconnect(self, application: str = "dsh-session") -> psycopg.AsyncConnection[Any]:
-        import psycopg
-
-        return await psycopg.AsyncConnection.connect(
-            self.url, **self._connect_args(application)
-        )
-
-    async def _atake(self) -> psycopg.AsyncConnection[Any]:
-        """An idle connection of this event loop's, or a new one: each batch has a
-        connection to itself, as transactions cannot share one."""
-        import asyncio
-
-        idle = self._aidle.setdefault(asyncio.get_running_loop(), [])
-        while idle:
-            conn = idle.pop()
-            if not conn.closed:
-                return conn
-        return await self._aconnect()
-
-    def _agive(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        import asyncio
-
-        if conn.broken or conn.closed:
-            return
-        self._aidle.setdefault(asyncio.get_running_loop(), []).append(conn)
-
-    async def aclose(self) -> None:
-        """Close this event loop's connections, then everything :meth:`close` closes."""
-        import asyncio
-
-        for conn in self._aidle.pop(asyncio.get_running_loop(), []):
-            await conn.close()
-        self.close()
+    def _refused(self, exc: Exception) -> bool:
+        """Whether the server refused a write: a read-only transaction (a standby) or
+        a role without the right."""
+        errors = self._errors().errors
+        return isinstance(exc, errors.ReadOnlySqlTransaction | errors.InsufficientPrivilege)
 
     # --- lifetime -----------------------------------------------------------------------
 

@@ -4,9 +4,9 @@ rules for what a text column and a NOTIFY channel can hold.
 The tables and columns are the reference's (``sessions``, ``events`` with primary key
 ``(session_id, seq)``, JSON kept as the text it was written as, so a log's bytes survive
 a round trip), plus a one-row ``dsh_session_schema`` table that holds the schema
-version, checked on open (:func:`open_schema`), and the full-text search index
+version, checked on open (:func:`open_schema`), and the full-text search index's
 (``search_docs``: each searched event's words as a ``tsvector``; ``search_state``: how
-far each session is indexed), written in the same statement as the batch it indexes.
+far each session is indexed), whose statements are :mod:`.postgres_index`'s.
 A batch becomes one array per column (:func:`batch_columns`), checked before any
 transaction; a connection string names a database (:func:`database_of`) and is shown
 without its password (:func:`redacted`).
@@ -23,68 +23,47 @@ from typing import TYPE_CHECKING, Any, Final
 from .._header import SessionHeader
 from ..errors import PersistenceError, SchemaVersionError, StoreNotFoundError, UnstorableError
 from ..events import Event
-from .rows import PARAMS_PER_ROW, event_params, header_row, row_line
-from .search_index import (
-    MAX_TSVECTOR_BYTES,
-    IndexRow,
-    index_batch,
-    lines_of,
-    stored_turn,
-)
+from .rows import PARAMS_PER_ROW, event_params, header_row
 
 if TYPE_CHECKING:
     import psycopg
 
 __all__ = [
     "APPEND",
-    "APPEND_INDEXED",
-    "DELETE_DOCS",
-    "DELETE_DOCS_FROM",
     "DELETE_EVENTS",
     "DELETE_SESSION",
-    "DELETE_STATE",
     "DELETE_TAIL",
-    "INSERT_DOCS",
     "INSERT_ROWS",
     "NOTIFY",
     "SCHEMA_VERSION",
-    "SEARCH_LOCK_KEY",
     "SELECT_AFTER",
-    "SELECT_CANDIDATES",
     "SELECT_CHUNK",
     "SELECT_FOUND",
     "SELECT_HEADER",
     "SELECT_HEADERS",
     "SELECT_LAST",
     "SELECT_MEASURE",
-    "SELECT_PROGRESS",
     "SELECT_RANGE",
     "SELECT_ROWS",
-    "SELECT_ROWS_FROM",
-    "SELECT_STATE",
     "SELECT_STORED_ROWS",
     "SELECT_SUMMARIES",
     "SELECT_SUMMARIES_OF",
     "SELECT_TAIL",
-    "SELECT_TOPS",
-    "SELECT_TURN_CHANGES",
     "SELECT_TYPES",
     "UPSERT_SESSION",
-    "UPSERT_STATE",
     "Columns",
+    "Refused",
     "batch_columns",
     "channel_of",
     "checked_header",
     "conflict",
     "database_of",
-    "index_columns",
     "lock_key",
     "open_schema",
     "redacted",
     "same_rows",
     "storable_text",
     "text_ok",
-    "words_text",
 ]
 
 #: The version in ``dsh_session_schema``; a database of another version is refused,
@@ -182,93 +161,8 @@ APPEND: Final = f"""
     SELECT pg_notify(%(channel)b, %(last)b) FROM (SELECT count(*) AS n FROM ins) AS c
     WHERE c.n > 0"""
 
-# The batch and its index entries in one statement (the hot path stays one round
-# trip): the entries go in only if the batch did and the session's index ends right
-# before it (or the session is new), so that the turn of the rows that inherit it is
-# the stored state's. Otherwise the index is left behind, and the next search catches
-# the session up (search_state then lags its events). The CTEs all see one snapshot;
-# the index inserts run after the events' (they read its count).
-APPEND_INDEXED: Final = f"""
-    WITH ins AS ({ROWS}
-        WHERE (SELECT coalesce(max(seq), -1) FROM events WHERE session_id = %(sid)b)
-              = %(before)b
-        RETURNING 1),
-    ok AS (SELECT count(*) AS n FROM ins),
-    go AS (
-        SELECT s.turn FROM search_state AS s, ok
-        WHERE ok.n > 0 AND s.session_id = %(sid)b AND s.next_seq = %(first)b
-        UNION ALL
-        SELECT NULL::integer FROM ok
-        WHERE ok.n > 0 AND %(first)b = 0
-          AND NOT EXISTS (SELECT 1 FROM search_state WHERE session_id = %(sid)b)),
-    docs AS (
-        INSERT INTO search_docs (session_id, seq, turn, words)
-        SELECT %(sid)b, d.seq, CASE WHEN d.own THEN d.turn ELSE go.turn END,
-               array_to_tsvector(string_to_array(d.words, ' '))
-        FROM go, unnest(%(iseqs)b::bigint[], %(iturns)b::integer[], %(iown)b::boolean[],
-                        %(iwords)b::text[]) AS d(seq, turn, own, words)
-        ON CONFLICT (session_id, seq) DO UPDATE SET
-            turn = excluded.turn, words = excluded.words),
-    state AS (
-        INSERT INTO search_state (session_id, next_seq, turn)
-        SELECT %(sid)b, %(next)b,
-               CASE WHEN %(endown)b THEN %(endturn)b::integer ELSE go.turn END FROM go
-        ON CONFLICT (session_id) DO UPDATE SET
-            next_seq = excluded.next_seq, turn = excluded.turn)
-    SELECT pg_notify(%(channel)b, %(last)b) FROM ok WHERE ok.n > 0"""
 INSERT_ROWS: Final = ROWS
 
-# --- the search index, outside the hot path ---------------------------------------------
-
-#: Serializes the index's catch-up and a repair's rewrite of it between processes (two
-#: searches catching the same session up would insert the same rows).
-SEARCH_LOCK_KEY: Final = 0x6473_685F_7365_6172  # "dsh_sear"
-SELECT_STATE: Final = (
-    "SELECT next_seq, turn FROM search_state WHERE session_id = %s FOR UPDATE"
-)
-UPSERT_STATE: Final = """
-    INSERT INTO search_state (session_id, next_seq, turn) VALUES (%s, %s, %s)
-    ON CONFLICT (session_id) DO UPDATE SET next_seq = excluded.next_seq, turn = excluded.turn"""
-INSERT_DOCS: Final = """
-    INSERT INTO search_docs (session_id, seq, turn, words)
-    SELECT %(sid)b, d.seq, d.turn, array_to_tsvector(string_to_array(d.words, ' '))
-    FROM unnest(%(iseqs)b::bigint[], %(iturns)b::integer[], %(iwords)b::text[])
-         AS d(seq, turn, words)
-    ON CONFLICT (session_id, seq) DO UPDATE SET turn = excluded.turn, words = excluded.words"""
-DELETE_DOCS_FROM: Final = "DELETE FROM search_docs WHERE session_id = %s AND seq >= %s"
-DELETE_DOCS: Final = "DELETE FROM search_docs WHERE session_id = %s"
-DELETE_STATE: Final = "DELETE FROM search_state WHERE session_id = %s"
-SELECT_ROWS_FROM: Final = (
-    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
-    " WHERE session_id = %s AND seq >= %s AND seq < %s ORDER BY seq LIMIT %s"
-)
-SELECT_TURN_CHANGES: Final = (
-    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
-    " WHERE session_id = %s AND seq < %s AND type IN ('turn/start', 'turn/end')"
-    " ORDER BY seq DESC LIMIT %s"
-)
-# Every stored session with how far it is indexed and its last seq (one lookup in the
-# events' primary key each).
-SELECT_PROGRESS: Final = (
-    "SELECT s.id, st.next_seq, st.turn,"
-    " (SELECT max(seq) FROM events WHERE session_id = s.id)"
-    " FROM sessions AS s LEFT JOIN search_state AS st ON st.session_id = s.id"
-)
-SELECT_TOPS: Final = (
-    "SELECT s.id, NULL::bigint, NULL::integer,"
-    " (SELECT max(seq) FROM events WHERE session_id = s.id) FROM sessions AS s"
-)
-# The candidates: the index's matches, and the rows stored without words (too many for
-# a tsvector), joined to their events (an index row whose event is gone matches
-# nothing) and narrowed by type; the caller adds the session and time conditions.
-SELECT_CANDIDATES: Final = (
-    "SELECT d.session_id, d.turn, e.seq, e.type, e.time, e.data, e.source_event_seqs,"
-    " e.surface_op FROM (SELECT session_id, seq, turn FROM search_docs"
-    " WHERE words @@ %(q)s::tsquery UNION ALL SELECT session_id, seq, turn FROM search_docs"
-    " WHERE words IS NULL) AS d"
-    " JOIN events AS e ON e.session_id = d.session_id AND e.seq = d.seq"
-    " WHERE e.type = ANY(%(types)s)"
-)
 DELETE_TAIL: Final = "DELETE FROM events WHERE session_id = %s AND seq >= %s"
 NOTIFY: Final = "SELECT pg_notify(%s, %s)"
 SELECT_LAST: Final = "SELECT coalesce(max(seq), -1) FROM events WHERE session_id = %s"
@@ -434,39 +328,6 @@ def batch_columns(session_id: str, events: Sequence[Event]) -> tuple[Columns, in
     return columns, seqs[0] - 1  # type: ignore[operator]
 
 
-def index_columns(columns: Columns, events: Sequence[Event], jsonl: bytes) -> None:
-    """Add a batch's index entries to its :func:`batch_columns`, for
-    :data:`APPEND_INDEXED`: read from its events or encoded lines (:func:`index_batch`;
-    the rows' lines when the encoded ones are not one a row), their turns filled in
-    from the stored state where they inherit it."""
-    seqs = columns["seqs"]
-
-    def lines() -> Sequence[bytes]:
-        found = lines_of(jsonl, len(seqs))
-        if found is not None:
-            return found
-        return [row_line(row) for row in zip(seqs, columns["types"], columns["times"],
-                                             columns["datas"],
-                                             [s or None for s in columns["srcs"]],
-                                             [o or None for o in columns["ops"]],
-                                             strict=True)]
-
-    rows, after, still = index_batch(events, jsonl, lines, None)
-    columns.update(
-        first=seqs[0], next=seqs[-1] + 1,
-        iseqs=[row.seq for row in rows], iturns=[stored_turn(row.turn) for row in rows],
-        iown=[not row.inherited for row in rows], iwords=[words_text(row) for row in rows],
-        endown=not still, endturn=None if still else stored_turn(after),
-    )
-
-
-def words_text(row: IndexRow) -> str | None:
-    """An index row's words as ``search_docs`` takes them (split on spaces by the
-    server), or ``None`` when a tsvector cannot hold them."""
-    text = " ".join(row.words)
-    return None if len(text.encode()) > MAX_TSVECTOR_BYTES else text
-
-
 def checked_header(header: SessionHeader) -> tuple[Any, ...]:
     row = header_row(header, "PostgreSQL")
     for name, value in (("the id", row[0]), ("the cwd", row[3]), ("the parent", row[4])):
@@ -480,6 +341,10 @@ def same_rows(stored: Sequence[tuple[Any, ...]], columns: Columns) -> bool:
                columns["srcs"], columns["ops"], strict=True)
     return [tuple(r) for r in stored] == [(*row[:4], row[4] or None, row[5] or None)
                                           for row in mine]
+
+
+class Refused(Exception):
+    """The checked insert wrote nothing: the stored log does not end before the batch."""
 
 
 def conflict(session_id: str, last: int, first: int) -> PersistenceError:

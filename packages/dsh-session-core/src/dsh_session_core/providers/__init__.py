@@ -32,16 +32,16 @@ if _typing.TYPE_CHECKING:
     from ._pydantic_ai import to_pydantic_ai
     from ._record_anthropic import arecord_anthropic, record_anthropic
     from ._record_openai import (
-        RecordedResponse,
         arecord_openai_chat,
         arecord_openai_responses,
         record_openai_chat,
         record_openai_responses,
     )
+    from ._recording import RecordedResponse
     from ._source import UnsupportedContentError
 
 _LAZY: dict[str, str] = {
-    "RecordedResponse": "._record_openai",
+    "RecordedResponse": "._recording",
     "arecord_anthropic": "._record_anthropic",
     "arecord_openai_chat": "._record_openai",
     "arecord_openai_responses": "._record_openai",

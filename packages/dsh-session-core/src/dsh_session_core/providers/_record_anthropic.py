@@ -4,7 +4,7 @@ This module owns :func:`record_anthropic` / :func:`arecord_anthropic`: a ``Messa
 (``client.messages.create(...)``), or its stream events (``create(..., stream=True)``, or
 the ``client.messages.stream(...)`` helper's stream, whose extra convenience events,
 ``text``, ``thinking``, ``input_json``..., are ignored: the raw events carry the same
-deltas). It writes what :mod:`._record_openai` describes (chunks, message, tool calls)
+deltas). It writes what :mod:`._recording` describes (chunks, message, tool calls)
 with the assembler that module owns.
 
 Anthropic's blocks map to the vocabulary's: ``text`` to a text block, ``thinking`` to a
@@ -36,7 +36,7 @@ from ..vocabulary import (
     ToolCallBlock,
     ToolCallsFinish,
 )
-from ._record_openai import (
+from ._recording import (
     Recorded,
     RecordedResponse,
     _adrain,
@@ -50,7 +50,7 @@ from ._record_openai import (
 )
 
 if TYPE_CHECKING:
-    from .._builders import Step
+    from .._step import Step
 
 #: ``stop_reason``, as the vocabulary's finish reasons. ``pause_turn`` (a server tool's
 #: long turn, paused) is a stop: the harness continues it with a new request.
