@@ -30,6 +30,10 @@ as attributes, and its message says what went wrong and what to do about it::
     ├── StoreFolderError (FileNotFoundError)  a store whose folder does not exist
     ├── StoreUrlError (ValueError)         a store URL that names no store dsh-session opens
     ├── MissingExtraError (ImportError)    a feature needs an extra that is not installed
+    ├── InspectError                       the read model cannot answer (a message and a hint)
+    │   ├── InspectUsageError (ValueError) it was asked wrongly: a bad id, filter or URL
+    │   ├── SessionNotFoundError (LookupError)  no such session (and no such file)
+    │   └── SourceReadError                a log or a store that cannot be read
     ├── UnstorableError (ValueError)       a value the SQLite schema cannot store losslessly
     │   └── SessionIdError                 a session id the backend's id rule refuses
     └── PluginError
@@ -52,6 +56,8 @@ __all__ = [
     "DuplicateEventTypeError",
     "DuplicateUnionMemberError",
     "EventTypeError",
+    "InspectError",
+    "InspectUsageError",
     "InvariantError",
     "LinkedLogError",
     "LogFormatError",
@@ -71,7 +77,9 @@ __all__ = [
     "SessionForkError",
     "SessionIdError",
     "SessionLockedError",
+    "SessionNotFoundError",
     "SkippedLogWarning",
+    "SourceReadError",
     "StoreFolderError",
     "StoreKindError",
     "StoreNotFoundError",
@@ -715,3 +723,51 @@ class SessionIdError(UnstorableError):
         self.backend = backend
         self.problem = problem
         self.rule = rule
+
+
+class InspectError(DshSessionError):
+    """What the read model (:mod:`dsh_session_core.inspect`) cannot answer: a SOURCE, a
+    store or a listing query. Its message is one line for a person; the CLI prints it
+    with its hint, the viewer answers it with an HTTP status chosen by its class.
+
+    :ivar message: the one line.
+    :ivar hint: what to do about it, or ``None``.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class InspectUsageError(InspectError, ValueError):
+    """The read model was asked wrongly: a session id the store's rule refuses, a bad
+    filter (``since`` after ``until``, a count below 0), a URL no backend opens, a
+    SOURCE that names both a file and a stored session."""
+
+
+class SessionNotFoundError(InspectError, LookupError):
+    """No session of that id in the store (and, for a SOURCE, no file of that name).
+
+    :ivar session_id: the id looked for.
+    :ivar location: the store's URL.
+    """
+
+    def __init__(self, message: str, *, session_id: str, location: str,
+                 hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.session_id = session_id
+        self.location = location
+
+
+class SourceReadError(InspectError):
+    """A log or a store that cannot be read: a file that is not there or is no
+    dsh-session log, a log whose committed part is corrupt, a store that does not open.
+
+    :ivar path: the file, when one is at fault (else ``None``).
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None,
+                 path: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.path = path
