@@ -115,7 +115,7 @@ def run_view(args: argparse.Namespace) -> int:
             named = bool(args.store or os.environ.get("DSH_SESSION_STORE"))
             open_listed_store(url, named=named).close()
     except InspectError as exc:
-        raise failure_of(exc) from exc
+        raise failure_of(exc) from exc.__cause__ or exc
     try:
         server = make_server(reg, url=url, file=file, host=host, port=port,
                              allowed_hosts=args.allowed_host)
@@ -173,7 +173,7 @@ def run_export_html(args: argparse.Namespace) -> int:
     try:
         source = load_source(source_spec(args), reg, progress=Progress, report=warn)
     except InspectError as exc:
-        raise failure_of(exc) from exc
+        raise failure_of(exc) from exc.__cause__ or exc
     for warning in source.warnings:
         warn(warning)
     data = export_html(SessionDocument(source, reg).whole())

@@ -88,7 +88,7 @@ def _open(url: str, named: bool) -> Backend:
     try:
         return open_listed_store(url, named=named)
     except InspectError as exc:
-        raise failure_of(exc) from exc
+        raise failure_of(exc) from exc.__cause__ or exc
 
 
 def _query(args: argparse.Namespace, *, newest_first: bool = False) -> SessionQuery:

@@ -77,7 +77,7 @@ def _scanned(path: str, data: bytes, reg: EventRegistry) -> Source:
     try:
         return scanned_source(path, data, reg)
     except InspectError as exc:
-        raise failure_of(exc) from exc
+        raise failure_of(exc) from exc.__cause__ or exc
 
 
 def is_log_file(source: str) -> bool:
@@ -118,7 +118,7 @@ def open_backend(url: str, *, must_exist: bool = True, empty_if_missing: bool = 
     try:
         return open_store(url, must_exist=must_exist, empty_if_missing=empty_if_missing)
     except InspectError as exc:
-        raise failure_of(exc) from exc
+        raise failure_of(exc) from exc.__cause__ or exc
 
 
 def folder_failure(exc: StoreFolderError) -> Failure:
@@ -159,7 +159,7 @@ def resolve(source: str, args: argparse.Namespace) -> str:
     try:
         return resolve_source(spec_of(args, source))
     except InspectError as exc:
-        raise failure_of(exc) from exc
+        raise failure_of(exc) from exc.__cause__ or exc
 
 
 def load_source(args: argparse.Namespace, reg: EventRegistry,
@@ -177,7 +177,7 @@ def load_source(args: argparse.Namespace, reg: EventRegistry,
     try:
         return load(spec_of(args, source), reg, progress=Progress, report=warn)
     except InspectError as exc:
-        raise failure_of(exc) from exc
+        raise failure_of(exc) from exc.__cause__ or exc
 
 
 #: The ``--store`` help of every command that reads a SOURCE.

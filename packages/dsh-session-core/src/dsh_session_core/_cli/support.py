@@ -62,7 +62,10 @@ class Failure(Exception):
 def failure_of(exc: InspectError) -> Failure:
     """The read model's refusal as a CLI failure: asked wrongly (a bad id, filter or
     URL) is a usage error, anything else (no such session, a log that does not read)
-    a rejection; the message and the hint are the read model's."""
+    a rejection; the message and the hint are the read model's. Raise it ``from
+    exc.__cause__ or exc``: the failure's cause is then what the read model met (a
+    ``StoreNotFoundError``, an ``OSError``), which a command may look at (``tail -F``
+    waits for a store that is not there yet)."""
     from ..errors import InspectUsageError
 
     status = EXIT_USAGE if isinstance(exc, InspectUsageError) else EXIT_REJECTED
@@ -104,7 +107,7 @@ def read_file(path: str, label: str = "reading") -> bytes:
     try:
         data, warnings = read_log_file(path, label=label, progress=Progress)
     except InspectError as exc:
-        raise failure_of(exc) from exc
+        raise failure_of(exc) from exc.__cause__ or exc
     for warning in warnings:
         warn(warning)
     return data
