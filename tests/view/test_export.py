@@ -19,8 +19,8 @@ import pytest
 from server_support import running
 
 from dsh_session_core import open_store
-from dsh_session_core.inspect import Source, SourceSpec, load_source
 from dsh_session_core._cli.support import EXIT_USAGE, Failure, registry
+from dsh_session_core.inspect import Source, SourceSpec, load_source
 from dsh_session_demo import run_demo
 from dsh_session_view import SessionDocument, embed_json, export_html, make_server
 
