@@ -13,7 +13,13 @@
 - a backend's optional capabilities are declared protocols
   (``_persistence/capabilities.py``), found once per backend: no module anywhere probes
   a backend for one with ``getattr`` or ``hasattr`` (``getattr(self.backend, "search",
-  None)``).
+  None)``);
+- core's privacy ends at core: no module outside ``dsh_session_core`` (the viewer, the
+  plugins, the integrations, the demo) imports a private module of core (a dotted path
+  with a ``_`` segment: ``dsh_session_core._cli.source``), a private name of a public
+  one (``from dsh_session_core.inspect import _x``), or reads one as an attribute of a
+  core module it imported (``dsh_session_core._codec``, ``inspect._x``); they go
+  through the public doors (``dsh_session_core.inspect``, ``dsh_session_core.cli``...).
 
 Each rule is a function over a source tree, so the test can show that it fails on code
 that breaks it.
@@ -26,6 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+CORE = "dsh_session_core"
 PERSISTENCE = "dsh_session_core._persistence"
 CLI = "dsh_session_core._cli"
 DEMO = "dsh_session_demo"
@@ -152,6 +159,69 @@ def backend_probes(root: Path) -> list[str]:
 def test_no_module_probes_a_backend_for_a_capability() -> None:
     assert backend_probes(ROOT) == []
 
+def _core_path(dotted: str) -> bool:
+    return dotted == CORE or dotted.startswith(CORE + ".")
+
+
+def _private_path(dotted: str) -> bool:
+    return any(_private(part) for part in dotted.split("."))
+
+
+def private_core_imports(root: Path) -> list[str]:
+    """Every use, by a module outside core, of a private module or name of core, as
+    ``path:line: what``."""
+    offences = []
+    for module, package, path in _modules(root):
+        if _core_path(module):
+            continue
+        tree = ast.parse(path.read_text())
+        aliases: dict[str, str] = {}  # a local name bound to a core module
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                target = _target(module, package, node)
+                if not _core_path(target):
+                    continue
+                for alias in node.names:
+                    imported = f"{target}.{alias.name}"
+                    if _private_path(imported):
+                        offences.append(f"{path}:{node.lineno}: {imported}")
+                    else:  # maybe a module: from dsh_session_core import inspect
+                        aliases[alias.asname or alias.name] = imported
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if not _core_path(alias.name):
+                        continue
+                    if _private_path(alias.name):
+                        offences.append(f"{path}:{node.lineno}: {alias.name}")
+                    # import a.b binds a; import a.b as c binds c to a.b
+                    bound = alias.asname or alias.name.split(".")[0]
+                    aliases[bound] = alias.name if alias.asname else alias.name.split(".")[0]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _private(node.attr):
+                dotted = _dotted(node.value)
+                if dotted is None:
+                    continue
+                head, _, rest = dotted.partition(".")
+                if head in aliases:
+                    full = ".".join(p for p in (aliases[head], rest, node.attr) if p)
+                    offences.append(f"{path}:{node.lineno}: {full}")
+    return offences
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` of a chain of attribute reads on a name, or ``None``."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
+def test_no_package_outside_core_uses_a_private_name_of_core() -> None:
+    assert private_core_imports(ROOT) == []
+
 
 def test_no_module_imports_a_private_name_of_another_persistence_module() -> None:
     assert private_persistence_imports(ROOT) == []
@@ -214,3 +284,46 @@ def test_the_rules_catch_what_they_forbid(tmp_path: Path) -> None:
     assert probes == ["getattr(self._backend, 'alist')",
                       "getattr(self.backend, 'search', None)",
                       "hasattr(store.backend, 'root')"]
+
+    assert private_core_imports(tmp_path) == []  # core's own modules may use its privates
+    _plant_private_imports_in_the_viewer(tmp_path)
+
+
+def _plant_private_imports_in_the_viewer(tmp_path: Path) -> None:
+    """The privacy rule, on a viewer that breaks it in every way it names (and a core
+    module and a viewer module that keep it)."""
+    view = tmp_path / "packages" / "view" / "src" / "dsh_session_view"
+    core = tmp_path / "packages" / "core" / "src" / "dsh_session_core"
+    view.mkdir(parents=True)
+    core.mkdir(parents=True, exist_ok=True)
+    (core / "_codec.py").write_text("def encode_line(v): ...\n")
+    (core / "_secret.py").write_text("# core may import its own privates\n"
+                                     "from ._codec import encode_line\n")
+    (view / "__init__.py").write_text("")
+    (view / "_fine.py").write_text(
+        "from ._model import _page\n"  # the viewer's own private name: its business
+        "from dsh_session_core.inspect import load_source\n"
+        "import dsh_session_core.inspect as inspect\n"
+        "inspect.load_source\n")
+    (view / "_model.py").write_text(
+        "import dsh_session_core\n"
+        "import dsh_session_core._cli.ls\n"
+        "from dsh_session_core._cli.source import load_source\n"
+        "from dsh_session_core.inspect import _hidden\n"
+        "from dsh_session_core import _codec, inspect\n"
+        "def page():\n"
+        "    from dsh_session_core._cli.ls import _Query\n"
+        "    dsh_session_core._unanswered.unanswered_calls\n"
+        "    return inspect._cut, _Query\n")
+    found = sorted(o.split(": ", 1)[1] for o in private_core_imports(tmp_path))
+    assert found == [
+        "dsh_session_core._cli.ls",  # import dsh_session_core._cli.ls
+        "dsh_session_core._cli.ls._Query",  # from ... import, in a function
+        "dsh_session_core._cli.source.load_source",
+        "dsh_session_core._codec",  # from dsh_session_core import _codec
+        "dsh_session_core._unanswered",  # an attribute of the imported package
+        "dsh_session_core.inspect._cut",  # an attribute of a public module
+        "dsh_session_core.inspect._hidden",
+    ]
+    assert all("_fine.py" not in o and "_secret.py" not in o
+               for o in private_core_imports(tmp_path))

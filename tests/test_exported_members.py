@@ -97,3 +97,43 @@ def test_the_plugin_helpers_are_public_submodules_not_top_level_names() -> None:
     assert callable(lazy_exports)
     with pytest.raises(AttributeError):
         dsh_session_core.lazy_exports  # noqa: B018  # the name is gone from the top level
+
+
+#: The public modules that are doors of their own (not listed in the package's
+#: ``__all__``): their whole ``__all__``, pinned, so that a name added or dropped is a
+#: decision a test records.
+DOORS = {
+    "dsh_session_core.inspect": [
+        "SORTS", "SearchHit", "SearchQuery", "SessionPage", "SessionQuery", "Source",
+        "SourceSpec", "UnansweredCall", "build_timeline", "check_session_id",
+        "encode_json", "event_line", "is_log_file", "line_wire", "load_source",
+        "not_found", "one_line", "open_listed_store", "open_store", "parse_when",
+        "resolve_source", "search_lines", "search_page", "search_store",
+        "select_sessions", "session_row", "store_url", "unanswered_calls", "wire_events",
+        "wire_of",
+    ],
+    "dsh_session_core.cli": [
+        "EXIT_OK", "EXIT_REJECTED", "EXIT_USAGE", "Failure", "Progress", "failure_of",
+        "plugin_manager", "registry", "source_spec", "warn", "write",
+    ],
+}
+
+_DOOR_PROBE = """
+import importlib, json, sys
+module = importlib.import_module(sys.argv[1])
+print(json.dumps({"all": list(module.__all__),
+                  "public": sorted(n for n in vars(module) if not n.startswith("_")),
+                  "unresolved": [n for n in module.__all__ if not hasattr(module, n)]}))
+"""
+
+
+@pytest.mark.parametrize("module", sorted(DOORS))
+def test_a_public_module_exports_exactly_its_pinned_names(module: str) -> None:
+    out = subprocess.run([sys.executable, "-c", _DOOR_PROBE, module], capture_output=True,
+                         text=True, check=True)
+    found = json.loads(out.stdout)
+    assert found["all"] == DOORS[module]  # sorted as ruff sorts it (RUF022)
+    assert found["unresolved"] == []
+    # Nothing public but its names (``annotations`` from the future import aside).
+    assert sorted(set(found["public"]) - {"annotations"}) == sorted(DOORS[module])
+

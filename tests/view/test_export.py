@@ -4,7 +4,6 @@ the server serves."""
 
 from __future__ import annotations
 
-import argparse
 import base64
 import hashlib
 import json
@@ -20,8 +19,8 @@ import pytest
 from server_support import running
 
 from dsh_session_core import open_store
-from dsh_session_core._cli.source import Source, load_source
 from dsh_session_core._cli.support import EXIT_USAGE, Failure, registry
+from dsh_session_core.inspect import Source, SourceSpec, load_source
 from dsh_session_demo import run_demo
 from dsh_session_view import SessionDocument, embed_json, export_html, make_server
 
@@ -36,7 +35,7 @@ def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
 
 def _document(store: str, session_id: str) -> SessionDocument:
     reg = registry()
-    source = load_source(argparse.Namespace(as_id=True, store=store), reg, session_id)
+    source = load_source(SourceSpec(session_id, store=store, as_id=True), reg)
     return SessionDocument(source, reg)
 
 
@@ -261,7 +260,7 @@ def test_a_long_session_is_embedded_as_the_servers_pages(tmp_path: Path) -> None
 def test_a_session_without_turns_is_one_empty_page(tmp_path: Path) -> None:
     store = str(tmp_path / "store")
     _many_turns(store, "s<1>", 1)
-    header = load_source(argparse.Namespace(as_id=True, store=store), registry(), "s<1>").header
+    header = load_source(SourceSpec("s<1>", store=store, as_id=True), registry()).header
     page = export_html(SessionDocument(Source(header, [], "its header alone"), registry()))
     assert b"<title>dsh-session s&lt;1&gt;</title>" in page
     [doc] = _pages(_embedded(page))

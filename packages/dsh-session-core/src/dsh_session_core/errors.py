@@ -30,6 +30,10 @@ as attributes, and its message says what went wrong and what to do about it::
     ├── StoreFolderError (FileNotFoundError)  a store whose folder does not exist
     ├── StoreUrlError (ValueError)         a store URL that names no store dsh-session opens
     ├── MissingExtraError (ImportError)    a feature needs an extra that is not installed
+    ├── InspectError                       the read model cannot answer (a message and a hint)
+    │   ├── InspectUsageError (ValueError) it was asked wrongly: a bad id, filter or URL
+    │   ├── SessionNotFoundError (LookupError)  no such session (and no such file)
+    │   └── SourceReadError                a log or a store that cannot be read
     ├── UnstorableError (ValueError)       a value the SQLite schema cannot store losslessly
     │   └── SessionIdError                 a session id the backend's id rule refuses
     └── PluginError
@@ -57,6 +61,12 @@ from ._errors_append import (
     UnknownMemberError,
 )
 from ._errors_base import DshSessionError
+from ._errors_inspect import (
+    InspectError,
+    InspectUsageError,
+    SessionNotFoundError,
+    SourceReadError,
+)
 from ._errors_log import (
     InvariantError,
     LogFormatError,
@@ -105,6 +115,8 @@ __all__ = [
     "DuplicateEventTypeError",
     "DuplicateUnionMemberError",
     "EventTypeError",
+    "InspectError",
+    "InspectUsageError",
     "InvariantError",
     "LinkedLogError",
     "LogFormatError",
@@ -124,7 +136,9 @@ __all__ = [
     "SessionForkError",
     "SessionIdError",
     "SessionLockedError",
+    "SessionNotFoundError",
     "SkippedLogWarning",
+    "SourceReadError",
     "StoreFolderError",
     "StoreKindError",
     "StoreNotFoundError",

@@ -1,7 +1,8 @@
 """What ``dsh-session view`` and ``dsh-session export --html`` run (core's CLI parses
-their arguments and calls these): where to listen, refusing to listen on the network
-unless asked to in so many words, and which host names to answer to (``--allowed-host``,
-checked by :mod:`._hosts`)."""
+their arguments and calls these; they use the surface core gives plugins' commands,
+:mod:`dsh_session_core.cli`, and read sessions by :mod:`dsh_session_core.inspect`):
+where to listen, refusing to listen on the network unless asked to in so many words, and
+which host names to answer to (``--allowed-host``, checked by :mod:`._hosts`)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def check_address(args: argparse.Namespace) -> tuple[str, int]:
         without ``--allowed-host``, an ``--allowed-host`` that is no host name, or a bad
         port (usage).
     """
-    from dsh_session_core._cli.support import EXIT_USAGE, Failure
+    from dsh_session_core.cli import EXIT_USAGE, Failure
 
     from ._hosts import WILDCARDS, allowed_names
 
@@ -75,31 +76,46 @@ def run_view(args: argparse.Namespace) -> int:
     import webbrowser
     from urllib.parse import quote
 
-    from dsh_session_core._cli.source import load_source, resolve, store_url
-    from dsh_session_core._cli.support import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, Failure, registry
+    from dsh_session_core.cli import (
+        EXIT_OK,
+        EXIT_REJECTED,
+        EXIT_USAGE,
+        Failure,
+        Progress,
+        failure_of,
+        registry,
+        source_spec,
+        warn,
+    )
+    from dsh_session_core.errors import InspectError
+    from dsh_session_core.inspect import load_source, open_listed_store, resolve_source, store_url
 
     from ._server import make_server
     from ._sources import ViewError
 
     host, port = check_address(args)
     reg = registry()
-    url: str | None = store_url(args)
+    url: str | None = store_url(args.store)
     file = None
     session_id = None
-    if args.source is not None:
-        if resolve(args.source, args) == "file":
-            session_id = load_source(args, reg).header.id  # a log that does not read fails
-            url, file = None, args.source
-        else:
-            session_id = args.source
-    if url is not None:
-        # A bad URL, an unknown scheme, or a named store that is not there: refused now,
-        # as `ls` refuses them, not page by page.
-        import os
+    try:
+        if args.source is not None:
+            spec = source_spec(args)
+            if resolve_source(spec) == "file":
+                # A log that does not read fails now.
+                session_id = load_source(spec, reg, progress=Progress, report=warn).header.id
+                url, file = None, args.source
+            else:
+                session_id = args.source
+        if url is not None:
+            # A bad URL, an unknown scheme, or a named store that is not there: refused
+            # now, as `ls` refuses them, not page by page.
+            import os
 
-        from dsh_session_core._cli.ls import _open
-
-        _open(url, named=bool(args.store or os.environ.get("DSH_SESSION_STORE"))).close()
+            named = bool(args.store or os.environ.get("DSH_SESSION_STORE"))
+            open_listed_store(url, named=named).close()
+    except InspectError as exc:
+        raise failure_of(exc) from exc.__cause__ or exc
     try:
         server = make_server(reg, url=url, file=file, host=host, port=port,
                              allowed_hosts=args.allowed_host)
@@ -137,14 +153,27 @@ def run_view(args: argparse.Namespace) -> int:
 
 def run_export_html(args: argparse.Namespace) -> int:
     """``dsh-session export --html SOURCE [-o FILE]``: one self-contained HTML file."""
-    from dsh_session_core._cli.source import load_source, warn
-    from dsh_session_core._cli.support import EXIT_OK, Failure, registry, write
+    from dsh_session_core.cli import (
+        EXIT_OK,
+        Failure,
+        Progress,
+        failure_of,
+        registry,
+        source_spec,
+        warn,
+        write,
+    )
+    from dsh_session_core.errors import InspectError
+    from dsh_session_core.inspect import load_source
 
     from ._export import export_html
     from ._model import SessionDocument
 
     reg = registry()
-    source = load_source(args, reg)
+    try:
+        source = load_source(source_spec(args), reg, progress=Progress, report=warn)
+    except InspectError as exc:
+        raise failure_of(exc) from exc.__cause__ or exc
     for warning in source.warnings:
         warn(warning)
     data = export_html(SessionDocument(source, reg))

@@ -34,9 +34,9 @@ _ESCAPES: Final = ((b"&", b"\\u0026"), (b"<", b"\\u003c"), (b">", b"\\u003e"),
 def embed_json(value: Any) -> bytes:
     """``value`` as JSON that is safe inside a ``<script>`` element: the characters that
     could end it or break a JavaScript parser escaped (they can only occur in strings)."""
-    from dsh_session_core._codec import encode_line
+    from dsh_session_core.inspect import encode_json
 
-    data = encode_line(value)
+    data = encode_json(value)
     for raw, escaped in _ESCAPES:
         data = data.replace(raw, escaped)
     return data

@@ -2,7 +2,7 @@
 turn blocks, derived messages, charts), its pages by turn block, and its raw events.
 
 Every fact comes from core's readers: the turn blocks are ``dsh-session show``'s
-(:func:`dsh_session_core._cli.show.build_timeline`, texts kept up to
+(:func:`dsh_session_core.inspect.build_timeline`, texts kept up to
 :data:`TEXT_LIMIT` characters instead of 300), the messages are the session's derived
 messages, each with the events it came from. This module only arranges them for the page.
 """
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from dsh_session_core import EventRegistry
-    from dsh_session_core._cli.source import Source
     from dsh_session_core.events import Event
+    from dsh_session_core.inspect import Source
 
 __all__ = ["PAGE_TURNS", "TEXT_LIMIT", "SessionDocument", "build_document", "quick_page"]
 
@@ -100,9 +100,7 @@ def _messages(source: Source, reg: EventRegistry) -> tuple[list[dict[str, Any]],
     from msgspec import UNSET
 
     from dsh_session_core import Session
-    from dsh_session_core._cli.describe import wire_of
-    from dsh_session_core._cli.support import one_line
-    from dsh_session_core._codec import encode_line
+    from dsh_session_core.inspect import encode_json, one_line, wire_of
     from dsh_session_core.jscompat import json_parse
 
     try:
@@ -120,7 +118,7 @@ def _messages(source: Source, reg: EventRegistry) -> tuple[list[dict[str, Any]],
     out = []
     for seq, message in pairs:
         event = by_seq[seq]
-        line = encode_line(message)
+        line = encode_json(message)
         wire, cut = json_parse(line), False
         if len(line) > TEXT_LIMIT:  # only then can a text be too long
             wire, cut = _cut(wire)
@@ -160,7 +158,7 @@ def _blocks_of(events: list[Event]) -> list[int]:
 def _charts(events: list[Event], starts: list[int]) -> dict[str, Any]:
     """Per turn block: tokens in, out and cache read (the sum of its assistant messages'
     ``usage``), and its events counted by type."""
-    from dsh_session_core._cli.describe import wire_of
+    from dsh_session_core.inspect import wire_of
 
     def number(value: Any) -> int | float:
         return value if isinstance(value, int | float) and not isinstance(value, bool) else 0
@@ -205,8 +203,7 @@ class SessionDocument:
     """
 
     def __init__(self, source: Source, reg: EventRegistry, *, charts: bool = True) -> None:
-        from dsh_session_core._cli.describe import wire_of
-        from dsh_session_core._cli.show import build_timeline
+        from dsh_session_core.inspect import build_timeline, wire_of
 
         doc = build_timeline(source, reg)
         timeline: list[dict[str, Any]] = doc["timeline"]
@@ -242,9 +239,9 @@ class SessionDocument:
     def lines(self) -> list[bytes]:
         """Each event's log line (wire JSON), encoded on first use."""
         if self._lines is None:
-            from dsh_session_core._codec import encode_event
+            from dsh_session_core.inspect import event_line
 
-            self._lines = [encode_event(e) for e in self._events]
+            self._lines = [event_line(e) for e in self._events]
         return self._lines
 
     def page(self, start: int, end: int) -> dict[str, Any]:
@@ -292,7 +289,7 @@ _NAMED: Final = 5
 def _unanswered(events: list[Event], timeline: list[dict[str, Any]]) -> list[Any]:
     """The whole log's unanswered tool calls; a prefix's line flagged as one that a
     later result answers loses the flag (its block cannot see that result)."""
-    from dsh_session_core._unanswered import unanswered_calls
+    from dsh_session_core.inspect import unanswered_calls
 
     calls = unanswered_calls(events)
     seqs = {c.seq for c in calls}
@@ -316,8 +313,8 @@ def quick_page(source: Source, reg: EventRegistry, count: int = PAGE_TURNS
     ``partial``: what a later event changes (a call's result in a later block, a
     compaction that shadows messages of these blocks, the surface's size) is not in
     it until the page is fetched again with ``full=1``."""
-    from dsh_session_core._cli.describe import wire_of
-    from dsh_session_core._cli.source import Source as _Source
+    from dsh_session_core.inspect import Source as _Source
+    from dsh_session_core.inspect import wire_of
 
     events = source.events
     starts = _blocks_of(events)

@@ -102,9 +102,9 @@ def make_server(reg: EventRegistry, *, url: str | None = None, file: str | None 
 
 
 def _encode(value: Any) -> bytes:
-    from dsh_session_core._codec import encode_line
+    from dsh_session_core.inspect import encode_json
 
-    return encode_line(value)
+    return encode_json(value)
 
 
 def _turns(text: str | None) -> tuple[int, int]:
@@ -238,7 +238,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
         except Exception as exc:  # a bug: one JSON line, the server goes on
-            from dsh_session_core._cli.support import one_line
+            from dsh_session_core.inspect import one_line
 
             self._error(ViewError(500, f"internal error: {one_line(exc)}",
                                   "report it, with the log if you can"))

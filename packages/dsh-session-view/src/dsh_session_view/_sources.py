@@ -1,15 +1,16 @@
 """What the viewer reads: a store (by its URL) or one log file, and how: sessions listed,
 searched, loaded into documents (cached until the log changes) and followed.
 
-Every read goes through core's CLI readers and the ``Backend`` protocol's reading
-methods (``list``, ``summaries``, ``load_stored``, ``tail_lines``, ``follow_lines``): no
-store is opened for writing, no lock is taken, nothing is repaired. A refusal is a
-:class:`ViewError` carrying the CLI's own one-line message and hint.
+Every read goes through core's read model (:mod:`dsh_session_core.inspect`) and the
+``Backend`` protocol's reading methods (``list``, ``summaries``, ``load_stored``,
+``tail_lines``, ``follow_lines``): no store is opened for writing, no lock is taken,
+nothing is repaired. A refusal is a :class:`ViewError` carrying the read model's one-line
+message and hint, with the HTTP status this module gives its error's class
+(:func:`from_error`).
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import threading
@@ -21,10 +22,9 @@ from typing import TYPE_CHECKING, Any, Final
 from ._model import PAGE_TURNS, SessionDocument, quick_page
 
 if TYPE_CHECKING:
-    from dsh_session_core import EventRegistry, PluginManager
-    from dsh_session_core._cli.source import Source
-    from dsh_session_core._cli.support import Failure
-    from dsh_session_core._persistence.base import Backend
+    from dsh_session_core import Backend, EventRegistry, PluginManager
+    from dsh_session_core.errors import InspectError
+    from dsh_session_core.inspect import Source
 
 __all__ = ["ViewError", "Viewed"]
 
@@ -48,17 +48,14 @@ class ViewError(Exception):
         return {"error": self.message, "hint": self.hint, "status": self.status}
 
 
-def from_failure(exc: Failure, *, missing: bool = False) -> ViewError:
-    """A CLI failure as a refusal: a usage error (a bad id, a bad filter) is 400, a
-    session that is not there 404, a log that does not read 422."""
-    from dsh_session_core._cli.support import EXIT_USAGE
+def from_error(exc: InspectError) -> ViewError:
+    """The read model's refusal as an answer: asked wrongly (a bad id, a bad filter) is
+    400, a session that is not there 404, a log or a store that does not read 422."""
+    from dsh_session_core.errors import InspectUsageError, SessionNotFoundError
 
-    status = 404 if missing else 400 if exc.status == EXIT_USAGE else 422
-    return ViewError(status, str(exc), exc.hint)
-
-
-def _namespace(**values: Any) -> argparse.Namespace:
-    return argparse.Namespace(**values)
+    status = (400 if isinstance(exc, InspectUsageError)
+              else 404 if isinstance(exc, SessionNotFoundError) else 422)
+    return ViewError(status, exc.message, exc.hint)
 
 
 def _count(name: str, text: str | None, default: int, most: int) -> int:
@@ -109,40 +106,31 @@ class Viewed:
     # --- the store ----------------------------------------------------------------------
 
     def _backend(self) -> Backend:
-        from dsh_session_core._cli.source import open_backend
-        from dsh_session_core._cli.support import Failure
+        from dsh_session_core.errors import InspectError
+        from dsh_session_core.inspect import open_store
 
         assert self.url is not None
         try:
-            return open_backend(self.url)
-        except Failure as exc:
-            raise from_failure(exc) from exc
+            return open_store(self.url)
+        except InspectError as exc:
+            raise from_error(exc) from exc
 
     def _check_id(self, backend: Backend | None, session_id: str) -> None:
-        from dsh_session_core._cli.source import check_session_id
-        from dsh_session_core._cli.support import Failure
-        from dsh_session_core._persistence.base import check_common_id
-        from dsh_session_core.errors import SessionIdError
+        from dsh_session_core.errors import InspectError
+        from dsh_session_core.inspect import check_session_id
 
         try:
-            if backend is not None:
-                check_session_id(backend, session_id)
-            else:
-                try:
-                    check_common_id(session_id, "log-file")
-                except SessionIdError as exc:
-                    msg = f"invalid session id {session_id!r}: {exc.problem}"
-                    raise ViewError(400, msg, f"session ids are {exc.rule}") from None
-        except Failure as exc:
-            raise from_failure(exc) from exc
+            check_session_id(backend, session_id)
+        except InspectError as exc:
+            raise from_error(exc) from None
 
     def _not_found(self, session_id: str) -> ViewError:
-        from dsh_session_core._cli.source import not_found
+        from dsh_session_core.inspect import not_found
 
         if self.url is None:
             return ViewError(404, f'no session "{session_id}" in {self.file} (it holds '
                                   f'"{self._file().header.id}")')
-        return from_failure(not_found(session_id, self.url), missing=True)
+        return from_error(not_found(session_id, self.url))
 
     # --- the file -----------------------------------------------------------------------
 
@@ -155,16 +143,28 @@ class Viewed:
         return (st.st_size, st.st_mtime_ns)
 
     def _file(self) -> Source:
-        from dsh_session_core._cli.source import load_source
-        from dsh_session_core._cli.support import Failure
+        from dsh_session_core.errors import InspectError
+        from dsh_session_core.inspect import SourceSpec, load_source
 
         if self._file_source is None:
+            assert self.file is not None
             try:
-                self._file_source = load_source(_namespace(as_file=True, source=self.file),
+                self._file_source = load_source(SourceSpec(self.file, as_file=True),
                                                 self.reg)
-            except Failure as exc:
-                raise from_failure(exc) from exc
+            except InspectError as exc:
+                raise from_error(exc) from exc
         return self._file_source
+
+    def _load(self, session_id: str) -> Source:
+        """The stored session, read whole."""
+        from dsh_session_core.errors import InspectError
+        from dsh_session_core.inspect import SourceSpec, load_source
+
+        try:
+            return load_source(SourceSpec(session_id, store=self.url, as_id=True),
+                               self.reg)
+        except InspectError as exc:
+            raise from_error(exc) from exc
 
     def _plugins(self) -> PluginManager:
         """The installed plugins (labels of sessions), loaded once."""
@@ -180,9 +180,8 @@ class Viewed:
         """The sessions, as ``dsh-session ls --json`` rows, with ``sizeBytes`` where a
         session's log is a file of its own."""
         from dsh_session_core import stored_label
-        from dsh_session_core._cli.describe import wire_of
-        from dsh_session_core._cli.ls import _Query, _row, _select
-        from dsh_session_core._cli.support import Failure
+        from dsh_session_core.errors import InspectError
+        from dsh_session_core.inspect import SessionQuery, select_sessions, session_row, wire_of
 
         if self.url is None:
             source = self._file()
@@ -193,24 +192,23 @@ class Viewed:
                      "turns": sum(e.type == "turn/start" for e in source.events),
                      "lastActivity": last, "torn": False,
                      "sizeBytes": os.path.getsize(str(self.file))}]
-        args = _namespace(cwd=params.get("cwd") or None, parent=params.get("parent") or None,
-                          since=params.get("since") or None, until=params.get("until") or None,
-                          limit=params.get("limit") or None,
-                          offset=params.get("offset") or None, sort="created", reverse=False,
-                          all=params.get("all") in ("1", "true"))
         try:
-            query = _Query(args)
-        except Failure as exc:
-            raise from_failure(exc) from exc
+            query = SessionQuery.parse(
+                cwd=params.get("cwd") or None, parent=params.get("parent") or None,
+                since=params.get("since") or None, until=params.get("until") or None,
+                limit=params.get("limit") or None, offset=params.get("offset") or None,
+                all=params.get("all") in ("1", "true"))
+        except InspectError as exc:
+            raise from_error(exc) from exc
         backend = self._backend()
         try:
             if not backend.exists():
                 return []
-            summaries = _select(backend, query, ids_only=False)
-            rows = []
             pm = self._plugins()
+            summaries = select_sessions(backend, query, plugins=pm).summaries
+            rows = []
             for s in summaries:
-                row = _row(s)
+                row = session_row(s)
                 label = stored_label(backend, s.header, self.reg, plugins=pm)
                 if label is not None:
                     row["label"] = label
@@ -227,8 +225,7 @@ class Viewed:
 
     def search(self, params: dict[str, str]) -> list[dict[str, Any]]:
         """The hits of ``dsh-session search`` for the query ``q``, newest first."""
-        from dsh_session_core._persistence.search import lines_hits, search_backend, search_page
-        from dsh_session_core._search import SearchQuery
+        from dsh_session_core.inspect import SearchQuery, search_lines, search_page, search_store
 
         def listed(name: str) -> list[str]:
             value = params.get(name)
@@ -243,11 +240,11 @@ class Viewed:
         if self.url is None:
             source = self._file()
             doc = self.document(source.header.id)
-            found = lines_hits(source.header.id, doc.lines, query)
+            found = search_lines(source.header.id, doc.lines, query)
         else:
             backend = self._backend()
             try:
-                found = search_backend(backend, query)
+                found = search_store(backend, query)
             except OSError as exc:
                 raise ViewError(422, f"cannot search the store {self.url}: "
                                      f"{exc.strerror or exc}") from exc
@@ -258,9 +255,6 @@ class Viewed:
     def _entry(self, session_id: str) -> _Entry:
         """The session as last read, read again when its log changed since (a change of
         the backend's follow position, or of the file's size and time)."""
-        from dsh_session_core._cli.source import load_source
-        from dsh_session_core._cli.support import Failure
-
         if self.url is None:
             self._check_id(None, session_id)
             token = self._file_token()
@@ -288,11 +282,7 @@ class Viewed:
                 if source.header.id != session_id:
                     raise self._not_found(session_id)
             else:
-                try:
-                    source = load_source(_namespace(as_id=True, store=self.url), self.reg,
-                                         session_id)
-                except Failure as exc:
-                    raise from_failure(exc) from exc
+                source = self._load(session_id)
             entry = _Entry(token, source)
             self._cache[session_id] = entry
             while len(self._cache) > CACHED:
@@ -352,7 +342,7 @@ class Viewed:
         if self.url is None:
             yield from self._follow_file(session_id, stop, quiet)
             return
-        from dsh_session_core._logfile import line_wire
+        from dsh_session_core.inspect import line_wire
 
         def seq_of(line: bytes) -> Any:
             wire = line_wire(line)

@@ -1,5 +1,8 @@
 """``dsh-session ls``: the sessions in a store, with their size and last activity.
 
+A view over the read model's listing (:mod:`.._inspect.listing`): the options become a
+:class:`~.._inspect.listing.SessionQuery`, the rows it picks are printed.
+
 Each row: id, cwd, created, events, turns, last activity (the time of the last event, or
 the creation time when later: a fork's seed keeps its parent's times), parent. Nothing
 is decoded into events, no session is written (a JSONL store's header cache may be
@@ -42,240 +45,70 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .support import EXIT_OK, EXIT_USAGE, Failure
+from .support import EXIT_OK, Failure, failure_of, plugin_manager
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from .._header import SessionHeader
+    from .._inspect.listing import SessionQuery
     from .._persistence.base import Backend, SessionSummary
 
 __all__ = ["run_ls"]
 
-#: The sort keys of ``--sort``; each falls back to the id, so that an order is total.
-SORTS = ("created", "activity", "events", "id")
-
-_WHEN_HINT = ("WHEN is an ISO date or time (2026-01-01, 2026-01-01T09:00) or a duration "
-              "back from now (7d, 12h, 90m)")
-
-
-def _row(summary: SessionSummary) -> dict[str, Any]:
-    from .describe import wire_of
-
-    row: dict[str, Any] = wire_of(summary.header)
-    del row["type"]
-    row.update(events=summary.events, turns=summary.turns,
-               lastActivity=summary.last_activity, torn=summary.torn)
-    return row
-
-
-def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return 0.0
-    return float(value)
-
-
-def _time(value: Any) -> float | None:
-    """A stored time as epoch ms, ``None`` when it is no finite number."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, float) and not (value == value and abs(value) < 1e300):
-        return None
-    return float(value)
-
 
 def parse_when(option: str, text: str) -> float:
-    """``--since``/``--until``'s WHEN as epoch milliseconds.
+    """``--since``/``--until``'s WHEN as epoch milliseconds
+    (:func:`~.._inspect.listing.parse_when`).
 
     :raises Failure: neither an ISO date/time nor a DURATION (a usage error).
     """
-    import datetime
+    from .._inspect.listing import parse_when as parse
+    from ..errors import InspectError
 
-    from .lifecycle import parse_duration
-
-    if text and text[0].isdigit() and text[-1] in "smhdw":
-        try:
-            back = parse_duration(text)
-        except Failure:
-            pass
-        else:
-            now = datetime.datetime.now(datetime.UTC)
-            try:
-                return (now - back).timestamp() * 1000
-            except OverflowError:
-                msg = f"{option} {text} reaches back before any date"
-                raise Failure(msg, EXIT_USAGE, hint=_WHEN_HINT) from None
     try:
-        moment = datetime.datetime.fromisoformat(text)
-    except ValueError:
-        msg = f"{option} takes a date, a time or a duration, got {text!r}"
-        raise Failure(msg, EXIT_USAGE, hint=_WHEN_HINT) from None
-    if moment.tzinfo is None:
-        moment = moment.astimezone()  # local, as ls prints times
-    return moment.timestamp() * 1000
+        return parse(option, text)
+    except InspectError as exc:
+        raise failure_of(exc) from None
 
 
 def _count(option: str, text: str) -> int:
+    from .._inspect.listing import parse_count
+    from ..errors import InspectError
+
     try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        msg = f"{option} takes a count (0 or more), got {text!r}"
-        raise Failure(msg, EXIT_USAGE)
-    return value
+        return parse_count(option, text)
+    except InspectError as exc:
+        raise failure_of(exc) from None
 
 
 def _open(url: str, named: bool) -> Backend:
-    """The backend of the store at ``url``; a store the user ``named`` (``--store``,
-    ``$DSH_SESSION_STORE``) must exist, the default one lists nothing until written."""
-    from .source import open_backend
+    """The backend of the store at ``url``
+    (:func:`~.._inspect.listing.open_listed_store`)."""
+    from .._inspect.listing import open_listed_store
+    from ..errors import InspectError
 
-    backend = open_backend(url)
-    if named and not backend.exists():
-        backend.close()
-        msg = f"no store at {url}"
-        from .._persistence.urls import url_for
-
-        sqlite = url_for("sqlite", url)  # the path as given: relative stays relative
-        hint = (f"a SQLite database is named by its URL: --store {sqlite}"
-                if url.endswith(".db")
-                else "check the path: a store is made by the first session written to it")
-        raise Failure(msg, hint=hint)
-    return backend
+    try:
+        return open_listed_store(url, named=named)
+    except InspectError as exc:
+        raise failure_of(exc) from exc.__cause__ or exc
 
 
-class _Query:
-    """What ``ls`` was asked for, checked.
+def _query(args: argparse.Namespace, *, newest_first: bool = False) -> SessionQuery:
+    """What ``ls`` was asked for, checked: the read model's query of its options.
 
     :param newest_first: the order ``ls`` lists in: newest first (for ``--sort id``, from
-        A to Z), which ``--reverse`` turns round; else (the viewer's) ascending, or
-        descending with ``reverse``.
+        A to Z), which ``--reverse`` turns round.
+    :raises Failure: an option that does not read (usage).
     """
+    from .._inspect.listing import SessionQuery
+    from ..errors import InspectError
 
-    def __init__(self, args: argparse.Namespace, *, newest_first: bool = False) -> None:
-        self.cwd: str | None = None
-        if args.cwd is not None:
-            if not args.cwd:
-                msg = "--cwd takes a path, got ''"
-                raise Failure(msg, EXIT_USAGE)
-            self.cwd = os.path.abspath(args.cwd)
-        if args.parent is not None and not args.parent:
-            msg = "--parent takes a session id, got ''"
-            raise Failure(msg, EXIT_USAGE)
-        self.parent: str | None = args.parent
-        self.since = None if args.since is None else parse_when("--since", args.since)
-        self.until = None if args.until is None else parse_when("--until", args.until)
-        if self.since is not None and self.until is not None and self.since > self.until:
-            msg = f"--since {args.since} is after --until {args.until}: nothing can match"
-            raise Failure(msg, EXIT_USAGE)
-        self.limit = None if args.limit is None else _count("--limit", args.limit)
-        self.offset = 0 if args.offset is None else _count("--offset", args.offset)
-        self.sort: str = args.sort
-        #: Whether the sessions plugins hide (``hide_session``) are listed too.
-        self.all: bool = bool(getattr(args, "all", False))
-        #: Whether the rows go from the largest key down.
-        self.reverse: bool = (newest_first and self.sort != "id") != bool(args.reverse)
-
-    @property
-    def needs_counts(self) -> bool:
-        """Whether picking the rows needs every session's counts."""
-        return (self.sort in ("activity", "events") or self.since is not None
-                or self.until is not None)
-
-    def header_matches(self, header: SessionHeader) -> bool:
-        from msgspec import UNSET
-
-        if self.cwd is not None and (header.cwd is UNSET or header.cwd != self.cwd):
-            return False
-        return self.parent is None or header.parent_session == self.parent
-
-    def summary_matches(self, s: SessionSummary) -> bool:
-        if not self.header_matches(s.header):
-            return False
-        if self.since is None and self.until is None:
-            return True
-        when = _time(s.last_activity)
-        if when is None:
-            when = _time(s.header.created_at)
-        if when is None:
-            return False  # its age cannot be told: outside every window
-        return ((self.since is None or when >= self.since)
-                and (self.until is None or when < self.until))
-
-    def page(self, items: list[Any], key: Callable[[Any], Any]) -> list[Any]:
-        if self.limit is None:
-            items.sort(key=key, reverse=self.reverse)
-            return items[self.offset:]
-        # The first offset + limit rows only: a heap, not a sort of every session (the
-        # same rows: nsmallest/nlargest are sorted()[:n], and every key ends with the id).
-        import heapq
-
-        pick = heapq.nlargest if self.reverse else heapq.nsmallest
-        return pick(self.offset + self.limit, items, key=key)[self.offset:]
-
-
-def _header_key(sort: str) -> Callable[[SessionHeader], Any]:
-    if sort == "id":
-        return lambda h: h.id
-    return lambda h: (_number(h.created_at), h.id)
-
-
-def _summary_key(sort: str) -> Callable[[SessionSummary], Any]:
-    if sort == "activity":
-        return lambda s: (_time(s.last_activity) is not None, _number(s.last_activity),
-                          s.header.id)
-    if sort == "events":
-        return lambda s: (s.events, s.header.id)
-    by_header = _header_key(sort)
-    return lambda s: by_header(s.header)
-
-
-def _select(backend: Backend, query: _Query, ids_only: bool) -> list[SessionSummary]:
-    """The summaries of the rows to show (:func:`_select_counted`'s)."""
-    return _select_counted(backend, query, ids_only)[0]
-
-
-def _select_counted(backend: Backend, query: _Query, ids_only: bool
-                    ) -> tuple[list[SessionSummary], int]:
-    """The summaries of the rows to show (for ``ids_only`` and no counting sort, with no
-    counts: zeros), and how many sessions match in all. Without a counting sort or time
-    filter, the page is picked from the headers alone (``Backend.list``) and only its
-    rows are summarized (``Backend.summaries_of``: a JSONL store reads just those logs;
-    SQLite and PostgreSQL run one query for the headers and one for the page)."""
-    from .._persistence.base import SessionSummary
-    from .._persistence.capabilities import summaries_of
-
-    shown_to = _visible(query)
-    if not query.needs_counts:
-        key = _header_key(query.sort)
-        headers = backend.list()
-        if query.cwd is not None or query.parent is not None:
-            headers = [h for h in headers if query.header_matches(h)]
-        if shown_to is not None:
-            headers = [h for h in headers if shown_to(h)]
-        total = len(headers)
-        shown = query.page(headers, key)
-        if ids_only:
-            return [SessionSummary(h, 0, 0) for h in shown], total
-        return summaries_of(backend, shown), total
-    found = [s for s in backend.summaries() if query.summary_matches(s)
-             and (shown_to is None or shown_to(s.header))]
-    return query.page(found, _summary_key(query.sort)), len(found)
-
-
-def _visible(query: _Query) -> Callable[[SessionHeader], bool] | None:
-    """Which headers are listed: those no plugin hides (``None``: every one, for
-    ``--all`` or when no plugin implements ``hide_session``). Header-only: no log read."""
-    if query.all:
-        return None
-    from .._listing import is_hidden
-    from .support import plugin_manager
-
-    pm = plugin_manager()
-    if not pm.hook.hide_session.get_hookimpls():
-        return None
-    return lambda h: not is_hidden(h, plugins=pm)
+    try:
+        return SessionQuery.parse(cwd=args.cwd, parent=args.parent, since=args.since,
+                                  until=args.until, limit=args.limit, offset=args.offset,
+                                  sort=args.sort, reverse=bool(args.reverse),
+                                  newest_first=newest_first,
+                                  all=bool(getattr(args, "all", False)))
+    except InspectError as exc:
+        raise failure_of(exc) from None
 
 
 def _labelled(backend: Backend, rows: list[dict[str, Any]],
@@ -283,7 +116,7 @@ def _labelled(backend: Backend, rows: list[dict[str, Any]],
     """Add each shown row's ``label`` (a plugin's ``label_session``), reading at most the
     first events of the logs shown, and only for a plugin that asks for them."""
     from .._listing import stored_label
-    from .support import plugin_manager, registry
+    from .support import registry
 
     pm = plugin_manager()
     if not pm.hook.label_session.get_hookimpls():
@@ -296,17 +129,19 @@ def _labelled(backend: Backend, rows: list[dict[str, Any]],
 
 
 def run_ls(args: argparse.Namespace) -> int:
+    from .._inspect.listing import select_sessions, session_row
     from .describe import field, when
     from .source import out_json, out_text, store_url
     from .term import Style, printable, text_table
 
-    query = _Query(args, newest_first=True)
+    query = _query(args, newest_first=True)
     url = store_url(args)
     backend = _open(url, named=bool(args.store or os.environ.get("DSH_SESSION_STORE")))
     try:
-        summaries, total = _select_counted(backend, query,
-                                           ids_only=args.quiet and not args.json)
-        rows = [_row(s) for s in summaries]
+        picked = select_sessions(backend, query, ids_only=args.quiet and not args.json,
+                                 plugins=plugin_manager())
+        summaries, total = picked.summaries, picked.total
+        rows = [session_row(s) for s in summaries]
         if not (args.quiet and not args.json):
             _labelled(backend, rows, summaries)
     except OSError as exc:
@@ -324,7 +159,7 @@ def run_ls(args: argparse.Namespace) -> int:
         if total and query.offset:
             out_text(f"no sessions past the first {query.offset} of {total} in {url}\n")
         else:
-            out_text(f"no sessions in {url}\n" if _unfiltered(query)
+            out_text(f"no sessions in {url}\n" if query.unfiltered
                      else f"no sessions match in {url}\n")
         return EXIT_OK
     style = Style.for_stream(sys.stdout)
@@ -354,8 +189,3 @@ def _footer(shown: int, total: int, offset: int, url: str) -> str:
         return f"{total} session(s) in {url}\n"
     more = f" (--offset {offset + shown} for more)" if offset + shown < total else ""
     return f"sessions {offset + 1}-{offset + shown} of {total} in {url}{more}\n"
-
-
-def _unfiltered(query: _Query) -> bool:
-    return (query.cwd is None and query.parent is None and query.since is None
-            and query.until is None and query.offset == 0 and query.limit != 0)

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .._header import SessionHeader
-    from .source import Source
+    from .._inspect.sources import Source
 
 __all__ = ["add_commands"]
 

@@ -1,290 +1,23 @@
-"""``dsh-session show``: a session's timeline, turn by turn.
-
-Each turn shows its trigger, its steps (with how many stream chunks each streamed), one
-line per message, tool calls with their results (matched by ``callId``, errors marked),
-hook decisions (``hook/invoked`` paired with its ``hook/result`` by ``handlerId``), mode
-changes, todo state, compactions with what they shadowed, the tokens its assistant
-messages used, and why it ended. Events outside any turn are grouped as such.
-
-The timeline is built from the wire shape only (see :mod:`.describe`), so it never
-fails on an odd log: what cannot be understood is shown as JSON, and what is wrong with
-the log (seq gaps, a surface that cannot be folded, a turn that never ended, a tool
-call no result answers) is a warning; an unanswered call's line is marked too.
-``--json`` prints the same timeline as one JSON document.
+"""``dsh-session show``: a session's timeline (:func:`~.._inspect.timeline.build_timeline`,
+the read model's), printed turn by turn, one line per item, or with ``--json`` as one
+JSON document (texts cut to :data:`JSON_TEXT` characters).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any
 
-from .describe import (
-    LABELS,
-    blocks_text,
-    compact_head,
-    describe,
-    field,
-    hook_outcome,
-    obj,
-    reason_text,
-    trigger_text,
-    usage_sum,
-    usage_text,
-    when,
-    wire_events,
-)
-from .support import EXIT_OK, registry
+from .._inspect.timeline import Item, build_timeline
+from .describe import field, obj, usage_text, when
+from .support import EXIT_OK, plugin_manager, registry
 from .term import Style, printable, shorten, terminal_width
-
-if TYPE_CHECKING:
-    from .._registry import EventRegistry
-    from ..events import Event
-    from .source import Source
 
 __all__ = ["build_timeline", "render_timeline", "run_show"]
 
 #: Texts in ``--json`` are one line, cut to this many characters (``export`` has it all).
 JSON_TEXT = 300
-
-Item = dict[str, Any]
-Block = dict[str, Any]
-
-
-def _block(turn: Any, start: Any, trigger: str | None) -> Block:
-    return {"turn": turn, "startSeq": start, "endSeq": start, "trigger": trigger,
-            "end": None, "steps": 0, "chunks": 0, "usage": {}, "items": []}
-
-
-class _Walk:
-    """One pass over the wire events, grouping them into turn blocks."""
-
-    def __init__(
-        self, wires: list[dict[str, Any]], opaque: list[bool], warnings: list[str]
-    ) -> None:
-        self.wires = wires
-        self.opaque = opaque
-        self.warnings = warnings
-        self.blocks: list[Block] = []
-        self.block: Block | None = None
-        self.step: Item | None = None
-        self.hooks: dict[Any, Item] = {}
-        self.index = 0
-        # What the lines need to know ahead: the results of each call id (where they
-        # are), and each seq's type (for what a compaction shadowed). Tool names are
-        # learnt as calls go by: a result names the latest call with its id.
-        self.results: dict[Any, list[tuple[int, dict[str, Any]]]] = {}
-        self.names: dict[Any, str] = {}
-        self.types: dict[Any, str] = {}
-        for i, w in enumerate(wires):
-            self.types.setdefault(_key(w.get("seq")), field(w.get("type")))
-            if w.get("type") == "tool/result":
-                call_id = _key(obj(w.get("data")).get("callId"))
-                self.results.setdefault(call_id, []).append((i, w))
-
-    def run(self) -> list[Block]:
-        for index, (w, opaque) in enumerate(zip(self.wires, self.opaque, strict=True)):
-            self.index = index
-            self._event(w, opaque)
-        return self.blocks
-
-    def _open(self, turn: Any, seq: Any, trigger: str | None) -> Block:
-        self.block = _block(turn, seq, trigger)
-        self.blocks.append(self.block)
-        self.step = None
-        return self.block
-
-    def _event(self, w: dict[str, Any], opaque: bool) -> None:
-        kind, seq, data = w.get("type"), w.get("seq"), obj(w.get("data"))
-        block = self.block
-        if kind == "turn/start":
-            if block is not None and block["turn"] is not None:
-                self.warnings.append(f"turn {field(data.get('turn'))} starts at seq "
-                                     f"{field(seq)} before turn {field(block['turn'])} ended")
-            self._open(data.get("turn"), seq, trigger_text(data))
-            return
-        if block is None:
-            block = self._open(None, seq, None)
-        block["endSeq"] = seq
-        if kind == "turn/end" and block["turn"] is not None:
-            block["end"] = {"seq": seq, "reason": data.get("reason"),
-                            "text": reason_text(data.get("reason"))}
-            self.block = self.step = None
-            return
-        if kind == "step/start":
-            block["steps"] += 1
-            self.step = {"seq": seq, "kind": "step", "type": "step/start",
-                         "text": f"step {field(data.get('step'))}", "inStep": False,
-                         "endSeq": None, "chunks": 0}
-            block["items"].append(self.step)
-            return
-        if kind == "step/end" and self.step is not None:
-            self.step["endSeq"] = seq
-            self.step = None
-            return
-        if kind == "assistant/chunk":
-            block["chunks"] += 1
-            if self.step is not None:
-                self.step["chunks"] += 1
-            return
-        item = self._item(w, kind, seq, data, block)
-        if item is not None:
-            if opaque and field(kind) in LABELS:
-                # A known type whose payload fits no schema: show what it holds.
-                item["opaque"] = True
-                item["text"] += f" · data {describe({'data': w.get('data')})}"
-            block["items"].append(item)
-
-    def _item(self, w: dict[str, Any], kind: Any, seq: Any, data: dict[str, Any],
-              block: Block) -> Item | None:
-        item: Item = {"seq": seq, "kind": LABELS.get(field(kind), field(kind)),
-                      "type": field(kind), "text": describe(w, usage=False),
-                      "inStep": self.step is not None}
-        if obj(w.get("surfaceOp")).get("op") == "replace":
-            item["replaces"] = w.get("surfaceOp")
-        if kind == "assistant/message":
-            usage_sum(block["usage"], data.get("usage"))  # the turn's line shows the sum
-            item["usage"] = obj(data.get("usage"))
-            for b in data.get("content") or ():
-                if obj(b).get("type") == "tool-call":
-                    self.names[_key(obj(b).get("id"))] = field(obj(b).get("name"))
-        elif kind == "tool/call":
-            self.names[_key(data.get("callId"))] = field(data.get("name"))
-            later = self.results.get(_key(data.get("callId")), ())
-            result = next((r for i, r in later if i > self.index), None)
-            item["result"] = None if result is None else {
-                "seq": result.get("seq"), "isError": obj(result.get("data")).get("isError") is True}
-        elif kind == "tool/result":
-            name = self.names.get(_key(data.get("callId")))
-            item["error"] = data.get("isError") is True
-            item["text"] = f"{name or '(no matching call)'} {item['text']}"
-        elif kind == "hook/invoked":
-            self.hooks[_key(data.get("handlerId"))] = item
-        elif kind == "hook/result":
-            invoked = self.hooks.pop(_key(data.get("handlerId")), None)
-            if invoked is not None:  # one line per hook: what ran, and what it decided
-                invoked["text"] += f" → {hook_outcome(data)}"
-                invoked["handlerId"] = data.get("handlerId")
-                invoked["decision"] = data.get("decision")
-                invoked["resultSeq"] = seq
-                return None
-            item["decision"] = data.get("decision")
-        elif kind == "compact/summary":  # what was shadowed first: the summary is long
-            item["shadowedSeqs"] = data.get("shadowedSeqs")
-            shadowed = self._shadowed(data.get("shadowedSeqs"))
-            item["text"] = f"{compact_head(data, shadowed)}: {blocks_text(data.get('summary'))}"
-        elif kind in ("turn/end", "step/end"):  # no turn/start or step/start before it
-            item["text"] += f" (without a {field(kind).split('/')[0]}/start)"
-        return item
-
-    def _shadowed(self, seqs: Any) -> str:
-        """What the shadowed seqs were: ``4 assistant, 2 result, 1 user``."""
-        if not isinstance(seqs, list):
-            return ""
-        counts = Counter(self.types.get(_key(s), "missing") for s in seqs)
-        return ", ".join(f"{n} {LABELS.get(t, t)}" for t, n in counts.most_common())
-
-
-def _key(value: Any) -> Any:
-    """A dict key for any JSON scalar (lists and objects are not hashable)."""
-    return value if isinstance(value, str | int | float | bool) or value is None else repr(value)
-
-
-def _surface(source: Source, reg: EventRegistry, warnings: list[str]) -> dict[str, Any]:
-    """How the log folds: surface nodes and derived messages, or why it cannot."""
-    from .._session import Session
-
-    try:
-        session = Session(source.header.id, source.events, source.header, registry=reg)
-        messages = session.derive_messages()
-        return {"nodes": len(session.surface.seqs), "messages": len(messages)}
-    except Exception as exc:  # a diagnostic: whatever fails is reported, not raised
-        from .support import one_line
-
-        warnings.append(f"the messages cannot be derived: {one_line(exc)}")
-        return {"error": one_line(exc)}
-
-
-def _fits(reg: EventRegistry, event: Event) -> bool:
-    """Whether an opaque event's payload fits its type's schema after all (it was kept
-    verbatim for its key order, as crash-repair closers are): then its line says all."""
-    import msgspec
-
-    from .describe import wire_of
-
-    entry = reg.get(event.type)
-    if entry is None:  # a plugin not installed here: the description reads the wire
-        return True
-    try:
-        msgspec.convert(wire_of(event.data), entry.payload)
-    except (msgspec.ValidationError, TypeError):
-        return False
-    return True
-
-
-def build_timeline(source: Source, reg: EventRegistry) -> dict[str, Any]:
-    """The timeline of a session, as a JSON-ready document."""
-    from .describe import wire_of
-
-    warnings = list(source.warnings)
-    surface = _surface(source, reg, warnings)
-    from ..events import OpaqueEvent
-
-    opaque = [type(e) is OpaqueEvent and not _fits(reg, e) for e in source.events]
-    wires = wire_events(source.events, bare=frozenset({"assistant/chunk"}))
-    blocks = _Walk(wires, opaque, warnings).run()
-    for block in blocks:
-        if block["turn"] is not None and block["end"] is None:
-            block["end"] = {"seq": None, "reason": None, "text": "open (no turn/end)"}
-    unanswered = _mark_unanswered(source.events, blocks, warnings)
-    from .._listing import label_of
-    from .support import plugin_manager
-
-    label = label_of(source.header, lambda n: source.events[:max(n, 0)],
-                     plugins=plugin_manager())
-    return {
-        "source": source.origin,
-        "header": wire_of(source.header),
-        **({"label": label} if label is not None else {}),
-        "events": len(source.events),
-        "turns": sum(b["turn"] is not None for b in blocks),
-        "surface": surface,
-        "warnings": warnings,
-        "closers": [wire_of(e) for e in source.closers],
-        "unanswered": unanswered,
-        "timeline": blocks,
-    }
-
-
-#: Unanswered calls named one by one in the warnings; the rest are counted.
-_NAMED: Final = 5
-
-
-def _mark_unanswered(events: list[Event], blocks: list[Block], warnings: list[str]
-                     ) -> list[dict[str, Any]]:
-    """Flag each tool call no ``tool/result`` answers: a warning, and its line (the
-    ``tool/call``, else the message that made it) gets ``unanswered``, the ids. The
-    calls, as ``--json`` shows them."""
-    from .._unanswered import unanswered_calls
-
-    calls = unanswered_calls(events)
-    if not calls:
-        return []
-    by_seq: dict[Any, list[str]] = {}
-    for call in calls:
-        by_seq.setdefault(call.seq, []).append(call.call_id)
-    for block in blocks:
-        for item in block["items"]:
-            ids = by_seq.get(item["seq"])
-            if ids is not None and item["type"] in ("tool/call", "assistant/message"):
-                item["unanswered"] = ids
-    warnings.extend(c.describe() for c in calls[:_NAMED])
-    if len(calls) > _NAMED:
-        warnings.append(f"... and {len(calls) - _NAMED} more tool call(s) with no tool/result")
-    return [{"callId": c.call_id, "name": c.name, "seq": c.seq, "messageSeq": c.message_seq,
-             "openTurn": c.open_turn} for c in calls]
-
 
 _KIND_STYLE = {
     "user": ("green", "bold"), "assistant": ("cyan", "bold"), "tool call": ("yellow",),
@@ -394,7 +127,7 @@ def run_show(args: argparse.Namespace) -> int:
     from .source import load_source, out_json, out_text, warn
 
     reg = registry()
-    doc = build_timeline(load_source(args, reg), reg)
+    doc = build_timeline(load_source(args, reg), reg, plugins=plugin_manager())
     if args.json:
         out_json(_json_ready(doc))
         return EXIT_OK

@@ -22,6 +22,8 @@ from collections.abc import Collection
 from types import TracebackType
 from typing import TextIO
 
+from .._inspect.text import printable, shorten
+
 __all__ = [
     "PROGRESS_MIN_BYTES",
     "Progress",
@@ -89,30 +91,6 @@ class Style:
 def terminal_width(default: int = 100) -> int:
     """The terminal's width in columns (``default`` when there is no terminal)."""
     return max(20, shutil.get_terminal_size((default, 24)).columns)
-
-
-#: Control characters left after whitespace is collapsed, shown escaped: a log is
-#: untrusted text, and a raw ESC would let it drive the reader's terminal.
-_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
-
-
-def printable(text: str) -> str:
-    """``text`` safe to print: control characters escaped (``\\x1b``), lone surrogates
-    (which UTF-8 cannot hold) replaced by ``?``."""
-    text = text.translate(_CONTROLS)
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "replace").decode()
-    return text
-
-
-def shorten(text: str, width: int) -> str:
-    """``text`` on one printable line (runs of whitespace become one space, see
-    :func:`printable`), cut to ``width`` characters with a trailing ``…`` when longer."""
-    one = printable(" ".join(text.split()))
-    width = max(width, 2)
-    return one if len(one) <= width else one[: width - 1] + "…"
 
 
 def human_bytes(n: float) -> str:
