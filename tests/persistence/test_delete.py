@@ -359,9 +359,9 @@ def test_a_lock_taken_on_a_lock_file_a_delete_removed_is_taken_again(
     # A writer opens the lock file, a delete removes it, then the writer's flock
     # succeeds on the dead file: without the check, a second writer (on the new file)
     # would hold the session at the same time.
-    from dsh_session_core._persistence import jsonl, sqlite
+    from dsh_session_core._persistence import jsonl_lock, sqlite
 
-    module: Any = jsonl if kind == "jsonl" else sqlite
+    module: Any = jsonl_lock if kind == "jsonl" else sqlite
     url = str(tmp_path / "store") if kind == "jsonl" else f"sqlite:///{tmp_path}/s.db"
     clock = Clock()
     with opened(url, clock) as store:

@@ -596,9 +596,9 @@ def test_a_failed_fork_flush_is_one_cli_line(tmp_path: Path,
 def test_an_error_closing_an_evicted_descriptor_does_not_fail_a_durable_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dsh_session_core._persistence import jsonl as jsonl_mod
+    from dsh_session_core._persistence import jsonl_ends
 
-    monkeypatch.setattr(jsonl_mod, "MAX_OPEN_LOGS", 1)
+    monkeypatch.setattr(jsonl_ends, "MAX_OPEN_LOGS", 1)
     st = _store(tmp_path)
     a, b = st.create("a", cwd="/w"), st.create("b", cwd="/w")
     for turn, s in enumerate((b, a), 1):

@@ -14,7 +14,7 @@ import pytest
 
 from dsh_session_core import JsonlBackend, SessionHeader, open_store
 from dsh_session_core._logfile import dump_log
-from dsh_session_core._persistence import files, header_cache
+from dsh_session_core._persistence import buckets, files, header_cache
 
 
 def _write(root: Path, sid: str, created: int, cwd: str | None = None) -> Path:
@@ -30,7 +30,7 @@ def _write(root: Path, sid: str, created: int, cwd: str | None = None) -> Path:
 
 
 def _listed(root: Path) -> dict[str, int | float]:
-    return {h.id: h.created_at for h, _ in files.list_logs(str(root))}
+    return {h.id: h.created_at for h, _ in buckets.list_logs(str(root))}
 
 
 @pytest.fixture
@@ -132,8 +132,8 @@ def test_a_read_only_store_is_listed_without_a_cache(tmp_path: Path) -> None:
             folder.chmod(0o555)  # the cache's folder cannot be made
         for log in root.glob("*/*.jsonl"):
             log.chmod(0o444)
-        script = ("import sys; from dsh_session_core._persistence import files; "
-                  "print(sorted(h.id for h, _ in files.list_logs(sys.argv[1])))")
+        script = ("import sys; from dsh_session_core._persistence import buckets; "
+                  "print(sorted(h.id for h, _ in buckets.list_logs(sys.argv[1])))")
         done = subprocess.run([sys.executable, "-c", script, str(root)],
                               capture_output=True, text=True, check=False, cwd="/",
                               user="nobody" if os.geteuid() == 0 else None)

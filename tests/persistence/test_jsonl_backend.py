@@ -29,7 +29,7 @@ from dsh_session_core import _logfile as logfile_mod
 from dsh_session_core._codec import ENCODER, encode_events
 from dsh_session_core._logfile import ScanResult, scan_log
 from dsh_session_core._persistence import files as files_mod
-from dsh_session_core._persistence import jsonl as jsonl_mod
+from dsh_session_core._persistence import jsonl_ends
 from dsh_session_core._persistence.base import Backend, SessionLockedError, StoredLog, WriterLock
 from dsh_session_core._persistence.jsonl import JsonlBackend
 from dsh_session_core._persistence.paths import encode_segment, log_path, session_dir
@@ -405,7 +405,7 @@ def test_concurrent_appends_to_different_sessions(
 ) -> None:
     # More writer threads than kept descriptors: eviction must never close a descriptor
     # another thread is writing through.
-    monkeypatch.setattr(jsonl_mod, "MAX_OPEN_LOGS", 2)
+    monkeypatch.setattr(jsonl_ends, "MAX_OPEN_LOGS", 2)
     ids = [f"t{i}" for i in range(6)]
 
     def writer(sid: str) -> None:
@@ -489,7 +489,7 @@ def test_append_descriptors_are_kept_and_closed(backend: JsonlBackend, root: Pat
     def open_fds() -> int:
         return len(os.listdir("/proc/self/fd"))
 
-    monkeypatch.setattr(jsonl_mod, "MAX_OPEN_LOGS", 3)
+    monkeypatch.setattr(jsonl_ends, "MAX_OPEN_LOGS", 3)
     before = open_fds()
     logs = {f"s{i}": persist(backend, meta(f"s{i}", "/w"), ONE_TURN) for i in range(5)}
     assert open_fds() == before + 3  # the three most recently written

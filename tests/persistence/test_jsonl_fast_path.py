@@ -222,15 +222,15 @@ def test_the_ends_remembered_are_bounded_and_a_forgotten_one_is_read(
 ) -> None:
     # A process writing many sessions keeps the ends of the most recent alone; a session
     # whose end was forgotten is taken back by reading its file's end, as correctly.
-    from dsh_session_core._persistence import jsonl
+    from dsh_session_core._persistence import jsonl_ends
 
-    monkeypatch.setattr(jsonl, "MAX_KNOWN_ENDS", 2)
+    monkeypatch.setattr(jsonl_ends, "MAX_KNOWN_ENDS", 2)
     with open_store(url) as store, open_store(url) as other:
         first = store.create("first")
         _say(store, first, "one")
         for n in range(3):
             _say(store, store.create(f"s{n}"), "x")
-        assert len(store.backend._known) == 2  # type: ignore[attr-defined]
+        assert store.backend._logs.remembered() == 2  # type: ignore[attr-defined]
         again = store.open("first", resume=first)
         assert again is first  # its end read from the file: nobody wrote
         _say(store, again, "two")

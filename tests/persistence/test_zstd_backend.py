@@ -39,14 +39,11 @@ from dsh_session_core import (
     open_store,
 )
 from dsh_session_core._logfile import scan_log
+from dsh_session_core._logframes import decode_frames
+from dsh_session_core._persistence.buckets import COMPACT_MARK
 from dsh_session_core._persistence.coordinator import PersistencePlugin
 from dsh_session_core._persistence.copy import copy_sessions
-from dsh_session_core._persistence.files import COMPACT_MARK
-from dsh_session_core._persistence.jsonl_zstd import (
-    FrameCut,
-    JsonlZstdBackend,
-    decode_frames,
-)
+from dsh_session_core._persistence.jsonl_zstd import FrameCut, JsonlZstdBackend
 from dsh_session_core._persistence.opening import backend_for
 from dsh_session_core._persistence.store import DurableStore
 from dsh_session_core.errors import (

@@ -16,8 +16,11 @@ file, ``derive --recover``, ``repair``, ``ls``, ``tail``):
   line's wire shape, :func:`line_wire`.
 
 :func:`dump_log` writes a header and events back, each line the compact JSON the
-reference writes. Where logs live on disk and how they are written is
-``_persistence.files``'s and ``_persistence.jsonl``'s concern, not this module's.
+reference writes. Beside it, on the same side: reading a log file from its end and
+following it (:mod:`._logtail`), a compact log's zstd frames (:mod:`._logframes`), and
+where a log's history ends (:mod:`._logend`). Where logs live on disk and how they are
+written is the JSONL backend's concern (``_persistence/jsonl*.py``, ``buckets``,
+``files``), not this module's.
 """
 
 from __future__ import annotations

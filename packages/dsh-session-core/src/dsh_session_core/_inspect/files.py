@@ -67,7 +67,7 @@ def read_log_file(path: str, *, label: str = "reading", progress: Progress | Non
     """
     import os
 
-    from .._persistence.endmark import durable_end, within
+    from .._logend import durable_end, within
     from ..errors import LogFormatError, SourceReadError
 
     try:
@@ -106,7 +106,7 @@ def compact_log(path: str, data: bytes, warnings: list[str]) -> bytes:
 
     :raises SourceReadError: ``zstandard`` is not installed.
     """
-    from .._persistence.jsonl_zstd import decode_frames
+    from .._logframes import decode_frames
     from ..errors import MissingExtraError, SourceReadError
 
     try:

@@ -1,19 +1,17 @@
 """The compact JSONL backend (``jsonl+zstd:``): the JSONL backend's logs, compressed
-(issue 17, point 4). It owns the compact log format and its reading.
+(issue 17, point 4). It owns writing the compact log format and what a load makes of it.
 
 A compact log is a plain concatenation of zstd frames, one per durable write: the first
 holds the header line and the first batch (published together, as the plain backend
 publishes them: a temp file, then a hard link), and each later flush appends one frame
-holding its batch. Decompressed, the frames are the plain log's bytes exactly, so
-``zstd -dc`` of a compact log is the reference's JSONL log. Every frame is whole on its
-own (no dictionary, no window shared with another frame) and carries a checksum of its
-content.
+holding its batch. How the frames are decoded (every reader of a compact log: this
+backend, the CLI on a file, a follower) is :mod:`dsh_session_core._logframes`'.
 
 Everything else is :class:`~.jsonl.JsonlBackend`'s, through its file-format methods:
 the buckets and the file names (``<id>.jsonl.zst`` instead of ``<id>.jsonl``), the
 writer lock, append-or-roll-back (a failed write is cut back to the previous size, a
 frame boundary), the atomic first write, deletion. Reading decodes the frames
-(:func:`decode_frames`) and then reads the log's bytes as the plain backend does, with
+(:func:`~.._logframes.decode_frames`) and then reads the log's bytes as the plain backend does, with
 :func:`~.._logfile.scan_log`; the rules of a torn tail are the plain format's, a frame
 standing for a line:
 
@@ -33,7 +31,7 @@ first line (listing) is decoded from the first frame alone, and a follower decod
 the frames that arrive.
 
 ``zstandard`` is an extra (``pip install 'dsh-session-core[zstd]'``), imported when a
-backend is made, never before.
+backend is made, never before (:func:`~.._logframes.zstandard_module`).
 """
 
 from __future__ import annotations
@@ -44,180 +42,39 @@ import io
 import os
 import threading
 from collections.abc import Collection, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, BinaryIO, Final
+from typing import TYPE_CHECKING, Final
 
 from .._header import SessionHeader
 from .._logfile import LogCounts, ScanResult, count_file, last_lines, line_wire, scan_log
+from .._logframes import (
+    FRAMES,
+    MAGIC,
+    Frames,
+    decode_file,
+    decode_frames,
+    first_line,
+    read_plain,
+    zstandard_module,
+)
+from .._logtail import FilePosition, follow_file
 from .._registry import EventRegistry
-from ..errors import LogFormatError, MissingExtraError
+from ..errors import LogFormatError
 from ..events import Event
-from . import files
+from . import buckets, files
 from .base import POLL_SECONDS, LogNews, LogTail
-from .endmark import durable_end
-from .jsonl import MAX_TAIL, JsonlBackend
+from .jsonl import JsonlBackend
+from .jsonl_ends import MAX_TAIL
+from .paths import COMPACT_SUFFIX
 
 if TYPE_CHECKING:
     from .._search import SearchHit, SearchQuery
 
-__all__ = [
-    "LEVEL",
-    "MAGIC",
-    "FrameCut",
-    "Frames",
-    "JsonlZstdBackend",
-    "decode_frames",
-    "read_plain",
-    "zstandard_module",
-]
+__all__ = ["LEVEL", "FrameCut", "JsonlZstdBackend"]
 
 #: The zstd compression level of every frame: on the standard workload (a frame per
 #: turn of 48 events, ~7 KB) level 3, zstd's default, makes the log about a tenth of
 #: its plain size; higher levels gain little on frames this small (bench/zstd.py).
 LEVEL: Final = 3
-
-#: How a zstd frame starts (its magic number, little-endian).
-MAGIC: Final = b"\x28\xb5\x2f\xfd"
-
-#: Compressed bytes handed to the decoder at once: a frame ends somewhere in a chunk, and
-#: what follows it is copied out (``unused_data``) for the next frame.
-_CHUNK: Final = 4096
-
-
-def zstandard_module() -> Any:
-    """The ``zstandard`` module, imported now.
-
-    :raises MissingExtraError: it is not installed.
-    """
-    try:
-        import zstandard
-    except ImportError as exc:
-        feature = "the compact JSONL store (jsonl+zstd:)"
-        raise MissingExtraError(feature, "zstandard", "dsh-session-core[zstd]") from exc
-    return zstandard
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Frames:
-    """What :func:`decode_frames` read of a compact log.
-
-    :ivar plain: the content of the complete frames, concatenated: the log's bytes.
-    :ivar ends: each complete frame's end, as ``(byte in the file, byte in plain)``.
-    :ivar size: the bytes decoded from (the file, or the part of it given).
-    :ivar broken: the first incomplete frame failed to decode (corrupt), rather than
-        being cut short (torn); ``False`` when every frame is complete.
-    """
-
-    plain: bytes
-    ends: list[tuple[int, int]]
-    size: int
-    broken: bool = False
-
-    @property
-    def complete(self) -> int:
-        """Where the complete frames end in the file (0 when none is)."""
-        return self.ends[-1][0] if self.ends else 0
-
-    def line_end(self) -> tuple[int, int]:
-        """The last frame end that is also a line end, as ``(file, plain)``; ``(0, 0)``
-        when there is none. Every frame this backend writes ends a line."""
-        for file_end, plain_end in reversed(self.ends):
-            if self.plain[plain_end - 1:plain_end] == b"\n":
-                return file_end, plain_end
-        return 0, 0
-
-
-def decode_frames(data: bytes, start: int = 0) -> Frames:
-    """The complete zstd frames of ``data`` from byte ``start`` on, up to the first that
-    does not decode completely (see :class:`Frames`).
-
-    A log that is whole frames, each saying its content's size (as this backend writes
-    them), is decoded in one call; any other is walked frame by frame."""
-    zstd = zstandard_module()
-    whole = _whole_frames(zstd, data, start)
-    if whole is not None:
-        return whole
-    decompressor = zstd.ZstdDecompressor()
-    view = memoryview(data)
-    parts: list[bytes] = []
-    ends: list[tuple[int, int]] = []
-    pos, produced, size = start, 0, len(data)
-    while pos < size:
-        frame = decompressor.decompressobj()
-        out: list[bytes] = []
-        at = pos
-        try:
-            while not frame.eof and at < size:
-                piece = view[at:at + _CHUNK]
-                at += len(piece)
-                out.append(frame.decompress(piece))
-        except zstd.ZstdError:
-            return Frames(b"".join(parts), ends, size, broken=True)
-        if not frame.eof:
-            break  # cut short: a torn tail
-        pos = at - len(frame.unused_data)
-        content = b"".join(out)
-        parts.append(content)
-        produced += len(content)
-        ends.append((pos, produced))
-    return Frames(b"".join(parts), ends, size)
-
-
-def _whole_frames(zstd: Any, data: bytes, start: int) -> Frames | None:
-    """The common case: ``data`` from ``start`` is nothing but whole frames whose
-    headers give their content's size. Their ends are found from their headers and
-    block headers alone (RFC 8878, 3.1.1), then all are decoded in one call, which
-    checks every frame's checksum; ``None`` when the log is anything else (the walk of
-    :func:`decode_frames` then says what)."""
-    ends: list[tuple[int, int]] = []
-    pos, produced, size = start, 0, len(data)
-    while pos < size:
-        head = data[pos:pos + 18]  # the longest frame header
-        try:
-            at = pos + zstd.frame_header_size(head)
-            content = zstd.frame_content_size(head)
-        except zstd.ZstdError:
-            return None
-        if content < 0:
-            return None  # a frame that does not say its size (not one of ours)
-        last = 0
-        while not last:
-            if at + 3 > size:
-                return None
-            block = int.from_bytes(data[at:at + 3], "little")
-            last, kind, length = block & 1, (block >> 1) & 3, block >> 3
-            at += 3 + (1 if kind == 1 else length)  # an RLE block holds one byte
-        at += 4 if data[pos + 4] & 4 else 0  # the content checksum, when there is one
-        if at > size:
-            return None
-        produced += content
-        ends.append((at, produced))
-        pos = at
-    try:
-        plain = zstd.ZstdDecompressor().decompressobj(read_across_frames=True).decompress(
-            data[start:] if start else data)
-    except zstd.ZstdError:
-        return None
-    if len(plain) != produced:
-        return None
-    return Frames(plain, ends, size)
-
-
-def read_plain(path: str) -> bytes:
-    """A compact log's bytes (its complete frames decoded), as a plain log file's; what
-    a search of a compact store reads.
-
-    :raises FileNotFoundError: no file at ``path``.
-    """
-    return _decode_file(path).plain
-
-
-def _decode_file(path: str) -> Frames:
-    """The frames of a compact log file, up to its durable-end mark (:mod:`.endmark`,
-    read first): the frames of a failed batch that could not be rolled back, whole or
-    torn, are not the log's."""
-    end = durable_end(path)
-    with open(path, "rb") as f:
-        return decode_frames(f.read() if end is None else f.read(end))
 
 
 def _turn_end_after(data: bytes, bad: int) -> bool:
@@ -285,28 +142,6 @@ def _check_rest(frames: Frames, data: bytes, path: str) -> None:
         raise LogFormatError(msg, path=path, line=line)
 
 
-class _Frames:
-    """A compact log's units for a follower (:class:`~.files.Framing`): whole frames."""
-
-    def end_before(self, f: BinaryIO, limit: int) -> int:
-        f.seek(0)
-        return decode_frames(f.read(limit)).line_end()[0]
-
-    def moved(self, fd: int, offset: int) -> bool:
-        # A frame starts where the follower stands, unless the file was rewritten (a
-        # stray magic number there is a chance of one in 2**32).
-        head = os.pread(fd, len(MAGIC), offset)
-        return not MAGIC.startswith(head)
-
-    def complete(self, chunk: bytes) -> tuple[int, bytes]:
-        frames = decode_frames(chunk)
-        file_end, plain_end = frames.line_end()
-        return file_end, frames.plain[:plain_end]
-
-
-_FRAMES: Final = _Frames()
-
-
 class JsonlZstdBackend(JsonlBackend):
     """Sessions as compact JSONL logs under ``root`` (see the module docstring): a
     :class:`~.jsonl.JsonlBackend` whose files are zstd frames.
@@ -318,7 +153,7 @@ class JsonlZstdBackend(JsonlBackend):
     """
 
     name = "session-persistence-jsonl-zstd"
-    suffix = files.COMPACT_SUFFIX
+    suffix = COMPACT_SUFFIX
 
     def __init__(self, root: str | os.PathLike[str], *, level: int = LEVEL) -> None:
         self._zstd = zstandard_module()  # first: without it, nothing else matters
@@ -331,11 +166,11 @@ class JsonlZstdBackend(JsonlBackend):
     # -- the file format (see JsonlBackend) --
 
     def _check_kind(self) -> None:
-        files.check_kind(self.root, compact=True)
+        buckets.check_kind(self.root, compact=True)
 
     def _prepare_root(self) -> None:
         if not self._marked:
-            files.mark_compact(self.root)
+            buckets.mark_compact(self.root)
             self._marked = True
 
     def _encode(self, plain: bytes) -> bytes:
@@ -374,28 +209,12 @@ class JsonlZstdBackend(JsonlBackend):
         return files.last_seq(io.BytesIO(frames.plain), len(frames.plain))
 
     def _first_line(self, path: str) -> bytes | None:
-        """The first line, decoded from the first frame as far as it takes."""
-        try:
-            f = open(path, "rb")  # noqa: SIM115 - closed right below
-        except FileNotFoundError:
-            return None
-        with f:
-            frame = self._zstd.ZstdDecompressor().decompressobj()
-            chunks: list[bytes] = []
-            try:
-                while not frame.eof and (data := f.read(_CHUNK)):
-                    chunk = frame.decompress(data)
-                    nl = chunk.find(b"\n")
-                    if nl >= 0:
-                        chunks.append(chunk[:nl])
-                        return b"".join(chunks)
-                    chunks.append(chunk)
-            except self._zstd.ZstdError:
-                return None  # not a frame: no complete first line
-        return None
+        """The first line, decoded from the first frame as far as it takes
+        (:func:`~.._logframes.first_line`)."""
+        return first_line(path)
 
     def _count(self, path: str) -> LogCounts:
-        frames = _decode_file(path)
+        frames = decode_file(path)
         counts = count_file(io.BytesIO(frames.plain))
         return counts._replace(torn=counts.torn or frames.complete < frames.size)
 
@@ -411,8 +230,8 @@ class JsonlZstdBackend(JsonlBackend):
             super().commit_repair(header, torn, closers, jsonl)
             return
         path = self.location(header)
-        self._truncate(header.id, path, torn.size)
-        self._append(header.id, path, torn.keep + jsonl, torn.first_seq)
+        self._writer.truncate(header.id, path, torn.size)
+        self._writer.append(header.id, path, torn.keep + jsonl, torn.first_seq)
 
     # -- reading: the whole log is decoded (a frame is found only from the start) --
 
@@ -428,10 +247,10 @@ class JsonlZstdBackend(JsonlBackend):
     def _tail(self, path: str, count: int) -> LogTail:
         """The last ``count`` complete lines: the log decoded whole, then read from its
         end; the position is the end of the last whole frame read."""
-        frames = _decode_file(path)
+        frames = decode_file(path)
         file_end, plain_end = frames.line_end()
         lines = last_lines(io.BytesIO(frames.plain), plain_end, count)
-        return LogTail(lines, files.FilePosition(path, file_end))
+        return LogTail(lines, FilePosition(path, file_end))
 
     def _lines_of_types(self, path: str, types: Collection[str]
                         ) -> builtins.list[bytes] | None:
@@ -439,7 +258,7 @@ class JsonlZstdBackend(JsonlBackend):
         log is (:func:`~.ranges.lines_of_types_in`)."""
         from .ranges import lines_of_types_in
 
-        return lines_of_types_in(_decode_file(path).plain, types)
+        return lines_of_types_in(decode_file(path).plain, types)
 
     def _lines_after(self, path: str, after: int, limit: int | None
                      ) -> builtins.list[bytes] | None:
@@ -447,19 +266,19 @@ class JsonlZstdBackend(JsonlBackend):
         plain log is (:func:`~.ranges.lines_in`)."""
         from .ranges import lines_in
 
-        frames = _decode_file(path)
+        frames = decode_file(path)
         return lines_in(io.BytesIO(frames.plain), len(frames.plain), after, limit)
 
     def follow_lines(
         self, session_id: str, position: object, *, timeout: float | None = None
     ) -> Iterator[LogNews]:
-        """Follow the log file, frame by frame (:func:`~.files.follow_file`): only the
-        frames that arrive are decoded."""
-        return files.follow_file(position, timeout=timeout, poll=POLL_SECONDS,
-                                 framing=_FRAMES)
+        """Follow the log file, frame by frame (:func:`~.._logtail.follow_file`): only
+        the frames that arrive are decoded."""
+        return follow_file(position, timeout=timeout, poll=POLL_SECONDS, framing=FRAMES)
 
     def search(self, query: SearchQuery) -> builtins.list[SearchHit]:
-        """:meth:`JsonlBackend.search`, each log decoded whole (:func:`read_plain`)."""
+        """:meth:`JsonlBackend.search`, each log decoded whole
+        (:func:`~.._logframes.read_plain`)."""
         from .search import scan_files
 
         return scan_files(self.root, self._search_paths(query), query, read=read_plain)

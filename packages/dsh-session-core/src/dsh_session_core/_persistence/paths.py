@@ -36,10 +36,12 @@ import functools
 import hashlib
 import os
 import re
+from typing import Final
 
 from ..jscompat import utf8_bytes
 
 __all__ = [
+    "COMPACT_SUFFIX",
     "MAX_SEGMENT",
     "bucket_name",
     "encode_segment",
@@ -47,6 +49,9 @@ __all__ = [
     "log_path",
     "session_dir",
 ]
+
+#: How a compact log's file name ends (a plain one's ends ``.jsonl``).
+COMPACT_SUFFIX: Final = ".jsonl.zst"
 
 #: The bucket of sessions that have no cwd.
 NO_CWD = "_no-cwd"

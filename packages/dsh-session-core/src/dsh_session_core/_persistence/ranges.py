@@ -19,8 +19,8 @@ from typing import BinaryIO, Final
 
 import msgspec
 
+from .._logend import durable_end, within
 from .._logfile import complete_end
-from .endmark import durable_end, within
 
 __all__ = ["lines_after", "lines_in", "lines_of_types", "lines_of_types_in"]
 
@@ -58,7 +58,7 @@ def lines_after(path: str, after: int, limit: int | None) -> list[bytes] | None:
     seq is greater than ``after``, at most ``limit`` of them (``None``: all), oldest
     first; a torn last line is never returned. ``None`` when the log cannot be read this
     way (the caller then reads it whole). Nothing after the log's durable-end mark
-    (:mod:`.endmark`) is read.
+    (:mod:`.._logend`) is read.
 
     :raises FileNotFoundError: there is no file at ``path``.
     """
@@ -164,7 +164,7 @@ def lines_of_types(path: str, types: Collection[str]) -> list[bytes] | None:
     types may be written some other way (or a string of the data merely starts so, and
     the caller's full read costs more, that is all). The other lines are never split
     out: the cost is the read and the lines returned, not the count of lines. Nothing
-    after the log's durable-end mark (:mod:`.endmark`) is read.
+    after the log's durable-end mark (:mod:`.._logend`) is read.
 
     :raises FileNotFoundError: there is no file at ``path``.
     """

@@ -78,7 +78,7 @@ def _file_hits(root: str, path: str, query: SearchQuery, terms: list[bytes],
     has nothing."""
     from .._logfile import durable_header
     from ..errors import LogFormatError, MisplacedLogError
-    from .files import check_placed
+    from .buckets import check_placed
 
     try:
         data = read(path)
@@ -107,7 +107,7 @@ def _read(path: str) -> bytes:
     """A whole file, in as few system calls as it takes: most logs are read by one
     ``read`` of their size (plus one, to see a file that grew meanwhile). Nothing after
     its durable-end mark (:mod:`.endmark`, read first) is history: it is left out."""
-    from .endmark import durable_end
+    from .._logend import durable_end
 
     end = durable_end(path)
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
