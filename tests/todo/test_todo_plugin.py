@@ -108,5 +108,5 @@ def test_public_api_is_explicit_and_sorted() -> None:
         assert hasattr(dsh_session_todo, name), name
     src = Path(dsh_session_todo.__file__).parent
     assert (src / "py.typed").is_file()
-    public = {"__init__", "plugin", "events"}
+    public = {"__init__", "plugin", "events", "errors"}
     assert all(p.stem in public or p.stem.startswith("_") for p in src.glob("*.py"))
