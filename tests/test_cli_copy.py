@@ -25,7 +25,7 @@ from conftest import upstream_dir
 from dsh_session_core import JsonlBackend, SessionHeader, SqliteBackend
 
 if TYPE_CHECKING:
-    from pg_support import Databases
+    from dsh_session_core.testing.postgresql import Databases
 
 
 class Places:

@@ -23,6 +23,7 @@ import pytest
 
 PACKAGES = [
     "dsh_session_core",
+    "dsh_session_core.testing",
     "dsh_session_compact",
     "dsh_session_hooks",
     "dsh_session_mode",

@@ -49,7 +49,7 @@ def test_public_api_is_explicit() -> None:
 
 def test_private_modules_start_with_an_underscore() -> None:
     public = {"errors", "events", "hookspecs", "vocabulary", "invariants", "jscompat", "lazy",
-              "providers"}
+              "providers", "testing"}
     src = Path(dsh_session_core.__file__).parent
     for module in src.rglob("*.py"):
         name = module.relative_to(src).parts[0].removesuffix(".py")
