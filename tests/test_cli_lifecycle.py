@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_support import run_cli
+from dsh_session_core.testing import run_cli
 from lifecycle_support import (
     Clock,
     held_by_another_process,

@@ -118,7 +118,7 @@ def test_every_plugin_scenario_has_a_test() -> None:
 def test_events_wraps_its_docs_to_the_terminal_width(
     columns: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cli_support import run_cli
+    from dsh_session_core.testing import run_cli
 
     monkeypatch.setenv("COLUMNS", str(columns))
     monkeypatch.setenv("DSH_SESSION_DISABLE_PLUGINS", "example")

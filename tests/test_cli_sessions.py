@@ -24,11 +24,11 @@ from typing import Any
 import msgspec
 import pytest
 
-from cli_support import run_cli
 from conftest import UPSTREAM
 from dsh_session_core import open_store, to_wire
 from dsh_session_core._cli.support import registry
 from dsh_session_core._logfile import parse_log
+from dsh_session_core.testing import run_cli
 from lifecycle_support import store_url
 
 RUN = "from dsh_session_core._cli.main import main; main()"  # the real command

@@ -11,8 +11,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from cli_support import run_cli
 from dsh_session_core import ToolCallBlock, open_store
+from dsh_session_core.testing import run_cli
 
 SID = "chat-1"
 

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from cli_support import run_cli
 from dsh_session_core import (
     Backend,
     Event,
@@ -32,7 +31,7 @@ from dsh_session_core import (
     open_store,
 )
 from dsh_session_core.errors import StoreNotFoundError
-from dsh_session_core.testing import BackendContract, BackendFactory, exchange
+from dsh_session_core.testing import BackendContract, BackendFactory, exchange, run_cli
 
 #: The dict stores of this process, by name (``dict:NAME``): a backend object is a view.
 STORES: dict[str, dict[str, StoredLog]] = {}

@@ -12,7 +12,8 @@ needs and would otherwise write again.
   (``pytest_plugins = ["dsh_session_core.testing.fixtures"]`` in its root conftest);
 - the backend contract (:mod:`.contract`): :class:`BackendContract`, the cases every
   backend must pass, for a backend's own tests to subclass;
-- the plugin check (:mod:`.plugins`): :func:`check_plugin`.
+- the plugin check (:mod:`.plugins`): :func:`check_plugin`;
+- the ``dsh-session`` command in the test process (:mod:`.cli`): :func:`run_cli`.
 
 Importing this package imports neither pytest nor any backend: the names load on first
 use (the contract and the fixtures need pytest, the PostgreSQL helpers psycopg).
@@ -26,6 +27,7 @@ import typing as _typing
 from ..lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
+    from .cli import run_cli
     from .contract import BackendContract
     from .events import (
         USER_SOURCE,
@@ -76,6 +78,7 @@ _LAZY: dict[str, str] = {
     "make_backend_factory": ".stores",
     "make_store_url": ".stores",
     "one_turn_log": ".events",
+    "run_cli": ".cli",
     "session_header": ".events",
     "step_data": ".events",
     "step_end": ".events",
@@ -110,6 +113,7 @@ __all__ = [
     "make_backend_factory",
     "make_store_url",
     "one_turn_log",
+    "run_cli",
     "session_header",
     "step_data",
     "step_end",
