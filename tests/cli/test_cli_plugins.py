@@ -15,7 +15,7 @@ import pytest
 
 from conftest import UPSTREAM
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]  # the whole suite
 SNAPSHOT = "packages/support/acp-snapshot/"
 
 # The seed catalog (shared/seeds/002): 22 types, their owners and surface badges.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import dsh_session_core
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]  # the whole suite
 
 # Spec core.md §11: the numbered scenarios, by section letter.
 SECTIONS = {

@@ -19,7 +19,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PERSISTENCE = "dsh_session_core._persistence"
 CLI = "dsh_session_core._cli"
 #: The modules that must use backends through the protocol only, besides the CLI's.
