@@ -1,5 +1,5 @@
 """Shared pieces of the lifecycle tests (``store.delete``/``prune``, ``rm``/``prune``):
-the kinds of store and their URLs (which every test on several kinds takes), sessions
+the kinds of store (their URLs are the testing kit's), sessions
 written at chosen times, a second process holding a session, and a store's exported
 bytes."""
 
@@ -12,34 +12,18 @@ import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import pytest
-
 from dsh_session_core import DurableStore, open_store
 from dsh_session_core._codec import ENCODER
+from dsh_session_core.testing import USER_SOURCE, make_store_url, user_turn
 
-USER = {"kind": "user"}
+USER = dict(USER_SOURCE)
 
-#: The durable kinds of store: the URL of a fresh store in a test's ``tmp``.
+#: The durable kinds of store the lifecycle tests run on.
 KINDS = ("jsonl", "sqlite", "postgresql")
 
-
-def store_url(kind: str, request: pytest.FixtureRequest, tmp: Path, name: str = "store") -> str:
-    """The URL of a fresh store ``name`` of kind ``kind`` under ``tmp``: ``jsonl``,
-    ``jsonl+zstd``, ``sqlite``, ``postgresql`` (the test's database, made by the
-    ``postgresql_url`` fixture) or ``memory``. Every test that runs on several kinds of
-    store takes its URL here."""
-    if kind == "jsonl":
-        return str(tmp / name)
-    if kind == "jsonl+zstd":
-        return f"jsonl+zstd:///{tmp / name}"
-    if kind == "sqlite":
-        return f"sqlite:///{tmp / name}.db"
-    if kind == "postgresql":
-        url: str = request.getfixturevalue("postgresql_url")
-        return url
-    if kind == "memory":
-        return "memory:"
-    raise AssertionError(kind)
+#: The URL of a fresh store of a kind: the testing kit's (every test that runs on several
+#: kinds of store takes its URL there, or from the kit's ``store_url`` fixture).
+store_url = make_store_url
 
 
 class Clock:
@@ -60,10 +44,7 @@ def write(store: DurableStore, clock: Clock, session_id: str, *, cwd: str | None
         clock.now = at
     s = store.create(session_id, cwd=cwd)
     for turn in range(1, turns + 1):
-        s.append("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": USER}})
-        s.append("user/message", {"content": [{"type": "text", "text": f"{text} {turn}"}],
-                                  "source": USER}, surface_op="append")
-        s.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+        user_turn(s, turn, f"{text} {turn}")
     store.release(s)
 
 

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 import pgserver
-from pg_support import ENV, MISSING, Databases, server_url, with_database
+from dsh_session_core.testing.postgresql import ENV, MISSING, Databases, server_url, with_database
 
 SCRIPT = Path(__file__).resolve().parent / "pgserver.py"
 
@@ -142,7 +142,7 @@ def test_stop_removes_only_its_own_directories(tmp_path: Path) -> None:
 @pytest.fixture
 def bindir() -> Path:
     """The server binaries, or skip (fail under CI) without them."""
-    from pg_support import unavailable
+    from dsh_session_core.testing.postgresql import unavailable
 
     try:
         return pgserver.find_bindir()

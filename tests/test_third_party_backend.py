@@ -4,7 +4,9 @@ backends through the ``Backend`` protocol only.
 
 The backend implements only the methods a ``DurableStore`` needs; it subclasses
 ``Backend``, so the reading methods (``summaries``, ``tail_lines``, ``follow_lines``,
-``exists``, ``store_identity``) are the protocol's defaults, tested here too.
+``exists``, ``store_identity``) are the protocol's defaults, tested here too. It also
+passes the backend contract, run as a third party runs it: the testing kit's
+``BackendContract``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from cli_support import run_cli
 from dsh_session_core import (
     Backend,
     Event,
@@ -30,9 +31,7 @@ from dsh_session_core import (
     open_store,
 )
 from dsh_session_core.errors import StoreNotFoundError
-
-USER = {"kind": "user"}
-TEXT = {"type": "text", "text": "hello"}
+from dsh_session_core.testing import BackendContract, BackendFactory, exchange, run_cli
 
 #: The dict stores of this process, by name (``dict:NAME``): a backend object is a view.
 STORES: dict[str, dict[str, StoredLog]] = {}
@@ -127,24 +126,14 @@ def _cli(*argv: str) -> tuple[int, str, str]:
     return code, out.decode(), err
 
 
-def _turn(session: Any, turn: int) -> None:
-    session.append("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": USER}})
-    session.append("user/message", {"content": [TEXT], "source": USER}, surface_op="append")
-    session.append("step/start", {"turn": turn, "step": 1})
-    session.append("assistant/message", {"turn": turn, "step": 1, "content": [TEXT]},
-                   surface_op="append")
-    session.append("step/end", {"turn": turn, "step": 1})
-    session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
-
-
 @pytest.fixture
 def jsonl_store(tmp_path: Path) -> str:
     """A JSONL store with one session of two turns, ``chat``."""
     url = str(tmp_path / "src")
     with open_store(url) as store:
         s = store.create("chat", cwd="/work")
-        _turn(s, 1)
-        _turn(s, 2)
+        exchange(s, 1)
+        exchange(s, 2)
         store.flush(s)
     return url
 
@@ -220,7 +209,7 @@ def test_the_protocols_default_tail_and_follow(plugin: DictStores) -> None:
     backend = DictBackend("one")
     with open_store("dict:one", plugin_manager=_pm_with(plugin)) as store:
         s = store.create("live")
-        _turn(s, 1)
+        exchange(s, 1)
         store.flush(s)
         tail = backend.tail_lines("live", 2)
         assert tail is not None
@@ -228,7 +217,7 @@ def test_the_protocols_default_tail_and_follow(plugin: DictStores) -> None:
         assert backend.tail_lines("nobody", 2) is None
 
         def later() -> None:
-            _turn(s, 2)
+            exchange(s, 2)
             store.flush(s)
 
         writer = threading.Timer(0.2, later)
@@ -259,3 +248,13 @@ def _pm_with(plugin: DictStores) -> Any:
     pm = create_plugin_manager(autoload=False)
     pm.register(plugin, name="dict-stores")
     return pm
+
+
+class TestDictBackend(BackendContract):
+    """The backend contract: each case on a dict store of its own."""
+
+    @pytest.fixture
+    def make_backend(self, request: pytest.FixtureRequest) -> Iterator[BackendFactory]:
+        name = f"contract-{request.node.name}"
+        yield lambda: DictBackend(name)
+        STORES.pop(name, None)

@@ -15,6 +15,7 @@ import pytest
 
 from dsh_session_core import EventSpec, SessionStore, create_plugin_manager, hookimpl, to_wire
 from dsh_session_core.errors import DuplicateEventTypeError
+from dsh_session_core.testing import check_plugin
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -31,6 +32,14 @@ def test_discovered_as_a_separate_distribution() -> None:
     assert rows["example"]["distribution"] == "dsh-session-example"
     assert rows["example"]["event_types"] == ["example/note", "example/ping"]
     assert rows["example"]["hooks"] == ["register_event_types", "register_union_members"]
+
+
+def test_it_passes_the_plugin_check() -> None:
+    report = check_plugin("example")
+    assert report.distribution == "dsh-session-example"
+    assert report.package == "dsh_session_example"
+    assert report.event_types == ("example/note", "example/ping")
+    assert report.errors is None  # it defines no error
 
 
 def test_its_types_are_registered_with_their_badges() -> None:

@@ -39,11 +39,13 @@ STATES = {dsh_session_id(APP), dsh_session_id(APP, USER)}
 LABEL = "app weather · user ada · session chat-1"
 
 
-@pytest.fixture(params=["jsonl", "sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite")
+
+
+@pytest.fixture
+def store(store_url: str) -> str:
     """A store holding one ADK session (with app and user state) and a plain session."""
-    url = (str(tmp_path / "logs") if request.param == "jsonl"
-           else f"sqlite:///{tmp_path}/sessions.db")
+    url = store_url
 
     async def fill() -> None:
         async with DshSessionService(url) as service:

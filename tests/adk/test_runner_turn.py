@@ -9,7 +9,7 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
@@ -68,15 +68,8 @@ def get_weather(city: str) -> dict[str, str]:
     return {"city": city, "weather": "sunny"}
 
 
-@pytest.fixture(params=["jsonl", "sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "jsonl":
-        yield str(tmp_path / "logs")
-    elif request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/sessions.db"
-    else:
-        yield request.getfixturevalue("postgresql_url")
-
+# Each test runs on a fresh store of each kind (the testing kit's ``store_url``).
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
 
 async def _turn(service: BaseSessionService) -> list[dict[str, Any]]:
     agent = LlmAgent(name="weather_agent", model=ScriptedModel(), tools=[get_weather],

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +35,8 @@ APP, USER = "weather-app", "ada"
 Scenario = Callable[[BaseSessionService], Awaitable[Any]]
 
 
-@pytest.fixture(params=["jsonl", "sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A fresh store of each kind (PostgreSQL: a new database, dropped after)."""
-    if request.param == "jsonl":
-        yield str(tmp_path / "logs")
-    elif request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/sessions.db"
-    else:
-        yield request.getfixturevalue("postgresql_url")
-
+# Each test runs on a fresh store of each kind (the testing kit's ``store_url``).
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
 
 def _event(author: str, text: str | None = None, *, ts: float, invocation: str = "inv-1",
            delta: dict[str, Any] | None = None, id: str | None = None,

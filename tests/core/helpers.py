@@ -1,6 +1,7 @@
 """Shared builders for the core acceptance tests (spec core.md §11 shorthands).
 
-Every builder appends exactly what the spec's shorthand names, in the wire shape
+The shorthands are the testing kit's (``dsh_session_core.testing``), under the spec's
+names: every builder appends exactly what the shorthand names, in the wire shape
 (camelCase keys), and returns the logged event. ``as_json`` turns any event, message or
 list of them into plain JSON (dicts and lists), so tests compare with the spec's JSON.
 """
@@ -8,12 +9,33 @@ list of them into plain JSON (dicts and lists), so tests compare with the spec's
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
 from dsh_session_core import Event, Session, core_registry, encode_event
+from dsh_session_core.testing import USER_SOURCE as KIT_USER_SOURCE
+from dsh_session_core.testing import (
+    assistant,
+    assistant_data,
+    call_block,
+    step_end,
+    step_start,
+    text_block,
+    tool_call,
+    tool_call_data,
+    tool_result,
+    tool_result_data,
+    turn_end,
+    turn_end_data,
+    turn_start,
+    turn_start_data,
+    user,
+    user_data,
+    wire_event,
+)
+from dsh_session_core.testing import step_data as step_data  # the spec's name too
 
 JSON = Any
 
@@ -61,91 +83,42 @@ def node_seqs(session: Session) -> list[int]:
     return [n.seq for n in session.surface.nodes]
 
 
-def text(t: str) -> dict[str, JSON]:
-    return {"type": "text", "text": t}
+text = text_block
+CALL = call_block
+USER_SOURCE: dict[str, JSON] = dict(KIT_USER_SOURCE)
 
 
-def CALL(call_id: str, name: str = "bash") -> dict[str, JSON]:
-    return {"type": "tool-call", "id": call_id, "name": name, "arguments": "{}"}
+# --- the §11 shorthands: the testing kit's payloads and appenders, by the spec's names ---
 
-
-USER_SOURCE: dict[str, JSON] = {"kind": "user"}
-
-
-# --- data builders (the payloads of the §11 shorthands) -----------------------------------
-
-
-def ts_data(n: int) -> dict[str, JSON]:
-    return {"turn": n, "trigger": {"kind": "message", "source": {"kind": "user"}}}
-
-
-def te_data(n: int, reason: dict[str, JSON] | None = None) -> dict[str, JSON]:
-    return {"turn": n, "reason": reason if reason is not None else {"kind": "completed"}}
-
-
-def step_data(t: int, s: int) -> dict[str, JSON]:
-    return {"turn": t, "step": s}
-
-
-def u_data(x: str) -> dict[str, JSON]:
-    return {"content": [text(x)], "source": {"kind": "user"}}
-
-
-def a_data(t: int, s: int, blocks: Sequence[dict[str, JSON]]) -> dict[str, JSON]:
-    return {"turn": t, "step": s, "content": list(blocks)}
-
-
-def tc_data(t: int, s: int, call_id: str) -> dict[str, JSON]:
-    return {"turn": t, "step": s, "callId": call_id, "name": "bash", "arguments": "{}"}
+ts_data = turn_start_data
+te_data = turn_end_data
+u_data = user_data
+a_data = assistant_data
+tc_data = tool_call_data
 
 
 def tr_data(t: int, s: int, call_id: str, out: str) -> dict[str, JSON]:
-    return {
-        "turn": t,
-        "step": s,
-        "callId": call_id,
-        "content": [text(out)],
-        "isError": False,
-    }
+    return tool_result_data(t, s, call_id, out)
 
 
 def chunk_data(t: int, s: int, delta: str = "hi") -> dict[str, JSON]:
     return {"turn": t, "step": s, "chunk": {"type": "text-delta", "index": 0, "text": delta}}
 
 
-# --- appenders -------------------------------------------------------------------------
-
-
-def TS(s: Session, n: int) -> Event:
-    return s.append("turn/start", ts_data(n))
-
-
-def TE(s: Session, n: int, reason: dict[str, JSON] | None = None) -> Event:
-    return s.append("turn/end", te_data(n, reason))
-
-
-def SS(s: Session, t: int, st: int) -> Event:
-    return s.append("step/start", step_data(t, st))
-
-
-def SE(s: Session, t: int, st: int) -> Event:
-    return s.append("step/end", step_data(t, st))
-
-
-def U(s: Session, x: str) -> Event:
-    return s.append("user/message", u_data(x), surface_op="append")
-
-
-def A(s: Session, t: int, st: int, blocks: Sequence[dict[str, JSON]]) -> Event:
-    return s.append("assistant/message", a_data(t, st, blocks), surface_op="append")
+TS = turn_start
+TE = turn_end
+SS = step_start
+SE = step_end
+U = user
+A = assistant
 
 
 def TC(s: Session, t: int, st: int, call_id: str) -> Event:
-    return s.append("tool/call", tc_data(t, st, call_id))
+    return tool_call(s, t, st, call_id)
 
 
 def TR(s: Session, t: int, st: int, call_id: str, out: str) -> Event:
-    return s.append("tool/result", tr_data(t, st, call_id, out), surface_op="append")
+    return tool_result(s, t, st, call_id, out)
 
 
 def REP(start: int, end: int) -> dict[str, JSON]:
@@ -162,13 +135,9 @@ def raw(
     surface_op: JSON = None,
     source_event_seqs: list[int] | None = None,
 ) -> dict[str, JSON]:
-    """A complete event in its wire shape, for seeds."""
-    out: dict[str, JSON] = {"type": type_, "seq": seq, "time": time, "data": data}
-    if source_event_seqs is not None:
-        out["sourceEventSeqs"] = source_event_seqs
-    if surface_op is not None:
-        out["surfaceOp"] = surface_op
-    return out
+    """A complete event in its wire shape, for seeds (at time 1 unless given)."""
+    return wire_event(type_, seq, data, time=time, surface_op=surface_op,
+                      source_event_seqs=source_event_seqs)
 
 
 def exact(message: str) -> str:

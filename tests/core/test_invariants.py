@@ -25,58 +25,38 @@ from dsh_session_core import (
 )
 from dsh_session_core.errors import InvariantError, SurfaceIntentError
 from dsh_session_core.invariants import InvariantsPlugin
+from dsh_session_core.testing import (
+    assistant_data,
+    call_block,
+    step_data,
+    text_block,
+    tool_call_data,
+    tool_result_data,
+    turn_end_data,
+    turn_start_data,
+    user_data,
+)
 
 JSON = Any
 PREFIX = "invariant violated: "
 
-# --- the §11 shorthands, as wire-shape payloads --------------------------------------------
+# --- the §11 shorthands, as wire-shape payloads (the testing kit's, by short names) ------
 
-
-def text(t: str) -> dict[str, JSON]:
-    return {"type": "text", "text": t}
-
-
-def call_block(call_id: str) -> dict[str, JSON]:
-    return {"type": "tool-call", "id": call_id, "name": "bash", "arguments": "{}"}
-
-
-def ts(n: int) -> dict[str, JSON]:
-    return {"turn": n, "trigger": {"kind": "message", "source": {"kind": "user"}}}
-
-
-def te(n: int) -> dict[str, JSON]:
-    return {"turn": n, "reason": {"kind": "completed"}}
-
-
-def step(t: int, s: int) -> dict[str, JSON]:
-    return {"turn": t, "step": s}
-
-
-def user(x: str) -> dict[str, JSON]:
-    return {"content": [text(x)], "source": {"kind": "user"}}
-
-
-def assistant(t: int, s: int, blocks: list[dict[str, JSON]]) -> dict[str, JSON]:
-    return {"turn": t, "step": s, "content": blocks}
+text = text_block
+ts = turn_start_data
+te = turn_end_data
+step = step_data
+user = user_data
+assistant = assistant_data
+tc = tool_call_data
 
 
 def chunk(t: int, s: int) -> dict[str, JSON]:
     return {"turn": t, "step": s, "chunk": {"type": "text-delta", "index": 0, "text": "h"}}
 
 
-def tc(t: int, s: int, call_id: str) -> dict[str, JSON]:
-    return {"turn": t, "step": s, "callId": call_id, "name": "bash", "arguments": "{}"}
-
-
 def tr(t: int, s: int, call_id: str, out: str = "out", **extra: JSON) -> dict[str, JSON]:
-    return {
-        "turn": t,
-        "step": s,
-        "callId": call_id,
-        "content": [text(out)],
-        "isError": False,
-        **extra,
-    }
+    return {**tool_result_data(t, s, call_id, out), **extra}
 
 
 def line(etype: str, seq: int, data: JSON, **envelope: JSON) -> dict[str, JSON]:

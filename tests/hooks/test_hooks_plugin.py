@@ -15,6 +15,7 @@ import pytest
 from hooks_support import HOOK_SNAPSHOTS, hooks_store
 
 import dsh_session_hooks
+import dsh_session_hooks.errors
 import dsh_session_hooks.plugin
 from dsh_session_core import (
     ENTRY_POINT_GROUP,
@@ -25,6 +26,7 @@ from dsh_session_core import (
     create_plugin_manager,
     encode_event,
 )
+from dsh_session_core.testing import check_plugin
 from dsh_session_hooks import HookInvoked, HookInvokedData, HookResult, HookResultData
 
 HOOK_TYPES: dict[str, type[Event]] = {"hook/invoked": HookInvoked, "hook/result": HookResult}
@@ -65,18 +67,19 @@ def _no_env_block_list(monkeypatch: pytest.MonkeyPatch) -> None:
 # --- discovery -----------------------------------------------------------------------------------
 
 
-def test_found_through_its_entry_point() -> None:
-    pm = create_plugin_manager(blocked=_other_plugins())
-    assert pm.get_plugin("hooks") is dsh_session_hooks.plugin
-    registry = SessionStore(pm).registry
+def test_the_plugin_check_passes() -> None:
+    # The kit's check: the entry point, the registration, the block list, the errors.
+    report = check_plugin("hooks")
+    assert report.plugin is dsh_session_hooks.plugin
+    assert report.errors is dsh_session_hooks.errors
+    assert report.event_types == tuple(sorted(HOOK_TYPES))
     for etype, cls in HOOK_TYPES.items():
-        entry = registry.get(etype)
-        assert entry is not None
+        entry = report.entry(etype)
         assert (entry.plugin, entry.event, entry.surface) == ("hooks", cls, False)
-    assert registry.get("hook/invoked").payload is HookInvokedData  # type: ignore[union-attr]
-    assert registry.get("hook/result").payload is HookResultData  # type: ignore[union-attr]
-    assert registry.get("hook/invoked").doc == INVOKED_DOC  # type: ignore[union-attr]
-    assert registry.get("hook/result").doc == RESULT_DOC  # type: ignore[union-attr]
+    assert report.entry("hook/invoked").payload is HookInvokedData
+    assert report.entry("hook/result").payload is HookResultData
+    assert report.entry("hook/invoked").doc == INVOKED_DOC
+    assert report.entry("hook/result").doc == RESULT_DOC
 
 
 def test_blocked_by_name() -> None:
@@ -159,11 +162,11 @@ def test_exports_are_explicit_sorted_and_exist() -> None:
     for name in names:
         assert hasattr(dsh_session_hooks, name), name
     public = {n for n in vars(dsh_session_hooks) if not n.startswith("_")}
-    assert public - set(names) <= {"annotations", "plugin"}
+    assert public - set(names) <= {"annotations", "plugin", "errors"}  # public submodules
 
 
 def test_private_modules_start_with_an_underscore() -> None:
-    public = {"__init__", "plugin", "events"}
+    public = {"__init__", "plugin", "events", "errors"}
     for module in SRC.glob("*.py"):
         assert module.stem.startswith("_") or module.stem in public, module.name
     assert (SRC / "py.typed").is_file()

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 import dsh_session_mode
+import dsh_session_mode.errors
 import dsh_session_mode.plugin
 from dsh_session_core import SessionStore, create_plugin_manager
+from dsh_session_core.testing import check_plugin
 from dsh_session_mode import ModeSet, ModeSetData
 
 CATALOG_LINE = (
@@ -25,11 +27,13 @@ def _no_env_block_list(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DSH_SESSION_DISABLE_PLUGIN_AUTOLOAD", raising=False)
 
 
-def test_discovered_through_its_entry_point() -> None:
-    pm = create_plugin_manager()
-    assert pm.get_plugin("mode") is dsh_session_mode.plugin
-    entry = SessionStore(pm).registry.get("mode/set")
-    assert entry is not None
+def test_the_plugin_check_passes() -> None:
+    # The kit's check: the entry point, the registration, the block list, the errors.
+    report = check_plugin("mode")
+    assert report.plugin is dsh_session_mode.plugin
+    assert report.errors is dsh_session_mode.errors
+    assert report.event_types == ("mode/set",)
+    entry = report.entry("mode/set")
     assert (entry.plugin, entry.event, entry.payload) == ("mode", ModeSet, ModeSetData)
     assert entry.surface is False
     assert entry.doc == CATALOG_LINE
@@ -51,5 +55,5 @@ def test_public_api_is_explicit_and_sorted() -> None:
         assert hasattr(dsh_session_mode, name), name
     src = Path(dsh_session_mode.__file__).parent
     assert (src / "py.typed").is_file()
-    public = {"__init__", "plugin", "events"}
+    public = {"__init__", "plugin", "events", "errors"}
     assert all(p.stem in public or p.stem.startswith("_") for p in src.glob("*.py"))

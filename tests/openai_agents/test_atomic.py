@@ -21,7 +21,6 @@ import pytest
 
 from dsh_session_core import open_store
 from dsh_session_openai_agents import DshSession, _locks, fold_items
-from lifecycle_support import store_url
 
 ITEMS: list[Any] = [
     {"role": "user", "content": "What is in the folder?"},
@@ -38,8 +37,8 @@ POISON: list[Any] = [{"role": "user", "content": "first of the batch"},
                      {"role": "user", "content": "last of the batch"}]
 
 
-def _stored_items(url: str) -> list[Any]:
-    with open_store(url) as store:
+def _stored_items(store_url: str) -> list[Any]:
+    with open_store(store_url) as store:
         return [item for _, item in fold_items(store.read_session("s").events)]
 
 
@@ -52,18 +51,18 @@ PG_TRIGGER = ("""CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN
               "EXECUTE FUNCTION refuse()")
 
 
-def _install_trigger(url: str) -> None:
-    if url.startswith("sqlite:///"):
+def _install_trigger(store_url: str) -> None:
+    if store_url.startswith("sqlite:///"):
         import sqlite3
 
-        conn = sqlite3.connect(url.removeprefix("sqlite:///"))
+        conn = sqlite3.connect(store_url.removeprefix("sqlite:///"))
         conn.execute(SQLITE_TRIGGER)
         conn.commit()
         conn.close()
         return
     import psycopg
 
-    with psycopg.connect(url, autocommit=True) as pg:
+    with psycopg.connect(store_url, autocommit=True) as pg:
         for statement in PG_TRIGGER:
             pg.execute(statement)
 
@@ -101,7 +100,7 @@ FSIZE = textwrap.dedent("""
     import asyncio, json, os, resource, signal, sys
     from dsh_session_openai_agents import DshSession
 
-    url, keep_open, items = sys.argv[1], sys.argv[2] == "1", json.loads(sys.argv[3])
+    store_url, keep_open, items = sys.argv[1], sys.argv[2] == "1", json.loads(sys.argv[3])
     # Bigger than the limit leaves room for, compressed too (random text).
     poison = [{"role": "user", "content": "first"},
               {"role": "user", "content": os.urandom(100_000).hex()},
@@ -109,7 +108,7 @@ FSIZE = textwrap.dedent("""
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails: EFBIG
 
     async def main():
-        session = DshSession("s", store=url, keep_open=keep_open)
+        session = DshSession("s", store=store_url, keep_open=keep_open)
         await session.add_items(items)
         sizes = [os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(sys.argv[4])
                  for f in fs]
@@ -140,9 +139,9 @@ def test_a_write_past_the_file_size_limit_leaves_the_session_as_it_was(
     if scheme:
         pytest.importorskip("zstandard")
     folder = tmp_path / "logs"
-    url = f"{scheme}{folder}"
+    store_url = f"{scheme}{folder}"
     done = subprocess.run(
-        [sys.executable, "-c", FSIZE, url, "1" if keep_open else "0", json.dumps(ITEMS),
+        [sys.executable, "-c", FSIZE, store_url, "1" if keep_open else "0", json.dumps(ITEMS),
          str(tmp_path)],
         capture_output=True, text=True, check=False, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -150,17 +149,17 @@ def test_a_write_past_the_file_size_limit_leaves_the_session_as_it_was(
 
     assert done.stdout.split("\n")[:3] == [f"failed {errno.EFBIG}", "true", "true"], (
         done.stdout, done.stderr)
-    assert _stored_items(url) == [*ITEMS, ITEMS[0]]
+    assert _stored_items(store_url) == [*ITEMS, ITEMS[0]]
 
 
 @pytest.mark.parametrize("keep_open", [False, True])
 def test_a_batch_the_mapping_refuses_stores_nothing_and_keeps_nothing(
     tmp_path: Path, keep_open: bool
 ) -> None:
-    url = str(tmp_path / "logs")
+    store_url = str(tmp_path / "logs")
 
     async def main() -> None:
-        session = DshSession("s", store=url, keep_open=keep_open)
+        session = DshSession("s", store=store_url, keep_open=keep_open)
         await session.add_items(ITEMS)
         bad: Any = {"role": "user", "content": {1, 2}}
         with pytest.raises(Exception, match="JSON"):
@@ -170,7 +169,7 @@ def test_a_batch_the_mapping_refuses_stores_nothing_and_keeps_nothing(
         await session.aclose()
 
     asyncio.run(main())
-    assert _stored_items(url) == ITEMS
+    assert _stored_items(store_url) == ITEMS
 
 
 OTHER = textwrap.dedent("""
@@ -186,25 +185,21 @@ OTHER = textwrap.dedent("""
 """)
 
 
-@pytest.fixture(params=["jsonl", "jsonl+zstd", "sqlite", "postgresql"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "jsonl+zstd":
-        pytest.importorskip("zstandard")
-    return store_url(request.param, request, tmp_path, "logs")
+# Each test taking ``store_url`` (the testing kit's) runs on each of these kinds.
+pytestmark = pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql")
 
-
-def test_the_default_mode_sees_another_processs_appends_between_its_calls(url: str) -> None:
+def test_the_default_mode_sees_another_processs_appends_between_its_calls(store_url: str) -> None:
     """The default mode keeps its session between calls, and takes it back at each
     one: what another process appended meanwhile is in it, and its own next items
     come after them."""
     import json
 
     async def main() -> None:
-        session = DshSession("s", store=url)
+        session = DshSession("s", store=store_url)
         await session.add_items(ITEMS[:2])
         other = [{"role": "user", "content": "from another process"}]
         done = await asyncio.to_thread(
-            subprocess.run, [sys.executable, "-c", OTHER, url, json.dumps(other)],
+            subprocess.run, [sys.executable, "-c", OTHER, store_url, json.dumps(other)],
             capture_output=True, text=True, check=False, timeout=120)
         assert done.returncode == 0, done.stderr
         await session.add_items(ITEMS[2:])
@@ -212,7 +207,7 @@ def test_the_default_mode_sees_another_processs_appends_between_its_calls(url: s
         popped = await session.pop_item()
         assert popped == ITEMS[-1]
         await session.aclose()
-        assert _stored_items(url) == [*ITEMS[:2], *other, *ITEMS[2:-1]]
+        assert _stored_items(store_url) == [*ITEMS[:2], *other, *ITEMS[2:-1]]
 
     asyncio.run(main())
 
@@ -234,16 +229,16 @@ RACE = textwrap.dedent("""
 
 
 def test_two_processes_creating_one_new_session_both_write_it(
-    url: str, tmp_path: Path
+    store_url: str, tmp_path: Path
 ) -> None:
     go = tmp_path / "go"
-    procs = [subprocess.Popen([sys.executable, "-c", RACE, url, str(go), f"from {n}"],
+    procs = [subprocess.Popen([sys.executable, "-c", RACE, store_url, str(go), f"from {n}"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for n in ("a", "b")]
     go.touch()
     outs = [p.communicate(timeout=120) for p in procs]
     assert [o for o, _ in outs] == ["ok\n", "ok\n"], outs
-    assert sorted(i["content"] for i in _stored_items(url)) == ["from a", "from b"]
+    assert sorted(i["content"] for i in _stored_items(store_url)) == ["from a", "from b"]
 
 
 BACKEND_RACE = textwrap.dedent("""
@@ -274,12 +269,12 @@ def test_a_database_refuses_a_second_creation_with_a_persistence_error(
     """Two processes write the first batch of one new session at once, through the
     backend (no writer lock): one creates it, the other is refused with a
     ``PersistenceError`` that says so (not the driver's integrity error)."""
-    url = (f"sqlite:///{tmp_path}/agents.db" if scheme == "sqlite"
+    store_url = (f"sqlite:///{tmp_path}/agents.db" if scheme == "sqlite"
            else str(request.getfixturevalue("postgresql_url")))
-    with open_store(url):
+    with open_store(store_url):
         pass  # the schema, made once
     go = tmp_path / "go"
-    procs = [subprocess.Popen([sys.executable, "-c", BACKEND_RACE, url, str(go), n],
+    procs = [subprocess.Popen([sys.executable, "-c", BACKEND_RACE, store_url, str(go), n],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for n in ("a", "b")]
     go.touch()
@@ -291,11 +286,11 @@ def test_a_database_refuses_a_second_creation_with_a_persistence_error(
 
 
 def test_the_table_of_turns_is_pruned_after_a_cancellation(tmp_path: Path) -> None:
-    url = str(tmp_path / "logs")
+    store_url = str(tmp_path / "logs")
 
     async def main() -> None:
-        session = DshSession("s", store=url)
-        other = DshSession("s", store=url)
+        session = DshSession("s", store=store_url)
+        other = DshSession("s", store=store_url)
         await session.add_items(ITEMS[:1])
         tasks = [asyncio.ensure_future(s.add_items(ITEMS[1:2])) for s in (session, other)]
         await asyncio.sleep(0)

@@ -36,17 +36,11 @@ ITEMS: list[Any] = [
 ]
 
 
-@pytest.fixture(params=["jsonl", "sqlite", "postgresql"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "jsonl":
-        return str(tmp_path / "logs")
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/agents.db"
-    return str(request.getfixturevalue("postgresql_url"))
+# Each test taking ``store_url`` (the testing kit's) runs on each of these kinds.
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
 
-
-def _log(url: str, session_id: str) -> Any:
-    with open_store(url) as store:
+def _log(store_url: str, session_id: str) -> Any:
+    with open_store(store_url) as store:
         session = store.open(session_id)
         return list(session.events), session.derive_messages()
 
@@ -58,9 +52,9 @@ def test_it_is_an_sdk_session(tmp_path: Path) -> None:
     session.close()
 
 
-def test_items_come_back_equal_as_json_and_typed(url: str) -> None:
+def test_items_come_back_equal_as_json_and_typed(store_url: str) -> None:
     async def main() -> None:
-        session = DshSession("chat", store=url)
+        session = DshSession("chat", store=store_url)
         await session.add_items(ITEMS[:3])
         await session.add_items(ITEMS[3:])
         assert json.dumps(await session.get_items()) == json.dumps(ITEMS)
@@ -70,7 +64,7 @@ def test_items_come_back_equal_as_json_and_typed(url: str) -> None:
         await session.aclose()
 
     asyncio.run(main())
-    events, messages = _log(url, "chat")
+    events, messages = _log(store_url, "chat")
     types = [e.type for e in events]
     assert types.count("agents/item") == len(ITEMS)
     assert [t for t in types if not t.startswith(("agents/", "turn/", "step/"))] == [
@@ -86,9 +80,9 @@ def test_items_come_back_equal_as_json_and_typed(url: str) -> None:
     assert wire[4]["content"] == [{"type": "text", "text": "Sunny, 21 °C."}]
 
 
-def test_pop_and_clear_are_events_and_nothing_is_deleted(url: str) -> None:
+def test_pop_and_clear_are_events_and_nothing_is_deleted(store_url: str) -> None:
     async def main() -> None:
-        session = DshSession("chat", store=url, session_settings={"limit": 3})
+        session = DshSession("chat", store=store_url, session_settings={"limit": 3})
         assert await session.pop_item() is None
         await session.add_items(ITEMS)
         assert await session.get_items() == ITEMS[-3:]  # session_settings.limit
@@ -102,7 +96,7 @@ def test_pop_and_clear_are_events_and_nothing_is_deleted(url: str) -> None:
         await session.aclose()
 
     asyncio.run(main())
-    events, _ = _log(url, "chat")
+    events, _ = _log(store_url, "chat")
     types = [e.type for e in events]
     assert types.count("agents/item") == len(ITEMS) + 1
     assert types.count("agents/pop") == 1
@@ -113,11 +107,11 @@ def test_pop_and_clear_are_events_and_nothing_is_deleted(url: str) -> None:
     assert [item for _, item in fold_items(events[: pop + 1])] == ITEMS[:-1]
 
 
-def test_two_instances_share_one_history(url: str) -> None:
+def test_two_instances_share_one_history(store_url: str) -> None:
     async def main() -> None:
-        with open_store(url) as store:
+        with open_store(store_url) as store:
             first = DshSession("shared", store=store)
-            second = DshSession("shared", store=url)  # another store object
+            second = DshSession("shared", store=store_url)  # another store object
             try:
                 await asyncio.gather(*(
                     (first if i % 2 else second).add_items(

@@ -42,19 +42,13 @@ ITEMS: list[Any] = [
 ]
 
 
-@pytest.fixture(params=["jsonl", "sqlite", "postgresql"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "jsonl":
-        return str(tmp_path / "logs")
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/agents.db"
-    return str(request.getfixturevalue("postgresql_url"))
+# Each test taking ``store_url`` (the testing kit's) runs on each of these kinds.
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
 
-
-def _stored(url: str, session_id: str) -> list[Event]:
+def _stored(store_url: str, session_id: str) -> list[Event]:
     """The stored log, read without writing (an open would close a turn left open
     between calls as a crash's)."""
-    with open_store(url) as store:
+    with open_store(store_url) as store:
         return list(store.read_session(session_id).events)
 
 
@@ -81,24 +75,24 @@ async def _script(session: DshSession) -> list[Any]:
     return seen
 
 
-def test_items_survive_close_and_reopen_equal_as_json(url: str) -> None:
+def test_items_survive_close_and_reopen_equal_as_json(store_url: str) -> None:
     async def main() -> None:
-        held = DshSession("kept", store=url, keep_open=True)
+        held = DshSession("kept", store=store_url, keep_open=True)
         seen = await _script(held)
         await held.aclose()
         assert seen[-1] == ITEMS
         for keep_open in (True, False):
-            again = DshSession("kept", store=url, keep_open=keep_open)
+            again = DshSession("kept", store=store_url, keep_open=keep_open)
             assert json.dumps(await again.get_items()) == json.dumps(ITEMS)
             await again.aclose()
 
     asyncio.run(main())
 
 
-def test_the_log_is_the_one_the_default_mode_writes(url: str) -> None:
+def test_the_log_is_the_one_the_default_mode_writes(store_url: str) -> None:
     async def main() -> tuple[list[Any], list[Any]]:
-        default = DshSession("default", store=url)
-        kept = DshSession("kept", store=url, keep_open=True)
+        default = DshSession("default", store=store_url)
+        kept = DshSession("kept", store=store_url, keep_open=True)
         try:
             return await _script(default), await _script(kept)
         finally:
@@ -107,8 +101,8 @@ def test_the_log_is_the_one_the_default_mode_writes(url: str) -> None:
 
     by_default, kept = asyncio.run(main())
     assert json.dumps(kept) == json.dumps(by_default)
-    events = _stored(url, "kept")
-    assert _shape(events) == _shape(_stored(url, "default"))
+    events = _stored(store_url, "kept")
+    assert _shape(events) == _shape(_stored(store_url, "default"))
     assert [item for _, item in fold_items(events)] == ITEMS
     assert "tool/result" in {e.type for e in events}  # call_1 answered across calls
 
@@ -133,26 +127,26 @@ HOLD = textwrap.dedent("""
 """)
 
 
-def _other_process(url: str, what: str = "get") -> str:
+def _other_process(store_url: str, what: str = "get") -> str:
     """What another process's ``DshSession`` (``lock_timeout=0.2``) gets: the number of
     items, after adding one when ``what`` is ``"add"``; or ``locked``."""
-    done = subprocess.run([sys.executable, "-c", HOLD, url, what], capture_output=True,
+    done = subprocess.run([sys.executable, "-c", HOLD, store_url, what], capture_output=True,
                           text=True, check=False, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
 
-def test_another_process_is_refused_while_held_and_let_in_after_close(url: str) -> None:
+def test_another_process_is_refused_while_held_and_let_in_after_close(store_url: str) -> None:
     async def main() -> None:
-        session = DshSession("kept", store=url, keep_open=True)
+        session = DshSession("kept", store=store_url, keep_open=True)
         await session.add_items(ITEMS[:2])
-        assert await asyncio.to_thread(_other_process, url, "add") == "locked"
+        assert await asyncio.to_thread(_other_process, store_url, "add") == "locked"
         # A read is never refused: it gets what the holder has made durable.
-        assert await asyncio.to_thread(_other_process, url) == "2"
+        assert await asyncio.to_thread(_other_process, store_url) == "2"
         await session.add_items(ITEMS[2:4])  # still ours
-        assert await asyncio.to_thread(_other_process, url, "add") == "locked"
+        assert await asyncio.to_thread(_other_process, store_url, "add") == "locked"
         await session.aclose()
-        assert await asyncio.to_thread(_other_process, url, "add") == "5"
+        assert await asyncio.to_thread(_other_process, store_url, "add") == "5"
         await session.aclose()  # twice: nothing more to do
 
     asyncio.run(main())
@@ -358,10 +352,10 @@ def test_a_refused_batch_leaves_nothing_behind(
     assert [item for _, item in fold_items(events)] == ITEMS
 
 
-def _events_now(session: DshSession, url: str) -> list[Event]:
+def _events_now(session: DshSession, store_url: str) -> list[Event]:
     """The log as it is now: the live session's, else the stored one."""
     live = session.store.get(session.session_id)
-    return list(live.events) if live is not None else _stored(url, session.session_id)
+    return list(live.events) if live is not None else _stored(store_url, session.session_id)
 
 
 def test_a_cancelled_operation_keeps_its_turn_until_its_thread_is_done(
@@ -530,11 +524,11 @@ def test_a_failed_write_leaves_the_session_as_it_was(
     assert [item for _, item in fold_items(_stored(logs, "kept"))] == [*ITEMS[:3], ITEMS[5]]
 
 
-def _stored_now(url: str) -> list[Event]:
+def _stored_now(store_url: str) -> list[Event]:
     """The stored log, read without the writer lock (as ``dsh-session show`` reads)."""
     from dsh_session_core import read_session
 
-    with open_store(url) as store:
+    with open_store(store_url) as store:
         return list(read_session(store.location("kept")).events)
 
 

@@ -50,25 +50,22 @@ def _reasoning() -> ResponseReasoningItem:
                                  summary=[Summary(text="two tools", type="summary_text")])
 
 
-@pytest.fixture(params=["jsonl", "sqlite"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return str(tmp_path / "logs") if request.param == "jsonl" else \
-        f"sqlite:///{tmp_path}/agents.db"
-
+# Each test taking ``store_url`` (the testing kit's) runs on each of these kinds.
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite")
 
 @pytest.fixture(params=[False, True], ids=["default", "keep_open"])
 def keep_open(request: pytest.FixtureRequest) -> bool:
     return bool(request.param)
 
 
-def _events(url: str, sid: str = "run") -> list[dict[str, Any]]:
-    with open_store(url) as store:
+def _events(store_url: str, sid: str = "run") -> list[dict[str, Any]]:
+    with open_store(store_url) as store:
         return [to_wire(e) for e in store.open(sid).events]
 
 
-def _validate(url: str, sid: str = "run") -> None:
+def _validate(store_url: str, sid: str = "run") -> None:
     cli = Path(sys.executable).parent / "dsh-session"
-    done = subprocess.run([str(cli), "validate", "--strict", "--store", url, "--id", sid],
+    done = subprocess.run([str(cli), "validate", "--strict", "--store", store_url, "--id", sid],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -88,7 +85,7 @@ def _typed(turn: list[dict[str, Any]]) -> list[str]:
     return [e["type"] for e in turn if e["type"] != "agents/item"]
 
 
-def test_one_run_with_two_tools_is_one_turn(url: str, keep_open: bool) -> None:
+def test_one_run_with_two_tools_is_one_turn(store_url: str, keep_open: bool) -> None:
     model = ScriptedModel([
         ModelStep(output=[_reasoning(), function_call("weather", {"city": "Paris"}, call_id="c1"),
                           function_call("wind", {"city": "Paris"}, call_id="c2")],
@@ -98,7 +95,7 @@ def test_one_run_with_two_tools_is_one_turn(url: str, keep_open: bool) -> None:
     agent = Agent(name="a", model=model, tools=[weather, wind])
 
     async def main() -> list[Any]:
-        session = DshSession("run", store=url, keep_open=keep_open)
+        session = DshSession("run", store=store_url, keep_open=keep_open)
         result = await Runner.run(agent, "Weather in Paris?", session=session)
         assert result.final_output == "Sunny and calm."
         items = await session.get_items()
@@ -106,7 +103,7 @@ def test_one_run_with_two_tools_is_one_turn(url: str, keep_open: bool) -> None:
         return items
 
     items = asyncio.run(main())
-    events = _events(url)
+    events = _events(store_url)
     turns = _turns(events)
     assert len(turns) == 1
     turn = turns[0]
@@ -127,10 +124,10 @@ def test_one_run_with_two_tools_is_one_turn(url: str, keep_open: bool) -> None:
     assert [m["data"]["step"] for m in messages] == [1, 1, 1, 2]
     assert [e["type"] for e in events if e["type"] == "agents/item"] == ["agents/item"] * 7
     assert len(items) == 7
-    _validate(url)
+    _validate(store_url)
 
 
-def test_two_runs_are_two_turns_and_stats_count_the_usage(url: str) -> None:
+def test_two_runs_are_two_turns_and_stats_count_the_usage(store_url: str) -> None:
     model = ScriptedModel([
         ModelStep(output=[assistant_message("Hello.")], usage=_usage(10, 2)),
         ModelStep(output=[assistant_message("Still here.")], usage=_usage(20, 3)),
@@ -138,33 +135,33 @@ def test_two_runs_are_two_turns_and_stats_count_the_usage(url: str) -> None:
     agent = Agent(name="a", model=model)
 
     async def main() -> None:
-        session = DshSession("run", store=url)
+        session = DshSession("run", store=store_url)
         await Runner.run(agent, "Hi", session=session)
         await Runner.run(agent, "There?", session=session)
         await session.aclose()
 
     asyncio.run(main())
-    turns = _turns(_events(url))
+    turns = _turns(_events(store_url))
     assert [t[-1]["data"]["reason"]["kind"] for t in turns] == ["completed", "completed"]
     assert [t[0]["data"]["turn"] for t in turns] == [1, 2]
     cli = Path(sys.executable).parent / "dsh-session"
-    done = subprocess.run([str(cli), "stats", "--store", url, "--json", "run"],
+    done = subprocess.run([str(cli), "stats", "--store", store_url, "--json", "run"],
                           capture_output=True, text=True, check=True)
     stats = json.loads(done.stdout)
     assert stats["tokens"] == {"inputTokens": 30, "outputTokens": 5}
     assert stats["turns"] == 2
     assert stats["steps"] == 2
-    _validate(url)
+    _validate(store_url)
 
 
-def test_max_turns_leaves_the_turn_open_until_the_next_run(url: str, keep_open: bool) -> None:
+def test_max_turns_leaves_the_turn_open_until_the_next_run(store_url: str, keep_open: bool) -> None:
     looping = ScriptedModel([
         ModelStep(output=[function_call("weather", {"city": "P"}, call_id=f"m{k}")],
                   usage=_usage(5, 1)) for k in range(4)])
     done = ScriptedModel([ModelStep(output=[assistant_message("ok")])])
 
     async def main() -> None:
-        session = DshSession("run", store=url, keep_open=keep_open)
+        session = DshSession("run", store=store_url, keep_open=keep_open)
         with pytest.raises(MaxTurnsExceeded):
             await Runner.run(Agent(name="a", model=looping, tools=[weather]), "loop",
                              session=session, max_turns=2)
@@ -172,7 +169,7 @@ def test_max_turns_leaves_the_turn_open_until_the_next_run(url: str, keep_open: 
         await session.aclose()
 
     asyncio.run(main())
-    turns = _turns(_events(url))
+    turns = _turns(_events(store_url))
     assert len(turns) == 2
     first = turns[0]
     assert [e["type"] for e in first].count("step/start") == 2
@@ -182,33 +179,33 @@ def test_max_turns_leaves_the_turn_open_until_the_next_run(url: str, keep_open: 
     assert reason["step"] == 2
     assert "max turns" in reason["message"]
     assert turns[1][-1]["data"]["reason"] == {"kind": "completed"}
-    _validate(url)
+    _validate(store_url)
 
 
-def test_an_error_run_is_closed_when_the_session_closes(url: str, keep_open: bool) -> None:
+def test_an_error_run_is_closed_when_the_session_closes(store_url: str, keep_open: bool) -> None:
     model = ScriptedModel([
         ModelStep(output=[function_call("weather", {"city": "P"}, call_id="c1")]),
         ModelStep(error=RuntimeError("model down")),
     ])
 
     async def main() -> None:
-        session = DshSession("run", store=url, keep_open=keep_open)
+        session = DshSession("run", store=store_url, keep_open=keep_open)
         with pytest.raises(RuntimeError, match="model down"):
             await Runner.run(Agent(name="a", model=model, tools=[weather]), "go",
                              session=session)
         await session.aclose()
 
     asyncio.run(main())
-    turns = _turns(_events(url))
+    turns = _turns(_events(store_url))
     assert len(turns) == 1
     assert turns[0][-1]["type"] == "turn/end"
     assert turns[0][-1]["data"]["reason"]["kind"] == "error"
     assert "tool/result" in _typed(turns[0])
-    _validate(url)
+    _validate(store_url)
 
 
 def test_an_approval_interruption_ends_the_turn_and_the_resume_is_the_next(
-    url: str, keep_open: bool
+    store_url: str, keep_open: bool
 ) -> None:
     model = ScriptedModel([
         ModelStep(output=[function_call("launch", {"city": "P"}, call_id="c5")]),
@@ -217,7 +214,7 @@ def test_an_approval_interruption_ends_the_turn_and_the_resume_is_the_next(
     agent = Agent(name="a", model=model, tools=[launch])
 
     async def main() -> None:
-        session = DshSession("run", store=url, keep_open=keep_open)
+        session = DshSession("run", store=store_url, keep_open=keep_open)
         first = await Runner.run(agent, "Launch it", session=session)
         assert first.interruptions
         state = first.to_state()
@@ -228,7 +225,7 @@ def test_an_approval_interruption_ends_the_turn_and_the_resume_is_the_next(
         await session.aclose()
 
     asyncio.run(main())
-    events = _events(url)
+    events = _events(store_url)
     turns = _turns(events)
     assert len(turns) == 2
     assert turns[0][-1]["data"]["reason"] == {"kind": "aborted",
@@ -239,23 +236,23 @@ def test_an_approval_interruption_ends_the_turn_and_the_resume_is_the_next(
     result = next(e for e in turns[1] if e["type"] == "tool/result")
     assert result["sourceEventSeqs"] == [call["seq"]]
     assert turns[1][-1]["data"]["reason"] == {"kind": "completed"}
-    _validate(url)
+    _validate(store_url)
 
 
 def test_direct_add_items_keep_their_grouping(tmp_path: Path) -> None:
     """Without a run context (direct calls), each call's turns close when it returns."""
-    url = str(tmp_path / "logs")
+    store_url = str(tmp_path / "logs")
 
     async def main() -> None:
-        session = DshSession("run", store=url)
+        session = DshSession("run", store=store_url)
         await session.add_items([{"role": "user", "content": "a"},
                                  {"role": "assistant", "content": "b"},
                                  {"role": "user", "content": "c"}])
         await session.aclose()
 
     asyncio.run(main())
-    turns = _turns(_events(url))
+    turns = _turns(_events(store_url))
     assert len(turns) == 2
     assert all(t[-1]["data"]["reason"] == {"kind": "completed"} for t in turns)
     assert json.dumps([e["type"] for e in turns[1]]).count("user/message") == 1
-    _validate(url)
+    _validate(store_url)

@@ -31,6 +31,7 @@ import pytest
 from dsh_session_core import DurableStore, Session, create_plugin_manager, encode_events
 from dsh_session_core._persistence.base import Backend
 from dsh_session_core.errors import PersistenceError, SessionExistsError
+from dsh_session_core.testing import user_turn
 
 #: How long each synchronous backend call of a :class:`Slow` backend takes.
 DELAY = 0.3
@@ -171,10 +172,7 @@ class Probe:
 
 
 def _turn(s: Session, turn: int) -> None:
-    s.append("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": USER}})
-    s.append("user/message", {"content": [{"type": "text", "text": f"hi {turn}"}],
-                              "source": USER}, surface_op="append")
-    s.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+    user_turn(s, turn, f"hi {turn}")
 
 
 def _store(backend: Any) -> DurableStore:

@@ -44,7 +44,7 @@ from dsh_session_core._persistence.paths import log_path
 from dsh_session_core.errors import SessionLockedError, SkippedLogWarning
 
 if TYPE_CHECKING:
-    from pg_support import Databases
+    from dsh_session_core.testing.postgresql import Databases
 
 REG = core_registry()
 
@@ -486,7 +486,7 @@ def test_one_postgresql_database_is_the_same_store_however_its_url_is_spelt(
     url = places.database("one")
     parts = urlsplit(url)
     assert parts.scheme == "postgresql"
-    assert parts.hostname == "127.0.0.1"  # the test server, as pg_support spells it
+    assert parts.hostname == "127.0.0.1"  # the test server, as the kit spells it
     user, host, port, dbname = parts.username, parts.hostname, parts.port, parts.path[1:]
     one = STORES["postgresql"](places, "one")
     spellings = [

@@ -30,22 +30,16 @@ FIRST_WRITE_KILLS = {"jsonl": 60, "jsonl+zstd": 60, "sqlite": 30}
 SID = "crash"
 
 
-def _kind(url: str) -> str:
-    scheme = url.partition(":")[0]
+def _kind(store_url: str) -> str:
+    scheme = store_url.partition(":")[0]
     return scheme if scheme in ("sqlite", "jsonl+zstd") else "jsonl"
 
 
-@pytest.fixture(params=["jsonl", "jsonl+zstd", "sqlite"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "jsonl":
-        return str(tmp_path / "root")
-    if request.param == "jsonl+zstd":  # compact: each flush one zstd frame
-        return f"jsonl+zstd:///{tmp_path / 'root'}"
-    return f"sqlite:///{tmp_path / 'sessions.db'}"
+# Each test taking ``store_url`` (the testing kit's) runs on each of these kinds.
+pytestmark = pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite")
 
-
-def _store(url: str) -> DurableStore:
-    return DurableStore(backend_for(url), create_plugin_manager(autoload=False))
+def _store(store_url: str) -> DurableStore:
+    return DurableStore(backend_for(store_url), create_plugin_manager(autoload=False))
 
 
 def _turn(store: DurableStore, session_id: str, rng: random.Random) -> int:
@@ -77,11 +71,11 @@ def _turn(store: DurableStore, session_id: str, rng: random.Random) -> int:
     return s.seq
 
 
-def _writer(url: str, seed: int, report: int) -> None:
+def _writer(store_url: str, seed: int, report: int) -> None:
     """Child: resume (or create) the session and write turns forever, reporting each
     durable length on the pipe."""
     rng = random.Random(seed)
-    store = _store(url)
+    store = _store(store_url)
     try:
         store.open(SID)
     except Exception:  # first run: nothing stored yet
@@ -132,20 +126,20 @@ def _read_lines(fd: int, count: int) -> list[int]:
 
 
 def test_writers_killed_at_random_points_lose_nothing_durable(
-    url: str, fork: Callable[[Callable[[int], None]], tuple[int, int]]
+    store_url: str, fork: Callable[[Callable[[int], None]], tuple[int, int]]
 ) -> None:
     rng = random.Random(20261130)
     previous = b""
-    for round_ in range(KILLS[_kind(url)]):
+    for round_ in range(KILLS[_kind(store_url)]):
         wanted = rng.randrange(1, 4)
-        pid, r = fork(functools.partial(_writer, url, round_))
+        pid, r = fork(functools.partial(_writer, store_url, round_))
         reports = _read_lines(r, wanted)
         os.kill(pid, signal.SIGKILL)  # lands somewhere in the next turn
         os.waitpid(pid, 0)
         os.close(r)
         assert len(reports) == wanted, "the writer died before reporting"
         durable = reports[-1]
-        st = _store(url)
+        st = _store(store_url)
         s = st.open(SID)  # must always succeed, repairing what the kill left
         events = list(s.events)
         lines = encode_events(events)
@@ -158,12 +152,12 @@ def test_writers_killed_at_random_points_lose_nothing_durable(
         st.close()
 
 
-def _first_writer(url: str, session_id: str, seed: int, report: int) -> None:
+def _first_writer(store_url: str, session_id: str, seed: int, report: int) -> None:
     """Child: create a session, say so (a report of 0), then write turns forever,
     reporting each durable length: a kill after the first report lands in (or around)
     the session's first write."""
     rng = random.Random(seed)
-    store = _store(url)
+    store = _store(store_url)
     store.create(session_id, cwd="/crash")
     os.write(report, b"0\n")
     while True:
@@ -172,20 +166,20 @@ def _first_writer(url: str, session_id: str, seed: int, report: int) -> None:
 
 
 def test_writers_killed_in_their_first_write_leave_a_log_that_loads_or_none(
-    url: str, fork: Callable[[Callable[[int], None]], tuple[int, int]]
+    store_url: str, fork: Callable[[Callable[[int], None]], tuple[int, int]]
 ) -> None:
     rng = random.Random(20261201)
-    for round_ in range(FIRST_WRITE_KILLS[_kind(url)]):
+    for round_ in range(FIRST_WRITE_KILLS[_kind(store_url)]):
         session_id = f"first-{round_}"
         wanted = rng.randrange(1, 3)  # 1: killed during the first flush; 2: after it
-        pid, r = fork(functools.partial(_first_writer, url, session_id, round_))
+        pid, r = fork(functools.partial(_first_writer, store_url, session_id, round_))
         reports = _read_lines(r, wanted)
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         os.close(r)
         assert len(reports) == wanted, "the writer died before reporting"
         durable = reports[-1]  # 0: no flush was reported durable
-        st = _store(url)
+        st = _store(store_url)
         stored = {h.id for h in st.stored()}  # listing never fails on what a kill left
         if durable:
             assert session_id in stored, f"round {round_}: a durable first write was lost"
@@ -194,17 +188,17 @@ def test_writers_killed_in_their_first_write_leave_a_log_that_loads_or_none(
             assert len(events) >= durable
             assert events[-1].type == "turn/end"
         st.close()
-    if _kind(url) != "sqlite":  # the temp files of killed first writes were swept
-        root = Path(url.removeprefix("jsonl+zstd:///"))
+    if _kind(store_url) != "sqlite":  # the temp files of killed first writes were swept
+        root = Path(store_url.removeprefix("jsonl+zstd:///"))
         assert not [p for p in root.rglob("*") if p.name.endswith(".tmp")]
 
 
 def test_a_second_process_cannot_write_a_session_being_written(
-    url: str, fork: Callable[[Callable[[int], None]], tuple[int, int]]
+    store_url: str, fork: Callable[[Callable[[int], None]], tuple[int, int]]
 ) -> None:
-    pid, r = fork(lambda w: _writer(url, 1, w))
+    pid, r = fork(lambda w: _writer(store_url, 1, w))
     assert _read_lines(r, 1)  # the child owns the session now
-    st = _store(url)
+    st = _store(store_url)
     with pytest.raises(SessionLockedError, match='session "crash" is being written by another'):
         st.open(SID)
     os.kill(pid, signal.SIGKILL)
@@ -217,13 +211,13 @@ def test_a_second_process_cannot_write_a_session_being_written(
 
 
 def test_many_processes_writing_distinct_sessions_lose_nothing(
-    url: str, fork: Callable[[Callable[[int], None]], tuple[int, int]]
+    store_url: str, fork: Callable[[Callable[[int], None]], tuple[int, int]]
 ) -> None:
     writers, turns = 6, 15
 
     def write(index: int, w: int) -> None:
         rng = random.Random(index)
-        st = _store(url)
+        st = _store(store_url)
         st.create(f"w{index}", cwd="/many")
         total = 0
         for _ in range(turns):
@@ -239,7 +233,7 @@ def test_many_processes_writing_distinct_sessions_lose_nothing(
         os.close(r)
         assert status == 0
         totals[f"w{i}"] = total
-    st = _store(url)
+    st = _store(store_url)
     for sid, total in totals.items():
         events = st.persistence.load(sid).events
         assert [e.seq for e in events] == list(range(total))

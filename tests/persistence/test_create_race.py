@@ -15,7 +15,6 @@ writer's log is untouched.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,15 +22,8 @@ import pytest
 from dsh_session_core import Session, open_store
 from dsh_session_core.errors import SessionExistsError
 
-
-@pytest.fixture(params=["jsonl", "sqlite", "postgresql"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "jsonl":
-        return str(tmp_path / "store")
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/s.db"
-    return str(request.getfixturevalue("postgresql_url"))
-
+# Each test taking ``store_url`` (the testing kit's) runs on each of these kinds.
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
 
 def _first_turn_is(store: Any, text: str) -> None:
     stored = store.open("x")
@@ -40,8 +32,8 @@ def _first_turn_is(store: Any, text: str) -> None:
     store.release(stored)
 
 
-def test_the_second_creator_of_an_id_is_told_it_exists_at_create(url: str) -> None:
-    with open_store(url) as first, open_store(url) as second:
+def test_the_second_creator_of_an_id_is_told_it_exists_at_create(store_url: str) -> None:
+    with open_store(store_url) as first, open_store(store_url) as second:
         acquire = second.backend.acquire
 
         def first_writer_wins(header: Any) -> Any:
@@ -63,8 +55,8 @@ def test_the_second_creator_of_an_id_is_told_it_exists_at_create(url: str) -> No
         second.release(reopened)
 
 
-def test_a_writer_without_the_lock_makes_the_second_first_flush_fail(url: str) -> None:
-    with open_store(url) as first, open_store(url) as second:
+def test_a_writer_without_the_lock_makes_the_second_first_flush_fail(store_url: str) -> None:
+    with open_store(store_url) as first, open_store(store_url) as second:
         late = second.create("x")
         with late.turn() as turn:
             turn.user("second")

@@ -37,14 +37,12 @@ from dsh_session_core.errors import (
     SessionLockedError,
 )
 from lifecycle_support import (
-    KINDS,
     Clock,
     exported,
     files_under,
     held_by_another_process,
     opened,
     snapshot,
-    store_url,
     write,
 )
 
@@ -66,36 +64,34 @@ TRICKY_IDS = (
 )
 
 
-@pytest.fixture(params=KINDS)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return store_url(request.param, request, tmp_path)
+# Each test taking ``store_url`` (the testing kit's) runs on each of these kinds.
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
 
-
-def _root(url: str) -> Path | None:
+def _root(store_url: str) -> Path | None:
     """The folder whose files are the store's (JSONL: the root; SQLite: the folder of
     the database and its lock files); ``None`` for PostgreSQL."""
-    if url.startswith("sqlite:///"):
-        return Path(url.removeprefix("sqlite:///")).parent
-    if "://" in url:
+    if store_url.startswith("sqlite:///"):
+        return Path(store_url.removeprefix("sqlite:///")).parent
+    if "://" in store_url:
         return None
-    return Path(url)
+    return Path(store_url)
 
 
 # --- delete ---------------------------------------------------------------------------
 
 
-def test_delete_removes_one_session_and_leaves_every_other_byte_for_byte(url: str) -> None:
+def test_delete_removes_one_session_and_leaves_every_other_byte_for_byte(store_url: str) -> None:
     clock = Clock()
-    with opened(url, clock) as store:
+    with opened(store_url, clock) as store:
         for i, sid in enumerate(TRICKY_IDS):
             write(store, clock, sid, cwd=("/p", "/q", None)[i % 3], at=T0 + i, turns=1 + i % 2)
         before = snapshot(store)
         assert sorted(before) == sorted(TRICKY_IDS)
-    root = _root(url)
+    root = _root(store_url)
     order = [TRICKY_IDS[i] for i in (0, 6, 7, 10, 9, 1, 17, 16, 19, 18, 3, 2, 21, 20, 22)]
     for sid in order:
         on_disk = files_under(root) if root is not None else {}
-        with opened(url) as store:
+        with opened(store_url) as store:
             deleted = store.delete(sid)
             after = snapshot(store)
         assert isinstance(deleted, Deleted)
@@ -108,7 +104,7 @@ def test_delete_removes_one_session_and_leaves_every_other_byte_for_byte(url: st
             now = files_under(root)
             gone = {str(root / g) for g in set(on_disk) - set(now)}
             assert set(now) <= set(on_disk)  # nothing made
-            if "://" not in url:  # its log and its lock file; every other file as it was
+            if "://" not in store_url:  # its log and its lock file; every other file as it was
                 assert gone == set(deleted.removed)
                 assert all(on_disk[name] == data for name, data in now.items())
             else:  # its lock file (its rows are gone: compared above)
@@ -145,13 +141,13 @@ def test_jsonl_removes_the_log_its_lock_and_its_dead_temp_files_only(tmp_path: P
 
 def test_sqlite_removes_the_rows_and_the_lock_file(tmp_path: Path) -> None:
     clock = Clock()
-    url = f"sqlite:///{tmp_path}/s.db"
-    with opened(url, clock) as store:
+    store_url = f"sqlite:///{tmp_path}/s.db"
+    with opened(store_url, clock) as store:
         write(store, clock, "a")
         write(store, clock, "b")
     locks = tmp_path / "s.db.locks"
     assert len(list(locks.iterdir())) == 2
-    with opened(url) as store:
+    with opened(store_url) as store:
         deleted = store.delete("a")
         assert [h.id for h in store.stored()] == ["b"]
     assert len(list(locks.iterdir())) == 1
@@ -165,9 +161,9 @@ def test_sqlite_removes_the_rows_and_the_lock_file(tmp_path: Path) -> None:
                             ).fetchone() == (3,)
 
 
-def test_an_unknown_id_is_the_not_found_error(url: str) -> None:
+def test_an_unknown_id_is_the_not_found_error(store_url: str) -> None:
     clock = Clock()
-    with opened(url, clock) as store:
+    with opened(store_url, clock) as store:
         write(store, clock, "ab")
         for sid in ("a", "abc", "", "a\ud800", "AB"):
             with pytest.raises(PersistenceError, match="not found") as caught:
@@ -178,14 +174,14 @@ def test_an_unknown_id_is_the_not_found_error(url: str) -> None:
         assert [h.id for h in store.stored()] == ["ab"]
 
 
-def test_a_dry_run_changes_nothing(url: str) -> None:
+def test_a_dry_run_changes_nothing(store_url: str) -> None:
     clock = Clock()
-    with opened(url, clock) as store:
+    with opened(store_url, clock) as store:
         write(store, clock, "a", turns=2)
         before = snapshot(store)
-    root = _root(url)
+    root = _root(store_url)
     on_disk = files_under(root) if root is not None else {}
-    with opened(url) as store:
+    with opened(store_url) as store:
         would = store.delete("a", dry_run=True)
         assert snapshot(store) == before
     assert (would.status, would.deleted, would.events) == ("would-delete", False, 6)
@@ -194,9 +190,9 @@ def test_a_dry_run_changes_nothing(url: str) -> None:
         assert files_under(root) == on_disk
 
 
-def test_a_live_session_of_this_store_is_refused(url: str) -> None:
+def test_a_live_session_of_this_store_is_refused(store_url: str) -> None:
     clock = Clock()
-    with opened(url, clock) as store:
+    with opened(store_url, clock) as store:
         write(store, clock, "a")
         live = store.open("a")
         with pytest.raises(SessionLockedError, match="release it first"):
@@ -211,9 +207,9 @@ def test_a_live_session_of_this_store_is_refused(url: str) -> None:
         assert before
 
 
-def test_a_session_another_store_of_this_process_writes_is_refused(url: str) -> None:
+def test_a_session_another_store_of_this_process_writes_is_refused(store_url: str) -> None:
     clock = Clock()
-    with opened(url, clock) as writer, opened(url) as deleter:
+    with opened(store_url, clock) as writer, opened(store_url) as deleter:
         write(writer, clock, "a")
         live = writer.open("a")
         before = exported(deleter, "a")
@@ -228,13 +224,13 @@ def test_a_session_another_store_of_this_process_writes_is_refused(url: str) -> 
         assert deleter.delete("a").events == 4
 
 
-def test_a_session_another_process_holds_is_refused_and_skipped(url: str) -> None:
+def test_a_session_another_process_holds_is_refused_and_skipped(store_url: str) -> None:
     clock = Clock()
-    with opened(url, clock) as store:
+    with opened(store_url, clock) as store:
         write(store, clock, "held", at=T0)
         write(store, clock, "free", at=T0)
         before = snapshot(store)
-    with held_by_another_process(url, "held"), opened(url) as store:
+    with held_by_another_process(store_url, "held"), opened(store_url) as store:
         with pytest.raises(SessionLockedError) as caught:
             store.delete("held")
         assert caught.value.session_id == "held"
@@ -247,14 +243,14 @@ def test_a_session_another_process_holds_is_refused_and_skipped(url: str) -> Non
         assert "another writer" in (locked.reason or "")
         assert not locked.deleted
         assert snapshot(store) == {"held": before["held"]}  # intact
-    with opened(url) as store:  # let go: now it goes
+    with opened(store_url) as store:  # let go: now it goes
         assert store.delete("held").deleted
         assert store.stored() == []
 
 
-def test_a_fork_keeps_its_events_when_its_parent_is_deleted(url: str) -> None:
+def test_a_fork_keeps_its_events_when_its_parent_is_deleted(store_url: str) -> None:
     clock = Clock()
-    with opened(url, clock) as store:
+    with opened(store_url, clock) as store:
         parent = store.create("parent", cwd="/p")
         for turn in (1, 2):
             parent.append("turn/start", {"turn": turn, "trigger": {
@@ -269,7 +265,7 @@ def test_a_fork_keeps_its_events_when_its_parent_is_deleted(url: str) -> None:
         store.release(child)
         store.release(parent)
         child_bytes = exported(store, "parent-child")
-    with opened(url) as store:
+    with opened(store_url) as store:
         store.delete("parent")
         assert exported(store, "parent-child") == child_bytes
         reopened = store.open("parent-child")
@@ -278,27 +274,27 @@ def test_a_fork_keeps_its_events_when_its_parent_is_deleted(url: str) -> None:
         assert len(reopened.events) == 3
 
 
-def test_a_deleted_session_can_be_made_again_and_locked_again(url: str) -> None:
+def test_a_deleted_session_can_be_made_again_and_locked_again(store_url: str) -> None:
     clock = Clock()
-    with opened(url, clock) as store:
+    with opened(store_url, clock) as store:
         write(store, clock, "a", turns=2)
         store.delete("a")
         write(store, clock, "a", turns=1, text="new")
         assert b"new 1" in exported(store, "a")
         live = store.open("a")
-        with opened(url) as other, pytest.raises(SessionLockedError):
+        with opened(store_url) as other, pytest.raises(SessionLockedError):
             other.open("a")
         store.release(live)
 
 
 @pytest.mark.parametrize("again", [False, True], ids=["deleted", "deleted-and-made-again"])
 def test_a_session_deleted_while_it_is_opened_is_refused_not_written_after(
-        url: str, monkeypatch: pytest.MonkeyPatch, again: bool) -> None:
+        store_url: str, monkeypatch: pytest.MonkeyPatch, again: bool) -> None:
     # open reads the log, then takes the writer lock: another process's delete (and,
     # maybe, a new session of the same id) lands in between, here injected right before
     # the lock is taken.
     clock = Clock()
-    with opened(url, clock) as store, opened(url, clock) as other:
+    with opened(store_url, clock) as store, opened(store_url, clock) as other:
         write(store, clock, "a", turns=2)
         real = store.backend.acquire
 
@@ -322,9 +318,9 @@ def test_a_session_deleted_while_it_is_opened_is_refused_not_written_after(
             store.release(live)
 
 
-def test_an_adopted_session_without_a_live_one_is_let_go_and_deleted(url: str) -> None:
+def test_an_adopted_session_without_a_live_one_is_let_go_and_deleted(store_url: str) -> None:
     clock = Clock()
-    with opened(url, clock) as store:
+    with opened(store_url, clock) as store:
         write(store, clock, "a")
         store.append_stored("a", [{"type": "turn/start", "seq": 3, "time": T0,
                                    "data": {"turn": 2, "trigger": {
@@ -333,11 +329,11 @@ def test_an_adopted_session_without_a_live_one_is_let_go_and_deleted(url: str) -
         assert store.stored() == []
 
 
-def test_async_twins(url: str) -> None:
+def test_async_twins(store_url: str) -> None:
     clock = Clock()
 
     async def run() -> tuple[Deleted, list[Deleted]]:
-        async with opened(url, clock) as store:
+        async with opened(store_url, clock) as store:
             write(store, clock, "a", at=T0)
             write(store, clock, "b", at=T0)
             one = await store.adelete("a")
@@ -362,9 +358,9 @@ def test_a_lock_taken_on_a_lock_file_a_delete_removed_is_taken_again(
     from dsh_session_core._persistence import jsonl_lock, sqlite
 
     module: Any = jsonl_lock if kind == "jsonl" else sqlite
-    url = str(tmp_path / "store") if kind == "jsonl" else f"sqlite:///{tmp_path}/s.db"
+    store_url = str(tmp_path / "store") if kind == "jsonl" else f"sqlite:///{tmp_path}/s.db"
     clock = Clock()
-    with opened(url, clock) as store:
+    with opened(store_url, clock) as store:
         write(store, clock, "a")
     real = fcntl.flock
     raced: list[str] = []
@@ -381,14 +377,14 @@ def test_a_lock_taken_on_a_lock_file_a_delete_removed_is_taken_again(
             real(fd, op)
 
     header = SessionHeader(version=0, id="a", created_at=T0)
-    with opened(url) as store:
+    with opened(store_url) as store:
         backend: Any = store.backend
         monkeypatch.setattr(module, "fcntl", Racing)
         lock = backend.acquire(header)
         monkeypatch.setattr(module, "fcntl", fcntl)
         assert raced
         assert os.path.exists(raced[0])  # taken again, on a new file at the path
-        with opened(url) as other, pytest.raises(SessionLockedError):
+        with opened(store_url) as other, pytest.raises(SessionLockedError):
             other.backend.acquire(header)
         lock.release()
 
@@ -505,9 +501,9 @@ def test_prune_refuses_a_negative_age_or_keep(tmp_path: Path) -> None:
             store.prune(datetime.timedelta(days=1), keep=-1)
 
 
-def test_prune_with_keep_cwd_and_dry_run(url: str) -> None:
+def test_prune_with_keep_cwd_and_dry_run(store_url: str) -> None:
     clock = Clock()
-    with opened(url, clock) as store:
+    with opened(store_url, clock) as store:
         for i, (sid, cwd) in enumerate([("p1", "/p"), ("p2", "/p"), ("p3", "/p"),
                                         ("q1", "/q"), ("n1", None), ("p-new", "/p")]):
             write(store, clock, sid, cwd=cwd, at=T0 + i * DAY if sid != "p-new" else T0 + 30 * DAY)
@@ -557,11 +553,11 @@ def _expected(case: dict[str, Any]) -> list[str]:
 @given(case=_cases())
 def test_prune_removes_exactly_what_its_rules_name(kind: str, case: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        url = {"memory": "memory:", "jsonl": f"{tmp}/store",
+        store_url = {"memory": "memory:", "jsonl": f"{tmp}/store",
                "jsonl+zstd": f"jsonl+zstd:///{tmp}/store",
                "sqlite": f"sqlite:///{tmp}/s.db"}[kind]
         clock = Clock()
-        with opened(url, clock) as store:
+        with opened(store_url, clock) as store:
             for sid, cwd, at in case["sessions"]:
                 write(store, clock, sid, cwd=cwd, at=at)
             before = snapshot(store)

@@ -34,8 +34,8 @@ from hypothesis import strategies as st
 from dsh_session_core import JsonlBackend, Session, create_plugin_manager
 from dsh_session_core._persistence.store import DurableStore
 from dsh_session_core.errors import StoreWriteError
+from dsh_session_core.testing import user_turn
 
-USER = {"kind": "user"}
 SID = "s"
 KINDS = ["jsonl", "jsonl+zstd"]
 
@@ -50,13 +50,6 @@ def _backend(kind: str, root: Path) -> JsonlBackend:
 
 def _store(backend: JsonlBackend) -> DurableStore:
     return DurableStore(backend, create_plugin_manager(autoload=False), clock=lambda: 7)
-
-
-def _turn(s: Session, turn: int, text: str) -> None:
-    s.append("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": USER}})
-    s.append("user/message", {"content": [{"type": "text", "text": text}], "source": USER},
-             surface_op="append")
-    s.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
 
 
 def _log(root: Path, kind: str) -> Path:
@@ -117,13 +110,13 @@ def _durable_then_failed(kind: str, root: Path, faults: Faults
     the flush's error."""
     store = _store(_backend(kind, root))
     s = store.create(SID, cwd="/w")
-    _turn(s, 1, "alpha durableword")
+    user_turn(s, 1, "alpha durableword")
     store.flush(s)
-    _turn(s, 2, "beta")
+    user_turn(s, 2, "beta")
     store.flush(s)
     size = _log(root, kind).stat().st_size
     lines = s.jsonl().decode().splitlines()
-    _turn(s, 3, "zebrafailed " * 300)  # a batch of some kilobytes, as in the report
+    user_turn(s, 3, "zebrafailed " * 300)  # a batch of some kilobytes, as in the report
     faults.armed = True
     try:
         with pytest.raises(StoreWriteError) as info:
@@ -308,7 +301,7 @@ def test_the_next_write_cuts_at_the_mark_and_removes_it(
     assert [e.seq for e in store.read(SID)] == list(range(6))
     store.flush(s)  # the retry: cut back to the mark, mark removed, batch written once
     assert not _mark(log).exists()
-    _turn(s, 4, "delta")
+    user_turn(s, 4, "delta")
     store.flush(s)
     store.close()
     assert sorted(p.name for p in log.parent.iterdir()) == [log.name, "s.lock"]
@@ -380,14 +373,14 @@ def test_the_printed_hand_fix_makes_the_log_durable(
 def test_a_stale_mark_of_a_removed_log_never_cuts_a_new_one(tmp_path: Path) -> None:
     store = _store(JsonlBackend(tmp_path))
     s = store.create(SID, cwd="/w")
-    _turn(s, 1, "first")
+    user_turn(s, 1, "first")
     store.close()
     log = _log(tmp_path, "jsonl")
     log.unlink()  # a delete killed between removing the log and its mark
     _mark(log).write_bytes(b"10\n")
     store = _store(JsonlBackend(tmp_path))
     s = store.create(SID, cwd="/w")
-    _turn(s, 1, "second")
+    user_turn(s, 1, "second")
     store.close()
     assert not _mark(log).exists()
     assert [e.seq for e in _store(JsonlBackend(tmp_path)).read(SID)] == [0, 1, 2]
@@ -411,7 +404,7 @@ def test_a_mark_edited_by_hand_is_a_clear_error(tmp_path: Path) -> None:
 
     store = _store(JsonlBackend(tmp_path))
     s = store.create(SID, cwd="/w")
-    _turn(s, 1, "x")
+    user_turn(s, 1, "x")
     store.close()
     log = _log(tmp_path, "jsonl")
     _mark(log).write_bytes(b"twelve\n")
@@ -456,7 +449,7 @@ def test_after_any_faults_a_fresh_reader_sees_exactly_what_was_acknowledged(
         # The first write is durable: a first write that published its log but could
         # neither make it durable nor withdraw it is another case (not marked).
         for turn, plan in enumerate([{}, *flushes], 1):
-            _turn(s, turn, f"turn{turn} " * 50)
+            user_turn(s, turn, f"turn{turn} " * 50)
             faults.plan, faults.counts, faults.armed = plan, {}, True
             try:
                 store.flush(s)

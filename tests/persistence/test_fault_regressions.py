@@ -31,8 +31,7 @@ from dsh_session_core.errors import (
     SkippedLogWarning,
     StoreWriteError,
 )
-
-USER = {"kind": "user"}
+from dsh_session_core.testing import user_turn
 
 
 def _store(root: Path | Any) -> DurableStore:
@@ -49,11 +48,7 @@ def _log(root: Path, sid: str, cwd: str = "/w") -> Path:
 
 
 def _turn(s: Session, turn: int, *, end: bool = True) -> None:
-    s.append("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": USER}})
-    s.append("user/message", {"content": [{"type": "text", "text": f"q{turn}"}],
-                              "source": USER}, surface_op="append")
-    if end:
-        s.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+    user_turn(s, turn, f"q{turn}", end=end)
 
 
 def _fail(monkeypatch: pytest.MonkeyPatch, name: str, times: int = 1,

@@ -16,19 +16,11 @@ import pytest
 from dsh_session_core import JsonlBackend, create_plugin_manager, open_store
 from dsh_session_core._persistence.store import DurableStore
 from dsh_session_core.errors import LogFormatError
-
-USER = {"kind": "user"}
+from dsh_session_core.testing import user_turn
 
 
 def _store(root: Path) -> DurableStore:
     return DurableStore(JsonlBackend(root), create_plugin_manager(autoload=False))
-
-
-def _turn(s: Any, turn: int, text: str = "hi") -> None:
-    s.append("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": USER}})
-    s.append("user/message", {"content": [{"type": "text", "text": text}], "source": USER},
-             surface_op="append")
-    s.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
 
 
 def _log(root: Path, sid: str, cwd: str = "/w") -> Path:
@@ -41,11 +33,11 @@ def test_a_failed_write_leaves_the_last_committed_byte_and_a_retry_no_duplicate(
 ) -> None:
     st = _store(tmp_path)
     s = st.create("enospc", cwd="/w")
-    _turn(s, 1)
+    user_turn(s, 1)
     st.flush(s)
     path = _log(tmp_path, "enospc")
     committed = path.read_bytes()
-    _turn(s, 2)
+    user_turn(s, 2)
     real = getattr(os, call)
     calls = {"n": 0}
 
@@ -109,7 +101,7 @@ def test_a_50_mb_line_is_stored_and_read_back(tmp_path: Path) -> None:
     big = "x" * (50 * 1024 * 1024)
     st = _store(tmp_path)
     s = st.create("big", cwd="/w")
-    _turn(s, 1, text=big)
+    user_turn(s, 1, text=big)
     st.flush(s)
     st.close()
     again = _store(tmp_path).open("big")
@@ -120,7 +112,7 @@ def test_a_traversal_id_stays_inside_the_root(tmp_path: Path) -> None:
     root = tmp_path / "root"
     st = _store(root)
     s = st.create("../../etc/passwd")
-    _turn(s, 1)
+    user_turn(s, 1)
     st.close()
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert all(root in p.parents for p in files)
@@ -136,7 +128,7 @@ def test_open_store_defaults_to_jsonl_in_the_data_folder(
     with open_store(plugin_manager=create_plugin_manager(autoload=False)) as st:
         assert isinstance(st.backend, JsonlBackend)
         s = st.create("d", cwd="/w")
-        _turn(s, 1)
+        user_turn(s, 1)
     assert (tmp_path / "data" / "dsh-session" / "sessions").is_dir()
     assert any((tmp_path / "data" / "dsh-session" / "sessions").rglob("d.jsonl"))
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cli_support import run_cli
 from dsh_session_core._persistence.capabilities import summaries_of
+from dsh_session_core.testing import run_cli
 from lifecycle_support import KINDS, Clock, opened, store_url, write
 
 OLD = 1_700_000_000_000  # 2023-11-14: the parent's only turn

@@ -20,15 +20,10 @@ from hypothesis import strategies as st
 from dsh_session_core import open_store
 from dsh_session_core._persistence.ranges import lines_of_types_in
 from dsh_session_core.errors import SessionLockedError
-from lifecycle_support import store_url, user_texts
+from lifecycle_support import user_texts
 
-
-@pytest.fixture(params=["jsonl", "jsonl+zstd"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "jsonl+zstd":
-        pytest.importorskip("zstandard")
-    return store_url(request.param, request, tmp_path, "logs")
-
+# Each test taking ``store_url`` (the testing kit's) runs on each of these kinds.
+pytestmark = pytest.mark.store_kinds("jsonl", "jsonl+zstd")
 
 def _say(store: object, session: object, text: str) -> None:
     with session.turn() as turn:  # type: ignore[attr-defined]
@@ -36,12 +31,12 @@ def _say(store: object, session: object, text: str) -> None:
     store.release(session)  # type: ignore[attr-defined]
 
 
-def test_a_session_made_anew_elsewhere_gets_the_writes_that_follow(url: str) -> None:
+def test_a_session_made_anew_elsewhere_gets_the_writes_that_follow(store_url: str) -> None:
     # Another store (another process) deletes the session and makes it anew while this
     # one has it released. Taken back, it loads the new log, and what it writes then
     # must go into that log, not into the file the delete removed (which the append
     # descriptor kept from before would still write to).
-    with open_store(url) as store, open_store(url) as other:
+    with open_store(store_url) as store, open_store(store_url) as other:
         mine = store.create("s")
         _say(store, mine, "one")
         other.delete("s")
@@ -52,7 +47,7 @@ def test_a_session_made_anew_elsewhere_gets_the_writes_that_follow(url: str) -> 
         assert user_texts(other.read_session("s")) == ["another one", "mine, after"]
         again = store.open("s", resume=back)
         _say(store, again, "and again")
-    with open_store(url) as fresh:
+    with open_store(store_url) as fresh:
         assert user_texts(fresh.read_session("s")) == ["another one", "mine, after", "and again"]
 
 
@@ -70,13 +65,13 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
 sys.addaudithook(_audit)  # once: a hook added per test would record each event again
 
 
-def test_taking_a_released_session_back_opens_no_file_but_the_mark(url: str) -> None:
+def test_taking_a_released_session_back_opens_no_file_but_the_mark(store_url: str) -> None:
     # The default mode's call (take the lock, take the session back, append, release)
     # keeps the lock file and the log open between calls: it makes no folder, opens
     # neither file again, and reads the log's end through the descriptor it appends
     # with. It looks for a durable-end mark (a failed write's, maybe another
     # process's) every time: that is its one open, of a file almost never there.
-    with open_store(url) as store:
+    with open_store(store_url) as store:
         mine = store.create("s")
         _say(store, mine, "one")
         mine = store.open("s", resume=mine)
@@ -94,11 +89,11 @@ def test_taking_a_released_session_back_opens_no_file_but_the_mark(url: str) -> 
         assert user_texts(store.read_session("s")) == ["one", "two", "three"]
 
 
-def test_a_lock_file_removed_meanwhile_is_not_the_lock(url: str) -> None:
+def test_a_lock_file_removed_meanwhile_is_not_the_lock(store_url: str) -> None:
     # The released lock's descriptor is kept, unlocked; the session is deleted, made
     # anew and held by another store: locking the kept descriptor (a removed file)
     # must not count as holding the session.
-    with open_store(url) as store, open_store(url) as other:
+    with open_store(store_url) as store, open_store(store_url) as other:
         mine = store.create("s")
         _say(store, mine, "one")
         other.delete("s")
@@ -114,8 +109,8 @@ def test_a_lock_file_removed_meanwhile_is_not_the_lock(url: str) -> None:
         store.release(back)
 
 
-def test_released_locks_let_other_writers_in(url: str) -> None:
-    with open_store(url) as store, open_store(url) as other:
+def test_released_locks_let_other_writers_in(store_url: str) -> None:
+    with open_store(store_url) as store, open_store(store_url) as other:
         mine = store.create("s")
         for i in range(3):
             _say(store, mine, f"mine {i}")
@@ -132,8 +127,8 @@ def test_released_locks_let_other_writers_in(url: str) -> None:
 def test_a_log_rewritten_in_place_at_the_same_size_is_read(tmp_path: Path) -> None:
     # Same file, same size, only the last line's bytes differ (a hand edit of its
     # time): the end the writer knew is not the log's end any more.
-    url = str(tmp_path / "logs")
-    with open_store(url) as store:
+    store_url = str(tmp_path / "logs")
+    with open_store(store_url) as store:
         mine = store.create("s")
         _say(store, mine, "one")
         path = store.backend.location(mine.header)
@@ -151,10 +146,10 @@ def test_a_log_rewritten_in_place_at_the_same_size_is_read(tmp_path: Path) -> No
         store.release(back)
 
 
-def test_a_log_appended_by_another_writer_is_read(url: str) -> None:
+def test_a_log_appended_by_another_writer_is_read(store_url: str) -> None:
     # A writer that is not ours (no lock, as the reference writes) appends a line:
     # the size differs from what the writer knew, so the file is read.
-    with open_store(url) as store, open_store(url) as other:
+    with open_store(store_url) as store, open_store(store_url) as other:
         mine = store.create("s")
         _say(store, mine, "one")
         _say(other, other.open("s"), "two")
@@ -218,14 +213,14 @@ def test_lines_of_types_keeps_a_torn_tail_out() -> None:
 
 
 def test_the_ends_remembered_are_bounded_and_a_forgotten_one_is_read(
-    url: str, monkeypatch: pytest.MonkeyPatch
+    store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A process writing many sessions keeps the ends of the most recent alone; a session
     # whose end was forgotten is taken back by reading its file's end, as correctly.
     from dsh_session_core._persistence import jsonl_ends
 
     monkeypatch.setattr(jsonl_ends, "MAX_KNOWN_ENDS", 2)
-    with open_store(url) as store, open_store(url) as other:
+    with open_store(store_url) as store, open_store(store_url) as other:
         first = store.create("first")
         _say(store, first, "one")
         for n in range(3):

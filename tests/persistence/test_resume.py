@@ -5,23 +5,16 @@ last event, on every backend; a log that no longer continues it is loaded whole;
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from dsh_session_core import open_store
-from lifecycle_support import store_url, user_texts
+from lifecycle_support import user_texts
 
+# Each test taking ``store_url`` (the testing kit's) runs on each of these kinds.
+pytestmark = pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql")
 
-@pytest.fixture(params=["jsonl", "jsonl+zstd", "sqlite", "postgresql"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "jsonl+zstd":
-        pytest.importorskip("zstandard")
-    return store_url(request.param, request, tmp_path, "logs")
-
-
-def test_a_released_session_is_taken_back_with_what_others_stored(url: str) -> None:
-    with open_store(url) as store, open_store(url) as other:
+def test_a_released_session_is_taken_back_with_what_others_stored(store_url: str) -> None:
+    with open_store(store_url) as store, open_store(store_url) as other:
         mine = store.create("s")
         with mine.turn() as turn:
             turn.user("one")
@@ -45,8 +38,8 @@ def test_a_released_session_is_taken_back_with_what_others_stored(url: str) -> N
         assert user_texts(other.read_session("s")) == ["one", "two", "theirs", "three"]
 
 
-def test_a_log_that_no_longer_continues_the_session_is_loaded_whole(url: str) -> None:
-    with open_store(url) as store, open_store(url) as other:
+def test_a_log_that_no_longer_continues_the_session_is_loaded_whole(store_url: str) -> None:
+    with open_store(store_url) as store, open_store(store_url) as other:
         mine = store.create("s")
         with mine.turn() as turn:
             turn.user("one")
@@ -62,8 +55,8 @@ def test_a_log_that_no_longer_continues_the_session_is_loaded_whole(url: str) ->
         store.release(back)
 
 
-def test_discard_writes_nothing_of_what_was_buffered(url: str) -> None:
-    with open_store(url) as store:
+def test_discard_writes_nothing_of_what_was_buffered(store_url: str) -> None:
+    with open_store(store_url) as store:
         session = store.create("s")
         with session.turn() as turn:
             turn.user("kept")
@@ -72,9 +65,9 @@ def test_discard_writes_nothing_of_what_was_buffered(url: str) -> None:
             turn.user("dropped")
         store.discard(session)
         assert store.get("s") is None
-        with open_store(url) as other:
+        with open_store(store_url) as other:
             reopened = other.open("s")  # the writer lock was released
             assert user_texts(reopened) == ["kept"]
             other.release(reopened)
-    with open_store(url) as store:  # closing wrote nothing more either
+    with open_store(store_url) as store:  # closing wrote nothing more either
         assert user_texts(store.read_session("s")) == ["kept"]

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from cli_support import run_cli
 from dsh_session_core import (
     SearchHit,
     Session,
@@ -30,6 +29,7 @@ from dsh_session_core import (
 from dsh_session_core._logfile import dump_log
 from dsh_session_core._persistence.copy import copy_sessions
 from dsh_session_core._persistence.opening import backend_for
+from dsh_session_core.testing import run_cli
 
 SESSIONS = 1000
 #: Words the generated sessions speak: cases, scripts, folds (ß/ss, the Kelvin sign,

@@ -27,13 +27,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cli_support import run_cli
 from dsh_session_core._persistence.base import Backend
 from dsh_session_core._persistence.copy import copy_sessions
 from dsh_session_core._persistence.memory import MemoryBackend
 from dsh_session_core._persistence.paths import MAX_SEGMENT, encode_segment
 from dsh_session_core._persistence.store import DurableStore
 from dsh_session_core.errors import SessionCwdError, SessionIdError, UnstorableError
+from dsh_session_core.testing import run_cli
 
 TURN = {"turn": 1, "trigger": {"kind": "message", "source": {"kind": "user"}}}
 NAME_MAX = 255

@@ -27,7 +27,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from persist_support import meta
 
-from cli_support import run_cli
 from conftest import upstream_dir
 from dsh_session_core import (
     JsonlBackend,
@@ -50,6 +49,7 @@ from dsh_session_core.errors import (
     LogFormatError,
     StoreKindError,
 )
+from dsh_session_core.testing import run_cli
 
 REG = core_registry()
 USER = {"kind": "user"}

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import dsh_session_todo
+import dsh_session_todo.errors
 import dsh_session_todo.plugin
 from dsh_session_core import (
     EventRegistry,
@@ -15,6 +16,7 @@ from dsh_session_core import (
     create_plugin_manager,
     encode_event,
 )
+from dsh_session_core.testing import check_plugin
 from dsh_session_todo import TodoItem, TodoWrite, TodoWriteData, current_todos
 
 UPSTREAM = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "upstream"
@@ -32,23 +34,16 @@ def _no_env_block_list(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DSH_SESSION_DISABLE_PLUGIN_AUTOLOAD", raising=False)
 
 
-def test_discovered_through_its_entry_point() -> None:
-    pm = create_plugin_manager()
-    assert pm.get_plugin("todo") is dsh_session_todo.plugin
-    entry = SessionStore(pm).registry.get("todo/write")
-    assert entry is not None
+def test_the_plugin_check_passes() -> None:
+    # The kit's check: the entry point, the registration, the block list, the errors.
+    report = check_plugin("todo")
+    assert report.plugin is dsh_session_todo.plugin
+    assert report.errors is dsh_session_todo.errors
+    assert report.event_types == ("todo/write",)
+    entry = report.entry("todo/write")
     assert (entry.plugin, entry.event, entry.payload) == ("todo", TodoWrite, TodoWriteData)
     assert entry.surface is False
     assert entry.doc == CATALOG_LINE
-
-
-def test_removed_by_the_block_list() -> None:
-    pm = create_plugin_manager(blocked=["todo", "mode"])
-    assert pm.get_plugin("todo") is None
-    assert pm.get_plugin("mode") is None
-    registry = SessionStore(pm).registry
-    assert "todo/write" not in registry
-    assert "mode/set" not in registry
 
 
 # --- the reference logs ------------------------------------------------------------------
@@ -108,5 +103,5 @@ def test_public_api_is_explicit_and_sorted() -> None:
         assert hasattr(dsh_session_todo, name), name
     src = Path(dsh_session_todo.__file__).parent
     assert (src / "py.typed").is_file()
-    public = {"__init__", "plugin", "events"}
+    public = {"__init__", "plugin", "events", "errors"}
     assert all(p.stem in public or p.stem.startswith("_") for p in src.glob("*.py"))

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pg_support import under_ci
+from dsh_session_core.testing.postgresql import under_ci
 
 if TYPE_CHECKING:
     from selenium.webdriver.chrome.webdriver import WebDriver

@@ -45,7 +45,6 @@ if _typing.TYPE_CHECKING:
     from ._codec import HookDecision, HookOutput, parse_hook_output
     from ._decision import (
         DEFAULT_STDERR_SUMMARY_MAX_CHARS,
-        HookArgumentError,
         append_hook_invoked,
         append_hook_result,
         hook_result_decision,
@@ -62,13 +61,14 @@ if _typing.TYPE_CHECKING:
         RunHookResult,
         run_hook,
     )
+    from .errors import HookArgumentError
     from .events import HookDialect, HookInvoked, HookInvokedData, HookResult, HookResultData
 
 _LAZY: dict[str, str] = {
     "CommandHook": "._runner",
     "DEFAULT_HOOK_TIMEOUT_MS": "._runner",
     "DEFAULT_STDERR_SUMMARY_MAX_CHARS": "._decision",
-    "HookArgumentError": "._decision",
+    "HookArgumentError": ".errors",
     "HookDecision": "._codec",
     "HookDialect": ".events",
     "HookExecutor": "._runner",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 __all__ = [
     "DEFAULT_STDERR_SUMMARY_MAX_CHARS",
-    "HookArgumentError",
     "append_hook_invoked",
     "append_hook_result",
     "hook_result_decision",
@@ -19,10 +18,10 @@ __all__ = [
 from typing import Any, Final
 
 from dsh_session_core import Event, Session
-from dsh_session_core.errors import DshSessionError
 from dsh_session_core.jscompat import js_trim, utf16_len, utf16_prefix
 
 from ._codec import HookOutput
+from .errors import HookArgumentError
 from .events import HookDialect
 
 #: The reference default cap for ``stderrSummary`` (both bridges' config default). The
@@ -30,19 +29,6 @@ from .events import HookDialect
 DEFAULT_STDERR_SUMMARY_MAX_CHARS: Final = 500
 
 _ELLIPSIS: Final = "\u2026"
-
-
-class HookArgumentError(DshSessionError, ValueError):
-    """A hook-protocol helper was called with a value it cannot use; nothing was appended.
-
-    :ivar argument: the parameter's name.
-    :ivar value: the rejected value.
-    """
-
-    def __init__(self, *, argument: str, value: object, requirement: str) -> None:
-        super().__init__(f"`{argument}` must be {requirement}, got {value!r}")
-        self.argument = argument
-        self.value = value
 
 
 def summarize_stderr(stderr: str, max_chars: int) -> str | None:

@@ -32,7 +32,6 @@ if _typing.TYPE_CHECKING:
         ModeDefinition,
         resolve_config,
     )
-    from ._errors import ModeConfigError, UnknownModeError
     from ._exit_plan import (
         APPROVE_LABEL,
         KEEP_PLANNING_LABEL,
@@ -50,6 +49,7 @@ if _typing.TYPE_CHECKING:
     )
     from ._fold import fold_mode, mode_at_last_header
     from ._service import Modes, ModeState
+    from .errors import ModeConfigError, UnknownModeError
     from .events import ModeSet, ModeSetData
 
 _LAZY: dict[str, str] = {
@@ -60,7 +60,7 @@ _LAZY: dict[str, str] = {
     "ExitPlanResultCard": "._exit_plan",
     "KEEP_PLANNING_LABEL": "._exit_plan",
     "ModeConfig": "._config",
-    "ModeConfigError": "._errors",
+    "ModeConfigError": ".errors",
     "ModeDefinition": "._config",
     "ModeSet": ".events",
     "ModeSetData": ".events",
@@ -74,7 +74,7 @@ _LAZY: dict[str, str] = {
     "QuestionAnswer": "._exit_plan",
     "QuestionOption": "._exit_plan",
     "ToolOutcome": "._exit_plan",
-    "UnknownModeError": "._errors",
+    "UnknownModeError": ".errors",
     "exit_plan_mode": "._exit_plan",
     "fold_mode": "._fold",
     "mode_at_last_header": "._fold",

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
-from ._errors import ModeConfigError
+from .errors import ModeConfigError
 
 #: The mode a log with no ``mode/set`` folds to: the absence of policy. Reserved: it can
 #: never be defined, and is always a valid target of ``Modes.set``.

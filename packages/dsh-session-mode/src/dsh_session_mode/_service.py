@@ -35,8 +35,8 @@ from dsh_session_core import Event, Session, hookimpl
 
 from ._config import DEFAULT_MODE, EXIT_PLAN_MODE, PLAN_MODE, ModeConfig, ModeDefinition
 from ._config import resolve_config as _resolve
-from ._errors import UnknownModeError
 from ._fold import fold_mode, mode_at_last_header
+from .errors import UnknownModeError
 
 _log = logging.getLogger("dsh_session_mode")
 

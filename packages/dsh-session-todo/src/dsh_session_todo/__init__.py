@@ -20,7 +20,6 @@ from dsh_session_core.lazy import lazy_exports as _lazy_exports
 # Imported lazily (PEP 562): loading the plugin through its entry point (and so
 # every store and CLI command) does not pay for what it does not use.
 if _typing.TYPE_CHECKING:
-    from ._errors import TodoSnapshotError, TodoValidationError
     from ._todos import (
         TodoCallCard,
         ToolOutcome,
@@ -29,14 +28,15 @@ if _typing.TYPE_CHECKING:
         todo_write,
         validate_todos,
     )
+    from .errors import TodoSnapshotError, TodoValidationError
     from .events import TodoItem, TodoStatus, TodoWrite, TodoWriteData
 
 _LAZY: dict[str, str] = {
     "TodoCallCard": "._todos",
     "TodoItem": ".events",
-    "TodoSnapshotError": "._errors",
+    "TodoSnapshotError": ".errors",
     "TodoStatus": ".events",
-    "TodoValidationError": "._errors",
+    "TodoValidationError": ".errors",
     "TodoWrite": ".events",
     "TodoWriteData": ".events",
     "ToolOutcome": "._todos",

@@ -25,7 +25,7 @@ import msgspec
 from dsh_session_core import Event, OpaqueEvent, Session, ToolOutcome, to_wire
 from dsh_session_core.jscompat import js_trim, json_quote
 
-from ._errors import TodoSnapshotError, TodoValidationError
+from .errors import TodoSnapshotError, TodoValidationError
 from .events import TodoItem, TodoWrite, TodoWriteData
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import UPSTREAM
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]  # the whole suite
 SNAPSHOT = "packages/support/acp-snapshot/"
 
 # The seed catalog (shared/seeds/002): 22 types, their owners and surface badges.
@@ -118,7 +118,7 @@ def test_every_plugin_scenario_has_a_test() -> None:
 def test_events_wraps_its_docs_to_the_terminal_width(
     columns: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cli_support import run_cli
+    from dsh_session_core.testing import run_cli
 
     monkeypatch.setenv("COLUMNS", str(columns))
     monkeypatch.setenv("DSH_SESSION_DISABLE_PLUGINS", "example")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import msgspec
 
-PAGE = Path(__file__).resolve().parent.parent / "docs" / "getting-started.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "getting-started.md"
 
 
 def _loop_blocks() -> list[str]:

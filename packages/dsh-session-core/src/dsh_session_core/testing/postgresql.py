@@ -1,12 +1,25 @@
-"""The PostgreSQL test server: where it is, and throwaway databases on it.
+"""The PostgreSQL server of a test run: where it is, and throwaway databases on it.
 
-The server is given by ``DSH_SESSION_TEST_POSTGRESQL`` (an admin URL, as printed by
-``tests/pgserver.py start``); ``python3 dev.py test`` starts one and sets it. Without it
-the PostgreSQL tests skip, except under CI (``CI`` set), where they fail: CI must never
-pass by skipping them.
+The server is given by ``DSH_SESSION_TEST_POSTGRESQL``: the URL of a role that may
+create databases (this repository's ``python3 dev.py test`` starts one with
+``tests/pgserver.py`` and sets it). Without it the PostgreSQL tests skip, except under CI
+(``CI`` set), where they fail: CI must never pass by skipping them.
+
+Needs psycopg (core's ``postgresql`` extra) and pytest; imported only by the fixtures
+that use a PostgreSQL store.
 """
 
 from __future__ import annotations
+
+__all__ = [
+    "ENV",
+    "MISSING",
+    "Databases",
+    "server_url",
+    "unavailable",
+    "under_ci",
+    "with_database",
+]
 
 import os
 import re

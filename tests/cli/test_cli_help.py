@@ -7,9 +7,9 @@ import shlex
 
 import pytest
 
-from cli_support import run_cli
 from dsh_session_core._cli.commands import COMMANDS
 from dsh_session_core._cli.parser import build_parser
+from dsh_session_core.testing import run_cli
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))

@@ -11,9 +11,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-import lifecycle_support
-from cli_support import run_cli
 from dsh_session_core import ToolCallBlock, open_store
+from dsh_session_core.testing import run_cli
 
 SID = "chat-1"
 
@@ -43,11 +42,14 @@ def _fill(url: str) -> None:
         store.release(session)
 
 
-@pytest.fixture(params=["jsonl", "sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    url = lifecycle_support.store_url(request.param, request, tmp_path)
-    _fill(url)
-    return url
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+
+
+@pytest.fixture
+def store_url(store_url: str) -> str:
+    """The testing kit's fresh store of each kind, holding ``SID``."""
+    _fill(store_url)
+    return store_url
 
 
 @pytest.fixture(autouse=True)

@@ -31,7 +31,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CORE = "dsh_session_core"
 PERSISTENCE = "dsh_session_core._persistence"
 CLI = "dsh_session_core._cli"

@@ -7,7 +7,7 @@ lazily exported names (which ``dir()`` lists before they load) and anything an
 ``lazy_exports``). And every name of ``__all__`` must resolve. The one exception is a
 public submodule (``dsh_session_core.jscompat``, ``dsh_session_mode.events``...): the
 import system binds it on its package once something imports it, and it is public by its
-name (tests/test_meta.py); it need not be listed.
+name (tests/meta/test_meta.py); it need not be listed.
 
 Each package is checked in a fresh interpreter after importing all its modules, so the
 namespace holds everything anything could leave there.
@@ -23,6 +23,7 @@ import pytest
 
 PACKAGES = [
     "dsh_session_core",
+    "dsh_session_core.testing",
     "dsh_session_compact",
     "dsh_session_hooks",
     "dsh_session_mode",

@@ -24,11 +24,11 @@ from typing import Any
 import msgspec
 import pytest
 
-from cli_support import run_cli
 from conftest import UPSTREAM
 from dsh_session_core import open_store, to_wire
 from dsh_session_core._cli.support import registry
 from dsh_session_core._logfile import parse_log
+from dsh_session_core.testing import run_cli
 from lifecycle_support import store_url
 
 RUN = "from dsh_session_core._cli.main import main; main()"  # the real command
@@ -300,12 +300,15 @@ def _store_url(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> str
     return store_url(kind, request, tmp_path, "sessions")
 
 
-@pytest.fixture(params=["jsonl", "sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, dict[str, Any]]:
+# A test taking the ``store`` below runs on each of these kinds (the kit's ``store_url``).
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+
+
+@pytest.fixture
+def store(store_url: str) -> tuple[str, dict[str, Any]]:
     """A store holding ``alpha`` (two closed turns, cwd /work) and ``beta`` (an open
     turn): its URL, and the sessions' headers and events (wire shape)."""
-    url = _store_url(request.param, request, tmp_path)
-    return url, _populate(url)
+    return store_url, _populate(store_url)
 
 
 def _populate(url: str) -> dict[str, Any]:

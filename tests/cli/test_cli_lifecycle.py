@@ -11,14 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from cli_support import run_cli
+from dsh_session_core.testing import run_cli
 from lifecycle_support import (
-    KINDS,
     Clock,
     held_by_another_process,
     opened,
     snapshot,
-    store_url,
     write,
 )
 
@@ -33,15 +31,13 @@ class _Terminal(io.StringIO):
         return True
 
 
-@pytest.fixture(params=KINDS)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return store_url(request.param, request, tmp_path)
+# Each test taking ``store_url`` (the testing kit's) runs on each of these kinds.
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
 
-
-def _fill(url: str) -> dict[str, bytes]:
+def _fill(store_url: str) -> dict[str, bytes]:
     """Sessions "a", "ab" (old, /p), "b" (old, /q), "new" (just now, /p)."""
     clock = Clock(OLD)
-    with opened(url, clock) as store:
+    with opened(store_url, clock) as store:
         write(store, clock, "a", cwd="/p", at=OLD)
         write(store, clock, "ab", cwd="/p", at=OLD + DAY, turns=2)
         write(store, clock, "b", cwd="/q", at=OLD + 2 * DAY)
@@ -49,39 +45,39 @@ def _fill(url: str) -> dict[str, bytes]:
         return snapshot(store)
 
 
-def _left(url: str) -> dict[str, bytes]:
-    with opened(url) as store:
+def _left(store_url: str) -> dict[str, bytes]:
+    with opened(store_url) as store:
         return snapshot(store)
 
 
 # --- rm -------------------------------------------------------------------------------
 
 
-def test_rm_removes_what_it_is_given_and_says_so(url: str) -> None:
-    before = _fill(url)
-    code, out, err = run_cli("rm", "ab", "a", "--store", url, "--yes")
+def test_rm_removes_what_it_is_given_and_says_so(store_url: str) -> None:
+    before = _fill(store_url)
+    code, out, err = run_cli("rm", "ab", "a", "--store", store_url, "--yes")
     assert (code, err) == (0, "")
     assert out.decode().splitlines() == [
         f"removed ab: 6 event(s), {len(before['ab']):,} bytes",
         f"removed a: 3 event(s), {len(before['a']):,} bytes",
         f"removed 2 session(s), {len(before['a']) + len(before['ab']):,} bytes freed",
     ]
-    assert _left(url) == {k: v for k, v in before.items() if k not in ("a", "ab")}
+    assert _left(store_url) == {k: v for k, v in before.items() if k not in ("a", "ab")}
 
 
-def test_rm_of_several_removes_the_ones_it_can_and_names_the_others(url: str) -> None:
-    before = _fill(url)
-    code, out, err = run_cli("rm", "a", "nope", "a", "--store", url, "--yes")
+def test_rm_of_several_removes_the_ones_it_can_and_names_the_others(store_url: str) -> None:
+    before = _fill(store_url)
+    code, out, err = run_cli("rm", "a", "nope", "a", "--store", store_url, "--yes")
     assert code == 1
     assert out.decode().splitlines()[0].startswith("removed a: 3 event(s)")
-    assert err.splitlines()[0] == f'dsh-session: error: no session "nope" in {_shown(url)}'
+    assert err.splitlines()[0] == f'dsh-session: error: no session "nope" in {_shown(store_url)}'
     assert err.splitlines()[1].startswith("hint: `dsh-session ls --store")
-    assert _left(url) == {k: v for k, v in before.items() if k != "a"}
+    assert _left(store_url) == {k: v for k, v in before.items() if k != "a"}
 
 
-def test_rm_json(url: str) -> None:
-    before = _fill(url)
-    code, out, _ = run_cli("rm", "b", "--store", url, "--yes", "--json")
+def test_rm_json(store_url: str) -> None:
+    before = _fill(store_url)
+    code, out, _ = run_cli("rm", "b", "--store", store_url, "--yes", "--json")
     assert code == 0
     doc = json.loads(out)
     [row] = doc["removed"]
@@ -96,47 +92,47 @@ def test_rm_json(url: str) -> None:
 def test_rm_asks_on_a_terminal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: str, removed: bool
 ) -> None:
-    url = str(tmp_path / "store")
-    before = _fill(url)
+    store_url = str(tmp_path / "store")
+    before = _fill(store_url)
     monkeypatch.setattr("sys.stdin", _Terminal(answer))
-    code, out, err = run_cli("rm", "a", "--store", url)
-    assert err.startswith(f"remove 1 session(s) from {url} (a: {len(before['a']):,} bytes)? "
+    code, out, err = run_cli("rm", "a", "--store", store_url)
+    assert err.startswith(f"remove 1 session(s) from {store_url} (a: {len(before['a']):,} bytes)? "
                           "[y/N] ")
     if removed:
         assert code == 0
-        assert "a" not in _left(url)
+        assert "a" not in _left(store_url)
     else:
         assert code == 1
         assert err.rstrip("\n").endswith("dsh-session: not confirmed: nothing was removed")
         assert out == b""
-        assert _left(url) == before
+        assert _left(store_url) == before
 
 
 def test_rm_names_at_most_five_sessions_in_its_question(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    url = str(tmp_path / "store")
+    store_url = str(tmp_path / "store")
     clock = Clock(OLD)
     ids = [f"s{i}" for i in range(7)]
-    with opened(url, clock) as store:
+    with opened(store_url, clock) as store:
         for sid in ids:
             write(store, clock, sid)
     monkeypatch.setattr("sys.stdin", _Terminal("n\n"))
-    code, _, err = run_cli("rm", *ids, "--store", url)
+    code, _, err = run_cli("rm", *ids, "--store", store_url)
     assert code == 1
-    assert err.startswith(f"remove 7 session(s) from {url} (s0, s1, s2, s3, s4 and 2 more: ")
-    assert sorted(_left(url)) == ids
+    assert err.startswith(f"remove 7 session(s) from {store_url} (s0, s1, s2, s3, s4 and 2 more: ")
+    assert sorted(_left(store_url)) == ids
 
 
-def test_rm_and_prune_refuse_what_a_second_process_holds(url: str) -> None:
-    before = _fill(url)
-    with held_by_another_process(url, "a"):
-        code, out, err = run_cli("rm", "a", "--store", url, "--yes")
+def test_rm_and_prune_refuse_what_a_second_process_holds(store_url: str) -> None:
+    before = _fill(store_url)
+    with held_by_another_process(store_url, "a"):
+        code, out, err = run_cli("rm", "a", "--store", store_url, "--yes")
         assert (code, out) == (1, b"")
         assert err.startswith('dsh-session: session "a" is held by a writer (')
         assert err.splitlines()[0].endswith("): left as it is")
         assert err.splitlines()[1].startswith("hint: stop its writer")
-        code, out, err = run_cli("prune", "--older-than", "30d", "--store", url, "--yes",
+        code, out, err = run_cli("prune", "--older-than", "30d", "--store", store_url, "--yes",
                                  "--cwd", "/p")
         assert (code, err) == (0, "")
         lines = out.decode().splitlines()
@@ -144,16 +140,16 @@ def test_rm_and_prune_refuse_what_a_second_process_holds(url: str) -> None:
         assert lines[1].startswith("removed ab  (6 event(s), ")
         assert lines[2] == (f"removed 1 session(s), {len(before['ab']):,} bytes freed; "
                             "1 skipped (a writer holds them)")
-        assert _left(url) == {k: v for k, v in before.items() if k != "ab"}  # "a" intact
-    assert run_cli("rm", "a", "--store", url, "--yes")[0] == 0  # let go: it goes
+        assert _left(store_url) == {k: v for k, v in before.items() if k != "ab"}  # "a" intact
+    assert run_cli("rm", "a", "--store", store_url, "--yes")[0] == 0  # let go: it goes
 
 
 # --- prune ----------------------------------------------------------------------------
 
 
-def test_prune_dry_run_keep_and_cwd(url: str) -> None:
-    before = _fill(url)
-    code, out, err = run_cli("prune", "--older-than", "30d", "--dry-run", "--store", url)
+def test_prune_dry_run_keep_and_cwd(store_url: str) -> None:
+    before = _fill(store_url)
+    code, out, err = run_cli("prune", "--older-than", "30d", "--dry-run", "--store", store_url)
     assert (code, err) == (0, "")  # a dry run needs no --yes, nor a terminal
     lines = out.decode().splitlines()
     assert [line.split("  ")[0] for line in lines[:-1]] == [
@@ -161,60 +157,61 @@ def test_prune_dry_run_keep_and_cwd(url: str) -> None:
     total = len(before["a"]) + len(before["ab"]) + len(before["b"])
     assert lines[-1] == (f"would remove 3 session(s), {total:,} bytes "
                          "(dry run: nothing was removed)")
-    assert _left(url) == before
+    assert _left(store_url) == before
     code, out, _ = run_cli("prune", "--older-than", "2w", "--keep", "1", "--cwd", "/p",
-                           "--store", url, "--yes")
+                           "--store", store_url, "--yes")
     assert code == 0
     assert [line.split("  ")[0] for line in out.decode().splitlines()] == [
         "removed a", f"removed 1 session(s), {len(before['a']):,} bytes freed"]
-    assert sorted(_left(url)) == ["ab", "b", "new"]
-    code, out, _ = run_cli("prune", "--older-than", "1d", "--store", url, "--yes", "--json")
+    assert sorted(_left(store_url)) == ["ab", "b", "new"]
+    code, out, _ = run_cli("prune", "--older-than", "1d", "--store", store_url, "--yes", "--json")
     doc = json.loads(out)
     assert [(s["id"], s["status"]) for s in doc["sessions"]] == [
         ("ab", "deleted"), ("b", "deleted")]
     assert (doc["keep"], doc["dryRun"], doc["cwd"]) == (0, False, None)
     assert doc["bytes"] == len(before["ab"]) + len(before["b"])
-    assert sorted(_left(url)) == ["new"]
+    assert sorted(_left(store_url)) == ["new"]
 
 
 def test_prune_asks_on_a_terminal_after_showing_what_would_go(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    url = str(tmp_path / "store")
-    before = _fill(url)
+    store_url = str(tmp_path / "store")
+    before = _fill(store_url)
     monkeypatch.setattr("sys.stdin", _Terminal("n\n"))
-    code, out, err = run_cli("prune", "--older-than", "30d", "--cwd", "/q", "--store", url)
+    code, out, err = run_cli("prune", "--older-than", "30d", "--cwd", "/q", "--store", store_url)
     assert (code, out) == (1, b"")
     assert err.splitlines()[0].startswith("would remove b  (3 event(s), ")
-    assert err.splitlines()[1].startswith(f"remove 1 session(s) from {url} (")
-    assert _left(url) == before
+    assert err.splitlines()[1].startswith(f"remove 1 session(s) from {store_url} (")
+    assert _left(store_url) == before
     monkeypatch.setattr("sys.stdin", _Terminal("y\n"))
-    code, out, _ = run_cli("prune", "--older-than", "30d", "--cwd", "/q", "--store", url)
+    code, out, _ = run_cli("prune", "--older-than", "30d", "--cwd", "/q", "--store", store_url)
     assert code == 0
     assert out.decode().splitlines()[0].startswith("removed b  (3 event(s), ")
-    assert "b" not in _left(url)
+    assert "b" not in _left(store_url)
 
 
 def test_prune_of_a_relative_cwd_means_that_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    url = str(tmp_path / "store")
+    store_url = str(tmp_path / "store")
     clock = Clock(OLD)
     (tmp_path / "proj").mkdir()
-    with opened(url, clock) as store:
+    with opened(store_url, clock) as store:
         write(store, clock, "here", cwd=str(tmp_path / "proj"))
         write(store, clock, "there", cwd="/elsewhere")
     monkeypatch.chdir(tmp_path / "proj")
-    code, out, _ = run_cli("prune", "--older-than", "1d", "--cwd", ".", "--store", url, "--yes")
+    code, out, _ = run_cli("prune", "--older-than", "1d", "--cwd", ".", "--store", store_url,
+                           "--yes")
     assert code == 0
     assert out.decode().startswith("removed here  ")
-    assert sorted(_left(url)) == ["there"]
+    assert sorted(_left(store_url)) == ["there"]
 
 
 def test_prune_with_nothing_to_remove(tmp_path: Path) -> None:
-    url = str(tmp_path / "store")
-    _fill(url)
-    code, out, err = run_cli("prune", "--older-than", "5000w", "--store", url, "--yes")
+    store_url = str(tmp_path / "store")
+    _fill(store_url)
+    code, out, err = run_cli("prune", "--older-than", "5000w", "--store", store_url, "--yes")
     assert (code, out.decode(), err) == (0, "removed 0 session(s), 0 bytes freed\n", "")
 
 
@@ -231,10 +228,10 @@ def test_every_help_has_an_example(command: str) -> None:
     assert f"\n    {command} " in out.decode()
 
 
-def _shown(url: str) -> str:
+def _shown(store_url: str) -> str:
     from dsh_session_core._persistence.urls import printable_url
 
-    return printable_url(url)
+    return printable_url(store_url)
 
 
 #: (argv, what stdin is, exit status, what the first error line must contain). ``S`` is

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import pytest
 
-from cli_support import run_cli
 from conftest import upstream_dir
 from dsh_session_core import JsonlBackend, SessionHeader, SqliteBackend
+from dsh_session_core.testing import run_cli
 
 if TYPE_CHECKING:
-    from pg_support import Databases
+    from dsh_session_core.testing.postgresql import Databases
 
 
 class Places:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from cli_support import run_cli
 from dsh_session_core import open_store
+from dsh_session_core.testing import run_cli
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cli_support import run_cli
 from dsh_session_core import open_store
+from dsh_session_core.testing import run_cli
 
 USER = {"kind": "user"}
 BASE = 1_767_225_600_000  # 2026-01-01T00:00:00Z

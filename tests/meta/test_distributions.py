@@ -21,7 +21,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MEMBERS = {
     "dsh-session-core": ROOT / "packages" / "dsh-session-core",
     "dsh-session-compact": ROOT / "packages" / "dsh-session-compact",

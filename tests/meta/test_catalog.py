@@ -14,7 +14,7 @@ from msgspec import Struct
 from dsh_session_core import Event, EventSpec, PluginManager, SessionStore, hookimpl
 from dsh_session_core.errors import PluginError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CATALOG = ROOT / "docs" / "persistence-catalog.md"
 
 

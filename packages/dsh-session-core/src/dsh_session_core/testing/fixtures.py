@@ -1,0 +1,138 @@
+"""The kit's pytest fixtures: a plugin a test suite loads by asking for it, in its root
+``conftest.py``::
+
+    pytest_plugins = ["dsh_session_core.testing.fixtures"]
+
+- ``store_kind``: the kind of store a test runs on; every test that uses it (or a
+  fixture below) runs once per kind: ``jsonl``, ``jsonl+zstd``, ``memory``, ``sqlite``,
+  ``postgresql``. Mark a module or a test ``@pytest.mark.store_kinds("jsonl", ...)``
+  to run on fewer; a test that parametrizes ``store_kind`` itself is left alone. A
+  compact store skips without zstandard, a PostgreSQL one without a server;
+- ``store_url``: the URL of a fresh, empty store of that kind;
+- ``store``: a :class:`~dsh_session_core.DurableStore` open on it (the installed
+  plugins loaded), closed after the test;
+- ``backend_factory``: opens fresh backend instances of that kind over one storage (a
+  :data:`~dsh_session_core.testing.stores.BackendFactory`);
+- ``postgresql_server``, ``postgresql_databases``, ``postgresql_url``: the server named
+  by ``DSH_SESSION_TEST_POSTGRESQL`` and a brand-new database on it for one test,
+  dropped after it (see :mod:`dsh_session_core.testing.postgresql`).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "backend_factory",
+    "postgresql_databases",
+    "postgresql_server",
+    "postgresql_url",
+    "pytest_configure",
+    "pytest_generate_tests",
+    "store",
+    "store_kind",
+    "store_url",
+]
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from .stores import KINDS, BackendFactory, make_backend_factory, make_store_url
+
+if TYPE_CHECKING:
+    from .. import DurableStore
+    from .postgresql import Databases
+
+_MARKER = "store_kinds"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{_MARKER}(*kinds): the kinds of store the test's store_kind takes "
+                   f"(default: {', '.join(KINDS)})")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Runs every test that uses ``store_kind`` once per kind: those its
+    ``store_kinds`` mark names, or all of them."""
+    if "store_kind" not in metafunc.fixturenames:
+        return
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0] if mark.args else mark.kwargs.get("argnames", "")
+        if "store_kind" in ([n.strip() for n in names.split(",")]
+                            if isinstance(names, str) else names):
+            return  # the test chose its kinds itself
+    marker = metafunc.definition.get_closest_marker(_MARKER)
+    kinds = tuple(marker.args) if marker is not None else KINDS
+    unknown = sorted(set(kinds) - set(KINDS))
+    if unknown:
+        msg = f"{metafunc.definition.nodeid}: unknown kinds of store {unknown}"
+        raise pytest.UsageError(msg)
+    metafunc.parametrize("store_kind", kinds, indirect=True)
+
+
+@pytest.fixture
+def store_kind(request: pytest.FixtureRequest) -> str:
+    """The kind of store of this run of the test."""
+    kind: str = request.param
+    if kind == "jsonl+zstd":
+        pytest.importorskip("zstandard")
+    return kind
+
+
+@pytest.fixture
+def store_url(store_kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of a fresh, empty store of this run's kind."""
+    return make_store_url(store_kind, request, tmp_path)
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[DurableStore]:
+    """A store open on ``store_url``, with the installed plugins; closed after the test."""
+    from .. import open_store
+
+    with open_store(store_url) as opened:
+        yield opened
+
+
+@pytest.fixture
+def backend_factory(store_kind: str, request: pytest.FixtureRequest,
+                    tmp_path: Path) -> BackendFactory:
+    """Opens fresh backend instances of this run's kind over one storage."""
+    return make_backend_factory(store_kind, request, tmp_path)
+
+
+@pytest.fixture(scope="session")
+def postgresql_server() -> str:
+    """The admin URL of the PostgreSQL test server (``DSH_SESSION_TEST_POSTGRESQL``).
+    Without it: skip, or fail under CI."""
+    import psycopg
+
+    from .postgresql import ENV, server_url
+
+    url = server_url()
+    try:
+        psycopg.connect(url, connect_timeout=10).close()
+    except psycopg.Error as exc:
+        pytest.fail(f"{ENV}={url} does not connect: {exc}", pytrace=False)
+    return url
+
+
+@pytest.fixture(scope="session")
+def postgresql_databases(postgresql_server: str) -> Iterator[Databases]:
+    """Creates and drops the tests' databases."""
+    from .postgresql import Databases
+
+    databases = Databases(postgresql_server)
+    yield databases
+    databases.close()
+
+
+@pytest.fixture
+def postgresql_url(request: pytest.FixtureRequest,
+                   postgresql_databases: Databases) -> Iterator[str]:
+    """The URL of a brand-new empty database for this test, dropped after it (even with
+    connections the test left open)."""
+    with postgresql_databases.database(request.node.name) as url:
+        yield url

@@ -1,0 +1,108 @@
+"""Stores for tests: the kinds of store, the URL of a fresh one of each kind, and
+factories of fresh backend instances over one storage.
+
+A test that runs on several kinds of store takes its URL from :func:`make_store_url`
+(or the ``store_url`` fixture of :mod:`dsh_session_core.testing.fixtures`, which does it
+for each kind). PostgreSQL stores are throwaway databases of the server named by
+``DSH_SESSION_TEST_POSTGRESQL`` (see :mod:`dsh_session_core.testing.postgresql`), taken
+through the ``postgresql_url`` fixture: the functions here take the test's
+``request`` for that, and need pytest only for a PostgreSQL or compact store.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DURABLE_KINDS", "KINDS", "BackendFactory", "make_backend_factory",
+           "make_store_url"]
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pytest
+
+    from .. import Backend
+
+#: Every built-in kind of store, as the fixtures run them (memory among them).
+KINDS: tuple[str, ...] = ("jsonl", "jsonl+zstd", "memory", "sqlite", "postgresql")
+#: The kinds that outlive their process.
+DURABLE_KINDS: tuple[str, ...] = ("jsonl", "jsonl+zstd", "sqlite", "postgresql")
+
+#: Opens a fresh backend instance over one storage, as a second process would.
+BackendFactory = Callable[[], "Backend"]
+
+
+def make_store_url(kind: str, request: pytest.FixtureRequest, tmp: Path,
+                   name: str = "store") -> str:
+    """The URL of a fresh store ``name`` of kind ``kind`` under the folder ``tmp``:
+    ``jsonl`` (a folder path), ``jsonl+zstd``, ``sqlite`` (``name.db``), ``postgresql``
+    (a brand-new database of the test server: the ``postgresql_url`` fixture, so it
+    skips without a server) or ``memory``.
+
+    :raises ValueError: an unknown kind.
+    """
+    if kind == "jsonl":
+        return str(tmp / name)
+    if kind == "jsonl+zstd":
+        return f"jsonl+zstd:///{tmp / name}"
+    if kind == "sqlite":
+        return f"sqlite:///{tmp / name}.db"
+    if kind == "postgresql":
+        url: str = request.getfixturevalue("postgresql_url")
+        return url
+    if kind == "memory":
+        return "memory:"
+    msg = f"unknown kind of store {kind!r}: one of {', '.join(KINDS)}"
+    raise ValueError(msg)
+
+
+def make_backend_factory(kind: str, request: pytest.FixtureRequest,
+                         tmp: Path) -> BackendFactory:
+    """A factory of fresh backend instances of kind ``kind`` over one storage under
+    ``tmp``: each call opens the same sessions anew, as another process would (a memory
+    backend's storage is the object itself, so every call returns the one instance).
+    PostgreSQL backends are closed after the test; tests may leave them open, as a
+    process that exits would.
+
+    :raises ValueError: an unknown kind.
+    """
+    if kind == "memory":
+        from .. import MemoryBackend
+
+        shared = MemoryBackend()
+        return lambda: shared
+    if kind == "jsonl":
+        from .. import JsonlBackend
+
+        return lambda: JsonlBackend(tmp / "root")
+    if kind == "jsonl+zstd":
+        from .._persistence.jsonl_zstd import JsonlZstdBackend
+
+        return lambda: JsonlZstdBackend(tmp / "root")
+    if kind == "sqlite":
+        from .. import SqliteBackend
+
+        return lambda: SqliteBackend(tmp / "sessions.db")
+    if kind == "postgresql":
+        return _postgresql_factory(request)
+    msg = f"unknown kind of store {kind!r}: one of {', '.join(KINDS)}"
+    raise ValueError(msg)
+
+
+def _postgresql_factory(request: pytest.FixtureRequest) -> BackendFactory:
+    from .. import PostgresBackend
+
+    url = request.getfixturevalue("postgresql_url")
+    made: list[Any] = []
+
+    def factory() -> Backend:
+        made.append(PostgresBackend(url))
+        backend: Backend = made[-1]
+        return backend
+
+    def close_all() -> None:
+        for backend in made:
+            backend.close()
+
+    request.addfinalizer(close_all)
+    return factory
