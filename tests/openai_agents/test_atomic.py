@@ -306,3 +306,51 @@ def test_the_table_of_turns_is_pruned_after_a_cancellation(tmp_path: Path) -> No
         assert _locks._LOCKS == {}
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("keep_open", [False, True], ids=["default", "keep_open"])
+def test_a_session_another_writer_creates_between_the_look_and_the_create_is_opened(
+    store_url: str, keep_open: bool
+) -> None:
+    """The window two processes race through, made certain: the session is not stored
+    when this instance looks, and another process creates and writes it before this
+    instance's create runs. The store refuses that create (SessionExistsError); the
+    instance opens the other writer's session and adds after its items."""
+    import json
+
+    theirs = [{"role": "user", "content": "from the other writer"}]
+    mine = [{"role": "user", "content": "from this one"}]
+
+    def other_process_adds() -> None:
+        # Another process: one process's instances of a session take turns, so the
+        # other writer of the race is always another process.
+        done = subprocess.run([sys.executable, "-c", OTHER, store_url, json.dumps(theirs)],
+                              capture_output=True, text=True, check=False, timeout=120)
+        assert done.returncode == 0, done.stderr
+
+    async def main() -> None:
+        session = DshSession("s", store=store_url, keep_open=keep_open)
+        store = session.store
+        created: list[str] = []
+
+        def create(sid: str, *args: Any, **kwargs: Any) -> Any:
+            if not created:
+                created.append(sid)
+                other_process_adds()
+            return type(store).create(store, sid, *args, **kwargs)
+
+        async def acreate(sid: str, *args: Any, **kwargs: Any) -> Any:
+            if not created:
+                created.append(sid)
+                await asyncio.to_thread(other_process_adds)
+            return await type(store).acreate(store, sid, *args, **kwargs)
+
+        store.create = create  # type: ignore[method-assign]
+        store.acreate = acreate  # type: ignore[method-assign]
+        await session.add_items(mine)
+        assert created == ["s"]  # the window was taken
+        assert await session.get_items() == [*theirs, *mine]
+        await session.aclose()
+
+    asyncio.run(main())
+    assert _stored_items(store_url) == [*theirs, *mine]

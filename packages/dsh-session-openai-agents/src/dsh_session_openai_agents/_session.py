@@ -37,6 +37,7 @@ from dsh_session_core import (
     SessionLockedError,
     open_store,
 )
+from dsh_session_core.errors import SessionExistsError
 
 from ._locks import _settled, _taking_turns, _taking_turns_now
 from ._mapping import Runs, _record, end_open_turn, record_clear, record_items, record_pop
@@ -293,8 +294,15 @@ class DshSession(SessionABC):
                         raise
                     if not create:
                         return None, False
-                    return await self._opening(self.store.acreate(self.session_id),
-                                               hold), True
+                    try:
+                        return await self._opening(self.store.acreate(self.session_id),
+                                                   hold), True
+                    except (PersistenceError, SessionExistsError):
+                        # Created by another writer meanwhile (see _acquire_now): open it.
+                        stored = {h.id for h in await self.store.astored()}
+                        if self.session_id not in stored or time.monotonic() >= deadline:
+                            raise
+                        continue
             except SessionLockedError:
                 if time.monotonic() >= deadline:
                     raise
@@ -382,10 +390,14 @@ class DshSession(SessionABC):
                         return None, False
                     try:
                         return self.store.create(self.session_id), True
-                    except PersistenceError:
+                    except (PersistenceError, SessionExistsError):
+                        # Another writer (another process) created it between our look
+                        # and our create: the store refuses ours (SessionExistsError
+                        # when it sees the session under the lock, PersistenceError at
+                        # the first write): open theirs.
                         if not self._is_stored() or time.monotonic() >= deadline:
                             raise
-                        continue  # created by another writer meanwhile: open it
+                        continue
             except SessionLockedError:
                 if time.monotonic() >= deadline:
                     self._cached = cached  # still what is stored, for the next call
