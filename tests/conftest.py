@@ -3,6 +3,7 @@ pytest plugin, loaded here), where the reference logs live, and fresh plugin man
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,12 @@ from dsh_session_core import PluginManager, create_plugin_manager
 from dsh_session_core.testing import BackendFactory
 
 pytest_plugins = ["dsh_session_core.testing.fixtures"]
+
+# pytest-xdist exports the controller's terminal size to its workers (COLUMNS=80,
+# LINES=24). The commands the tests run must see what a user's piped run sees (no
+# width given: the default), whether the suite runs in one process or in several.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 #: The reference logs and goldens, shipped beside the repository (not in it).
 UPSTREAM = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "upstream"
