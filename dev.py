@@ -1,7 +1,8 @@
 """Set up and run dsh-session from a fresh clone, with nothing but Python 3.11+ and pip.
 
     python3 dev.py demo     # the main job
-    python3 dev.py test     # the whole test suite (pytest arguments may follow)
+    python3 dev.py test     # the whole test suite, a worker per core (pytest arguments
+                            # may follow; -n 0 or -p no:xdist runs it in one process)
 
 The repository is a workspace of six distributions (docs/layout.md): ``dsh-session-core``,
 the four plugins under ``packages/``, and ``dsh-session`` at the root (the demo, and the
@@ -127,9 +128,18 @@ def _pgserver(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, check=False)
 
 
+def _workers(args: list[str]) -> list[str]:
+    """pytest-xdist's arguments: a worker per core (``-n auto``), tests handed to the
+    worker that is free (``--dist worksteal``: a few tests take far longer than the
+    rest), unless the arguments already say how to run (``-n``, ``-p no:xdist``)."""
+    told = any(a in ("-n", "--numprocesses", "--dist") or a.startswith(("-n", "--numprocesses="))
+               or a in ("no:xdist", "-pno:xdist") for a in args)
+    return [] if told else ["-n", "auto", "--dist", "worksteal"]
+
+
 def _test(python: str, args: list[str]) -> int:
     """Run pytest, with a throwaway PostgreSQL server unless one is given."""
-    pytest = [python, "-m", "pytest", *args]
+    pytest = [python, "-m", "pytest", *_workers(args), *args]
     if not (shutil.which("chromium") and shutil.which("chromedriver")):
         print("dev.py: no chromium or chromedriver, the browser tests will skip "
               "(apt-get install chromium chromium-driver)")
