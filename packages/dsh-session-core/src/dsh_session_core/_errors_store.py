@@ -172,7 +172,7 @@ class StoreKindError(DshSessionError):
     """
 
     def __init__(self, location: str, kind: str) -> None:
-        from ._persistence.urls import url_for  # here: urls imports this module
+        from ._persistence.url_for import url_for  # a leaf: urls imports this module
 
         scheme, other = ("jsonl+zstd", "plain") if kind == "compact" else ("jsonl", "compact")
         # The URL that opens it, by the store URL rule (an absolute location gets the

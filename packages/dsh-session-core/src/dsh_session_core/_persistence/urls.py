@@ -27,6 +27,7 @@ import os
 from pathlib import Path
 
 from ..errors import StoreFolderError, StoreUrlError
+from .url_for import url_for  # re-exported: the URL rules' own
 
 __all__ = [
     "STORE_ENV",
@@ -44,9 +45,6 @@ __all__ = [
 
 #: Where ``open_store()`` stores by default: a URL or a folder path.
 STORE_ENV = "DSH_SESSION_STORE"
-
-#: What :func:`url_for` leaves unescaped: every character but ``%``, ``?`` and ``#``.
-_SAFE = "/:@!$&'()*+,;=[]~"
 
 
 def local_store(url: str) -> tuple[str, str] | None:
@@ -107,15 +105,6 @@ def store_path(scheme: str, rest: str, url: str) -> str:
     if scheme == "file":  # RFC 8089: the path after the authority is absolute
         return "/" + path.lstrip("/")
     return path
-
-
-def url_for(scheme: str, path: str) -> str:
-    """The URL of ``scheme`` that names ``path`` (relative paths stay relative):
-    ``url_for("sqlite", "backup.db")`` is ``sqlite:///backup.db``, and an absolute path
-    gets the four slashes. Only ``%``, ``?``, ``#`` (and the like) are escaped."""
-    from urllib.parse import quote
-
-    return f"{scheme}:///{quote(path, safe=_SAFE)}"
 
 
 def data_folder_store() -> str:
