@@ -228,6 +228,13 @@ def test_the_document_is_paged_by_turn_blocks(tmp_path: Path) -> None:
         assert get_json(server, "/api/session/long?turns=0-49")["timeline"] == first["timeline"]
         bad = get_json(server, "/api/session/long?turns=9-2", 400)
         assert "turns takes a range" in bad["error"]
+        # "A-" is a page from A as long as the server pages: the page asks so, and does
+        # not keep the size itself.
+        opened = get_json(server, "/api/session/long?turns=50-")
+        assert opened["range"] == [50, 99]
+        assert opened["timeline"] == second["timeline"]
+        assert get_json(server, "/api/session/long?turns=100-")["range"] == [100, 119]
+        assert "turns takes a range" in get_json(server, "/api/session/long?turns=-", 400)["error"]
 
 
 # --- refusals -----------------------------------------------------------------------------

@@ -18,8 +18,9 @@ Routes::
     /api/sessions?cwd=&parent=&since=&until=&limit=&offset=&all=1   (all: the hidden too)
     /api/search?q=&type=&role=&session=&limit=
     /api/session/<id>?turns=A-B        a page of the session's document (default 0-49;
-                                       &full=1 waits for the whole document, &all=1
-                                       answers every block)
+                                       A-: the page from A, PAGE_TURNS long; &full=1
+                                       waits for the whole document, &all=1 answers
+                                       every block)
     /api/session/<id>/events?after=SEQ&limit=N
     /api/session/<id>/follow?after=SEQ server-sent events: one per appended batch
 """
@@ -113,7 +114,9 @@ def _turns(text: str | None) -> tuple[int, int]:
     first, sep, last = text.partition("-")
     try:
         start = int(first)
-        end = int(last) if sep else start
+        # "A-": the page from A, of the size the server pages by (the page asks so, and
+        # need not know the size).
+        end = start + PAGE_TURNS - 1 if sep and not last else int(last) if sep else start
     except ValueError:
         raise ViewError(400, f"turns takes a range of turn blocks such as 0-49, got "
                              f"{text!r}") from None

@@ -5,8 +5,6 @@
 // Paging is the server's (SessionDocument.page): the served page asks for the turn
 // blocks from a start, the exported one takes the page the export built for that start.
 
-// Turn blocks a served page asks for at once (the server's PAGE_TURNS).
-const PAGE = 50;
 
 // The exported file's data ({head, pages}), or null when served.
 export const exported = readEmbedded();
@@ -54,7 +52,8 @@ export function sessionPages(id) {
   const base = "/api/session/" + encodeURIComponent(id);
   return {
     page(start, full) {
-      return api(base + "?turns=" + start + "-" + (start + PAGE - 1) + (full ? "&full=1" : ""));
+      // "A-": the page from A, as long as the server pages (its PAGE_TURNS).
+      return api(base + "?turns=" + start + "-" + (full ? "&full=1" : ""));
     },
     head() {
       return api(base + "?turns=1000000000-1000000000"); // no block: the head and the charts
