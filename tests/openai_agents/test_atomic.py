@@ -318,8 +318,8 @@ def test_a_session_another_writer_creates_between_the_look_and_the_create_is_ope
     instance opens the other writer's session and adds after its items."""
     import json
 
-    theirs = [{"role": "user", "content": "from the other writer"}]
-    mine = [{"role": "user", "content": "from this one"}]
+    theirs: list[Any] = [{"role": "user", "content": "from the other writer"}]
+    mine: list[Any] = [{"role": "user", "content": "from this one"}]
 
     def other_process_adds() -> None:
         # Another process: one process's instances of a session take turns, so the
@@ -345,8 +345,8 @@ def test_a_session_another_writer_creates_between_the_look_and_the_create_is_ope
                 await asyncio.to_thread(other_process_adds)
             return await type(store).acreate(store, sid, *args, **kwargs)
 
-        store.create = create  # type: ignore[method-assign]
-        store.acreate = acreate  # type: ignore[method-assign]
+        store.create = create  # type: ignore[method-assign,assignment]
+        store.acreate = acreate  # type: ignore[method-assign,assignment]
         await session.add_items(mine)
         assert created == ["s"]  # the window was taken
         assert await session.get_items() == [*theirs, *mine]
