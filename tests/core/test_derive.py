@@ -190,21 +190,8 @@ def test_f60_source_error_meta_never_reach_messages() -> None:
 
 # --- F61: noise independence -------------------------------------------------------------
 
+#: The noise a strict session takes (appended by :func:`_noise`, below).
 NOISE_KINDS = ("ts", "te", "ss", "se", "chunk")
-
-
-def _noise(s: Session, kind: str) -> None:
-    match kind:
-        case "ts":
-            TS(s, 1)
-        case "te":
-            TE(s, 1)
-        case "ss":
-            SS(s, 1, 1)
-        case "se":
-            SE(s, 1, 1)
-        case _:
-            s.append("assistant/chunk", chunk_data(1, 1))
 
 
 def _five(s: Session, gaps: list[list[str]]) -> None:
@@ -585,7 +572,7 @@ def _payload(kind: str, content: list[Any], source: dict[str, Any]) -> tuple[str
             return "steering/message", {"turn": 1, "content": content, "source": source}
 
 
-def _append_noise(s: Session, kind: str) -> None:
+def _noise(s: Session, kind: str) -> None:
     match kind:
         case "ts":
             TS(s, 1)
@@ -664,7 +651,7 @@ def _run(steps: list[tuple[Any, ...]]) -> tuple[Session, list[int]]:
                 ev = s.append(type_, data, surface_op="append")
                 order.append(ev.seq)
             case ("noise", kind):
-                _append_noise(s, kind)
+                _noise(s, kind)
             case ("replace", kind, content, source, a, b) if order:
                 i = a % len(order)
                 j = i + b % (len(order) - i)
@@ -725,7 +712,7 @@ def test_property_generation_only_goes_up_and_messages_are_shared(
                 ev = s.append(type_, data, surface_op=REP(order[i], order[j]))
                 order[i : j + 1] = [ev.seq]
             case ("noise", kind):
-                _append_noise(s, kind)
+                _noise(s, kind)
             case ("invalidate",):
                 s.surface.invalidate()
             case _:

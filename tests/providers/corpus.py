@@ -2,20 +2,22 @@
 derives (read as ``dsh-session derive`` reads it), plus the demo's two sessions.
 
 ``corpus()`` loads it once per test process, as ``(name, session)`` pairs; the sessions
-are only read (never appended to), so tests share them.
+are only read (never appended to), so tests share them. ``corpus_failures(check)`` puts
+every session through one conversion's check and says which failed.
 """
 
 from __future__ import annotations
 
 import functools
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from conftest import UPSTREAM
 from dsh_session_core import Session, open_store, read_session
 from dsh_session_core.errors import DshSessionError
 
-__all__ = ["corpus", "demo_sessions", "upstream_sessions"]
+__all__ = ["corpus", "corpus_failures", "demo_sessions", "upstream_sessions"]
 
 #: The acceptance counts (tests/test_upstream_goldens.py): 354 logs, 312 that derive.
 UPSTREAM_LOGS = 354
@@ -56,3 +58,18 @@ def demo_sessions() -> tuple[tuple[str, Session], ...]:
 def corpus() -> tuple[tuple[str, Session], ...]:
     """The whole corpus: the upstream logs that derive, then the demo's sessions."""
     return upstream_sessions() + demo_sessions()
+
+
+def corpus_failures(check: Callable[[Session], object]) -> list[str]:
+    """Each session of the whole corpus that ``check`` raises on, as ``name: error``
+    (empty when all pass). The corpus is counted first: one that lost logs fails
+    rather than passes over fewer."""
+    sessions = corpus()
+    assert len(sessions) == UPSTREAM_DERIVING + 2
+    failed = []
+    for name, session in sessions:
+        try:
+            check(session)
+        except Exception as exc:
+            failed.append(f"{name}: {exc!r}")
+    return failed

@@ -8,7 +8,7 @@ import itertools
 from typing import Any
 
 import pytest
-from corpus import UPSTREAM_DERIVING, corpus
+from corpus import corpus_failures
 from hypothesis import given, settings
 from sdk_check import check_anthropic
 from to_strategies import histories
@@ -36,6 +36,12 @@ def _alternates(kwargs: dict[str, Any]) -> None:
             assert "tool_result" not in kinds[first_other:], kinds
         for b in m["content"]:
             assert b["type"] != "text" or b["text"], m  # the API refuses empty text
+
+
+def _valid(kwargs: dict[str, Any]) -> None:
+    """The SDK's request types accept it, and the roles alternate as the API demands."""
+    check_anthropic(kwargs)
+    _alternates(kwargs)
 
 
 def test_a_tool_turn_alternates_with_results_first() -> None:
@@ -93,22 +99,10 @@ def test_no_system_prompt_no_system_key() -> None:
 
 
 def test_the_whole_corpus_converts_validates_and_alternates() -> None:
-    sessions = corpus()
-    assert len(sessions) == UPSTREAM_DERIVING + 2
-    failed = []
-    for name, session in sessions:
-        try:
-            out = to_anthropic(session)
-            check_anthropic(out)
-            _alternates(out)
-        except Exception as exc:
-            failed.append(f"{name}: {exc}")
-    assert failed == []
+    assert corpus_failures(lambda session: _valid(to_anthropic(session))) == []
 
 
 @settings(max_examples=300, deadline=None)
 @given(histories)
 def test_any_history_validates_and_alternates(history: list[Message]) -> None:
-    out = to_anthropic(history)
-    check_anthropic(out)
-    _alternates(out)
+    _valid(to_anthropic(history))

@@ -4,7 +4,7 @@ histories."""
 
 from __future__ import annotations
 
-from corpus import UPSTREAM_DERIVING, corpus
+from corpus import corpus_failures
 from hypothesis import given, settings
 from sdk_check import check_responses
 from to_strategies import histories
@@ -84,15 +84,8 @@ def test_two_items_of_one_message_stay_two_and_anthropic_thinking_is_left_out() 
 
 
 def test_the_whole_corpus_converts_and_validates() -> None:
-    sessions = corpus()
-    assert len(sessions) == UPSTREAM_DERIVING + 2
-    failed = []
-    for name, session in sessions:
-        try:
-            check_responses(to_openai_responses(session))
-        except Exception as exc:
-            failed.append(f"{name}: {exc}")
-    assert failed == []
+    assert corpus_failures(
+        lambda session: check_responses(to_openai_responses(session))) == []
 
 
 @settings(max_examples=300, deadline=None)

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from server_support import running
+from store_support import write_turns
 
 from dsh_session_core import open_store
 from dsh_session_core._cli.support import EXIT_USAGE, Failure, registry
@@ -224,20 +225,9 @@ def test_embed_json_escapes_what_could_end_the_element() -> None:
     assert json.loads(data) == value
 
 
-def _many_turns(store: str, session_id: str, turns: int) -> None:
-    with open_store(store) as s:
-        chat = s.create(session_id)
-        for t in range(1, turns + 1):
-            with chat.turn() as turn:
-                turn.user(f"question {t}")
-                with turn.step() as step:
-                    step.assistant(f"answer {t}")
-        s.flush(chat)
-
-
 def test_a_long_session_is_embedded_as_the_servers_pages(tmp_path: Path) -> None:
     store = str(tmp_path / "store")
-    _many_turns(store, "long", 120)
+    write_turns(store, "long", 120)
     embedded = _embedded(export_html(_document(store, "long")))
     pages = _pages(embedded)
     # Pages of 50 turn blocks, as the page asks for them, tiling the 120 turns.
@@ -259,7 +249,7 @@ def test_a_long_session_is_embedded_as_the_servers_pages(tmp_path: Path) -> None
 
 def test_a_session_without_turns_is_one_empty_page(tmp_path: Path) -> None:
     store = str(tmp_path / "store")
-    _many_turns(store, "s<1>", 1)
+    write_turns(store, "s<1>", 1)
     header = load_source(SourceSpec("s<1>", store=store, as_id=True), registry()).header
     page = export_html(SessionDocument(Source(header, [], "its header alone"), registry()))
     assert b"<title>dsh-session s&lt;1&gt;</title>" in page

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from server_support import running
+from store_support import write_turns
 
 from dsh_session_core import open_store
 from dsh_session_core._cli.parser import build_parser
@@ -191,20 +192,9 @@ def test_the_raw_events_are_the_log_lines(demo_server: ViewServer, demo_store: s
     assert get_json(demo_server, "/api/session/demo/events?after=269")["events"] == []
 
 
-def _many_turns(store: str, turns: int) -> None:
-    with open_store(store) as s:
-        chat = s.create("long")
-        for t in range(1, turns + 1):
-            with chat.turn() as turn:
-                turn.user(f"question {t}")
-                with turn.step() as step:
-                    step.assistant(f"answer {t}")
-        s.flush(chat)
-
-
 def test_the_document_is_paged_by_turn_blocks(tmp_path: Path) -> None:
     store = str(tmp_path / "store")
-    _many_turns(store, 120)
+    write_turns(store, "long", 120)
     with serving(url=store) as server:
         first = get_json(server, "/api/session/long")  # cold: from the log's first blocks
         assert first["partial"] is True
@@ -528,7 +518,7 @@ def test_follow_delivers_an_event_another_process_appends(any_store: str) -> Non
     # On every backend: each follows its own way (a file's size, an indexed query,
     # PostgreSQL's NOTIFY), behind the one Backend.follow_lines.
     store = any_store
-    _many_turns(store, 2)
+    write_turns(store, "long", 2)
     with serving(url=store) as server, _stream(server, "/api/session/long/follow?after=11") as s:
         name, hello = _next_event(s, time.monotonic() + 10)
         assert (name, hello["lastSeq"]) == ("hello", 11)

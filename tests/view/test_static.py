@@ -27,8 +27,8 @@ from browser_support import (
     wait_complete,
     wait_for,
 )
+from store_support import write_turns
 
-from dsh_session_core import open_store
 from dsh_session_view._static import ENTRY, BundleError, bundle, page_files, page_script
 
 if TYPE_CHECKING:
@@ -195,19 +195,6 @@ def test_without_the_entry_there_is_no_bundle() -> None:
 # --- the exported file, paged ---------------------------------------------------------------
 
 
-def _long_log(tmp_path: Path, turns: int) -> Path:
-    store = tmp_path / "store"
-    with open_store(str(store)) as s:
-        chat = s.create("long")
-        for t in range(1, turns + 1):
-            with chat.turn() as turn:
-                turn.user(f"question {t}")
-                with turn.step() as step:
-                    step.assistant(f"answer {t}")
-        s.flush(chat)
-    return store
-
-
 def _shown(driver: WebDriver) -> tuple[list[str], list[tuple[str, str]]]:
     turns = [t["turn"] for t in marked(driver, "turn", "turn")]
     messages = [(m["role"], m["seq"]) for m in marked(driver, "message", "role", "seq")]
@@ -217,7 +204,8 @@ def _shown(driver: WebDriver) -> tuple[list[str], list[tuple[str, str]]]:
 def test_an_exported_long_session_pages_as_the_served_one(
     driver: WebDriver, serve: Callable[..., ViewProcess], tmp_path: Path,
 ) -> None:
-    store = _long_log(tmp_path, 120)
+    store = tmp_path / "store"
+    write_turns(str(store), "long", 120)
     server = serve("--store", str(store))
     open_page(driver, server.page("/s/long?all=1"), complete=True)
     served = _shown(driver)

@@ -213,7 +213,7 @@ def _report_problems(problems: list[tuple[str, str, str | None]]) -> None:
 
 
 def _line(d: Deleted) -> str:
-    from .describe import when
+    from .._inspect.describe import when
     from .term import printable
 
     name = printable(d.session_id)

@@ -129,8 +129,8 @@ def _labelled(backend: Backend, rows: list[dict[str, Any]],
 
 
 def run_ls(args: argparse.Namespace) -> int:
+    from .._inspect.describe import field, when
     from .._inspect.listing import select_sessions, session_row
-    from .describe import field, when
     from .source import out_json, out_text, store_url
     from .term import Style, printable, text_table
 

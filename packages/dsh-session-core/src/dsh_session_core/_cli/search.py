@@ -110,7 +110,7 @@ def _hint(exc: ValueError) -> str | None:
 
 
 def _render(hits: list[SearchHit], stream: object) -> str:
-    from .describe import when
+    from .._inspect.describe import when
     from .term import Style, printable
 
     style = Style.for_stream(stream)

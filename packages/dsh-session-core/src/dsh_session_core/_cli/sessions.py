@@ -62,7 +62,7 @@ def compute_stats(source: Source) -> dict[str, Any]:
     from collections import Counter
 
     from .._codec import encode_events
-    from .describe import obj, usage_sum, wire_of
+    from .._inspect.describe import obj, usage_sum, wire_of
     from .source import payload
 
     events = source.events
@@ -111,7 +111,7 @@ def compute_stats(source: Source) -> dict[str, Any]:
 
 
 def render_stats(doc: dict[str, Any], style: Any) -> str:
-    from .describe import USAGE_KEYS, field
+    from .._inspect.describe import USAGE_KEYS, field
     from .term import printable, text_table
 
     name = printable(field(doc["header"].get("id")))
@@ -221,10 +221,10 @@ def _ranges(numbers: list[int]) -> str:
 
 
 def _fork(args: argparse.Namespace) -> int:
+    from .._inspect.describe import wire_of
     from .._persistence.store import DurableStore
     from .._session import Session
     from ..errors import DshSessionError, SessionForkError
-    from .describe import wire_of
     from .source import (
         check_session_id,
         load_source,

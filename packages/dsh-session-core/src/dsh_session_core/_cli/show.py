@@ -9,8 +9,8 @@ import argparse
 import sys
 from typing import Any
 
+from .._inspect.describe import field, obj, usage_text, when
 from .._inspect.timeline import Item, build_timeline
-from .describe import field, obj, usage_text, when
 from .support import EXIT_OK, plugin_manager, registry
 from .term import Style, printable, shorten, terminal_width
 

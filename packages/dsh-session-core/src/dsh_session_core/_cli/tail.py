@@ -50,8 +50,8 @@ def _clock(ms: Any) -> str:
 
 
 def _emitter(as_json: bool) -> Emit:
+    from .._inspect.describe import describe, field
     from .._logfile import line_wire
-    from .describe import describe, field
     from .source import warn
 
     style = Style.for_stream(sys.stdout)

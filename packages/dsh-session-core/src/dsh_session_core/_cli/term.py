@@ -19,9 +19,9 @@ import shutil
 import sys
 import time
 from collections.abc import Collection
-from types import TracebackType
 from typing import TextIO
 
+from .._closing import ClosesOnExit
 from .._inspect.text import printable, shorten
 
 __all__ = [
@@ -112,7 +112,7 @@ def text_table(rows: list[list[str]], right: Collection[int] = ()) -> list[str]:
             for row in rows]
 
 
-class Progress:
+class Progress(ClosesOnExit):
     """A progress bar over ``total`` bytes, drawn on ``stream`` (stderr by default).
 
     It draws nothing unless the stream is a TTY and ``total`` is at least ``min_total``,
@@ -168,14 +168,3 @@ class Progress:
             self.stream.write("\r" + " " * (terminal_width() - 1) + "\r")
             self.stream.flush()
             self._drawn_at = None
-
-    def __enter__(self) -> Progress:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -18,7 +18,7 @@ import stat
 from typing import BinaryIO, Final
 
 from .._logfile import last_lines, line_wire
-from ..errors import LinkedLogError
+from ..errors import LinkedLogError, SessionLockedError
 
 __all__ = [
     "check_bucket",
@@ -29,6 +29,7 @@ __all__ = [
     "last_seq",
     "link_target",
     "lock_is_free",
+    "lock_or_close",
     "make_bucket",
     "mkdirs",
     "open_nofollow",
@@ -229,6 +230,25 @@ def lock_is_free(path: str) -> bool:
     finally:
         os.close(fd)  # unlocks
     return True
+
+
+def lock_or_close(fd: int, session_id: str, path: str) -> None:
+    """Take the writer lock: an exclusive ``flock`` of the open lock file ``fd`` (at
+    ``path``), without waiting. On any failure ``fd`` is closed, so that a refused writer
+    holds nothing open.
+
+    :raises SessionLockedError: another writer holds the lock.
+    """
+    try:
+        # flock, not fcntl/lockf: its locks belong to the open file description, so a
+        # second open of the file in this very process conflicts too.
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise SessionLockedError(session_id, f"lock {path}") from None
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def same_file(fd: int, path: str) -> bool:

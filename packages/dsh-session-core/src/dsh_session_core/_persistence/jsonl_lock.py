@@ -148,16 +148,10 @@ class WriterLocks:
             # a lock or a log that is a symbolic link (files.open_nofollow).
             fd = files.open_nofollow(self.root, session_id, path,
                                      os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                if os.path.islink(log):
-                    raise LinkedLogError(session_id, log, files.link_target(log))
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+            if os.path.islink(log):
                 os.close(fd)
-                raise SessionLockedError(session_id, f"lock {path}") from None
-            except BaseException:
-                os.close(fd)
-                raise
+                raise LinkedLogError(session_id, log, files.link_target(log))
+            files.lock_or_close(fd, session_id, path)
             here = os.fstat(fd)
             try:
                 there = os.stat(path, follow_symlinks=False)

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import fcntl
 import functools
 import os
 import sqlite3
@@ -53,7 +52,7 @@ from .base import (
     check_common_id,
     not_found,
 )
-from .files import lock_is_free, same_file
+from .files import lock_is_free, lock_or_close, same_file
 from .rows import (
     PARAMS_PER_ROW,
     Row,
@@ -450,16 +449,7 @@ class SqliteBackend(SqliteReads):
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(os.path.dirname(path), 0o700)
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                # flock, not fcntl/lockf: its locks belong to the open file description,
-                # so a second open of the file in this very process conflicts too.
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                raise SessionLockedError(session_id, f"lock {path}") from None
-            except BaseException:
-                os.close(fd)
-                raise
+            lock_or_close(fd, session_id, path)
             if same_file(fd, path):
                 break
             os.close(fd)  # removed by a delete between our open and our flock

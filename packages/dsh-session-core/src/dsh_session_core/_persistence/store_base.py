@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
+from .._closing import ClosesOnExit
 from .._plugins import PluginManager, create_plugin_manager
 from .._session import Clock
 from .._store import SessionStore
@@ -33,7 +34,7 @@ __all__ = ["StoreBase"]
 _WORKER_GUARD = threading.Lock()
 
 
-class StoreBase(SessionStore):
+class StoreBase(SessionStore, ClosesOnExit):
     """What every part of a durable store stands on (see the module's docstring); a
     store is made as :class:`~.store.DurableStore`.
 
@@ -148,14 +149,3 @@ class StoreBase(SessionStore):
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
