@@ -224,7 +224,7 @@ def test_the_protocols_default_tail_and_follow(plugin: DictStores) -> None:
         writer.start()
         try:
             seen: list[str] = []
-            for news in backend.follow_lines("live", tail.position, timeout=5):
+            for news in backend.follow_lines("live", tail.position, timeout=60):
                 assert news.note is None
                 seen += [json.loads(line)["type"] for line in news.lines]
                 if len(seen) >= 6:

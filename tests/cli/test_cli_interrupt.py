@@ -85,7 +85,7 @@ def _command(*argv: str) -> Iterator[tuple[subprocess.Popen[bytes], _Pipe, _Pipe
 
 def _interrupt(proc: subprocess.Popen[bytes]) -> int:
     proc.send_signal(signal.SIGINT)
-    return proc.wait(timeout=30)
+    return proc.wait(timeout=60)
 
 
 # --- Ctrl-C ---------------------------------------------------------------------------

@@ -152,7 +152,7 @@ def test_a_writer_in_another_process_is_waited_for_then_refused(tmp_path: Path) 
         assert holder.stdin is not None
         holder.stdin.write("\n")
         holder.stdin.flush()
-        assert holder.wait(10) == 0
+        assert holder.wait(60) == 0
     asyncio.run(session.add_items(ITEMS[1:2]))
     assert asyncio.run(session.get_items()) == ITEMS[:2]
 

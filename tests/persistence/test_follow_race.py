@@ -6,6 +6,8 @@ between them was never printed (about 1% of events on SQLite, 480 of 37,824 in o
 PostgreSQL run). Here a writer commits one event per flush as fast as it can, for a
 bounded time, and stops by itself, while followers start at different moments of its
 run: each must print every seq from 0 to the writer's last exactly once, in order.
+The writer stops when told, once every follower has started and it has made
+:data:`MIN_STEPS` commits: on a loaded machine too, each follower starts mid-write.
 
 The CLI (what people run) follows in a subprocess on every durable backend; the
 protocol's ``tail_lines`` + ``follow_lines`` are followed in-process on every backend
@@ -40,26 +42,30 @@ from lifecycle_support import store_url
 
 RUN = "from dsh_session_core._cli.main import main; main()"
 SESSION = "race"
-#: How long the writer commits: long enough for thousands of commits.
-WRITE_SECONDS = 2.0
+#: The fewest commits the writer makes (it goes on until told to stop).
+MIN_STEPS = 300
+#: A bound on a wait for what should come soon: only a hang reaches it.
+PATIENCE = 120
 #: Followers started one after the other while the writer runs.
 FOLLOWERS = 3
 ALL = str(10**9)  # tail -n: every event, so seq 0 on is checked
 
-# Commits one event per flush until its time is up, then says the last seq and exits.
+# Commits one event per flush until a line on stdin says stop (and it made at least
+# the given number of commits), then says the last seq and exits.
 WRITER = """
-import sys, time
+import sys, threading
 from dsh_session_core import open_store
-url, sid, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+url, sid, least = sys.argv[1], sys.argv[2], int(sys.argv[3])
+stop = threading.Event()
+threading.Thread(target=lambda: (sys.stdin.readline(), stop.set()), daemon=True).start()
 with open_store(url) as st:
     s = st.create(sid)
     s.append("turn/start", {"turn": 1, "trigger": {"kind": "message",
                                                    "source": {"kind": "user"}}})
     st.flush(s)
     print("ready", flush=True)
-    end = time.monotonic() + seconds
     step = 0
-    while time.monotonic() < end:
+    while step < least or not stop.is_set():
         step += 1
         s.append("step/start", {"turn": 1, "step": step})
         st.flush(s)
@@ -106,19 +112,28 @@ def _children() -> Iterator[list[subprocess.Popen[bytes]]]:
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
-            for stream in (proc.stdout, proc.stderr):
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
 
 
 def _start_writer(url: str, procs: list[subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
     writer = subprocess.Popen(
-        [sys.executable, "-c", WRITER, url, SESSION, str(WRITE_SECONDS)],
-        stdout=subprocess.PIPE, env=_env())
+        [sys.executable, "-c", WRITER, url, SESSION, str(MIN_STEPS)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_env())
     procs.append(writer)
     assert writer.stdout is not None
     assert writer.stdout.readline() == b"ready\n"
     return writer
+
+
+def _stop_writer(writer: subprocess.Popen[bytes]) -> int:
+    """Tell the writer to stop; its last seq."""
+    assert writer.stdin is not None
+    assert writer.stdout is not None
+    writer.stdin.write(b"stop\n")
+    writer.stdin.flush()
+    return int(writer.stdout.readline())
 
 
 def _check(seqs: Sequence[int], last: int, who: str) -> None:
@@ -143,14 +158,13 @@ def test_tail_follow_prints_every_commit_of_a_fast_writer_process_once(
                  "--store", url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
             procs.append(child)
             followers.append(_Seqs(child))
-            followers[-1].until(bool, within=30)  # it has read its tail
+            followers[-1].until(bool, within=PATIENCE)  # it has read its tail
             assert followers[-1].seqs, "the follower printed nothing"
-        assert writer.stdout is not None
-        last = int(writer.stdout.readline())
-        assert writer.wait(timeout=30) == 0
+        last = _stop_writer(writer)
+        assert writer.wait(timeout=PATIENCE) == 0
         assert last > 100, "the writer hardly wrote: the race was not exercised"
         for i, follower in enumerate(followers):
-            follower.until(lambda seqs: bool(seqs) and seqs[-1] >= last, within=30)
+            follower.until(lambda seqs: bool(seqs) and seqs[-1] >= last, within=PATIENCE)
             _check(follower.seqs, last, f"follower {i}")
 
 
@@ -197,9 +211,9 @@ class _Defaults(Backend):
 def _follow_in_process(reader: Backend, stop_at: threading.Event, last_box: list[int],
                        started: threading.Event | None = None) -> list[int]:
     """Every seq the protocol reports: the tail of every event, then each news item,
-    until the writer's last seq was reported (or 30 s passed). ``started`` is set once
-    the tail was read."""
-    deadline = time.monotonic() + 30
+    until the writer's last seq was reported (or :data:`PATIENCE` passed). ``started``
+    is set once the tail was read."""
+    deadline = time.monotonic() + PATIENCE
     tail = None
     while tail is None and time.monotonic() < deadline:
         tail = reader.tail_lines(SESSION, 10**9)  # None until the first flush
@@ -207,26 +221,34 @@ def _follow_in_process(reader: Backend, stop_at: threading.Event, last_box: list
     seqs = [json.loads(line)["seq"] for line in tail.lines]
     if started is not None:
         started.set()
-    for news in reader.follow_lines(SESSION, tail.position, timeout=0.5):
-        assert news.note is None, news.note
-        seqs += [json.loads(line)["seq"] for line in news.lines]
-        if stop_at.is_set() and seqs and seqs[-1] >= last_box[0]:
-            break
-        if time.monotonic() > deadline:
-            break
+    position = tail.position
+
+    def finished() -> bool:
+        return stop_at.is_set() and bool(seqs) and seqs[-1] >= last_box[0]
+
+    # A quiet spell (a loaded machine's writer pausing) ends one follow_lines: following
+    # goes on from where it ended until the writer's last seq came.
+    while not finished() and time.monotonic() < deadline:
+        for news in reader.follow_lines(SESSION, position, timeout=0.5):
+            assert news.note is None, news.note
+            seqs += [json.loads(line)["seq"] for line in news.lines]
+            position = news.position
+            if finished() or time.monotonic() > deadline:
+                break
     return seqs
 
 
-def _write_in_thread(backend: Backend, stop_at: threading.Event, last_box: list[int]
-                     ) -> None:
+def _write_in_thread(backend: Backend, stop_at: threading.Event, last_box: list[int],
+                     go_on: threading.Event) -> None:
+    """Commit one event per flush until ``go_on`` is set and :data:`MIN_STEPS` were
+    made."""
     store = DurableStore(backend)
     session = store.create(SESSION)
-    end = time.monotonic() + WRITE_SECONDS
     step = 0
     session.append("turn/start", {"turn": 1, "trigger": {"kind": "message",
                                                          "source": {"kind": "user"}}})
     store.flush(session)
-    while time.monotonic() < end:
+    while step < MIN_STEPS or not go_on.is_set():
         step += 1
         session.append("step/start", {"turn": 1, "step": step})
         store.flush(session)
@@ -243,10 +265,12 @@ def test_follow_lines_reports_every_commit_of_a_fast_writer_once(
     results: list[list[int]]
     if kind in ("memory", "defaults"):  # one process: the writer is a thread
         reader: Backend = MemoryBackend() if kind == "memory" else _Defaults()
-        writer = threading.Thread(target=_write_in_thread, args=(reader, done, last_box))
+        started = threading.Event()  # the writer goes on until the follower started
+        writer = threading.Thread(target=_write_in_thread,
+                                  args=(reader, done, last_box, started))
         writer.start()
         try:
-            results = [_follow_in_process(reader, done, last_box)]
+            results = [_follow_in_process(reader, done, last_box, started)]
         finally:
             writer.join()
     else:
@@ -265,11 +289,10 @@ def test_follow_lines_reports_every_commit_of_a_fast_writer_once(
                     started = threading.Event()
                     threads.append(threading.Thread(target=follow, args=(i, started)))
                     threads[-1].start()
-                    started.wait(timeout=30)
-                assert proc.stdout is not None
-                last_box[0] = int(proc.stdout.readline())
+                    assert started.wait(timeout=PATIENCE)
+                last_box[0] = _stop_writer(proc)
                 done.set()
-                assert proc.wait(timeout=30) == 0
+                assert proc.wait(timeout=PATIENCE) == 0
                 for thread in threads:
                     thread.join()
             finally:

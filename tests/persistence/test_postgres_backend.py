@@ -501,7 +501,7 @@ def test_a_follower_is_woken_by_each_commit(postgresql_url: str) -> None:
     ready = threading.Event()
 
     def follow() -> None:
-        for last, lines in follower.follow("live", 1, timeout=10):
+        for last, lines in follower.follow("live", 1, timeout=60):
             seen.append((last, len(lines)))
             ready.set()
             if last == 5:
@@ -511,7 +511,7 @@ def test_a_follower_is_woken_by_each_commit(postgresql_url: str) -> None:
     t.start()
     p.append("live", ONE_TURN[2:4])
     p.append("live", ONE_TURN[4:])
-    t.join(timeout=30)
+    t.join(timeout=120)
     p.close()
     follower.close()
     assert not t.is_alive()
@@ -553,7 +553,7 @@ def test_a_commit_that_lands_while_the_follower_reads_is_not_missed(
     monkeypatch.setattr(follower, "_connect", lambda app="": CommitBeforeTop(connect(app)))
     try:
         seen = []
-        for last, lines in follower.follow("race", 1, timeout=10):
+        for last, lines in follower.follow("race", 1, timeout=60):
             seen.append((last, len(lines)))
             if last == 5:
                 break

@@ -339,7 +339,7 @@ def _leases_left(url: str) -> int:
     saw the close: wait (a bounded while) for the count to reach 0."""
     import psycopg
 
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + REPORT_TIMEOUT
     with psycopg.connect(url, autocommit=True) as conn:
         while True:
             row = conn.execute("SELECT count(*) FROM pg_locks l JOIN pg_database d"

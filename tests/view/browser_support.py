@@ -56,9 +56,11 @@ FLAGS = (
     "--window-size=1280,900",
 )
 
-#: How long a page may take to show its first paint, or a server to print its URL.
-PAGE_TIMEOUT = 15.0
-SERVER_TIMEOUT = 30.0
+#: Bounds on waits for a page's first paint, a condition of the page, or a server to
+#: print its URL: each wait ends as soon as its condition holds, so these only bound a
+#: hang (generous: a loaded machine may take many seconds).
+PAGE_TIMEOUT = 60.0
+SERVER_TIMEOUT = 60.0
 
 #: The ``dsh-session`` command, as the interpreter running the tests has it.
 DSH_SESSION = (sys.executable, "-m", "dsh_session_core")

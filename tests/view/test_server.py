@@ -33,6 +33,8 @@ from lifecycle_support import store_url
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "packages" / "dsh-session-view" / "src" / "dsh_session_view" / "static"
+#: A bound on a wait for what should come at once: only a hang reaches it.
+PATIENCE = 60
 
 
 @contextlib.contextmanager
@@ -380,7 +382,7 @@ def test_the_server_writes_nothing(tmp_path: Path) -> None:
         for method in ("POST", "DELETE"):
             call(server, "/api/session/demo", method)
         with _stream(server, "/api/session/demo/follow") as lines:
-            assert _next_event(lines, time.monotonic() + 5)[0] == "hello"
+            assert _next_event(lines, time.monotonic() + PATIENCE)[0] == "hello"
     assert tree_hash(store) == before
 
 
@@ -472,7 +474,7 @@ def test_without_the_view_package_the_command_names_it(
 @contextlib.contextmanager
 def _stream(server: ViewServer, path: str) -> Iterator[Any]:
     host, port = server.server_address[:2]
-    conn = http.client.HTTPConnection(str(host), int(port), timeout=10)
+    conn = http.client.HTTPConnection(str(host), int(port), timeout=PATIENCE)
     try:
         conn.request("GET", path)
         response = conn.getresponse()
@@ -520,13 +522,18 @@ def test_follow_delivers_an_event_another_process_appends(any_store: str) -> Non
     store = any_store
     write_turns(store, "long", 2)
     with serving(url=store) as server, _stream(server, "/api/session/long/follow?after=11") as s:
-        name, hello = _next_event(s, time.monotonic() + 10)
+        name, hello = _next_event(s, time.monotonic() + PATIENCE)
         assert (name, hello["lastSeq"]) == ("hello", 11)
+        start = time.monotonic()
         subprocess.run([sys.executable, "-c", _APPEND, store], check=True, timeout=60)
         written = time.monotonic()
-        name, news = _next_event(s, written + 2)
+        name, news = _next_event(s, written + PATIENCE)
         assert name == "append"
-        assert time.monotonic() - written < 2
+        # Within two seconds on an idle machine; on a loaded one, held to a control of
+        # the same run: the appending process (a Python start, a store opened, a flush)
+        # slows down with the machine as the server's follow does.
+        waited, control = time.monotonic() - written, written - start
+        assert waited < 2 + 2 * control, (waited, control)
         assert news["lastSeq"] >= 12
         # The page then fetches the last blocks again: the new turn is there.
         doc = get_json(server, "/api/session/long?turns=1-9")
@@ -536,7 +543,7 @@ def test_follow_delivers_an_event_another_process_appends(any_store: str) -> Non
 
 def test_follow_catches_up_on_events_past_after(demo_server: ViewServer) -> None:
     with _stream(demo_server, "/api/session/demo/follow?after=200") as s:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + PATIENCE
         assert _next_event(s, deadline)[0] == "hello"
         name, news = _next_event(s, deadline)
         assert (name, news["lastSeq"], news["count"]) == ("append", 269, 69)
