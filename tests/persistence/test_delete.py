@@ -355,9 +355,8 @@ def test_a_lock_taken_on_a_lock_file_a_delete_removed_is_taken_again(
     # A writer opens the lock file, a delete removes it, then the writer's flock
     # succeeds on the dead file: without the check, a second writer (on the new file)
     # would hold the session at the same time.
-    from dsh_session_core._persistence import jsonl_lock, sqlite
-
-    module: Any = jsonl_lock if kind == "jsonl" else sqlite
+    # Both backends take their lock through files.lock_or_close: its flock is the one
+    # the race is played on.
     store_url = str(tmp_path / "store") if kind == "jsonl" else f"sqlite:///{tmp_path}/s.db"
     clock = Clock()
     with opened(store_url, clock) as store:
@@ -379,9 +378,9 @@ def test_a_lock_taken_on_a_lock_file_a_delete_removed_is_taken_again(
     header = SessionHeader(version=0, id="a", created_at=T0)
     with opened(store_url) as store:
         backend: Any = store.backend
-        monkeypatch.setattr(module, "fcntl", Racing)
+        monkeypatch.setattr(files, "fcntl", Racing)
         lock = backend.acquire(header)
-        monkeypatch.setattr(module, "fcntl", fcntl)
+        monkeypatch.setattr(files, "fcntl", fcntl)
         assert raced
         assert os.path.exists(raced[0])  # taken again, on a new file at the path
         with opened(store_url) as other, pytest.raises(SessionLockedError):
