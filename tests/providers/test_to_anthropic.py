@@ -13,15 +13,8 @@ from hypothesis import given, settings
 from sdk_check import check_anthropic
 from to_strategies import histories
 
+from dsh_session_core import vocabulary as v
 from dsh_session_core.providers import UnsupportedContentError, to_anthropic
-from dsh_session_core.vocabulary import (
-    ImageBlock,
-    Message,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-)
 
 
 def _alternates(kwargs: dict[str, Any]) -> None:
@@ -45,21 +38,21 @@ def _valid(kwargs: dict[str, Any]) -> None:
 
 
 def test_a_tool_turn_alternates_with_results_first() -> None:
-    signed = ReasoningBlock(text="think", signature="sig")
+    signed = v.ReasoningBlock(text="think", signature="sig")
     history = [
-        Message(role="system", content=(TextBlock(text="be brief"),)),
-        Message(role="user", content=(TextBlock(text="hi"),)),
-        Message(role="user", content=(TextBlock(text="<context source=\"plugin\">"),
-                                      TextBlock(text="x"), TextBlock(text="</context>"))),
-        Message(role="assistant", content=(
-            signed, ReasoningBlock(text="unsigned"), TextBlock(text="Calling."),
-            ToolCallBlock(id="c1", name="bash", arguments='{"cmd":"ls"}'),
-            ToolCallBlock(id="c2", name="bash", arguments="not json"))),
-        Message(role="user", content=(TextBlock(text="steer"),)),
-        Message(role="user", content=(ToolResultBlock(
-            tool_call_id="c1", content=(TextBlock(text="a.txt"),), is_error=False),)),
-        Message(role="user", content=(ToolResultBlock(
-            tool_call_id="c2", content=(ImageBlock(media_type="image/png", data="AAAA"),),
+        v.Message(role="system", content=(v.TextBlock(text="be brief"),)),
+        v.Message(role="user", content=(v.TextBlock(text="hi"),)),
+        v.Message(role="user", content=(v.TextBlock(text="<context source=\"plugin\">"),
+                                      v.TextBlock(text="x"), v.TextBlock(text="</context>"))),
+        v.Message(role="assistant", content=(
+            signed, v.ReasoningBlock(text="unsigned"), v.TextBlock(text="Calling."),
+            v.ToolCallBlock(id="c1", name="bash", arguments='{"cmd":"ls"}'),
+            v.ToolCallBlock(id="c2", name="bash", arguments="not json"))),
+        v.Message(role="user", content=(v.TextBlock(text="steer"),)),
+        v.Message(role="user", content=(v.ToolResultBlock(
+            tool_call_id="c1", content=(v.TextBlock(text="a.txt"),), is_error=False),)),
+        v.Message(role="user", content=(v.ToolResultBlock(
+            tool_call_id="c2", content=(v.ImageBlock(media_type="image/png", data="AAAA"),),
             is_error=True),)),
     ]
     out = to_anthropic(history)
@@ -86,15 +79,15 @@ def test_a_tool_turn_alternates_with_results_first() -> None:
 
 def test_strict_refuses_unsigned_reasoning_and_invalid_arguments() -> None:
     with pytest.raises(UnsupportedContentError, match="signature"):
-        to_anthropic([Message(role="assistant", content=(ReasoningBlock(text="r"),))],
+        to_anthropic([v.Message(role="assistant", content=(v.ReasoningBlock(text="r"),))],
                      strict=True)
     with pytest.raises(UnsupportedContentError, match="arguments"):
-        to_anthropic([Message(role="assistant", content=(
-            ToolCallBlock(id="c", name="n", arguments="[1]"),))], strict=True)
+        to_anthropic([v.Message(role="assistant", content=(
+            v.ToolCallBlock(id="c", name="n", arguments="[1]"),))], strict=True)
 
 
 def test_no_system_prompt_no_system_key() -> None:
-    assert to_anthropic([Message(role="user", content=(TextBlock(text="hi"),))]) == {
+    assert to_anthropic([v.Message(role="user", content=(v.TextBlock(text="hi"),))]) == {
         "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}
 
 
@@ -104,5 +97,5 @@ def test_the_whole_corpus_converts_validates_and_alternates() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(histories)
-def test_any_history_validates_and_alternates(history: list[Message]) -> None:
+def test_any_history_validates_and_alternates(history: list[v.Message]) -> None:
     _valid(to_anthropic(history))

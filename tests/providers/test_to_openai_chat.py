@@ -10,31 +10,24 @@ from hypothesis import given, settings
 from sdk_check import check_chat
 from to_strategies import histories
 
+from dsh_session_core import vocabulary as v
 from dsh_session_core.providers import UnsupportedContentError, to_openai_chat
-from dsh_session_core.vocabulary import (
-    ImageBlock,
-    Message,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-)
 
-PNG = ImageBlock(media_type="image/png", data="iVBORw0KGgo=")
+PNG = v.ImageBlock(media_type="image/png", data="iVBORw0KGgo=")
 
 
 def test_a_tool_turn() -> None:
     history = [
-        Message(role="user", content=(TextBlock(text="list"), PNG)),
-        Message(role="assistant", content=(
-            ReasoningBlock(text="use ls"), TextBlock(text="Listing."),
-            ToolCallBlock(id="c1", name="bash", arguments='{"cmd":"ls"}'),
-            ToolCallBlock(id="c2", name="shot", arguments="{}"))),
-        Message(role="user", content=(ToolResultBlock(
-            tool_call_id="c1", content=(TextBlock(text="a.txt"),), is_error=False),)),
-        Message(role="user", content=(ToolResultBlock(
-            tool_call_id="c2", content=(TextBlock(text="here"), PNG), is_error=True),)),
-        Message(role="user", content=(TextBlock(text="thanks"),)),
+        v.Message(role="user", content=(v.TextBlock(text="list"), PNG)),
+        v.Message(role="assistant", content=(
+            v.ReasoningBlock(text="use ls"), v.TextBlock(text="Listing."),
+            v.ToolCallBlock(id="c1", name="bash", arguments='{"cmd":"ls"}'),
+            v.ToolCallBlock(id="c2", name="shot", arguments="{}"))),
+        v.Message(role="user", content=(v.ToolResultBlock(
+            tool_call_id="c1", content=(v.TextBlock(text="a.txt"),), is_error=False),)),
+        v.Message(role="user", content=(v.ToolResultBlock(
+            tool_call_id="c2", content=(v.TextBlock(text="here"), PNG), is_error=True),)),
+        v.Message(role="user", content=(v.TextBlock(text="thanks"),)),
     ]
     out = to_openai_chat(history)
     assert out == [
@@ -58,7 +51,7 @@ def test_a_tool_turn() -> None:
 
 
 def test_reasoning_only_is_left_out_and_strict_refuses_it() -> None:
-    history = [Message(role="assistant", content=(ReasoningBlock(text="hm"),))]
+    history = [v.Message(role="assistant", content=(v.ReasoningBlock(text="hm"),))]
     assert to_openai_chat(history) == []
     with pytest.raises(UnsupportedContentError) as info:
         to_openai_chat(history, strict=True)
@@ -67,7 +60,7 @@ def test_reasoning_only_is_left_out_and_strict_refuses_it() -> None:
 
 
 def test_an_unknown_block_is_a_placeholder_text() -> None:
-    history = [Message(role="assistant", content=({"type": "thinking", "x": 1},))]  # type: ignore[arg-type]
+    history = [v.Message(role="assistant", content=({"type": "thinking", "x": 1},))]  # type: ignore[arg-type]
     assert to_openai_chat(history) == [{"role": "assistant", "content":
                                         '<block type="thinking">{"type":"thinking","x":1}</block>'}]
 
@@ -90,5 +83,5 @@ def test_the_whole_corpus_converts_and_validates() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(histories)
-def test_any_history_validates(history: list[Message]) -> None:
+def test_any_history_validates(history: list[v.Message]) -> None:
     check_chat(to_openai_chat(history))

@@ -9,35 +9,28 @@ from hypothesis import given, settings
 from sdk_check import check_responses
 from to_strategies import histories
 
+from dsh_session_core import vocabulary as v
 from dsh_session_core.providers import to_openai_responses
-from dsh_session_core.vocabulary import (
-    ImageBlock,
-    Message,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-)
 
-PNG = ImageBlock(media_type="image/png", url="https://example.com/a.png")
+PNG = v.ImageBlock(media_type="image/png", url="https://example.com/a.png")
 
 
 def test_items_keep_the_block_order() -> None:
     history = [
-        Message(role="user", content=(TextBlock(text="look"), PNG)),
-        Message(role="assistant", content=(
-            ReasoningBlock(text="plan", id="rs_a", encrypted_content="enc"),
-            ReasoningBlock(text="then look", id="rs_a"),  # the same item's second part
-            ReasoningBlock(text="mine"),  # not the provider's: no id to send it by
-            TextBlock(text="Looking."),
-            ToolCallBlock(id="c1", name="bash", arguments='{"cmd":"ls"}'),
-            TextBlock(text="And:"), ToolCallBlock(id="c2", name="shot", arguments="{}"))),
-        Message(role="user", content=(
-            ToolResultBlock(tool_call_id="c1", content=(TextBlock(text="a.txt"),),
+        v.Message(role="user", content=(v.TextBlock(text="look"), PNG)),
+        v.Message(role="assistant", content=(
+            v.ReasoningBlock(text="plan", id="rs_a", encrypted_content="enc"),
+            v.ReasoningBlock(text="then look", id="rs_a"),  # the same item's second part
+            v.ReasoningBlock(text="mine"),  # not the provider's: no id to send it by
+            v.TextBlock(text="Looking."),
+            v.ToolCallBlock(id="c1", name="bash", arguments='{"cmd":"ls"}'),
+            v.TextBlock(text="And:"), v.ToolCallBlock(id="c2", name="shot", arguments="{}"))),
+        v.Message(role="user", content=(
+            v.ToolResultBlock(tool_call_id="c1", content=(v.TextBlock(text="a.txt"),),
                             is_error=False),)),
-        Message(role="user", content=(
-            ToolResultBlock(tool_call_id="c2", content=(TextBlock(text="x"), PNG),
-                            is_error=True), TextBlock(text="go on"))),
+        v.Message(role="user", content=(
+            v.ToolResultBlock(tool_call_id="c2", content=(v.TextBlock(text="x"), PNG),
+                            is_error=True), v.TextBlock(text="go on"))),
     ]
     out = to_openai_responses(history)
     image = {"type": "input_image", "image_url": "https://example.com/a.png", "detail": "auto"}
@@ -63,21 +56,21 @@ def test_items_keep_the_block_order() -> None:
 
 def test_a_recorded_reasoning_item_keeps_its_id_and_encrypted_content() -> None:
     block = {"type": "reasoning", "text": "t", "id": "rs_abc", "encryptedContent": "enc"}
-    out = to_openai_responses([Message(role="assistant", content=(block,))])  # type: ignore[arg-type]
+    out = to_openai_responses([v.Message(role="assistant", content=(block,))])  # type: ignore[arg-type]
     assert out == [{"type": "reasoning", "id": "rs_abc", "encrypted_content": "enc",
                     "summary": [{"type": "summary_text", "text": "t"}]}]
     check_responses(out)
     # An item with no summary (none asked for) goes back with none, not an empty text.
-    empty = ReasoningBlock(text="", id="rs_e", encrypted_content="enc")
-    assert to_openai_responses([Message(role="assistant", content=(empty,))]) == [
+    empty = v.ReasoningBlock(text="", id="rs_e", encrypted_content="enc")
+    assert to_openai_responses([v.Message(role="assistant", content=(empty,))]) == [
         {"type": "reasoning", "id": "rs_e", "summary": [], "encrypted_content": "enc"}]
 
 
 def test_two_items_of_one_message_stay_two_and_anthropic_thinking_is_left_out() -> None:
-    content = (ReasoningBlock(text="a", id="rs_1"), ReasoningBlock(text="b", id="rs_2"),
-               ReasoningBlock(text="c", signature="sig"),
-               ReasoningBlock(text="", redacted_data="opaque"))
-    out = to_openai_responses([Message(role="assistant", content=content)])
+    content = (v.ReasoningBlock(text="a", id="rs_1"), v.ReasoningBlock(text="b", id="rs_2"),
+               v.ReasoningBlock(text="c", signature="sig"),
+               v.ReasoningBlock(text="", redacted_data="opaque"))
+    out = to_openai_responses([v.Message(role="assistant", content=content)])
     assert [(i["id"], [p["text"] for p in i["summary"]]) for i in out] == [
         ("rs_1", ["a"]), ("rs_2", ["b"])]
     check_responses(out)
@@ -90,5 +83,5 @@ def test_the_whole_corpus_converts_and_validates() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(histories)
-def test_any_history_validates(history: list[Message]) -> None:
+def test_any_history_validates(history: list[v.Message]) -> None:
     check_responses(to_openai_responses(history))

@@ -28,15 +28,8 @@ from pydantic_ai.models.test import TestModel
 from sdk_check import check_pydantic_ai
 from to_strategies import histories
 
+from dsh_session_core import vocabulary as v
 from dsh_session_core.providers import to_pydantic_ai
-from dsh_session_core.vocabulary import (
-    ImageBlock,
-    Message,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-)
 
 
 def _run(history: list[Any]) -> None:
@@ -73,14 +66,14 @@ def _shape(history: list[Any]) -> list[tuple[str, list[Any]]]:
 
 def test_a_tool_turn() -> None:
     history = [
-        Message(role="system", content=(TextBlock(text="be brief"),)),
-        Message(role="user", content=(TextBlock(text="hi"),
-                                      ImageBlock(media_type="image/png", data="AAAA"))),
-        Message(role="assistant", content=(
-            ReasoningBlock(text="plan"), TextBlock(text="Calling."),
-            ToolCallBlock(id="c1", name="bash", arguments='{"cmd":"ls"}'))),
-        Message(role="user", content=(ToolResultBlock(
-            tool_call_id="c1", content=(TextBlock(text="boom"),), is_error=True),)),
+        v.Message(role="system", content=(v.TextBlock(text="be brief"),)),
+        v.Message(role="user", content=(v.TextBlock(text="hi"),
+                                      v.ImageBlock(media_type="image/png", data="AAAA"))),
+        v.Message(role="assistant", content=(
+            v.ReasoningBlock(text="plan"), v.TextBlock(text="Calling."),
+            v.ToolCallBlock(id="c1", name="bash", arguments='{"cmd":"ls"}'))),
+        v.Message(role="user", content=(v.ToolResultBlock(
+            tool_call_id="c1", content=(v.TextBlock(text="boom"),), is_error=True),)),
     ]
     out = to_pydantic_ai(history)
     expected = [
@@ -97,11 +90,11 @@ def test_a_tool_turn() -> None:
 
 
 @pytest.mark.parametrize("block", [
-    ReasoningBlock(text="t", signature="sig"),
+    v.ReasoningBlock(text="t", signature="sig"),
     {"type": "reasoning", "text": "t", "signature": "sig"},  # as an untyped source has it
 ], ids=["typed", "untyped"])
 def test_a_signed_reasoning_block_keeps_its_signature(block: Any) -> None:
-    out = to_pydantic_ai([Message(role="assistant", content=(block,))])
+    out = to_pydantic_ai([v.Message(role="assistant", content=(block,))])
     assert _shape(out) == [("ModelResponse", [("ThinkingPart", {"content": "t",
                                                                 "signature": "sig"})])]
 
@@ -132,5 +125,5 @@ def test_the_whole_corpus_round_trips_and_runs() -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(histories)
-def test_any_history_round_trips(history: list[Message]) -> None:
+def test_any_history_round_trips(history: list[v.Message]) -> None:
     check_pydantic_ai(to_pydantic_ai(history))

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
+from dsh_session_core import vocabulary as v
 from dsh_session_core.providers import (
     UnsupportedContentError,
     to_anthropic,
@@ -26,26 +27,18 @@ from dsh_session_core.providers import (
     to_openai_responses,
     to_pydantic_ai,
 )
-from dsh_session_core.vocabulary import (
-    ImageBlock,
-    Message,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-)
 
 BLOCKS: dict[str, Any] = {
-    "text": TextBlock(text="t"),
-    "reasoning": ReasoningBlock(text="r"),
-    "reasoning+signature": ReasoningBlock(text="r", signature="s"),
-    "reasoning+id": ReasoningBlock(text="r", id="rs_1", encrypted_content="e"),
-    "tool-call": ToolCallBlock(id="c", name="n", arguments='{"a":1}'),
-    "tool-call, arguments no object": ToolCallBlock(id="c", name="n", arguments="[1]"),
-    "tool-result": ToolResultBlock(tool_call_id="c", content=(TextBlock(text="o"),),
+    "text": v.TextBlock(text="t"),
+    "reasoning": v.ReasoningBlock(text="r"),
+    "reasoning+signature": v.ReasoningBlock(text="r", signature="s"),
+    "reasoning+id": v.ReasoningBlock(text="r", id="rs_1", encrypted_content="e"),
+    "tool-call": v.ToolCallBlock(id="c", name="n", arguments='{"a":1}'),
+    "tool-call, arguments no object": v.ToolCallBlock(id="c", name="n", arguments="[1]"),
+    "tool-result": v.ToolResultBlock(tool_call_id="c", content=(v.TextBlock(text="o"),),
                                    is_error=True),
-    "image": ImageBlock(media_type="image/png", data="AAAA"),
-    "image/svg+xml": ImageBlock(media_type="image/svg+xml", data="AAAA"),
+    "image": v.ImageBlock(media_type="image/png", data="AAAA"),
+    "image/svg+xml": v.ImageBlock(media_type="image/svg+xml", data="AAAA"),
     "unknown kind": {"type": "citation", "url": "u"},
 }
 P, N, OM = "placeholder", "native", "omitted"
@@ -120,12 +113,12 @@ CONVERT: dict[str, Callable[..., Any]] = {
 CASES = [(t, r, k, h) for t, rows in TABLE.items() for (r, k), h in rows.items()]
 
 
-def _history(role: str, kind: str) -> list[Message]:
+def _history(role: str, kind: str) -> list[v.Message]:
     block = BLOCKS[kind]
     if role == "in tool result":
-        block = ToolResultBlock(tool_call_id="c", content=(block,), is_error=False)
+        block = v.ToolResultBlock(tool_call_id="c", content=(block,), is_error=False)
         role = "user"
-    return [Message(role=role, content=(block,))]  # type: ignore[arg-type]
+    return [v.Message(role=role, content=(block,))]  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("target", "role", "kind", "handling"), CASES,

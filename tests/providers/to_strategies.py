@@ -10,14 +10,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from dsh_session_core.vocabulary import (
-    ImageBlock,
-    Message,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-)
+from dsh_session_core import vocabulary as v
 
 __all__ = ["histories", "messages"]
 
@@ -29,10 +22,10 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | _text,
 _arguments = st.one_of(st.dictionaries(_text, _json, max_size=3).map(json.dumps),
                        _text, st.just(""), st.just("[1, 2]"))
 _images = st.one_of(
-    st.builds(lambda mt, raw: ImageBlock(media_type=mt, data=base64.b64encode(raw).decode()),
+    st.builds(lambda mt, raw: v.ImageBlock(media_type=mt, data=base64.b64encode(raw).decode()),
               st.sampled_from(["image/png", "image/jpeg", "image/svg+xml"]),
               st.binary(max_size=8)),
-    st.builds(lambda mt: ImageBlock(media_type=mt, url="https://example.com/a.png"),
+    st.builds(lambda mt: v.ImageBlock(media_type=mt, url="https://example.com/a.png"),
               st.sampled_from(["image/png", "image/webp"])),
 )
 _untyped: st.SearchStrategy[Any] = st.one_of(
@@ -43,21 +36,21 @@ _untyped: st.SearchStrategy[Any] = st.one_of(
                            "redactedData": st.just("opaque-data")}),
 )
 _leaf = st.one_of(
-    st.builds(TextBlock, text=_text),
-    st.builds(ReasoningBlock, text=_text),
-    st.builds(ToolCallBlock, id=_ids, name=st.sampled_from(["bash", "read"]),
+    st.builds(v.TextBlock, text=_text),
+    st.builds(v.ReasoningBlock, text=_text),
+    st.builds(v.ToolCallBlock, id=_ids, name=st.sampled_from(["bash", "read"]),
               arguments=_arguments),
     _images,
     _untyped,
 )
 _result = st.builds(
-    lambda call_id, content, err: ToolResultBlock(tool_call_id=call_id, content=tuple(content),
+    lambda call_id, content, err: v.ToolResultBlock(tool_call_id=call_id, content=tuple(content),
                                                   is_error=err),
     _ids, st.lists(_leaf, max_size=3), st.sampled_from([True, False]))
 _block = st.one_of(_leaf, _result)
 
 messages = st.builds(
-    lambda role, content: Message(role=role, content=tuple(content)),
+    lambda role, content: v.Message(role=role, content=tuple(content)),
     st.sampled_from(["system", "user", "user", "assistant", "assistant"]),
     st.lists(_block, max_size=4),
 )
