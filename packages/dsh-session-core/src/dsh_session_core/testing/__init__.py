@@ -26,34 +26,14 @@ import typing as _typing
 
 from ..lazy import lazy_exports as _lazy_exports
 
+# The shorthands are plain functions over dicts (no pytest, no backend): imported at
+# once, so their names are written in one place, events.__all__.
+from .events import *  # noqa: F403
+from .events import __all__ as _events_all
+
 if _typing.TYPE_CHECKING:
     from .cli import run_cli
     from .contract import BackendContract
-    from .events import (
-        USER_SOURCE,
-        assistant,
-        assistant_data,
-        call_block,
-        exchange,
-        one_turn_log,
-        session_header,
-        step_data,
-        step_end,
-        step_start,
-        text_block,
-        tool_call,
-        tool_call_data,
-        tool_result,
-        tool_result_data,
-        turn_end,
-        turn_end_data,
-        turn_start,
-        turn_start_data,
-        user,
-        user_data,
-        user_turn,
-        wire_event,
-    )
     from .plugins import PluginReport, check_plugin
     from .stores import (
         DURABLE_KINDS,
@@ -69,68 +49,23 @@ _LAZY: dict[str, str] = {
     "DURABLE_KINDS": ".stores",
     "KINDS": ".stores",
     "PluginReport": ".plugins",
-    "USER_SOURCE": ".events",
-    "assistant": ".events",
-    "assistant_data": ".events",
-    "call_block": ".events",
     "check_plugin": ".plugins",
-    "exchange": ".events",
     "make_backend_factory": ".stores",
     "make_store_url": ".stores",
-    "one_turn_log": ".events",
     "run_cli": ".cli",
-    "session_header": ".events",
-    "step_data": ".events",
-    "step_end": ".events",
-    "step_start": ".events",
-    "text_block": ".events",
-    "tool_call": ".events",
-    "tool_call_data": ".events",
-    "tool_result": ".events",
-    "tool_result_data": ".events",
-    "turn_end": ".events",
-    "turn_end_data": ".events",
-    "turn_start": ".events",
-    "turn_start_data": ".events",
-    "user": ".events",
-    "user_data": ".events",
-    "user_turn": ".events",
-    "wire_event": ".events",
 }
 
 __all__ = [
     "DURABLE_KINDS",
     "KINDS",
-    "USER_SOURCE",
     "BackendContract",
     "BackendFactory",
     "PluginReport",
-    "assistant",
-    "assistant_data",
-    "call_block",
     "check_plugin",
-    "exchange",
     "make_backend_factory",
     "make_store_url",
-    "one_turn_log",
     "run_cli",
-    "session_header",
-    "step_data",
-    "step_end",
-    "step_start",
-    "text_block",
-    "tool_call",
-    "tool_call_data",
-    "tool_result",
-    "tool_result_data",
-    "turn_end",
-    "turn_end_data",
-    "turn_start",
-    "turn_start_data",
-    "user",
-    "user_data",
-    "user_turn",
-    "wire_event",
 ]
+__all__ += _events_all
 
 __getattr__, __dir__ = _lazy_exports(__name__, _LAZY, __all__)
