@@ -1,40 +1,14 @@
 """``to_anthropic``: the derived history as the ``system`` and ``messages`` of
-``messages.create``, checked against the ``anthropic`` SDK's request types over the whole
-corpus and generated histories, with the alternation the API demands."""
+``messages.create``, checked against the ``anthropic`` SDK's request types and the
+alternation the API demands (the corpus and generated histories: test_every_converter)."""
 
 from __future__ import annotations
 
-import itertools
-from typing import Any
-
 import pytest
-from corpus import corpus_failures
-from hypothesis import given, settings
-from sdk_check import check_anthropic
-from to_strategies import histories
+from sdk_check import check_anthropic, check_anthropic_turns
 
 from dsh_session_core import vocabulary as v
 from dsh_session_core.providers import UnsupportedContentError, to_anthropic
-
-
-def _alternates(kwargs: dict[str, Any]) -> None:
-    roles = [m["role"] for m in kwargs["messages"]]
-    assert all(a != b for a, b in itertools.pairwise(roles)), roles
-    for m in kwargs["messages"]:
-        assert m["content"], m
-        kinds = [b["type"] for b in m["content"]]
-        if "tool_result" in kinds:  # the results first in their turn
-            first_other = next((i for i, k in enumerate(kinds) if k != "tool_result"),
-                               len(kinds))
-            assert "tool_result" not in kinds[first_other:], kinds
-        for b in m["content"]:
-            assert b["type"] != "text" or b["text"], m  # the API refuses empty text
-
-
-def _valid(kwargs: dict[str, Any]) -> None:
-    """The SDK's request types accept it, and the roles alternate as the API demands."""
-    check_anthropic(kwargs)
-    _alternates(kwargs)
 
 
 def test_a_tool_turn_alternates_with_results_first() -> None:
@@ -74,7 +48,7 @@ def test_a_tool_turn_alternates_with_results_first() -> None:
             {"type": "text", "text": "steer"}]},
     ]}
     check_anthropic(out)
-    _alternates(out)
+    check_anthropic_turns(out)
 
 
 def test_strict_refuses_unsigned_reasoning_and_invalid_arguments() -> None:
@@ -89,13 +63,3 @@ def test_strict_refuses_unsigned_reasoning_and_invalid_arguments() -> None:
 def test_no_system_prompt_no_system_key() -> None:
     assert to_anthropic([v.Message(role="user", content=(v.TextBlock(text="hi"),))]) == {
         "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}
-
-
-def test_the_whole_corpus_converts_validates_and_alternates() -> None:
-    assert corpus_failures(lambda session: _valid(to_anthropic(session))) == []
-
-
-@settings(max_examples=300, deadline=None)
-@given(histories)
-def test_any_history_validates_and_alternates(history: list[v.Message]) -> None:
-    _valid(to_anthropic(history))

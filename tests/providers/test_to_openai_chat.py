@@ -1,14 +1,11 @@
 """``to_openai_chat``: the derived history as Chat Completions messages, checked against
-the ``openai`` SDK's own request types (``ChatCompletionMessageParam``) over the whole
-corpus and over generated histories."""
+the ``openai`` SDK's own request types (``ChatCompletionMessageParam``; the corpus and
+generated histories: test_every_converter)."""
 
 from __future__ import annotations
 
 import pytest
-from corpus import corpus_failures
-from hypothesis import given, settings
 from sdk_check import check_chat
-from to_strategies import histories
 
 from dsh_session_core import vocabulary as v
 from dsh_session_core.providers import UnsupportedContentError, to_openai_chat
@@ -75,13 +72,3 @@ def test_the_session_system_prompt_comes_first() -> None:
         turn.user("hi")
     assert to_openai_chat(s) == [{"role": "system", "content": "be brief"},
                                  {"role": "user", "content": "hi"}]
-
-
-def test_the_whole_corpus_converts_and_validates() -> None:
-    assert corpus_failures(lambda session: check_chat(to_openai_chat(session))) == []
-
-
-@settings(max_examples=300, deadline=None)
-@given(histories)
-def test_any_history_validates(history: list[v.Message]) -> None:
-    check_chat(to_openai_chat(history))

@@ -1,13 +1,10 @@
 """``to_openai_responses``: the derived history as Responses input items, checked against
-the ``openai`` SDK's ``ResponseInputItemParam`` over the whole corpus and generated
-histories."""
+the ``openai`` SDK's ``ResponseInputItemParam`` (the corpus and
+generated histories: test_every_converter)."""
 
 from __future__ import annotations
 
-from corpus import corpus_failures
-from hypothesis import given, settings
 from sdk_check import check_responses
-from to_strategies import histories
 
 from dsh_session_core import vocabulary as v
 from dsh_session_core.providers import to_openai_responses
@@ -74,14 +71,3 @@ def test_two_items_of_one_message_stay_two_and_anthropic_thinking_is_left_out() 
     assert [(i["id"], [p["text"] for p in i["summary"]]) for i in out] == [
         ("rs_1", ["a"]), ("rs_2", ["b"])]
     check_responses(out)
-
-
-def test_the_whole_corpus_converts_and_validates() -> None:
-    assert corpus_failures(
-        lambda session: check_responses(to_openai_responses(session))) == []
-
-
-@settings(max_examples=300, deadline=None)
-@given(histories)
-def test_any_history_validates(history: list[v.Message]) -> None:
-    check_responses(to_openai_responses(history))

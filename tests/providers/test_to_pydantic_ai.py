@@ -1,18 +1,14 @@
 """``to_pydantic_ai``: the derived history as pydantic-ai messages: they round-trip
 through ``ModelMessagesTypeAdapter``, and pydantic-ai's offline ``TestModel`` takes them
-as ``message_history``, over the whole corpus and generated histories."""
+as ``message_history`` (the corpus and generated histories: test_every_converter)."""
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 from typing import Any
 
 import pytest
-from corpus import corpus_failures
-from hypothesis import given, settings
-from pydantic_ai import Agent
 from pydantic_ai.messages import (
     BinaryContent,
     ModelRequest,
@@ -24,30 +20,10 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models.test import TestModel
-from sdk_check import check_pydantic_ai
-from to_strategies import histories
+from sdk_check import check_pydantic_ai, run_pydantic_ai
 
 from dsh_session_core import vocabulary as v
 from dsh_session_core.providers import to_pydantic_ai
-
-
-def _run(history: list[Any]) -> None:
-    """The offline model accepts the history. A history ending in calls with no result
-    is run without its last response: with a new prompt pydantic-ai refuses pending
-    calls (that response is checked by the type adapter all the same)."""
-    last = history[-1] if history else None
-    if isinstance(last, ModelResponse) and any(isinstance(p, ToolCallPart) for p in last.parts):
-        history = history[:-1]
-    # asyncio.run, not run_sync: run_sync leaves its event loop open for the process.
-    result = asyncio.run(Agent(TestModel()).run("continue", message_history=history))
-    assert isinstance(result.output, str)
-
-
-def _round_trips(history: list[Any]) -> None:
-    """pydantic-ai's type adapter takes the history back, and the offline model runs it."""
-    check_pydantic_ai(history)
-    _run(history)
 
 
 def _shape(history: list[Any]) -> list[tuple[str, list[Any]]]:
@@ -86,7 +62,8 @@ def test_a_tool_turn() -> None:
                                            tool_call_id="c1", outcome="failed")]),
     ]
     assert _shape(out) == _shape(expected)
-    _round_trips(out)
+    check_pydantic_ai(out)
+    run_pydantic_ai(out)
 
 
 @pytest.mark.parametrize("block", [
@@ -117,13 +94,3 @@ def test_core_imports_no_sdk() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
-
-
-def test_the_whole_corpus_round_trips_and_runs() -> None:
-    assert corpus_failures(lambda session: _round_trips(to_pydantic_ai(session))) == []
-
-
-@settings(max_examples=200, deadline=None)
-@given(histories)
-def test_any_history_round_trips(history: list[v.Message]) -> None:
-    check_pydantic_ai(to_pydantic_ai(history))
