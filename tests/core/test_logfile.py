@@ -9,32 +9,20 @@ import pytest
 from dsh_session_core import OpaqueEvent, Session, core_registry
 from dsh_session_core._logfile import dump_log, open_session, parse_log
 from dsh_session_core.errors import LogFormatError
-
-HEADER = b'{"type":"session","version":0,"id":"s1","createdAt":1000,"cwd":"/work"}\n'
-# The spec's §9.2 example of a complete one-turn log (plugins-persistence.md).
-ONE_TURN = HEADER + (
-    b'{"type":"turn/start","seq":0,"time":1,"data":{"turn":1,"trigger":{"kind":"message",'
-    b'"source":{"kind":"user"}}}}\n'
-    b'{"type":"user/message","seq":1,"time":2,"data":{"content":[{"type":"text","text":"hi"}],'
-    b'"source":{"kind":"user"}},"surfaceOp":"append"}\n'
-    b'{"type":"step/start","seq":2,"time":3,"data":{"turn":1,"step":1}}\n'
-    b'{"type":"assistant/message","seq":3,"time":4,"data":{"turn":1,"step":1,"content":'
-    b'[{"type":"text","text":"hello"}]},"surfaceOp":"append"}\n'
-    b'{"type":"step/end","seq":4,"time":5,"data":{"turn":1,"step":1}}\n'
-    b'{"type":"turn/end","seq":5,"time":6,"data":{"turn":1,"reason":{"kind":"completed"}}}\n'
-)
+from spec_logs import ONE_TURN_LOG, S1_HEADER
 
 
 def test_the_spec_example_is_671_bytes_and_round_trips() -> None:
-    assert len(ONE_TURN) == 671
-    log = parse_log(ONE_TURN, core_registry())
+    assert len(ONE_TURN_LOG) == 671
+    log = parse_log(ONE_TURN_LOG, core_registry())
     assert [e.type for e in log.events][:2] == ["turn/start", "user/message"]
-    assert dump_log(log.header, log.events) == ONE_TURN
+    assert dump_log(log.header, log.events) == ONE_TURN_LOG
 
 
 def test_appending_the_same_events_writes_the_same_bytes() -> None:
     times = iter(range(1, 7))
-    s = Session("s1", header=parse_log(HEADER, core_registry()).header, clock=lambda: next(times))
+    header = parse_log(S1_HEADER, core_registry()).header
+    s = Session("s1", header=header, clock=lambda: next(times))
     s.append("turn/start", {"turn": 1, "trigger": {"kind": "message", "source": {"kind": "user"}}})
     s.append("user/message", {"content": [{"type": "text", "text": "hi"}],
                               "source": {"kind": "user"}}, surface_op="append")
@@ -44,8 +32,8 @@ def test_appending_the_same_events_writes_the_same_bytes() -> None:
              surface_op="append")
     s.append("step/end", {"turn": 1, "step": 1})
     s.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
-    assert s.to_jsonl() == ONE_TURN
-    assert s.jsonl(4) == ONE_TURN.split(b"\n", 5)[-1]
+    assert s.to_jsonl() == ONE_TURN_LOG
+    assert s.jsonl(4) == ONE_TURN_LOG.split(b"\n", 5)[-1]
 
 
 def test_surface_op_first_lines_are_kept_in_their_order() -> None:
@@ -55,18 +43,18 @@ def test_surface_op_first_lines_are_kept_in_their_order() -> None:
         b'"content":[{"type":"text","text":"x"}],"isError":true,"error":{"name":'
         b'"InterruptedError","code":"interrupted"}},"surfaceOp":"append","sourceEventSeqs":[3]}\n'
     )
-    log = parse_log(HEADER + line, core_registry())
+    log = parse_log(S1_HEADER + line, core_registry())
     assert type(log.events[0]) is OpaqueEvent
-    assert dump_log(log.header, log.events) == HEADER + line
+    assert dump_log(log.header, log.events) == S1_HEADER + line
     session = open_session(log, core_registry())
-    assert session.to_jsonl() == HEADER + line
+    assert session.to_jsonl() == S1_HEADER + line
     assert session.derive_messages()[0].role == "user"
 
 
 def test_a_seeded_session_reencodes_only_when_not_given_its_bytes() -> None:
-    log = parse_log(ONE_TURN, core_registry())
+    log = parse_log(ONE_TURN_LOG, core_registry())
     fresh = Session("s1", log.events, log.header)
-    assert fresh.to_jsonl() == ONE_TURN
+    assert fresh.to_jsonl() == ONE_TURN_LOG
 
 
 @pytest.mark.parametrize(
@@ -75,8 +63,8 @@ def test_a_seeded_session_reencodes_only_when_not_given_its_bytes() -> None:
         (b"", None),
         (b"not json\n", 1),
         (b'{"type":"other"}\n', 1),
-        (HEADER + b'{"type":"turn/start","seq":0\n', 2),
-        (HEADER + b"\n", 2),
+        (S1_HEADER + b'{"type":"turn/start","seq":0\n', 2),
+        (S1_HEADER + b"\n", 2),
     ],
 )
 def test_bad_logs_fail_with_the_line(data: bytes, line: int | None) -> None:

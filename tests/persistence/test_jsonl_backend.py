@@ -35,24 +35,12 @@ from dsh_session_core._persistence.jsonl import JsonlBackend
 from dsh_session_core._persistence.paths import encode_segment, log_path, session_dir
 from dsh_session_core._persistence.repair import interrupted_turn_closers
 from dsh_session_core.errors import LogFormatError, SkippedLogWarning
+from spec_logs import ONE_TURN_LOG
 
 REGISTRY = core_registry()
 
 # --- the spec's fixtures ------------------------------------------------------------------
 
-#: §9.2: the complete file for meta('s1', '/work') + ONE_TURN (671 bytes).
-SPEC_LOG = (
-    b'{"type":"session","version":0,"id":"s1","createdAt":1000,"cwd":"/work"}\n'
-    b'{"type":"turn/start","seq":0,"time":1,"data":{"turn":1,"trigger":{"kind":"message",'
-    b'"source":{"kind":"user"}}}}\n'
-    b'{"type":"user/message","seq":1,"time":2,"data":{"content":[{"type":"text","text":"hi"}],'
-    b'"source":{"kind":"user"}},"surfaceOp":"append"}\n'
-    b'{"type":"step/start","seq":2,"time":3,"data":{"turn":1,"step":1}}\n'
-    b'{"type":"assistant/message","seq":3,"time":4,"data":{"turn":1,"step":1,"content":'
-    b'[{"type":"text","text":"hello"}]},"surfaceOp":"append"}\n'
-    b'{"type":"step/end","seq":4,"time":5,"data":{"turn":1,"step":1}}\n'
-    b'{"type":"turn/end","seq":5,"time":6,"data":{"turn":1,"reason":{"kind":"completed"}}}\n'
-)
 SPEC_HEADER_LEN = 72  # "header line 72 bytes incl. newline"
 
 #: §13 scenario 53's header.
@@ -239,11 +227,11 @@ def test_s1_materializing_writes_the_spec_example_byte_for_byte(
 ) -> None:
     events = persist(backend, meta("s1", "/work"), ONE_TURN)
     path = root / "cwd-0c9a453fad61" / "s1.jsonl"
-    assert path.read_bytes() == SPEC_LOG
-    assert len(SPEC_LOG) == 671
-    assert SPEC_LOG.index(b"\n") + 1 == SPEC_HEADER_LEN
+    assert path.read_bytes() == ONE_TURN_LOG
+    assert len(ONE_TURN_LOG) == 671
+    assert ONE_TURN_LOG.index(b"\n") + 1 == SPEC_HEADER_LEN
     loaded = backend.load_stored("s1", REGISTRY)
-    assert loaded == StoredLog(meta("s1", "/work"), events, None, SPEC_LOG[SPEC_HEADER_LEN:])
+    assert loaded == StoredLog(meta("s1", "/work"), events, None, ONE_TURN_LOG[SPEC_HEADER_LEN:])
 
 
 def test_a_fork_header_is_written_in_the_spec_key_order(backend: JsonlBackend,
@@ -288,7 +276,7 @@ def test_materializing_over_an_existing_log_is_refused(backend: JsonlBackend,
         r"\(load/resume it instead\)$"
     )):
         JsonlBackend(root).append_batch(meta("dup", "/w"), events, lines, materialized=False)
-    assert Path(log_path(root, "/w", "dup")).read_bytes() == SPEC_LOG.replace(
+    assert Path(log_path(root, "/w", "dup")).read_bytes() == ONE_TURN_LOG.replace(
         b'"id":"s1","createdAt":1000,"cwd":"/work"', b'"id":"dup","createdAt":1000,"cwd":"/w"')
     assert [p.name for p in Path(session_dir(root, "/w")).iterdir()] == ["dup.jsonl"]
 
@@ -326,7 +314,7 @@ def test_a_publication_that_is_not_durable_is_withdrawn(
     assert list(Path(session_dir(root, "/work")).iterdir()) == []
     monkeypatch.undo()
     backend.append_batch(meta("s1", "/work"), events, lines, materialized=False)
-    assert Path(log_path(root, "/work", "s1")).read_bytes() == SPEC_LOG
+    assert Path(log_path(root, "/work", "s1")).read_bytes() == ONE_TURN_LOG
 
 
 def test_a_failed_link_publishes_nothing_and_leaves_no_temp(
@@ -344,7 +332,7 @@ def test_a_failed_link_publishes_nothing_and_leaves_no_temp(
     assert list(Path(session_dir(root, "/work")).iterdir()) == []
     monkeypatch.undo()
     backend.append_batch(meta("s1", "/work"), events, lines, materialized=False)
-    assert Path(log_path(root, "/work", "s1")).read_bytes() == SPEC_LOG
+    assert Path(log_path(root, "/work", "s1")).read_bytes() == ONE_TURN_LOG
 
 
 def test_an_empty_batch_writes_nothing(backend: JsonlBackend, root: Path) -> None:
@@ -378,8 +366,8 @@ def test_short_writes_are_completed(backend: JsonlBackend, root: Path,
     persist(backend, meta("s1", "/work"), [TS(6, 2), TE(7, 2)], events)
     monkeypatch.undo()
     assert len(calls) > 671 // 7
-    assert Path(log_path(root, "/work", "s1")).read_bytes() == SPEC_LOG + ts_line(6, 2) + te_line(
-        7, 2)
+    expected = ONE_TURN_LOG + ts_line(6, 2) + te_line(7, 2)
+    assert Path(log_path(root, "/work", "s1")).read_bytes() == expected
 
 
 def test_a_write_that_makes_no_progress_fails(backend: JsonlBackend, root: Path,
@@ -397,7 +385,7 @@ def test_a_write_that_makes_no_progress_fails(backend: JsonlBackend, root: Path,
     with pytest.raises(OSError, match="write made no progress"):
         backend.append_batch(meta("s1", "/work"), more, lines, materialized=True)
     monkeypatch.undo()
-    assert Path(log_path(root, "/work", "s1")).read_bytes() == SPEC_LOG
+    assert Path(log_path(root, "/work", "s1")).read_bytes() == ONE_TURN_LOG
 
 
 def test_concurrent_appends_to_different_sessions(
@@ -436,7 +424,7 @@ def test_a_write_failing_halfway_is_rolled_back(backend: JsonlBackend, root: Pat
     with pytest.raises(OSError, match="simulated write ENOSPC"):
         backend.append_batch(meta("s1", "/work"), more, lines, materialized=True)
     monkeypatch.undo()
-    assert Path(log_path(root, "/work", "s1")).read_bytes() == SPEC_LOG
+    assert Path(log_path(root, "/work", "s1")).read_bytes() == ONE_TURN_LOG
     backend.append_batch(meta("s1", "/work"), more, lines, materialized=True)
     assert seqs(backend.load_stored("s1", REGISTRY)) == list(range(8))
 
@@ -505,11 +493,11 @@ def test_append_descriptors_are_kept_and_closed(backend: JsonlBackend, root: Pat
 
 
 def test_s52_a_torn_fragment_is_not_parsed() -> None:
-    data = SPEC_LOG + b'{"type":"assistant/chunk","seq":8,"ti'
+    data = ONE_TURN_LOG + b'{"type":"assistant/chunk","seq":8,"ti'
     scan = scan_log(data, REGISTRY)
     assert seqs(scan) == [0, 1, 2, 3, 4, 5]
-    assert scan.committed_bytes == len(SPEC_LOG) == 671
-    assert scan.jsonl == SPEC_LOG[SPEC_HEADER_LEN:]
+    assert scan.committed_bytes == len(ONE_TURN_LOG) == 671
+    assert scan.jsonl == ONE_TURN_LOG[SPEC_HEADER_LEN:]
 
 
 def test_s53_an_empty_line_and_a_partial_after_the_commit() -> None:
@@ -617,7 +605,7 @@ def test_s59_a_later_append_continues_at_seq_0(backend: JsonlBackend, root: Path
     events, lines = build(ONE_TURN)
     backend.append_batch(stored.header, events, lines, materialized=True)
     assert seqs(backend.load_stored("h0", REGISTRY)) == [0, 1, 2, 3, 4, 5]
-    assert path.read_bytes() == header_line + SPEC_LOG[SPEC_HEADER_LEN:]
+    assert path.read_bytes() == header_line + ONE_TURN_LOG[SPEC_HEADER_LEN:]
 
 
 @pytest.mark.parametrize(
@@ -821,7 +809,7 @@ def test_s47_torn_tail_cut_and_closed(root: Path) -> None:
 
 
 def test_a_torn_marker_of_0_is_a_cut(backend: JsonlBackend, root: Path) -> None:
-    path = write_raw(root, "/w", "z", SPEC_LOG)
+    path = write_raw(root, "/w", "z", ONE_TURN_LOG)
     backend.commit_repair(meta("z", "/w"), 0, [], b"")
     assert path.read_bytes() == b""
     with pytest.raises(ValueError, match="holds only 0"):
@@ -1008,7 +996,7 @@ def test_a_writer_in_another_process_is_refused_until_it_dies(root: Path,
 
 def test_the_line_builders_match_the_spec_bytes() -> None:
     # ts_line/te_line are hand-written from §13's TS/TE; check them against §9.2's log.
-    lines = SPEC_LOG.split(b"\n")
+    lines = ONE_TURN_LOG.split(b"\n")
     assert ts_line(0, 1) == lines[1] + b"\n"
     assert te_line(5, 1) == lines[6] + b"\n"
     assert step_start_line(2) == lines[3] + b"\n"
