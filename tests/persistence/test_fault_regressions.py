@@ -51,6 +51,17 @@ def _turn(s: Session, turn: int, *, end: bool = True) -> None:
     user_turn(s, turn, f"q{turn}", end=end)
 
 
+def _durable_then_pending(root: Path, session_id: str) -> tuple[DurableStore, Session]:
+    """A store whose new session holds turn 1 flushed (durable) and turn 2 appended but
+    not flushed: the next flush is the batch a test makes fail."""
+    st = _store(root)
+    s = st.create(session_id, cwd="/w")
+    _turn(s, 1)
+    st.flush(s)
+    _turn(s, 2)
+    return st, s
+
+
 def _fail(monkeypatch: pytest.MonkeyPatch, name: str, times: int = 1,
           *, half: bool = False) -> list[int]:
     """Make the next ``times`` calls of ``os.<name>`` fail (a write writes half its bytes
@@ -85,12 +96,8 @@ def _reload_lines(root: Path, sid: str) -> list[bytes]:
 def test_a_failed_rollback_is_cut_before_the_retry(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: str, half: bool
 ) -> None:
-    st = _store(tmp_path)
-    s = st.create("dbl", cwd="/w")
-    _turn(s, 1)
-    st.flush(s)
-    committed = _log(tmp_path, "dbl").read_bytes()
-    _turn(s, 2)
+    st, s = _durable_then_pending(tmp_path, "dbl")
+    committed = _log(tmp_path, "dbl").read_bytes()  # turn 2 is not written yet
     _fail(monkeypatch, call, half=half)
     _fail(monkeypatch, "ftruncate")
     with pytest.raises(OSError, match=f"injected {call} EIO"):
@@ -106,11 +113,7 @@ def test_a_failed_rollback_is_cut_before_the_retry(
 def test_a_rollback_failing_again_on_the_retry_leaves_a_loadable_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    st = _store(tmp_path)
-    s = st.create("dbl", cwd="/w")
-    _turn(s, 1)
-    st.flush(s)
-    _turn(s, 2)
+    st, s = _durable_then_pending(tmp_path, "dbl")
     _fail(monkeypatch, "fsync")
     _fail(monkeypatch, "ftruncate", times=2)
     with pytest.raises(OSError, match="injected fsync EIO"):
@@ -128,11 +131,7 @@ def test_a_rollback_failing_again_on_the_retry_leaves_a_loadable_log(
 def test_a_log_changed_after_a_failed_rollback_is_refused_not_appended(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    st = _store(tmp_path)
-    s = st.create("dbl", cwd="/w")
-    _turn(s, 1)
-    st.flush(s)
-    _turn(s, 2)
+    st, s = _durable_then_pending(tmp_path, "dbl")
     _fail(monkeypatch, "fsync")
     _fail(monkeypatch, "ftruncate")
     with pytest.raises(OSError, match="injected fsync EIO"):
@@ -524,11 +523,7 @@ def test_a_temp_without_a_lock_file_is_left_alone(tmp_path: Path) -> None:
 def test_a_failed_flush_is_a_persistence_error_naming_the_session_and_the_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    st = _store(tmp_path)
-    s = st.create("named", cwd="/w")
-    _turn(s, 1)
-    st.flush(s)
-    _turn(s, 2)
+    st, s = _durable_then_pending(tmp_path, "named")
     _fail(monkeypatch, "fsync")
     with pytest.raises(StoreWriteError) as info:
         st.flush(s)
