@@ -14,6 +14,7 @@ import io
 import os
 import re
 import signal
+from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,23 @@ def _fail(monkeypatch: pytest.MonkeyPatch, name: str, times: int = 1,
 
     monkeypatch.setattr(os, name, fake)
     return failed
+
+
+def _fail_on_path(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str,
+                  matches: Callable[[str], bool], error: Callable[[str], OSError], *,
+                  once: bool = False) -> None:
+    """Make ``owner.<name>(path, ...)`` raise ``error(path)`` for the paths ``matches``
+    accepts (only the first such call, when ``once``); every other call goes through."""
+    real = getattr(owner, name)
+    failed: list[str] = []
+
+    def fake(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if matches(str(path)) and not (once and failed):
+            failed.append(str(path))
+            raise error(str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(owner, name, fake)
 
 
 def _reload_lines(root: Path, sid: str) -> list[bytes]:
@@ -156,15 +174,9 @@ def test_a_first_write_published_but_not_withdrawn_is_finished_by_the_retry(
     st = _store(tmp_path)
     s = st.create("pub", cwd="/w")
     _turn(s, 1)
-    real = files_mod.fsync_dir
     bucket = str(_bucket(tmp_path))
-
-    def bucket_fails(path: str) -> None:
-        if path == bucket:
-            raise OSError(errno.EIO, "injected directory fsync EIO")
-        real(path)
-
-    monkeypatch.setattr(files_mod, "fsync_dir", bucket_fails)
+    _fail_on_path(monkeypatch, files_mod, "fsync_dir", lambda path: path == bucket,
+                  lambda _: OSError(errno.EIO, "injected directory fsync EIO"))
     _fail(monkeypatch, "unlink")
     with pytest.raises(OSError, match="injected directory fsync EIO"):
         st.flush(s)
@@ -241,17 +253,9 @@ def test_a_jsonl_repair_failing_at_any_call_can_be_retried(
     with _log(root, "rep").open("ab") as f:
         f.write(b'{"type":"turn/end","se')  # a torn tail: the repair cuts, then closes
     st = _store(root)
-    real_open = os.open
-    failed: list[str] = []
-
-    def fake(*args: Any, **kwargs: Any) -> Any:
-        if call == "open" and str(args[0]).endswith(".jsonl") and not failed:
-            failed.append(call)
-            raise OSError(errno.EIO, "injected open EIO")
-        return real_open(*args, **kwargs)
-
     if call == "open":
-        monkeypatch.setattr(os, "open", fake)
+        _fail_on_path(monkeypatch, os, "open", lambda path: path.endswith(".jsonl"),
+                      lambda _: OSError(errno.EIO, "injected open EIO"), once=True)
     else:
         _fail(monkeypatch, call, half=True)
     with pytest.raises(OSError, match="injected"):
@@ -553,14 +557,8 @@ def test_a_failed_first_write_names_the_file_that_failed(
     st = _store(tmp_path)
     s = st.create("first", cwd="/w")
     _turn(s, 1)
-    real = os.open
-
-    def fake(path: Any, *args: Any, **kwargs: Any) -> int:
-        if str(path).endswith(".tmp"):
-            raise OSError(errno.EACCES, "Permission denied", str(path))
-        return real(path, *args, **kwargs)
-
-    monkeypatch.setattr(os, "open", fake)
+    _fail_on_path(monkeypatch, os, "open", lambda path: path.endswith(".tmp"),
+                  lambda path: OSError(errno.EACCES, "Permission denied", path))
     with pytest.raises(StoreWriteError, match=r"\(at .*first\.jsonl\.[0-9a-f]{12}\.tmp\)"):
         st.flush(s)
     monkeypatch.undo()
