@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -42,21 +43,32 @@ def test_inventory(upstream: Path) -> None:
     assert len(EXPORT_INPUTS) == 353
 
 
-def test_derive_jsonl_equals_every_golden(upstream: Path) -> None:
-    proc = _cli("derive", "--jsonl", *map(str, DERIVE_INPUTS))
+def _derive_rows(*options: str) -> list[Any]:
+    """``dsh-session derive --jsonl`` over every input: one decoded row a file."""
+    proc = _cli("derive", "--jsonl", *options, *map(str, DERIVE_INPUTS))
     assert proc.returncode == 0, proc.stderr.decode()
-    rows = [_decode(line) for line in proc.stdout.splitlines()]
-    assert [Path(r["file"]) for r in rows] == DERIVE_INPUTS
+    return [_decode(line) for line in proc.stdout.splitlines()]
+
+
+def _mismatched(rows: list[Any], golden_kind: str) -> list[str]:
+    """The files whose row differs from the reference's ``golden_kind`` output: the same
+    messages, or an error where the reference failed."""
     mismatched = []
     for row in rows:
-        golden = _decode(_golden(Path(row["file"]), "messages").read_bytes())
+        golden = _decode(_golden(Path(row["file"]), golden_kind).read_bytes())
         if isinstance(golden, dict) and "error" in golden:
             ok = "error" in row and "messages" not in row
         else:
             ok = row.get("messages") == golden
         if not ok:
             mismatched.append(row["file"])
-    assert mismatched == []
+    return mismatched
+
+
+def test_derive_jsonl_equals_every_golden(upstream: Path) -> None:
+    rows = _derive_rows()
+    assert [Path(r["file"]) for r in rows] == DERIVE_INPUTS
+    assert _mismatched(rows, "messages") == []
 
 
 def test_failures_are_exactly_the_references(upstream: Path) -> None:
@@ -99,19 +111,8 @@ def test_derive_rejects_a_torn_log_with_one_line(upstream: Path) -> None:
 
 
 def test_derive_recover_equals_every_scan_golden(upstream: Path) -> None:
-    proc = _cli("derive", "--jsonl", "--recover", *map(str, DERIVE_INPUTS))
-    assert proc.returncode == 0, proc.stderr.decode()
-    rows = [_decode(line) for line in proc.stdout.splitlines()]
-    mismatched = []
-    for row in rows:
-        golden = _decode(_golden(Path(row["file"]), "scan").read_bytes())
-        if isinstance(golden, dict) and "error" in golden:
-            ok = "error" in row and "messages" not in row
-        else:
-            ok = row.get("messages") == golden
-        if not ok:
-            mismatched.append(row["file"])
-    assert mismatched == []
+    rows = _derive_rows("--recover")
+    assert _mismatched(rows, "scan") == []
     # The reference's scanner refuses the ten version-less headers, and what seeding
     # refuses after it.
     assert sum("error" in r for r in rows) == sum(
