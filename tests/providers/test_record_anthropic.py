@@ -14,12 +14,12 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import anthropic
 import httpx2
 import pytest
+from replay import recorded_json, sse_payloads, transport
 
 from dsh_session_core import (
     ReasoningBlock,
@@ -38,7 +38,6 @@ from dsh_session_core.providers import (
 )
 from dsh_session_core.vocabulary import ToolCallsFinish
 
-RECORDINGS = Path(__file__).parent / "recordings"
 MESSAGE = "anthropic_message.json"
 STREAM = "anthropic_stream.sse"
 PROMPT = "What's the weather in Paris?"
@@ -46,31 +45,14 @@ USAGE = {"inputTokens": 15, "outputTokens": 90, "cacheReadTokens": 2048,
          "cacheWriteTokens": 1024}
 
 
-def _transport(name: str, seen: list[httpx2.Request]) -> httpx2.MockTransport:
-    body = (RECORDINGS / name).read_bytes()
-    kind = "text/event-stream" if name.endswith(".sse") else "application/json"
-
-    def handler(request: httpx2.Request) -> httpx2.Response:
-        seen.append(request)
-        return httpx2.Response(200, content=body, headers={"content-type": kind})
-
-    return httpx2.MockTransport(handler)
-
-
 def _client(name: str, seen: list[httpx2.Request] | None = None) -> anthropic.Anthropic:
-    transport = _transport(name, [] if seen is None else seen)
+    served = transport(name, [] if seen is None else seen)
     return anthropic.Anthropic(api_key="sk-ant-test", base_url="http://anthropic.test",
-                               http_client=httpx2.Client(transport=transport))
-
-
-def _events(name: str) -> list[dict[str, Any]]:
-    """The JSON payloads of the recorded stream."""
-    return [json.loads(line[6:]) for line in (RECORDINGS / name).read_text().splitlines()
-            if line.startswith("data: ")]
+                               http_client=httpx2.Client(transport=served))
 
 
 def _message() -> Any:
-    return json.loads((RECORDINGS / MESSAGE).read_text())
+    return recorded_json(MESSAGE)
 
 
 def _expected() -> list[Any]:
@@ -144,7 +126,7 @@ def test_a_streamed_message_is_one_chunk_per_delta(mode: Mode) -> None:
                      "assistant/message", "tool/call", "tool/result", "step/end", "turn/end"]
     assert all((e["data"]["turn"], e["data"]["step"]) == (1, 1) for e in events[2:-1])
 
-    raw = _events(STREAM)
+    raw = sse_payloads(STREAM)
 
     def deltas(index: int, kind: str, field: str) -> list[str]:
         return [e["delta"][field] for e in raw if e["type"] == "content_block_delta"
@@ -204,7 +186,7 @@ def test_messages_derive_the_response_content_exactly(mode: Mode) -> None:
     _record(session, _call(mode))
     assert _assistant(session) == _expected()
     # The streamed input JSON is the very text the whole message's input encodes to.
-    raw = "".join(e["delta"]["partial_json"] for e in _events(STREAM)
+    raw = "".join(e["delta"]["partial_json"] for e in sse_payloads(STREAM)
                   if e["type"] == "content_block_delta"
                   and e["delta"]["type"] == "input_json_delta")
     assert json.loads(raw) == _message()["content"][2]["input"]
@@ -310,7 +292,7 @@ def test_an_async_stream_records_as_a_sync_one() -> None:
     async def run(session: Session) -> None:
         client = anthropic.AsyncAnthropic(
             api_key="sk-ant-test", base_url="http://anthropic.test",
-            http_client=httpx2.AsyncClient(transport=_transport(STREAM, [])))
+            http_client=httpx2.AsyncClient(transport=transport(STREAM, [])))
         with session.turn() as turn:
             turn.user(PROMPT)
             with turn.step() as step:
@@ -329,7 +311,7 @@ def test_an_async_stream_records_as_a_sync_one() -> None:
 
 @pytest.mark.parametrize("mode", ["create", "stream"])
 def test_plain_json_records_as_the_sdks_objects(mode: Mode) -> None:
-    plain = _message() if mode == "create" else _events(STREAM)
+    plain = _message() if mode == "create" else sse_payloads(STREAM)
     from_json, from_sdk, replayed = _session(), _session(), _session()
     _record(from_json, lambda step: record_anthropic(step, plain))
     _record(from_sdk, _call(mode))

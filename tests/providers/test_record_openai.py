@@ -22,6 +22,7 @@ import httpx2
 import openai
 import pytest
 from msgspec import UNSET
+from replay import recorded_json, sse_payloads, transport
 
 from dsh_session_core import (
     ReasoningBlock,
@@ -43,47 +44,21 @@ from dsh_session_core.providers import (
 )
 from dsh_session_core.vocabulary import StopFinish, ToolCallsFinish
 
-RECORDINGS = Path(__file__).parent / "recordings"
 PROMPT = "What's the weather in Paris?"
 
 
 # --- the local transport -----------------------------------------------------------------
 
 
-def _transport(name: str, seen: list[httpx2.Request]) -> httpx2.MockTransport:
-    """Serves recordings/``name`` to any request (an SSE stream for ``.sse``)."""
-    body = (RECORDINGS / name).read_bytes()
-    kind = "text/event-stream" if name.endswith(".sse") else "application/json"
-
-    def handler(request: httpx2.Request) -> httpx2.Response:
-        seen.append(request)
-        return httpx2.Response(200, content=body, headers={"content-type": kind})
-
-    return httpx2.MockTransport(handler)
-
-
 def _client(name: str, seen: list[httpx2.Request] | None = None) -> openai.OpenAI:
-    transport = _transport(name, [] if seen is None else seen)
+    served = transport(name, [] if seen is None else seen)
     return openai.OpenAI(api_key="sk-test", base_url="http://openai.test/v1",
-                         http_client=httpx2.Client(transport=transport))
+                         http_client=httpx2.Client(transport=served))
 
 
 def _async_client(name: str) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(api_key="sk-test", base_url="http://openai.test/v1",
-                              http_client=httpx2.AsyncClient(transport=_transport(name, [])))
-
-
-def _sse(name: str) -> list[dict[str, Any]]:
-    """The JSON payloads of a recorded stream, as the server sent them."""
-    out = []
-    for line in (RECORDINGS / name).read_text().splitlines():
-        if line.startswith("data: ") and line != "data: [DONE]":
-            out.append(json.loads(line[6:]))
-    return out
-
-
-def _json(name: str) -> Any:
-    return json.loads((RECORDINGS / name).read_text())
+                              http_client=httpx2.AsyncClient(transport=transport(name, [])))
 
 
 def _session() -> Session:
@@ -147,7 +122,7 @@ CHAT_STREAM = "openai_chat_stream.sse"
 
 def _chat_expected() -> list[Any]:
     """The content of the recorded ChatCompletion, as the log's blocks."""
-    message = _json(CHAT)["choices"][0]["message"]
+    message = recorded_json(CHAT)["choices"][0]["message"]
     return [TextBlock(text=message["content"])] + [
         ToolCallBlock(id=c["id"], name=c["function"]["name"],
                       arguments=c["function"]["arguments"])
@@ -180,7 +155,7 @@ def test_a_streamed_chat_completion_is_one_chunk_per_delta() -> None:
 
     # What the server streamed: one chunk per non-empty content delta, per tool-call
     # delta; block-start before each block's first, block-end of each, usage, finish.
-    raw = _sse(CHAT_STREAM)
+    raw = sse_payloads(CHAT_STREAM)
     text = [c["choices"][0]["delta"].get("content") for c in raw if c["choices"]]
     expected: list[dict[str, Any]] = [{"type": "block-start", "index": 0, "blockType": "text"}]
     expected += [{"type": "text-delta", "index": 0, "text": t} for t in text if t]
@@ -233,7 +208,7 @@ def test_chat_derives_the_response_content_exactly(stream: bool) -> None:
     _record(session, _chat(stream))
     assert _assistant(session) == _chat_expected()
     # The stream's deltas assemble to the very text and arguments of the whole response.
-    raw = _sse(CHAT_STREAM)
+    raw = sse_payloads(CHAT_STREAM)
     text = "".join(c["choices"][0]["delta"].get("content") or "" for c in raw if c["choices"])
     assert text == _chat_expected()[0].text
 
@@ -246,7 +221,7 @@ def test_chat_round_trips_through_to_openai_chat(stream: bool) -> None:
     _record(session, _chat(stream))
     messages = to_openai_chat(session)
     (assistant,) = [m for m in messages if m["role"] == "assistant"]
-    original = _json(CHAT)["choices"][0]["message"]
+    original = recorded_json(CHAT)["choices"][0]["message"]
     assert assistant["content"] == original["content"]
     assert [(c["id"], c["type"], c["function"]) for c in assistant["tool_calls"]] == [
         (c["id"], c["type"], c["function"]) for c in original["tool_calls"]]
@@ -339,7 +314,7 @@ RESPONSE_STREAM = "openai_responses_stream.sse"
 
 def _response_expected() -> list[Any]:
     out: list[Any] = []
-    for item in _json(RESPONSE)["output"]:
+    for item in recorded_json(RESPONSE)["output"]:
         if item["type"] == "reasoning":
             # The item's id is kept on each of its blocks, by default.
             out += [ReasoningBlock(text=p["text"], id=item["id"]) for p in item["summary"]]
@@ -376,7 +351,7 @@ def test_a_streamed_response_is_one_chunk_per_delta() -> None:
     events = _wire(session)
     _check_enclosure(events, calls=1)
 
-    raw = _sse(RESPONSE_STREAM)
+    raw = sse_payloads(RESPONSE_STREAM)
     summary = [e["delta"] for e in raw if e["type"] == "response.reasoning_summary_text.delta"]
     text = [e["delta"] for e in raw if e["type"] == "response.output_text.delta"]
     args = [e["delta"] for e in raw if e["type"] == "response.function_call_arguments.delta"]
@@ -432,7 +407,7 @@ def test_responses_round_trip_through_to_openai_responses(stream: bool) -> None:
     session = _session()
     _record(session, _responses(stream))
     items = to_openai_responses(session)
-    output = _json(RESPONSE)["output"]
+    output = recorded_json(RESPONSE)["output"]
     # Each output item comes back as an input item of its kind, with its content.
     reasoning = [i for i in items if i["type"] == "reasoning"]
     assert [i["summary"] for i in reasoning] == [output[0]["summary"]]
@@ -527,7 +502,7 @@ def test_output_items_the_log_cannot_hold_are_named_as_skipped() -> None:
 
 
 def test_the_reasoning_items_id_and_encrypted_content_are_kept() -> None:
-    response = _json(RESPONSE)
+    response = recorded_json(RESPONSE)
     response["output"][0]["encrypted_content"] = "gAAAAB-opaque"
     added = {"type": "response.output_item.added", "output_index": 0,
              "item": {**response["output"][0], "summary": []}}
@@ -604,7 +579,7 @@ def test_recorded_steps_pass_a_checking_store_and_read_back(tmp_path: Path) -> N
 def test_plain_json_records_as_the_sdks_objects(
         name: str, record: Callable[[Any, Any], RecordedResponse],
         sdk: Callable[[Any], RecordedResponse]) -> None:
-    plain = _sse(name) if name.endswith(".sse") else _json(name)
+    plain = sse_payloads(name) if name.endswith(".sse") else recorded_json(name)
     from_json, from_sdk, replayed = _session(), _session(), _session()
     _record(from_json, lambda step: record(step, plain))
     _record(from_sdk, sdk)
@@ -632,7 +607,7 @@ def test_a_custom_tool_call_is_named_as_skipped() -> None:
 
 def test_a_stream_that_raises_midway_keeps_its_chunks_and_fails_the_turn() -> None:
     def broken() -> Iterator[dict[str, Any]]:
-        yield from _sse(CHAT_STREAM)[:4]  # the role chunk, then three words
+        yield from sse_payloads(CHAT_STREAM)[:4]  # the role chunk, then three words
         raise ConnectionError("connection reset")
 
     session = _session()
