@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 import psycopg
 import pytest
+from pg_support import until_a_query_waits_on_a_lock
 
 from dsh_session_core import DurableStore, Session, create_plugin_manager, encode_events
 from dsh_session_core._persistence.base import Backend
@@ -381,7 +382,7 @@ def test_postgres_native_reads_leave_the_loop_running(postgresql_url: str) -> No
         try:
             await blocker.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
             task = asyncio.ensure_future(start())
-            await _until_waiting(postgresql_url)
+            await until_a_query_waits_on_a_lock(postgresql_url)
             assert not task.done()
             await blocker.rollback()  # only possible if the loop is free
             return await asyncio.wait_for(task, PATIENCE)
@@ -406,22 +407,6 @@ def test_postgres_native_reads_leave_the_loop_running(postgresql_url: str) -> No
 
     asyncio.run(main())
     assert _listeners(postgresql_url) == 0
-
-
-async def _until_waiting(url: str) -> None:
-    """Until some backend of this database waits on a lock (a deadline loop)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + PATIENCE
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        while loop.time() < deadline:
-            cur = await conn.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                " AND wait_event_type = 'Lock'")
-            row = await cur.fetchone()
-            if row is not None and row[0] > 0:
-                return
-            await asyncio.sleep(0.01)
-    pytest.fail("no query ever waited on the lock")
 
 
 def _listeners(url: str) -> int:

@@ -8,7 +8,7 @@ import asyncio
 from typing import Any
 
 import psycopg
-import pytest
+from pg_support import until_a_query_waits_on_a_lock
 
 from dsh_session_core import DurableStore, PostgresBackend, Session, create_plugin_manager
 
@@ -95,7 +95,7 @@ def test_aflush_leaves_the_loop_running_while_the_server_works(postgresql_url: s
                 await blocker.execute("SELECT 1 FROM sessions WHERE id = 'held' FOR UPDATE")
                 _turn(s, 2)
                 flush = asyncio.ensure_future(store.aflush(s))
-                await _until_waiting(postgresql_url)
+                await until_a_query_waits_on_a_lock(postgresql_url)
                 assert not flush.done()
                 await blocker.rollback()  # only possible if the loop is free
                 await asyncio.wait_for(flush, timeout=30)
@@ -104,22 +104,6 @@ def test_aflush_leaves_the_loop_running_while_the_server_works(postgresql_url: s
 
     asyncio.run(main())
     assert _seqs(postgresql_url, "held") == [0, 1, 2, 3]
-
-
-async def _until_waiting(url: str) -> None:
-    """Until some backend of this database waits on a lock (a deadline loop)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 30
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        while loop.time() < deadline:
-            cur = await conn.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                " AND wait_event_type = 'Lock'")
-            row = await cur.fetchone()
-            if row is not None and row[0] > 0:
-                return
-            await asyncio.sleep(0)  # yield to the flush, then ask again
-    pytest.fail("the flush never reached the server")
 
 
 def test_afollow_streams_each_commit(postgresql_url: str) -> None:
