@@ -22,6 +22,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,17 @@ def _turns(appends: list[Append]) -> list[list[Append]]:
     return [appends[i : i + 48] for i in range(0, len(appends), 48)]
 
 
+def appended_turns(session: Session, appends: list[Append]) -> Iterator[int]:
+    """Append the workload to ``session`` a turn at a time, yielding after each turn the
+    seq of its first event: the caller then writes (and times) that turn's events."""
+    append = session.append
+    for turn in _turns(appends):
+        start = session.seq
+        for etype, data, kw in turn:
+            append(etype, data, **kw)
+        yield start
+
+
 def durable_fill(
     url: str, appends: list[Append], sid: str = "bench", until: float | None = None
 ) -> tuple[float, float, Session]:
@@ -50,13 +62,10 @@ def durable_fill(
     stopping at the turn that ends after ``until`` (a ``time.monotonic()`` deadline)."""
     store = DurableStore(backend_for(url), create_plugin_manager(autoload=False), clock=_clock)
     session = store.create(sid, cwd="/bench")
-    append = session.append
     flush = store.flush
     flushing = 0.0
     t0 = time.perf_counter()
-    for turn in _turns(appends):
-        for etype, data, kw in turn:
-            append(etype, data, **kw)
+    for _start in appended_turns(session, appends):
         t1 = time.perf_counter()
         flush(session)
         flushing += time.perf_counter() - t1
@@ -86,14 +95,10 @@ def appends_then_write_fsync(path: Path, appends: list[Append]) -> tuple[float, 
 
     :returns: the whole run, and the writes alone (as :func:`durable_fill` does)."""
     session = Session("bench", clock=_clock)
-    append = session.append
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     writing = 0.0
     t0 = time.perf_counter()
-    for turn in _turns(appends):
-        start = session.seq
-        for etype, data, kw in turn:
-            append(etype, data, **kw)
+    for start in appended_turns(session, appends):
         t1 = time.perf_counter()
         os.write(fd, session.jsonl(start))
         os.fsync(fd)

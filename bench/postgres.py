@@ -58,7 +58,7 @@ from dsh_session_core import Event, Session, core_registry
 from dsh_session_core._logfile import open_session, parse_log
 from dsh_session_core._persistence.postgres import PostgresBackend
 from dsh_session_core._persistence.rows import PARAMS_PER_ROW, event_params
-from persistence import _clock, _turns, cold_load_ms, durable_fill
+from persistence import _clock, appended_turns, cold_load_ms, durable_fill
 from run import Append, Target, cli, median_ms, workload
 
 ENV = "DSH_SESSION_TEST_POSTGRESQL"
@@ -144,13 +144,8 @@ def plain_tables(url: str, sids: list[str]) -> None:
 def turn_rows(sid: str, appends: list[Append]) -> list[list[Row]]:
     """The rows the workload stores, turn by turn: what the plain loop inserts."""
     session = Session(sid, clock=_clock)
-    rows = []
-    for turn in _turns(appends):
-        start = session.seq
-        for etype, data, kw in turn:
-            session.append(etype, data, **kw)
-        rows.append(_event_rows(sid, session.events[start:]))
-    return rows
+    return [_event_rows(sid, session.events[start:])
+            for start in appended_turns(session, appends)]
 
 
 def plain_insert(url: str, rows: list[list[Row]], until: float | None = None,
@@ -179,15 +174,11 @@ def appends_then_insert(url: str, sid: str, appends: list[Append],
 
     :returns: the events inserted, the whole run's seconds, and the inserts' alone."""
     session = Session(sid, clock=_clock)
-    append = session.append
     with psycopg.connect(url, autocommit=True) as conn:
         cur = conn.cursor()
         inserting = 0.0
         t0 = time.perf_counter()
-        for turn in _turns(appends):
-            start = session.seq
-            for etype, data, kw in turn:
-                append(etype, data, **kw)
+        for start in appended_turns(session, appends):
             t1 = time.perf_counter()
             with conn.transaction():
                 cur.executemany(INSERT, _event_rows(sid, session.events[start:]))
