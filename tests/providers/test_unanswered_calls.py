@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from sdk_check import check_anthropic, check_chat, check_pydantic_ai, check_responses
 
 from dsh_session_core import Session
+from dsh_session_core import testing as kit
 from dsh_session_core.providers import (
     to_anthropic,
     to_openai_chat,
@@ -27,7 +28,6 @@ from dsh_session_core.providers import (
 )
 from dsh_session_core.vocabulary import Message, TextBlock, ToolCallBlock, ToolResultBlock
 
-_USER = {"kind": "user"}
 _NOTE = "no result was recorded"
 
 
@@ -36,32 +36,22 @@ def _unpaired_session() -> Session:
     calls c1 and c2 and answers only c1, then a new prompt; turn 2 calls c3 and never
     answers it (its last event)."""
     s = Session("unpaired")
-    a = s.append
-    a("turn/start", {"turn": 1, "trigger": {"kind": "message", "source": _USER}})
-    a("user/message", {"content": [{"type": "text", "text": "list and count"}],
-                       "source": _USER}, surface_op="append")
-    a("step/start", {"turn": 1, "step": 1})
-    a("assistant/message", {"turn": 1, "step": 1, "content": [
-        {"type": "text", "text": "Two calls."},
-        {"type": "tool-call", "id": "c1", "name": "bash", "arguments": '{"cmd":"ls"}'},
-        {"type": "tool-call", "id": "c2", "name": "bash", "arguments": '{"cmd":"wc"}'}]},
-        surface_op="append")
-    call = a("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "bash",
-                           "arguments": '{"cmd":"ls"}'})
-    a("tool/call", {"turn": 1, "step": 1, "callId": "c2", "name": "bash",
-                    "arguments": '{"cmd":"wc"}'})
-    a("tool/result", {"turn": 1, "step": 1, "callId": "c1",
-                      "content": [{"type": "text", "text": "a.txt"}], "isError": False},
-      surface_op="append", source_event_seqs=[call.seq])
-    a("step/end", {"turn": 1, "step": 1})
-    a("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
-    a("turn/start", {"turn": 2, "trigger": {"kind": "message", "source": _USER}})
-    a("user/message", {"content": [{"type": "text", "text": "again"}], "source": _USER},
-      surface_op="append")
-    a("step/start", {"turn": 2, "step": 1})
-    a("assistant/message", {"turn": 2, "step": 1, "content": [
-        {"type": "tool-call", "id": "c3", "name": "read", "arguments": "{}"}]},
-        surface_op="append")
+    kit.turn_start(s, 1)
+    kit.user(s, "list and count")
+    kit.step_start(s, 1, 1)
+    kit.assistant(s, 1, 1, [kit.text_block("Two calls."),
+                            kit.call_block("c1", arguments='{"cmd":"ls"}'),
+                            kit.call_block("c2", arguments='{"cmd":"wc"}')])
+    call = kit.tool_call(s, 1, 1, "c1", arguments='{"cmd":"ls"}')
+    kit.tool_call(s, 1, 1, "c2", arguments='{"cmd":"wc"}')
+    s.append("tool/result", kit.tool_result_data(1, 1, "c1", "a.txt"),
+             surface_op="append", source_event_seqs=[call.seq])
+    kit.step_end(s, 1, 1)
+    kit.turn_end(s, 1)
+    kit.turn_start(s, 2)
+    kit.user(s, "again")
+    kit.step_start(s, 2, 1)
+    kit.assistant(s, 2, 1, [kit.call_block("c3", name="read")])
     return s
 
 

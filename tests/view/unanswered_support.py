@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from dsh_session_core import open_store
+from dsh_session_core import testing as kit
 
 __all__ = ["CALL_ID", "CALL_SEQ", "unanswered_log"]
 
-_USER = {"kind": "user"}
 #: The unanswered call, and the seq of its tool/call.
 CALL_ID = "call-lost"
 CALL_SEQ = 4
@@ -20,19 +20,13 @@ def unanswered_log(folder: Path) -> Path:
     is a plain exchange. Returns the log file."""
     with open_store(str(folder)) as store:
         s = store.create("lost")
-        a = s.append
-        a("turn/start", {"turn": 1, "trigger": {"kind": "message", "source": _USER}})
-        a("user/message", {"content": [{"type": "text", "text": "run it"}],
-                           "source": _USER}, surface_op="append")
-        a("step/start", {"turn": 1, "step": 1})
-        a("assistant/message", {"turn": 1, "step": 1, "content": [
-            {"type": "tool-call", "id": CALL_ID, "name": "bash", "arguments": "{}"}]},
-            surface_op="append")
-        call = a("tool/call", {"turn": 1, "step": 1, "callId": CALL_ID, "name": "bash",
-                               "arguments": "{}"})
-        assert call.seq == CALL_SEQ
-        a("step/end", {"turn": 1, "step": 1})
-        a("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+        kit.turn_start(s, 1)
+        kit.user(s, "run it")
+        kit.step_start(s, 1, 1)
+        kit.assistant(s, 1, 1, [kit.call_block(CALL_ID)])
+        assert kit.tool_call(s, 1, 1, CALL_ID).seq == CALL_SEQ
+        kit.step_end(s, 1, 1)
+        kit.turn_end(s, 1)
         with s.turn() as turn:
             turn.user("and now?")
             with turn.step() as step:
