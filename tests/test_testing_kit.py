@@ -221,9 +221,11 @@ def test_a_contract_without_its_backend_says_what_to_override(tmp_path: Path) ->
 # --- the plugin check ------------------------------------------------------------------------
 
 
-def _planted_plugin(root: Path, *, errors: str, elsewhere: str = "") -> dict[str, str]:
-    """An installed (if minimal) plugin ``planted``, with the given ``errors.py`` and
-    ``_other.py``; the environment that finds it."""
+def _planted_plugin(root: Path, *, errors: str, elsewhere: str = "",
+                    init: str = "__all__ = []\n", typed: bool = True) -> dict[str, str]:
+    """An installed (if minimal) plugin ``planted``, with the given ``errors.py``,
+    ``_other.py`` and ``__init__.py`` (and ``py.typed``, when ``typed``); the environment
+    that finds it."""
     dist = root / "dsh_session_planted-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: dsh-session-planted\n"
@@ -231,7 +233,9 @@ def _planted_plugin(root: Path, *, errors: str, elsewhere: str = "") -> dict[str
     (dist / "entry_points.txt").write_text("[dsh_session.plugins]\nplanted = planted.plugin\n")
     package = root / "planted"
     package.mkdir()
-    (package / "__init__.py").write_text("")
+    (package / "__init__.py").write_text(init)
+    if typed:
+        (package / "py.typed").write_text("")
     (package / "plugin.py").write_text(textwrap.dedent("""\
         from dsh_session_core import Event, EventSpec, hookimpl
         from msgspec import Struct
@@ -284,6 +288,25 @@ def test_the_plugin_check_names_each_error_out_of_place(tmp_path: Path) -> None:
     assert "planted._other.StrayError is an error outside planted.errors" in last
     assert "planted.errors.RootlessError does not derive from DshSessionError" in last
     assert "_Internal" not in last  # a private class is the module's own business
+
+
+def test_the_plugin_check_names_what_the_public_api_lacks(tmp_path: Path) -> None:
+    env = _planted_plugin(tmp_path, errors="", typed=False,
+                          init='__all__ = ["note", "Note", "note", "gone"]\n'
+                               'note = Note = 1\n')
+    proc = _check(env)
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "planted has no py.typed (PEP 561)" in last
+    assert "planted.__all__ lists a name twice" in last
+    assert "planted.__all__ is not sorted as ruff's RUF022 sorts it" in last
+    assert "planted.__all__ names what it does not define: ['gone']" in last
+
+
+def test_the_plugin_check_asks_for_an_all(tmp_path: Path) -> None:
+    proc = _check(_planted_plugin(tmp_path, errors="", init=""))
+    assert proc.returncode == 1
+    assert "planted has no __all__ listing its public names" in proc.stderr
 
 
 def test_the_plugin_check_fails_a_plugin_the_block_list_hides(tmp_path: Path) -> None:

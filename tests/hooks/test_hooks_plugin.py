@@ -58,10 +58,8 @@ def _other_plugins() -> list[str]:
     return sorted(names - {"hooks"})
 
 
-@pytest.fixture(autouse=True)
-def _no_env_block_list(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("DSH_SESSION_DISABLE_PLUGINS", raising=False)
-    monkeypatch.delenv("DSH_SESSION_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+# The plugin as a user's installation loads it, whatever this shell's switches say.
+pytestmark = pytest.mark.usefixtures("plugins_as_installed")
 
 
 # --- discovery -----------------------------------------------------------------------------------

@@ -13,6 +13,10 @@
   plugins loaded), closed after the test;
 - ``backend_factory``: opens fresh backend instances of that kind over one storage (a
   :data:`~dsh_session_core.testing.stores.BackendFactory`);
+- ``plugins_as_installed``: the environment's plugin switches
+  (``DSH_SESSION_DISABLE_PLUGINS``, ``DSH_SESSION_DISABLE_PLUGIN_AUTOLOAD``) removed for
+  the test, so that plugin managers load what is installed (what :func:`check_plugin`
+  checks); ask for it with ``pytestmark = pytest.mark.usefixtures("plugins_as_installed")``;
 - ``postgresql_server``, ``postgresql_databases``, ``postgresql_url``: the server named
   by ``DSH_SESSION_TEST_POSTGRESQL`` and a brand-new database on it for one test,
   dropped after it (see :mod:`dsh_session_core.testing.postgresql`).
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 __all__ = [
     "backend_factory",
+    "plugins_as_installed",
     "postgresql_databases",
     "postgresql_server",
     "postgresql_url",
@@ -101,6 +106,16 @@ def backend_factory(store_kind: str, request: pytest.FixtureRequest,
                     tmp_path: Path) -> BackendFactory:
     """Opens fresh backend instances of this run's kind over one storage."""
     return make_backend_factory(store_kind, request, tmp_path)
+
+
+@pytest.fixture
+def plugins_as_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Removes the environment's block list and autoload switch for the test: plugin
+    managers then load every installed plugin, as a user's installation does."""
+    from .._names import DISABLE_AUTOLOAD_ENV, DISABLE_PLUGINS_ENV
+
+    monkeypatch.delenv(DISABLE_PLUGINS_ENV, raising=False)
+    monkeypatch.delenv(DISABLE_AUTOLOAD_ENV, raising=False)
 
 
 @pytest.fixture(scope="session")

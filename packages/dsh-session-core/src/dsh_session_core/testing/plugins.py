@@ -2,7 +2,8 @@
 
 :func:`check_plugin` checks a plugin as a user's installation sees it: its entry point
 in the ``dsh_session.plugins`` group, its event types registered under its name with a
-catalog line each, the block list removing it, and its errors in one public module. A
+catalog line each, the block list removing it, its errors in one public module, and its
+package typed with an explicit public API. A
 plugin's own tests call it, then assert what is particular to the plugin (the exact
 doc lines, the payload classes) on the :class:`PluginReport` it returns::
 
@@ -22,6 +23,7 @@ import importlib.metadata
 import inspect
 import pkgutil
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 
 from .._catalog import render_catalog
@@ -73,7 +75,10 @@ def check_plugin(name: str) -> PluginReport:
       its types is registered;
     - every public exception class its package defines is defined in the package's
       public ``errors`` module, and derives from core's
-      :class:`~dsh_session_core.errors.DshSessionError`.
+      :class:`~dsh_session_core.errors.DshSessionError`;
+    - its package ships ``py.typed`` (PEP 561) and states its public names in
+      ``__all__``: each once, each resolving, in the order ruff's RUF022 sorts them
+      (constants, then the rest).
 
     The check honours ``DSH_SESSION_DISABLE_PLUGINS`` as every plugin manager does: a
     plugin blocked there fails it.
@@ -111,6 +116,7 @@ def check_plugin(name: str) -> PluginReport:
         problems.append(f"blocked, its types are still registered: {still}")
     package = point.value.partition(":")[0].split(".")[0]
     errors = _errors_module(package, problems)
+    _check_public_api(package, problems)
     if problems:
         msg = f"plugin {name!r}: " + "; ".join(problems)
         raise AssertionError(msg)
@@ -141,3 +147,22 @@ def _errors_module(package: str, problems: list[str]) -> ModuleType | None:
             elif not issubclass(cls, DshSessionError):
                 problems.append(f"{home}.{cls_name} does not derive from DshSessionError")
     return errors
+
+
+def _check_public_api(package: str, problems: list[str]) -> None:
+    """Note in ``problems`` what the package's typing marker and ``__all__`` lack."""
+    root = importlib.import_module(package)
+    folder = Path(root.__file__ or "").parent
+    if not (folder / "py.typed").is_file():
+        problems.append(f"{package} has no py.typed (PEP 561): type checkers ignore it")
+    names = getattr(root, "__all__", None)
+    if not isinstance(names, (list, tuple)):
+        problems.append(f"{package} has no __all__ listing its public names")
+        return
+    if len(set(names)) != len(names):
+        problems.append(f"{package}.__all__ lists a name twice")
+    if list(names) != sorted(names, key=lambda n: (not n.isupper(), n)):
+        problems.append(f"{package}.__all__ is not sorted as ruff's RUF022 sorts it")
+    missing = [n for n in names if not hasattr(root, n)]
+    if missing:
+        problems.append(f"{package}.__all__ names what it does not define: {missing}")
