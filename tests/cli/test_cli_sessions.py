@@ -12,17 +12,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
+from cli_process import RUN, Pipe, command_env, running
 
 from conftest import UPSTREAM
 from dsh_session_core import open_store, to_wire
@@ -34,7 +33,6 @@ from lifecycle_support import store_url
 #: A bound on a wait for what should come at once: only a hang reaches it.
 PATIENCE = 60
 
-RUN = "from dsh_session_core._cli.main import main; main()"  # the real command
 SNAPSHOTS = UPSTREAM / "fixtures" / "examples" / "acp-agent" / "tests" / "snapshots"
 DENY = SNAPSHOTS / "hook-cc-pretool-deny" / "session.jsonl"
 SUITE = UPSTREAM / "fixtures" / "packages" / "support" / "acp-snapshot" / "tests" / "fixtures"
@@ -43,22 +41,15 @@ TORN = UPSTREAM / "synthetic" / "crash-after-tool-call.jsonl"
 BAD_REPLACE = UPSTREAM / "random" / "rand-0011.jsonl"  # its golden is a SurfaceError
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-    env["DSH_SESSION_DISABLE_PLUGINS"] = "example"
-    env.update(extra)
-    return env
-
-
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", RUN, *args], capture_output=True, text=True,
-                          check=False, env=env or _env())
+                          check=False, env=env or command_env())
 
 
 def _dsh(*args: str) -> subprocess.CompletedProcess[bytes]:
     """The wired ``dsh-session`` (for ``export``, which it already has)."""
     return subprocess.run([sys.executable, "-m", "dsh_session_core", *args],
-                          capture_output=True, check=False, env=_env())
+                          capture_output=True, check=False, env=command_env())
 
 
 def _run(*argv: str, main: Any = None) -> tuple[int, bytes, str]:
@@ -485,7 +476,7 @@ def test_a_folder_named_like_the_session_does_not_hide_it(
     url, _ = store
     (tmp_path / "alpha").mkdir()
     proc = subprocess.run([sys.executable, "-c", RUN, "stats", "alpha", "--store", url],
-                          capture_output=True, text=True, check=False, env=_env(),
+                          capture_output=True, text=True, check=False, env=command_env(),
                           cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
 
@@ -507,45 +498,9 @@ def test_tail_prints_the_last_events(store: tuple[str, dict[str, Any]]) -> None:
     assert len(everything.splitlines()) == 14  # never the header
 
 
-class _Pipe:
-    """Lines from a child's pipe, read with a deadline (no sleeping)."""
-
-    def __init__(self, stream: Any) -> None:
-        self.fd = stream.fileno()
-        self.buffer = b""
-
-    def lines(self, count: int, within: float) -> list[bytes]:
-        deadline = time.monotonic() + within
-        while self.buffer.count(b"\n") < count:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            ready, _, _ = select.select([self.fd], [], [], left)
-            if ready:
-                chunk = os.read(self.fd, 65536)
-                if not chunk:
-                    break
-                self.buffer += chunk
-        *lines, self.buffer = self.buffer.split(b"\n")
-        taken, rest = lines[:count], lines[count:]
-        self.buffer = b"".join(line + b"\n" for line in rest) + self.buffer
-        return taken
-
-
-@contextlib.contextmanager
-def _follower(*args: str) -> Iterator[tuple[subprocess.Popen[bytes], _Pipe, _Pipe]]:
-    proc = subprocess.Popen([sys.executable, "-c", RUN, "tail", "-f", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
-    assert proc.stdout is not None
-    assert proc.stderr is not None
-    try:
-        yield proc, _Pipe(proc.stdout), _Pipe(proc.stderr)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
+def _follower(*args: str) -> contextlib.AbstractContextManager[
+        tuple[subprocess.Popen[bytes], Pipe, Pipe]]:
+    return running("tail", "-f", *args)
 
 
 def _append_line(path: Path, data: bytes) -> None:
@@ -587,7 +542,7 @@ def test_tail_follow_shows_an_event_appended_by_another_process_at_once(
                     "with open_store(sys.argv[1]) as st:\n"
                     "    st.append_stored('alpha', [msgspec.json.decode(sys.argv[2])])")
             subprocess.run([sys.executable, "-c", code, url, _line(last + 1).decode()],
-                           check=True, env=_env())
+                           check=True, env=command_env())
         appended = time.monotonic()
         got = out.lines(1, within=PATIENCE)
         waited = time.monotonic() - appended
@@ -607,7 +562,7 @@ def _python_start_seconds(url: str | None) -> float:
             "    open_store(sys.argv[1]).close()")
     start = time.monotonic()
     subprocess.run([sys.executable, "-c", code, *([url] if url else [])], check=True,
-                   env=_env(), timeout=PATIENCE)
+                   env=command_env(), timeout=PATIENCE)
     return time.monotonic() - start
 
 
@@ -825,11 +780,12 @@ def _on_a_terminal(*args: str, stream: str, env: dict[str, str]) -> tuple[bytes,
 
 
 def test_colour_only_on_a_terminal_and_never_with_no_color(upstream: Path) -> None:
-    terminal, _ = _on_a_terminal("show", str(DENY), stream="stdout", env=_env())
+    terminal, _ = _on_a_terminal("show", str(DENY), stream="stdout", env=command_env())
     assert b"\x1b[" in terminal
-    assert b"\x1b[" in _on_a_terminal("stats", str(DENY), stream="stdout", env=_env())[0]
+    assert b"\x1b[" in _on_a_terminal("stats", str(DENY), stream="stdout", env=command_env())[0]
     for command in ("show", "stats"):
-        plain, _ = _on_a_terminal(command, str(DENY), stream="stdout", env=_env(NO_COLOR="1"))
+        plain, _ = _on_a_terminal(command, str(DENY), stream="stdout",
+                                  env=command_env(NO_COLOR="1"))
         assert b"\x1b[" not in plain
         assert b"session c23c86ef" in plain
     assert "\x1b[" not in _cli("show", str(DENY)).stdout
@@ -850,7 +806,7 @@ def test_loading_a_big_log_shows_a_progress_bar_on_a_terminal_only(
     path = tmp_path / "big.jsonl"
     path.write_bytes(header + b"\n" + b"\n".join(lines) + b"\n")
     assert path.stat().st_size > PROGRESS_MIN_BYTES
-    bar, out = _on_a_terminal("stats", "--json", str(path), stream="stderr", env=_env())
+    bar, out = _on_a_terminal("stats", "--json", str(path), stream="stderr", env=command_env())
     assert b"\rloading big.jsonl [" in bar
     assert json.loads(out)["events"] == len(lines)
     assert _cli("stats", str(path)).stderr == ""  # a pipe gets no bar
