@@ -20,7 +20,7 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +31,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_session_core import Session, SessionStore, create_plugin_manager, open_store, to_wire
+from dsh_session_core import (
+    Session,
+    SessionStore,
+    Step,
+    create_plugin_manager,
+    open_store,
+    to_wire,
+)
 from dsh_session_core.providers import (
+    RecordedResponse,
     arecord_anthropic,
     arecord_openai_responses,
     record_anthropic,
@@ -195,6 +203,28 @@ def _session() -> Session:
     return SessionStore(create_plugin_manager(autoload=False), checks=True).create("loop")
 
 
+def _weather_loop(session: Session, ask: Callable[[Step], RecordedResponse]) -> None:
+    """The tool loop every case runs: the prompt; a step whose model call is answered
+    with the weather; a second step whose request carries that answer back."""
+    with session.turn() as turn:
+        turn.user(PROMPT)
+        with turn.step() as step:
+            step.tool_result(ask(step).tool_calls[0], "18°C, sunny")
+        with turn.step() as step:
+            ask(step)
+
+
+async def _aweather_loop(session: Session,
+                         ask: Callable[[Step], Awaitable[RecordedResponse]]) -> None:
+    """:func:`_weather_loop`, each model call awaited."""
+    with session.turn() as turn:
+        turn.user(PROMPT)
+        with turn.step() as step:
+            step.tool_result((await ask(step)).tool_calls[0], "18°C, sunny")
+        with turn.step() as step:
+            await ask(step)
+
+
 MODES = [(False, False), (True, False), (False, True), (True, True)]
 IDS = ["whole-sync", "stream-sync", "whole-async", "stream-async"]
 
@@ -212,30 +242,21 @@ def _anthropic_loop(stream: bool, is_async: bool) -> tuple[Session, Provider]:
         client = anthropic.Anthropic(
             api_key="sk-ant-test", base_url="http://anthropic.test",
             http_client=httpx2.Client(transport=httpx2.MockTransport(provider)))
-        with session.turn() as turn:
-            turn.user(PROMPT)
-            with turn.step() as step:
-                recorded = record_anthropic(
-                    step, client.messages.create(**request, **to_anthropic(session)))
-                step.tool_result(recorded.tool_calls[0], "18°C, sunny")
-            with turn.step() as step:
-                record_anthropic(step, client.messages.create(**request,
-                                                              **to_anthropic(session)))
+        _weather_loop(session, lambda step: record_anthropic(
+            step, client.messages.create(**request, **to_anthropic(session))))
         return session, provider
 
     async def run() -> None:
-        client = anthropic.AsyncAnthropic(
+        aclient = anthropic.AsyncAnthropic(
             api_key="sk-ant-test", base_url="http://anthropic.test",
             http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(provider)))
-        with session.turn() as turn:
-            turn.user(PROMPT)
-            with turn.step() as step:
-                recorded = await arecord_anthropic(
-                    step, await client.messages.create(**request, **to_anthropic(session)))
-                step.tool_result(recorded.tool_calls[0], "18°C, sunny")
-            with turn.step() as step:
-                await arecord_anthropic(step, await client.messages.create(
-                    **request, **to_anthropic(session)))
+
+        async def ask(step: Step) -> RecordedResponse:
+            return await arecord_anthropic(
+                step, await aclient.messages.create(**request, **to_anthropic(session)))
+
+        await _aweather_loop(session, ask)
+
     asyncio.run(run())
     return session, provider
 
@@ -293,30 +314,21 @@ def _responses_loop(stream: bool, is_async: bool) -> tuple[Session, Provider]:
         client = openai.OpenAI(
             api_key="sk-test", base_url="http://openai.test/v1",
             http_client=httpx2.Client(transport=httpx2.MockTransport(provider)))
-        with session.turn() as turn:
-            turn.user(PROMPT)
-            with turn.step() as step:
-                recorded = record_openai_responses(step, client.responses.create(
-                    **request, input=_input(session)))
-                step.tool_result(recorded.tool_calls[0], "18°C, sunny")
-            with turn.step() as step:
-                record_openai_responses(step, client.responses.create(
-                    **request, input=_input(session)))
+        _weather_loop(session, lambda step: record_openai_responses(
+            step, client.responses.create(**request, input=_input(session))))
         return session, provider
 
     async def run() -> None:
-        client = openai.AsyncOpenAI(
+        aclient = openai.AsyncOpenAI(
             api_key="sk-test", base_url="http://openai.test/v1",
             http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(provider)))
-        with session.turn() as turn:
-            turn.user(PROMPT)
-            with turn.step() as step:
-                recorded = await arecord_openai_responses(step, await client.responses.create(
-                    **request, input=_input(session)))
-                step.tool_result(recorded.tool_calls[0], "18°C, sunny")
-            with turn.step() as step:
-                await arecord_openai_responses(step, await client.responses.create(
-                    **request, input=_input(session)))
+
+        async def ask(step: Step) -> RecordedResponse:
+            return await arecord_openai_responses(
+                step, await aclient.responses.create(**request, input=_input(session)))
+
+        await _aweather_loop(session, ask)
+
     asyncio.run(run())
     return session, provider
 
