@@ -24,15 +24,7 @@ from typing import Any
 import msgspec
 
 from ..vocabulary import ImageBlock, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
-from ._source import (
-    UnsupportedContentError,
-    all_text,
-    block_kind,
-    blocks,
-    normalize,
-    placeholder,
-    signature_of,
-)
+from . import _source as src
 
 __all__ = ["INVALID_ARGUMENTS_KEY", "to_anthropic", "tool_input"]
 
@@ -58,15 +50,15 @@ def tool_input(arguments: str, index: int = 0, strict: bool = False) -> dict[str
     if type(value) is dict:
         return value
     if strict:
-        raise UnsupportedContentError(TARGET, "tool-call", index,
+        raise src.UnsupportedContentError(TARGET, "tool-call", index,
                                       "tool-call arguments that are not a JSON object")
     return {INVALID_ARGUMENTS_KEY: arguments}
 
 
 def _text(strict: bool, block: Any, index: int, what: str) -> dict[str, Any]:
     if strict:
-        raise UnsupportedContentError(TARGET, block_kind(block), index, what)
-    return {"type": "text", "text": placeholder(block)}
+        raise src.UnsupportedContentError(TARGET, src.block_kind(block), index, what)
+    return {"type": "text", "text": src.placeholder(block)}
 
 
 def _image(block: ImageBlock, index: int, strict: bool) -> dict[str, Any]:
@@ -80,7 +72,7 @@ def _image(block: ImageBlock, index: int, strict: bool) -> dict[str, Any]:
 
 def _tool_result(block: ToolResultBlock, index: int, strict: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_call_id}
-    if all_text(block.content):  # the common case, without the dispatch
+    if src.all_text(block.content):  # the common case, without the dispatch
         texts = [b.text for b in block.content if b.text]  # type: ignore[union-attr]
         if len(texts) == 1:
             out["content"] = texts[0]  # the string form, as the API documents it
@@ -90,7 +82,7 @@ def _tool_result(block: ToolResultBlock, index: int, strict: bool) -> dict[str, 
             out["is_error"] = block.is_error
         return out
     content: list[dict[str, Any]] = []
-    for b in blocks(block.content):
+    for b in src.blocks(block.content):
         if isinstance(b, TextBlock):
             if b.text:
                 content.append({"type": "text", "text": b.text})
@@ -112,18 +104,18 @@ def _blocks_of(role: str, message_content: Any, index: int, strict: bool
     content: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
     if role == "assistant":
-        for b in blocks(message_content):
+        for b in src.blocks(message_content):
             if isinstance(b, TextBlock):
                 if b.text:
                     content.append({"type": "text", "text": b.text})
             elif isinstance(b, ToolCallBlock):
                 content.append({"type": "tool_use", "id": b.id, "name": b.name,
                                 "input": tool_input(b.arguments, index, strict)})
-            elif isinstance(b, ReasoningBlock) or block_kind(b) == "reasoning":
-                signed = signature_of(b)
+            elif isinstance(b, ReasoningBlock) or src.block_kind(b) == "reasoning":
+                signed = src.signature_of(b)
                 if signed is None:
                     if strict:
-                        raise UnsupportedContentError(
+                        raise src.UnsupportedContentError(
                             TARGET, "reasoning", index,
                             "reasoning without the provider's signature")
                 elif signed[2] is not None:
@@ -134,7 +126,7 @@ def _blocks_of(role: str, message_content: Any, index: int, strict: bool
             else:
                 content.append(_text(strict, b, index, "this block in an assistant message"))
         return content, results
-    for b in blocks(message_content):
+    for b in src.blocks(message_content):
         if isinstance(b, TextBlock):
             if b.text:
                 content.append({"type": "text", "text": b.text})
@@ -157,7 +149,7 @@ def to_anthropic(source: Any, *, strict: bool = False) -> dict[str, Any]:
     :param strict: raise :class:`UnsupportedContentError` for what Anthropic cannot
         express, instead of the documented fallback.
     """
-    systems, messages = normalize(source)
+    systems, messages = src.normalize(source)
     system: list[str] = list(systems)
     turns: list[dict[str, Any]] = []
     add_turn = turns.append
@@ -209,7 +201,7 @@ def to_anthropic(source: Any, *, strict: bool = False) -> dict[str, Any]:
                         last = "user"
                 continue
         if role == "system":
-            for b in blocks(content):
+            for b in src.blocks(content):
                 if isinstance(b, TextBlock):
                     system.append(b.text)
                 else:

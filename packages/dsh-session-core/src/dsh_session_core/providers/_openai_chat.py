@@ -20,14 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..vocabulary import ImageBlock, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
-from ._source import (
-    UnsupportedContentError,
-    all_text,
-    block_kind,
-    blocks,
-    normalize,
-    placeholder,
-)
+from . import _source as src
 
 __all__ = ["image_url", "to_openai_chat"]
 
@@ -43,14 +36,14 @@ def image_url(block: ImageBlock) -> str:
 
 def _unsupported(strict: bool, block: Any, index: int, what: str) -> dict[str, Any]:
     if strict:
-        raise UnsupportedContentError(TARGET, block_kind(block), index, what)
-    return {"type": "text", "text": placeholder(block)}
+        raise src.UnsupportedContentError(TARGET, src.block_kind(block), index, what)
+    return {"type": "text", "text": src.placeholder(block)}
 
 
 def _tool_message(block: ToolResultBlock, index: int, strict: bool,
                   images: list[dict[str, Any]]) -> dict[str, Any]:
     content = block.content
-    if all_text(content):  # the common case, without the dispatch
+    if src.all_text(content):  # the common case, without the dispatch
         if len(content) == 1:
             return {"role": "tool", "tool_call_id": block.tool_call_id,
                     "content": content[0].text}  # type: ignore[union-attr]
@@ -58,7 +51,7 @@ def _tool_message(block: ToolResultBlock, index: int, strict: bool,
                 "content": [{"type": "text", "text": b.text} for b in content]}  # type: ignore[union-attr]
     parts: list[dict[str, Any]] = []
     moved = False
-    for b in blocks(block.content):
+    for b in src.blocks(block.content):
         if isinstance(b, TextBlock):
             parts.append({"type": "text", "text": b.text})
         elif isinstance(b, ImageBlock):
@@ -88,7 +81,7 @@ def to_openai_chat(source: Any, *, strict: bool = False) -> list[dict[str, Any]]
     :param strict: raise :class:`UnsupportedContentError` for a block Chat Completions
         cannot express, instead of the documented fallback.
     """
-    systems, messages = normalize(source)
+    systems, messages = src.normalize(source)
     out: list[dict[str, Any]] = [{"role": "system", "content": s} for s in systems]
     append = out.append
     images: list[dict[str, Any]] = []  # moved out of the current run of tool messages
@@ -119,16 +112,16 @@ def to_openai_chat(source: Any, *, strict: bool = False) -> list[dict[str, Any]]
                 continue
             texts: list[dict[str, Any]] = []
             calls: list[dict[str, Any]] = []
-            for b in blocks(content):
+            for b in src.blocks(content):
                 if isinstance(b, TextBlock):
                     texts.append({"type": "text", "text": b.text})
                 elif isinstance(b, ToolCallBlock):
                     calls.append({"id": b.id, "type": "function",
                                   "function": {"name": b.name,
                                                "arguments": b.arguments}})
-                elif isinstance(b, ReasoningBlock) or block_kind(b) == "reasoning":
+                elif isinstance(b, ReasoningBlock) or src.block_kind(b) == "reasoning":
                     if strict:
-                        raise UnsupportedContentError(TARGET, "reasoning", index,
+                        raise src.UnsupportedContentError(TARGET, "reasoning", index,
                                                       "reasoning (it takes none back)")
                 else:
                     texts.append(_unsupported(strict, b, index, "this block in an "
@@ -145,7 +138,7 @@ def to_openai_chat(source: Any, *, strict: bool = False) -> list[dict[str, Any]]
             append(msg)
             continue
         parts: list[dict[str, Any]] = []
-        for b in blocks(content):
+        for b in src.blocks(content):
             if isinstance(b, TextBlock):
                 parts.append({"type": "text", "text": b.text})
             elif isinstance(b, ToolResultBlock):

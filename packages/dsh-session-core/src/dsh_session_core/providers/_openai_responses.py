@@ -25,15 +25,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..vocabulary import ImageBlock, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from . import _source as src
 from ._openai_chat import image_url
-from ._source import (
-    UnsupportedContentError,
-    all_text,
-    block_kind,
-    blocks,
-    normalize,
-    placeholder,
-)
 
 __all__ = ["to_openai_responses"]
 
@@ -42,20 +35,20 @@ TARGET = "openai-responses"
 
 def _unsupported(strict: bool, block: Any, index: int, what: str) -> str:
     if strict:
-        raise UnsupportedContentError(TARGET, block_kind(block), index, what)
-    return placeholder(block)
+        raise src.UnsupportedContentError(TARGET, src.block_kind(block), index, what)
+    return src.placeholder(block)
 
 
 def _output(block: ToolResultBlock, index: int, strict: bool) -> dict[str, Any]:
     content = block.content
-    if all_text(content):  # the common case, without the dispatch
+    if src.all_text(content):  # the common case, without the dispatch
         return {"type": "function_call_output", "call_id": block.tool_call_id,
                 "output": content[0].text if len(content) == 1  # type: ignore[union-attr]
                 else [{"type": "input_text", "text": b.text} for b in content]  # type: ignore[union-attr]
                 if content else ""}
     parts: list[dict[str, Any]] = []
     images = False
-    for b in blocks(block.content):
+    for b in src.blocks(block.content):
         if isinstance(b, TextBlock):
             parts.append({"type": "input_text", "text": b.text})
         elif isinstance(b, ImageBlock):
@@ -83,7 +76,7 @@ def to_openai_responses(source: Any, *, strict: bool = False,
         too (reasoning without the provider's id is left out either way: the API
         refuses an id it did not issue).
     """
-    systems, messages = normalize(source)
+    systems, messages = src.normalize(source)
     out: list[dict[str, Any]] = [{"type": "message", "role": "system", "content": s}
                                  for s in systems]
     append = out.append
@@ -101,13 +94,13 @@ def to_openai_responses(source: Any, *, strict: bool = False,
                 continue
         if role == "assistant":
             item: dict[str, Any] | None = None  # the reasoning item a block may continue
-            for b in blocks(content):
+            for b in src.blocks(content):
                 if isinstance(b, TextBlock):
                     append({"type": "message", "role": "assistant", "content": b.text})
                 elif isinstance(b, ToolCallBlock):
                     append({"type": "function_call", "call_id": b.id, "name": b.name,
                             "arguments": b.arguments})
-                elif isinstance(b, ReasoningBlock) or block_kind(b) == "reasoning":
+                elif isinstance(b, ReasoningBlock) or src.block_kind(b) == "reasoning":
                     if reasoning:
                         item = _reasoning(b, index, strict, item, append)
                     continue
@@ -118,7 +111,7 @@ def to_openai_responses(source: Any, *, strict: bool = False,
                 item = None
             continue
         parts: list[dict[str, Any]] = []
-        for b in blocks(content):
+        for b in src.blocks(content):
             if isinstance(b, TextBlock):
                 parts.append({"type": "input_text", "text": b.text})
             elif isinstance(b, ToolResultBlock):
@@ -156,14 +149,14 @@ def _reasoning(block: Any, index: int, strict: bool, item: dict[str, Any] | None
                                 block.get("encryptedContent"))
     if not isinstance(rid, str):
         if strict:
-            raise UnsupportedContentError(
+            raise src.UnsupportedContentError(
                 TARGET, "reasoning", index,
                 "reasoning without the provider's id (a Responses reasoning item's)")
         return item
     if not isinstance(text, str):
         if strict:
-            raise UnsupportedContentError(TARGET, "reasoning", index, "reasoning without text")
-        text = placeholder(block)
+            raise src.UnsupportedContentError(TARGET, "reasoning", index, "reasoning without text")
+        text = src.placeholder(block)
     if item is None or item["id"] != rid:
         item = {"type": "reasoning", "id": rid, "summary": []}
         append(item)
