@@ -21,22 +21,14 @@ import httpx2
 import pytest
 from replay import recorded_json, sse_payloads, transport
 
-from dsh_session_core import (
-    ReasoningBlock,
-    Session,
-    SessionStore,
-    TextBlock,
-    ToolCallBlock,
-    create_plugin_manager,
-    to_wire,
-)
+from dsh_session_core import Session, SessionStore, create_plugin_manager, to_wire
+from dsh_session_core import vocabulary as v
 from dsh_session_core.providers import (
     RecordedResponse,
     arecord_anthropic,
     record_anthropic,
     to_anthropic,
 )
-from dsh_session_core.vocabulary import ToolCallsFinish
 
 MESSAGE = "anthropic_message.json"
 STREAM = "anthropic_stream.sse"
@@ -59,11 +51,11 @@ def _expected() -> list[Any]:
     out: list[Any] = []
     for block in _message()["content"]:
         if block["type"] == "thinking":
-            out.append(ReasoningBlock(text=block["thinking"], signature=block["signature"]))
+            out.append(v.ReasoningBlock(text=block["thinking"], signature=block["signature"]))
         elif block["type"] == "text":
-            out.append(TextBlock(text=block["text"]))
+            out.append(v.TextBlock(text=block["text"]))
         elif block["type"] == "tool_use":
-            out.append(ToolCallBlock(id=block["id"], name=block["name"],
+            out.append(v.ToolCallBlock(id=block["id"], name=block["name"],
                                      arguments=json.dumps(block["input"],
                                                           separators=(",", ":"))))
     return out
@@ -162,7 +154,7 @@ def test_a_streamed_message_is_one_chunk_per_delta(mode: Mode) -> None:
     assert [r.seq for r in result.tool_calls] == [tool_call["seq"]]
     (tool_result,) = [e for e in events if e["type"] == "tool/result"]
     assert tool_result["sourceEventSeqs"] == [tool_call["seq"]]
-    assert result.finish == ToolCallsFinish()
+    assert result.finish == v.ToolCallsFinish()
     assert result.skipped == ()
 
 
@@ -177,7 +169,7 @@ def test_a_whole_message_is_its_message_without_chunks() -> None:
     assert message["data"]["usage"] == USAGE
     assert "sourceEventSeqs" not in message
     assert events[4]["data"]["callId"] == _expected()[2].id
-    assert result.finish == ToolCallsFinish()
+    assert result.finish == v.ToolCallsFinish()
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -239,7 +231,7 @@ def test_stop_reasons_end_the_turn(stop: str, reason: dict[str, Any]) -> None:
         with session.turn() as turn, turn.step() as step:
             result = record_anthropic(step, source)
         assert to_wire(session.events[-1])["data"]["reason"] == reason
-        assert _assistant(session) == [TextBlock(text="Hi")]
+        assert _assistant(session) == [v.TextBlock(text="Hi")]
         assert to_wire(result.usage) == {"inputTokens": 3, "outputTokens": 1}
 
 
@@ -272,7 +264,7 @@ def test_a_call_without_input_has_empty_object_arguments_and_other_blocks_are_sk
             assert result.skipped == ("server_tool_use", "redacted_thinking")
             assert [(r.call_id, r.arguments) for r in result.tool_calls] == [("toolu_1", "{}")]
             step.tool_result(result.tool_calls[0], "noon")
-        assert _assistant(session) == [ToolCallBlock(id="toolu_1", name="now",
+        assert _assistant(session) == [v.ToolCallBlock(id="toolu_1", name="now",
                                                      arguments="{}")]
     # By default, redacted thinking is kept (as to_anthropic reads it back).
     for source in (message, stream):
@@ -281,7 +273,7 @@ def test_a_call_without_input_has_empty_object_arguments_and_other_blocks_are_sk
             result = record_anthropic(step, source)
             assert result.skipped == ("server_tool_use",)
             step.tool_result(result.tool_calls[0], "noon")
-        assert _assistant(session)[0] == ReasoningBlock(text="", redacted_data="EmwKAhgB")
+        assert _assistant(session)[0] == v.ReasoningBlock(text="", redacted_data="EmwKAhgB")
         assert to_wire(_assistant(session)[0]) == {
             "type": "reasoning", "text": "", "redactedData": "EmwKAhgB"}
         (reply,) = [m for m in to_anthropic(session)["messages"] if m["role"] == "assistant"]

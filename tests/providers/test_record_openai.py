@@ -24,16 +24,8 @@ import pytest
 from msgspec import UNSET
 from replay import recorded_json, sse_payloads, transport
 
-from dsh_session_core import (
-    ReasoningBlock,
-    Session,
-    SessionStore,
-    TextBlock,
-    ToolCallBlock,
-    create_plugin_manager,
-    open_store,
-    to_wire,
-)
+from dsh_session_core import Session, SessionStore, create_plugin_manager, open_store, to_wire
+from dsh_session_core import vocabulary as v
 from dsh_session_core.providers import (
     RecordedResponse,
     arecord_openai_chat,
@@ -42,7 +34,6 @@ from dsh_session_core.providers import (
     record_openai_responses,
     to_openai_responses,
 )
-from dsh_session_core.vocabulary import StopFinish, ToolCallsFinish
 
 PROMPT = "What's the weather in Paris?"
 
@@ -105,7 +96,7 @@ def _check_enclosure(events: list[dict[str, Any]], calls: int) -> None:
 
 
 def _check_calls(events: list[dict[str, Any]], result: RecordedResponse,
-                 expected: list[ToolCallBlock]) -> None:
+                 expected: list[v.ToolCallBlock]) -> None:
     calls = [e for e in events if e["type"] == "tool/call"]
     assert [(c["data"]["callId"], c["data"]["name"], c["data"]["arguments"]) for c in calls] \
         == [(b.id, b.name, b.arguments) for b in expected]
@@ -123,8 +114,8 @@ CHAT_STREAM = "openai_chat_stream.sse"
 def _chat_expected() -> list[Any]:
     """The content of the recorded ChatCompletion, as the log's blocks."""
     message = recorded_json(CHAT)["choices"][0]["message"]
-    return [TextBlock(text=message["content"])] + [
-        ToolCallBlock(id=c["id"], name=c["function"]["name"],
+    return [v.TextBlock(text=message["content"])] + [
+        v.ToolCallBlock(id=c["id"], name=c["function"]["name"],
                       arguments=c["function"]["arguments"])
         for c in message["tool_calls"]]
 
@@ -183,7 +174,7 @@ def test_a_streamed_chat_completion_is_one_chunk_per_delta() -> None:
     assert message["sourceEventSeqs"] == [
         e["seq"] for e in events if e["type"] == "assistant/chunk"]
     assert message["seq"] == result.message.seq
-    assert result.finish == ToolCallsFinish()
+    assert result.finish == v.ToolCallsFinish()
     assert result.skipped == ()
     _check_calls(events, result, _chat_expected()[1:])
 
@@ -198,7 +189,7 @@ def test_a_whole_chat_completion_is_its_message_without_chunks() -> None:
     assert "sourceEventSeqs" not in message
     assert message["data"]["usage"] == {"inputTokens": 56, "outputTokens": 42,
                                         "cacheReadTokens": 64, "reasoningTokens": 0}
-    assert result.finish == ToolCallsFinish()
+    assert result.finish == v.ToolCallsFinish()
     _check_calls(events, result, _chat_expected()[1:])
 
 
@@ -252,7 +243,7 @@ def test_chat_finish_reasons_end_the_turn(finish: str, reason: dict[str, Any]) -
         assert to_wire(session.events[-1])["data"]["reason"] == reason
         assert result.usage is not None
         assert result.usage.input_tokens == 10
-        assert _assistant(session) == [TextBlock(text="Partial answer")]
+        assert _assistant(session) == [v.TextBlock(text="Partial answer")]
 
 
 def _stream_of(whole: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -279,7 +270,7 @@ def test_chat_reasoning_content_of_compatible_servers_is_a_reasoning_block() -> 
     session = _session()
     with session.turn() as turn, turn.step() as step:
         record_openai_chat(step, iter(chunks))
-    assert _assistant(session) == [ReasoningBlock(text="Thinking."), TextBlock(text="Done.")]
+    assert _assistant(session) == [v.ReasoningBlock(text="Thinking."), v.TextBlock(text="Done.")]
     assert [c["type"] for c in _chunks(_wire(session))] == [
         "block-start", "reasoning-delta", "reasoning-delta", "block-start", "text-delta",
         "block-end", "block-end", "finish"]
@@ -317,11 +308,11 @@ def _response_expected() -> list[Any]:
     for item in recorded_json(RESPONSE)["output"]:
         if item["type"] == "reasoning":
             # The item's id is kept on each of its blocks, by default.
-            out += [ReasoningBlock(text=p["text"], id=item["id"]) for p in item["summary"]]
+            out += [v.ReasoningBlock(text=p["text"], id=item["id"]) for p in item["summary"]]
         elif item["type"] == "message":
-            out += [TextBlock(text=p["text"]) for p in item["content"]]
+            out += [v.TextBlock(text=p["text"]) for p in item["content"]]
         elif item["type"] == "function_call":
-            out.append(ToolCallBlock(id=item["call_id"], name=item["name"],
+            out.append(v.ToolCallBlock(id=item["call_id"], name=item["name"],
                                      arguments=item["arguments"]))
     return out
 
@@ -377,7 +368,7 @@ def test_a_streamed_response_is_one_chunk_per_delta() -> None:
                                "usage": RESPONSE_USAGE}
     assert message["sourceEventSeqs"] == [
         e["seq"] for e in events if e["type"] == "assistant/chunk"]
-    assert result.finish == ToolCallsFinish()
+    assert result.finish == v.ToolCallsFinish()
     _check_calls(events, result, [call])
 
 
@@ -390,7 +381,7 @@ def test_a_whole_response_is_its_message_without_chunks() -> None:
     (message,) = [e for e in events if e["type"] == "assistant/message"]
     assert message["data"]["usage"] == RESPONSE_USAGE
     assert "sourceEventSeqs" not in message
-    assert result.finish == ToolCallsFinish()
+    assert result.finish == v.ToolCallsFinish()
     _check_calls(events, result, [_response_expected()[2]])
 
 
@@ -432,7 +423,7 @@ def test_responses_round_trip_through_to_openai_responses(stream: bool) -> None:
     bare = SessionStore(create_plugin_manager(autoload=False), checks=True).create("bare")
     _record(bare, lambda step: record_openai_responses(
         step, _replay(stream), provider_data=False))
-    assert [b.id for b in _assistant(bare) if isinstance(b, ReasoningBlock)] == [UNSET]
+    assert [b.id for b in _assistant(bare) if isinstance(b, v.ReasoningBlock)] == [UNSET]
     assert [i for i in to_openai_responses(bare) if i["type"] == "reasoning"] == []
 
 
@@ -480,7 +471,7 @@ def test_response_status_ends_the_turn(response: dict[str, Any],
         with session.turn() as turn, turn.step() as step:
             record_openai_responses(step, source)
         assert to_wire(session.events[-1])["data"]["reason"] == reason
-        assert _assistant(session) == [TextBlock(text="Part")]
+        assert _assistant(session) == [v.TextBlock(text="Part")]
 
 
 def test_output_items_the_log_cannot_hold_are_named_as_skipped() -> None:
@@ -491,7 +482,7 @@ def test_output_items_the_log_cannot_hold_are_named_as_skipped() -> None:
     with session.turn() as turn, turn.step() as step:
         result = record_openai_responses(step, response)
     assert result.skipped == ("web_search_call",)
-    assert result.finish == StopFinish()
+    assert result.finish == v.StopFinish()
     stream = [{"type": "response.output_item.added", "output_index": 0,
                "item": response["output"][0]},
               {"type": "response.output_text.delta", "output_index": 1, "content_index": 0,
@@ -525,7 +516,7 @@ def test_the_reasoning_items_id_and_encrypted_content_are_kept() -> None:
         # its unanswered call: the assistant message is the one before that answer).
         (said,) = [m for m in session.derive_messages() if m.role == "assistant"]
         block = said.content[0]
-        assert isinstance(block, ReasoningBlock)
+        assert isinstance(block, v.ReasoningBlock)
         assert (block.id, block.encrypted_content) == (want["id"], "gAAAAB-opaque")
         (item,) = [i for i in to_openai_responses(session) if i["type"] == "reasoning"]
         assert (item["id"], item["encrypted_content"]) == (want["id"], "gAAAAB-opaque")
