@@ -19,9 +19,9 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
-from replay import recorded_json, sse_payloads, transport
+import replay
 
-from dsh_session_core import Session, SessionStore, create_plugin_manager, to_wire
+from dsh_session_core import Session, to_wire
 from dsh_session_core import vocabulary as v
 from dsh_session_core.providers import (
     RecordedResponse,
@@ -32,19 +32,18 @@ from dsh_session_core.providers import (
 
 MESSAGE = "anthropic_message.json"
 STREAM = "anthropic_stream.sse"
-PROMPT = "What's the weather in Paris?"
 USAGE = {"inputTokens": 15, "outputTokens": 90, "cacheReadTokens": 2048,
          "cacheWriteTokens": 1024}
 
 
 def _client(name: str, seen: list[httpx2.Request] | None = None) -> anthropic.Anthropic:
-    served = transport(name, [] if seen is None else seen)
+    served = replay.transport(name, [] if seen is None else seen)
     return anthropic.Anthropic(api_key="sk-ant-test", base_url="http://anthropic.test",
                                http_client=httpx2.Client(transport=served))
 
 
 def _message() -> Any:
-    return recorded_json(MESSAGE)
+    return replay.recorded_json(MESSAGE)
 
 
 def _expected() -> list[Any]:
@@ -61,11 +60,6 @@ def _expected() -> list[Any]:
     return out
 
 
-def _session() -> Session:
-    store = SessionStore(create_plugin_manager(autoload=False), checks=True)
-    return store.create("rec")
-
-
 Mode = str  # "create": messages.create; "stream": create(stream=True); "helper": .stream()
 MODES = ["create", "stream", "helper"]
 
@@ -75,7 +69,7 @@ def _call(mode: Mode, **options: Any) -> Callable[[Any], RecordedResponse]:
         seen: list[httpx2.Request] = []
         client = _client(MESSAGE if mode == "create" else STREAM, seen)
         request: Any = {"model": "claude-sonnet-4-5", "max_tokens": 1024,
-                        "messages": [{"role": "user", "content": PROMPT}],
+                        "messages": [{"role": "user", "content": replay.PROMPT}],
                         "thinking": {"type": "enabled", "budget_tokens": 512}}
         if mode == "helper":
             with client.messages.stream(**request) as stream:
@@ -89,13 +83,7 @@ def _call(mode: Mode, **options: Any) -> Callable[[Any], RecordedResponse]:
 
 
 def _record(session: Session, call: Callable[[Any], RecordedResponse]) -> RecordedResponse:
-    with session.turn() as turn:
-        turn.user(PROMPT)
-        with turn.step() as step:
-            result = call(step)
-            for ref in result.tool_calls:
-                step.tool_result(ref, "18°C, sunny")
-    return result
+    return replay.one_recorded_step(session, call, lambda _: "18°C, sunny")
 
 
 def _wire(session: Session) -> list[dict[str, Any]]:
@@ -109,7 +97,7 @@ def _assistant(session: Session) -> list[Any]:
 
 @pytest.mark.parametrize("mode", ["stream", "helper"])
 def test_a_streamed_message_is_one_chunk_per_delta(mode: Mode) -> None:
-    session = _session()
+    session = replay.checked_session()
     result = _record(session, _call(mode))
     events = _wire(session)
     types = [e["type"] for e in events]
@@ -118,7 +106,7 @@ def test_a_streamed_message_is_one_chunk_per_delta(mode: Mode) -> None:
                      "assistant/message", "tool/call", "tool/result", "step/end", "turn/end"]
     assert all((e["data"]["turn"], e["data"]["step"]) == (1, 1) for e in events[2:-1])
 
-    raw = sse_payloads(STREAM)
+    raw = replay.sse_payloads(STREAM)
 
     def deltas(index: int, kind: str, field: str) -> list[str]:
         return [e["delta"][field] for e in raw if e["type"] == "content_block_delta"
@@ -159,7 +147,7 @@ def test_a_streamed_message_is_one_chunk_per_delta(mode: Mode) -> None:
 
 
 def test_a_whole_message_is_its_message_without_chunks() -> None:
-    session = _session()
+    session = replay.checked_session()
     result = _record(session, _call("create"))
     events = _wire(session)
     assert [e["type"] for e in events] == [
@@ -174,11 +162,11 @@ def test_a_whole_message_is_its_message_without_chunks() -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_messages_derive_the_response_content_exactly(mode: Mode) -> None:
-    session = _session()
+    session = replay.checked_session()
     _record(session, _call(mode))
     assert _assistant(session) == _expected()
     # The streamed input JSON is the very text the whole message's input encodes to.
-    raw = "".join(e["delta"]["partial_json"] for e in sse_payloads(STREAM)
+    raw = "".join(e["delta"]["partial_json"] for e in replay.sse_payloads(STREAM)
                   if e["type"] == "content_block_delta"
                   and e["delta"]["type"] == "input_json_delta")
     assert json.loads(raw) == _message()["content"][2]["input"]
@@ -188,7 +176,7 @@ def test_messages_derive_the_response_content_exactly(mode: Mode) -> None:
 def test_messages_round_trip_through_to_anthropic(mode: Mode) -> None:
     original = _message()["content"]
     # Kept by default, on the reasoning block of a strict (default) session.
-    session = _session()
+    session = replay.checked_session()
     _record(session, _call(mode))
     request = to_anthropic(session)
     (assistant,) = [m for m in request["messages"] if m["role"] == "assistant"]
@@ -199,7 +187,7 @@ def test_messages_round_trip_through_to_anthropic(mode: Mode) -> None:
 
     # With provider_data=False, the unsigned thinking is what to_anthropic leaves out
     # (docs/providers.md); the text and the tool call come back exactly.
-    session = _session()
+    session = replay.checked_session()
     _record(session, _call(mode, provider_data=False))
     (assistant,) = [m for m in to_anthropic(session)["messages"] if m["role"] == "assistant"]
     assert assistant["content"] == original[1:]
@@ -227,7 +215,7 @@ def test_stop_reasons_end_the_turn(stop: str, reason: dict[str, Any]) -> None:
         {"type": "message_stop"},
     ]
     for source in (message, stream):
-        session = _session()
+        session = replay.checked_session()
         with session.turn() as turn, turn.step() as step:
             result = record_anthropic(step, source)
         assert to_wire(session.events[-1])["data"]["reason"] == reason
@@ -258,7 +246,7 @@ def test_a_call_without_input_has_empty_object_arguments_and_other_blocks_are_sk
          "usage": {"output_tokens": 1}},
     ]
     for source in (message, stream):
-        session = _session()
+        session = replay.checked_session()
         with session.turn() as turn, turn.step() as step:
             result = record_anthropic(step, source, provider_data=False)
             assert result.skipped == ("server_tool_use", "redacted_thinking")
@@ -268,7 +256,7 @@ def test_a_call_without_input_has_empty_object_arguments_and_other_blocks_are_sk
                                                      arguments="{}")]
     # By default, redacted thinking is kept (as to_anthropic reads it back).
     for source in (message, stream):
-        session = _session()
+        session = replay.checked_session()
         with session.turn() as turn, turn.step() as step:
             result = record_anthropic(step, source)
             assert result.skipped == ("server_tool_use",)
@@ -284,18 +272,18 @@ def test_an_async_stream_records_as_a_sync_one() -> None:
     async def run(session: Session) -> None:
         client = anthropic.AsyncAnthropic(
             api_key="sk-ant-test", base_url="http://anthropic.test",
-            http_client=httpx2.AsyncClient(transport=transport(STREAM, [])))
+            http_client=httpx2.AsyncClient(transport=replay.transport(STREAM, [])))
         with session.turn() as turn:
-            turn.user(PROMPT)
+            turn.user(replay.PROMPT)
             with turn.step() as step:
                 stream = await client.messages.create(
                     model="claude-sonnet-4-5", max_tokens=1024, stream=True,
-                    messages=[{"role": "user", "content": PROMPT}])
+                    messages=[{"role": "user", "content": replay.PROMPT}])
                 result = await arecord_anthropic(step, stream)
                 for ref in result.tool_calls:
                     step.tool_result(ref, "18°C, sunny")
 
-    session, sync = _session(), _session()
+    session, sync = replay.checked_session(), replay.checked_session()
     asyncio.run(run(session))
     _record(sync, _call("stream"))
     assert [{**e, "time": 0} for e in _wire(session)] == [{**e, "time": 0} for e in _wire(sync)]
@@ -303,14 +291,14 @@ def test_an_async_stream_records_as_a_sync_one() -> None:
 
 @pytest.mark.parametrize("mode", ["create", "stream"])
 def test_plain_json_records_as_the_sdks_objects(mode: Mode) -> None:
-    plain = _message() if mode == "create" else sse_payloads(STREAM)
-    from_json, from_sdk, replayed = _session(), _session(), _session()
+    plain = _message() if mode == "create" else replay.sse_payloads(STREAM)
+    from_json, from_sdk, replayed = (replay.checked_session() for _ in range(3))
     _record(from_json, lambda step: record_anthropic(step, plain))
     _record(from_sdk, _call(mode))
 
-    async def replay(step: Any) -> RecordedResponse:
+    async def record_async(step: Any) -> RecordedResponse:
         return await arecord_anthropic(step, plain)  # a sync iterable: replayed as is
-    _record(replayed, lambda step: asyncio.run(replay(step)))
+    _record(replayed, lambda step: asyncio.run(record_async(step)))
     expected = [{**e, "time": 0} for e in _wire(from_sdk)]
     assert [{**e, "time": 0} for e in _wire(from_json)] == expected
     assert [{**e, "time": 0} for e in _wire(replayed)] == expected

@@ -21,8 +21,8 @@ from typing import Any
 import httpx2
 import openai
 import pytest
+import replay
 from msgspec import UNSET
-from replay import recorded_json, sse_payloads, transport
 
 from dsh_session_core import Session, SessionStore, create_plugin_manager, open_store, to_wire
 from dsh_session_core import vocabulary as v
@@ -35,37 +35,23 @@ from dsh_session_core.providers import (
     to_openai_responses,
 )
 
-PROMPT = "What's the weather in Paris?"
-
-
-# --- the local transport -----------------------------------------------------------------
+# --- the local replay.transport -----------------------------------------------------------------
 
 
 def _client(name: str, seen: list[httpx2.Request] | None = None) -> openai.OpenAI:
-    served = transport(name, [] if seen is None else seen)
+    served = replay.transport(name, [] if seen is None else seen)
     return openai.OpenAI(api_key="sk-test", base_url="http://openai.test/v1",
                          http_client=httpx2.Client(transport=served))
 
 
 def _async_client(name: str) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(api_key="sk-test", base_url="http://openai.test/v1",
-                              http_client=httpx2.AsyncClient(transport=transport(name, [])))
-
-
-def _session() -> Session:
-    # A store that refuses an event breaking turn enclosure or tool pairing.
-    return SessionStore(create_plugin_manager(autoload=False), checks=True).create("rec")
+                              http_client=httpx2.AsyncClient(
+                                  transport=replay.transport(name, [])))
 
 
 def _record(session: Session, call: Callable[[Any], RecordedResponse]) -> RecordedResponse:
-    """One turn of one step: the prompt, the recorded response, each call answered."""
-    with session.turn() as turn:
-        turn.user(PROMPT)
-        with turn.step() as step:
-            result = call(step)
-            for ref in result.tool_calls:
-                step.tool_result(ref, f"result of {ref.name}")
-    return result
+    return replay.one_recorded_step(session, call, lambda ref: f"result of {ref.name}")
 
 
 def _wire(session: Session) -> list[dict[str, Any]]:
@@ -113,7 +99,7 @@ CHAT_STREAM = "openai_chat_stream.sse"
 
 def _chat_expected() -> list[Any]:
     """The content of the recorded ChatCompletion, as the log's blocks."""
-    message = recorded_json(CHAT)["choices"][0]["message"]
+    message = replay.recorded_json(CHAT)["choices"][0]["message"]
     return [v.TextBlock(text=message["content"])] + [
         v.ToolCallBlock(id=c["id"], name=c["function"]["name"],
                       arguments=c["function"]["arguments"])
@@ -126,11 +112,11 @@ def _chat(stream: bool) -> Callable[[Any], RecordedResponse]:
         client = _client(CHAT_STREAM if stream else CHAT, seen)
         if stream:
             response: Any = client.chat.completions.create(
-                model="gpt-4o", messages=[{"role": "user", "content": PROMPT}], stream=True,
+                model="gpt-4o", messages=[{"role": "user", "content": replay.PROMPT}], stream=True,
                 stream_options={"include_usage": True})
         else:
             response = client.chat.completions.create(
-                model="gpt-4o", messages=[{"role": "user", "content": PROMPT}])
+                model="gpt-4o", messages=[{"role": "user", "content": replay.PROMPT}])
         result = record_openai_chat(step, response)
         assert [r.url.path for r in seen] == ["/v1/chat/completions"]
         assert json.loads(seen[0].content).get("stream", False) is stream
@@ -139,14 +125,14 @@ def _chat(stream: bool) -> Callable[[Any], RecordedResponse]:
 
 
 def test_a_streamed_chat_completion_is_one_chunk_per_delta() -> None:
-    session = _session()
+    session = replay.checked_session()
     result = _record(session, _chat(stream=True))
     events = _wire(session)
     _check_enclosure(events, calls=2)
 
     # What the server streamed: one chunk per non-empty content delta, per tool-call
     # delta; block-start before each block's first, block-end of each, usage, finish.
-    raw = sse_payloads(CHAT_STREAM)
+    raw = replay.sse_payloads(CHAT_STREAM)
     text = [c["choices"][0]["delta"].get("content") for c in raw if c["choices"]]
     expected: list[dict[str, Any]] = [{"type": "block-start", "index": 0, "blockType": "text"}]
     expected += [{"type": "text-delta", "index": 0, "text": t} for t in text if t]
@@ -180,7 +166,7 @@ def test_a_streamed_chat_completion_is_one_chunk_per_delta() -> None:
 
 
 def test_a_whole_chat_completion_is_its_message_without_chunks() -> None:
-    session = _session()
+    session = replay.checked_session()
     result = _record(session, _chat(stream=False))
     events = _wire(session)
     _check_enclosure(events, calls=2)
@@ -195,11 +181,11 @@ def test_a_whole_chat_completion_is_its_message_without_chunks() -> None:
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
 def test_chat_derives_the_response_content_exactly(stream: bool) -> None:
-    session = _session()
+    session = replay.checked_session()
     _record(session, _chat(stream))
     assert _assistant(session) == _chat_expected()
     # The stream's deltas assemble to the very text and arguments of the whole response.
-    raw = sse_payloads(CHAT_STREAM)
+    raw = replay.sse_payloads(CHAT_STREAM)
     text = "".join(c["choices"][0]["delta"].get("content") or "" for c in raw if c["choices"])
     assert text == _chat_expected()[0].text
 
@@ -208,11 +194,11 @@ def test_chat_derives_the_response_content_exactly(stream: bool) -> None:
 def test_chat_round_trips_through_to_openai_chat(stream: bool) -> None:
     from dsh_session_core.providers import to_openai_chat
 
-    session = _session()
+    session = replay.checked_session()
     _record(session, _chat(stream))
     messages = to_openai_chat(session)
     (assistant,) = [m for m in messages if m["role"] == "assistant"]
-    original = recorded_json(CHAT)["choices"][0]["message"]
+    original = replay.recorded_json(CHAT)["choices"][0]["message"]
     assert assistant["content"] == original["content"]
     assert [(c["id"], c["type"], c["function"]) for c in assistant["tool_calls"]] == [
         (c["id"], c["type"], c["function"]) for c in original["tool_calls"]]
@@ -237,7 +223,7 @@ def _chat_dict(finish: str, content: str = "Partial answer") -> dict[str, Any]:
 def test_chat_finish_reasons_end_the_turn(finish: str, reason: dict[str, Any]) -> None:
     # Plain dicts of the same JSON are read as the SDK's objects are.
     for response in (_chat_dict(finish), _stream_of(_chat_dict(finish))):
-        session = _session()
+        session = replay.checked_session()
         with session.turn() as turn, turn.step() as step:
             result = record_openai_chat(step, response)
         assert to_wire(session.events[-1])["data"]["reason"] == reason
@@ -267,7 +253,7 @@ def test_chat_reasoning_content_of_compatible_servers_is_a_reasoning_block() -> 
               for r in ("Think", "ing.")]
     chunks += [{**base, "choices": [{"index": 0, "delta": {"content": "Done."},
                                      "finish_reason": "stop"}]}]
-    session = _session()
+    session = replay.checked_session()
     with session.turn() as turn, turn.step() as step:
         record_openai_chat(step, iter(chunks))
     assert _assistant(session) == [v.ReasoningBlock(text="Thinking."), v.TextBlock(text="Done.")]
@@ -280,17 +266,17 @@ def test_an_async_chat_stream_records_as_a_sync_one() -> None:
     async def run(session: Session) -> RecordedResponse:
         client = _async_client(CHAT_STREAM)
         with session.turn() as turn:
-            turn.user(PROMPT)
+            turn.user(replay.PROMPT)
             with turn.step() as step:
                 stream = await client.chat.completions.create(
-                    model="gpt-4o", messages=[{"role": "user", "content": PROMPT}],
+                    model="gpt-4o", messages=[{"role": "user", "content": replay.PROMPT}],
                     stream=True)
                 result = await arecord_openai_chat(step, stream)
                 for ref in result.tool_calls:
                     step.tool_result(ref, f"result of {ref.name}")
         return result
 
-    session, sync = _session(), _session()
+    session, sync = replay.checked_session(), replay.checked_session()
     asyncio.run(run(session))
     _record(sync, _chat(stream=True))
     assert [{**e, "time": 0} for e in _wire(session)] == [
@@ -305,7 +291,7 @@ RESPONSE_STREAM = "openai_responses_stream.sse"
 
 def _response_expected() -> list[Any]:
     out: list[Any] = []
-    for item in recorded_json(RESPONSE)["output"]:
+    for item in replay.recorded_json(RESPONSE)["output"]:
         if item["type"] == "reasoning":
             # The item's id is kept on each of its blocks, by default.
             out += [v.ReasoningBlock(text=p["text"], id=item["id"]) for p in item["summary"]]
@@ -322,10 +308,10 @@ def _responses(stream: bool) -> Callable[[Any], RecordedResponse]:
         seen: list[httpx2.Request] = []
         client = _client(RESPONSE_STREAM if stream else RESPONSE, seen)
         if stream:
-            response: Any = client.responses.create(model="o4-mini", input=PROMPT,
+            response: Any = client.responses.create(model="o4-mini", input=replay.PROMPT,
                                                     stream=True)
         else:
-            response = client.responses.create(model="o4-mini", input=PROMPT)
+            response = client.responses.create(model="o4-mini", input=replay.PROMPT)
         result = record_openai_responses(step, response)
         assert [r.url.path for r in seen] == ["/v1/responses"]
         return result
@@ -337,12 +323,12 @@ RESPONSE_USAGE = {"inputTokens": 200 - 128, "outputTokens": 80, "cacheReadTokens
 
 
 def test_a_streamed_response_is_one_chunk_per_delta() -> None:
-    session = _session()
+    session = replay.checked_session()
     result = _record(session, _responses(stream=True))
     events = _wire(session)
     _check_enclosure(events, calls=1)
 
-    raw = sse_payloads(RESPONSE_STREAM)
+    raw = replay.sse_payloads(RESPONSE_STREAM)
     summary = [e["delta"] for e in raw if e["type"] == "response.reasoning_summary_text.delta"]
     text = [e["delta"] for e in raw if e["type"] == "response.output_text.delta"]
     args = [e["delta"] for e in raw if e["type"] == "response.function_call_arguments.delta"]
@@ -373,7 +359,7 @@ def test_a_streamed_response_is_one_chunk_per_delta() -> None:
 
 
 def test_a_whole_response_is_its_message_without_chunks() -> None:
-    session = _session()
+    session = replay.checked_session()
     result = _record(session, _responses(stream=False))
     events = _wire(session)
     _check_enclosure(events, calls=1)
@@ -387,7 +373,7 @@ def test_a_whole_response_is_its_message_without_chunks() -> None:
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
 def test_responses_derive_the_response_content_exactly(stream: bool) -> None:
-    session = _session()
+    session = replay.checked_session()
     _record(session, _responses(stream))
     assert _assistant(session) == _response_expected()
 
@@ -395,10 +381,10 @@ def test_responses_derive_the_response_content_exactly(stream: bool) -> None:
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
 def test_responses_round_trip_through_to_openai_responses(stream: bool) -> None:
 
-    session = _session()
+    session = replay.checked_session()
     _record(session, _responses(stream))
     items = to_openai_responses(session)
-    output = recorded_json(RESPONSE)["output"]
+    output = replay.recorded_json(RESPONSE)["output"]
     # Each output item comes back as an input item of its kind, with its content.
     reasoning = [i for i in items if i["type"] == "reasoning"]
     assert [i["summary"] for i in reasoning] == [output[0]["summary"]]
@@ -431,8 +417,8 @@ def _replay(stream: bool) -> Any:
     """The recorded Responses stream or response, through the real client."""
     client = _client(RESPONSE_STREAM if stream else RESPONSE)
     if stream:
-        return client.responses.create(model="o4-mini", input=PROMPT, stream=True)
-    return client.responses.create(model="o4-mini", input=PROMPT)
+        return client.responses.create(model="o4-mini", input=replay.PROMPT, stream=True)
+    return client.responses.create(model="o4-mini", input=replay.PROMPT)
 
 
 def _response_dict(status: str, **extra: Any) -> dict[str, Any]:
@@ -467,7 +453,7 @@ def test_response_status_ends_the_turn(response: dict[str, Any],
         {"type": end[response["status"]], "response": response},
     ]
     for source in (response, iter(stream)):
-        session = _session()
+        session = replay.checked_session()
         with session.turn() as turn, turn.step() as step:
             record_openai_responses(step, source)
         assert to_wire(session.events[-1])["data"]["reason"] == reason
@@ -478,7 +464,7 @@ def test_output_items_the_log_cannot_hold_are_named_as_skipped() -> None:
     response = _response_dict("completed")
     response["output"].insert(0, {"type": "web_search_call", "id": "ws_1",
                                   "status": "completed"})
-    session = _session()
+    session = replay.checked_session()
     with session.turn() as turn, turn.step() as step:
         result = record_openai_responses(step, response)
     assert result.skipped == ("web_search_call",)
@@ -493,7 +479,7 @@ def test_output_items_the_log_cannot_hold_are_named_as_skipped() -> None:
 
 
 def test_the_reasoning_items_id_and_encrypted_content_are_kept() -> None:
-    response = recorded_json(RESPONSE)
+    response = replay.recorded_json(RESPONSE)
     response["output"][0]["encrypted_content"] = "gAAAAB-opaque"
     added = {"type": "response.output_item.added", "output_index": 0,
              "item": {**response["output"][0], "summary": []}}
@@ -526,15 +512,15 @@ def test_an_async_response_stream_records_as_a_sync_one() -> None:
     async def run(session: Session) -> None:
         client = _async_client(RESPONSE_STREAM)
         with session.turn() as turn:
-            turn.user(PROMPT)
+            turn.user(replay.PROMPT)
             with turn.step() as step:
-                stream = await client.responses.create(model="o4-mini", input=PROMPT,
+                stream = await client.responses.create(model="o4-mini", input=replay.PROMPT,
                                                        stream=True)
                 result = await arecord_openai_responses(step, stream)
                 for ref in result.tool_calls:
                     step.tool_result(ref, f"result of {ref.name}")
 
-    session, sync = _session(), _session()
+    session, sync = replay.checked_session(), replay.checked_session()
     asyncio.run(run(session))
     _record(sync, _responses(stream=True))
     assert [{**e, "time": 0} for e in _wire(session)] == [
@@ -570,16 +556,16 @@ def test_recorded_steps_pass_a_checking_store_and_read_back(tmp_path: Path) -> N
 def test_plain_json_records_as_the_sdks_objects(
         name: str, record: Callable[[Any, Any], RecordedResponse],
         sdk: Callable[[Any], RecordedResponse]) -> None:
-    plain = sse_payloads(name) if name.endswith(".sse") else recorded_json(name)
-    from_json, from_sdk, replayed = _session(), _session(), _session()
+    plain = replay.sse_payloads(name) if name.endswith(".sse") else replay.recorded_json(name)
+    from_json, from_sdk, replayed = (replay.checked_session() for _ in range(3))
     _record(from_json, lambda step: record(step, plain))
     _record(from_sdk, sdk)
     # arecord_* also takes a sync iterable (recorded chunks replayed in a coroutine).
     arecord = arecord_openai_chat if record is record_openai_chat else arecord_openai_responses
 
-    async def replay(step: Any) -> RecordedResponse:
+    async def record_async(step: Any) -> RecordedResponse:
         return await arecord(step, plain)
-    _record(replayed, lambda step: asyncio.run(replay(step)))
+    _record(replayed, lambda step: asyncio.run(record_async(step)))
     expected = [{**e, "time": 0} for e in _wire(from_sdk)]
     assert [{**e, "time": 0} for e in _wire(from_json)] == expected
     assert [{**e, "time": 0} for e in _wire(replayed)] == expected
@@ -589,7 +575,7 @@ def test_a_custom_tool_call_is_named_as_skipped() -> None:
     response = _chat_dict("tool_calls")
     response["choices"][0]["message"]["tool_calls"] = [
         {"id": "call_9", "type": "custom", "custom": {"name": "grammar", "input": "x"}}]
-    session = _session()
+    session = replay.checked_session()
     with session.turn() as turn, turn.step() as step:
         result = record_openai_chat(step, response)
     assert result.skipped == ("custom tool call",)
@@ -598,10 +584,10 @@ def test_a_custom_tool_call_is_named_as_skipped() -> None:
 
 def test_a_stream_that_raises_midway_keeps_its_chunks_and_fails_the_turn() -> None:
     def broken() -> Iterator[dict[str, Any]]:
-        yield from sse_payloads(CHAT_STREAM)[:4]  # the role chunk, then three words
+        yield from replay.sse_payloads(CHAT_STREAM)[:4]  # the role chunk, then three words
         raise ConnectionError("connection reset")
 
-    session = _session()
+    session = replay.checked_session()
     with pytest.raises(ConnectionError), session.turn() as turn, turn.step() as step:
         record_openai_chat(step, broken())
     events = _wire(session)
