@@ -258,12 +258,13 @@ def test_a_session_without_turns_is_one_empty_page(tmp_path: Path) -> None:
         "s<1>", [0, -1], [], 0)
 
 
-def test_without_the_view_package_export_html_names_it(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("command", ["dsh-session export --html", "dsh-session view"])
+def test_without_the_view_package_the_command_names_it(
+        command: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from dsh_session_core._cli.view import need_view
 
     monkeypatch.setitem(sys.modules, "dsh_session_view", None)
     with pytest.raises(Failure) as missing:
-        need_view("dsh-session export --html")
-    assert str(missing.value) == "dsh-session export --html needs the dsh-session-view package"
+        need_view(command)
+    assert str(missing.value) == f"{command} needs the dsh-session-view package"
     assert missing.value.hint == "pip install dsh-session-view"

@@ -457,17 +457,6 @@ def test_the_command_serves_until_ctrl_c(demo_store: str) -> None:
     assert "Traceback" not in err
 
 
-def test_without_the_view_package_the_command_names_it(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    from dsh_session_core._cli.view import need_view
-
-    monkeypatch.setitem(sys.modules, "dsh_session_view", None)
-    with pytest.raises(Failure) as missing:
-        need_view("dsh-session view")
-    assert str(missing.value) == "dsh-session view needs the dsh-session-view package"
-    assert missing.value.hint == "pip install dsh-session-view"
-
-
 # --- live follow ----------------------------------------------------------------------------
 
 
