@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from adk_support import same_on_both
 from google.adk.agents import LlmAgent
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import Runner
-from google.adk.sessions import InMemorySessionService
 from google.adk.sessions.base_session_service import BaseSessionService
 from google.genai import types
 
@@ -88,14 +88,7 @@ async def _turn(service: BaseSessionService) -> list[dict[str, Any]]:
 
 def test_a_runner_turn_is_stored_and_derives_to_the_conversation(
         store_url: str, tmp_path: Path) -> None:
-    async def run() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        expected = await _turn(InMemorySessionService())
-        async with DshSessionService(store_url) as service:
-            got = await _turn(service)
-        return expected, got
-
-    expected, got = asyncio.run(run())
-    assert got == expected
+    got = same_on_both(store_url, _turn)
     # The tool's response as ADK recorded it, as JSON text.
     response = json.dumps(got[2]["content"]["parts"][0]["function_response"]["response"])
     assert json.loads(response) == get_weather("Paris")

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from adk_support import same_on_both
 from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
-from google.adk.sessions import InMemorySessionService
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig
 from google.adk.sessions.session import Session
 from google.genai import types
@@ -32,7 +31,6 @@ from dsh_session_core import open_store
 
 APP, USER = "weather-app", "ada"
 
-Scenario = Callable[[BaseSessionService], Awaitable[Any]]
 
 
 # Each test runs on a fresh store of each kind (the testing kit's ``store_url``).
@@ -66,20 +64,6 @@ def _shape(session: Session | None, *, times: bool = True) -> Any:
     return out
 
 
-def _same(url: str, scenario: Scenario) -> Any:
-    """Run ``scenario`` on ADK's in-memory service and on ours; they return the same."""
-
-    async def both() -> tuple[Any, Any]:
-        expected = await scenario(InMemorySessionService())
-        async with DshSessionService(url) as ours:
-            got = await scenario(ours)
-        return expected, got
-
-    expected, got = asyncio.run(both())
-    assert got == expected
-    return got
-
-
 def test_create_get_state_scopes(store_url: str) -> None:
     async def scenario(svc: BaseSessionService) -> Any:
         created = await svc.create_session(
@@ -94,7 +78,7 @@ def test_create_get_state_scopes(store_url: str) -> None:
                 await svc.get_user_state(app_name=APP, user_id=USER),
                 await svc.get_user_state(app_name=APP, user_id="bob")]
 
-    got = _same(store_url, scenario)
+    got = same_on_both(store_url, scenario)
     assert got[2]["state"] == {"city": "Paris", "n": 1.5, "nested": {"a": [1, None, True]},
                                "app:units": "metric", "user:lang": "fr"}
     assert got[1]["state"] == {"app:units": "metric"}  # app state: every user's
@@ -113,7 +97,7 @@ def test_generated_id_and_duplicate_id(store_url: str) -> None:
         b = await svc.create_session(app_name="other", user_id=USER, session_id="dup")
         return [_shape(a), _shape(b)]
 
-    _same(store_url, scenario)
+    same_on_both(store_url, scenario)
 
 
 def test_append_events_state_and_temp(store_url: str) -> None:
@@ -134,7 +118,7 @@ def test_append_events_state_and_temp(store_url: str) -> None:
                 _shape(got), [_shape(x) for x in listed.sessions],
                 await svc.get_user_state(app_name=APP, user_id=USER)]
 
-    got = _same(store_url, scenario)
+    got = same_on_both(store_url, scenario)
     stored = got[3]
     assert [e["id"] for e in stored["events"]] == ["e1", "e2"]  # partial: not persisted
     assert "temp:t" not in stored["state"]
@@ -163,7 +147,7 @@ def test_get_session_config(store_url: str) -> None:
             out.append([e.id for e in got.events])
         return out
 
-    got = _same(store_url, scenario)
+    got = same_on_both(store_url, scenario)
     assert got == [["e3", "e4"], [], [f"e{i}" for i in range(5)], ["e3", "e4"], ["e4"], []]
 
 
@@ -188,7 +172,7 @@ def test_list_and_delete(store_url: str) -> None:
         return [[_shape(x) for x in everyone.sessions], [_shape(x) for x in mine.sessions],
                 nobody.sessions, [_shape(x) for x in after.sessions], gone, _shape(again)]
 
-    got = _same(store_url, scenario)
+    got = same_on_both(store_url, scenario)
     assert [x["id"] for x in got[0]] == ["b", "c", "a"]  # oldest update first
     assert all(x["events"] == [] for x in got[0])  # listing carries no events
     assert got[5]["events"] == []  # a new session under a deleted one's id starts afresh
@@ -205,7 +189,7 @@ def test_duplicate_event_is_persisted_once(store_url: str) -> None:
         got = await svc.get_session(app_name=APP, user_id=USER, session_id="s1")
         return _shape(got)
 
-    assert [e["id"] for e in _same(store_url, scenario)["events"]] == ["e1"]
+    assert [e["id"] for e in same_on_both(store_url, scenario)["events"]] == ["e1"]
 
 
 def test_reload_by_a_new_service_and_the_tombstone(store_url: str) -> None:
@@ -325,7 +309,7 @@ def test_ids_with_surrounding_whitespace_find_their_session(store_url: str) -> N
         gone = await svc.get_session(app_name=APP, user_id=USER, session_id="s1")
         return [_shape(created), _shape(padded), [_shape(s) for s in listed.sessions], gone]
 
-    got = _same(store_url, scenario)
+    got = same_on_both(store_url, scenario)
     assert got[0]["id"] == "s1"
     assert [e["id"] for e in got[1]["events"]] == ["e1"]
     assert [s["id"] for s in got[2]] == ["s1"]
@@ -366,7 +350,7 @@ def test_get_session_gives_events_of_its_own(store_url: str) -> None:
         again = await svc.get_session(app_name=APP, user_id=USER, session_id="s1")
         return _shape(again)
 
-    got = _same(store_url, scenario)
+    got = same_on_both(store_url, scenario)
     assert got["events"][0]["author"] == "user"
     assert got["events"][0]["content"]["parts"][0]["text"] == "hi"
 
