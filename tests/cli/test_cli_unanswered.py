@@ -145,15 +145,13 @@ def test_an_event_of_another_plugin_leaves_the_turn_open() -> None:
     # A foreign event (kept verbatim by a lenient session) inside the open turn is not
     # its end: the call is still the open turn's, which repair answers.
     from dsh_session_core import Session
+    from dsh_session_core import testing as kit
     from dsh_session_core._unanswered import unanswered_calls
 
     s = Session("foreign", strict=False)
-    s.append("turn/start", {"turn": 1, "trigger": {"kind": "message",
-                                                   "source": {"kind": "user"}}})
-    s.append("step/start", {"turn": 1, "step": 1})
-    s.append("assistant/message", {"turn": 1, "step": 1, "content": [
-        {"type": "tool-call", "id": "c", "name": "bash", "arguments": "{}"}]},
-        surface_op="append")
+    kit.turn_start(s, 1)
+    kit.step_start(s, 1, 1)
+    kit.assistant(s, 1, 1, [kit.call_block("c")])
     s.append("myharness/note", {"x": 1})
     ((call),) = unanswered_calls(s.events)
     assert (call.call_id, call.seq, call.open_turn) == ("c", 2, True)

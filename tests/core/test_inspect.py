@@ -215,19 +215,16 @@ def _unanswered_log(tmp_path: Path) -> Path:
     """A log whose one turn calls ``c1`` and never answers it (written event by event:
     the builders answer every call they make)."""
     from dsh_session_core import Session
+    from dsh_session_core import testing as kit
     from dsh_session_core.inspect import encode_json, event_line
 
     s = Session("lost")
-    s.append("turn/start", {"turn": 1, "trigger": {"kind": "message",
-                                                   "source": {"kind": "user"}}})
-    s.append("step/start", {"turn": 1, "step": 1})
-    s.append("assistant/message", {"turn": 1, "step": 1, "content": [
-        {"type": "tool-call", "id": "c1", "name": "bash", "arguments": "{}"}]},
-        surface_op="append")
-    s.append("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "bash",
-                           "arguments": "{}"})
-    s.append("step/end", {"turn": 1, "step": 1})
-    s.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    kit.turn_start(s, 1)
+    kit.step_start(s, 1, 1)
+    kit.assistant(s, 1, 1, [kit.call_block("c1")])
+    kit.tool_call(s, 1, 1, "c1")
+    kit.step_end(s, 1, 1)
+    kit.turn_end(s, 1)
     path = tmp_path / "lost.jsonl"
     path.write_bytes(b"".join(line + b"\n" for line in
                               [encode_json(s.header), *map(event_line, s.events)]))
