@@ -9,7 +9,8 @@ list of them into plain JSON (dicts and lists), so tests compare with the spec's
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -151,3 +152,19 @@ def fixed_clock() -> int:
 
 #: The union of every core event class, as msgspec decodes a log entry into one.
 CORE_EVENT: Any = core_registry().line_decoder.type
+
+
+def accepted_reference_logs(upstream: Path, key: str) -> Iterator[tuple[Path, Any, list[Event]]]:
+    """Each reference log whose full golden holds ``key`` (the reference accepted the log
+    as a whole), sorted: its path, that golden, and its events decoded by core's registry
+    (the header left out)."""
+    from dsh_session_core._decode import decode_lines
+
+    registry = core_registry()
+    for golden in sorted((upstream / "goldens").rglob("*.full.json")):
+        expected = msgspec.json.decode(golden.read_bytes())
+        if key not in expected:
+            continue  # the reference rejected this log as a whole
+        log = (upstream / golden.relative_to(upstream / "goldens")).with_suffix("")
+        lines = log.with_suffix(".jsonl").read_bytes().splitlines()[1:]
+        yield log, expected, decode_lines(registry, lines)

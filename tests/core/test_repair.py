@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from helpers import CORE_EVENT
+from helpers import CORE_EVENT, accepted_reference_logs
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -289,20 +289,10 @@ def test_closers_are_idempotent_and_well_formed(entries: list[dict[str, Any]]) -
 
 
 def test_closers_match_every_reference_golden(upstream: Path) -> None:
-    from dsh_session_core._core_plugin import core_registry
-    from dsh_session_core._decode import decode_lines
-
-    registry = core_registry()
     checked, mismatched = 0, []
-    for golden in sorted((upstream / "goldens").rglob("*.full.json")):
-        expected = msgspec.json.decode(golden.read_bytes())
-        if "closers" not in expected:
-            continue  # the reference rejected this log as a whole
-        log_path = (upstream / golden.relative_to(upstream / "goldens")).with_suffix("")
-        lines = log_path.with_suffix(".jsonl").read_bytes().splitlines()[1:]
-        closers = interrupted_turn_closers(decode_lines(registry, lines))
-        if wire(closers) != expected["closers"]:
-            mismatched.append(str(log_path))
+    for log, expected, events in accepted_reference_logs(upstream, "closers"):
+        if wire(interrupted_turn_closers(events)) != expected["closers"]:
+            mismatched.append(str(log))
         checked += 1
     assert checked > 300
     assert mismatched == []

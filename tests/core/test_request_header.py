@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from helpers import CORE_EVENT
+from helpers import CORE_EVENT, accepted_reference_logs
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -537,19 +537,9 @@ def test_diff_of_a_header_with_itself_is_none(h: dict[str, Any]) -> None:
 
 
 def test_fold_matches_every_reference_golden(upstream: Path) -> None:
-    from dsh_session_core._core_plugin import core_registry
-    from dsh_session_core._decode import decode_lines
-
-    registry = core_registry()
     checked, mismatched = 0, []
-    for golden in sorted((upstream / "goldens").rglob("*.full.json")):
-        expected = msgspec.json.decode(golden.read_bytes())
-        if "requestHeader" not in expected:
-            continue  # the reference rejected this log as a whole
-        log = upstream / golden.relative_to(upstream / "goldens").with_suffix("")
-        lines = log.with_suffix(".jsonl").read_bytes().splitlines()[1:]
-        got = fold_request_header(decode_lines(registry, lines))
-        if plain(got) != expected["requestHeader"]:
+    for log, expected, events in accepted_reference_logs(upstream, "requestHeader"):
+        if plain(fold_request_header(events)) != expected["requestHeader"]:
             mismatched.append(str(log))
         checked += 1
     assert checked > 300

@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from helpers import CORE_EVENT
+from helpers import CORE_EVENT, accepted_reference_logs
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -232,18 +232,8 @@ def test_a_cut_is_balanced_iff_the_calls_before_it_are_answered(
 
 
 def test_balance_matches_every_reference_golden(upstream: Path) -> None:
-    from dsh_session_core._core_plugin import core_registry
-    from dsh_session_core._decode import decode_lines
-
-    registry = core_registry()
     checked, mismatched = 0, []
-    for golden in sorted((upstream / "goldens").rglob("*.full.json")):
-        expected = msgspec.json.decode(golden.read_bytes())
-        if "toolPairingBalanced" not in expected:
-            continue  # the reference rejected this log as a whole
-        log_path = (upstream / golden.relative_to(upstream / "goldens")).with_suffix("")
-        lines = log_path.with_suffix(".jsonl").read_bytes().splitlines()[1:]
-        events = decode_lines(registry, lines)
+    for log, expected, events in accepted_reference_logs(upstream, "toolPairingBalanced"):
         nodes = [node["seq"] for node in expected["surface"]]
         verdict: Any
         try:
@@ -251,7 +241,7 @@ def test_balance_matches_every_reference_golden(upstream: Path) -> None:
         except ToolPairingError as exc:
             verdict = {"error": {"name": "Error", "message": str(exc)}}
         if verdict != expected["toolPairingBalanced"]:
-            mismatched.append(str(log_path))
+            mismatched.append(str(log))
         checked += 1
     assert checked > 300
     assert mismatched == []
