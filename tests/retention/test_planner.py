@@ -93,7 +93,9 @@ def test_the_plan_removes_exactly_what_the_model_says(policy: RetentionPolicy,
     by_id = {c.session_id: c for c in cs}
     for sid in removed:  # never a marked, locked, unmeasured or ageless session
         c = by_id[sid]
-        assert not (c.retained or c.locked or c.unmeasured)
+        assert not c.retained
+        assert not c.locked
+        assert c.unmeasured is None
         assert c.last_activity is not None
     if policy.max_total_bytes is not None:
         left = sum(c.bytes or 0 for c in cs if c.session_id not in removed)

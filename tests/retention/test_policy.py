@@ -41,7 +41,7 @@ def test_nonsense_is_refused_naming_the_field(fields: dict[str, Any], says: str)
 
 
 def test_sensible_policies_are_taken_and_frozen() -> None:
-    policy = RetentionPolicy(older_than=DAY * 30, keep_latest=5, per=["user", "label:team"],
+    policy = RetentionPolicy(older_than=DAY * 30, keep_latest=5, per=["user", "label:team"],  # type: ignore[arg-type]
                              max_total_bytes=10 << 30, archive_to="jsonl+zstd:///a")
     assert policy.per == ("user", "label:team")  # a list is taken as a tuple
     with pytest.raises(AttributeError):
