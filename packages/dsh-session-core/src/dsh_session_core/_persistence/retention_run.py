@@ -56,7 +56,7 @@ def run_policy(store: DurableStore, policy: RetentionPolicy, *, dry_run: bool,
         return PruneReport(policy, dry_run, at, tuple(decisions), total, over)
     if store.capabilities.deletable is None:
         raise cannot_delete(store.backend, doomed[0].session_id)  # before anything
-    archive = _archive(policy.archive_to) if policy.archive_to is not None else None
+    archive = _archive(store, policy.archive_to) if policy.archive_to is not None else None
     done: dict[str, PruneDecision] = {}
     try:
         with Ledger(store) as ledger:
@@ -192,11 +192,20 @@ def _archive_one(store: DurableStore, archive: Backend, d: PruneDecision) -> str
     return None
 
 
-def _archive(url: str) -> Backend:
-    """The archive's backend (created when it does not exist, in a folder that does)."""
+def _archive(store: DurableStore, url: str) -> Backend:
+    """The archive's backend (created when it does not exist, in a folder that does).
+
+    :raises ValueError: it is the store being pruned.
+    """
+    from .copy import same_store
     from .opening import backend_for
 
-    return backend_for(url, create=True)
+    archive = backend_for(url, create=True, plugins=lambda: store.plugin_manager)
+    if same_store(store.backend, archive):
+        archive.close()
+        msg = f"cannot archive into the store it prunes ({url}): name another store"
+        raise ValueError(msg)
+    return archive
 
 
 def _location(backend: Backend, header: SessionHeader) -> str:
