@@ -18,11 +18,13 @@ from .._names import RETENTION_LEDGER_ID
 from ..errors import PersistenceError, SessionLockedError
 
 if TYPE_CHECKING:
+    from .._registry import EventRegistry
     from .._retention_events import RetentionRemoval
     from .._session import Session
+    from .base import Backend
     from .store import DurableStore
 
-__all__ = ["LEDGER_ID", "Ledger", "ledger_events", "marks", "removals"]
+__all__ = ["LEDGER_ID", "Ledger", "backend_marks", "ledger_events", "marks", "removals"]
 
 #: The id of a store's retention ledger session.
 LEDGER_ID: Final = RETENTION_LEDGER_ID
@@ -40,6 +42,16 @@ def ledger_events(store: DurableStore) -> list[Any]:
         if str(exc) == f'session "{LEDGER_ID}" not found':
             return []
         raise
+
+
+def backend_marks(backend: Backend, registry: EventRegistry) -> dict[str, bool]:
+    """:func:`marks` read straight from a backend, without a store and without a lock
+    (``ls`` and ``show`` read them so), or ``{}`` when it holds no ledger."""
+    from .._decode import decode_lines
+    from .capabilities import read_lines_of
+
+    lines = read_lines_of(backend, LEDGER_ID, -1, None)
+    return {} if lines is None else marks(decode_lines(registry, lines))
 
 
 def marks(events: list[Any]) -> dict[str, bool]:
