@@ -102,7 +102,7 @@ def test_on_a_terminal_it_shows_the_plan_and_asks(store_url: str,
     assert "not confirmed: nothing was removed" in err
     assert _ids(store_url) == {"p1", "p2", "q1", "p3"}
     monkeypatch.setattr("sys.stdin", _Terminal("y\n"))
-    code, out, err = run_cli("prune", "--max-size", "0", "--store", store_url)
+    code, _out, err = run_cli("prune", "--max-size", "0", "--store", store_url)
     assert code == 0, err
     assert _ids(store_url) == set()
 
@@ -187,7 +187,7 @@ def test_bad_input_is_one_line_and_leaves_the_store(
     monkeypatch.chdir(tmp_path)
     with opened(store_url) as store:
         before = snapshot(store)
-    code, out, err = run_cli(*argv, "--store", store_url)
+    code, _out, err = run_cli(*argv, "--store", store_url)
     assert code == status, err
     assert "Traceback" not in err
     first = next(line for line in err.splitlines() if line.startswith("dsh-session"))
