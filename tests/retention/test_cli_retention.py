@@ -97,13 +97,14 @@ def test_on_a_terminal_it_shows_the_plan_and_asks(store_url: str,
     _fill(store_url)
     monkeypatch.setattr("sys.stdin", _Terminal("n\n"))
     code, out, err = run_cli("prune", "--max-size", "0", "--store", store_url)
-    assert code == 1
+    assert (code, out) == (1, b"")
     assert "remove 4 session(s) from" in err
     assert "not confirmed: nothing was removed" in err
     assert _ids(store_url) == {"p1", "p2", "q1", "p3"}
     monkeypatch.setattr("sys.stdin", _Terminal("y\n"))
-    code, _out, err = run_cli("prune", "--max-size", "0", "--store", store_url)
+    code, out, err = run_cli("prune", "--max-size", "0", "--store", store_url)
     assert code == 0, err
+    assert out.decode().splitlines()[-1].startswith("removed 4 session(s)")
     assert _ids(store_url) == set()
 
 
