@@ -23,7 +23,7 @@ from dsh_session_core import (
     is_hidden,
     open_store,
 )
-from dsh_session_core.errors import PersistenceError, StoreFolderError
+from dsh_session_core.errors import PersistenceError, SessionLockedError, StoreFolderError
 from lifecycle_support import Clock, exported, held_by_another_process, opened, snapshot, write
 
 UTC = datetime.UTC
@@ -284,3 +284,38 @@ def test_the_asyncio_twins(tmp_path: Path) -> None:
         write(store, clock, "b", at=T0 + 1)
         asyncio.run(run(store))
         assert _ids(store) == {"a"}
+
+
+@pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+def test_a_ledger_another_writer_holds_stops_a_mark_and_a_prune_before_anything(
+        store_url: str) -> None:
+    clock = Clock()
+    with opened(store_url, clock) as store:
+        write(store, clock, "a", at=T0)
+        store.retain("a")  # the ledger exists
+        store.retain("a", False)
+        before = snapshot(store)
+        with held_by_another_process(store_url, LEDGER):
+            with pytest.raises(SessionLockedError, match="another prune or retain"):
+                store.retain("a")
+            with pytest.raises(SessionLockedError, match="another prune or retain"):
+                store.prune(RetentionPolicy(older_than=datetime.timedelta(0)),
+                            now=_at(T0 + DAY))
+            assert snapshot(store) == before
+        assert store.prune(RetentionPolicy(older_than=datetime.timedelta(0)),
+                           now=_at(T0 + DAY)).removed[0].session_id == "a"
+
+
+def test_lists_hide_the_ledger_with_no_plugin_hiding_anything(store_url: str) -> None:
+    from dsh_session_core.inspect import SessionQuery, select_sessions
+
+    clock = Clock()
+    with opened(store_url, clock) as store:
+        write(store, clock, "a", at=T0)
+        store.retain("a")
+        bare = create_plugin_manager(autoload=False)
+        assert not bare.hook.hide_session.get_hookimpls()
+        page = select_sessions(store.backend, SessionQuery(), plugins=bare)
+        assert [s.header.id for s in page.summaries] == ["a"]
+        every = select_sessions(store.backend, SessionQuery(all=True), plugins=bare)
+        assert {s.header.id for s in every.summaries} == {"a", LEDGER}
