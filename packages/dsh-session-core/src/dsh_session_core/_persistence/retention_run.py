@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .retention_policy import RetentionPolicy
     from .store import DurableStore
 
-__all__ = ["epoch_ms", "moment_ms", "run_policy"]
+__all__ = ["epoch_ms", "moment_ms", "reason_of", "run_policy"]
 
 
 def moment_ms(now: datetime.datetime | None) -> int:
@@ -110,9 +110,9 @@ def _measure(store: DurableStore, summary: SessionSummary
     except PersistenceError as exc:
         if str(exc) == str(not_found(header.id)):
             return None
-        return None, False, _one_line(exc), _location(store.backend, header)
+        return None, False, reason_of(exc), _location(store.backend, header)
     except (DshSessionError, OSError) as exc:
-        return None, False, _one_line(exc), _location(store.backend, header)
+        return None, False, reason_of(exc), _location(store.backend, header)
     return seen.bytes, False, None, seen.location
 
 
@@ -163,7 +163,7 @@ def _remove(store: DurableStore, policy: RetentionPolicy, d: PruneDecision,
                                    reason=f"a writer took it meanwhile ({exc.holder})")
     except (DshSessionError, OSError) as exc:
         return dataclasses.replace(d, status="failed", archived_to=archived_to,
-                                   reason=_one_line(exc))
+                                   reason=reason_of(exc))
     when = d.last_activity
     record({"sessionId": d.session_id, "rule": d.rule, "policy": policy.describe(),
             "location": gone.location, "bytes": gone.bytes, "events": gone.events,
@@ -182,7 +182,7 @@ def _archive_one(store: DurableStore, archive: Backend, d: PruneDecision) -> str
         report = copy_sessions(store.backend, archive, [d.session_id],
                                registry=store.registry, verify=True)
     except (DshSessionError, OSError, ValueError) as exc:
-        return f"not archived: {_one_line(exc)}"
+        return f"not archived: {reason_of(exc)}"
     copy = report.sessions[0]
     if not copy.ok or not copy.verified:
         return f"not archived ({copy.status}): {copy.error or 'the copy does not check out'}"
@@ -215,7 +215,8 @@ def _location(backend: Backend, header: SessionHeader) -> str:
         return ""
 
 
-def _one_line(exc: BaseException) -> str:
+def reason_of(exc: BaseException) -> str:
+    """Why a session was left, one line, for people (an OSError names its kind)."""
     text = " ".join(str(exc).split())
     if isinstance(exc, OSError) and not isinstance(exc, DshSessionError):
         text = f"{type(exc).__name__}: {text}"

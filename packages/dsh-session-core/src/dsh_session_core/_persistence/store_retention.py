@@ -14,6 +14,7 @@ from ..errors import DshSessionError, PersistenceError, SessionLockedError
 from .base import Deleted, SessionSummary, cannot_delete, not_found
 from .retention_policy import RetentionPolicy
 from .retention_run import epoch_ms as _epoch_ms
+from .retention_run import reason_of
 from .store_base import StoreBase
 
 if TYPE_CHECKING:
@@ -169,11 +170,8 @@ class StoreRetention(StoreBase):
             where = self.backend.location(header)
         except Exception:  # only for the report
             where = ""
-        reason = " ".join(str(exc).split())
-        if isinstance(exc, OSError) and not isinstance(exc, DshSessionError):
-            reason = f"{type(exc).__name__}: {reason}"
         return Deleted(header.id, status, where, (), None, summary.events, header, when,
-                       reason)
+                       reason_of(exc))
 
     async def adelete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
         """:meth:`delete` for asyncio hosts, in the store's worker thread (taking the
