@@ -1,7 +1,7 @@
 """Keep-latest per ADK user and app: the ADK adapter's ``session_labels`` names each
 session's app and user, from sessions written by its real session service, and prune
-keeps the newest of each group; the app and user state sessions are no conversation and
-stay out of the groups (they fall in the group of no user)."""
+keeps the newest of each group; the app and user state sessions, which lists hide, are
+no conversation and are kept (ADK needs them)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,9 @@ def _fill(url: str) -> None:
         store = open_store(url, clock=lambda: next(ticks))
         async with DshSessionService(store) as service:
             for app, user, sid in CHATS:  # written in this order: a3 is ada's newest
-                s = await service.create_session(app_name=app, user_id=user, session_id=sid)
+                s = await service.create_session(  # with app and user state: their sessions
+                    app_name=app, user_id=user, session_id=sid,
+                    state={"app:units": "metric", "user:lang": "fr"})
                 content = types.Content(role="user", parts=[types.Part(text=sid)])
                 await service.append_event(s, Event(author="user", invocation_id="i",
                                                     content=content))
@@ -60,3 +62,16 @@ def test_keep_latest_per_adk_group(store_url: str, per: tuple[str, ...],
                              now=datetime.datetime.now(datetime.UTC))
         chats = {ids[d.session_id]: d.remove for d in report.decisions if d.session_id in ids}
         assert {sid for sid, gone in chats.items() if not gone} == kept
+
+
+def test_the_adk_state_sessions_are_kept_as_hidden(store_url: str) -> None:
+    _fill(store_url)
+    states = ({dsh_session_id(app) for app, _, _ in CHATS}
+              | {dsh_session_id(app, user) for app, user, _ in CHATS})
+    with open_store(store_url) as store:
+        report = store.prune(RetentionPolicy(older_than=datetime.timedelta(0)),
+                             now=datetime.datetime.now(datetime.UTC))
+        kept = {d.session_id: d.rule for d in report.decisions if not d.remove}
+        assert {i for i, rule in kept.items() if rule == "hidden"} == states
+        assert len(report.removed) == len(CHATS)  # every conversation went
+        assert states <= {h.id for h in store.stored()}

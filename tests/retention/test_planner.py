@@ -30,6 +30,7 @@ def candidates(draw: Any) -> list[Candidate]:
             sid, when, draw(st.one_of(st.none(), st.integers(0, 5000))), 1,
             (draw(st.sampled_from(["u1", "u2", None])),),
             retained=draw(st.integers(0, 3)) == 0,
+            hidden=draw(st.integers(0, 7)) == 0,
             locked=draw(st.integers(0, 5)) == 0,
             unmeasured="gone" if draw(st.integers(0, 9)) == 0 else None))
     return found
@@ -50,8 +51,8 @@ def policies(draw: Any) -> RetentionPolicy:
 
 def model(policy: RetentionPolicy, cs: list[Candidate]) -> dict[str, str]:
     """The rules as the docs state them, session by session: id -> removing rule."""
-    exempt = {c.session_id for c in cs
-              if c.retained or c.locked or c.unmeasured or c.last_activity is None}
+    exempt = {c.session_id for c in cs if c.retained or c.hidden or c.locked
+              or c.unmeasured or c.last_activity is None}
     free = [c for c in cs if c.session_id not in exempt]
 
     def newer_in_group(c: Candidate) -> int:  # how many free sessions of its group are newer
@@ -94,6 +95,7 @@ def test_the_plan_removes_exactly_what_the_model_says(policy: RetentionPolicy,
     for sid in removed:  # never a marked, locked, unmeasured or ageless session
         c = by_id[sid]
         assert not c.retained
+        assert not c.hidden
         assert not c.locked
         assert c.unmeasured is None
         assert c.last_activity is not None
@@ -101,7 +103,7 @@ def test_the_plan_removes_exactly_what_the_model_says(policy: RetentionPolicy,
         left = sum(c.bytes or 0 for c in cs if c.session_id not in removed)
         assert over == (left > policy.max_total_bytes)
         untouchable = sum(c.bytes or 0 for c in cs
-                          if c.retained or c.locked or c.unmeasured
+                          if c.retained or c.hidden or c.locked or c.unmeasured
                           or c.last_activity is None)
         if policy.keep_latest is None and untouchable <= policy.max_total_bytes:
             assert not over  # it fits whenever what it may not remove fits
@@ -123,15 +125,17 @@ def test_rules_named_on_a_small_store() -> None:
           Candidate("old-kept", NOW - 40 * HOUR, 100, group=("u2",)),
           Candidate("marked", NOW - 50 * HOUR, 100, group=("u1",), retained=True),
           Candidate("held", NOW - 50 * HOUR, 100, group=("u1",), locked=True),
+          Candidate("state", NOW - 50 * HOUR, 100, group=(None,), hidden=True),
           Candidate("big", NOW - HOUR * 2, 900, group=("u1",)),
           Candidate("new", NOW - HOUR, 100, group=("u1",)),
           Candidate("ageless", None, 100, group=("u1",))]
     policy = RetentionPolicy(older_than=datetime.timedelta(days=1), keep_latest=1,
-                             per=("user",), max_total_bytes=500)
+                             per=("user",), max_total_bytes=600)
     decisions, over = plan(policy, cs, NOW)
     assert {d.session_id: (d.remove, d.rule) for d in decisions} == {
         "old": (True, "older-than"), "old-kept": (False, "keep-latest"),
         "marked": (False, "retained"), "held": (False, "locked"),
+        "state": (False, "hidden"),
         "big": (True, "max-total-bytes"), "new": (False, "keep-latest"),
         "ageless": (False, "age-unknown")}
-    assert not over  # 100 * 5 left
+    assert not over  # 100 * 6 left

@@ -20,6 +20,8 @@ __all__ = ["Candidate", "PruneDecision", "PruneReport", "PruneRule", "PruneStatu
 #: Why a session is kept or removed, in the order the rules are applied:
 #:
 #: - ``retained``: it is marked never to be pruned (kept);
+#: - ``hidden``: a plugin's bookkeeping session, which lists hide (``hide_session``: the
+#:   ADK adapter's app and user state): not a conversation, kept;
 #: - ``locked``: a live writer holds it (kept);
 #: - ``unmeasured``: it could not be looked at (kept; the reason says why);
 #: - ``age-unknown``: its log says no time it was active (kept);
@@ -29,7 +31,7 @@ __all__ = ["Candidate", "PruneDecision", "PruneReport", "PruneRule", "PruneStatu
 #: - ``max-total-bytes``: among the oldest that had to go for the sessions left to fit
 #:   ``max_total_bytes`` (removed);
 #: - ``within-policy``: no rule removes it (kept).
-PruneRule: TypeAlias = Literal["retained", "locked", "unmeasured", "age-unknown",
+PruneRule: TypeAlias = Literal["retained", "hidden", "locked", "unmeasured", "age-unknown",
                                "keep-latest", "older-than", "max-total-bytes",
                                "within-policy"]
 
@@ -50,6 +52,7 @@ class Candidate:
     :ivar events: how many events it holds, where known.
     :ivar group: its value for each grouping of the policy's ``per``.
     :ivar retained: marked never to be pruned.
+    :ivar hidden: a session lists hide (a plugin's bookkeeping).
     :ivar locked: a live writer holds it.
     :ivar unmeasured: why it could not be looked at, or ``None``.
     :ivar location: where its log lives.
@@ -61,6 +64,7 @@ class Candidate:
     events: int | None = None
     group: tuple[str | None, ...] = ()
     retained: bool = False
+    hidden: bool = False
     locked: bool = False
     unmeasured: str | None = None
     location: str = ""
@@ -172,6 +176,8 @@ def plan(policy: RetentionPolicy, candidates: Sequence[Candidate], now: int
     for c in candidates:
         if c.retained:
             rules[c.session_id] = (False, "retained")
+        elif c.hidden:
+            rules[c.session_id] = (False, "hidden")
         elif c.locked:
             rules[c.session_id] = (False, "locked")
         elif c.unmeasured is not None:

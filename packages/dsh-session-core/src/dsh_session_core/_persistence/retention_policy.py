@@ -71,10 +71,11 @@ class RetentionPolicy:
     """Which sessions of a store go, given to ``DurableStore.prune`` (docs/retention.md).
 
     The rules, in this order: a session outside ``cwd`` is not looked at; a session
-    marked retained (``store.retain``), one a live writer holds, and one whose age cannot
-    be told stay; the ``keep_latest`` newest of each group (``per``) stay; then every
-    other session older than ``older_than`` goes; then, while the sessions left
-    occupy more than ``max_total_bytes``, the oldest that may go goes.
+    marked retained (``store.retain``), one lists hide (a plugin's bookkeeping), one a
+    live writer holds, and one whose age cannot be told stay; the ``keep_latest``
+    newest of each group (``per``) stay; then every other session older than
+    ``older_than`` goes; then, while the sessions left occupy more than
+    ``max_total_bytes``, the oldest that may go goes.
 
     :ivar older_than: a session idle for longer goes (``None``: age alone removes
         nothing).

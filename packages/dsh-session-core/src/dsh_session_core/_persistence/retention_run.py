@@ -52,10 +52,10 @@ def run_policy(store: DurableStore, policy: RetentionPolicy, *, dry_run: bool,
     decisions, over = plan(policy, candidates, at)
     total = sum(c.bytes or 0 for c in candidates)
     doomed = [d for d in decisions if d.remove]
+    if doomed and store.capabilities.deletable is None:  # a dry run too, as prune's
+        raise cannot_delete(store.backend, doomed[0].session_id)  # first form: at once
     if dry_run or not doomed:
         return PruneReport(policy, dry_run, at, tuple(decisions), total, over)
-    if store.capabilities.deletable is None:
-        raise cannot_delete(store.backend, doomed[0].session_id)  # before anything
     archive = _archive(store, policy.archive_to) if policy.archive_to is not None else None
     done: dict[str, PruneDecision] = {}
     try:
@@ -76,8 +76,15 @@ def _candidates(store: DurableStore, policy: RetentionPolicy, marked: dict[str, 
                 ) -> list[Candidate]:
     """What the planner needs of each session in the policy's scope. Its size and lock
     come from a dry-run delete (the backend's own measure, the writer lock tested)."""
+    from .._listing import is_hidden
+
     group_of = _grouper(store, policy.per)
+    plugins = store.plugin_manager
     found = []
+
+    def hidden(header: SessionHeader) -> bool:
+        return is_hidden(header, plugins=plugins)
+
     for summary in store.backend.summaries():
         header = summary.header
         if header.id == LEDGER_ID or (policy.cwd is not None and header.cwd != policy.cwd):
@@ -90,7 +97,8 @@ def _candidates(store: DurableStore, policy: RetentionPolicy, marked: dict[str, 
             continue  # deleted meanwhile
         size, locked, problem, where = measured
         found.append(Candidate(header.id, when, size, summary.events, group_of(header),
-                               marked.get(header.id, False), locked, problem, where))
+                               marked.get(header.id, False), hidden(header), locked,
+                               problem, where))
     return found
 
 
