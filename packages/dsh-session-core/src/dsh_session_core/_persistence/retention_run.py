@@ -206,7 +206,7 @@ def _archive(store: DurableStore, url: str) -> Backend:
     :raises ValueError: it is the store being pruned.
     """
     from .copy import same_store
-    from .opening import backend_for
+    from .url_backends import backend_for
 
     archive = backend_for(url, create=True, plugins=lambda: store.plugin_manager)
     if same_store(store.backend, archive):
