@@ -319,3 +319,19 @@ def test_lists_hide_the_ledger_with_no_plugin_hiding_anything(store_url: str) ->
         assert [s.header.id for s in page.summaries] == ["a"]
         every = select_sessions(store.backend, SessionQuery(all=True), plugins=bare)
         assert {s.header.id for s in every.summaries} == {"a", LEDGER}
+
+
+def test_a_session_already_in_the_archive_is_removed_as_archived(store_url: str,
+                                                                 tmp_path: Path) -> None:
+    from dsh_session_core import copy_sessions
+
+    archive_url = str(tmp_path / "archive")  # a JSONL folder
+    clock = Clock()
+    with opened(store_url, clock) as store:
+        write(store, clock, "a", at=T0)
+        with opened(archive_url) as archive:  # an earlier run archived it, then stopped
+            assert copy_sessions(store.backend, archive.backend).ok
+        report = store.prune(RetentionPolicy(older_than=datetime.timedelta(0),
+                                             archive_to=archive_url), now=_at(T0 + DAY))
+        assert [(d.session_id, d.status, d.archived_to) for d in report.decisions] == [
+            ("a", "deleted", archive_url)]
