@@ -251,7 +251,7 @@ BAD_INPUT: list[tuple[list[str], str, int, str]] = [
     (["rm", "a", "--bogus", "--store", "S", "--yes"], "pipe", 2,
      "unrecognized arguments: --bogus"),
     (["prune", "--store", "S", "--yes"], "pipe", 2,
-     "the following arguments are required: --older-than"),
+     "prune needs a rule: --older-than DURATION, --keep-latest N"),
     (["prune", "--older-than", "30", "--store", "S", "--yes"], "pipe", 2,
      "--older-than takes a duration such as 30d, 12h, 90m or 2w, got '30'"),
     (["prune", "--older-than", "30x", "--store", "S", "--yes"], "pipe", 2,

@@ -18,7 +18,8 @@ from conftest import UPSTREAM
 TESTS = Path(__file__).resolve().parents[1]  # the whole suite
 SNAPSHOT = "packages/support/acp-snapshot/"
 
-# The seed catalog (shared/seeds/002): 22 types, their owners and surface badges.
+# The seed catalog (shared/seeds/002): 22 types, their owners and surface badges; and
+# core's two retention ledger types, which are not the reference's (docs/retention.md).
 SEED_CATALOG = {
     "assistant/chunk": ("core", False), "assistant/message": ("core", True),
     "compact/end": ("compact", False), "compact/start": ("compact", False),
@@ -26,6 +27,7 @@ SEED_CATALOG = {
     "hook/invoked": ("hooks", False), "hook/result": ("hooks", False),
     "mode/set": ("mode", False), "prompt/blocked": ("core", False),
     "request/header": ("core", False), "request/header-delta": ("core", False),
+    "retention/mark": ("core", False), "retention/removal": ("core", False),
     "steering/message": ("core", True), "step/end": ("core", False),
     "step/start": ("core", False), "todo/write": ("todo", False),
     "tool/call": ("core", False), "tool/code-dispatch": ("core", False),

@@ -178,7 +178,8 @@ ENTRY_POINT_HOOKS = {
     "dsh_session_hooks": {"register_event_types"},
     "dsh_session_mode": {"register_event_types"},
     "dsh_session_todo": {"register_event_types"},
-    "dsh_session_adk": {"register_event_types", "hide_session", "label_session"},
+    "dsh_session_adk": {"register_event_types", "hide_session", "label_session",
+                        "session_labels"},
 }
 
 

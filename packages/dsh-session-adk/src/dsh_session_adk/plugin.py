@@ -3,7 +3,7 @@ implementations only (none imports ADK)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from dsh_session_core import Event, EventSpec, SessionHeader, hookimpl, to_wire
 
@@ -51,4 +51,22 @@ def label_session(header: SessionHeader,
             d = to_wire(event.data)
             user = "" if d.get("userId") is None else f" · user {d['userId']}"
             return f"app {d['appName']}{user} · state"
+    return None
+
+
+@hookimpl
+def session_labels(header: SessionHeader,
+                   first_events: Callable[[int], Sequence[Event]]) -> Mapping[str, str] | None:
+    """``{"app": APP, "user": USER}`` for an ADK session, from its ``adk/session`` (as
+    :func:`label_session` reads it), so that retention keeps the latest sessions of each
+    user or app (``per=("user",)``). A state session is no conversation: ``None``.
+
+    :returns: the named labels, or ``None`` for a session not of this plugin.
+    """
+    if not header.id.startswith(_SESSION):
+        return None
+    for event in first_events(2):
+        if event.type == "adk/session":
+            d = to_wire(event.data)
+            return {"app": str(d["appName"]), "user": str(d["userId"])}
     return None

@@ -43,7 +43,7 @@ if _TYPE_CHECKING:
     from ._core_plugin import core_registry
     from ._header import SESSION_FORMAT_VERSION, SessionHeader
     from ._json import MAX_JSON_DEPTH, JsonObject, JsonValue
-    from ._listing import is_hidden, label_of, stored_label
+    from ._listing import is_hidden, label_of, named_labels, stored_label
     from ._names import ENTRY_POINT_GROUP, PROJECT_NAME
     from ._open_log import read_session
     from ._persistence.base import Backend, Deleted, SessionLockedError, StoredLog, WriterLock
@@ -68,6 +68,8 @@ if _TYPE_CHECKING:
     from ._persistence.opening import open_store
     from ._persistence.postgres import PostgresBackend
     from ._persistence.repair import interrupted_turn_closers
+    from ._persistence.retention_plan import PruneDecision, PruneReport
+    from ._persistence.retention_policy import RetentionPolicy
     from ._persistence.sqlite import SqliteBackend
     from ._persistence.store import DurableStore
     from ._persistence.urls import StorePlace, store_place
@@ -81,6 +83,12 @@ if _TYPE_CHECKING:
         fold_request_header,
         header_equals,
         record_request_header,
+    )
+    from ._retention_events import (
+        RetentionMark,
+        RetentionMarkData,
+        RetentionRemoval,
+        RetentionRemovalData,
     )
     from ._search import SearchHit
     from ._session import EventsView, Session
@@ -191,6 +199,13 @@ _LAZY: dict[str, str] = {
     "SelectiveSummaries": "._persistence.capabilities",
     "TypedLineReads": "._persistence.capabilities",
     "Deleted": "._persistence.base",
+    "PruneDecision": "._persistence.retention_plan",
+    "PruneReport": "._persistence.retention_plan",
+    "RetentionPolicy": "._persistence.retention_policy",
+    "RetentionMark": "._retention_events",
+    "RetentionMarkData": "._retention_events",
+    "RetentionRemoval": "._retention_events",
+    "RetentionRemovalData": "._retention_events",
     "SearchHit": "._search",
     "SessionLockedError": "._persistence.base",
     "StoredLog": "._persistence.base",
@@ -257,6 +272,7 @@ _LAZY: dict[str, str] = {
     "is_surface_event": ".events",
     "is_tool_pairing_balanced": "._tool_pairing",
     "label_of": "._listing",
+    "named_labels": "._listing",
     "to_wire": "._codec",
     "vocabulary": ".vocabulary",
 }
@@ -312,6 +328,8 @@ __all__ = [
     "PluginSource",
     "PostgresBackend",
     "Problem",
+    "PruneDecision",
+    "PruneReport",
     "ReasoningBlock",
     "ReasoningDeltaChunk",
     "RegisteredEvent",
@@ -320,6 +338,11 @@ __all__ = [
     "ReplaceOp",
     "RequestHeaderWriter",
     "Resumable",
+    "RetentionMark",
+    "RetentionMarkData",
+    "RetentionPolicy",
+    "RetentionRemoval",
+    "RetentionRemovalData",
     "SearchHit",
     "Searchable",
     "SelectiveSummaries",
@@ -376,6 +399,7 @@ __all__ = [
     "is_surface_event",
     "is_tool_pairing_balanced",
     "label_of",
+    "named_labels",
     "normalize_tool_arguments",
     "open_store",
     "read_session",

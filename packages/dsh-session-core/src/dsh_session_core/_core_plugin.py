@@ -9,6 +9,7 @@ import pluggy
 
 from ._names import PROJECT_NAME
 from ._registry import EventRegistry, EventSpec
+from ._retention_events import RetentionMark, RetentionRemoval
 from .events import (
     AssistantChunk,
     AssistantMessage,
@@ -47,6 +48,8 @@ CORE_EVENT_SPECS: tuple[EventSpec, ...] = (
     EventSpec(SteeringMessage),
     EventSpec(RequestHeader),
     EventSpec(RequestHeaderDelta),
+    EventSpec(RetentionMark),
+    EventSpec(RetentionRemoval),
 )
 
 

@@ -13,7 +13,7 @@ already scopes them, since pluggy only matches implementations marked with the
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import pluggy
@@ -38,6 +38,7 @@ __all__ = [
     "session_created",
     "session_event",
     "session_flush",
+    "session_labels",
     "store_backend",
 ]
 
@@ -224,4 +225,24 @@ def label_session(header: SessionHeader,
     :returns: the label, or ``None`` when not yours (the first answer wins).
 
     .. versionadded:: 0.3
+    """
+
+
+@_spec
+def session_labels(header: SessionHeader,
+                   first_events: Callable[[int], Sequence[Event]]) -> Mapping[str, str] | None:
+    """Named labels of a stored session, by which retention groups sessions: the ADK
+    adapter gives ``{"app": ..., "user": ...}``, so that a policy keeps the latest N
+    sessions of each user (``RetentionPolicy(keep_latest=5, per=("user",))``; any other
+    name is ``per=("label:NAME",)``).
+
+    Asked only by a prune whose policy groups by a named label, for each session in its
+    scope. ``first_events`` is as for :func:`label_session`.
+
+    :param header: the session's header.
+    :param first_events: reads the first events of the log, oldest first.
+    :returns: names and values, or ``None`` when not yours; the answers of every plugin
+        are merged (an earlier plugin's value for a name wins).
+
+    .. versionadded:: 0.4
     """

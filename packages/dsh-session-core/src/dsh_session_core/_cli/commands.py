@@ -28,7 +28,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "create a child session seeded with a session's events up to a turn/end"),
     "copy": ("copy", "copy sessions between two stores (resumable, verified)"),
     "rm": ("lifecycle", "remove sessions from a store (refuses one a live writer holds)"),
-    "prune": ("lifecycle", "remove the sessions idle for longer than a duration"),
+    "prune": ("retention", "remove the sessions a retention policy names (age, latest N, "
+                           "size), archived first if asked"),
+    "retain": ("retention", "mark sessions never to be pruned (--release: unmark)"),
     "search": ("search", "search the messages, tool calls and tool results of a store"),
     "view": ("view", "browse a store's sessions in a local web page (read-only)"),
 }

@@ -1,5 +1,6 @@
-"""``dsh-session rm`` and ``prune``: removing sessions from a store, one by one or by age
-(the rules are :meth:`~.._persistence.store.DurableStore.delete`'s and ``prune``'s).
+"""``dsh-session rm``: removing sessions from a store, one by one (the rules are
+:meth:`~.._persistence.store.DurableStore.delete`'s), and what ``prune`` shares with it
+(asking, the lines and rows of a removed session; ``prune`` itself is ``retention.py``).
 
 A session is removed whole and physically (its JSONL file, or its rows, and its lock
 file), under its writer lock: one that a live writer holds, in any process, is refused
@@ -35,9 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = ["add_commands", "parse_duration"]
 
-#: Seconds per unit of a DURATION.
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
 #: How many ids the question of ``rm`` names (then "and N more").
 _NAMED = 5
 
@@ -47,21 +45,20 @@ _DURATION_HINT = "a DURATION is a number and a unit (s, m, h, d, w), e.g. 30d, 1
 
 
 def parse_duration(text: str) -> datetime.timedelta:
-    """A DURATION (``30d``, ``12h``, ``90m``, ``2w``, ``45s``, or several, ``1d12h``).
+    """A DURATION (``30d``, ``12h``, ``90m``, ``2w``, ``45s``, or several, ``1d12h``):
+    the retention policy's rule (:func:`~.._persistence.retention_policy.parse_duration`).
 
     :raises Failure: anything else (a usage error).
     """
-    import datetime
-    import re
+    from .._persistence.retention_policy import parse_duration as parse
 
-    parts = re.findall(r"(\d+)([smhdw])", text)
-    if not text or "".join(n + u for n, u in parts) != text:
-        msg = f"--older-than takes a duration such as 30d, 12h, 90m or 2w, got {text!r}"
-        raise Failure(msg, EXIT_USAGE, hint=_DURATION_HINT)
     try:
-        return datetime.timedelta(seconds=sum(int(n) * _UNITS[u] for n, u in parts))
-    except OverflowError:
-        msg = f"--older-than {text} is longer than any date can be"
+        return parse(text)
+    except ValueError as exc:
+        if "longer than any date" in str(exc):
+            msg = f"--older-than {text} is longer than any date can be"
+        else:
+            msg = f"--older-than takes a duration such as 30d, 12h, 90m or 2w, got {text!r}"
         raise Failure(msg, EXIT_USAGE, hint=_DURATION_HINT) from None
 
 
@@ -226,70 +223,6 @@ def _line(d: Deleted) -> str:
     return f"{verb} {name}  ({_size(d)}, last activity {last})"
 
 
-def _prune(args: argparse.Namespace) -> int:
-    import datetime
-    import os
-
-    from .source import out_json, out_text
-
-    older_than = parse_duration(args.older_than)
-    if args.keep < 0:
-        msg = f"--keep takes a count of sessions (0 or more), got {args.keep}"
-        raise Failure(msg, EXIT_USAGE)
-    if not args.dry_run:
-        _must_be_able_to_ask(args, "prune sessions",
-                             "pass --yes to prune without being asked, or --dry-run to "
-                             "see what would be removed")
-    cwd = args.cwd
-    if cwd is not None and not os.path.isabs(cwd):
-        cwd = os.path.abspath(cwd)
-    now = datetime.datetime.now(datetime.UTC)  # one moment for the question and the run
-    store, shown = _open(args)
-    with store:
-        try:
-            if not args.dry_run and not args.yes:
-                plan = store.prune(older_than, cwd=cwd, keep=args.keep, dry_run=True, now=now)
-                going = [d for d in plan if d.status == "would-delete"]
-                if going:
-                    for d in plan:
-                        sys.stderr.write(_line(d) + "\n")
-                    question = (f"remove {len(going)} session(s) from {shown} "
-                                f"({_total(going):,} bytes)?")
-                    if not _confirm(question):
-                        raise Failure(_NOT_CONFIRMED)
-            found = store.prune(older_than, cwd=cwd, keep=args.keep, dry_run=args.dry_run,
-                                now=now)
-        except OSError as exc:
-            msg = f"cannot list the store {shown}: {exc.strerror or exc}"
-            raise Failure(msg) from exc
-    failed = [d for d in found if d.status == "failed"]
-    if args.json:
-        out_json({"store": shown, "olderThan": args.older_than, "cwd": cwd,
-                  "keep": args.keep, "dryRun": args.dry_run,
-                  "sessions": [_wire(d) for d in found],
-                  "bytes": _total([d for d in found if d.status in ("deleted",
-                                                                   "would-delete")])})
-        return EXIT_REJECTED if failed else EXIT_OK
-    for d in found:
-        if d.status != "failed":
-            out_text(_line(d) + "\n")
-    for d in failed:
-        sys.stderr.write(f"dsh-session: error: {_line(d)}\n")
-    gone = [d for d in found if d.status in ("deleted", "would-delete")]
-    locked = sum(d.status == "locked" for d in found)
-    if args.dry_run:
-        summary = (f"would remove {len(gone)} session(s), {_total(gone):,} bytes "
-                   f"(dry run: nothing was removed)")
-    else:
-        summary = f"removed {len(gone)} session(s), {_total(gone):,} bytes freed"
-    if locked:
-        summary += f"; {locked} skipped (a writer holds them)"
-    if failed:
-        summary += f"; {len(failed)} failed"
-    out_text(summary + "\n")
-    return EXIT_REJECTED if failed else EXIT_OK
-
-
 # --- wiring ---------------------------------------------------------------------------
 
 
@@ -318,16 +251,6 @@ _RM_EXAMPLE = """\
 example:
   dsh-session rm chat-1 chat-1-retry --store sqlite:///agent.db --yes"""
 
-_PRUNE_DESCRIPTION = """\
-Remove the sessions whose last activity is older than DURATION (the --keep newest
-of them are kept). A session that a live writer holds is skipped and listed. On a
-terminal, shows what would go and asks first."""
-
-_PRUNE_EXAMPLE = """\
-example:
-  dsh-session prune --older-than 30d --cwd ~/project --keep 5 --dry-run"""
-
-
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     # Only argparse here: `dsh-session --help` must not import what the commands use.
     rm = sub.add_parser("rm", help=HELP["rm"], description=_RM_DESCRIPTION,
@@ -338,20 +261,3 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                     help="remove without asking (needed when stdin is not a terminal)")
     rm.add_argument("--json", action="store_true", help="print what was removed as JSON")
     rm.set_defaults(run=_rm)
-
-    prune = sub.add_parser("prune", help=HELP["prune"], description=_PRUNE_DESCRIPTION,
-                           epilog=_PRUNE_EXAMPLE, formatter_class=_Formatter)
-    prune.add_argument("--older-than", required=True, metavar="DURATION",
-                       help="remove sessions idle for longer than this: 30d, 12h, 90m, 2w, "
-                            "45s (or several: 1d12h)")
-    prune.add_argument("--cwd", metavar="PATH",
-                       help="only the sessions of this working directory")
-    prune.add_argument("--keep", type=int, default=0, metavar="N",
-                       help="keep the N newest of the sessions that would go (default 0)")
-    prune.add_argument("--dry-run", action="store_true",
-                       help="say what would be removed; remove nothing")
-    prune.add_argument("--store", metavar="URL", help=_STORE_HELP)
-    prune.add_argument("--yes", "-y", action="store_true",
-                       help="remove without asking (needed when stdin is not a terminal)")
-    prune.add_argument("--json", action="store_true", help="print the report as JSON")
-    prune.set_defaults(run=_prune)

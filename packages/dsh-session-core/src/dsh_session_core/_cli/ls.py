@@ -128,6 +128,18 @@ def _labelled(backend: Backend, rows: list[dict[str, Any]],
             row["label"] = label
 
 
+def _marked(backend: Backend, rows: list[dict[str, Any]]) -> None:
+    """Add ``retained: true`` to each shown row marked never to be pruned (the store's
+    retention ledger, read once)."""
+    from .._persistence.retention_ledger import backend_marks
+    from .support import registry
+
+    marked = backend_marks(backend, registry())
+    for row in rows:
+        if marked.get(row["id"], False):
+            row["retained"] = True
+
+
 def run_ls(args: argparse.Namespace) -> int:
     from .._inspect.describe import field, when
     from .._inspect.listing import select_sessions, session_row
@@ -144,6 +156,7 @@ def run_ls(args: argparse.Namespace) -> int:
         rows = [session_row(s) for s in summaries]
         if not (args.quiet and not args.json):
             _labelled(backend, rows, summaries)
+            _marked(backend, rows)
     except OSError as exc:
         msg = f"cannot list the store {url}: {exc.strerror or exc}"
         raise Failure(msg) from exc
@@ -165,8 +178,9 @@ def run_ls(args: argparse.Namespace) -> int:
     style = Style.for_stream(sys.stdout)
     # A NAME column only when a plugin labels a row shown (docker ps's NAMES).
     named = any("label" in r for r in rows)
+    kept = any("retained" in r for r in rows)  # a RETAINED column only when one is
     table = [["ID", *(["NAME"] if named else []), "CREATED", "LAST ACTIVITY", "EVENTS",
-              "TURNS", "CWD", "PARENT"]]
+              "TURNS", "CWD", "PARENT", *(["RETAINED"] if kept else [])]]
     for r in rows:
         table.append([
             r["id"], *([r.get("label", "-")] if named else []),
@@ -174,6 +188,7 @@ def run_ls(args: argparse.Namespace) -> int:
             str(r["events"]) + (" +torn" if r["torn"] else ""), str(r["turns"]),
             field(r["cwd"]) if "cwd" in r else "-",
             field(r["parentSession"]) if "parentSession" in r else "-",
+            *(["yes" if r.get("retained") else "-"] if kept else []),
         ])
     lines = text_table([[printable(c) for c in row] for row in table],
                        right={4, 5} if named else {3, 4})

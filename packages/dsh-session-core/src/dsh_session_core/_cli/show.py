@@ -51,6 +51,8 @@ def _render_head(doc: dict[str, Any], style: Style) -> list[str]:
     folded = ("messages cannot be derived" if "error" in surface else
               f"surface {surface['nodes']} node(s) → {surface['messages']} message(s)")
     label = [f"  {printable(doc['label'])}"] if "label" in doc else []
+    if doc.get("retained"):
+        label.append("  retained: never pruned (dsh-session retain --release to unmark)")
     return [
         f"{style('session', 'bold')} {style(printable(field(h.get('id'))), 'bold')}",
         *label,
@@ -123,11 +125,29 @@ def _json_ready(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def _retained(args: argparse.Namespace, doc: dict[str, Any]) -> bool:
+    """Whether the session shown is a stored one marked never to be pruned."""
+    from .._inspect.sources import open_store, resolve_source
+    from .._persistence.retention_ledger import backend_marks
+    from .source import spec_of, store_url
+
+    session_id = obj(doc["header"]).get("id")
+    if not isinstance(session_id, str) or resolve_source(spec_of(args)) != "id":
+        return False
+    backend = open_store(store_url(args))
+    try:
+        return backend_marks(backend, registry()).get(session_id, False)
+    finally:
+        backend.close()
+
+
 def run_show(args: argparse.Namespace) -> int:
     from .source import load_source, out_json, out_text, warn
 
     reg = registry()
     doc = build_timeline(load_source(args, reg), reg, plugins=plugin_manager())
+    if _retained(args, doc):
+        doc["retained"] = True
     if args.json:
         out_json(_json_ready(doc))
         return EXIT_OK

@@ -308,16 +308,17 @@ def select_sessions(backend: Backend, query: SessionQuery, *, ids_only: bool = F
 
 def _visible(query: SessionQuery, plugins: PluginManager | None
              ) -> Callable[[SessionHeader], bool] | None:
-    """Which headers are listed: those no plugin hides (``None``: every one, for
-    ``all`` or when no plugin implements ``hide_session``). Header-only: no log read."""
+    """Which headers are listed: those neither core (its retention ledger) nor a plugin
+    hides (``None``: every one, for ``all``). Header-only: no log read."""
     if query.all:
         return None
     from .._listing import is_hidden
+    from .._names import RETENTION_LEDGER_ID
     from .sources import installed_plugins
 
     pm = plugins if plugins is not None else installed_plugins()
     if not pm.hook.hide_session.get_hookimpls():
-        return None
+        return lambda h: h.id != RETENTION_LEDGER_ID
     return lambda h: not is_hidden(h, plugins=pm)
 
 

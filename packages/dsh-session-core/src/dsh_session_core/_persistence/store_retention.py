@@ -1,18 +1,28 @@
 """Removing sessions from a durable store: :meth:`~StoreRetention.delete` one, and
-:meth:`~StoreRetention.prune` those past an age (retention), with their asyncio twins.
-A backend deletes only with the :class:`~.capabilities.Deletable` capability.
+:meth:`~StoreRetention.prune` those past an age or under a
+:class:`~.retention_policy.RetentionPolicy` (retention), with their asyncio twins; and the
+never-prune marks (:meth:`~StoreRetention.retain`) and removal records the retention
+ledger keeps. A backend deletes only with the :class:`~.capabilities.Deletable`
+capability.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast, overload
 
 from ..errors import DshSessionError, PersistenceError, SessionLockedError
 from .base import Deleted, SessionSummary, cannot_delete, not_found
+from .retention_policy import RetentionPolicy
+from .retention_run import epoch_ms as _epoch_ms
+from .retention_run import reason_of
 from .store_base import StoreBase
 
 if TYPE_CHECKING:
     import datetime
+
+    from .._retention_events import RetentionRemoval
+    from .retention_plan import PruneReport
+    from .store import DurableStore
 
 __all__ = ["StoreRetention"]
 
@@ -42,18 +52,36 @@ class StoreRetention(StoreBase):
                                                  "it first (store.release)")
         return self.persistence.delete(session_id, dry_run=dry_run)
 
+    @overload
+    def prune(self, older_than: datetime.timedelta, *, cwd: str | None = None,
+              keep: int = 0, dry_run: bool = False, now: datetime.datetime | None = None,
+              ) -> list[Deleted]: ...
+
+    @overload
+    def prune(self, older_than: RetentionPolicy, *, dry_run: bool = False,
+              now: datetime.datetime | None = None) -> PruneReport: ...
+
     def prune(
         self,
-        older_than: datetime.timedelta,
+        older_than: datetime.timedelta | RetentionPolicy,
         *,
         cwd: str | None = None,
         keep: int = 0,
         dry_run: bool = False,
         now: datetime.datetime | None = None,
-    ) -> list[Deleted]:
-        """Retention: delete the sessions whose last activity (the time of their last
-        stored event; the header's ``created_at`` when that cannot be read) is older
-        than ``now - older_than``, as :meth:`delete` deletes each.
+    ) -> list[Deleted] | PruneReport:
+        """Retention. Given a :class:`~.retention_policy.RetentionPolicy`, apply it
+        (docs/retention.md): every session in its scope gets a
+        :class:`~.retention_plan.PruneDecision` (kept or removed, by which rule, the
+        bytes), sessions marked retained (:meth:`retain`) and those a writer holds are
+        never removed, a session is archived and checked first when the policy says so
+        (a failure leaves it), and each removal is recorded in the store's retention
+        ledger (:meth:`removals`). Returns a :class:`~.retention_plan.PruneReport`;
+        ``cwd`` and ``keep`` belong in the policy then.
+
+        Given a duration (the first form), delete the sessions whose last activity (the
+        time of their last stored event; the header's ``created_at`` when that cannot be
+        read) is older than ``now - older_than``, as :meth:`delete` deletes each.
 
         Of the sessions that match (old enough, and under ``cwd`` when given), the
         ``keep`` newest are kept (ties: by id). A session that a writer holds is never
@@ -69,12 +97,27 @@ class StoreRetention(StoreBase):
         :param now: the moment ages are measured from (default: the current time; a
             naive datetime is local time).
         :returns: one :class:`~.base.Deleted` per session removed (or that would be),
-            locked or failed, oldest first.
-        :raises ValueError: a negative ``older_than`` or ``keep``.
+            locked or failed, oldest first; a session marked retained and the ledger are
+            left out.
+        :raises ValueError: a negative ``older_than`` or ``keep``; ``cwd`` or ``keep``
+            with a policy.
         :raises OSError: the store cannot be listed.
-        :raises PersistenceError: the backend cannot delete sessions.
+        :raises PersistenceError: the backend cannot delete sessions; the policy's
+            archive cannot be opened.
+        :raises SessionLockedError: another prune or retain is writing the ledger.
         """
         import datetime
+
+        from .retention_ledger import LEDGER_ID, ledger_events, marks
+
+        if isinstance(older_than, RetentionPolicy):
+            if cwd is not None or keep != 0:
+                msg = "with a RetentionPolicy, give cwd and keep_latest in the policy"
+                raise ValueError(msg)
+            from .retention_run import run_policy
+
+            return run_policy(cast("DurableStore", self), older_than, dry_run=dry_run,
+                              now=now)
 
         if older_than < datetime.timedelta(0):
             msg = f"older_than must not be negative, got {older_than}"
@@ -88,10 +131,12 @@ class StoreRetention(StoreBase):
         # In microseconds since the epoch, exactly (event times are integers of ms).
         cutoff = (moment - datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC) - older_than
                   ) // datetime.timedelta(microseconds=1)
+        marked = marks(ledger_events(cast("DurableStore", self)))
         matching: list[tuple[int | float, str, SessionSummary]] = []
         for summary in self.backend.summaries():
             header = summary.header
-            if cwd is not None and header.cwd != cwd:
+            if (cwd is not None and header.cwd != cwd) or header.id == LEDGER_ID \
+                    or marked.get(header.id, False):
                 continue
             when = _epoch_ms(summary.last_activity)
             if when is None:
@@ -125,36 +170,85 @@ class StoreRetention(StoreBase):
             where = self.backend.location(header)
         except Exception:  # only for the report
             where = ""
-        reason = " ".join(str(exc).split())
-        if isinstance(exc, OSError) and not isinstance(exc, DshSessionError):
-            reason = f"{type(exc).__name__}: {reason}"
         return Deleted(header.id, status, where, (), None, summary.events, header, when,
-                       reason)
+                       reason_of(exc))
 
     async def adelete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
         """:meth:`delete` for asyncio hosts, in the store's worker thread (taking the
         writer lock is synchronous; on PostgreSQL, a connect)."""
         return await self._worker().run(self.delete, session_id, dry_run=dry_run)
 
+    @overload
+    async def aprune(self, older_than: datetime.timedelta, *, cwd: str | None = None,
+                     keep: int = 0, dry_run: bool = False,
+                     now: datetime.datetime | None = None) -> list[Deleted]: ...
+
+    @overload
+    async def aprune(self, older_than: RetentionPolicy, *, dry_run: bool = False,
+                     now: datetime.datetime | None = None) -> PruneReport: ...
+
     async def aprune(
         self,
-        older_than: datetime.timedelta,
+        older_than: datetime.timedelta | RetentionPolicy,
         *,
         cwd: str | None = None,
         keep: int = 0,
         dry_run: bool = False,
         now: datetime.datetime | None = None,
-    ) -> list[Deleted]:
+    ) -> list[Deleted] | PruneReport:
         """:meth:`prune` for asyncio hosts, in the store's worker thread."""
-        return await self._worker().run(self.prune, older_than, cwd=cwd, keep=keep,
-                                        dry_run=dry_run, now=now)
+        prune: Any = self.prune  # the overloads make one function: it is called as given
+        found: list[Deleted] | PruneReport = await self._worker().run(
+            prune, older_than, cwd=cwd, keep=keep, dry_run=dry_run, now=now)
+        return found
 
+    # --- the never-prune marks and the removal records (the retention ledger) ---------
 
-def _epoch_ms(value: object) -> int | float | None:
-    """An event's or a header's time as epoch milliseconds, or ``None`` when it is no
-    finite number (a log written by hand may hold anything there)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, float) and not (value == value and abs(value) < 1e300):
-        return None
-    return value
+    def retain(self, session_id: str, retain: bool = True, *, note: str | None = None
+               ) -> bool:
+        """Mark a stored session never to be pruned (``retain=False``: release the
+        mark). The mark is durable, in the store's retention ledger (a session of the
+        store, which ``copy`` carries along); it names the session by id, so a fork of
+        it is not marked. A session a writer holds can be marked.
+
+        :returns: whether the mark changed (marking a marked session changes nothing,
+            and records nothing).
+        :raises PersistenceError: no session is stored under this id (``not found``).
+        :raises SessionLockedError: another prune or retain is writing the ledger.
+        """
+        from .retention_ledger import LEDGER_ID, Ledger, ledger_events, marks
+
+        store = cast("DurableStore", self)
+        if session_id == LEDGER_ID:
+            msg = f'"{LEDGER_ID}" is the retention ledger itself: it is never pruned'
+            raise ValueError(msg)
+        if self.get(session_id) is None and self.backend.tail_lines(session_id, 0) is None:
+            raise not_found(session_id)
+        if marks(ledger_events(store)).get(session_id, False) == retain:
+            return False
+        with Ledger(store) as ledger:
+            ledger.mark(session_id, retain, note)
+        return True
+
+    def retained(self) -> list[str]:
+        """The ids of the sessions marked never to be pruned, sorted (a marked session
+        deleted since by hand is still listed: its mark outlives it)."""
+        from .retention_ledger import ledger_events, marks
+
+        return sorted(i for i, m in marks(ledger_events(cast("DurableStore", self))).items()
+                      if m)
+
+    def removals(self) -> list[RetentionRemoval]:
+        """What retention removed from this store, oldest first: one ``retention/removal``
+        event per session (its ``time`` is when; ``data``: the id, rule, policy, bytes,
+        where it was archived)."""
+        from .retention_ledger import ledger_events, removals
+
+        return removals(ledger_events(cast("DurableStore", self)))
+
+    async def aretain(self, session_id: str, retain: bool = True, *,
+                      note: str | None = None) -> bool:
+        """:meth:`retain` for asyncio hosts, in the store's worker thread."""
+        changed: bool = await self._worker().run(self.retain, session_id, retain, note=note)
+        return changed
+

@@ -1,0 +1,231 @@
+"""Running a :class:`~.retention_policy.RetentionPolicy` on a store: what each session is
+(its age, size, group, mark and lock, as the backend reports them), the plan
+(``retention_plan.py``), then each removal in order, oldest first: archived and checked
+when the policy says so, deleted under its writer lock, and recorded in the retention
+ledger (``retention_ledger.py``) before the next one starts.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import DshSessionError, PersistenceError, SessionLockedError
+from .base import cannot_delete, not_found
+from .retention_ledger import LEDGER_ID, Ledger, ledger_events, marks
+from .retention_plan import Candidate, PruneDecision, PruneReport, plan
+
+if TYPE_CHECKING:
+    from .._header import SessionHeader
+    from .base import Backend, SessionSummary
+    from .retention_policy import RetentionPolicy
+    from .store import DurableStore
+
+__all__ = ["epoch_ms", "moment_ms", "reason_of", "run_policy"]
+
+
+def moment_ms(now: datetime.datetime | None) -> int:
+    """``now`` (default: the current time; a naive datetime is local time) in epoch ms."""
+    moment = now if now is not None else datetime.datetime.now(datetime.UTC)
+    if moment.tzinfo is None:
+        moment = moment.astimezone()
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+    return (moment - epoch) // datetime.timedelta(milliseconds=1)
+
+
+def epoch_ms(value: object) -> int | float | None:
+    """An event's or a header's time as epoch milliseconds, or ``None`` when it is no
+    finite number (a log written by hand may hold anything there)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not (value == value and abs(value) < 1e300):
+        return None
+    return value
+
+
+def run_policy(store: DurableStore, policy: RetentionPolicy, *, dry_run: bool,
+               now: datetime.datetime | None) -> PruneReport:
+    """``store.prune(policy)``: see :meth:`~.store_retention.StoreRetention.prune`."""
+    at = moment_ms(now)
+    candidates = _candidates(store, policy, marks(ledger_events(store)))
+    decisions, over = plan(policy, candidates, at)
+    total = sum(c.bytes or 0 for c in candidates)
+    doomed = [d for d in decisions if d.remove]
+    if doomed and store.capabilities.deletable is None:  # a dry run too, as prune's
+        raise cannot_delete(store.backend, doomed[0].session_id)  # first form: at once
+    if dry_run or not doomed:
+        return PruneReport(policy, dry_run, at, tuple(decisions), total, over)
+    archive = _archive(store, policy.archive_to) if policy.archive_to is not None else None
+    done: dict[str, PruneDecision] = {}
+    try:
+        with Ledger(store) as ledger:
+            for d in doomed:
+                done[d.session_id] = _remove(store, policy, d, archive, ledger.removal)
+    finally:
+        if archive is not None:
+            archive.close()
+    final = tuple(done.get(d.session_id, d) for d in decisions)
+    left = sum(d.bytes or 0 for d in final if d.status != "deleted")
+    if policy.max_total_bytes is not None:
+        over = left > policy.max_total_bytes
+    return PruneReport(policy, dry_run, at, final, total, over)
+
+
+def _candidates(store: DurableStore, policy: RetentionPolicy, marked: dict[str, bool]
+                ) -> list[Candidate]:
+    """What the planner needs of each session in the policy's scope. Its size and lock
+    come from a dry-run delete (the backend's own measure, the writer lock tested)."""
+    from .._listing import is_hidden
+
+    group_of = _grouper(store, policy.per)
+    plugins = store.plugin_manager
+    found = []
+
+    def hidden(header: SessionHeader) -> bool:
+        return is_hidden(header, plugins=plugins)
+
+    for summary in store.backend.summaries():
+        header = summary.header
+        if header.id == LEDGER_ID or (policy.cwd is not None and header.cwd != policy.cwd):
+            continue
+        when = epoch_ms(summary.last_activity)
+        if when is None:
+            when = epoch_ms(header.created_at)
+        measured = _measure(store, summary)
+        if measured is None:
+            continue  # deleted meanwhile
+        size, locked, problem, where = measured
+        found.append(Candidate(header.id, when, size, summary.events, group_of(header),
+                               marked.get(header.id, False), hidden(header), locked,
+                               problem, where))
+    return found
+
+
+def _measure(store: DurableStore, summary: SessionSummary
+             ) -> tuple[int | None, bool, str | None, str] | None:
+    """(bytes, locked, why it cannot be looked at, location), or ``None`` when the
+    session is gone."""
+    header = summary.header
+    if store.get(header.id) is not None:  # live here: delete would refuse it
+        return None, True, None, _location(store.backend, header)
+    if store.capabilities.deletable is None:  # no delete: no measure; nothing can go
+        return None, False, None, _location(store.backend, header)
+    try:
+        seen = store.persistence.delete(header.id, dry_run=True)
+    except SessionLockedError:
+        return None, True, None, _location(store.backend, header)
+    except PersistenceError as exc:
+        if str(exc) == str(not_found(header.id)):
+            return None
+        return None, False, reason_of(exc), _location(store.backend, header)
+    except (DshSessionError, OSError) as exc:
+        return None, False, reason_of(exc), _location(store.backend, header)
+    return seen.bytes, False, None, seen.location
+
+
+def _grouper(store: DurableStore, per: Sequence[str]
+             ) -> Callable[[SessionHeader], tuple[str | None, ...]]:
+    """Each session's group: its value for each grouping of ``per``."""
+    if not per:
+        return lambda header: ()
+    from .._listing import named_labels, stored_label
+
+    plugins = store.plugin_manager
+    registry = store.registry
+
+    def group(header: SessionHeader) -> tuple[str | None, ...]:
+        values: list[str | None] = []
+        named: dict[str, str] | None = None
+        for grouping in per:
+            if grouping == "cwd":
+                values.append(header.cwd if isinstance(header.cwd, str) else None)
+            elif grouping == "label":
+                values.append(stored_label(store.backend, header, registry,
+                                           plugins=plugins))
+            else:
+                if named is None:
+                    named = named_labels(store.backend, header, registry, plugins=plugins)
+                values.append(named.get(grouping.removeprefix("label:")))
+        return tuple(values)
+
+    return group
+
+
+def _remove(store: DurableStore, policy: RetentionPolicy, d: PruneDecision,
+            archive: Backend | None, record: Callable[[dict[str, Any]], None]
+            ) -> PruneDecision:
+    """Archive (when asked), delete and record one session; a failure leaves it."""
+    import dataclasses
+
+    archived_to = None
+    if archive is not None:
+        problem = _archive_one(store, archive, d)
+        if problem is not None:
+            return dataclasses.replace(d, status="failed", reason=problem)
+        archived_to = policy.archive_to
+    try:
+        gone = store.delete(d.session_id)
+    except SessionLockedError as exc:
+        return dataclasses.replace(d, status="failed", archived_to=archived_to,
+                                   reason=f"a writer took it meanwhile ({exc.holder})")
+    except (DshSessionError, OSError) as exc:
+        return dataclasses.replace(d, status="failed", archived_to=archived_to,
+                                   reason=reason_of(exc))
+    when = d.last_activity
+    record({"sessionId": d.session_id, "rule": d.rule, "policy": policy.describe(),
+            "location": gone.location, "bytes": gone.bytes, "events": gone.events,
+            "lastActivity": int(when) if when is not None else None,
+            "archivedTo": archived_to})
+    return dataclasses.replace(d, status="deleted", bytes=gone.bytes, events=gone.events,
+                               location=gone.location, archived_to=archived_to)
+
+
+def _archive_one(store: DurableStore, archive: Backend, d: PruneDecision) -> str | None:
+    """Copy one session into the archive and check it landed whole (the copy loads it
+    back; here, the event count is the one measured): ``None``, else why not."""
+    from .copy import copy_sessions
+
+    try:
+        report = copy_sessions(store.backend, archive, [d.session_id],
+                               registry=store.registry, verify=True)
+    except (DshSessionError, OSError, ValueError) as exc:
+        return f"not archived: {reason_of(exc)}"
+    copy = report.sessions[0]
+    if not copy.ok or not copy.verified:
+        return f"not archived ({copy.status}): {copy.error or 'the copy does not check out'}"
+    if d.events is not None and copy.events != d.events:
+        return (f"not archived: it holds {copy.events} event(s) now, {d.events} when "
+                f"planned (a writer appended meanwhile): run prune again")
+    return None
+
+
+def _archive(store: DurableStore, url: str) -> Backend:
+    """The archive's backend (created when it does not exist, in a folder that does).
+
+    :raises ValueError: it is the store being pruned.
+    """
+    from .copy import same_store
+    from .url_backends import backend_for
+
+    archive = backend_for(url, create=True, plugins=lambda: store.plugin_manager)
+    if same_store(store.backend, archive):
+        archive.close()
+        msg = f"cannot archive into the store it prunes ({url}): name another store"
+        raise ValueError(msg)
+    return archive
+
+
+def _location(backend: Backend, header: SessionHeader) -> str:
+    try:
+        return backend.location(header)
+    except Exception:  # only for the report
+        return ""
+
+
+def reason_of(exc: BaseException) -> str:
+    """Why a session was left, one line, for people (an OSError names its kind)."""
+    text = " ".join(str(exc).split())
+    if isinstance(exc, OSError) and not isinstance(exc, DshSessionError):
+        text = f"{type(exc).__name__}: {text}"
+    return text
