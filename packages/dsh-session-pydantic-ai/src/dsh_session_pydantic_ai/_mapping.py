@@ -32,16 +32,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from dsh_session_core import (
-    ImageBlock,
-    Message,
-    ReasoningBlock,
-    Session,
-    TextBlock,
-    TokenUsage,
-    ToolCallBlock,
-    to_wire,
-)
+from dsh_session_core import Message, Session, TokenUsage, to_wire
 
 #: The plugin named as the source of a turn whose first message is no user prompt.
 PLUGIN = "pydantic-ai"
@@ -60,19 +51,25 @@ def pending_calls(session: Session) -> dict[str, int]:
     return calls
 
 
+def _text(text: str) -> dict[str, Any]:
+    # Wire dicts, not blocks: the append checks them (a block's own encoding would
+    # raise on text the log keeps, a lone surrogate).
+    return {"type": "text", "text": text}
+
+
 def _user_blocks(part: UserPromptPart) -> list[Any]:
-    """A prompt's text and images as blocks; other content stays in the entry only."""
+    """A prompt's text and images as wire blocks; other content stays in the entry only."""
     if isinstance(part.content, str):
-        return [TextBlock(text=part.content)]
+        return [_text(part.content)]
     blocks: list[Any] = []
     for item in part.content:
         if isinstance(item, str):
-            blocks.append(TextBlock(text=item))
+            blocks.append(_text(item))
         elif isinstance(item, ImageUrl):
-            blocks.append(ImageBlock(media_type=item.media_type, url=item.url))
+            blocks.append({"type": "image", "mediaType": item.media_type, "url": item.url})
         elif isinstance(item, BinaryContent) and item.is_image:
-            blocks.append(ImageBlock(media_type=item.media_type,
-                                     data=base64.b64encode(item.data).decode("ascii")))
+            blocks.append({"type": "image", "mediaType": item.media_type,
+                           "data": base64.b64encode(item.data).decode("ascii")})
     return blocks
 
 
@@ -114,7 +111,7 @@ class MessageWriter:
                     self.close_step()
                     self.session.append(
                         "user/message",
-                        {"content": [to_wire(b) for b in blocks], "source": _USER},
+                        {"content": blocks, "source": _USER},
                         surface_op="append")
             elif isinstance(part, ToolReturnPart):
                 self._result(part.tool_call_id, part.model_response_str(),
@@ -124,29 +121,28 @@ class MessageWriter:
 
     def _response(self, response: ModelResponse) -> None:
         blocks: list[Any] = []
-        calls: list[ToolCallBlock] = []
+        calls: list[dict[str, Any]] = []
         for part in response.parts:
             if isinstance(part, TextPart):
-                blocks.append(TextBlock(text=part.content))
+                blocks.append(_text(part.content))
             elif isinstance(part, ToolCallPart):
-                call = ToolCallBlock(id=part.tool_call_id, name=part.tool_name,
-                                     arguments=part.args_as_json_str())
+                call = {"type": "tool-call", "id": part.tool_call_id, "name": part.tool_name,
+                        "arguments": part.args_as_json_str()}
                 blocks.append(call)
                 calls.append(call)
             elif isinstance(part, ThinkingPart):
-                blocks.append(ReasoningBlock(text=part.content))
+                blocks.append({"type": "reasoning", "text": part.content})
         self.open_step()
-        data: dict[str, Any] = {"turn": self.turn, "step": self.step,
-                                "content": [to_wire(b) for b in blocks]}
+        data: dict[str, Any] = {"turn": self.turn, "step": self.step, "content": blocks}
         usage = _usage(response)
         if usage is not None:
             data["usage"] = to_wire(usage)
         self.session.append("assistant/message", data, surface_op="append")
         for call in calls:
             event = self.session.append(
-                "tool/call", {"turn": self.turn, "step": self.step, "callId": call.id,
-                              "name": call.name, "arguments": call.arguments})
-            self.calls[call.id] = event.seq
+                "tool/call", {"turn": self.turn, "step": self.step, "callId": call["id"],
+                              "name": call["name"], "arguments": call["arguments"]})
+            self.calls[call["id"]] = event.seq
 
     def _result(self, call_id: str, text: str, is_error: bool) -> None:
         seq = self.calls.pop(call_id, None)
@@ -158,7 +154,7 @@ class MessageWriter:
         self.session.append(
             "tool/result",
             {"turn": self.turn, "step": self.step, "callId": call_id,
-             "content": [to_wire(TextBlock(text=text))], "isError": is_error},
+             "content": [_text(text)], "isError": is_error},
             surface_op="append", source_event_seqs=[seq])
 
     def open_step(self) -> None:

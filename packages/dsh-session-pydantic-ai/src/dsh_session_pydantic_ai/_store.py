@@ -50,6 +50,8 @@ from .errors import ConversationRevisionConflict, EntryNotFoundError
 
 #: How long a write waits for another writer of the conversation before it gives up.
 DEFAULT_LOCK_TIMEOUT = 30.0
+#: How many times an open that found the log changed under it is tried again.
+_REOPENS = 20
 
 
 class DshConversationStore(ConversationStore):
@@ -312,6 +314,7 @@ class DshConversationStore(ConversationStore):
         is stored; another writer's hold is waited out up to ``lock_timeout``."""
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.005
+        reopens = 0
         while True:
             try:
                 return self.store.open(cid)
@@ -319,9 +322,15 @@ class DshConversationStore(ConversationStore):
                 if time.monotonic() >= deadline:
                     raise
             except PersistenceError:
-                if self.store.backend.tail_lines(cid, 0) is not None:
-                    raise  # stored, yet it cannot be opened: not ours to hide
-                return None
+                if self.store.backend.tail_lines(cid, 0) is None:
+                    return None
+                # Stored: another writer appended between the store's read of the log
+                # and its taking of the lock ("open it again"), or a log that cannot be
+                # opened, which a few more tries do not hide.
+                reopens += 1
+                if reopens > _REOPENS or time.monotonic() >= deadline:
+                    raise
+                continue
             time.sleep(delay)  # another writer holds it: it releases when it is done
             delay = min(delay * 2, 0.1)
 
