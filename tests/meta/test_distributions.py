@@ -387,8 +387,59 @@ def test_the_readme_demo_environment_holds_no_test_tooling() -> None:
     assert [a for a in demo if a != "-e"] == [str(folder) for folder in [
         *(MEMBERS[d] for d in MEMBERS if d != "dsh-session"), ROOT]]
     integrations = [str(ROOT / m) for m in dev._integrations()]
-    assert {"dsh-session-adk", "dsh-session-openai-agents"} <= {
+    assert {"dsh-session-adk", "dsh-session-openai-agents", "dsh-session-pydantic-ai"} <= {
         Path(i).name for i in integrations}
     assert not set(integrations) & set(demo)
     editable = [a for a in test if not a.startswith("-") and a not in group]
     assert editable[-len(integrations) - 2:-2] == integrations  # before the root
+
+
+# --- the integrations, each alone beside core ----------------------------------------------
+
+#: An integration with a framework, installed alone beside core from the two wheels in a
+#: fresh environment (its framework from the package index): what it prints there, run
+#: from a program that uses the framework through it and reads the result back with
+#: core. Not the batteries: those are checked above, unchanged by the integrations.
+INTEGRATIONS = {
+    "dsh-session-pydantic-ai": ("""
+import asyncio, sys
+from pydantic_ai import Agent
+from pydantic_ai.models.test import TestModel
+from dsh_session_core import create_plugin_manager, open_store
+from dsh_session_pydantic_ai import DshConversationStore
+
+async def main():
+    url = "sqlite:///" + sys.argv[1]
+    async with DshConversationStore(url) as store:
+        result = await Agent(TestModel(custom_output_text="hi")).run("hello")
+        await store.save(result)
+        conversation = await store.load(result.conversation.conversation_id)
+    with open_store(url) as store:
+        derived = store.read_session(conversation.conversation_id).derive_messages()
+    print(len(conversation.messages), [m.role for m in derived])
+    print(sorted(name for name, _ in create_plugin_manager().list_name_plugin()))
+
+asyncio.run(main())
+""", "2 ['user', 'assistant']\n['core', 'pydantic-ai']\n"),
+}
+
+
+@pytest.mark.parametrize("distribution", sorted(INTEGRATIONS))
+def test_an_integration_installs_alone_beside_core(
+    distribution: str, wheels: dict[str, Path], tmp_path: Path,
+) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check",
+         "--no-deps", "--no-build-isolation", "--wheel-dir", str(tmp_path),
+         str(ROOT / "packages" / distribution)],
+        check=True, capture_output=True, env=_environ(),
+    )
+    [wheel] = tmp_path.glob(_wheel_name(distribution) + "[0-9]*.whl")
+    assert _requirement_names(_metadata(wheel)) >= {"dsh-session-core"}
+    env = Env(tmp_path / "venv", [wheels["dsh-session-core"], wheel])
+    ours = {d for d in env.distributions() if d.startswith("dsh-session")}
+    assert ours == {"dsh-session-core", distribution}
+    code, printed = INTEGRATIONS[distribution]
+    proc = subprocess.run([env.python, "-c", code, str(tmp_path / "s.db")],
+                          capture_output=True, text=True, env=_environ(), check=False)
+    assert (proc.returncode, proc.stdout) == (0, printed), proc.stderr

@@ -1,0 +1,228 @@
+"""The mapping of pydantic-ai messages onto dsh's typed events (:class:`MessageWriter`),
+and the surface made the history's when the conversation branched (:func:`resurface`).
+
+A ``ModelRequest``'s ``UserPromptPart`` is a ``user/message`` (its text and images), a
+``ToolReturnPart`` (or a ``RetryPromptPart`` naming a tool) the ``tool/result`` of its
+call; a ``ModelResponse`` is one step: an ``assistant/message`` of its text, tool calls
+and thinking (with the response's token usage), then a ``tool/call`` per call. What has
+no typed event (system prompts, files other than images, built-in tool parts) stays in
+the entry only, which keeps every message whole. The events are appended by hand, not
+with the builders: a step may end with calls whose results a later save brings (a run
+paused on deferred tools), which the builders would answer with an error result.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MessageWriter", "pending_calls", "resurface"]
+
+import base64
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pydantic_ai.messages import (
+    BinaryContent,
+    ImageUrl,
+    ModelMessage,
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from dsh_session_core import Message, Session, TokenUsage, to_wire
+
+#: The plugin named as the source of a turn whose first message is no user prompt.
+PLUGIN = "pydantic-ai"
+_USER = {"kind": "user"}
+
+
+def pending_calls(session: Session) -> dict[str, int]:
+    """The tool calls of ``session`` no ``tool/result`` answers: call id to the seq of
+    its ``tool/call`` (a later save may bring their results)."""
+    calls: dict[str, int] = {}
+    for event in session.events:
+        if event.type == "tool/call":
+            calls[event.data.call_id] = event.seq
+        elif event.type == "tool/result":
+            calls.pop(event.data.call_id, None)
+    return calls
+
+
+def _text(text: str) -> dict[str, Any]:
+    # Wire dicts, not blocks: the append checks them (a block's own encoding would
+    # raise on text the log keeps, a lone surrogate).
+    return {"type": "text", "text": text}
+
+
+def _user_blocks(part: UserPromptPart) -> list[Any]:
+    """A prompt's text and images as wire blocks; other content stays in the entry only."""
+    if isinstance(part.content, str):
+        return [_text(part.content)]
+    blocks: list[Any] = []
+    for item in part.content:
+        if isinstance(item, str):
+            blocks.append(_text(item))
+        elif isinstance(item, ImageUrl):
+            blocks.append({"type": "image", "mediaType": item.media_type, "url": item.url})
+        elif isinstance(item, BinaryContent) and item.is_image:
+            blocks.append({"type": "image", "mediaType": item.media_type,
+                           "data": base64.b64encode(item.data).decode("ascii")})
+    return blocks
+
+
+def _usage(response: ModelResponse) -> TokenUsage | None:
+    usage = response.usage
+    if not (usage.input_tokens or usage.output_tokens):
+        return None
+    return TokenUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+
+
+class MessageWriter:
+    """Appends the typed events of messages into the open turn ``turn`` of ``session``.
+
+    :param calls: the calls still unanswered (:func:`pending_calls`), which the results
+        of these messages answer; kept up to date.
+
+    :attr:`complete` turns ``False`` when a message's typed events do not carry it all
+    in the derived conversation (a result whose call the log holds no open one of): the
+    caller then makes the surface the history's (:func:`resurface`).
+    """
+
+    def __init__(self, session: Session, turn: int, calls: dict[str, int]) -> None:
+        self.session = session
+        self.turn = turn
+        self.calls = calls
+        self.step: int | None = None
+        self.steps = 0
+        self.complete = True
+
+    def write(self, message: ModelMessage) -> None:
+        """Append the events of one message."""
+        if isinstance(message, ModelResponse):
+            self._response(message)
+            return
+        for part in message.parts:
+            if isinstance(part, UserPromptPart):
+                blocks = _user_blocks(part)
+                if blocks:
+                    self.close_step()
+                    self.session.append(
+                        "user/message",
+                        {"content": blocks, "source": _USER},
+                        surface_op="append")
+            elif isinstance(part, ToolReturnPart):
+                self._result(part.tool_call_id, part.model_response_str(),
+                             part.outcome in ("failed", "retried", "denied"))
+            elif isinstance(part, RetryPromptPart) and part.tool_name is not None:
+                self._result(part.tool_call_id, part.model_response(), True)
+
+    def _response(self, response: ModelResponse) -> None:
+        blocks: list[Any] = []
+        calls: list[dict[str, Any]] = []
+        for part in response.parts:
+            if isinstance(part, TextPart):
+                blocks.append(_text(part.content))
+            elif isinstance(part, ToolCallPart):
+                call = {"type": "tool-call", "id": part.tool_call_id, "name": part.tool_name,
+                        "arguments": part.args_as_json_str()}
+                blocks.append(call)
+                calls.append(call)
+            elif isinstance(part, ThinkingPart):
+                blocks.append({"type": "reasoning", "text": part.content})
+        self.open_step()
+        data: dict[str, Any] = {"turn": self.turn, "step": self.step, "content": blocks}
+        usage = _usage(response)
+        if usage is not None:
+            data["usage"] = to_wire(usage)
+        self.session.append("assistant/message", data, surface_op="append")
+        for call in calls:
+            event = self.session.append(
+                "tool/call", {"turn": self.turn, "step": self.step, "callId": call["id"],
+                              "name": call["name"], "arguments": call["arguments"]})
+            self.calls[call["id"]] = event.seq
+
+    def _result(self, call_id: str, text: str, is_error: bool) -> None:
+        seq = self.calls.pop(call_id, None)
+        if seq is None:  # its call is answered already, or is in no log of ours
+            self.complete = False
+            return
+        if self.step is None:
+            self.open_step()
+        self.session.append(
+            "tool/result",
+            {"turn": self.turn, "step": self.step, "callId": call_id,
+             "content": [_text(text)], "isError": is_error},
+            surface_op="append", source_event_seqs=[seq])
+
+    def open_step(self) -> None:
+        self.close_step()
+        self.steps += 1
+        self.step = self.steps
+        self.session.append("step/start", {"turn": self.turn, "step": self.step})
+
+    def close_step(self) -> None:
+        if self.step is not None:
+            self.session.append("step/end", {"turn": self.turn, "step": self.step})
+            self.step = None
+
+
+def history_messages(session: Session, messages: Iterable[ModelMessage]) -> list[Message]:
+    """The derived conversation that ``messages`` recorded alone would give: written into
+    a scratch session of ``session``'s event types, then derived."""
+    scratch = Session(session.id, registry=session.registry, strict=session.strict,
+                      foreign_types=session.foreign_types)
+    scratch.append("turn/start", {"turn": 1, "trigger": {"kind": "message",
+                                                         "source": _USER}})
+    writer = MessageWriter(scratch, 1, {})
+    for message in messages:
+        writer.write(message)
+    writer.close_step()
+    return scratch.derive_messages()
+
+
+def resurface(session: Session, turn: int, target: Sequence[Message]) -> None:
+    """Make ``session``'s derived conversation ``target`` by one surface ``replace``: the
+    surface nodes from the first message that differs to the last are replaced by one
+    event holding the first message ``target`` has there (an empty ``assistant/message``,
+    which derives none, when it has none), the rest of ``target`` appended after it. The
+    shadowed events stay in the log; ``sourceEventSeqs`` names them. Appended inside the
+    open turn ``turn``, in no step (step 0)."""
+    current = session.derive_messages()
+    if list(current) == list(target):
+        return
+    keep = 0
+    while keep < min(len(current), len(target)) and current[keep] == target[keep]:
+        keep += 1
+    events = session.events
+    seqs = list(session.surface.order())
+    seen, start = 0, len(seqs)
+    for position, seq in enumerate(seqs):
+        if session.derive_event_message(events[seq]) is not None:
+            if seen == keep:
+                start = position
+                break
+            seen += 1
+    shadowed = seqs[start:]
+    rest = list(target[keep:])
+    first = rest[0] if rest else Message(role="assistant", content=())
+    if shadowed:
+        op: Any = {"op": "replace", "start": shadowed[0], "end": shadowed[-1]}
+        _append_message(session, first, turn, op, shadowed)
+    else:
+        _append_message(session, first, turn, "append", None)
+    for message in rest[1:]:
+        _append_message(session, message, turn, "append", None)
+
+
+def _append_message(session: Session, message: Message, turn: int, op: Any,
+                    sources: list[int] | None) -> None:
+    content = [to_wire(b) for b in message.content]
+    if message.role == "assistant":
+        session.append("assistant/message", {"turn": turn, "step": 0, "content": content},
+                       surface_op=op, source_event_seqs=sources)
+    else:
+        session.append("user/message", {"content": content, "source": _USER},
+                       surface_op=op, source_event_seqs=sources)
