@@ -41,7 +41,7 @@ if _TYPE_CHECKING:
     )
     from ._codec import encode_event, encode_events, to_wire
     from ._core_plugin import core_registry
-    from ._header import SESSION_FORMAT_VERSION, SessionHeader
+    from ._header import SEALED_FORMAT_VERSION, SESSION_FORMAT_VERSION, SessionHeader
     from ._json import MAX_JSON_DEPTH, JsonObject, JsonValue
     from ._listing import is_hidden, label_of, stored_label
     from ._names import ENTRY_POINT_GROUP, PROJECT_NAME
@@ -68,6 +68,8 @@ if _TYPE_CHECKING:
     from ._persistence.opening import open_store
     from ._persistence.postgres import PostgresBackend
     from ._persistence.repair import interrupted_turn_closers
+    from ._persistence.sealed import SealedBackend
+    from ._persistence.sealing import Keyring
     from ._persistence.sqlite import SqliteBackend
     from ._persistence.store import DurableStore
     from ._persistence.urls import StorePlace, store_place
@@ -203,6 +205,8 @@ _LAZY: dict[str, str] = {
     "SqliteBackend": "._persistence.sqlite",
     "DurableStore": "._persistence.store",
     "open_store": "._persistence.opening",
+    "Keyring": "._persistence.sealing",
+    "SealedBackend": "._persistence.sealed",
     "StorePlace": "._persistence.urls",
     "store_place": "._persistence.urls",
     "CodeDispatcher": "._code_dispatch",
@@ -229,6 +233,7 @@ _LAZY: dict[str, str] = {
     "RegisteredEvent": "._registry",
     "ReplaceOp": ".events",
     "SESSION_FORMAT_VERSION": "._header",
+    "SEALED_FORMAT_VERSION": "._header",
     "SURFACE_TYPES": ".events",
     "Session": "._session",
     "SessionHeader": "._header",
@@ -265,6 +270,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "MAX_JSON_DEPTH",
     "PROJECT_NAME",
+    "SEALED_FORMAT_VERSION",
     "SESSION_FORMAT_VERSION",
     "SURFACE_TYPES",
     "AbortedFinish",
@@ -299,6 +305,7 @@ __all__ = [
     "JsonObject",
     "JsonValue",
     "JsonlBackend",
+    "Keyring",
     "LineReads",
     "MaxTokensFinish",
     "MaxTokensReason",
@@ -320,6 +327,7 @@ __all__ = [
     "ReplaceOp",
     "RequestHeaderWriter",
     "Resumable",
+    "SealedBackend",
     "SearchHit",
     "Searchable",
     "SelectiveSummaries",
