@@ -29,7 +29,7 @@ from typing import Any, Final
 
 import msgspec
 
-from .._codec import ENCODER
+from .._codec import ENCODER, encode_line
 from ..errors import EncryptionError, KeyUnavailableError, MissingExtraError, SealedRecordError
 from ..events import Event
 
@@ -170,11 +170,13 @@ def _aead_classes() -> tuple[dict[str, Any], type[Exception]]:
 # --- the sealed line's shape ------------------------------------------------------------
 
 
-class _Box(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+class _Box(msgspec.Struct, gc=False, forbid_unknown_fields=True, omit_defaults=True):
     kid: str
     alg: str
     nonce: str
     ct: str
+    #: The plaintext is the whole line, not its body (rare: see :meth:`Sealer.seal`).
+    line: bool = False
 
 
 class _Data(msgspec.Struct, gc=False, forbid_unknown_fields=True):
@@ -219,12 +221,14 @@ class Sealer:
         for entry in [e for e in self._aeads if e[0] == session_id]:
             del self._aeads[entry]
 
-    def associated_data(self, session_id: str, seq: object, event_type: object,
-                        time: object, kid: str, alg: str) -> bytes:
-        """What a record's ciphertext is bound to: the label, then each field's JSON,
-        each prefixed by its length."""
-        parts = [_LABEL, session_id.encode("utf-8", "surrogatepass"), ENCODER.encode(seq),
-                 ENCODER.encode(event_type), ENCODER.encode(time), kid.encode(), alg.encode()]
+    def associated_data(self, session_id: str, envelope: tuple[bytes, bytes, bytes],
+                        kid: str, alg: str, whole: bool) -> bytes:
+        """What a record's ciphertext is bound to: the label, the session id, the
+        envelope's type, seq and time (as their JSON), the key id, the algorithm and
+        what the plaintext is (the line's body or, rarely, the whole line), each
+        prefixed by its length."""
+        parts = (_LABEL, session_id.encode("utf-8", "surrogatepass"), *envelope,
+                 kid.encode(), alg.encode(), b"line" if whole else b"body")
         return b"".join(_pack(len(p)) + p for p in parts)
 
     def _aead(self, session_id: str, kid: str, alg: str, seq: int | None) -> Any:
@@ -253,7 +257,13 @@ class Sealer:
     def seal(self, session_id: str, events: Sequence[Event], jsonl: bytes
              ) -> tuple[list[Event], bytes]:
         """The sealed events and lines of ``events`` (whose lines are ``jsonl``): what a
-        backend stores in their place."""
+        backend stores in their place.
+
+        What is encrypted is the line's body, after its envelope
+        (``{"type":..,"seq":..,"time":..,``), which the sealed line keeps in the clear and
+        the associated data binds; a line that does not begin with its envelope so
+        written (an opaque event of a hand-written log) is encrypted whole.
+        """
         from .._decode import opaque_from_wire
 
         if not events:
@@ -265,12 +275,20 @@ class Sealer:
         lines = []
         for event, line in zip(events, plain, strict=False):
             seq, event_type, time = event.seq, event.type, event.time
+            envelope = (encode_line(event_type), encode_line(seq), encode_line(time))
+            prefix = _prefix(envelope)
+            whole = not line.startswith(prefix)
+            body = line if whole else line[len(prefix):]
             nonce = urandom(_NONCE_BYTES)
-            ct = encrypt(nonce, line, ad(session_id, seq, event_type, time, kid, alg))
+            ct = encrypt(nonce, body, ad(session_id, envelope, kid, alg, whole))
             lines.append(_Line(event_type, seq, time,
-                               _Data(_Box(kid, alg, _b64(nonce), _b64(ct)))))
-        body = ENCODER.encode_lines(lines)
-        sealed: list[Event] = [opaque_from_wire(w) for w in msgspec.to_builtins(lines)]
+                               _Data(_Box(kid, alg, _b64(nonce), _b64(ct), whole))))
+        wires = msgspec.to_builtins(lines)
+        try:
+            body = ENCODER.encode_lines(lines)
+        except UnicodeEncodeError:  # a lone surrogate in an opaque event's type
+            body = b"".join(encode_line(w) + b"\n" for w in wires)
+        sealed: list[Event] = [opaque_from_wire(w) for w in wires]
         return sealed, body
 
     # --- opening ------------------------------------------------------------------------
@@ -317,13 +335,22 @@ class Sealer:
         box = record.data.sealed
         seq = record.seq if type(record.seq) is int else None
         aead = self._aead(session_id, box.kid, box.alg, seq)
+        envelope = (encode_line(record.type), encode_line(record.seq),
+                    encode_line(record.time))
         try:
             nonce = binascii.a2b_base64(box.nonce, strict_mode=True)
             ct = binascii.a2b_base64(box.ct, strict_mode=True)
-            return bytes(aead.decrypt(nonce, ct, self.associated_data(
-                session_id, record.seq, record.type, record.time, box.kid, box.alg)))
+            body = aead.decrypt(nonce, ct, self.associated_data(
+                session_id, envelope, box.kid, box.alg, box.line))
         except (self._invalid, binascii.Error, ValueError):
             raise SealedRecordError(
                 session_id, seq, record.type,
                 "its ciphertext fails authentication (moved from another seq, session or "
                 "type, altered, or cut short)") from None
+        return bytes(body) if box.line else _prefix(envelope) + body
+
+
+def _prefix(envelope: tuple[bytes, bytes, bytes]) -> bytes:
+    """How a line written by this library begins, given its envelope's JSON."""
+    event_type, seq, time = envelope
+    return b'{"type":' + event_type + b',"seq":' + seq + b',"time":' + time + b","
