@@ -39,13 +39,10 @@ from .capabilities import (
     read_lines_of,
     summaries_of,
 )
-from .sealing import Sealer
+from .sealing import Sealer, sealed_registry
 
 __all__ = ["SealedBackend", "plaintext_session"]
 
-#: What the wrapped backend decodes into: nothing typed (every sealed line is opaque),
-#: the lines are opened, then decoded with the store's registry.
-_OPAQUE = EventRegistry([])
 
 
 def plaintext_session(session_id: str) -> EncryptionError:
@@ -107,15 +104,17 @@ class SealedBackend:
         if header.version != SESSION_FORMAT_VERSION:  # another format: the store refuses
             return StoredLog(header, [], stored.torn, b"")
         plain = self.sealer.open_lines(header.id, _stored_lines(stored))
-        body = b"".join(line + b"\n" for line in plain)
+        body = b"\n".join(plain) + b"\n" if plain else b""
         return StoredLog(header, decode_body(registry, body), stored.torn, body)
 
     def load_stored(self, session_id: str, registry: EventRegistry) -> StoredLog | None:
-        return self._opened(self.inner.load_stored(session_id, _OPAQUE), registry)
+        return self._opened(self.inner.load_stored(session_id, sealed_registry(registry)),
+                            registry)
 
     def load_live(self, session_id: str, cwd: str | None, registry: EventRegistry
                   ) -> StoredLog | None:
-        return self._opened(self.inner.load_live(session_id, cwd, _OPAQUE), registry)
+        return self._opened(
+            self.inner.load_live(session_id, cwd, sealed_registry(registry)), registry)
 
     # --- writing ------------------------------------------------------------------------
 
