@@ -31,7 +31,7 @@ from typing import Any, Final
 import msgspec
 
 from .._codec import ENCODER, encode_events, encode_line
-from .._json import JsonObject
+from .._json import JsonObject, JsonValue
 from .._registry import EventRegistry, EventSpec
 from ..errors import EncryptionError, KeyUnavailableError, MissingExtraError, SealedRecordError
 from ..events import Event, OpaqueEvent
@@ -210,9 +210,10 @@ _REGISTRIES: dict[tuple[str, ...], EventRegistry] = {}
 def _twin(event_type: str) -> type[Event]:
     twin = _TWINS.get(event_type)
     if twin is None:
-        twin = _TWINS[event_type] = msgspec.defstruct(
+        made: Any = msgspec.defstruct(
             "Sealed", [], bases=(_SealedEvent,), tag=event_type, frozen=True, gc=False,
             module=__name__)
+        twin = _TWINS[event_type] = made
     return twin
 
 
@@ -334,7 +335,7 @@ class Sealer:
             lines.append(_Line(event_type, seq, time, _Data(box)))
             # Opaque, as the backend must see them: its index reads their lines, which
             # hold nothing to index (a typed twin would be read as the plaintext type).
-            wire_box = {"kid": kid, "alg": alg, "nonce": box.nonce, "ct": box.ct}
+            wire_box: dict[str, JsonValue] = {"kid": kid, "alg": alg, "nonce": box.nonce, "ct": box.ct}
             if whole:
                 wire_box["line"] = True
             data = JsonObject({"sealed": JsonObject(wire_box)})
@@ -382,7 +383,7 @@ class Sealer:
         last: tuple[str, str, bool] | None = None
         aead: Any = None
         tail = b""
-        out = []
+        out: list[bytes] = []
         append = out.append
         for record in records:
             box = record.data.sealed
