@@ -335,7 +335,8 @@ class Sealer:
             lines.append(_Line(event_type, seq, time, _Data(box)))
             # Opaque, as the backend must see them: its index reads their lines, which
             # hold nothing to index (a typed twin would be read as the plaintext type).
-            wire_box: dict[str, JsonValue] = {"kid": kid, "alg": alg, "nonce": box.nonce, "ct": box.ct}
+            wire_box: dict[str, JsonValue] = {"kid": kid, "alg": alg, "nonce": box.nonce,
+                                              "ct": box.ct}
             if whole:
                 wire_box["line"] = True
             data = JsonObject({"sealed": JsonObject(wire_box)})
