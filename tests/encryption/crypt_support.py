@@ -134,3 +134,18 @@ class Records:
                 "SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()]
             return b"".join(str(conn.execute(f"SELECT * FROM {t}").fetchall()).encode()
                             for t in tables)
+
+
+def start_turn(session: Session, turn: int, text: str) -> None:
+    """A turn begun: its start and the user's message (no end: an open turn)."""
+    session.append("turn/start", {"turn": turn, "trigger": {"kind": "message",
+                                                            "source": USER}})
+    say(session, text)
+
+
+def end_turn(session: Session, turn: int, answer: str) -> None:
+    session.append("step/start", {"turn": turn, "step": 1})
+    session.append("assistant/message", {"turn": turn, "step": 1, "content": [
+        {"type": "text", "text": answer}]}, surface_op="append")
+    session.append("step/end", {"turn": turn, "step": 1})
+    session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
