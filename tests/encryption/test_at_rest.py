@@ -117,7 +117,7 @@ def test_a_fork_is_sealed_under_its_own_id(store_url: str) -> None:
         assert store.open("b").jsonl().startswith(want)
 
 
-_TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=200)
+_TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=200)
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63) | st.floats(allow_nan=False)
     | _TEXT,
