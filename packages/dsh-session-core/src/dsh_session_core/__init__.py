@@ -57,6 +57,7 @@ if _TYPE_CHECKING:
         Deletable,
         LineReads,
         Resumable,
+        Rewritable,
         Searchable,
         SelectiveSummaries,
         TypedLineReads,
@@ -67,6 +68,7 @@ if _TYPE_CHECKING:
     from ._persistence.memory import MemoryBackend
     from ._persistence.opening import open_store
     from ._persistence.postgres import PostgresBackend
+    from ._persistence.rekey import Rekeyed
     from ._persistence.repair import interrupted_turn_closers
     from ._persistence.sealed import SealedBackend
     from ._persistence.sealing import Keyring
@@ -190,6 +192,7 @@ _LAZY: dict[str, str] = {
     "LineReads": "._persistence.capabilities",
     "Resumable": "._persistence.capabilities",
     "Searchable": "._persistence.capabilities",
+    "Rewritable": "._persistence.capabilities",
     "SelectiveSummaries": "._persistence.capabilities",
     "TypedLineReads": "._persistence.capabilities",
     "Deleted": "._persistence.base",
@@ -206,6 +209,7 @@ _LAZY: dict[str, str] = {
     "DurableStore": "._persistence.store",
     "open_store": "._persistence.opening",
     "Keyring": "._persistence.sealing",
+    "Rekeyed": "._persistence.rekey",
     "SealedBackend": "._persistence.sealed",
     "StorePlace": "._persistence.urls",
     "store_place": "._persistence.urls",
@@ -324,9 +328,11 @@ __all__ = [
     "RegisteredEvent",
     "RegisteredMember",
     "RejectedReason",
+    "Rekeyed",
     "ReplaceOp",
     "RequestHeaderWriter",
     "Resumable",
+    "Rewritable",
     "SealedBackend",
     "SearchHit",
     "Searchable",

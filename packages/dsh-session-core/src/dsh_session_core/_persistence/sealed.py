@@ -128,6 +128,21 @@ class SealedBackend:
         sealed, lines = self.sealer.seal(header.id, closers, jsonl)
         self.inner.commit_repair(self.down(header), torn, sealed, lines)
 
+    def rewrite(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes) -> None:
+        """Replace the session's records with ``events``, sealed now (under the current
+        key), atomically where the wrapped backend rewrites (:class:`~.capabilities.
+        Rewritable`).
+
+        :raises EncryptionError: the wrapped backend cannot rewrite a session.
+        """
+        rewritable = self._caps.rewritable
+        if rewritable is None:
+            msg = (f'the {self.name} backend cannot rewrite a session in place, so session '
+                   f'"{header.id}" cannot be resealed there: copy it into a store that can')
+            raise EncryptionError(msg, session_id=header.id)
+        sealed, lines = self.sealer.seal(header.id, events, jsonl)
+        rewritable.rewrite(self.down(header), sealed, lines)
+
     # --- the rest of the protocol, passed on --------------------------------------------
 
     def list(self) -> builtins.list[SessionHeader]:
