@@ -35,6 +35,7 @@ __all__ = [
     "out_text",
     "payload",
     "read_bytes",
+    "refuse_sealed",
     "resolve",
     "spec_of",
     "store_url",
@@ -120,6 +121,20 @@ def open_backend(url: str, *, must_exist: bool = True, empty_if_missing: bool = 
         return open_store(url, must_exist=must_exist, empty_if_missing=empty_if_missing)
     except InspectError as exc:
         raise failure_of(exc) from exc.__cause__ or exc
+
+
+def refuse_sealed(backend: Backend, session_id: str) -> None:
+    """Refuse, in one line, to print the lines of an encrypted session read without
+    keys (they are ciphertext: a store opened with keys gives their plaintext).
+
+    :raises Failure: the session is encrypted, and ``backend`` has no keys.
+    """
+    from .._header import SEALED_FORMAT_VERSION
+    from ..errors import EncryptedSessionError
+
+    if any(h.id == session_id and h.version == SEALED_FORMAT_VERSION
+           for h in backend.list()):
+        raise Failure(str(EncryptedSessionError(session_id)))
 
 
 def folder_failure(exc: StoreFolderError) -> Failure:
