@@ -68,6 +68,8 @@ class SealedBackend:
         self.sealer = sealer
         self.name: str = inner.name
         self._caps = capabilities_of(inner)
+        #: Per session, how the batch of its last failed write was sealed.
+        self._failed: dict[str, dict[int, tuple[bytes, bytes]]] = {}
 
     # --- headers: marked on the way down, checked on the way up -------------------------
 
@@ -120,8 +122,16 @@ class SealedBackend:
 
     def append_batch(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes,
                      materialized: bool) -> None:
-        sealed, lines = self.sealer.seal(header.id, events, jsonl)
-        self.inner.append_batch(self.down(header), sealed, lines, materialized)
+        # A failed write is retried with the same events: they are sealed to the same
+        # bytes again (Sealer.seal's ``again``), for a backend that published the failed
+        # write (a JSONL first write) adopts it only when the retry's bytes begin with it.
+        again = self._failed.pop(header.id, None)
+        sealed, lines = self.sealer.seal(header.id, events, jsonl, again)
+        try:
+            self.inner.append_batch(self.down(header), sealed, lines, materialized)
+        except BaseException:
+            self._failed[header.id] = self.sealer.nonces(events, jsonl, sealed)
+            raise
 
     def commit_repair(self, header: SessionHeader, torn: object | None,
                       closers: Sequence[Event], jsonl: bytes) -> None:

@@ -305,7 +305,8 @@ class Sealer:
 
     # --- sealing ------------------------------------------------------------------------
 
-    def seal(self, session_id: str, events: Sequence[Event], jsonl: bytes
+    def seal(self, session_id: str, events: Sequence[Event], jsonl: bytes,
+             again: Mapping[int, tuple[bytes, bytes]] | None = None,
              ) -> tuple[list[Event], bytes]:
         """The sealed events and lines of ``events`` (whose lines are ``jsonl``): what a
         backend stores in their place.
@@ -314,6 +315,12 @@ class Sealer:
         (``{"type":..,"seq":..,"time":..,``), which the sealed line keeps in the clear and
         the associated data binds; a line that does not begin with its envelope so
         written (an opaque event of a hand-written log) is encrypted whole.
+
+        :param again: for the retry of a failed write, the ``(plain line, nonce)`` each
+            seq was sealed with: the same line at the same seq is sealed with the same
+            nonce, to the same bytes (a backend may have published the failed write, and
+            finishes it when the retry's bytes begin with it). One nonce never seals two
+            plaintexts: it is reused only for the very line it sealed.
         """
         if not events:
             return [], b""
@@ -329,7 +336,9 @@ class Sealer:
             prefix = _prefix(envelope)
             whole = not line.startswith(prefix)
             body = line if whole else line[len(prefix):]
-            nonce = urandom(_NONCE_BYTES)
+            before = again.get(seq) if again else None
+            nonce = before[1] if before is not None and before[0] == line else urandom(
+                _NONCE_BYTES)
             ct = encrypt(nonce, body, ad(session_id, envelope, kid, alg, whole))
             box = _Box(kid, alg, _b64(nonce), _b64(ct), whole)
             lines.append(_Line(event_type, seq, time, _Data(box)))
@@ -349,6 +358,18 @@ class Sealer:
         return sealed, jsonl
 
     # --- opening ------------------------------------------------------------------------
+
+    @staticmethod
+    def nonces(events: Sequence[Event], jsonl: bytes, sealed: Sequence[Event]
+               ) -> dict[int, tuple[bytes, bytes]]:
+        """What :meth:`seal`'s ``again`` takes for a retry of ``events`` (their lines
+        ``jsonl``), once sealed as ``sealed``."""
+        found = {}
+        for event, line, record in zip(events, jsonl.split(b"\n"), sealed, strict=False):
+            box = record.data["sealed"] if type(record) is OpaqueEvent else None
+            if type(event.seq) is int and box is not None:
+                found[event.seq] = (line, binascii.a2b_base64(box["nonce"]))
+        return found
 
     def open_lines(self, session_id: str, lines: Iterable[bytes]) -> list[bytes]:
         """The plaintext lines of sealed ``lines`` (each without its newline).
