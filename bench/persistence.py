@@ -28,9 +28,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dsh_session_core import Session, core_registry, create_plugin_manager
+from dsh_session_core import Keyring, Session, core_registry, create_plugin_manager
 from dsh_session_core._logfile import open_session, parse_log
-from dsh_session_core._persistence.opening import backend_for
+from dsh_session_core._persistence.opening import backend_for, sealed_backend
 from dsh_session_core._persistence.store import DurableStore
 from run import Append, Target, cli, median_ms, turn_appends, workload
 
@@ -55,12 +55,17 @@ def appended_turns(session: Session, appends: list[Append]) -> Iterator[int]:
 
 
 def durable_fill(
-    url: str, appends: list[Append], sid: str = "bench", until: float | None = None
+    url: str, appends: list[Append], sid: str = "bench", until: float | None = None,
+    keys: Keyring | None = None,
 ) -> tuple[float, float, Session]:
     """Seconds for the whole run (appends and flushes) and for the flushes alone (the
     durable writes), appending the workload to session ``sid`` with one flush per turn;
-    stopping at the turn that ends after ``until`` (a ``time.monotonic()`` deadline)."""
-    store = DurableStore(backend_for(url), create_plugin_manager(autoload=False), clock=_clock)
+    stopping at the turn that ends after ``until`` (a ``time.monotonic()`` deadline);
+    the store encrypted with ``keys`` when given."""
+    backend = backend_for(url)
+    if keys is not None:
+        backend = sealed_backend(backend, keys)
+    store = DurableStore(backend, create_plugin_manager(autoload=False), clock=_clock)
     session = store.create(sid, cwd="/bench")
     flush = store.flush
     flushing = 0.0

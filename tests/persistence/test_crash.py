@@ -3,6 +3,9 @@ points, several processes at once. Every event a completed flush reported durabl
 be there after a reload, a reload must always succeed, and an open turn comes back
 closed as interrupted.
 
+Each test runs on a plain store and on an encrypted one (``keys``): the sealing sits
+above the backend, so the same kills must find the same guarantees below it.
+
 Writers are forked children (no interpreter start-up per crash), killed by the parent the
 moment they report a chosen flush, so the kill lands somewhere in the next turn: between
 appends, inside a flush, or in the middle of a write.
@@ -19,15 +22,20 @@ from pathlib import Path
 
 import pytest
 
-from dsh_session_core import create_plugin_manager, encode_events
+from dsh_session_core import Keyring, create_plugin_manager, encode_events
 from dsh_session_core._persistence.base import SessionLockedError
-from dsh_session_core._persistence.opening import backend_for
+from dsh_session_core._persistence.opening import backend_for, sealed_backend
 from dsh_session_core._persistence.store import DurableStore
 
-#: Kills per backend of the resumed-writer test, and of the first-write test.
+#: Kills per backend of the resumed-writer test, and of the first-write test (a quarter
+#: of them on an encrypted store: the same code below the sealing, checked again).
 KILLS = {"jsonl": 200, "jsonl+zstd": 200, "sqlite": 60}
 FIRST_WRITE_KILLS = {"jsonl": 60, "jsonl+zstd": 60, "sqlite": 30}
 SID = "crash"
+
+
+def _kills(table: dict[str, int], store_url: str, keys: Keyring | None) -> int:
+    return table[_kind(store_url)] // (4 if keys is not None else 1)
 
 
 def _kind(store_url: str) -> str:
@@ -38,8 +46,17 @@ def _kind(store_url: str) -> str:
 # Each test taking ``store_url`` (the testing kit's) runs on each of these kinds.
 pytestmark = pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite")
 
-def _store(store_url: str) -> DurableStore:
-    return DurableStore(backend_for(store_url), create_plugin_manager(autoload=False))
+@pytest.fixture(params=[False, True], ids=["plain", "encrypted"])
+def keys(request: pytest.FixtureRequest) -> Keyring | None:
+    """Each test runs on a plain store and on an encrypted one (its records sealed)."""
+    return Keyring({"crash": bytes(range(32))}) if request.param else None
+
+
+def _store(store_url: str, keys: Keyring | None) -> DurableStore:
+    backend = backend_for(store_url)
+    if keys is not None:
+        backend = sealed_backend(backend, keys)
+    return DurableStore(backend, create_plugin_manager(autoload=False))
 
 
 def _turn(store: DurableStore, session_id: str, rng: random.Random) -> int:
@@ -71,11 +88,11 @@ def _turn(store: DurableStore, session_id: str, rng: random.Random) -> int:
     return s.seq
 
 
-def _writer(store_url: str, seed: int, report: int) -> None:
+def _writer(store_url: str, keys: Keyring | None, seed: int, report: int) -> None:
     """Child: resume (or create) the session and write turns forever, reporting each
     durable length on the pipe."""
     rng = random.Random(seed)
-    store = _store(store_url)
+    store = _store(store_url, keys)
     try:
         store.open(SID)
     except Exception:  # first run: nothing stored yet
@@ -126,20 +143,21 @@ def _read_lines(fd: int, count: int) -> list[int]:
 
 
 def test_writers_killed_at_random_points_lose_nothing_durable(
-    store_url: str, fork: Callable[[Callable[[int], None]], tuple[int, int]]
+    store_url: str, keys: Keyring | None,
+    fork: Callable[[Callable[[int], None]], tuple[int, int]],
 ) -> None:
     rng = random.Random(20261130)
     previous = b""
-    for round_ in range(KILLS[_kind(store_url)]):
+    for round_ in range(_kills(KILLS, store_url, keys)):
         wanted = rng.randrange(1, 4)
-        pid, r = fork(functools.partial(_writer, store_url, round_))
+        pid, r = fork(functools.partial(_writer, store_url, keys, round_))
         reports = _read_lines(r, wanted)
         os.kill(pid, signal.SIGKILL)  # lands somewhere in the next turn
         os.waitpid(pid, 0)
         os.close(r)
         assert len(reports) == wanted, "the writer died before reporting"
         durable = reports[-1]
-        st = _store(store_url)
+        st = _store(store_url, keys)
         s = st.open(SID)  # must always succeed, repairing what the kill left
         events = list(s.events)
         lines = encode_events(events)
@@ -152,12 +170,13 @@ def test_writers_killed_at_random_points_lose_nothing_durable(
         st.close()
 
 
-def _first_writer(store_url: str, session_id: str, seed: int, report: int) -> None:
+def _first_writer(store_url: str, keys: Keyring | None, session_id: str, seed: int,
+                  report: int) -> None:
     """Child: create a session, say so (a report of 0), then write turns forever,
     reporting each durable length: a kill after the first report lands in (or around)
     the session's first write."""
     rng = random.Random(seed)
-    store = _store(store_url)
+    store = _store(store_url, keys)
     store.create(session_id, cwd="/crash")
     os.write(report, b"0\n")
     while True:
@@ -166,20 +185,21 @@ def _first_writer(store_url: str, session_id: str, seed: int, report: int) -> No
 
 
 def test_writers_killed_in_their_first_write_leave_a_log_that_loads_or_none(
-    store_url: str, fork: Callable[[Callable[[int], None]], tuple[int, int]]
+    store_url: str, keys: Keyring | None,
+    fork: Callable[[Callable[[int], None]], tuple[int, int]],
 ) -> None:
     rng = random.Random(20261201)
-    for round_ in range(FIRST_WRITE_KILLS[_kind(store_url)]):
+    for round_ in range(_kills(FIRST_WRITE_KILLS, store_url, keys)):
         session_id = f"first-{round_}"
         wanted = rng.randrange(1, 3)  # 1: killed during the first flush; 2: after it
-        pid, r = fork(functools.partial(_first_writer, store_url, session_id, round_))
+        pid, r = fork(functools.partial(_first_writer, store_url, keys, session_id, round_))
         reports = _read_lines(r, wanted)
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         os.close(r)
         assert len(reports) == wanted, "the writer died before reporting"
         durable = reports[-1]  # 0: no flush was reported durable
-        st = _store(store_url)
+        st = _store(store_url, keys)
         stored = {h.id for h in st.stored()}  # listing never fails on what a kill left
         if durable:
             assert session_id in stored, f"round {round_}: a durable first write was lost"
@@ -194,11 +214,12 @@ def test_writers_killed_in_their_first_write_leave_a_log_that_loads_or_none(
 
 
 def test_a_second_process_cannot_write_a_session_being_written(
-    store_url: str, fork: Callable[[Callable[[int], None]], tuple[int, int]]
+    store_url: str, keys: Keyring | None,
+    fork: Callable[[Callable[[int], None]], tuple[int, int]],
 ) -> None:
-    pid, r = fork(lambda w: _writer(store_url, 1, w))
+    pid, r = fork(lambda w: _writer(store_url, keys, 1, w))
     assert _read_lines(r, 1)  # the child owns the session now
-    st = _store(store_url)
+    st = _store(store_url, keys)
     with pytest.raises(SessionLockedError, match='session "crash" is being written by another'):
         st.open(SID)
     os.kill(pid, signal.SIGKILL)
@@ -211,13 +232,14 @@ def test_a_second_process_cannot_write_a_session_being_written(
 
 
 def test_many_processes_writing_distinct_sessions_lose_nothing(
-    store_url: str, fork: Callable[[Callable[[int], None]], tuple[int, int]]
+    store_url: str, keys: Keyring | None,
+    fork: Callable[[Callable[[int], None]], tuple[int, int]],
 ) -> None:
     writers, turns = 6, 15
 
     def write(index: int, w: int) -> None:
         rng = random.Random(index)
-        st = _store(store_url)
+        st = _store(store_url, keys)
         st.create(f"w{index}", cwd="/many")
         total = 0
         for _ in range(turns):
@@ -233,7 +255,7 @@ def test_many_processes_writing_distinct_sessions_lose_nothing(
         os.close(r)
         assert status == 0
         totals[f"w{i}"] = total
-    st = _store(store_url)
+    st = _store(store_url, keys)
     for sid, total in totals.items():
         events = st.persistence.load(sid).events
         assert [e.seq for e in events] == list(range(total))

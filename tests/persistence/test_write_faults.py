@@ -17,11 +17,14 @@ backend) sees the same way. In every case:
   live session has them (nothing reported durable is lost, nothing is duplicated), and
   no temp file is left once the store was listed.
 
-Each case takes a few milliseconds; each backend's cases share one subprocess.
+Each case takes a few milliseconds; each backend's cases share one subprocess. Every
+backend's cases run on a plain store and on an encrypted one (``sealed``: the sealing
+sits above the faults, which must find the same guarantees below it).
 """
 
 from __future__ import annotations
 
+import base64
 import errno
 import functools
 import json
@@ -36,14 +39,28 @@ from typing import Any
 
 import pytest
 
-from dsh_session_core import JsonlBackend, Session, create_plugin_manager
+from dsh_session_core import JsonlBackend, Keyring, Session, create_plugin_manager
 from dsh_session_core._persistence.memory import MemoryBackend
+from dsh_session_core._persistence.opening import sealed_backend
 from dsh_session_core._persistence.sqlite import SqliteBackend
 from dsh_session_core._persistence.store import DurableStore
 from dsh_session_core.errors import DshSessionError, StoreWriteError
 
 USER = {"kind": "user"}
 SID = "s"
+#: The keys of the encrypted runs, as the checking subprocess reads them too.
+KEYS_TEXT = "faults:" + base64.b64encode(bytes(range(32))).decode()
+
+
+def _sealed(backend: Any, sealed: bool) -> Any:
+    """``backend``, encrypted when ``sealed``."""
+    return sealed_backend(backend, Keyring.parse(KEYS_TEXT)) if sealed else backend
+
+
+def _check_env(sealed: bool) -> dict[str, str]:
+    """The checking subprocess's environment: the keys when the store is encrypted."""
+    env = {k: v for k, v in os.environ.items() if k != "DSH_SESSION_KEYS"}
+    return {**env, "DSH_SESSION_KEYS": KEYS_TEXT} if sealed else env
 CALLS = ("write", "fsync", "ftruncate", "link", "open", "rename", "mkdir", "unlink")
 
 
@@ -273,11 +290,13 @@ def _run(scenario: Scenario, make: Callable[[Injector], Any], plan: Plan | None,
 
 _CHECK = textwrap.dedent("""
     import json, os, sys
-    from dsh_session_core import core_registry
-    from dsh_session_core._persistence.opening import backend_for
+    from dsh_session_core import Keyring, core_registry
+    from dsh_session_core._persistence.opening import backend_for, sealed_backend
     out = {}
     for root in sys.argv[2:]:
         backend = backend_for(sys.argv[1] + root)
+        if os.environ.get("DSH_SESSION_KEYS"):
+            backend = sealed_backend(backend, Keyring.from_env())
         try:
             listed = [h.id for h in backend.list()]  # sweeps the temp files too
             stored = backend.load_stored("s", core_registry())
@@ -306,21 +325,23 @@ def _torn_writer(root: Path, compact: bool) -> Callable[[], None]:
     return torn
 
 
+@pytest.mark.parametrize("sealed", [False, True], ids=["plain", "encrypted"])
 @pytest.mark.parametrize("kind", ["jsonl", "jsonl+zstd"])
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_jsonl_survives_a_fault_at_every_system_call(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario: Scenario, kind: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario: Scenario, kind: str,
+    sealed: bool,
 ) -> None:
     injector = Injector()
     _patch_os(monkeypatch, injector)
     compact = kind == "jsonl+zstd"  # the compact store (jsonl_zstd.py) is a JsonlBackend too
 
-    def make(inj: Injector, *, root: Path) -> JsonlBackend:
+    def make(inj: Injector, *, root: Path) -> Any:
         if compact:
             from dsh_session_core._persistence.jsonl_zstd import JsonlZstdBackend
 
-            return JsonlZstdBackend(root)
-        return JsonlBackend(root)
+            return _sealed(JsonlZstdBackend(root), sealed)
+        return _sealed(JsonlBackend(root), sealed)
 
     dry = tmp_path / "dry"
     _run(scenario, functools.partial(make, root=dry), None, injector,
@@ -338,7 +359,7 @@ def test_jsonl_survives_a_fault_at_every_system_call(
     monkeypatch.undo()
     scheme = "jsonl+zstd:///" if compact else "jsonl:///"
     proc = subprocess.run([sys.executable, "-c", _CHECK, scheme, *expected],
-                          capture_output=True, text=True, check=True)
+                          capture_output=True, text=True, check=True, env=_check_env(sealed))
     found = json.loads(proc.stdout)
     for where, (plan_name, lines, kept) in expected.items():
         got = found[where]
@@ -355,12 +376,15 @@ def test_jsonl_survives_a_fault_at_every_system_call(
 # --- memory and SQLite: the backend seam ----------------------------------------------------
 
 _CHECK_SQLITE = textwrap.dedent("""
-    import json, sys
-    from dsh_session_core import core_registry
+    import json, os, sys
+    from dsh_session_core import Keyring, core_registry
+    from dsh_session_core._persistence.opening import sealed_backend
     from dsh_session_core._persistence.sqlite import SqliteBackend
     out = {}
     for path in sys.argv[1:]:
         backend = SqliteBackend(path)
+        if os.environ.get("DSH_SESSION_KEYS"):
+            backend = sealed_backend(backend, Keyring.from_env())
         try:
             stored = backend.load_stored("s", core_registry())
             out[path] = {"lines": None if stored is None else [
@@ -376,14 +400,15 @@ _CHECK_SQLITE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.parametrize("sealed", [False, True], ids=["plain", "encrypted"])
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_every_backend_survives_a_fault_at_every_write(
-    tmp_path: Path, scenario: Scenario, kind: str
+    tmp_path: Path, scenario: Scenario, kind: str, sealed: bool
 ) -> None:
-    def make(inj: Injector, *, where: Path, memory: MemoryBackend) -> FaultyBackend:
+    def make(inj: Injector, *, where: Path, memory: MemoryBackend) -> Any:
         inner: Any = memory if kind == "memory" else SqliteBackend(where)
-        return FaultyBackend(inner, inj)
+        return _sealed(FaultyBackend(inner, inj), sealed)
 
     injector = Injector()
     dry = MemoryBackend()
@@ -400,7 +425,7 @@ def test_every_backend_survives_a_fault_at_every_write(
                            plan, injector)
         assert injector.injected, f"{plan}: no fault was injected"
         if kind == "memory":  # lives in this process: reloaded by a fresh store
-            stored = _store(memory).persistence.load(SID)
+            stored = _store(_sealed(memory, sealed)).persistence.load(SID)
             assert stored.jsonl is not None
             assert stored.jsonl == lines, f"{scenario.name} {plan}"
             assert stored.jsonl.splitlines()[: len(kept)] == kept
@@ -409,7 +434,7 @@ def test_every_backend_survives_a_fault_at_every_write(
     if not expected:
         return
     proc = subprocess.run([sys.executable, "-c", _CHECK_SQLITE, *expected],
-                          capture_output=True, text=True, check=True)
+                          capture_output=True, text=True, check=True, env=_check_env(sealed))
     found = json.loads(proc.stdout)
     for path, (plan_name, lines, kept) in expected.items():
         got = found[path]

@@ -41,7 +41,7 @@ if _TYPE_CHECKING:
     )
     from ._codec import encode_event, encode_events, to_wire
     from ._core_plugin import core_registry
-    from ._header import SESSION_FORMAT_VERSION, SessionHeader
+    from ._header import SEALED_FORMAT_VERSION, SESSION_FORMAT_VERSION, SessionHeader
     from ._json import MAX_JSON_DEPTH, JsonObject, JsonValue
     from ._listing import is_hidden, label_of, named_labels, stored_label
     from ._names import ENTRY_POINT_GROUP, PROJECT_NAME
@@ -57,6 +57,7 @@ if _TYPE_CHECKING:
         Deletable,
         LineReads,
         Resumable,
+        Rewritable,
         Searchable,
         SelectiveSummaries,
         TypedLineReads,
@@ -67,9 +68,12 @@ if _TYPE_CHECKING:
     from ._persistence.memory import MemoryBackend
     from ._persistence.opening import open_store
     from ._persistence.postgres import PostgresBackend
+    from ._persistence.rekey import Rekeyed
     from ._persistence.repair import interrupted_turn_closers
     from ._persistence.retention_plan import PruneDecision, PruneReport
     from ._persistence.retention_policy import RetentionPolicy
+    from ._persistence.sealed import SealedBackend
+    from ._persistence.sealing import Keyring
     from ._persistence.sqlite import SqliteBackend
     from ._persistence.store import DurableStore
     from ._persistence.urls import StorePlace, store_place
@@ -196,6 +200,7 @@ _LAZY: dict[str, str] = {
     "LineReads": "._persistence.capabilities",
     "Resumable": "._persistence.capabilities",
     "Searchable": "._persistence.capabilities",
+    "Rewritable": "._persistence.capabilities",
     "SelectiveSummaries": "._persistence.capabilities",
     "TypedLineReads": "._persistence.capabilities",
     "Deleted": "._persistence.base",
@@ -218,6 +223,9 @@ _LAZY: dict[str, str] = {
     "SqliteBackend": "._persistence.sqlite",
     "DurableStore": "._persistence.store",
     "open_store": "._persistence.opening",
+    "Keyring": "._persistence.sealing",
+    "Rekeyed": "._persistence.rekey",
+    "SealedBackend": "._persistence.sealed",
     "StorePlace": "._persistence.urls",
     "store_place": "._persistence.urls",
     "CodeDispatcher": "._code_dispatch",
@@ -244,6 +252,7 @@ _LAZY: dict[str, str] = {
     "RegisteredEvent": "._registry",
     "ReplaceOp": ".events",
     "SESSION_FORMAT_VERSION": "._header",
+    "SEALED_FORMAT_VERSION": "._header",
     "SURFACE_TYPES": ".events",
     "Session": "._session",
     "SessionHeader": "._header",
@@ -281,6 +290,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "MAX_JSON_DEPTH",
     "PROJECT_NAME",
+    "SEALED_FORMAT_VERSION",
     "SESSION_FORMAT_VERSION",
     "SURFACE_TYPES",
     "AbortedFinish",
@@ -315,6 +325,7 @@ __all__ = [
     "JsonObject",
     "JsonValue",
     "JsonlBackend",
+    "Keyring",
     "LineReads",
     "MaxTokensFinish",
     "MaxTokensReason",
@@ -335,6 +346,7 @@ __all__ = [
     "RegisteredEvent",
     "RegisteredMember",
     "RejectedReason",
+    "Rekeyed",
     "ReplaceOp",
     "RequestHeaderWriter",
     "Resumable",
@@ -343,6 +355,8 @@ __all__ = [
     "RetentionPolicy",
     "RetentionRemoval",
     "RetentionRemovalData",
+    "Rewritable",
+    "SealedBackend",
     "SearchHit",
     "Searchable",
     "SelectiveSummaries",

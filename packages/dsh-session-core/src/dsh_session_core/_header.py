@@ -12,11 +12,16 @@ from msgspec import UNSET, Struct, UnsetType
 
 from .vocabulary import Number
 
-__all__ = ["SESSION_FORMAT_VERSION", "SessionHeader"]
+__all__ = ["SEALED_FORMAT_VERSION", "SESSION_FORMAT_VERSION", "SessionHeader"]
 
 #: Stamped into every header. Pre-release shape changes do not bump it; a backend
 #: refuses any other version on load and never migrates.
 SESSION_FORMAT_VERSION: Final = 0
+#: The version an encrypted session's header is stored with (its records are sealed:
+#: docs/encryption.md). Negative, so that no version of the reference format is ever
+#: taken for it; every reader that checks the version (the reference's, this library's
+#: without keys) refuses such a log instead of reading ciphertext as data.
+SEALED_FORMAT_VERSION: Final = -1
 
 
 class SessionHeader(

@@ -22,6 +22,10 @@ as attributes, and its message says what went wrong and what to do about it::
     │   └── MisplacedLogError              a log's header names another session than its file
     ├── PersistenceError                   a durable store refused (collision, seq mismatch)
     │   ├── StoreWriteError (OSError)      a durable write failed (names the session, the log)
+    │   ├── EncryptionError                an encrypted store refused to read or write
+    │   │   ├── EncryptedSessionError      a session sealed at rest, read without keys
+    │   │   ├── KeyUnavailableError        a record's key is not in the keyring (or deleted)
+    │   │   └── SealedRecordError          a record fails authentication, or is plaintext
     │   └── LinkedLogError                 a write would follow a symbolic link out of a store
     ├── SessionLockedError                 another writer holds the session's writer lock
     ├── ReadOnlySessionError               an append to a session read with read_session
@@ -61,6 +65,12 @@ from ._errors_append import (
     UnknownMemberError,
 )
 from ._errors_base import DshSessionError
+from ._errors_crypt import (
+    EncryptedSessionError,
+    EncryptionError,
+    KeyUnavailableError,
+    SealedRecordError,
+)
 from ._errors_inspect import (
     InspectError,
     InspectUsageError,
@@ -114,10 +124,13 @@ __all__ = [
     "DshSessionError",
     "DuplicateEventTypeError",
     "DuplicateUnionMemberError",
+    "EncryptedSessionError",
+    "EncryptionError",
     "EventTypeError",
     "InspectError",
     "InspectUsageError",
     "InvariantError",
+    "KeyUnavailableError",
     "LinkedLogError",
     "LogFormatError",
     "MisplacedLogError",
@@ -130,6 +143,7 @@ __all__ = [
     "RequestHeaderError",
     "SchemaError",
     "SchemaVersionError",
+    "SealedRecordError",
     "SeedError",
     "SessionCwdError",
     "SessionExistsError",

@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prune": ("retention", "remove the sessions a retention policy names (age, latest N, "
                            "size), archived first if asked"),
     "retain": ("retention", "mark sessions never to be pruned (--release: unmark)"),
+    "rekey": ("rekey", "reseal an encrypted store's sessions under its current key"),
     "search": ("search", "search the messages, tool calls and tool results of a store"),
     "view": ("view", "browse a store's sessions in a local web page (read-only)"),
 }
@@ -54,6 +55,7 @@ EXAMPLES: dict[str, str] = {
     "tail": "dsh-session tail -f -n 20 chat-1",
     "fork": "dsh-session fork chat-1 --turn 3 --as chat-1-retry",
     "copy": "dsh-session copy ~/sessions sqlite:///archive.db --dry-run",
+    "rekey": "DSH_SESSION_KEYS=new:...,old:... dsh-session rekey --all --store ~/sessions",
     "search": 'dsh-session search "rate limit" --type tool/result --since 7d',
     "view": "dsh-session view --store sqlite:///agent.db",
 }

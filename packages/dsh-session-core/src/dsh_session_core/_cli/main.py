@@ -119,13 +119,20 @@ def _run(args: argparse.Namespace) -> int:
     """Run the parsed command, printing the library's warnings (a log a listing skipped)
     as the CLI's own ``dsh-session: warning: ...`` lines, without the source line Python
     would show; the process's warning settings are restored afterwards."""
+    import contextlib
     import warnings
 
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
              file: object = None, line: str | None = None) -> None:
         print(f"dsh-session: warning: {message}", file=sys.stderr)
 
-    with warnings.catch_warnings():
+    key_env = getattr(args, "key_env", None)
+    keys: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+    if key_env is not None:  # else the read model's default (DSH_SESSION_KEYS)
+        from .._inspect.sources import key_variable
+
+        keys = key_variable(key_env)
+    with warnings.catch_warnings(), keys:
         warnings.showwarning = show
         warnings.simplefilter("always", UserWarning)
         status: int = args.run(args)

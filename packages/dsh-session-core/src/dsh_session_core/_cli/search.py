@@ -28,6 +28,7 @@ DEFAULT_LIMIT = 20
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from .commands import HELP
+    from .source import add_key_argument
 
     search = sub.add_parser("search", help=HELP["search"])
     search.add_argument("query", nargs="+", metavar="QUERY",
@@ -36,6 +37,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     search.add_argument("--store", metavar="URL",
                         help="a folder, sqlite:///path.db or postgresql://host/dbname "
                              "(default: $DSH_SESSION_STORE, else the user's data folder)")
+    add_key_argument(search)
     search.add_argument("--type", dest="types", action="append", default=[],
                         metavar="TYPE", help="only events of this type (repeatable): "
                         "user/message, assistant/message, tool/call, tool/result...")

@@ -284,7 +284,7 @@ def _fork(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .source import add_source_arguments
+    from .source import add_key_argument, add_source_arguments
 
     # Only argparse here: `dsh-session --help` must not import what the commands use.
     ls = sub.add_parser("ls", help=HELP["ls"])
@@ -292,6 +292,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                     help="a folder, jsonl:///path, jsonl+zstd:///path (compact), "
                          "sqlite:///path.db or postgresql://host/dbname (default: "
                          "$DSH_SESSION_STORE, else the user's data folder)")
+    add_key_argument(ls)
     ls.add_argument("--cwd", metavar="PATH", help="only the sessions of this working directory")
     ls.add_argument("--parent", metavar="ID", help="only the forks of this session")
     ls.add_argument("--since", metavar="WHEN",

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 # The read model is imported on use: building the parsers (``dsh-session --help``) must
 # not load it (dataclasses, msgspec).
 __all__ = [
+    "add_key_argument",
     "add_source_arguments",
     "check_session_id",
     "folder_failure",
@@ -34,6 +35,7 @@ __all__ = [
     "out_text",
     "payload",
     "read_bytes",
+    "refuse_sealed",
     "resolve",
     "spec_of",
     "store_url",
@@ -121,6 +123,20 @@ def open_backend(url: str, *, must_exist: bool = True, empty_if_missing: bool = 
         raise failure_of(exc) from exc.__cause__ or exc
 
 
+def refuse_sealed(backend: Backend, session_id: str) -> None:
+    """Refuse, in one line, to print the lines of an encrypted session read without
+    keys (they are ciphertext: a store opened with keys gives their plaintext).
+
+    :raises Failure: the session is encrypted, and ``backend`` has no keys.
+    """
+    from .._header import SEALED_FORMAT_VERSION
+    from ..errors import EncryptedSessionError
+
+    if any(h.id == session_id and h.version == SEALED_FORMAT_VERSION
+           for h in backend.list()):
+        raise Failure(str(EncryptedSessionError(session_id)))
+
+
 def folder_failure(exc: StoreFolderError) -> Failure:
     """The failure for a store that would be created in a folder that does not exist."""
     from .._inspect.sources import folder_error
@@ -186,6 +202,17 @@ STORE_HELP = ("the store holding a SOURCE that is a session id: a folder, jsonl:
               "(default: $DSH_SESSION_STORE, else the user's data folder)")
 
 
+#: The ``--key-env`` help of every command that reads or writes a store.
+KEY_ENV_HELP = ("the environment variable holding an encrypted store's keys, "
+                "kid:base64key[,...] the first the current (default: DSH_SESSION_KEYS; "
+                "without keys an encrypted session is refused)")
+
+
+def add_key_argument(parser: argparse.ArgumentParser) -> None:
+    """``--key-env NAME``: where the keys of an encrypted store are (docs/encryption.md)."""
+    parser.add_argument("--key-env", metavar="NAME", help=KEY_ENV_HELP)
+
+
 def add_source_arguments(parser: argparse.ArgumentParser, *, many: bool = False,
                          recover: bool = True, optional: str | None = None) -> None:
     """SOURCE (one, or with ``many`` one or more), ``--store``, ``--file``/``--id``, and
@@ -203,6 +230,7 @@ def add_source_arguments(parser: argparse.ArgumentParser, *, many: bool = False,
         parser.add_argument("source", metavar="SOURCE",
                             help="a log file (.jsonl), or the id of a session in the store")
     parser.add_argument("--store", metavar="URL", help=STORE_HELP)
+    add_key_argument(parser)
     how = parser.add_mutually_exclusive_group()
     how.add_argument("--file", dest="as_file", action="store_true",
                      help="read SOURCE as a file path, never a session id")

@@ -109,7 +109,7 @@ def _tail_file(path: str, n: int, follow: bool, emit: Emit) -> int:
 def _tail_stored(session_id: str, url: str, n: int, follow: bool, retry: bool,
                  emit: Emit) -> int:
     from .._persistence.base import POLL_SECONDS
-    from .source import check_session_id, not_found, open_backend, warn
+    from .source import check_session_id, not_found, open_backend, refuse_sealed, warn
 
     backend, waited = _wait_for_store(url) if retry else (open_backend(url), False)
     try:
@@ -127,6 +127,7 @@ def _tail_stored(session_id: str, url: str, n: int, follow: bool, retry: bool,
             waited = True
         if waited:  # said whether the store or the session was waited for
             warn(f'session "{session_id}" has appeared in {url}: following it')
+        refuse_sealed(backend, session_id)
         emit(tail.lines)
         if follow:
             _follow(backend.follow_lines(session_id, tail.position), emit)

@@ -32,6 +32,7 @@ Every refusal is an :class:`~..errors.InspectError`: :class:`~..errors.InspectUs
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -40,7 +41,7 @@ from ..errors import InspectUsageError, SessionNotFoundError, SourceReadError
 from .text import one_line, printable
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from .._header import SessionHeader
     from .._persistence.base import Backend
@@ -185,9 +186,17 @@ def scanned_source(path: str, data: bytes, reg: EventRegistry) -> Source:
 def _check_header(source: Source) -> None:
     from msgspec import UNSET
 
-    from .._header import SESSION_FORMAT_VERSION
+    from .._header import SEALED_FORMAT_VERSION, SESSION_FORMAT_VERSION
 
     version = source.header.version
+    if version == SEALED_FORMAT_VERSION:  # never shown: its records are ciphertext
+        from .._errors_crypt import HOW_TO_OPEN
+
+        what = (source.origin if source.origin.startswith('session "')
+                else f'{source.origin}: session "{source.header.id}"')
+        msg = f"{what} is encrypted at rest"
+        raise SourceReadError(msg, hint=f"read it by id from its store, with keys: "
+                                        f"{HOW_TO_OPEN.partition('from the command line, ')[2]}")
     if version is UNSET:
         source.warnings.append(
             "the header has no format version (a hand-written log: the durable backends "
@@ -294,7 +303,58 @@ def open_store(url: str, *, must_exist: bool = True, empty_if_missing: bool = Fa
         backend.close()
         msg = f"a {url} store lives and dies with its process"
         raise InspectUsageError(msg, hint="use a folder or a sqlite:/// store")
-    return backend
+    return with_keys(backend)
+
+
+#: The environment variable the read model takes an encrypted store's keys from
+#: (:func:`with_keys`); the command line's ``--key-env`` names another
+#: (:func:`key_variable`).
+_KEY_VARIABLE: list[str] = []
+
+
+@contextlib.contextmanager
+def key_variable(name: str | None) -> Iterator[None]:
+    """Take the keys from the environment variable ``name`` (``None``: the default,
+    ``DSH_SESSION_KEYS``) while the block runs."""
+    _KEY_VARIABLE.append(name or _default_key_variable())
+    try:
+        yield
+    finally:
+        _KEY_VARIABLE.pop()
+
+
+def _default_key_variable() -> str:
+    from .._persistence.sealing import KEYS_VARIABLE
+
+    return KEYS_VARIABLE
+
+
+def with_keys(backend: Backend) -> Backend:
+    """``backend``, encrypted with the keys of the environment when it holds some (in
+    ``DSH_SESSION_KEYS``, or the variable :func:`key_variable` names): sealed sessions
+    are then read by opening their records, and plaintext ones are refused (docs/
+    encryption.md). Without keys, ``backend`` as it is: a sealed session is refused
+    where it would be read.
+
+    :raises InspectUsageError: the variable is named but not set, or holds no keyring.
+    """
+    name = _KEY_VARIABLE[-1] if _KEY_VARIABLE else _default_key_variable()
+    if not os.environ.get(name):
+        if _KEY_VARIABLE and name != _default_key_variable():
+            backend.close()
+            msg = f"--key-env {name}: the environment variable {name} is not set"
+            raise InspectUsageError(msg, hint="set it to kid:base64key[,kid:base64key...]")
+        return backend
+    from .._persistence.opening import sealed_backend
+    from .._persistence.sealing import Keyring
+
+    try:
+        keys = Keyring.from_env(name)
+    except ValueError as exc:
+        backend.close()
+        raise InspectUsageError(str(exc), hint="kid:base64key[,kid:base64key...], the "
+                                               "first the current key") from None
+    return sealed_backend(backend, keys)
 
 
 def folder_error(exc: StoreFolderError) -> SourceReadError:
@@ -351,7 +411,7 @@ def check_session_id(backend: Backend | None, session_id: str) -> None:
 
 
 def _read_stored(session_id: str, url: str, reg: EventRegistry) -> Source:
-    from ..errors import LogFormatError
+    from ..errors import EncryptionError, LogFormatError
 
     backend = open_store(url)
     try:
@@ -363,6 +423,8 @@ def _read_stored(session_id: str, url: str, reg: EventRegistry) -> Source:
         msg = f'session "{session_id}" in {url}{where}: {one_line(exc)}'
         hint = "show the file itself to see what can be read" if where else None
         raise SourceReadError(msg, hint=hint, path=path or None) from exc
+    except EncryptionError as exc:
+        raise SourceReadError(one_line(exc)) from exc
     except OSError as exc:
         msg = f"cannot read the store {url}: {exc.strerror or exc}"
         raise SourceReadError(msg) from exc

@@ -39,6 +39,7 @@ __all__ = [
     "Deletable",
     "LineReads",
     "Resumable",
+    "Rewritable",
     "Searchable",
     "SelectiveSummaries",
     "TypedLineReads",
@@ -126,6 +127,18 @@ class Deletable(Protocol):
         ...
 
 
+@runtime_checkable
+class Rewritable(Protocol):
+    """A backend that replaces a session's stored events at once (``dsh-session rekey``
+    reseals a session in place). Without it, a session cannot be rewritten."""
+
+    def rewrite(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes) -> None:
+        """Replace every stored event of the session with ``events`` (``jsonl`` their
+        lines), atomically: after a crash the old log or the new one is stored, whole.
+        The caller holds the session's writer lock; the seqs are the stored ones."""
+        ...
+
+
 # --- asyncio: native twins of synchronous hooks --------------------------------------------
 
 
@@ -198,6 +211,7 @@ class Capabilities:
     typed_line_reads: TypedLineReads | None = None
     resumable: Resumable | None = None
     deletable: Deletable | None = None
+    rewritable: Rewritable | None = None
     async_append: AsyncAppend | None = None
     async_list: AsyncList | None = None
     async_tail: AsyncTail | None = None
@@ -217,6 +231,7 @@ class Capabilities:
             typed_line_reads=backend if isinstance(backend, TypedLineReads) else None,
             resumable=backend if isinstance(backend, Resumable) else None,
             deletable=backend if deletable else None,
+            rewritable=backend if isinstance(backend, Rewritable) else None,
             async_append=backend if isinstance(backend, AsyncAppend) else None,
             async_list=backend if isinstance(backend, AsyncList) else None,
             async_tail=backend if isinstance(backend, AsyncTail) else None,

@@ -476,6 +476,11 @@ class JsonlBackend:
         if closers:
             self._writer.append(header.id, path, jsonl, closers[0].seq)
 
+    def rewrite(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes) -> None:
+        """Replace the session's log with ``jsonl``, atomically (a temp file renamed over
+        it: :meth:`~.jsonl_write.LogWriter.replace`); the caller holds the writer lock."""
+        self._writer.replace(header, self.location(header), jsonl)
+
     # -- the writer lock --
 
     def acquire(self, header: SessionHeader) -> WriterLock:

@@ -337,6 +337,34 @@ class LogWriter:
             self._remember(path, st, st.st_size, content, written)
         self._logs.checkin(path, fd)
 
+    def replace(self, header: SessionHeader, path: str, jsonl: bytes) -> None:
+        """Replace the log with the header and ``jsonl``, atomically: a temp file,
+        fsynced, renamed over the log (a rename, which replaces: the log is meant to be
+        replaced here), then the bucket fsynced. A crash leaves the old log or the new
+        one; a temp file left by one is swept like a killed first write's. The writer
+        lock is the caller's; the log's descriptor and what is known of it are dropped
+        first (they are the old file's)."""
+        bucket = os.path.dirname(path)
+        if os.path.islink(path):
+            raise LinkedLogError(header.id, path, files.link_target(path))
+        content = ENCODER.encode(header) + b"\n" + jsonl
+        temp = f"{path.removesuffix(self._format.suffix)}.jsonl.{secrets.token_hex(6)}.tmp"
+        fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            try:
+                files.write_all(fd, self._format.encode(content))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self.forget(path)
+            self._logs.forget(path)  # its descriptor is the old file's
+            os.rename(temp, path)
+        except BaseException:
+            files.unlink_quietly(temp)
+            raise
+        endmark.remove_mark(path)  # a mark measured the old file, not this one
+        files.fsync_dir(bucket)
+
     def _republish(self, header: SessionHeader, path: str, content: bytes) -> bool:
         """Finish a first write that published the log but failed to make it durable or
         to withdraw it (``_unacked``): when the log still holds exactly what was

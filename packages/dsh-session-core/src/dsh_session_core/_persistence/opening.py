@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from .._plugins import PluginManager, create_plugin_manager
 from .._session import Clock
@@ -17,7 +18,11 @@ from .store import DurableStore
 from .url_backends import backend_for
 from .urls import default_store_url
 
-__all__ = ["backend_for", "open_store"]
+if TYPE_CHECKING:
+    from .base import Backend
+    from .sealing import Keyring
+
+__all__ = ["backend_for", "open_store", "sealed_backend"]
 
 
 def open_store(
@@ -28,6 +33,7 @@ def open_store(
     strict: bool = True,
     foreign_types: Iterable[str] = (),
     checks: bool = False,
+    keys: Keyring | None = None,
 ) -> DurableStore:
     """Open a durable store: the embedded default (JSONL in the user's data folder) when
     ``url`` is omitted, else the backend the URL names (see :func:`backend_for`).
@@ -39,6 +45,11 @@ def open_store(
         even when strict.
     :param checks: appends also refuse an event that breaks turn enclosure or tool
         pairing (a ``tool/result`` answering no ``tool/call`` of its turn and step).
+    :param keys: encrypt at rest (docs/encryption.md): every record is sealed with the
+        keyring's current key, and only sealed sessions are read (needs the
+        ``encryption`` extra: cryptography). Without it, an encrypted session is
+        refused with :class:`~dsh_session_core.errors.EncryptedSessionError`.
+    :raises MissingExtraError: ``keys`` without cryptography installed.
     """
     target = os.fspath(url) if url is not None else default_store_url()
     pm = plugin_manager
@@ -50,5 +61,22 @@ def open_store(
         return pm
 
     backend = backend_for(target, plugins=plugins)
+    if keys is not None:
+        backend = sealed_backend(backend, keys)
     return DurableStore(backend, pm, clock=clock, strict=strict,
                         foreign_types=foreign_types, checks=checks)
+
+
+def sealed_backend(backend: Backend, keys: Keyring) -> Backend:
+    """``backend`` with its records sealed with ``keys`` (imports cryptography now).
+
+    :raises MissingExtraError: cryptography is not installed.
+    """
+    from .sealed import SealedBackend
+    from .sealing import Sealer
+
+    try:
+        return SealedBackend(backend, Sealer(keys))
+    except BaseException:
+        backend.close()
+        raise

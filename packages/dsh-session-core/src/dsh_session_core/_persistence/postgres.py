@@ -375,6 +375,11 @@ class PostgresBackend(PostgresReads, PostgresAsync):
         (last,) = conn.execute(SELECT_LAST, (session_id,)).fetchone()  # type: ignore[misc]
         raise conflict(session_id, last, seqs[0])
 
+    def rewrite(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes) -> None:
+        """Replace the session's rows with ``events``: a repair that cuts from seq 0,
+        one transaction (:meth:`commit_repair`)."""
+        self.commit_repair(header, 0, events, jsonl)
+
     def commit_repair(
         self, header: SessionHeader, torn: object | None, closers: Sequence[Event], jsonl: bytes
     ) -> None:

@@ -230,11 +230,30 @@ def _scan_backend(backend: Backend, query: SearchQuery) -> list[SearchHit]:
     return hits
 
 
+def _refuse_sealed(backend: Backend, query: SearchQuery) -> None:
+    # A store opened with keys lists its sealed sessions as of the format they hold: a
+    # sealed header seen here is one read without keys.
+    from .._header import SEALED_FORMAT_VERSION
+
+    for header in backend.list():
+        if header.version == SEALED_FORMAT_VERSION and (
+                not query.sessions or header.id in query.sessions):
+            from ..errors import EncryptedSessionError
+
+            raise EncryptedSessionError(header.id)
+
+
 def search_backend(backend: Backend | Capabilities, query: SearchQuery) -> list[SearchHit]:
     """Every hit of ``query`` in a backend's store, in no order: the backend's own
     search where it has one (:class:`~.capabilities.Searchable`: an index), else the
-    protocol's scan."""
+    protocol's scan.
+
+    :raises EncryptedSessionError: the store holds an encrypted session and was opened
+        without keys (its records are ciphertext: no search of them would find a word,
+        and saying "no hits" would be a lie).
+    """
     caps = capabilities_of(backend)
+    _refuse_sealed(caps.backend, query)
     if caps.searchable is not None:
         return caps.searchable.search(query)
     return _scan_backend(caps.backend, query)

@@ -372,6 +372,11 @@ class SqliteBackend(SqliteReads):
                 self._states[header.id] = state
             self._written.add(header.id)
 
+    def rewrite(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes) -> None:
+        """Replace the session's rows with ``events``: a repair that cuts from seq 0,
+        one transaction (:meth:`commit_repair`)."""
+        self.commit_repair(header, 0, events, jsonl)
+
     def commit_repair(
         self, header: SessionHeader, torn: object | None, closers: Sequence[Event], jsonl: bytes
     ) -> None:

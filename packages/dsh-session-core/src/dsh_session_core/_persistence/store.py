@@ -22,6 +22,7 @@ from .store_retention import StoreRetention
 
 if TYPE_CHECKING:
     from .aio import StoredHeaders
+    from .rekey import Rekeyed
 
 __all__ = ["DurableStore"]
 
@@ -378,6 +379,17 @@ class DurableStore(StoredReads, StoreRetention):
         released, so another process may open and write it."""
         self.persistence.release(session)
         self.detach(session)
+
+    def rekey(self, session_id: str) -> Rekeyed:
+        """Reseal a stored session's records under this encrypted store's current key,
+        atomically, under its writer lock (:func:`~.rekey.rekey`; docs/encryption.md).
+
+        :raises EncryptionError: the store was opened without keys, or its backend
+            cannot rewrite a session; or what opening the session raises.
+        """
+        from .rekey import rekey
+
+        return rekey(self, session_id)
 
     def location(self, session_id: str) -> str:
         """Where a session's log lives: its JSONL file, or the SQLite database.

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._codec import encode_events
 from .._decode import decode_wire
-from .._header import SESSION_FORMAT_VERSION, SessionHeader
+from .._header import SEALED_FORMAT_VERSION, SESSION_FORMAT_VERSION, SessionHeader
 from .._json import find_non_json
 from .._registry import EventRegistry
 from ..errors import PersistenceError, SessionExistsError, StoreFolderError, StoreWriteError
@@ -278,8 +278,14 @@ class WritePath:
     def check_version(self, header: SessionHeader) -> None:
         """Refuse a log of another format version than this build reads.
 
+        :raises EncryptedSessionError: it is an encrypted session, and this store was
+            opened without keys.
         :raises PersistenceError: it is of another version.
         """
+        if header.version == SEALED_FORMAT_VERSION:
+            from ..errors import EncryptedSessionError
+
+            raise EncryptedSessionError(header.id)
         if header.version != SESSION_FORMAT_VERSION:
             msg = (
                 f"unsupported session format version {header.version} for \"{header.id}\" "
