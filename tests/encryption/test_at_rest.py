@@ -119,7 +119,7 @@ def test_a_fork_is_sealed_under_its_own_id(store_url: str) -> None:
 
 _TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=200)
 _JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63) | st.floats(allow_nan=False)
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63) | st.floats(allow_nan=False, allow_infinity=False)
     | _TEXT,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
     max_leaves=12)

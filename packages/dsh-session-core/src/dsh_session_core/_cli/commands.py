@@ -55,7 +55,7 @@ EXAMPLES: dict[str, str] = {
     "tail": "dsh-session tail -f -n 20 chat-1",
     "fork": "dsh-session fork chat-1 --turn 3 --as chat-1-retry",
     "copy": "dsh-session copy ~/sessions sqlite:///archive.db --dry-run",
-    "rekey": "DSH_SESSION_KEYS=new:...,old:... dsh-session rekey --all --store ~/sessions",
+    "rekey": "dsh-session rekey --all --store ~/sessions --key-env MY_KEYS",
     "search": 'dsh-session search "rate limit" --type tool/result --since 7d',
     "view": "dsh-session view --store sqlite:///agent.db",
 }

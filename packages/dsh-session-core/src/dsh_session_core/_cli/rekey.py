@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from .commands import EXAMPLES, HELP
+from .commands import HELP
 from .support import EXIT_REJECTED, EXIT_USAGE, Failure
 
 __all__ = ["add_commands"]
@@ -24,8 +24,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     from .source import KEY_ENV_HELP
 
     # Only argparse here: `dsh-session --help` must not import what the commands use.
-    rekey = sub.add_parser("rekey", help=HELP["rekey"], description=_DESCRIPTION,
-                           epilog=f"example: {EXAMPLES['rekey']}")
+    rekey = sub.add_parser("rekey", help=HELP["rekey"], description=_DESCRIPTION)
     rekey.add_argument("ids", nargs="*", metavar="ID",
                        help="the sessions to reseal (none: --all)")
     rekey.add_argument("--all", action="store_true", help="every session of the store")
