@@ -23,11 +23,11 @@ from crypt_support import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsh_session_core import DurableStore, create_plugin_manager
+from dsh_session_core import DurableStore, Keyring, RetentionPolicy, create_plugin_manager
 from dsh_session_core._persistence.opening import backend_for
 from dsh_session_core._persistence.sealed import SealedBackend
 from dsh_session_core._persistence.sealing import Sealer
-from dsh_session_core.errors import SealedRecordError
+from dsh_session_core.errors import EncryptedSessionError, SealedRecordError
 
 SECRET = "hunter2-7f3a-correct-horse"
 
@@ -117,10 +117,33 @@ def test_a_fork_is_sealed_under_its_own_id(store_url: str) -> None:
         assert store.open("b").jsonl().startswith(want)
 
 
+
+@pytest.mark.store_kinds("jsonl", "sqlite")
+@pytest.mark.parametrize("pruner", [KEYS, None], ids=["with-keys", "without-keys"])
+def test_an_archive_of_an_encrypted_store_is_sealed(
+        store_url: str, tmp_path: Path, pruner: Keyring | None) -> None:
+    # With the keys, the archive is sealed with them; without, the sealed records are
+    # copied as they are. Either way no plaintext lands in it.
+    archive = f"jsonl+zstd:///{tmp_path / 'archive'}"
+    with open_sealed(store_url) as store:
+        a = store.create("a", cwd="/crypt")
+        start_turn(a, 1, f"my password is {SECRET}")
+        end_turn(a, 1, "noted")
+        store.release(a)
+    with open_sealed(store_url, pruner) as store:
+        report = store.prune(RetentionPolicy(max_total_bytes=0, archive_to=archive))
+    assert [(d.session_id, d.status, d.archived_to) for d in report.decisions
+            if d.session_id == "a"] == [("a", "deleted", archive)]
+    assert SECRET.encode() not in _at_rest(archive)  # sealed, not decrypted into it
+    with open_sealed(archive) as kept:
+        assert SECRET.encode() in kept.open("a").jsonl()
+    with open_sealed(archive, None) as reader, pytest.raises(EncryptedSessionError):
+        reader.open("a")
+
 _TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=200)
 _JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63) | st.floats(allow_nan=False, allow_infinity=False)
-    | _TEXT,
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63)
+    | st.floats(allow_nan=False, allow_infinity=False) | _TEXT,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
     max_leaves=12)
 _IDS = itertools.count()

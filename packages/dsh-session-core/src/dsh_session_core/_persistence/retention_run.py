@@ -202,10 +202,13 @@ def _archive_one(store: DurableStore, archive: Backend, d: PruneDecision) -> str
 
 def _archive(store: DurableStore, url: str) -> Backend:
     """The archive's backend (created when it does not exist, in a folder that does).
+    An encrypted store's archive is sealed with the store's own keys: archiving never
+    writes plaintext that was encrypted at rest (docs/encryption.md).
 
     :raises ValueError: it is the store being pruned.
     """
     from .copy import same_store
+    from .sealed import SealedBackend
     from .url_backends import backend_for
 
     archive = backend_for(url, create=True, plugins=lambda: store.plugin_manager)
@@ -213,6 +216,8 @@ def _archive(store: DurableStore, url: str) -> Backend:
         archive.close()
         msg = f"cannot archive into the store it prunes ({url}): name another store"
         raise ValueError(msg)
+    if isinstance(store.backend, SealedBackend):
+        return SealedBackend(archive, store.backend.sealer)
     return archive
 
 
