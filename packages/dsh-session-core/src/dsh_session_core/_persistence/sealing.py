@@ -177,8 +177,9 @@ def _aead_classes() -> tuple[dict[str, Any], type[Exception]]:
 class _Box(msgspec.Struct, gc=False, forbid_unknown_fields=True, omit_defaults=True):
     kid: str
     alg: str
-    nonce: str
-    ct: str
+    # bytes: msgspec reads (and writes) them as standard base64, in C.
+    nonce: bytes
+    ct: bytes
     #: The plaintext is the whole line, not its body (rare: see :meth:`Sealer.seal`).
     line: bool = False
 
@@ -194,6 +195,28 @@ class _Line(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     seq: Any
     time: Any
     data: _Data
+
+
+class _OutBox(msgspec.Struct, gc=False, omit_defaults=True):
+    """:class:`_Box` as :meth:`Sealer.seal` writes it: the base64 it made once for the
+    opaque event is written as it is."""
+
+    kid: str
+    alg: str
+    nonce: str
+    ct: str
+    line: bool = False
+
+
+class _OutData(msgspec.Struct, gc=False):
+    sealed: _OutBox
+
+
+class _OutLine(msgspec.Struct, gc=False):
+    type: Any
+    seq: Any
+    time: Any
+    data: _OutData
 
 
 class _SealedEvent(Event, frozen=True):
@@ -340,8 +363,8 @@ class Sealer:
             nonce = before[1] if before is not None and before[0] == line else urandom(
                 _NONCE_BYTES)
             ct = encrypt(nonce, body, ad(session_id, envelope, kid, alg, whole))
-            box = _Box(kid, alg, _b64(nonce), _b64(ct), whole)
-            lines.append(_Line(event_type, seq, time, _Data(box)))
+            box = _OutBox(kid, alg, _b64(nonce), _b64(ct), whole)
+            lines.append(_OutLine(event_type, seq, time, _OutData(box)))
             # Opaque, as the backend must see them: its index reads their lines, which
             # hold nothing to index (a typed twin would be read as the plaintext type).
             wire_box: dict[str, JsonValue] = {"kid": kid, "alg": alg, "nonce": box.nonce,
@@ -394,36 +417,58 @@ class Sealer:
             # Said again record by record, to name the one refused.
             return [self._open(session_id, record) for record in records]
 
-    def _open_fast(self, session_id: str, records: list[_Line]) -> list[bytes]:
+    def open_records(self, session_id: str, records: Sequence[Event], lines: Sequence[bytes]
+                     ) -> list[bytes]:
+        """:meth:`open_lines` of ``lines``, given the events a wrapped backend decoded
+        them to with :func:`sealed_registry`: when every one is a sealed twin, its box is
+        read from it (the lines are not parsed again)."""
+        if (len(records) != len(lines) or type(self).associated_data
+                is not Sealer.associated_data
+                or not all(isinstance(r, _SealedEvent) for r in records)):
+            return self.open_lines(session_id, lines)
+        try:
+            return self._open_fast(session_id, records)  # type: ignore[arg-type]
+        except (EncryptionError, UnicodeEncodeError, binascii.Error, ValueError,
+                self._invalid):
+            return self.open_lines(session_id, lines)  # to name the one refused
+
+    def _open_fast(self, session_id: str, records: Sequence[_Line | _SealedEvent]
+                   ) -> list[bytes]:
         """:meth:`_open` of each record, inlined (the per-record cost of a load): the
         same associated data and plaintext, with the type's JSON made once per type
         and an integer's written directly. Any failure raises; the caller then opens
         the records one by one, to say which one fails and why."""
         head = _field(_LABEL) + _field(session_id.encode("utf-8", "surrogatepass"))
-        pack, a2b, encode = _pack, binascii.a2b_base64, ENCODER.encode
-        types: dict[str, bytes] = {}
-        last: tuple[str, str, bool] | None = None
-        aead: Any = None
+        pack, encode = _pack, ENCODER.encode
+        #: per type: the associated data up to the seq, and the line up to the seq
+        kinds: dict[str, tuple[bytes, bytes]] = {}
+        kid = alg = None
+        decrypt: Any = None
         tail = b""
         out: list[bytes] = []
         append = out.append
         for record in records:
             box = record.data.sealed
-            form = (box.kid, box.alg, box.line)
-            if form != last:
+            if box.kid != kid or box.alg != alg or box.line:
                 if box.line:
                     raise ValueError  # the rare whole-line record: the careful path
-                aead, tail, last = self._aead(session_id, box.kid, box.alg, None), \
-                    _tail(*form), form
+                kid, alg = box.kid, box.alg
+                decrypt = self._aead(session_id, kid, alg, None).decrypt
+                tail = _tail(kid, alg, False)
             event_type, seq, time = record.type, record.seq, record.time
-            t = types.get(event_type) if type(event_type) is str else None
-            if t is None:
-                t = types[event_type] = encode(event_type)
-            s = b"%d" % seq if type(seq) is int else encode(seq)
-            m = b"%d" % time if type(time) is int else encode(time)
-            body = aead.decrypt(a2b(box.nonce), a2b(box.ct), b"".join(
-                (head, pack(len(t)), t, pack(len(s)), s, pack(len(m)), m, tail)))
-            append(b"".join((b'{"type":', t, b',"seq":', s, b',"time":', m, b",", body)))
+            kind = kinds.get(event_type) if type(event_type) is str else None
+            if kind is None:
+                if type(event_type) is not str:
+                    raise ValueError  # an odd envelope: the careful path
+                t = encode(event_type)
+                kind = kinds[event_type] = (head + pack(len(t)) + t, b'{"type":' + t
+                                            + b',"seq":')
+            if type(seq) is not int or type(time) is not int:
+                raise ValueError  # an odd envelope: the careful path
+            s, m = b"%d" % seq, b"%d" % time
+            body = decrypt(box.nonce, box.ct, b"".join(
+                (kind[0], pack(len(s)), s, pack(len(m)), m, tail)))
+            append(b"".join((kind[1], s, b',"time":', m, b",", body)))
         return out
 
     def open_line(self, session_id: str, line: bytes) -> bytes:
@@ -454,9 +499,7 @@ class Sealer:
         aead = self._aead(session_id, box.kid, box.alg, seq)
         envelope = _envelope(record.type, record.seq, record.time)
         try:
-            nonce = binascii.a2b_base64(box.nonce, strict_mode=True)
-            ct = binascii.a2b_base64(box.ct, strict_mode=True)
-            body = aead.decrypt(nonce, ct, self.associated_data(
+            body = aead.decrypt(box.nonce, box.ct, self.associated_data(
                 session_id, envelope, box.kid, box.alg, box.line))
         except (self._invalid, binascii.Error, ValueError):
             raise SealedRecordError(
