@@ -105,7 +105,8 @@ class SealedBackend:
         header = self.checked(stored.header)
         if header.version != SESSION_FORMAT_VERSION:  # another format: the store refuses
             return StoredLog(header, [], stored.torn, b"")
-        plain = self.sealer.open_records(header.id, stored.events, _stored_lines(stored))
+        plain = self.sealer.open_records(header.id, stored.events,
+                                         lambda: _stored_lines(stored))
         body = b"\n".join(plain) + b"\n" if plain else b""
         return StoredLog(header, decode_body(registry, body), stored.torn, body)
 

@@ -417,20 +417,19 @@ class Sealer:
             # Said again record by record, to name the one refused.
             return [self._open(session_id, record) for record in records]
 
-    def open_records(self, session_id: str, records: Sequence[Event], lines: Sequence[bytes]
-                     ) -> list[bytes]:
-        """:meth:`open_lines` of ``lines``, given the events a wrapped backend decoded
-        them to with :func:`sealed_registry`: when every one is a sealed twin, its box is
-        read from it (the lines are not parsed again)."""
-        if (len(records) != len(lines) or type(self).associated_data
-                is not Sealer.associated_data
+    def open_records(self, session_id: str, records: Sequence[Event],
+                     lines: Callable[[], list[bytes]]) -> list[bytes]:
+        """:meth:`open_lines` of the lines ``lines()`` gives, given the events a wrapped
+        backend decoded them to with :func:`sealed_registry`: when every one is a sealed
+        twin, its box is read from it (the lines are neither split nor parsed again)."""
+        if (type(self).associated_data is not Sealer.associated_data
                 or not all(isinstance(r, _SealedEvent) for r in records)):
-            return self.open_lines(session_id, lines)
+            return self.open_lines(session_id, lines())
         try:
             return self._open_fast(session_id, records)  # type: ignore[arg-type]
         except (EncryptionError, UnicodeEncodeError, binascii.Error, ValueError,
                 self._invalid):
-            return self.open_lines(session_id, lines)  # to name the one refused
+            return self.open_lines(session_id, lines())  # to name the one refused
 
     def _open_fast(self, session_id: str, records: Sequence[_Line | _SealedEvent]
                    ) -> list[bytes]:
