@@ -1,0 +1,157 @@
+"""How the saver holds a thread: :class:`Threads`, one in-process lock per thread, the
+thread's index, and the session each write takes and releases.
+
+A write takes the thread's writer lock (the store's: across processes and hosts, one
+writer at a time), brings the index up to date with what other writers stored since
+(``store.open(id, resume=...)`` reads only that), appends, flushes and releases. A
+read takes no writer lock: it folds the events stored after the last one it knows
+(``store.read(id, after=...)``). A write that fails drops what it appended: the log is
+left as it was (``store.discard``), and the index is rebuilt at the next call.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Threads", "Writing"]
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from dsh_session_core import DurableStore, PersistenceError, Session, SessionLockedError
+
+from ._index import ThreadIndex
+
+
+@dataclass
+class Writing:
+    """A write in progress: the session held, its index, and each namespace's latest
+    checkpoint as the saver knew it before this write (to tell another writer's)."""
+
+    session: Session
+    index: ThreadIndex
+    known: dict[str, str | None]
+
+
+class Threads:
+    """The threads of one saver (see the module's docstring)."""
+
+    def __init__(self, store: DurableStore, lock_timeout: float) -> None:
+        self.store = store
+        self.lock_timeout = lock_timeout
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.RLock] = {}
+        self._indexes: dict[str, ThreadIndex] = {}
+        self._released: dict[str, Session] = {}
+
+    @contextlib.contextmanager
+    def locked(self, *thread_ids: str) -> Iterator[None]:
+        """Hold the in-process locks of ``thread_ids`` (in a fixed order)."""
+        with contextlib.ExitStack() as stack:
+            for tid in sorted(set(thread_ids)):
+                with self._guard:
+                    lock = self._locks.setdefault(tid, threading.RLock())
+                stack.enter_context(lock)
+            yield
+
+    def stored(self, thread_id: str) -> bool:
+        return self.store.backend.tail_lines(thread_id, 0) is not None
+
+    def forget(self, thread_id: str) -> None:
+        """Drop what is known of the thread (its log was deleted or rewritten)."""
+        self._indexes.pop(thread_id, None)
+        self._released.pop(thread_id, None)
+
+    def read(self, thread_id: str) -> ThreadIndex | None:
+        """The thread's index, up to date with what is stored (``None``: nothing is);
+        call it holding :meth:`locked`."""
+        index = self._indexes.get(thread_id)
+        try:
+            if index is not None and index.folded:
+                # From the last event folded on: it tells whether the log continues ours.
+                events = self.store.read(thread_id, after=index.folded - 2)
+                if events and events[0] == index.last:
+                    index.fold(events[1:])
+                    return index
+            events = self.store.read(thread_id)
+        except PersistenceError:
+            if self.stored(thread_id):
+                raise
+            self.forget(thread_id)
+            return None
+        index = self._indexes[thread_id] = ThreadIndex(thread_id)
+        index.fold(events)
+        return index
+
+    @contextlib.contextmanager
+    def writing(self, thread_id: str, create: bool) -> Iterator[Writing | None]:
+        """Hold the thread's writer lock for one write, the index brought up to date;
+        ``None`` when nothing is stored and ``create`` is false. What the block appends
+        is flushed when it ends; when it raises, dropped. Call it holding
+        :meth:`locked`."""
+        index = self._indexes.get(thread_id)
+        known = {ns: index.latest(ns) for ns in index.namespaces()} if index else {}
+        session = self._acquire(thread_id, create)
+        if session is None:
+            yield None
+            return
+        events = session.events
+        if index is None or not index.continues(events):
+            index = ThreadIndex(thread_id)
+            index.fold(events)
+        else:
+            index.fold(events[index.folded:])
+        count = len(events)
+        try:
+            yield Writing(session, index, known)
+        except BaseException:
+            if len(session.events) != count:  # part of it appended: drop it all
+                self.forget(thread_id)
+                self.store.discard(session)
+            else:
+                self._keep(thread_id, session, index)
+            raise
+        try:
+            self.store.release(session)
+        except BaseException:
+            self.forget(thread_id)
+            with contextlib.suppress(Exception):
+                self.store.discard(session)
+            raise
+        self._released[thread_id] = session
+        self._indexes[thread_id] = index
+
+    def _keep(self, thread_id: str, session: Session, index: ThreadIndex) -> None:
+        self.store.release(session)
+        self._released[thread_id] = session
+        self._indexes[thread_id] = index
+
+    def _acquire(self, thread_id: str, create: bool) -> Session | None:
+        """Open the thread (taking back the session the last write released, so only
+        what others stored since is read), creating it when ``create``; retried while
+        another writer holds it, up to ``lock_timeout``."""
+        released = self._released.pop(thread_id, None)
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.002
+        while True:
+            try:
+                if released is not None or not create:
+                    try:
+                        return self.store.open(thread_id, resume=released)
+                    except SessionLockedError:
+                        raise
+                    except PersistenceError:
+                        if self.stored(thread_id):
+                            raise
+                        released = None
+                        if not create:
+                            return None
+                return self.store.open_or_create(thread_id)
+            except SessionLockedError:
+                if time.monotonic() >= deadline:
+                    if released is not None:
+                        self._released[thread_id] = released
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
