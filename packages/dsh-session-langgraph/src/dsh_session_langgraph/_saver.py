@@ -251,7 +251,12 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
                 if index is None:
                     continue
                 latest = {(ns, index.latest(ns)) for ns in index.namespaces()}
-                self._rewrite(tid, lambda d, keep=latest: (d.ns, d.id) in keep)
+
+                def newest(d: LanggraphCheckpointData,
+                           keep: set[tuple[str, str | None]] = latest) -> bool:
+                    return (d.ns, d.id) in keep
+
+                self._rewrite(tid, newest)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) that these runs made
