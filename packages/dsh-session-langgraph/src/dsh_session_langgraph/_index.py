@@ -18,7 +18,13 @@ from dataclasses import dataclass, field
 
 from dsh_session_core import Event
 
-from .events import LanggraphCheckpoint, LanggraphCheckpointData, LanggraphWrites, TypedBlob
+from .events import (
+    LanggraphCheckpoint,
+    LanggraphCheckpointData,
+    LanggraphRemoved,
+    LanggraphWrites,
+    TypedBlob,
+)
 
 #: A pending write as the index keeps it: (task_id, channel, value, task_path, idx).
 StoredWrite = tuple[str, str, TypedBlob, str, int]
@@ -47,6 +53,8 @@ class ThreadIndex:
     #: The message recorder's state: the last turn, the ids of the LangChain messages
     #: recorded, the seq of each tool call's ``tool/call``.
     turn: int = 0
+    #: The newest checkpoint id a rewrite removed (see ``LanggraphRemoved``), or None.
+    horizon: str | None = None
     messages: set[str] = field(default_factory=set)
     calls: dict[str, int] = field(default_factory=dict)
 
@@ -69,6 +77,11 @@ class ThreadIndex:
         ids = self.ids.get(ns)
         return ids[-1] if ids else None
 
+    def removed(self, checkpoint_id: str) -> bool:
+        """Whether a write naming ``checkpoint_id`` is a late one: the thread does not
+        hold it, and it is no newer than what a rewrite removed."""
+        return self.horizon is not None and checkpoint_id <= self.horizon
+
     def namespaces(self) -> list[str]:
         return [ns for ns, ids in self.ids.items() if ids]
 
@@ -88,6 +101,9 @@ class ThreadIndex:
             for write in w.writes:
                 table[(w.task_id, write.idx)] = (w.task_id, write.channel, write.value,
                                                  w.task_path, write.idx)
+        elif isinstance(event, LanggraphRemoved):
+            through = event.data.through
+            self.horizon = through if self.horizon is None else max(self.horizon, through)
         elif event.type == "turn/start":
             self.turn = event.data.turn
         elif event.type == "tool/call":

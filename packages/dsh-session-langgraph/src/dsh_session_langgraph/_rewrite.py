@@ -1,7 +1,9 @@
-"""The rewrites of ``prune`` (``keep_latest``) and ``delete_for_runs``: a thread's log
+"""The rewrites of ``delete_thread``, ``prune`` and ``delete_for_runs``: a thread's log
 replaced by one holding only the checkpoints kept, so that what is deleted is gone from
 the store (space freed), not merely hidden.
 
+The new log starts with ``langgraph/removed`` (how many were removed, the newest id
+among them: the horizon a late write is told by); a deleted thread holds only that.
 The log is read, deleted (the store's delete takes the writer lock without waiting, so
 a thread another writer holds is not touched: the caller tries again), then written
 anew through the same turns a ``put`` writes: each kept checkpoint, oldest first, with
@@ -28,15 +30,17 @@ from ._messages import new_messages, write_turn
 from .events import (
     LanggraphCheckpoint,
     LanggraphCheckpointData,
+    LanggraphRemovedData,
     LanggraphWrite,
     LanggraphWritesData,
 )
 
 
 def rewrite(store: DurableStore, codec: Codec, thread_id: str,
-            keep: Callable[[LanggraphCheckpointData], bool]) -> None:
+            keep: Callable[[LanggraphCheckpointData], bool], reason: str) -> None:
     """Rewrite ``thread_id``'s log keeping the checkpoints ``keep`` is true of (see the
-    module's docstring); nothing is written when it keeps them all.
+    module's docstring), for ``reason`` (the operation); nothing is written when it
+    keeps them all.
 
     :raises SessionLockedError: another writer holds the thread (nothing was changed).
     """
@@ -50,13 +54,16 @@ def rewrite(store: DurableStore, codec: Codec, thread_id: str,
     kept = [old.checkpoints[key] for key in order if keep(old.checkpoints[key])]
     if len(kept) == len(order):
         return
+    through = max(cid for ns, cid in order if not keep(old.checkpoints[(ns, cid)]))
+    if old.horizon is not None:
+        through = max(through, old.horizon)
     store.delete(thread_id)
-    if not kept:
-        return
     session = store.open_or_create(thread_id)  # a writer may have made it meanwhile
     new = ThreadIndex(thread_id)
     new.fold(session.events)
     try:
+        write_turn(session, new, "langgraph/removed", LanggraphRemovedData(
+            through=through, checkpoints=len(order) - len(kept), reason=reason))
         for d in kept:
             blobs = {ch: old.blobs[(d.ns, ch, v)] for ch, v in d.channel_versions.items()
                      if (d.ns, ch, v) not in new.blobs and (d.ns, ch, v) in old.blobs}

@@ -31,6 +31,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from dsh_session_core import DurableStore, PersistenceError, SessionLockedError, open_store
+from dsh_session_core.errors import SessionForkError
 
 from ._codec import Codec, config_of
 from ._index import StoredWrite, ThreadIndex
@@ -38,7 +39,12 @@ from ._lease import Threads, Writing
 from ._messages import new_messages, write_turn
 from ._rewrite import rewrite
 from .errors import CheckpointConflictError, UnknownCheckpointError
-from .events import LanggraphCheckpointData, LanggraphWrite, LanggraphWritesData
+from .events import (
+    LanggraphCheckpoint,
+    LanggraphCheckpointData,
+    LanggraphWrite,
+    LanggraphWritesData,
+)
 
 #: How long a write waits for another writer of the thread before it gives up.
 DEFAULT_LOCK_TIMEOUT = 30.0
@@ -112,8 +118,12 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
         special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         items = [(WRITES_IDX_MAP.get(channel, i), channel, value)
                  for i, (channel, value) in enumerate(writes)]
-        with self._threads.locked(tid), self._threads.writing(tid, create=False) as w:
-            if w is None or (ns, cid) not in w.index.checkpoints:
+        # LangGraph stores a checkpoint's writes while its put may still be under way
+        # (in another worker): writes for a checkpoint the thread does not hold yet are
+        # stored, unless the id is one a rewrite removed (a late write).
+        with self._threads.locked(tid), self._threads.writing(tid, create=True) as w:
+            assert w is not None
+            if (ns, cid) not in w.index.checkpoints and w.index.removed(cid):
                 raise _unknown(tid, ns, cid, "put_writes")
             table = w.index.writes.get((ns, cid), {})
             new = [LanggraphWrite(idx=idx, channel=channel, value=self._codec.blob(value))
@@ -184,20 +194,12 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
     # --- deletes, copies, pruning ---------------------------------------------------
 
     def delete_thread(self, thread_id: str) -> None:
-        """Delete the thread's log whole (the session is removed from the store)."""
-        tid = str(thread_id)
-        with self._threads.locked(tid):
-            self._threads.forget(tid)
-            self._retrying(lambda: self._delete(tid))
+        """Delete every checkpoint and write of the thread: its log is replaced by one
+        holding only ``langgraph/removed``, so a late write naming one of them is
+        refused rather than bringing the thread back."""
+        self._remove([str(thread_id)], "delete_thread", lambda d: False)
 
-    def _delete(self, tid: str) -> None:
-        try:
-            self.store.delete(tid)
-        except PersistenceError:
-            if self._threads.stored(tid):
-                raise
-
-    def _retrying(self, act: Callable[[], None]) -> None:
+    def _retrying(self, act: Callable[[], object]) -> None:
         """``act()``, again while another writer holds the thread (up to the timeout)."""
         deadline = time.monotonic() + self._threads.lock_timeout
         delay = 0.002
@@ -226,13 +228,17 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
                 if self._threads.stored(src):
                     raise
                 return
-            if self._threads.stored(dst):
-                from dsh_session_core.errors import SessionForkError
-
-                msg = (f'copy_thread: thread "{dst}" exists already; delete it first '
-                       f"(delete_thread) or copy to a new thread id")
-                raise SessionForkError(msg, "SESSION_ALREADY_EXISTS")
+            if not any(isinstance(e, LanggraphCheckpoint) for e in source.events):
+                return
             self._threads.forget(dst)
+            target = self._threads.read(dst)
+            if target is not None and target.checkpoints:
+                msg = (f'copy_thread: thread "{dst}" holds checkpoints already; delete it '
+                       f"first (delete_thread) or copy to a new thread id")
+                raise SessionForkError(msg, "SESSION_ALREADY_EXISTS")
+            if target is not None:  # a deleted thread: its tombstone gives way
+                self._threads.forget(dst)
+                self._retrying(lambda: self.store.delete(dst))
             self.store.release(self.store.fork(source, child_id=dst))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
@@ -242,10 +248,10 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
         if strategy not in ("keep_latest", "delete"):
             msg = f'prune strategy is "keep_latest" or "delete", got {strategy!r}'
             raise ValueError(msg)
+        if strategy == "delete":
+            self._remove(list(map(str, thread_ids)), "prune", lambda d: False)
+            return
         for tid in map(str, thread_ids):
-            if strategy == "delete":
-                self.delete_thread(tid)
-                continue
             with self._threads.locked(tid):
                 index = self._threads.read(tid)
                 if index is None:
@@ -256,7 +262,7 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
                            keep: set[tuple[str, str | None]] = latest) -> bool:
                     return (d.ns, d.id) in keep
 
-                self._rewrite(tid, newest)
+                self._rewrite(tid, newest, "prune")
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) that these runs made
@@ -272,11 +278,21 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
                 if index is None or not any(d.metadata.get("run_id") in runs
                                             for d in index.checkpoints.values()):
                     continue
-                self._rewrite(tid, lambda d: d.metadata.get("run_id") not in runs)
+                self._rewrite(tid, lambda d: d.metadata.get("run_id") not in runs,
+                              "delete_for_runs")
 
-    def _rewrite(self, tid: str, keep: Callable[[LanggraphCheckpointData], bool]) -> None:
+    def _remove(self, tids: builtins.list[str], reason: str,
+                keep: Callable[[LanggraphCheckpointData], bool]) -> None:
+        for tid in tids:
+            with self._threads.locked(tid):
+                index = self._threads.read(tid)
+                if index is not None and index.checkpoints:
+                    self._rewrite(tid, keep, reason)
+
+    def _rewrite(self, tid: str, keep: Callable[[LanggraphCheckpointData], bool],
+                 reason: str) -> None:
         self._threads.forget(tid)
-        self._retrying(lambda: rewrite(self.store, self._codec, tid, keep))
+        self._retrying(lambda: rewrite(self.store, self._codec, tid, keep, reason))
 
     # --- asyncio twins: each runs the sync method in a worker thread ----------------
 
@@ -356,16 +372,18 @@ def _newest_first(index: ThreadIndex, only_ns: str | None, bound: str | None
 
 
 def _unknown(tid: str, ns: str, cid: str | None, what: str) -> UnknownCheckpointError:
-    msg = (f'{what}: checkpoint "{cid}" (namespace "{ns}") is not in thread "{tid}": it '
-           f"was deleted (delete_thread, delete_for_runs, prune) or never stored; a late "
-           f"write to a deleted checkpoint is refused, nothing was stored")
+    msg = (f'{what}: checkpoint "{cid}" (namespace "{ns}") was deleted from thread '
+           f'"{tid}" (delete_thread, delete_for_runs or prune): a late write to a deleted '
+           f"checkpoint is refused, nothing was stored; start the thread anew (no "
+           f"checkpoint_id) or continue from its latest checkpoint (get_tuple)")
     return UnknownCheckpointError(msg, thread_id=tid, checkpoint_ns=ns, checkpoint_id=cid)
 
 
 def _check_parent(w: Writing, tid: str, ns: str, parent: str | None) -> None:
     """Refuse a put whose parent the thread does not hold, or one that forks a chain
     another writer moved on since this saver last read the thread."""
-    if parent is not None and (ns, parent) not in w.index.checkpoints:
+    if parent is not None and (ns, parent) not in w.index.checkpoints and (
+            w.index.removed(parent)):
         raise _unknown(tid, ns, parent, "put")
     latest = w.index.latest(ns)
     if latest is not None and latest != w.known.get(ns) and latest != parent:

@@ -2,8 +2,8 @@
 
     DshSessionError
     └── CheckpointWriteError (ValueError)    a put or put_writes the thread refuses
-        ├── UnknownCheckpointError           its checkpoint is not in the thread (a late
-        │                                    write to a deleted or pruned checkpoint)
+        ├── UnknownCheckpointError           its checkpoint was deleted (a late write to
+        │                                    a deleted thread or a pruned checkpoint)
         └── CheckpointConflictError          another writer moved the namespace on first
 
 Each is raised before anything is written: the thread's log is left as it was.
@@ -34,9 +34,10 @@ class CheckpointWriteError(DshSessionError, ValueError):
 
 
 class UnknownCheckpointError(CheckpointWriteError):
-    """The checkpoint a write names is not in the thread: it was deleted
-    (``delete_thread``, ``delete_for_runs``, ``prune``) or never stored. A late write
-    to a deleted thread is refused this way, so it cannot bring the thread back."""
+    """The checkpoint a write names was deleted from the thread (``delete_thread``,
+    ``delete_for_runs``, ``prune``: the thread no longer holds it, and its id is no
+    newer than what they removed). A late write to a deleted thread is refused this
+    way, so it cannot bring the thread back."""
 
 
 class CheckpointConflictError(CheckpointWriteError):

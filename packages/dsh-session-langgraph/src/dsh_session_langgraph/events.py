@@ -5,8 +5,12 @@ A LangGraph thread is one dsh session (its id is the thread id). Each ``put`` is
 ``langgraph/checkpoint`` holding the checkpoint without its channel values, its
 metadata, and the serialized value of each channel that ``new_versions`` names (a blob
 is written once, at the version that made it); each ``put_writes`` is a
-``langgraph/writes`` holding the task's new writes. Values are what the saver's
-serializer gives (``serde.dumps_typed``): its type tag and its bytes, in base64.
+``langgraph/writes`` holding the task's new writes. ``delete_thread``, ``prune`` and
+``delete_for_runs`` rewrite the log without what they delete, and start it with
+``langgraph/removed``: the newest checkpoint id removed, so that a late write naming a
+removed checkpoint is refused (a deleted thread is left holding only that event).
+Values are what the saver's serializer gives (``serde.dumps_typed``): its type tag and
+its bytes, in base64.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from __future__ import annotations
 __all__ = [
     "LanggraphCheckpoint",
     "LanggraphCheckpointData",
+    "LanggraphRemoved",
+    "LanggraphRemovedData",
     "LanggraphWrite",
     "LanggraphWrites",
     "LanggraphWritesData",
@@ -94,3 +100,21 @@ class LanggraphWrites(Event, tag="langgraph/writes", frozen=True):
     """LangGraph stored a task's pending writes (``put_writes``). Log-only."""
 
     data: LanggraphWritesData
+
+
+class LanggraphRemovedData(_Payload, kw_only=True, frozen=True):
+    """What a rewrite removed: how many checkpoints, by which operation
+    (``delete_thread``, ``prune``, ``delete_for_runs``), and the newest id among them
+    (LangGraph's ids sort by time), the thread's horizon: a write naming an id at or
+    before it that the thread does not hold is a late write, refused."""
+
+    through: str
+    checkpoints: int
+    reason: str
+
+
+class LanggraphRemoved(Event, tag="langgraph/removed", frozen=True):
+    """The thread's log was rewritten without some of its checkpoints (or all of them:
+    a deleted thread holds only this event). Log-only."""
+
+    data: LanggraphRemovedData

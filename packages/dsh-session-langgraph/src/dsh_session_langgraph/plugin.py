@@ -7,13 +7,14 @@ from collections.abc import Iterable
 
 from dsh_session_core import EventSpec, hookimpl
 
-from .events import LanggraphCheckpoint, LanggraphWrites
+from .events import LanggraphCheckpoint, LanggraphRemoved, LanggraphWrites
 
 
 @hookimpl
 def register_event_types() -> Iterable[EventSpec]:
-    """Declare ``langgraph/checkpoint`` and ``langgraph/writes``.
+    """Declare ``langgraph/checkpoint``, ``langgraph/writes`` and ``langgraph/removed``.
 
-    :returns: the two event specs of this plugin.
+    :returns: the three event specs of this plugin.
     """
-    return (EventSpec(LanggraphCheckpoint), EventSpec(LanggraphWrites))
+    return (EventSpec(LanggraphCheckpoint), EventSpec(LanggraphWrites),
+            EventSpec(LanggraphRemoved))
