@@ -63,7 +63,7 @@ def _run_console(body: str, cwd: Path) -> None:
         # Commands show what a user of the batteries sees: the test suite's example
         # plugin and the framework integrations (installed for their own tests) are
         # blocked.
-        env = {**os.environ, "DSH_SESSION_DISABLE_PLUGINS": "example,adk,openai-agents",
+        env = {**os.environ, "DSH_SESSION_DISABLE_PLUGINS": "example,adk,langgraph,openai-agents",
                "TZ": "UTC"}
         proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False,
                               env=env)
