@@ -57,6 +57,9 @@ class ThreadIndex:
     horizon: str | None = None
     messages: set[str] = field(default_factory=set)
     calls: dict[str, int] = field(default_factory=dict)
+    #: The time (epoch ms) of a rewrite's pending marker when it is the log's last
+    #: plugin event (a rewrite under way: writers wait), else None.
+    rewriting: float | None = None
 
     def fold(self, events: Iterable[Event]) -> None:
         """Fold ``events``, the log's next ones, in order."""
@@ -95,7 +98,9 @@ class ThreadIndex:
             for channel, blob in d.blobs.items():
                 self.blobs[(d.ns, channel, blob.version)] = blob
             self.messages.update(d.recorded)
+            self.rewriting = None
         elif isinstance(event, LanggraphWrites):
+            self.rewriting = None
             w = event.data
             table = self.writes.setdefault((w.ns, w.checkpoint_id), {})
             for write in w.writes:
@@ -104,6 +109,7 @@ class ThreadIndex:
         elif isinstance(event, LanggraphRemoved):
             through = event.data.through
             self.horizon = through if self.horizon is None else max(self.horizon, through)
+            self.rewriting = event.time if event.data.pending else None
         elif event.type == "turn/start":
             self.turn = event.data.turn
         elif event.type == "tool/call":

@@ -11,12 +11,12 @@ left as it was (``store.discard``), and the index is rebuilt at the next call.
 
 from __future__ import annotations
 
-__all__ = ["Threads", "Writing"]
+__all__ = ["Threads", "Writing", "retrying"]
 
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from dsh_session_core import DurableStore, PersistenceError, Session, SessionLockedError
@@ -92,17 +92,25 @@ class Threads:
         :meth:`locked`."""
         index = self._indexes.get(thread_id)
         known = {ns: index.latest(ns) for ns in index.namespaces()} if index else {}
-        session = self._acquire(thread_id, create)
-        if session is None:
-            yield None
-            return
-        events = session.events
-        if index is None or not index.continues(events):
-            index = ThreadIndex(thread_id)
-            index.fold(events)
-        else:
-            index.fold(events[index.folded:])
-        count = len(events)
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.002
+        while True:
+            session = self._acquire(thread_id, create)
+            if session is None:
+                yield None
+                return
+            index = self._fold(thread_id, session)
+            if not self._fenced(index):
+                break
+            # Another saver's rewrite is under way (its marker ends the log, which it is
+            # about to delete): a write now would be deleted with it. Wait for the new log.
+            self._keep(thread_id, session, index)
+            if time.monotonic() >= deadline:
+                raise SessionLockedError(thread_id, "a rewrite (delete_thread, prune or "
+                                                    "delete_for_runs) under way")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        count = len(session.events)
         try:
             yield Writing(session, index, known)
         except BaseException:
@@ -121,6 +129,24 @@ class Threads:
             raise
         self._released[thread_id] = session
         self._indexes[thread_id] = index
+
+    def _fold(self, thread_id: str, session: Session) -> ThreadIndex:
+        """The thread's index brought up to ``session``'s events (folded anew when the
+        log no longer continues what it folded)."""
+        index = self._indexes.get(thread_id)
+        events = session.events
+        if index is None or not index.continues(events):
+            index = ThreadIndex(thread_id)
+            index.fold(events)
+        else:
+            index.fold(events[index.folded:])
+        return index
+
+    def _fenced(self, index: ThreadIndex) -> bool:
+        """Whether a rewrite's pending marker ends the log and is younger than the lock
+        timeout (an older one is a rewriter that died before deleting: passed over)."""
+        return index.rewriting is not None and (
+            time.time() * 1000 - index.rewriting < self.lock_timeout * 1000)
 
     def _keep(self, thread_id: str, session: Session, index: ThreadIndex) -> None:
         self.store.release(session)
@@ -155,3 +181,19 @@ class Threads:
                     raise
                 time.sleep(delay)
                 delay = min(delay * 2, 0.05)
+
+
+def retrying(act: Callable[[], object], timeout: float) -> None:
+    """``act()``, again while another writer holds the thread, up to ``timeout`` s
+    (for the store's operations that take the writer lock without waiting: delete)."""
+    deadline = time.monotonic() + timeout
+    delay = 0.002
+    while True:
+        try:
+            act()
+            return
+        except SessionLockedError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)

@@ -13,8 +13,7 @@ __all__ = ["DshCheckpointSaver"]
 import asyncio
 import bisect
 import builtins
-import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -30,14 +29,14 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from dsh_session_core import DurableStore, PersistenceError, SessionLockedError, open_store
+from dsh_session_core import DurableStore, PersistenceError, open_store
 from dsh_session_core.errors import SessionForkError
 
 from ._codec import Codec, config_of
 from ._index import StoredWrite, ThreadIndex
-from ._lease import Threads, Writing
+from ._lease import Threads, Writing, retrying
 from ._messages import new_messages, write_turn
-from ._rewrite import rewrite
+from ._rewrite import Keep, rewrite
 from .errors import CheckpointConflictError, UnknownCheckpointError
 from .events import (
     LanggraphCheckpoint,
@@ -99,7 +98,7 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
             ns == "" and "messages" in new_versions) else None
         with self._threads.locked(tid), self._threads.writing(tid, create=True) as w:
             assert w is not None
-            _check_parent(w, tid, ns, parent)
+            _check_parent(w, tid, ns, parent, checkpoint["id"])
             found = new_messages(w.index, messages) if messages is not None else []
             if found:
                 data = msgspec.structs.replace(data, recorded=[m.id for m in found])
@@ -197,21 +196,7 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
         """Delete every checkpoint and write of the thread: its log is replaced by one
         holding only ``langgraph/removed``, so a late write naming one of them is
         refused rather than bringing the thread back."""
-        self._remove([str(thread_id)], "delete_thread", lambda d: False)
-
-    def _retrying(self, act: Callable[[], object]) -> None:
-        """``act()``, again while another writer holds the thread (up to the timeout)."""
-        deadline = time.monotonic() + self._threads.lock_timeout
-        delay = 0.002
-        while True:
-            try:
-                act()
-                return
-            except SessionLockedError:
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(delay)
-                delay = min(delay * 2, 0.05)
+        self._remove([str(thread_id)], "delete_thread", _none)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """A fork: the target thread is a new session seeded with the source's whole
@@ -238,7 +223,7 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
                 raise SessionForkError(msg, "SESSION_ALREADY_EXISTS")
             if target is not None:  # a deleted thread: its tombstone gives way
                 self._threads.forget(dst)
-                self._retrying(lambda: self.store.delete(dst))
+                retrying(lambda: self.store.delete(dst), self._threads.lock_timeout)
             self.store.release(self.store.fork(source, child_id=dst))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
@@ -249,20 +234,9 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
             msg = f'prune strategy is "keep_latest" or "delete", got {strategy!r}'
             raise ValueError(msg)
         if strategy == "delete":
-            self._remove(list(map(str, thread_ids)), "prune", lambda d: False)
-            return
-        for tid in map(str, thread_ids):
-            with self._threads.locked(tid):
-                index = self._threads.read(tid)
-                if index is None:
-                    continue
-                latest = {(ns, index.latest(ns)) for ns in index.namespaces()}
-
-                def newest(d: LanggraphCheckpointData,
-                           keep: set[tuple[str, str | None]] = latest) -> bool:
-                    return (d.ns, d.id) in keep
-
-                self._rewrite(tid, newest, "prune")
+            self._remove(list(map(str, thread_ids)), "prune", _none)
+        else:
+            self._remove(list(map(str, thread_ids)), "prune", _latest)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) that these runs made
@@ -271,28 +245,22 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
         runs = set(map(str, run_ids))
         if not runs:
             return
+        tids = []
         for header in self.store.stored():
-            tid = header.id
-            with self._threads.locked(tid):
-                index = self._threads.read(tid)
-                if index is None or not any(d.metadata.get("run_id") in runs
-                                            for d in index.checkpoints.values()):
-                    continue
-                self._rewrite(tid, lambda d: d.metadata.get("run_id") not in runs,
-                              "delete_for_runs")
+            with self._threads.locked(header.id):
+                index = self._threads.read(header.id)
+            if index is not None and any(d.metadata.get("run_id") in runs
+                                         for d in index.checkpoints.values()):
+                tids.append(header.id)
+        self._remove(tids, "delete_for_runs",
+                     lambda index, d: d.metadata.get("run_id") not in runs)
 
-    def _remove(self, tids: builtins.list[str], reason: str,
-                keep: Callable[[LanggraphCheckpointData], bool]) -> None:
+    def _remove(self, tids: builtins.list[str], reason: str, keep: Keep) -> None:
+        """Rewrite each thread without the checkpoints ``keep`` is false of (decided
+        under the thread's writer lock, on the log as it is then)."""
         for tid in tids:
             with self._threads.locked(tid):
-                index = self._threads.read(tid)
-                if index is not None and index.checkpoints:
-                    self._rewrite(tid, keep, reason)
-
-    def _rewrite(self, tid: str, keep: Callable[[LanggraphCheckpointData], bool],
-                 reason: str) -> None:
-        self._threads.forget(tid)
-        self._retrying(lambda: rewrite(self.store, self._codec, tid, keep, reason))
+                rewrite(self._threads, self._codec, tid, keep, reason)
 
     # --- asyncio twins: each runs the sync method in a worker thread ----------------
 
@@ -352,6 +320,16 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
         await self.aclose()
 
 
+def _none(index: ThreadIndex, d: LanggraphCheckpointData) -> bool:
+    """Keep no checkpoint (delete_thread, prune's ``delete``)."""
+    return False
+
+
+def _latest(index: ThreadIndex, d: LanggraphCheckpointData) -> bool:
+    """Keep each namespace's latest checkpoint (prune's ``keep_latest``)."""
+    return index.latest(d.ns) == d.id
+
+
 def _newest_first(index: ThreadIndex, only_ns: str | None, bound: str | None
                   ) -> Iterator[tuple[str, str]]:
     """``(id, ns)`` of the index's checkpoints (of ``only_ns``), newest first, older
@@ -379,12 +357,15 @@ def _unknown(tid: str, ns: str, cid: str | None, what: str) -> UnknownCheckpoint
     return UnknownCheckpointError(msg, thread_id=tid, checkpoint_ns=ns, checkpoint_id=cid)
 
 
-def _check_parent(w: Writing, tid: str, ns: str, parent: str | None) -> None:
-    """Refuse a put whose parent the thread does not hold, or one that forks a chain
-    another writer moved on since this saver last read the thread."""
-    if parent is not None and (ns, parent) not in w.index.checkpoints and (
-            w.index.removed(parent)):
+def _check_parent(w: Writing, tid: str, ns: str, parent: str | None, own: str) -> None:
+    """Refuse a late put (its parent was removed; or, the first of its namespace, it
+    was made before what was removed: LangGraph's ids sort by time), or one that forks
+    a chain another writer moved on since this saver last read the thread."""
+    held = w.index.checkpoints
+    if parent is not None and (ns, parent) not in held and w.index.removed(parent):
         raise _unknown(tid, ns, parent, "put")
+    if parent is None and (ns, own) not in held and w.index.removed(own):
+        raise _unknown(tid, ns, own, "put")
     latest = w.index.latest(ns)
     if latest is not None and latest != w.known.get(ns) and latest != parent:
         msg = (f'put: another writer stored checkpoint "{latest}" in thread "{tid}" '

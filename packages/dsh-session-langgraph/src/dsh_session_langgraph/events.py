@@ -111,6 +111,12 @@ class LanggraphRemovedData(_Payload, kw_only=True, frozen=True):
     through: str
     checkpoints: int
     reason: str
+    #: True on the marker a rewrite appends to the old log under the thread's writer
+    #: lock before it deletes it: the saver's writers (in any process) wait until the
+    #: new log replaces it, so no write lands in a log about to be deleted. A marker
+    #: older than a writer's lock timeout is a rewriter that died before its delete
+    #: (the log is whole): it is passed over.
+    pending: bool = False
 
 
 class LanggraphRemoved(Event, tag="langgraph/removed", frozen=True):
