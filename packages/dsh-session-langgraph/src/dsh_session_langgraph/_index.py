@@ -53,7 +53,7 @@ class ThreadIndex:
     #: The message recorder's state: the last turn, the ids of the LangChain messages
     #: recorded, the seq of each tool call's ``tool/call``.
     turn: int = 0
-    #: The newest checkpoint id a rewrite removed (see ``LanggraphRemoved``), or None.
+    #: The horizon of the last rewrite (``LanggraphRemoved.through``), or None.
     horizon: str | None = None
     messages: set[str] = field(default_factory=set)
     calls: dict[str, int] = field(default_factory=dict)
@@ -82,7 +82,7 @@ class ThreadIndex:
 
     def removed(self, checkpoint_id: str) -> bool:
         """Whether a write naming ``checkpoint_id`` is a late one: the thread does not
-        hold it, and it is no newer than what a rewrite removed."""
+        hold it, and it was made no later than the last rewrite."""
         return self.horizon is not None and checkpoint_id <= self.horizon
 
     def namespaces(self) -> list[str]:

@@ -66,20 +66,25 @@ class Threads:
     def read(self, thread_id: str) -> ThreadIndex | None:
         """The thread's index, up to date with what is stored (``None``: nothing is);
         call it holding :meth:`locked`."""
-        index = self._indexes.get(thread_id)
-        try:
-            if index is not None and index.folded:
-                # From the last event folded on: it tells whether the log continues ours.
-                events = self.store.read(thread_id, after=index.folded - 2)
-                if events and events[0] == index.last:
-                    index.fold(events[1:])
-                    return index
-            events = self.store.read(thread_id)
-        except PersistenceError:
-            if self.stored(thread_id):
-                raise
-            self.forget(thread_id)
-            return None
+        for attempt in range(2):
+            index = self._indexes.get(thread_id)
+            try:
+                if index is not None and index.folded:
+                    # From the last event folded on: it tells whether the log continues
+                    # ours.
+                    events = self.store.read(thread_id, after=index.folded - 2)
+                    if events and events[0] == index.last:
+                        index.fold(events[1:])
+                        return index
+                events = self.store.read(thread_id)
+                break
+            except PersistenceError:
+                self.forget(thread_id)
+                if not self.stored(thread_id):
+                    return None
+                if attempt:  # stored, yet unreadable twice: not a rewrite's gap
+                    raise
+                # Not found, then found: a rewrite recreated it meanwhile; read it anew.
         index = self._indexes[thread_id] = ThreadIndex(thread_id)
         index.fold(events)
         return index
@@ -92,7 +97,6 @@ class Threads:
         :meth:`locked`."""
         index = self._indexes.get(thread_id)
         known = {ns: index.latest(ns) for ns in index.namespaces()} if index else {}
-        deadline = time.monotonic() + self.lock_timeout
         delay = 0.002
         while True:
             session = self._acquire(thread_id, create)
@@ -103,11 +107,9 @@ class Threads:
             if not self._fenced(index):
                 break
             # Another saver's rewrite is under way (its marker ends the log, which it is
-            # about to delete): a write now would be deleted with it. Wait for the new log.
+            # about to delete): a write now would be deleted with it. Wait for the new
+            # log, or until the marker is older than the lock timeout (its rewriter died).
             self._keep(thread_id, session, index)
-            if time.monotonic() >= deadline:
-                raise SessionLockedError(thread_id, "a rewrite (delete_thread, prune or "
-                                                    "delete_for_runs) under way")
             time.sleep(delay)
             delay = min(delay * 2, 0.05)
         count = len(session.events)
@@ -162,18 +164,25 @@ class Threads:
         delay = 0.002
         while True:
             try:
-                if released is not None or not create:
-                    try:
+                try:
+                    if released is not None or not create:
                         return self.store.open(thread_id, resume=released)
-                    except SessionLockedError:
-                        raise
-                    except PersistenceError:
-                        if self.stored(thread_id):
+                    return self.store.open_or_create(thread_id)
+                except SessionLockedError:
+                    raise
+                except PersistenceError:
+                    opening = released is not None or not create
+                    released = None
+                    if self.stored(thread_id):
+                        # Deleted and recreated while being opened (a rewrite's gap):
+                        # open it again, as long as the lock would be waited for.
+                        if time.monotonic() >= deadline:
                             raise
-                        released = None
-                        if not create:
-                            return None
-                return self.store.open_or_create(thread_id)
+                        continue
+                    if not create:
+                        return None
+                    if not opening:  # creating failed, nothing stored: not a race
+                        raise
             except SessionLockedError:
                 if time.monotonic() >= deadline:
                     if released is not None:

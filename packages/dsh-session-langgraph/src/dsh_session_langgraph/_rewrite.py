@@ -2,8 +2,9 @@
 replaced by one holding only the checkpoints kept, so that what is deleted is gone from
 the store (space freed), not merely hidden.
 
-The new log starts with ``langgraph/removed`` (how many were removed, the newest id
-among them: the horizon a late write is told by); a deleted thread holds only that.
+The new log starts with ``langgraph/removed`` (how many were removed, and the horizon a
+late write is told by: the rewrite's moment as a LangGraph id, newer than every id
+removed); a deleted thread holds only that.
 The old log is read under the thread's writer lock (no write can land between the read
 and what follows), and a pending ``langgraph/removed`` marker is appended to it before
 the lock is released: the saver's writers, in any process, wait while it ends the log.
@@ -30,6 +31,7 @@ __all__ = ["Keep", "rewrite"]
 from collections.abc import Callable
 
 import msgspec
+from langgraph.checkpoint.base.id import uuid6
 
 from dsh_session_core import Session
 
@@ -67,7 +69,11 @@ def rewrite(threads: Threads, codec: Codec, thread_id: str,
         kept = [old.checkpoints[key] for key in order if keep(old, old.checkpoints[key])]
         if len(kept) == len(order):
             return
-        through = max(cid for ns, cid in order if not keep(old, old.checkpoints[(ns, cid)]))
+        # The horizon is now, as a LangGraph id (they sort by time): a checkpoint made
+        # before this rewrite and stored after it is late, even one made after the
+        # newest removed (a put under way while the thread was deleted).
+        through = max(str(uuid6()), *(cid for ns, cid in order
+                                      if not keep(old, old.checkpoints[(ns, cid)])))
         if old.horizon is not None:
             through = max(through, old.horizon)
         removed = LanggraphRemovedData(through=through, checkpoints=len(order) - len(kept),
@@ -76,17 +82,12 @@ def rewrite(threads: Threads, codec: Codec, thread_id: str,
                    msgspec.structs.replace(removed, pending=True))
     threads.forget(thread_id)
     retrying(lambda: store.delete(thread_id), threads.lock_timeout)
-    session = store.open_or_create(thread_id)  # a writer may have made it meanwhile
-    new = ThreadIndex(thread_id)
-    new.fold(session.events)
-    try:
-        write_turn(session, new, "langgraph/removed", removed)
+    # A writer may have made the thread meanwhile: what it stored is kept, before.
+    with threads.writing(thread_id, create=True) as w:
+        assert w is not None
+        write_turn(w.session, w.index, "langgraph/removed", removed)
         for d in kept:
-            _write_kept(session, new, old, codec, d)
-        store.release(session)
-    except BaseException:
-        store.discard(session)
-        raise
+            _write_kept(w.session, w.index, old, codec, d)
 
 
 def _write_kept(session: Session, new: ThreadIndex, old: ThreadIndex, codec: Codec,

@@ -35,8 +35,8 @@ class CheckpointWriteError(DshSessionError, ValueError):
 
 class UnknownCheckpointError(CheckpointWriteError):
     """The checkpoint a write names was deleted from the thread (``delete_thread``,
-    ``delete_for_runs``, ``prune``: the thread no longer holds it, and its id is no
-    newer than what they removed). A late write to a deleted thread is refused this
+    ``delete_for_runs``, ``prune``: the thread does not hold it, and its id says it
+    was made before they ran). A late write to a deleted thread is refused this
     way, so it cannot bring the thread back."""
 
 

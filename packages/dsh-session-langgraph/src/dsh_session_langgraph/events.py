@@ -7,8 +7,8 @@ metadata, and the serialized value of each channel that ``new_versions`` names (
 is written once, at the version that made it); each ``put_writes`` is a
 ``langgraph/writes`` holding the task's new writes. ``delete_thread``, ``prune`` and
 ``delete_for_runs`` rewrite the log without what they delete, and start it with
-``langgraph/removed``: the newest checkpoint id removed, so that a late write naming a
-removed checkpoint is refused (a deleted thread is left holding only that event).
+``langgraph/removed``: the rewrite's moment as a checkpoint id, so that a late write
+naming a checkpoint made before it is refused (a deleted thread is left holding only that event).
 Values are what the saver's serializer gives (``serde.dumps_typed``): its type tag and
 its bytes, in base64.
 """
@@ -104,18 +104,19 @@ class LanggraphWrites(Event, tag="langgraph/writes", frozen=True):
 
 class LanggraphRemovedData(_Payload, kw_only=True, frozen=True):
     """What a rewrite removed: how many checkpoints, by which operation
-    (``delete_thread``, ``prune``, ``delete_for_runs``), and the newest id among them
-    (LangGraph's ids sort by time), the thread's horizon: a write naming an id at or
-    before it that the thread does not hold is a late write, refused."""
+    (``delete_thread``, ``prune``, ``delete_for_runs``), and the thread's horizon
+    ``through``: the rewrite's moment as a LangGraph id (they sort by time; newer than
+    every id removed). A write naming an id at or before it that the thread does not
+    hold is a late write, refused."""
 
     through: str
     checkpoints: int
     reason: str
     #: True on the marker a rewrite appends to the old log under the thread's writer
     #: lock before it deletes it: the saver's writers (in any process) wait until the
-    #: new log replaces it, so no write lands in a log about to be deleted. A marker
+    #: new log replaces it, so no write lands in a log about to be deleted; a marker
     #: older than a writer's lock timeout is a rewriter that died before its delete
-    #: (the log is whole): it is passed over.
+    #: (the log is whole): the writer waits no longer and writes.
     pending: bool = False
 
 
