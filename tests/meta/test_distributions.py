@@ -387,7 +387,8 @@ def test_the_readme_demo_environment_holds_no_test_tooling() -> None:
     assert [a for a in demo if a != "-e"] == [str(folder) for folder in [
         *(MEMBERS[d] for d in MEMBERS if d != "dsh-session"), ROOT]]
     integrations = [str(ROOT / m) for m in dev._integrations()]
-    assert {"dsh-session-adk", "dsh-session-openai-agents", "dsh-session-pydantic-ai"} <= {
+    assert {"dsh-session-adk", "dsh-session-langgraph", "dsh-session-openai-agents",
+            "dsh-session-pydantic-ai"} <= {
         Path(i).name for i in integrations}
     assert not set(integrations) & set(demo)
     editable = [a for a in test if not a.startswith("-") and a not in group]

@@ -64,7 +64,8 @@ def _run_console(body: str, cwd: Path) -> None:
         # plugin and the framework integrations (installed for their own tests) are
         # blocked.
         env = {**os.environ,
-               "DSH_SESSION_DISABLE_PLUGINS": "example,adk,openai-agents,pydantic-ai",
+               "DSH_SESSION_DISABLE_PLUGINS":
+                   "example,adk,langgraph,openai-agents,pydantic-ai",
                "TZ": "UTC"}
         proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False,
                               env=env)

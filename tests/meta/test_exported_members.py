@@ -30,6 +30,7 @@ PACKAGES = [
     "dsh_session_todo",
     "dsh_session_view",
     "dsh_session_adk",
+    "dsh_session_langgraph",
     "dsh_session_pydantic_ai",
     "dsh_session_demo",
 ]

@@ -11,6 +11,8 @@ from dsh_session_core.testing import check_plugin
 # entry-point name -> (package, the event types it registers), written out by hand
 INTEGRATIONS = {
     "adk": ("dsh_session_adk", ("adk/deleted", "adk/event", "adk/session", "adk/state")),
+    "langgraph": ("dsh_session_langgraph", ("langgraph/checkpoint", "langgraph/removed",
+                                            "langgraph/writes")),
     "openai-agents": ("dsh_session_openai_agents",
                       ("agents/clear", "agents/item", "agents/pop")),
     "pydantic-ai": ("dsh_session_pydantic_ai",

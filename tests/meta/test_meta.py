@@ -74,7 +74,7 @@ def test_the_cli_starts_without_loading_the_heavy_parts() -> None:
 # --- hooks: every hookspec is tested and documented ------------------------------------
 
 PLUGINS = ("dsh_session_compact", "dsh_session_hooks", "dsh_session_mode", "dsh_session_todo",
-           "dsh_session_adk", "dsh_session_pydantic_ai")
+           "dsh_session_adk", "dsh_session_langgraph", "dsh_session_pydantic_ai")
 DOCS = TESTS.parent / "docs"
 
 
@@ -180,6 +180,7 @@ ENTRY_POINT_HOOKS = {
     "dsh_session_todo": {"register_event_types"},
     "dsh_session_adk": {"register_event_types", "hide_session", "label_session",
                         "session_labels"},
+    "dsh_session_langgraph": {"register_event_types"},
     "dsh_session_pydantic_ai": {"register_event_types"},
 }
 

@@ -1,0 +1,109 @@
+"""The rewrites of ``delete_thread``, ``prune`` and ``delete_for_runs``: a thread's log
+replaced by one holding only the checkpoints kept, so that what is deleted is gone from
+the store (space freed), not merely hidden.
+
+The new log starts with ``langgraph/removed`` (how many were removed, and the horizon a
+late write is told by: the rewrite's moment as a LangGraph id, newer than every id
+removed); a deleted thread holds only that.
+The old log is read under the thread's writer lock (no write can land between the read
+and what follows), and a pending ``langgraph/removed`` marker is appended to it before
+the lock is released: the saver's writers, in any process, wait while it ends the log.
+The log is then deleted (the store's delete takes the writer lock without waiting: a
+writer that took it to look at the marker lets go, and the delete is tried again) and
+written anew through the same turns a ``put`` writes: each kept checkpoint, oldest
+first, with the blobs of its channels that no earlier kept checkpoint carries (a value
+written by a checkpoint that is dropped moves to the first kept one needing it), its
+new messages recorded again, then its writes. The parent ids stay as they were: a kept
+checkpoint whose parent was dropped names a checkpoint the thread no longer holds, as
+LangGraph's own savers leave it.
+
+Between the delete and the new log's creation the thread is absent: a reader finds
+nothing, and a writer that creates the thread meanwhile is not lost (what it stored is
+kept, before the new log's events). A writer that is not a ``DshCheckpointSaver`` does
+not know the marker: its write in the instant between the marker and the delete would
+be deleted with the old log.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Keep", "rewrite"]
+
+from collections.abc import Callable
+
+import msgspec
+from langgraph.checkpoint.base.id import uuid6
+
+from dsh_session_core import Session
+
+from ._codec import Codec
+from ._index import StoredWrite, ThreadIndex
+from ._lease import Threads, retrying
+from ._messages import new_messages, write_turn
+from .events import (
+    LanggraphCheckpointData,
+    LanggraphRemovedData,
+    LanggraphWrite,
+    LanggraphWritesData,
+)
+
+#: Whether a rewrite keeps a checkpoint, asked with the thread's index as it is under the
+#: writer lock (so that what it keeps is decided on the log it rewrites).
+Keep = Callable[[ThreadIndex, LanggraphCheckpointData], bool]
+
+
+def rewrite(threads: Threads, codec: Codec, thread_id: str,
+            keep: Keep, reason: str) -> None:
+    """Rewrite ``thread_id``'s log keeping the checkpoints ``keep`` is true of (see the
+    module's docstring), for ``reason`` (the operation); nothing is written when it
+    keeps them all. Call it holding ``threads.locked(thread_id)``.
+
+    :raises SessionLockedError: another writer held the thread past the lock timeout
+        (nothing was changed).
+    """
+    store = threads.store
+    with threads.writing(thread_id, create=False) as w:
+        if w is None:
+            return
+        old = w.index
+        order = list(old.checkpoints)  # as first stored
+        kept = [old.checkpoints[key] for key in order if keep(old, old.checkpoints[key])]
+        if len(kept) == len(order):
+            return
+        # The horizon is now, as a LangGraph id (they sort by time): a checkpoint made
+        # before this rewrite and stored after it is late, even one made after the
+        # newest removed (a put under way while the thread was deleted).
+        through = max(str(uuid6()), *(cid for ns, cid in order
+                                      if not keep(old, old.checkpoints[(ns, cid)])))
+        if old.horizon is not None:
+            through = max(through, old.horizon)
+        removed = LanggraphRemovedData(through=through, checkpoints=len(order) - len(kept),
+                                       reason=reason)
+        write_turn(w.session, old, "langgraph/removed",
+                   msgspec.structs.replace(removed, pending=True))
+    threads.forget(thread_id)
+    retrying(lambda: store.delete(thread_id), threads.lock_timeout)
+    # A writer may have made the thread meanwhile: what it stored is kept, before.
+    with threads.writing(thread_id, create=True) as w:
+        assert w is not None
+        write_turn(w.session, w.index, "langgraph/removed", removed)
+        for d in kept:
+            _write_kept(w.session, w.index, old, codec, d)
+
+
+def _write_kept(session: Session, new: ThreadIndex, old: ThreadIndex, codec: Codec,
+                d: LanggraphCheckpointData) -> None:
+    """Append a kept checkpoint to the new log, with the blobs it needs that the new log
+    does not hold yet, its messages not recorded yet, then its writes (one turn a task)."""
+    blobs = {ch: old.blobs[(d.ns, ch, v)] for ch, v in d.channel_versions.items()
+             if (d.ns, ch, v) not in new.blobs and (d.ns, ch, v) in old.blobs}
+    found = (new_messages(new, codec.value(blobs["messages"]))
+             if d.ns == "" and "messages" in blobs else [])
+    data = msgspec.structs.replace(d, blobs=blobs, recorded=[m.id for m in found])
+    write_turn(session, new, "langgraph/checkpoint", data, found)
+    tasks: dict[tuple[str, str], list[StoredWrite]] = {}
+    for w in old.writes.get((d.ns, d.id), {}).values():
+        tasks.setdefault((w[0], w[3]), []).append(w)
+    for (task_id, task_path), writes in tasks.items():
+        write_turn(session, new, "langgraph/writes", LanggraphWritesData(
+            ns=d.ns, checkpoint_id=d.id, task_id=task_id, task_path=task_path,
+            writes=[LanggraphWrite(idx=w[4], channel=w[1], value=w[2]) for w in writes]))

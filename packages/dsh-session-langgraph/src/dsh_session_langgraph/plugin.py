@@ -1,0 +1,20 @@
+"""The ``langgraph`` plugin's entry point (group ``dsh_session.plugins``): hook
+implementations only (none imports LangGraph)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from dsh_session_core import EventSpec, hookimpl
+
+from .events import LanggraphCheckpoint, LanggraphRemoved, LanggraphWrites
+
+
+@hookimpl
+def register_event_types() -> Iterable[EventSpec]:
+    """Declare ``langgraph/checkpoint``, ``langgraph/writes`` and ``langgraph/removed``.
+
+    :returns: the three event specs of this plugin.
+    """
+    return (EventSpec(LanggraphCheckpoint), EventSpec(LanggraphWrites),
+            EventSpec(LanggraphRemoved))
