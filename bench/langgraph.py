@@ -36,12 +36,12 @@ from typing import Any
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver, Checkpoint, create_checkpoint
-from langgraph.checkpoint.base import empty_checkpoint as _empty
-from langgraph.checkpoint.sqlite import SqliteSaver
+from langchain_core.runnables import RunnableConfig  # noqa: E402
+from langgraph.checkpoint.base import BaseCheckpointSaver, Checkpoint, create_checkpoint  # noqa: E402
+from langgraph.checkpoint.base import empty_checkpoint as _empty  # noqa: E402
+from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 
-from dsh_session_langgraph import DshCheckpointSaver
+from dsh_session_langgraph import DshCheckpointSaver  # noqa: E402
 
 THREAD = "bench"
 ROOT: RunnableConfig = {"configurable": {"thread_id": THREAD, "checkpoint_ns": ""}}
@@ -107,7 +107,8 @@ def _reads(saver: BaseCheckpointSaver[Any], ids: list[str], rng: random.Random
         config: RunnableConfig = {"configurable": {**ROOT["configurable"],
                                                    "checkpoint_id": cid}}
         found = saver.get_tuple(config)
-        assert found is not None and found.checkpoint["id"] == cid
+        assert found is not None
+        assert found.checkpoint["id"] == cid
         return found.checkpoint["channel_values"]["step"]
 
     return {
