@@ -88,6 +88,7 @@ if _TYPE_CHECKING:
         header_equals,
         record_request_header,
     )
+    from ._resurface import resurface
     from ._retention_events import (
         RetentionMark,
         RetentionMarkData,
@@ -153,6 +154,7 @@ _LAZY: dict[str, str] = {
     "Turn": "._turn",
     "TurnStateError": "._builders",
     "read_session": "._open_log",
+    "resurface": "._resurface",
     "AbortedFinish": ".vocabulary",
     "AbortedReason": ".vocabulary",
     "BlockEndChunk": ".vocabulary",
@@ -418,6 +420,7 @@ __all__ = [
     "open_store",
     "read_session",
     "record_request_header",
+    "resurface",
     "store_place",
     "stored_label",
     "summarize_tool_result",

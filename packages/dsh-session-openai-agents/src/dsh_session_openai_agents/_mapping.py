@@ -38,6 +38,7 @@ from dsh_session_core import (
     TextBlock,
     TokenUsage,
     ToolCallBlock,
+    resurface,
     to_wire,
 )
 from dsh_session_core.errors import AppendError
@@ -451,52 +452,19 @@ def items_to_messages(items: Sequence[Any], like: Session) -> list[Message]:
 
 def _resurface(index: _LogIndex, items: Sequence[Any]) -> None:
     """Make the derived conversation the one of ``items`` (the view after a pop or a
-    clear) by one surface ``replace``: the surface nodes from the first message that
-    differs to the last are replaced by one event holding the first message the view
-    has there (an empty ``assistant/message`` when it has none: it derives no message),
-    the rest of the view's messages appended after it. The shadowed events stay in the
-    log; ``sourceEventSeqs`` names them."""
+    clear) by one surface ``replace`` (core's ``resurface``: the shadowed events stay in
+    the log)."""
     session = index.session
-    target = items_to_messages(items, session)
-    current = session.derive_messages()
-    if current == target:
-        return
-    keep = 0
-    while keep < min(len(current), len(target)) and current[keep] == target[keep]:
-        keep += 1
-    # The surface nodes in order, with the message each derives (or none).
-    nodes: list[tuple[int, Message | None]] = []
-    by_seq = session.events
-    for seq in session.surface.seqs:
-        nodes.append((seq, session.derive_event_message(by_seq[seq])))
-    seen = 0
-    start_at = len(nodes)
-    for position, (_seq, message) in enumerate(nodes):
-        if message is not None:
-            if seen == keep:
-                start_at = position
-                break
-            seen += 1
-    shadowed = [seq for seq, _ in nodes[start_at:]]
-    rest = target[keep:]
-    turn = max(index.last_turn, 1)
-    first = rest[0] if rest else Message(role="assistant", content=())
-    op = {"op": "replace", "start": shadowed[0], "end": shadowed[-1]}
-    _append_message(session, first, turn, op, shadowed)
-    for message in rest[1:]:
-        _append_message(session, message, turn, "append", None)
+    resurface(session, items_to_messages(items, session), turn=max(index.last_turn, 1))
     index.update()
 
 
-def _append_message(session: Session, message: Message, turn: int, op: Any,
-                    sources: list[int] | None) -> None:
-    content = [to_wire(b) for b in message.content]
-    if message.role == "assistant":
-        session.append("assistant/message", {"turn": turn, "step": 0, "content": content},
-                       surface_op=op, source_event_seqs=sources)
-    else:
-        session.append("user/message", {"content": content, "source": {"kind": "user"}},
-                       surface_op=op, source_event_seqs=sources)
+def _shadow(session: Session, turn: int, seqs: list[int]) -> None:
+    """Replace the surface nodes ``seqs`` (consecutive, head to tail) by an empty
+    ``assistant/message``: it derives no message."""
+    session.append("assistant/message", {"turn": turn, "step": 0, "content": []},
+                   surface_op={"op": "replace", "start": seqs[0], "end": seqs[-1]},
+                   source_event_seqs=seqs)
 
 
 def record_pop(index: _LogIndex, runs: Runs, wrapper: Any) -> Any:
@@ -546,9 +514,7 @@ def _unsurface_last(index: _LogIndex, item_seq: int) -> bool:
                for seq in tail):
         return True
     tail.reverse()
-    _append_message(session, Message(role="assistant", content=()),
-                    max(index.last_turn, 1),
-                    {"op": "replace", "start": tail[0], "end": tail[-1]}, tail)
+    _shadow(session, max(index.last_turn, 1), tail)
     index.update()
     return True
 
@@ -563,9 +529,5 @@ def record_clear(index: _LogIndex, runs: Runs, wrapper: Any) -> None:
     session = index.session
     order = session.surface.order()
     if order and not (len(order) == 1 and _empty(session.events[order[0]])):
-        shadowed = list(order)
-        _append_message(session, Message(role="assistant", content=()),
-                        max(index.last_turn, 1),
-                        {"op": "replace", "start": shadowed[0], "end": shadowed[-1]},
-                        shadowed)
+        _shadow(session, max(index.last_turn, 1), list(order))
         index.update()

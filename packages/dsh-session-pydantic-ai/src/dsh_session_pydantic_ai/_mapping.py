@@ -1,5 +1,6 @@
 """The mapping of pydantic-ai messages onto dsh's typed events (:class:`MessageWriter`),
-and the surface made the history's when the conversation branched (:func:`resurface`).
+and the conversation a history derives (:func:`history_messages`: the store makes the
+surface that one with core's ``resurface`` when the conversation branched).
 
 A ``ModelRequest``'s ``UserPromptPart`` is a ``user/message`` (its text and images), a
 ``ToolReturnPart`` (or a ``RetryPromptPart`` naming a tool) the ``tool/result`` of its
@@ -13,10 +14,10 @@ paused on deferred tools), which the builders would answer with an error result.
 
 from __future__ import annotations
 
-__all__ = ["MessageWriter", "pending_calls", "resurface"]
+__all__ = ["MessageWriter", "history_messages", "pending_calls"]
 
 import base64
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic_ai.messages import (
@@ -88,7 +89,7 @@ class MessageWriter:
 
     :attr:`complete` turns ``False`` when a message's typed events do not carry it all
     in the derived conversation (a result whose call the log holds no open one of): the
-    caller then makes the surface the history's (:func:`resurface`).
+    caller then makes the surface the history's (core's ``resurface``).
     """
 
     def __init__(self, session: Session, turn: int, calls: dict[str, int]) -> None:
@@ -181,48 +182,3 @@ def history_messages(session: Session, messages: Iterable[ModelMessage]) -> list
         writer.write(message)
     writer.close_step()
     return scratch.derive_messages()
-
-
-def resurface(session: Session, turn: int, target: Sequence[Message]) -> None:
-    """Make ``session``'s derived conversation ``target`` by one surface ``replace``: the
-    surface nodes from the first message that differs to the last are replaced by one
-    event holding the first message ``target`` has there (an empty ``assistant/message``,
-    which derives none, when it has none), the rest of ``target`` appended after it. The
-    shadowed events stay in the log; ``sourceEventSeqs`` names them. Appended inside the
-    open turn ``turn``, in no step (step 0)."""
-    current = session.derive_messages()
-    if list(current) == list(target):
-        return
-    keep = 0
-    while keep < min(len(current), len(target)) and current[keep] == target[keep]:
-        keep += 1
-    events = session.events
-    seqs = list(session.surface.order())
-    seen, start = 0, len(seqs)
-    for position, seq in enumerate(seqs):
-        if session.derive_event_message(events[seq]) is not None:
-            if seen == keep:
-                start = position
-                break
-            seen += 1
-    shadowed = seqs[start:]
-    rest = list(target[keep:])
-    first = rest[0] if rest else Message(role="assistant", content=())
-    if shadowed:
-        op: Any = {"op": "replace", "start": shadowed[0], "end": shadowed[-1]}
-        _append_message(session, first, turn, op, shadowed)
-    else:
-        _append_message(session, first, turn, "append", None)
-    for message in rest[1:]:
-        _append_message(session, message, turn, "append", None)
-
-
-def _append_message(session: Session, message: Message, turn: int, op: Any,
-                    sources: list[int] | None) -> None:
-    content = [to_wire(b) for b in message.content]
-    if message.role == "assistant":
-        session.append("assistant/message", {"turn": turn, "step": 0, "content": content},
-                       surface_op=op, source_event_seqs=sources)
-    else:
-        session.append("user/message", {"content": content, "source": _USER},
-                       surface_op=op, source_event_seqs=sources)

@@ -29,7 +29,7 @@ from pydantic_ai.conversation_store import (
 )
 from pydantic_ai.messages import ModelRequest, UserPromptPart
 
-from dsh_session_core import DurableStore, PersistenceError, Session, open_store
+from dsh_session_core import DurableStore, PersistenceError, Session, open_store, resurface
 from dsh_session_core.errors import SessionExistsError, SessionLockedError
 
 from ._log import (
@@ -45,7 +45,7 @@ from ._log import (
     plain,
     read_log,
 )
-from ._mapping import PLUGIN, MessageWriter, history_messages, pending_calls, resurface
+from ._mapping import PLUGIN, MessageWriter, history_messages, pending_calls
 from .errors import ConversationRevisionConflict, EntryNotFoundError
 
 #: How long a write waits for another writer of the conversation before it gives up.
@@ -285,7 +285,7 @@ class DshConversationStore(ConversationStore):
             grown = fold_events(session.events)
             history = [load_message(plain(grown.entries[i][1]))
                        for i in grown.chain(record.head_id)]
-            resurface(session, turn, history_messages(session, history))
+            resurface(session, history_messages(session, history), turn=turn)
         session.append(RECORD, {"revision": record.revision, "record": dump_record(record)})
         session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
 
