@@ -402,6 +402,25 @@ def test_the_readme_demo_environment_holds_no_test_tooling() -> None:
 #: from a program that uses the framework through it and reads the result back with
 #: core. Not the batteries: those are checked above, unchanged by the integrations.
 INTEGRATIONS = {
+    "dsh-session-langgraph": ("""
+import sys
+from langgraph.checkpoint.base import empty_checkpoint
+from dsh_session_core import create_plugin_manager, open_store
+from dsh_session_langgraph import DshCheckpointSaver
+
+url = "sqlite:///" + sys.argv[1]
+config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+with DshCheckpointSaver(url) as saver:
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"n": 1}
+    checkpoint["channel_versions"] = {"n": 1}
+    saver.put(config, checkpoint, {"source": "input", "step": -1}, {"n": 1})
+with DshCheckpointSaver(url) as saver:  # a new saver reads it back
+    print(saver.get_tuple(config).checkpoint["channel_values"])
+with open_store(url) as store:
+    print(sum(e.type == "langgraph/checkpoint" for e in store.read_session("t").events))
+print(sorted(name for name, _ in create_plugin_manager().list_name_plugin()))
+""", "{'n': 1}\n1\n['core', 'langgraph']\n"),
     "dsh-session-pydantic-ai": ("""
 import asyncio, sys
 from pydantic_ai import Agent
