@@ -241,6 +241,63 @@ def test_two_processes_creating_one_new_session_both_write_it(
     assert sorted(i["content"] for i in _stored_items(store_url)) == ["from a", "from b"]
 
 
+# (The default mode reads without opening the session, so only keep_open's read opens.)
+@pytest.mark.parametrize(("first", "keep_open"),
+                         [("add_items", False), ("add_items", True), ("get_items", True)])
+def test_a_session_created_between_our_look_and_our_create_is_opened(
+    store_url: str, keep_open: bool, first: str
+) -> None:
+    """The interleaving the two-process race above hits only now and then, made
+    certain: this store's first ``open`` finds nothing, and before it looks again
+    another writer (another process) creates the session. Writing then
+    adds to theirs; reading shows theirs; neither raises "not found"."""
+    import json
+
+    theirs: list[Any] = [{"role": "user", "content": "from the other writer"}]
+    mine: list[Any] = [{"role": "user", "content": "from this writer"}]
+
+    async def main() -> None:
+        store = open_store(store_url)
+        real_open, real_aopen = store.open, store.aopen
+        raced = False
+
+        def other_writer_creates() -> None:
+            nonlocal raced
+            if not raced:
+                raced = True
+                done = subprocess.run(
+                    [sys.executable, "-c", OTHER, store_url, json.dumps(theirs)],
+                    capture_output=True, text=True, check=False, timeout=120)
+                assert done.returncode == 0, done.stderr
+
+        def racing_open(session_id: str, **kw: Any) -> Any:
+            try:
+                return real_open(session_id, **kw)
+            finally:
+                other_writer_creates()
+
+        async def racing_aopen(session_id: str, **kw: Any) -> Any:
+            try:
+                return await real_aopen(session_id, **kw)
+            finally:
+                await asyncio.to_thread(other_writer_creates)
+
+        store.open, store.aopen = racing_open, racing_aopen  # type: ignore[method-assign]
+        session = DshSession("s", store=store, keep_open=keep_open)
+        if first == "add_items":
+            await session.add_items(mine)
+            assert await session.get_items() == [*theirs, *mine]
+        else:
+            assert await session.get_items() == theirs
+        assert raced
+        await session.aclose()
+        store.close()
+        assert _stored_items(store_url) == (
+            [*theirs, *mine] if first == "add_items" else theirs)
+
+    asyncio.run(main())
+
+
 BACKEND_RACE = textwrap.dedent("""
     import os, sys
     from dsh_session_core import PersistenceError, SessionHeader, Session

@@ -37,7 +37,6 @@ from dsh_session_core import (
     SessionLockedError,
     open_store,
 )
-from dsh_session_core.errors import SessionExistsError
 
 from ._locks import _settled, _taking_turns, _taking_turns_now
 from ._mapping import Runs, _record, end_open_turn, record_clear, record_items, record_pop
@@ -288,21 +287,19 @@ class DshSession(SessionABC):
                     return await self._opening(self.store.aopen(self.session_id), hold), True
                 except SessionLockedError:
                     raise
-                except PersistenceError:
-                    stored = {h.id for h in await self.store.astored()}
-                    if self.session_id in stored:
+                except PersistenceError as exc:
+                    if create:
+                        # The store's get-or-create settles a race with another
+                        # process creating the same id (one creates, the other opens).
+                        return await self._opening(
+                            self.store.aopen_or_create(self.session_id), hold), True
+                    if not _missing(exc, self.session_id):
                         raise
-                    if not create:
+                    if self.session_id not in {h.id for h in await self.store.astored()}:
                         return None, False
-                    try:
-                        return await self._opening(self.store.acreate(self.session_id),
-                                                   hold), True
-                    except (PersistenceError, SessionExistsError):
-                        # Created by another writer meanwhile (see _acquire_now): open it.
-                        stored = {h.id for h in await self.store.astored()}
-                        if self.session_id not in stored or time.monotonic() >= deadline:
-                            raise
-                        continue
+                    if time.monotonic() >= deadline:
+                        raise
+                    continue  # created by another writer since our look: open it
             except SessionLockedError:
                 if time.monotonic() >= deadline:
                     raise
@@ -383,21 +380,18 @@ class DshSession(SessionABC):
                     return self.store.open(self.session_id, resume=cached), True
                 except SessionLockedError:
                     raise
-                except PersistenceError:
-                    if self._is_stored():
+                except PersistenceError as exc:
+                    if create:
+                        # As in _acquire: the store's get-or-create settles a race with
+                        # another process creating the same id.
+                        return self.store.open_or_create(self.session_id), True
+                    if not _missing(exc, self.session_id):
                         raise
-                    if not create:
+                    if not self._is_stored():
                         return None, False
-                    try:
-                        return self.store.create(self.session_id), True
-                    except (PersistenceError, SessionExistsError):
-                        # Another writer (another process) created it between our look
-                        # and our create: the store refuses ours (SessionExistsError
-                        # when it sees the session under the lock, PersistenceError at
-                        # the first write): open theirs.
-                        if not self._is_stored() or time.monotonic() >= deadline:
-                            raise
-                        continue
+                    if time.monotonic() >= deadline:
+                        raise
+                    continue  # created by another writer since our look: open it
             except SessionLockedError:
                 if time.monotonic() >= deadline:
                     self._cached = cached  # still what is stored, for the next call
@@ -443,3 +437,9 @@ class DshSession(SessionABC):
                 self._forget(index.session)
             raise
         return result
+
+
+def _missing(exc: PersistenceError, session_id: str) -> bool:
+    """Whether ``exc`` is the store's "nothing is stored under this id" (``open``'s),
+    rather than a stored log that cannot be opened (which trying again does not mend)."""
+    return type(exc) is PersistenceError and str(exc) == f'session "{session_id}" not found'
