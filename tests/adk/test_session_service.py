@@ -390,3 +390,56 @@ def test_a_reader_follows_the_writers_appends_deletes_and_recreations(store_url:
             assert await ids() == []
 
     asyncio.run(run())
+
+
+RACE = """
+import asyncio, os, sys
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from dsh_session_adk import DshSessionService
+
+async def main():
+    url, go, who = sys.argv[1:]
+    async with DshSessionService(url) as service:
+        while not os.path.exists(go):
+            pass
+        try:
+            await service.create_session(app_name="weather-app", user_id="ada",
+                                         session_id="same", state={"k": who})
+            print("created")
+        except AlreadyExistsError:
+            print("exists")
+        await service.create_session(app_name="weather-app", user_id="ada",
+                                     session_id="own-" + who, state={"app:" + who: 1})
+
+asyncio.run(main())
+"""
+
+
+def test_two_processes_creating_one_session_and_the_app_state_at_once(
+    store_url: str, tmp_path: Path
+) -> None:
+    """Two processes create the same new session at the same moment, each also the
+    first to write the app's state: one creates the session and the other is told it
+    exists (ADK's ``AlreadyExistsError``, not a store's error), and both app-state
+    writes land, as two writers on ADK's database service would see."""
+    import subprocess
+    import sys
+
+    go = tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", RACE, store_url, str(go), who],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for who in ("a", "b")]
+    go.touch()
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert sorted(o for o, _ in outs) == ["created\n", "exists\n"], outs
+
+    async def reload() -> tuple[Any, Any]:
+        async with DshSessionService(store_url) as service:
+            same = await service.get_session(app_name=APP, user_id=USER, session_id="same")
+            return same.state if same else None, await service.get_app_state(app_name=APP)
+
+    state, app = asyncio.run(reload())
+    winner = "a" if outs[0][0] == "created\n" else "b"
+    assert state is not None and state["k"] == winner
+    assert app == {"a": 1, "b": 1}

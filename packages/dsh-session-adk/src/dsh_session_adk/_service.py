@@ -11,7 +11,8 @@ dsh session per app and one per app and user, as ``adk/state`` deltas.
 The service writes a session it holds live in its store: the store's writer lock (one
 writer per session, across processes and hosts) stays with it until :meth:`close`. App
 and user state sessions are opened, appended and released on each write, so every
-service of the app may write them.
+service of the app may write them: a write finding another one under way waits for it
+(up to ``lock_timeout``).
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ _STALE_MESSAGE = (
     "The session has been modified in storage since it was loaded. "
     "Please reload the session before appending more events."
 )
+#: Seconds a write of the app's or a user's state waits for another writer of it.
+DEFAULT_LOCK_TIMEOUT = 30.0
 _LOCKED_MESSAGE = (
     "Another writer holds this session (dsh-session's one writer per session). "
     "Please reload the session once that writer has released it."
@@ -211,10 +214,16 @@ class DshSessionService(BaseSessionService):
     :param store: a store URL (a folder, ``sqlite:///...``, ``postgresql://...``,
         ``memory:``), ``None`` for the embedded default, or an open
         :class:`~dsh_session_core.DurableStore` (then :meth:`close` leaves it open).
+    :param lock_timeout: seconds a write of the app's or a user's state waits while
+        another service (another process, another host) writes it; a session of its
+        own is not waited for: held by another service, it is ADK's
+        ``StaleSessionError`` at once.
     """
 
-    def __init__(self, store: str | DurableStore | None = None) -> None:
+    def __init__(self, store: str | DurableStore | None = None, *,
+                 lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
         """Open the store (or adopt the given one)."""
+        self.lock_timeout = lock_timeout
         if isinstance(store, DurableStore):
             self.store = store
             self._owns_store = False
@@ -315,7 +324,7 @@ class DshSessionService(BaseSessionService):
             return
         dsh_id = dsh_session_id(app_name, user_id)
         async with self._lock(dsh_id):
-            session = await self._acquire(dsh_id)
+            session = await self._acquire(dsh_id, wait=True)
             try:
                 enclosed(session, _fold_session(session.events)[1], "adk/state",
                          {"scope": scope, "appName": app_name, "userId": user_id,
@@ -323,20 +332,28 @@ class DshSessionService(BaseSessionService):
             finally:
                 await self.store.arelease(session)
 
-    async def _acquire(self, dsh_id: str) -> Session:
-        """The dsh session live here, opened (or created) with its writer lock.
+    async def _acquire(self, dsh_id: str, *, wait: bool = False) -> Session:
+        """The dsh session live here, opened (or created) with its writer lock; with
+        ``wait``, waiting up to :attr:`lock_timeout` for another writer to release it.
 
         :raises StaleSessionError: another writer holds it.
         """
         live = self.store.get(dsh_id)
         if live is not None:
             return live
-        try:
-            if await self._stored_events(dsh_id) is None:
-                return await self.store.acreate(dsh_id)
-            return await self.store.aopen(dsh_id)
-        except SessionLockedError as exc:
-            raise StaleSessionError(_LOCKED_MESSAGE) from exc
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.005
+        while True:
+            try:
+                # The store's get-or-create: one look, no read of the log beforehand,
+                # and two processes making the same new session at once both get it
+                # (one creates, the other opens) instead of one failing at its flush.
+                return await self.store.aopen_or_create(dsh_id)
+            except SessionLockedError as exc:
+                if not wait or time.monotonic() >= deadline:
+                    raise StaleSessionError(_LOCKED_MESSAGE) from exc
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.1)
 
     @staticmethod
     def _events_of(view: _View, config: GetSessionConfig | None) -> list[AdkEvent]:
@@ -398,7 +415,18 @@ class DshSessionService(BaseSessionService):
             if await self._view(app_name, user_id, session_id) is not None:
                 msg = f"Session with id {session_id} already exists."
                 raise AlreadyExistsError(msg)
-            session = await self._acquire(dsh_id)
+            exists = f"Session with id {session_id} already exists."
+            try:
+                session = await self._acquire(dsh_id)
+            except StaleSessionError:
+                # Another service holds it: it created the session since our look (or
+                # is writing it), as ADK's services report a duplicate id.
+                raise AlreadyExistsError(exists) from None
+            if not session.created and (view := _fold_session(session.events)[0]) \
+                    and not view.deleted:
+                # Another process created it between our look and our lock.
+                await self.store.arelease(session)
+                raise AlreadyExistsError(exists)
             now = time.time()
             enclosed(session, _fold_session(session.events)[1], "adk/session", {
                 "appName": app_name, "userId": user_id, "sessionId": session_id,
