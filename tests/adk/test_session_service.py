@@ -441,5 +441,6 @@ def test_two_processes_creating_one_session_and_the_app_state_at_once(
 
     state, app = asyncio.run(reload())
     winner = "a" if outs[0][0] == "created\n" else "b"
-    assert state is not None and state["k"] == winner
+    assert state is not None
+    assert state["k"] == winner
     assert app == {"a": 1, "b": 1}
