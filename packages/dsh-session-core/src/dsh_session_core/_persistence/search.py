@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
+from .._header import SessionHeader
 from .._registry import EventRegistry
 from .._search import (
     SearchHit,
@@ -216,13 +217,20 @@ def scan_files(root: str, paths: Sequence[str], query: SearchQuery, *,
     return hits
 
 
-def _scan_backend(backend: Backend, query: SearchQuery) -> list[SearchHit]:
-    """The protocol's scan: each session loaded, its lines checked."""
+def _asked(backend: Backend, query: SearchQuery) -> list[SessionHeader]:
+    """The headers of the sessions ``query`` searches (its ``sessions``, else all)."""
+    headers = backend.list()
+    if query.sessions:
+        return [h for h in headers if h.id in query.sessions]
+    return headers
+
+
+def _scan_backend(backend: Backend, headers: list[SessionHeader], query: SearchQuery
+                  ) -> list[SearchHit]:
+    """The protocol's scan: each session of ``headers`` loaded, its lines checked."""
     registry = EventRegistry([])
     hits: list[SearchHit] = []
-    for header in backend.list():
-        if query.sessions and header.id not in query.sessions:
-            continue
+    for header in headers:
         stored = backend.load_stored(header.id, registry)
         if stored is None:  # removed since it was listed
             continue
@@ -230,14 +238,13 @@ def _scan_backend(backend: Backend, query: SearchQuery) -> list[SearchHit]:
     return hits
 
 
-def _refuse_sealed(backend: Backend, query: SearchQuery) -> None:
+def _refuse_sealed(headers: list[SessionHeader]) -> None:
     # A store opened with keys lists its sealed sessions as of the format they hold: a
     # sealed header seen here is one read without keys.
     from .._header import SEALED_FORMAT_VERSION
 
-    for header in backend.list():
-        if header.version == SEALED_FORMAT_VERSION and (
-                not query.sessions or header.id in query.sessions):
+    for header in headers:
+        if header.version == SEALED_FORMAT_VERSION:
             from ..errors import EncryptedSessionError
 
             raise EncryptedSessionError(header.id)
@@ -246,17 +253,18 @@ def _refuse_sealed(backend: Backend, query: SearchQuery) -> None:
 def search_backend(backend: Backend | Capabilities, query: SearchQuery) -> list[SearchHit]:
     """Every hit of ``query`` in a backend's store, in no order: the backend's own
     search where it has one (:class:`~.capabilities.Searchable`: an index), else the
-    protocol's scan.
+    protocol's scan (of the one listing the refusal below reads too).
 
     :raises EncryptedSessionError: the store holds an encrypted session and was opened
         without keys (its records are ciphertext: no search of them would find a word,
         and saying "no hits" would be a lie).
     """
     caps = capabilities_of(backend)
-    _refuse_sealed(caps.backend, query)
+    headers = _asked(caps.backend, query)
+    _refuse_sealed(headers)
     if caps.searchable is not None:
         return caps.searchable.search(query)
-    return _scan_backend(caps.backend, query)
+    return _scan_backend(caps.backend, headers, query)
 
 
 def search_page(hits: list[SearchHit], sort: Sort, limit: int | None, offset: int
