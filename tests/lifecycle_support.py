@@ -1,7 +1,7 @@
 """Shared pieces of the lifecycle tests (``store.delete``/``prune``, ``rm``/``prune``):
 the kinds of store (their URLs are the testing kit's), sessions
-written at chosen times, a second process holding a session, and a store's exported
-bytes."""
+written at chosen times, a second process holding a session, processes racing from one
+start, and a store's exported bytes."""
 
 from __future__ import annotations
 
@@ -100,6 +100,24 @@ def held_by_another_process(url: str, session_id: str) -> Iterator[subprocess.Po
             assert proc.stdin is not None
             proc.communicate("done\n", timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+def at_once(script: str, url: str, tmp_path: Path, names: tuple[str, ...]
+            ) -> list[subprocess.CompletedProcess[str]]:
+    """Run ``script`` in one process per name, all let go at the same moment: each is
+    given ``url``, the path of a file to wait for and its name (``sys.argv[1:4]``), and
+    spins until the file exists, which is made once all have started. Their results, in
+    the order of ``names``."""
+    go = tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", script, url, str(go), name],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for name in names]
+    go.touch()
+    done = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+    return done
 
 
 def opened(url: str, clock: Callable[[], int] | None = None) -> DurableStore:

@@ -28,6 +28,7 @@ from google.genai import types
 
 from dsh_session_adk import DshSessionService, dsh_session_id
 from dsh_session_core import open_store
+from lifecycle_support import at_once
 
 APP, USER = "weather-app", "ada"
 
@@ -422,17 +423,9 @@ def test_two_processes_creating_one_session_and_the_app_state_at_once(
     first to write the app's state: one creates the session and the other is told it
     exists (ADK's ``AlreadyExistsError``, not a store's error), and both app-state
     writes land, as two writers on ADK's database service would see."""
-    import subprocess
-    import sys
-
-    go = tmp_path / "go"
-    procs = [subprocess.Popen([sys.executable, "-c", RACE, store_url, str(go), who],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for who in ("a", "b")]
-    go.touch()
-    outs = [p.communicate(timeout=120) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], outs
-    assert sorted(o for o, _ in outs) == ["created\n", "exists\n"], outs
+    done = at_once(RACE, store_url, tmp_path, ("a", "b"))
+    assert [d.returncode for d in done] == [0, 0], done
+    assert sorted(d.stdout for d in done) == ["created\n", "exists\n"], done
 
     async def reload() -> tuple[Any, Any]:
         async with DshSessionService(store_url) as service:
@@ -440,7 +433,7 @@ def test_two_processes_creating_one_session_and_the_app_state_at_once(
             return same.state if same else None, await service.get_app_state(app_name=APP)
 
     state, app = asyncio.run(reload())
-    winner = "a" if outs[0][0] == "created\n" else "b"
+    winner = "a" if done[0].stdout == "created\n" else "b"
     assert state is not None
     assert state["k"] == winner
     assert app == {"a": 1, "b": 1}

@@ -21,6 +21,7 @@ import pytest
 
 from dsh_session_core import open_store
 from dsh_session_openai_agents import DshSession, _locks, fold_items
+from lifecycle_support import at_once
 
 ITEMS: list[Any] = [
     {"role": "user", "content": "What is in the folder?"},
@@ -231,13 +232,8 @@ RACE = textwrap.dedent("""
 def test_two_processes_creating_one_new_session_both_write_it(
     store_url: str, tmp_path: Path
 ) -> None:
-    go = tmp_path / "go"
-    procs = [subprocess.Popen([sys.executable, "-c", RACE, store_url, str(go), f"from {n}"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for n in ("a", "b")]
-    go.touch()
-    outs = [p.communicate(timeout=120) for p in procs]
-    assert [o for o, _ in outs] == ["ok\n", "ok\n"], outs
+    done = at_once(RACE, store_url, tmp_path, ("from a", "from b"))
+    assert [d.stdout for d in done] == ["ok\n", "ok\n"], done
     assert sorted(i["content"] for i in _stored_items(store_url)) == ["from a", "from b"]
 
 
@@ -330,16 +326,11 @@ def test_a_database_refuses_a_second_creation_with_a_persistence_error(
            else str(request.getfixturevalue("postgresql_url")))
     with open_store(store_url):
         pass  # the schema, made once
-    go = tmp_path / "go"
-    procs = [subprocess.Popen([sys.executable, "-c", BACKEND_RACE, store_url, str(go), n],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for n in ("a", "b")]
-    go.touch()
-    outs = [p.communicate(timeout=120) for p in procs]
-    said = sorted(o.strip() for o, _ in outs)
-    assert said[0] == "created", outs
-    assert said[1].startswith("refused:"), outs
-    assert "another writer" in said[1], outs
+    done = at_once(BACKEND_RACE, store_url, tmp_path, ("a", "b"))
+    said = sorted(d.stdout.strip() for d in done)
+    assert said[0] == "created", done
+    assert said[1].startswith("refused:"), done
+    assert "another writer" in said[1], done
 
 
 def test_the_table_of_turns_is_pruned_after_a_cancellation(tmp_path: Path) -> None:
