@@ -4,10 +4,13 @@ A :class:`ViewServer` is the standard library's ``ThreadingHTTPServer`` (one thr
 request) over a :class:`~._sources.Viewed` store or file. Every route is a GET; any other
 method is 405, an unknown path 404, and every refusal a JSON ``{"error", "hint"}``. JSON
 is encoded with core's codec (a lone surrogate of a log is written as JavaScript writes
-it); every answer says its type, forbids sniffing and carries a Content-Security-Policy
-that allows the page's own files only. A request whose ``Host`` header names no host
-this viewer answers to (:mod:`._hosts`: DNS rebinding) is refused before any route, with
-421 Misdirected Request and a plain-text line saying how to allow the name.
+it). Every answer says its type and carries :data:`HEADERS`, whatever its route or
+status: the handler's ``end_headers`` writes them, so that none can be left out, and the
+standard library's own refusals (a request line or a header too long, an unknown method,
+an unreadable version) are answered as the viewer's, in JSON (``send_error``). A request
+whose ``Host`` header names no host this viewer answers to (:mod:`._hosts`: DNS
+rebinding) is refused before any route, with 421 Misdirected Request and a plain-text
+line saying how to allow the name.
 
 Routes::
 
@@ -43,11 +46,25 @@ if TYPE_CHECKING:
 
     from dsh_session_core import EventRegistry
 
-__all__ = ["CSP", "ViewServer", "make_server"]
+__all__ = ["CSP", "HEADERS", "ViewServer", "make_server"]
 
-#: What the served page may load: its own files, and data: images.
+#: What the served page may load: its own files, and data: images; and what
+#: ``default-src`` does not cover: no page may frame it (clickjacking), it sets no base
+#: URL, and its forms go to itself only.
 CSP: Final = ("default-src 'self'; img-src 'self' data:; style-src 'self'; "
-              "script-src 'self'; connect-src 'self'")
+              "script-src 'self'; connect-src 'self'; frame-ancestors 'none'; "
+              "base-uri 'none'; form-action 'self'")
+#: The headers every answer carries, once each, whatever its route or status: the one
+#: place that defines them. ``X-Frame-Options`` says ``frame-ancestors`` again for the
+#: browsers that predate it; no answer is sniffed into another type, sends its address
+#: as a Referer, or is kept in a cache (a session changes as it is followed).
+HEADERS: Final = (
+    ("Content-Security-Policy", CSP),
+    ("X-Frame-Options", "DENY"),
+    ("X-Content-Type-Options", "nosniff"),
+    ("Referrer-Policy", "no-referrer"),
+    ("Cache-Control", "no-store"),
+)
 #: Seconds without news after which the follow stream sends a heartbeat (and so notices
 #: a client gone).
 HEARTBEAT: Final = 5.0
@@ -141,6 +158,12 @@ class _Handler(BaseHTTPRequestHandler):
         here and goes no further."""
         if not super().parse_request():
             return False
+        if self.request_version == "HTTP/0.9":
+            # An HTTP/0.9 answer is a bare body, with no room for HEADERS: refused, in
+            # HTTP/1.1 form (send_error). No browser sends such a request.
+            self.send_error(505, "HTTP/0.9 is not supported",
+                            "send an HTTP/1.1 request (a browser does)")
+            return False
         refusal = self._host_refusal()
         if refusal is None:
             return True
@@ -150,9 +173,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "text/plain; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Content-Security-Policy", CSP)
-        self.send_header("Cache-Control", "no-store")
         self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
@@ -190,15 +210,42 @@ class _Handler(BaseHTTPRequestHandler):
 
     # --- answers --------------------------------------------------------------------------
 
+    def end_headers(self) -> None:
+        """:data:`HEADERS`, then the end of the headers: every answer ends its headers
+        here (the standard library's too), so every answer carries them."""
+        for name, value in HEADERS:
+            self.send_header(name, value)
+        super().end_headers()
+
+    def send_error(self, code: int, message: str | None = None,
+                   explain: str | None = None) -> None:
+        """The standard library's refusals (414, 431, 501, an unreadable request line
+        400 or 505) as the viewer's: ``{"error", "hint", "status"}`` in JSON rather than
+        its HTML page, with :data:`HEADERS`, and the connection closed."""
+        short, long = self.responses.get(code, ("Error", ""))
+        if code == 501:  # a method the standard library does not know (BREW, TRACE)
+            long = "the viewer is read-only: use GET"
+        body = _encode({"error": message or short, "hint": explain or long or None,
+                        "status": code})
+        if self.request_version == "HTTP/0.9":
+            # The version was not read (or is 0.9): the standard library would answer
+            # with the bare body, without status line or headers.
+            self.request_version = "HTTP/1.0"
+        self.close_connection = True
+        # The standard reason phrase, not ``message``: it may quote the request's bytes.
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
     def _headers(self, status: int, ctype: str, length: int | None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         if length is not None:
             self.send_header("Content-Length", str(length))
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Content-Security-Policy", CSP)
-        self.send_header("Referrer-Policy", "no-referrer")
-        self.send_header("Cache-Control", "no-store")
         self.end_headers()
 
     def _send(self, status: int, body: bytes, ctype: str) -> None:
@@ -223,8 +270,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Allow", "GET")
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Content-Security-Policy", CSP)
         self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
@@ -304,9 +349,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Content-Security-Policy", CSP)
         self.send_header("Connection", "close")
         self.end_headers()
         try:
