@@ -22,14 +22,15 @@ from dsh_session_core.lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from ._cli import check_address, run_export_html, run_view
+    from ._errors import ViewError
     from ._export import embed_json, export_html
     from ._model import SessionDocument, build_document
     from ._server import ViewServer, make_server
-    from ._sources import Viewed, ViewError
+    from ._sources import Viewed
 
 _LAZY: dict[str, str] = {
     "SessionDocument": "._model",
-    "ViewError": "._sources",
+    "ViewError": "._errors",
     "ViewServer": "._server",
     "Viewed": "._sources",
     "build_document": "._model",

@@ -90,8 +90,8 @@ def run_view(args: argparse.Namespace) -> int:
     from dsh_session_core.errors import InspectError
     from dsh_session_core.inspect import load_source, open_listed_store, resolve_source, store_url
 
+    from ._errors import ViewError
     from ._server import make_server
-    from ._sources import ViewError
 
     host, port = check_address(args)
     reg = registry()

@@ -26,6 +26,9 @@ Routes::
                                        every block)
     /api/session/<id>/events?after=SEQ&limit=N
     /api/session/<id>/follow?after=SEQ server-sent events: one per appended batch
+
+``limit``, ``offset`` and ``after`` are read by one rule on every route (:mod:`._params`):
+a limit past its route's cap is read as the cap, and anything else out of range is 400.
 """
 
 from __future__ import annotations
@@ -36,9 +39,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from ._errors import ViewError
 from ._hosts import allowed_names, host_name, shown_name
 from ._model import PAGE_TURNS
-from ._sources import Viewed, ViewError
+from ._params import read_after, read_limit
+from ._sources import Viewed
 from ._static import page_files, static_file
 
 if TYPE_CHECKING:
@@ -68,7 +73,8 @@ HEADERS: Final = (
 #: Seconds without news after which the follow stream sends a heartbeat (and so notices
 #: a client gone).
 HEARTBEAT: Final = 5.0
-#: Raw events per answer, at most.
+#: Raw events per answer, by default and at most (a larger limit is read as this).
+EVENTS_LIMIT: Final = 100
 EVENTS_MAX: Final = 1000
 
 
@@ -335,14 +341,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(viewed.page(session_id, start, end, full=params.get("full") == "1"))
 
     def _events(self, session_id: str, params: dict[str, str]) -> None:
-        after = _seq(params.get("after"))
-        limit = _seq(params.get("limit"))
+        after = read_after(params)
+        limit = read_limit(params, EVENTS_LIMIT, EVENTS_MAX, "events")
         doc = self.server.viewed.document(session_id)
-        self._raw_json(doc.events_after(after, min(limit if limit is not None else 100,
-                                                   EVENTS_MAX)))
+        self._raw_json(doc.events_after(after, limit))
 
     def _follow(self, session_id: str, params: dict[str, str]) -> None:
-        after = _seq(params.get("after"))
+        after = read_after(params)
         stream = self.server.viewed.follow(session_id, after, self.server.stopping,
                                            HEARTBEAT)
         first = next(stream)  # refusals (a bad id, no such session) before the headers
@@ -389,12 +394,3 @@ def _segment(encoded: str) -> str:
     except UnicodeDecodeError:
         raise ViewError(400, f"the session id in the URL is not UTF-8: {encoded!r}",
                         "session ids are strings with a UTF-8 form") from None
-
-
-def _seq(text: str | None) -> int | None:
-    if text is None or text == "":
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        raise ViewError(400, f"expected a whole number, got {text!r}") from None

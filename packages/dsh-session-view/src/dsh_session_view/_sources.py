@@ -4,9 +4,10 @@ searched, loaded into documents (cached until the log changes) and followed.
 Every read goes through core's read model (:mod:`dsh_session_core.inspect`) and the
 ``Backend`` protocol's reading methods (``list``, ``summaries``, ``load_stored``,
 ``tail_lines``, ``follow_lines``): no store is opened for writing, no lock is taken,
-nothing is repaired. A refusal is a :class:`ViewError` carrying the read model's one-line
-message and hint, with the HTTP status this module gives its error's class
-(:func:`from_error`).
+nothing is repaired. A refusal is a :class:`~._errors.ViewError` carrying the read
+model's one-line message and hint, with the HTTP status of its error's class
+(:func:`~._errors.from_error`); the numbers of a request (``limit``, ``offset``) are read
+by :mod:`._params`.
 """
 
 from __future__ import annotations
@@ -19,55 +20,21 @@ from collections import OrderedDict
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
+from ._errors import ViewError, from_error
 from ._model import PAGE_TURNS, SessionDocument, quick_page
+from ._params import read_limit, read_offset
 
 if TYPE_CHECKING:
     from dsh_session_core import Backend, EventRegistry, PluginManager
-    from dsh_session_core.errors import InspectError
     from dsh_session_core.inspect import Source
 
-__all__ = ["ViewError", "Viewed"]
+__all__ = ["Viewed"]
 
 #: How many session documents are kept built.
 CACHED: Final = 4
 #: Search hits per answer, by default and at most.
 SEARCH_LIMIT: Final = 50
 SEARCH_MAX: Final = 500
-
-
-class ViewError(Exception):
-    """A request refused: the HTTP status, and the CLI's message and hint."""
-
-    def __init__(self, status: int, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.hint = hint
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"error": self.message, "hint": self.hint, "status": self.status}
-
-
-def from_error(exc: InspectError) -> ViewError:
-    """The read model's refusal as an answer: asked wrongly (a bad id, a bad filter) is
-    400, a session that is not there 404, a log or a store that does not read 422."""
-    from dsh_session_core.errors import InspectUsageError, SessionNotFoundError
-
-    status = (400 if isinstance(exc, InspectUsageError)
-              else 404 if isinstance(exc, SessionNotFoundError) else 422)
-    return ViewError(status, exc.message, exc.hint)
-
-
-def _count(name: str, text: str | None, default: int, most: int) -> int:
-    if text is None or text == "":
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise ViewError(400, f"{name} takes a count (0 or more), got {text!r}")
-    return min(value, most)
 
 
 class _Entry:
@@ -183,6 +150,9 @@ class Viewed:
         from dsh_session_core.errors import InspectError
         from dsh_session_core.inspect import SessionQuery, select_sessions, session_row, wire_of
 
+        # Read first, by the rule of every route, a log file's single row too.
+        limit = read_limit(params, None, None, "sessions")
+        offset = read_offset(params)
         if self.url is None:
             source = self._file()
             header = wire_of(source.header)
@@ -196,7 +166,7 @@ class Viewed:
             query = SessionQuery.parse(
                 cwd=params.get("cwd") or None, parent=params.get("parent") or None,
                 since=params.get("since") or None, until=params.get("until") or None,
-                limit=params.get("limit") or None, offset=params.get("offset") or None,
+                limit=None if limit is None else str(limit), offset=str(offset),
                 all=params.get("all") in ("1", "true"))
         except InspectError as exc:
             raise from_error(exc) from exc
@@ -231,7 +201,7 @@ class Viewed:
             value = params.get(name)
             return [value] if value else []
 
-        limit = _count("limit", params.get("limit"), SEARCH_LIMIT, SEARCH_MAX)
+        limit = read_limit(params, SEARCH_LIMIT, SEARCH_MAX, "hits")
         try:
             query = SearchQuery.parse(params.get("q", ""), types=listed("type"),
                                       roles=listed("role"), sessions=listed("session"))
@@ -250,7 +220,7 @@ class Viewed:
                                      f"{exc.strerror or exc}") from exc
             finally:
                 backend.close()
-        return [hit.to_dict() for hit in search_page(found, "newest", limit or None, 0)]
+        return [hit.to_dict() for hit in search_page(found, "newest", limit, 0)]
 
     def _entry(self, session_id: str) -> _Entry:
         """The session as last read, read again when its log changed since (a change of
