@@ -21,6 +21,7 @@ import asyncio
 import hashlib
 import time
 import uuid
+import warnings
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -42,7 +43,13 @@ from google.adk.sessions.state import State
 from typing_extensions import override
 
 from dsh_session_core import DurableStore, Session, SessionHeader, open_store
-from dsh_session_core.errors import PersistenceError, SessionLockedError
+from dsh_session_core.errors import (
+    EncryptionError,
+    LogFormatError,
+    PersistenceError,
+    SessionLockedError,
+    UnreadableSessionWarning,
+)
 
 from ._mapping import TurnCursor, enclosed, end_turn, map_event
 from ._view import View, copy_of, fold_records, fold_session, fold_state, view_of
@@ -361,7 +368,10 @@ class DshSessionService(BaseSessionService):
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
     ) -> ListSessionsResponse:
-        """The app's (or the user's) sessions without events, oldest update first."""
+        """The app's (or the user's) sessions without events, oldest update first. A
+        stored one that cannot be read (its key deleted: crypto-shredded; a damaged
+        record) is left out with an :class:`~dsh_session_core.errors.
+        UnreadableSessionWarning`, the others listed."""
         prefix = ("adk-s-" + _digest(app_name) + "-"
                   + ("" if user_id is None else _digest(app_name, user_id) + "-"))
         ids = {h.id for h in await self._headers() if h.id.startswith(prefix)}
@@ -372,7 +382,11 @@ class DshSessionService(BaseSessionService):
             if live is not None:
                 view: View | None = live.view
             else:
-                events = await self._stored_events(dsh_id)
+                try:
+                    events = await self._stored_events(dsh_id)
+                except (EncryptionError, LogFormatError) as exc:
+                    warnings.warn(UnreadableSessionWarning(dsh_id, exc), stacklevel=2)
+                    continue
                 view = None if events is None else fold_session(events)[0]
             if view is not None and not view.deleted and view.app_name == app_name and (
                     user_id is None or view.user_id == user_id):
