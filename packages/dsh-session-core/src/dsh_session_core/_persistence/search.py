@@ -136,10 +136,12 @@ def _file_hits(root: str, path: str, query: SearchQuery, terms: list[bytes],
     hits = scan_hits(header.id, lines, None, query, bad)
     if not bad:
         return hits, None, None
-    # The rare path: each damaged line's number in the file (the header is line 1).
-    numbers = [lines.index(line) + 2 for line in bad]
-    return hits, None, (header.id, path, numbers[0],
-                        [where_damaged(line, n) for line, n in zip(bad, numbers, strict=True)])
+    # The rare path: each damaged line's number in the file (the header is line 1); the
+    # lines themselves were collected, by identity, not by value (two may be alike).
+    seen = {id(line) for line in bad}
+    where = [(i + 2, line) for i, line in enumerate(lines) if id(line) in seen]
+    return hits, None, (header.id, path, where[0][0],
+                        [where_damaged(line, n) for n, line in where])
 
 
 def _read(path: str) -> bytes:

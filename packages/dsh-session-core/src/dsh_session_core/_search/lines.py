@@ -183,8 +183,9 @@ def walk(lines: Iterable[bytes], turn: int | None = None, *,
     or whose bytes cannot hold ``terms`` (:func:`may_hold`), is skipped undecoded; a line
     written in another key order is decoded.
 
-    :param damaged_lines: given, each line decoded that is :func:`damaged` is appended to
-        it (a search reports its session: its hit there, if any, is missing).
+    :param damaged_lines: given, each line decoded whose bytes may hold ``terms`` and
+        that is :func:`damaged` is appended to it (a search reports its session: its
+        hit there, if any, is missing).
     """
     inherited = True
     for line in lines:
@@ -206,8 +207,8 @@ def walk(lines: Iterable[bytes], turn: int | None = None, *,
         extracted = extract(line)
         if extracted is not None:
             yield extracted, turn, inherited
-        elif damaged_lines is not None and damaged(line):
-            damaged_lines.append(line)
+        elif damaged_lines is not None and may_hold(line, terms) and damaged(line):
+            damaged_lines.append(line)  # what the words were in, if they were
 
 
 def damaged(line: bytes) -> bool:
