@@ -25,7 +25,7 @@ from google.adk.events.event import Event
 from google.genai import types
 
 from dsh_session_adk import DshSessionService, dsh_session_id
-from dsh_session_core import DurableStore, Keyring, open_store
+from dsh_session_core import Keyring, open_store
 from dsh_session_core._persistence.urls import local_store
 from dsh_session_core.errors import (
     KeyUnavailableError,
@@ -44,15 +44,20 @@ ADA, BOB = dsh_session_id(APP, "ada", "chat-a"), dsh_session_id(APP, "bob", "cha
 def _write(url: str, user: str, chat: str, keys: Keyring | None) -> None:
     """One ADK session of ``user`` (no shared state: no state sessions)."""
 
-    async def fill(store: DurableStore) -> None:
-        async with DshSessionService(store) as service:  # the store stays ours to close
-            s = await service.create_session(app_name=APP, user_id=user, session_id=chat)
-            content = types.Content(role="user", parts=[types.Part(text=f"hi from {user}")])
-            await service.append_event(s, Event(author="user", invocation_id="i",
-                                                content=content))
+    async def fill() -> None:
+        store = open_store(url, keys=keys)
+        try:
+            async with DshSessionService(store) as service:  # the store stays ours
+                s = await service.create_session(app_name=APP, user_id=user,
+                                                 session_id=chat)
+                content = types.Content(role="user",
+                                        parts=[types.Part(text=f"hi from {user}")])
+                await service.append_event(s, Event(author="user", invocation_id="i",
+                                                    content=content))
+        finally:
+            await store.aclose()  # in the loop: PostgreSQL's asyncio connections too
 
-    with open_store(url, keys=keys) as store:
-        asyncio.run(fill(store))
+    asyncio.run(fill())
 
 
 def _rotated(url: str) -> None:
@@ -132,14 +137,17 @@ def _shredding(shredded: str | None) -> Keyring:
 
 
 def _listed(url: str, keys: Keyring) -> tuple[list[str], list[UnreadableSessionWarning]]:
-    async def listed(store: DurableStore) -> list[str]:
-        async with DshSessionService(store) as service:
-            found = await service.list_sessions(app_name=APP)
-            return sorted(s.id for s in found.sessions)
+    async def listed() -> list[str]:
+        store = open_store(url, keys=keys)
+        try:
+            async with DshSessionService(store) as service:
+                found = await service.list_sessions(app_name=APP)
+                return sorted(s.id for s in found.sessions)
+        finally:
+            await store.aclose()
 
-    with open_store(url, keys=keys) as store, \
-            pytest.warns(UnreadableSessionWarning) as caught:
-        ids = asyncio.run(listed(store))
+    with pytest.warns(UnreadableSessionWarning) as caught:
+        ids = asyncio.run(listed())
     return ids, [w.message for w in caught if isinstance(w.message, UnreadableSessionWarning)]
 
 
