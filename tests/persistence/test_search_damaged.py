@@ -130,3 +130,57 @@ for workers in (0, 2):
                           check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["0 [('a', 3)]", "2 [('a', 3)]"]
+
+
+# A reader of a read-only copy: as this user, or (the tests run as root, who writes a
+# 0444 file all the same) as nobody, in a process of its own.
+_READER = """
+import json, sys
+from dsh_session_core._persistence.sqlite import SqliteBackend
+from dsh_session_core.inspect import SearchQuery, search_store
+
+backend = SqliteBackend(sys.argv[1], create=False)
+found = search_store(backend, SearchQuery.parse("needle"))
+backend.close()
+print(json.dumps([sorted([h.session_id, h.seq] for h in found),
+                  [[u.session_id, str(u.error)] for u in found.unreadable]]))
+"""
+
+
+@pytest.mark.store_kinds("sqlite")
+def test_rows_no_index_covers_are_checked_too(store_url: str) -> None:
+    # A writer without the index (the reference) went on writing session a, one of its
+    # rows damaged, and the database is read-only: those rows are scanned, not looked
+    # up in the index, and the damaged one is named all the same.
+    import os
+    import shutil
+    import tempfile
+
+    _fill(store_url)
+    local = local_store(store_url)
+    assert local is not None
+    with contextlib.closing(sqlite3.connect(local[1])) as conn:
+        row = conn.execute("SELECT * FROM events WHERE session_id = 'a' AND seq = 1"
+                           ).fetchone()
+        data = row[4]
+        cut = data[:data.index("needle") + len("needle")]
+        conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)", [
+            (row[0], 6, row[2], row[3], cut, row[5], row[6]),
+            (row[0], 7, row[2], row[3], data, row[5], row[6])])
+        conn.commit()
+    folder = tempfile.mkdtemp(prefix="dsh-ro-")
+    try:
+        os.chmod(folder, 0o777)
+        db = os.path.join(folder, "ro.db")
+        shutil.copy(local[1], db)
+        os.chmod(db, 0o444)
+        done = subprocess.run([sys.executable, "-c", _READER, db], capture_output=True,
+                              text=True, check=False, cwd=folder,
+                              user="nobody" if os.geteuid() == 0 else None)
+        assert done.returncode == 0, done.stderr
+    finally:
+        shutil.rmtree(folder)
+    hits, [[sid, why]] = json.loads(done.stdout)
+    assert hits == [["a", 1], ["a", 3], ["a", 7], ["b", 1], ["b", 3], ["c", 1], ["c", 3]]
+    assert sid == "a"
+    assert "(seq 6)" in why
