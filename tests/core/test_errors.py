@@ -61,4 +61,4 @@ def test_the_hierarchy_holds_across_the_groups() -> None:
     base = errors.DshSessionError
     assert all(issubclass(c, base) for c in _classes() if not issubclass(c, Warning))
     assert {c for c in _classes() if issubclass(c, Warning)} == {
-        errors.SkippedLogWarning, errors.UnknownPluginWarning}
+        errors.SkippedLogWarning, errors.UnknownPluginWarning, errors.UnreadableSessionWarning}

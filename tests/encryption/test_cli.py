@@ -28,7 +28,7 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 @pytest.mark.parametrize("argv", [["show", "enc"], ["export", "enc"], ["stats", "enc"],
-                                  ["tail", "enc"], ["search", SECRET]])
+                                  ["tail", "enc"]])
 def test_without_keys_a_reading_command_refuses_in_one_line(
     store: str, argv: list[str]
 ) -> None:
@@ -38,6 +38,19 @@ def test_without_keys_a_reading_command_refuses_in_one_line(
     assert "encrypted at rest" in err
     assert "Traceback" not in err
     assert err.startswith("dsh-session: ")
+
+
+def test_without_keys_search_names_the_encrypted_session_and_exits_3(store: str) -> None:
+    # Not "no hits": the session is named, with how to pass the keys, and the status
+    # says the answer is partial (a plaintext session beside it would be searched).
+    code, out, err = run_cli("search", SECRET, "--store", store)
+    assert code == 3, err
+    assert out.startswith(b"no hits for ")
+    assert b"(1 session(s) could not be read, named on stderr)" in out
+    [line] = err.splitlines()
+    assert line.startswith('dsh-session: warning: hits of session "enc" may be missing: ')
+    assert "encrypted at rest" in line
+    assert "DSH_SESSION_KEYS" in line
 
 
 def test_without_keys_ls_lists_the_envelopes(store: str) -> None:

@@ -21,9 +21,10 @@ import asyncio
 import hashlib
 import time
 import uuid
+import warnings
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -39,13 +40,19 @@ from google.adk.sessions.base_session_service import (
 )
 from google.adk.sessions.session import Session as AdkSession
 from google.adk.sessions.state import State
-from pydantic_core import PydanticUndefined
 from typing_extensions import override
 
-from dsh_session_core import DurableStore, Session, SessionHeader, open_store, to_wire
-from dsh_session_core.errors import PersistenceError, SessionLockedError
+from dsh_session_core import DurableStore, Session, SessionHeader, open_store
+from dsh_session_core.errors import (
+    EncryptionError,
+    LogFormatError,
+    PersistenceError,
+    SessionLockedError,
+    UnreadableSessionWarning,
+)
 
 from ._mapping import TurnCursor, enclosed, end_turn, map_event
+from ._view import View, copy_of, fold_records, fold_session, fold_state, view_of
 
 __all__ = ["DshSessionService", "dsh_session_id"]
 
@@ -94,117 +101,11 @@ def _json_safe(state: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 @dataclass
-class _View:
-    """An ADK session folded from its dsh log (from its last ``adk/session`` on)."""
-
-    app_name: str
-    user_id: str
-    session_id: str
-    state: dict[str, Any]
-    create_time: float
-    events: list[dict[str, Any]] = field(default_factory=list)
-    event_ids: dict[str, int] = field(default_factory=dict)
-    #: Each event validated, once (``None`` until asked for): ``get_session`` hands out
-    #: shallow copies of these, as validating a dump costs ~140 us (ADK's pydantic Event).
-    objects: list[AdkEvent | None] = field(default_factory=list)
-    last_update_time: float = 0.0
-    deleted: bool = False
-    #: The dsh seq after the last event: the storage revision stale writers are told by.
-    revision: int = 0
-
-    def add(self, dump: dict[str, Any], event: AdkEvent | None = None) -> None:
-        """Fold one persisted ADK event (its JSON dump, and the event when in hand: a
-        private copy of it, which nobody else holds)."""
-        self.event_ids[dump["id"]] = len(self.events)
-        self.events.append(dump)
-        self.objects.append(event)
-        actions = dump.get("actions") or {}
-        delta = actions.get("stateDelta") or actions.get("state_delta") or {}
-        for key, value in delta.items():
-            if not key.startswith((State.APP_PREFIX, State.USER_PREFIX, State.TEMP_PREFIX)):
-                self.state[key] = value
-        self.last_update_time = float(dump["timestamp"])
-
-
-def _fold_session(events: Iterable[Any]) -> tuple[_View | None, TurnCursor]:
-    view: _View | None = None
-    cursor = TurnCursor()
-    for e in events:
-        cursor.see(e)
-        if e.type == "adk/session":
-            d = to_wire(e.data)
-            view = _View(d["appName"], d["userId"], d["sessionId"], dict(d["state"]),
-                         d["createTime"], last_update_time=d["createTime"])
-        elif view is None:
-            continue
-        elif e.type == "adk/event":
-            view.add(to_wire(e.data)["event"])
-        elif e.type == "adk/deleted":
-            view.deleted = True
-        view.revision = e.seq + 1
-    return view, cursor
-
-
-def _view_of(records: list[dict[str, Any]]) -> _View | None:
-    """The view folded from a log's ``adk/*`` records (decoded lines), from its last
-    ``adk/session`` on (its revision left to the caller)."""
-    start = max((i for i, r in enumerate(records) if r["type"] == "adk/session"),
-                default=None)
-    if start is None:
-        return None
-    d = records[start]["data"]
-    view = _View(d["appName"], d["userId"], d["sessionId"], dict(d["state"]),
-                 d["createTime"], last_update_time=d["createTime"])
-    _fold_records(view, records[start + 1:])
-    return view
-
-
-def _fold_records(view: _View, records: list[dict[str, Any]]) -> None:
-    """Fold decoded log lines after the view's ``adk/session`` (other types skipped)."""
-    for r in records:
-        if r["type"] == "adk/event":
-            view.add(r["data"]["event"])
-        elif r["type"] == "adk/deleted":
-            view.deleted = True
-
-
-def _fold_state(events: Iterable[Any]) -> dict[str, Any]:
-    state: dict[str, Any] = {}
-    for e in events:
-        if e.type == "adk/state":
-            state.update(to_wire(e.data)["delta"])
-    return state
-
-
-def _copy_of(view: _View, index: int) -> AdkEvent:
-    """Event ``index`` of ``view`` as a new ``Event`` (validated on first use). The copy
-    is shallow: its content and actions are the view's, to be read, not changed in place
-    (ADK's Runner appends events; it does not edit stored ones)."""
-    event = view.objects[index]
-    if event is None:
-        event = view.objects[index] = AdkEvent.model_validate(view.events[index])
-    # What pydantic's ``model_copy()`` does, without its generic ``copy.copy`` calls (a
-    # third of ``get_session``'s time for a window of recent events).
-    copy = _new(AdkEvent)
-    _set(copy, "__dict__", event.__dict__.copy())
-    extra, private = event.__pydantic_extra__, event.__pydantic_private__
-    _set(copy, "__pydantic_extra__", None if extra is None else dict(extra))
-    _set(copy, "__pydantic_fields_set__", set(event.__pydantic_fields_set__))
-    _set(copy, "__pydantic_private__", None if private is None else {
-        k: v for k, v in private.items() if v is not PydanticUndefined})
-    return copy
-
-
-_new = object.__new__
-_set = object.__setattr__
-
-
-@dataclass
 class _Live:
     """An ADK session this service writes: its live dsh session, view and turn state."""
 
     session: Session
-    view: _View
+    view: View
     cursor: TurnCursor
 
 
@@ -232,7 +133,7 @@ class DshSessionService(BaseSessionService):
             self._owns_store = True
         self._live: dict[str, _Live] = {}
         #: Views of sessions read, not held, most recent last (:meth:`_stored_view`).
-        self._cold: OrderedDict[str, _View] = OrderedDict()
+        self._cold: OrderedDict[str, View] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
 
     # --- plumbing -----------------------------------------------------------------------
@@ -252,21 +153,21 @@ class DshSessionService(BaseSessionService):
             self.store.backend.load_stored, dsh_id, self.store.registry)
         return None if stored is None else stored.events
 
-    async def _view(self, app_name: str, user_id: str, session_id: str) -> _View | None:
+    async def _view(self, app_name: str, user_id: str, session_id: str) -> View | None:
         dsh_id = dsh_session_id(app_name, user_id, session_id)
         live = self._live.get(dsh_id)
         if live is not None:
             return live.view
         if self.store.get(dsh_id) is not None:  # live in the store, not this service's
             events = await self._stored_events(dsh_id)
-            view = None if events is None else _fold_session(events)[0]
+            view = None if events is None else fold_session(events)[0]
         else:
             view = await asyncio.to_thread(self._stored_view, dsh_id)
         if view is None or view.deleted:
             return None
         return view
 
-    def _stored_view(self, dsh_id: str) -> _View | None:
+    def _stored_view(self, dsh_id: str) -> View | None:
         """The view of a stored session this service does not hold, ``None`` when it is
         not stored. The log's last line is read from the end: when its seq is the one a
         view kept from an earlier read ends at, that view is used again (its events
@@ -285,14 +186,14 @@ class DshSessionService(BaseSessionService):
             records = [_decode_record(line) for line in lines]
             if (records and records[0]["seq"] == view.revision
                     and not any(r["type"] == "adk/session" for r in records)):
-                _fold_records(view, records)
+                fold_records(view, records)
                 view.revision = end
         if view is None or view.revision != end:
             try:
                 lines = self.store.read_lines(dsh_id, types=_ADK_TYPES)
             except PersistenceError:
                 return None
-            view = _view_of([_decode_record(line) for line in lines])
+            view = view_of([_decode_record(line) for line in lines])
             if view is None:
                 return None
             view.revision = end
@@ -315,7 +216,7 @@ class DshSessionService(BaseSessionService):
 
     async def _scoped_state(self, app_name: str, user_id: str | None) -> dict[str, Any]:
         events = await self._stored_events(dsh_session_id(app_name, user_id))
-        return {} if events is None else _fold_state(events)
+        return {} if events is None else fold_state(events)
 
     async def _write_state(self, scope: str, app_name: str, user_id: str | None,
                            delta: dict[str, Any]) -> None:
@@ -326,7 +227,7 @@ class DshSessionService(BaseSessionService):
         async with self._lock(dsh_id):
             session = await self._acquire(dsh_id, wait=True)
             try:
-                enclosed(session, _fold_session(session.events)[1], "adk/state",
+                enclosed(session, fold_session(session.events)[1], "adk/state",
                          {"scope": scope, "appName": app_name, "userId": user_id,
                           "delta": delta})
             finally:
@@ -356,7 +257,7 @@ class DshSessionService(BaseSessionService):
             delay = min(delay * 2, 0.1)
 
     @staticmethod
-    def _events_of(view: _View, config: GetSessionConfig | None) -> list[AdkEvent]:
+    def _events_of(view: View, config: GetSessionConfig | None) -> list[AdkEvent]:
         """The events ``config`` asks for, as fresh ``Event`` objects: shallow copies of
         the view's validated events (each dump is validated once, and only when asked
         for: ``num_recent_events`` and ``after_timestamp`` pick the dumps first)."""
@@ -372,9 +273,9 @@ class DshSessionService(BaseSessionService):
                 while i >= start and float(view.events[i]["timestamp"]) >= after:
                     i -= 1
                 start = i + 1
-        return [_copy_of(view, i) for i in range(start, stop)]
+        return [copy_of(view, i) for i in range(start, stop)]
 
-    def _merge(self, view: _View, app_state: Mapping[str, Any],
+    def _merge(self, view: View, app_state: Mapping[str, Any],
                user_state: Mapping[str, Any], events: list[AdkEvent]) -> AdkSession:
         state = dict(view.state)
         for key, value in app_state.items():
@@ -422,18 +323,18 @@ class DshSessionService(BaseSessionService):
                 # Another service holds it: it created the session since our look (or
                 # is writing it), as ADK's services report a duplicate id.
                 raise AlreadyExistsError(exists) from None
-            if not session.created and (view := _fold_session(session.events)[0]) \
+            if not session.created and (view := fold_session(session.events)[0]) \
                     and not view.deleted:
                 # Another process created it between our look and our lock.
                 await self.store.arelease(session)
                 raise AlreadyExistsError(exists)
             now = time.time()
-            enclosed(session, _fold_session(session.events)[1], "adk/session", {
+            enclosed(session, fold_session(session.events)[1], "adk/session", {
                 "appName": app_name, "userId": user_id, "sessionId": session_id,
                 "state": deltas["session"], "createTime": now,
             })
             await self.store.aflush(session)
-            view, cursor = _fold_session(session.events)
+            view, cursor = fold_session(session.events)
             assert view is not None
             self._live[dsh_id] = _Live(session, view, cursor)
         await self._write_state("app", app_name, None, deltas["app"])
@@ -467,19 +368,26 @@ class DshSessionService(BaseSessionService):
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
     ) -> ListSessionsResponse:
-        """The app's (or the user's) sessions without events, oldest update first."""
+        """The app's (or the user's) sessions without events, oldest update first. A
+        stored one that cannot be read (its key deleted: crypto-shredded; a damaged
+        record) is left out with an :class:`~dsh_session_core.errors.
+        UnreadableSessionWarning`, the others listed."""
         prefix = ("adk-s-" + _digest(app_name) + "-"
                   + ("" if user_id is None else _digest(app_name, user_id) + "-"))
         ids = {h.id for h in await self._headers() if h.id.startswith(prefix)}
         ids |= {i for i in self._live if i.startswith(prefix)}
-        views: list[_View] = []
+        views: list[View] = []
         for dsh_id in sorted(ids):
             live = self._live.get(dsh_id)
             if live is not None:
-                view: _View | None = live.view
+                view: View | None = live.view
             else:
-                events = await self._stored_events(dsh_id)
-                view = None if events is None else _fold_session(events)[0]
+                try:
+                    events = await self._stored_events(dsh_id)
+                except (EncryptionError, LogFormatError) as exc:
+                    warnings.warn(UnreadableSessionWarning(dsh_id, exc), stacklevel=2)
+                    continue
+                view = None if events is None else fold_session(events)[0]
             if view is not None and not view.deleted and view.app_name == app_name and (
                     user_id is None or view.user_id == user_id):
                 views.append(view)
@@ -504,7 +412,7 @@ class DshSessionService(BaseSessionService):
                 return
             session = await self._acquire(dsh_id)
             live = self._live.pop(dsh_id, None)
-            cursor = live.cursor if live else _fold_session(session.events)[1]
+            cursor = live.cursor if live else fold_session(session.events)[1]
             end_turn(session, cursor, "disposed")
             enclosed(session, cursor, "adk/deleted", {"time": time.time()}, "disposed")
             await self.store.arelease(session)
@@ -537,12 +445,12 @@ class DshSessionService(BaseSessionService):
                     msg = f"Session {session.id} not found."
                     raise SessionNotFoundError(msg)
                 dsh = await self._acquire(dsh_id)
-                view, cursor = _fold_session(dsh.events)
+                view, cursor = fold_session(dsh.events)
                 assert view is not None
                 live = self._live[dsh_id] = _Live(dsh, view, cursor)
             view = live.view
             index = view.event_ids.get(event.id)
-            if index is not None and _copy_of(view, index) == event:
+            if index is not None and copy_of(view, index) == event:
                 return event  # the same event again: already persisted
             marker = session._storage_update_marker
             if marker is not None:

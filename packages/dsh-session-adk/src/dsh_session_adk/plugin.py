@@ -39,16 +39,22 @@ def label_session(header: SessionHeader,
     session), from its ``adk/session`` (or first ``adk/state``), which the service writes
     as the second event of the log (the first opens its turn).
 
-    :returns: the label, or ``None`` for a session not of this plugin.
+    :returns: the label, or ``None`` for a session not of this plugin, or whose first
+        events do not say (none read: encrypted and listed without keys, its key gone;
+        or a record without the names).
     """
     if not header.id.startswith((_SESSION, *_STATE)):
         return None
     for event in first_events(2):
         if event.type == "adk/session":
-            d = to_wire(event.data)
+            d = _names(event, "appName", "userId", "sessionId")
+            if d is None:
+                return None
             return f"app {d['appName']} · user {d['userId']} · session {d['sessionId']}"
         if event.type == "adk/state":
-            d = to_wire(event.data)
+            d = _names(event, "appName")
+            if d is None:
+                return None
             user = "" if d.get("userId") is None else f" · user {d['userId']}"
             return f"app {d['appName']}{user} · state"
     return None
@@ -61,12 +67,24 @@ def session_labels(header: SessionHeader,
     :func:`label_session` reads it), so that retention keeps the latest sessions of each
     user or app (``per=("user",)``). A state session is no conversation: ``None``.
 
-    :returns: the named labels, or ``None`` for a session not of this plugin.
+    :returns: the named labels, or ``None`` for a session not of this plugin, or whose
+        first events do not say.
     """
     if not header.id.startswith(_SESSION):
         return None
     for event in first_events(2):
         if event.type == "adk/session":
-            d = to_wire(event.data)
-            return {"app": str(d["appName"]), "user": str(d["userId"])}
+            d = _names(event, "appName", "userId")
+            return None if d is None else {"app": str(d["appName"]), "user": str(d["userId"])}
     return None
+
+
+def _names(event: Event, *required: str) -> Mapping[str, object] | None:
+    """The payload of an ``adk/session`` or ``adk/state`` event as plain JSON, or
+    ``None`` when it lacks one of ``required`` (a record kept opaque: written by hand,
+    or a sealed box read without keys): a listing shows the session unlabelled rather
+    than fail."""
+    d = to_wire(event.data)
+    if not isinstance(d, Mapping) or any(d.get(name) is None for name in required):
+        return None
+    return d

@@ -95,7 +95,7 @@ if _TYPE_CHECKING:
         RetentionRemoval,
         RetentionRemovalData,
     )
-    from ._search import SearchHit
+    from ._search import SearchHit, SearchResults, UnreadableSession
     from ._session import EventsView, Session
     from ._step import Step
     from ._store import SessionStore
@@ -214,6 +214,8 @@ _LAZY: dict[str, str] = {
     "RetentionRemoval": "._retention_events",
     "RetentionRemovalData": "._retention_events",
     "SearchHit": "._search",
+    "SearchResults": "._search",
+    "UnreadableSession": "._search",
     "SessionLockedError": "._persistence.base",
     "StoredLog": "._persistence.base",
     "WriterLock": "._persistence.base",
@@ -360,6 +362,7 @@ __all__ = [
     "Rewritable",
     "SealedBackend",
     "SearchHit",
+    "SearchResults",
     "Searchable",
     "SelectiveSummaries",
     "Session",
@@ -391,6 +394,7 @@ __all__ = [
     "TurnStateError",
     "TypedLineReads",
     "UnionMember",
+    "UnreadableSession",
     "UsageChunk",
     "UserSource",
     "WriterLock",

@@ -34,6 +34,7 @@ __all__ = [
     "SkippedLogWarning",
     "SurfaceError",
     "ToolPairingError",
+    "UnreadableSessionWarning",
 ]
 
 
@@ -194,6 +195,24 @@ class SkippedLogWarning(UserWarning):
         super().__init__(f"{path} left out of the listing: {reason}")
         self.path = path
         self.reason = reason
+
+
+
+class UnreadableSessionWarning(UserWarning):
+    """A session a read of many (the ADK adapter's ``list_sessions``) left out because
+    it could not be read: its key is not in the keyring (never given, or deleted: a
+    crypto-shredded session), a record fails its authentication, or a record does not
+    read. One session must not take the others down, so it is left out, but never
+    silently: the warning names it and carries the error, which says what to do.
+
+    :ivar session_id: the session left out.
+    :ivar error: why it could not be read.
+    """
+
+    def __init__(self, session_id: str, error: DshSessionError) -> None:
+        super().__init__(f'session "{session_id}" left out, it could not be read: {error}')
+        self.session_id = session_id
+        self.error = error
 
 
 publish(globals(), __all__)

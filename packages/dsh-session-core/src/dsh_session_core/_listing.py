@@ -2,7 +2,11 @@
 as the installed plugins say (the ``hide_session`` and ``label_session`` hooks; core hides
 its retention ledger), and its named labels (``session_labels``: retention's groups). The
 public functions here are what ``dsh-session ls``, ``show`` and the viewer ask, so that
-none of them knows a plugin's sessions."""
+none of them knows a plugin's sessions.
+
+The hooks get what the reader can read, or nothing (:class:`StoredEvents`): a session
+it cannot read (encrypted and listed without keys, a key not in the keyring, a damaged
+record) is listed by its header, and never takes the listing down."""
 
 from __future__ import annotations
 
@@ -12,13 +16,14 @@ from typing import TYPE_CHECKING, cast
 from ._names import RETENTION_LEDGER_ID
 
 if TYPE_CHECKING:
+    from ._errors_base import DshSessionError
     from ._header import SessionHeader
     from ._persistence.base import Backend
     from ._plugins import PluginManager
     from ._registry import EventRegistry
     from .events import Event
 
-__all__ = ["is_hidden", "label_of", "named_labels", "stored_label"]
+__all__ = ["StoredEvents", "is_hidden", "label_of", "labels_of", "named_labels", "stored_label"]
 
 
 def _manager(plugins: PluginManager | None) -> PluginManager:
@@ -68,10 +73,15 @@ def named_labels(backend: Backend, header: SessionHeader, registry: EventRegistr
     """The named labels the plugins give a stored session (``session_labels``: the ADK
     adapter's ``app`` and ``user``), merged, the first plugin's value for a name
     winning; its first events are read as :func:`stored_label` reads them."""
+    return labels_of(header, StoredEvents(backend, header, registry), plugins=plugins)
+
+
+def labels_of(header: SessionHeader, first_events: Callable[[int], Sequence[Event]], *,
+              plugins: PluginManager | None = None) -> dict[str, str]:
+    """:func:`named_labels`, its first events read by ``first_events``."""
     pm = _manager(plugins)
     if not pm.hook.session_labels.get_hookimpls():
         return {}
-    first_events = _first_events(backend, header, registry)
     merged: dict[str, str] = {}
     for answer in pm.hook.session_labels(header=header, first_events=first_events):
         if isinstance(answer, Mapping):
@@ -81,20 +91,47 @@ def named_labels(backend: Backend, header: SessionHeader, registry: EventRegistr
     return merged
 
 
-def _first_events(backend: Backend, header: SessionHeader, registry: EventRegistry
-                  ) -> Callable[[int], Sequence[Event]]:
-    from ._decode import decode_lines
-    from ._persistence.capabilities import read_lines_of
+class StoredEvents:
+    """What a listing hook's ``first_events`` reads of a stored session: its first
+    ``n`` events, read once per ``n`` and decoded, or none at all when the reader
+    cannot read them, so that a plugin never gets a sealed box as a payload and one
+    session never takes a listing down: an encrypted session listed without keys
+    (nothing of it is read), a record whose key is not in the keyring (a
+    crypto-shredded session), one that fails its authentication, or one that does
+    not read (a damaged log).
 
-    read: dict[int, Sequence[Event]] = {}
+    :ivar problem: why nothing was read, once a hook asked (``None`` until then, and
+        when the session read).
+    """
 
-    def first_events(count: int) -> Sequence[Event]:  # two plugins asking read it once
-        if count not in read:
-            lines = read_lines_of(backend, header.id, -1, max(count, 0))
-            read[count] = [] if lines is None else decode_lines(registry, lines)
-        return read[count]
+    def __init__(self, backend: Backend, header: SessionHeader,
+                 registry: EventRegistry) -> None:
+        self._backend = backend
+        self._header = header
+        self._registry = registry
+        self._read: dict[int, Sequence[Event]] = {}
+        self.problem: DshSessionError | None = None
 
-    return first_events
+    def __call__(self, count: int) -> Sequence[Event]:
+        from ._decode import decode_lines
+        from ._header import SEALED_FORMAT_VERSION
+        from ._persistence.capabilities import read_lines_of
+        from .errors import EncryptedSessionError, EncryptionError, LogFormatError
+
+        if self.problem is not None:
+            return []
+        if self._header.version == SEALED_FORMAT_VERSION:  # listed by a store without keys
+            self.problem = EncryptedSessionError(self._header.id)
+            return []
+        if count not in self._read:  # two plugins asking read the log once
+            try:
+                lines = read_lines_of(self._backend, self._header.id, -1, max(count, 0))
+                found = [] if lines is None else decode_lines(self._registry, lines)
+            except (EncryptionError, LogFormatError) as exc:
+                self.problem = exc
+                return []
+            self._read[count] = found
+        return self._read[count]
 
 
 def stored_label(backend: Backend, header: SessionHeader, registry: EventRegistry, *,
@@ -102,4 +139,4 @@ def stored_label(backend: Backend, header: SessionHeader, registry: EventRegistr
     """:func:`label_of` a session stored in ``backend``: its first events are read (only
     those: a JSONL log's first lines, a database's first keys) and decoded with
     ``registry`` when a plugin asks for them."""
-    return label_of(header, _first_events(backend, header, registry), plugins=plugins)
+    return label_of(header, StoredEvents(backend, header, registry), plugins=plugins)

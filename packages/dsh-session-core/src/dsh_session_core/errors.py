@@ -89,6 +89,7 @@ from ._errors_log import (
     SkippedLogWarning,
     SurfaceError,
     ToolPairingError,
+    UnreadableSessionWarning,
 )
 from ._errors_plugin import (
     DuplicateEventTypeError,
@@ -166,5 +167,6 @@ __all__ = [
     "UnknownFieldError",
     "UnknownMemberError",
     "UnknownPluginWarning",
+    "UnreadableSessionWarning",
     "UnstorableError",
 ]

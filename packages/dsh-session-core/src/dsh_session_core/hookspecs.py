@@ -217,8 +217,10 @@ def label_session(header: SessionHeader,
 
     Asked for the rows shown only. ``first_events(n)`` reads and decodes the session's
     first ``n`` events (at most ``n``; fewer when the log is shorter), and only when
-    called: a label from the header alone reads no log. Read through
-    :func:`dsh_session_core.label_of`.
+    called: a label from the header alone reads no log. It gives no event at all when
+    the reader cannot read them (an encrypted session listed without keys, a key not in
+    the keyring, a damaged record): a listing shows such a session by its header, so
+    answer ``None`` rather than fail. Read through :func:`dsh_session_core.label_of`.
 
     :param header: the session's header.
     :param first_events: reads the first events of the log, oldest first.

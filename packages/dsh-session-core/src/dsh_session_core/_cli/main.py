@@ -8,9 +8,11 @@ what its commands need only when they run. The top-level help (no arguments, ``-
 ``--help``) is printed by :mod:`.help` without argparse at all.
 
 Exit status: 0 success, 1 the input was rejected (one line on stderr says why), 2 bad
-usage, 130 interrupted (Ctrl-C, SIGINT: 128 + 2, as a shell reports a command SIGINT
-stopped), in every command: here, whatever the command made of the interrupt (``copy``
-says what was kept, then exits 130 too). Tracebacks only with ``--debug``.
+usage, 3 some sessions could not be read (``search``: the others' hits are shown, each
+one left out named on stderr), 130 interrupted (Ctrl-C, SIGINT: 128 + 2, as a shell
+reports a command SIGINT stopped), in every command: here, whatever the command made of
+the interrupt (``copy`` says what was kept, then exits 130 too). Tracebacks only with
+``--debug``.
 """
 
 from __future__ import annotations

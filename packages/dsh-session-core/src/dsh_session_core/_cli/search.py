@@ -5,6 +5,11 @@ Each hit prints its session, seq, turn, event type and time, then a one-line sni
 with the matched words highlighted (bold on a terminal, ``**word**`` otherwise);
 ``--json`` prints the hits as one JSON array. Newest first, or ``--sort relevance``.
 SQLite and PostgreSQL answer from their index, a JSONL store is scanned.
+
+A session that could not be read (a damaged record, a key not in the keyring, an
+encrypted session searched without keys) takes nothing else down: the other sessions'
+hits are printed, each such session is named on stderr with what to do, and the exit
+status is 3 (``EXIT_PARTIAL``).
 """
 
 from __future__ import annotations
@@ -14,10 +19,10 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from .support import EXIT_OK, EXIT_USAGE, Failure
+from .support import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, Failure
 
 if TYPE_CHECKING:
-    from .._search import SearchHit
+    from .._search import SearchHit, SearchResults
     from .term import Style
 
 __all__ = ["add_commands"]
@@ -94,13 +99,32 @@ def run_search(args: argparse.Namespace) -> int:
     page = search_page(found, args.sort, limit or None, offset)
     if args.json:
         out_json([hit.to_dict() for hit in page])
-        return EXIT_OK
+        return _unreadable(found)
     if not page:
-        out_text(f"no hits for {text!r} in {url}\n" if not found else
-                 f"no hits past the first {offset} of {len(found)} in {url}\n")
-        return EXIT_OK
-    out_text(_render(page, sys.stdout) + _footer(len(page), len(found), offset, url))
-    return EXIT_OK
+        out_text((f"no hits for {text!r} in {url}" if not found else
+                  f"no hits past the first {offset} of {len(found)} in {url}")
+                 + _missing(found) + "\n")
+        return _unreadable(found)
+    out_text(_render(page, sys.stdout) + _footer(len(page), len(found), offset, url,
+                                                 _missing(found)))
+    return _unreadable(found)
+
+
+def _missing(found: SearchResults) -> str:
+    """What the last line adds when sessions could not be read."""
+    count = len(found.unreadable)
+    return f" ({count} session(s) could not be read, named on stderr)" if count else ""
+
+
+def _unreadable(found: SearchResults) -> int:
+    """Name each session the search could not read on stderr, one line each (the error
+    says what to do); the exit status: :data:`EXIT_PARTIAL` when there is one."""
+    from .support import warn
+
+    for missed in found.unreadable:
+        reason = " ".join(missed.reason.split())
+        warn(f'hits of session "{missed.session_id}" may be missing: {reason}')
+    return EXIT_PARTIAL if found.unreadable else EXIT_OK
 
 
 def _hint(exc: ValueError) -> str | None:
@@ -142,8 +166,8 @@ def _highlight(hit: SearchHit, style: Style) -> str:
     return "".join(pieces)
 
 
-def _footer(shown: int, total: int, offset: int, url: str) -> str:
+def _footer(shown: int, total: int, offset: int, url: str, missing: str) -> str:
     if shown == total:
-        return f"{total} hit(s) in {url}\n"
+        return f"{total} hit(s) in {url}{missing}\n"
     return (f"hits {offset + 1}-{offset + shown} of {total} in {url} "
-            f"(--offset {offset + shown} for more)\n")
+            f"(--offset {offset + shown} for more){missing}\n")

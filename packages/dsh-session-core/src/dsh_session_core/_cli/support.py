@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXIT_OK",
+    "EXIT_PARTIAL",
     "EXIT_REJECTED",
     "EXIT_USAGE",
     "HEADER_HINT",
@@ -45,6 +46,10 @@ EXIT_OK = 0
 EXIT_REJECTED = 1
 #: The command line was wrong.
 EXIT_USAGE = 2
+#: Some sessions could not be read (a damaged record, a key not in the keyring, an
+#: encrypted session read without keys): the others were answered, and each one left
+#: out is named on stderr.
+EXIT_PARTIAL = 3
 
 
 class Failure(Exception):

@@ -61,7 +61,9 @@ class Searchable(Protocol):
     loaded and its lines matched (``DurableStore.search`` gives the same hits)."""
 
     def search(self, query: SearchQuery) -> builtins.list[SearchHit]:
-        """Every hit of ``query`` in the store, in no order."""
+        """Every hit of ``query`` in the store, in no order. A
+        :class:`~dsh_session_core.SearchResults` may say which sessions it could not
+        read (its ``unreadable``): their hits are missing."""
         ...
 
 

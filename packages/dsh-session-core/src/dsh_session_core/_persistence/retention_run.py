@@ -96,9 +96,10 @@ def _candidates(store: DurableStore, policy: RetentionPolicy, marked: dict[str, 
         if measured is None:
             continue  # deleted meanwhile
         size, locked, problem, where = measured
-        found.append(Candidate(header.id, when, size, summary.events, group_of(header),
+        group, unknown = group_of(header)
+        found.append(Candidate(header.id, when, size, summary.events, group,
                                marked.get(header.id, False), hidden(header), locked,
-                               problem, where))
+                               problem or unknown, where))
     return found
 
 
@@ -125,29 +126,34 @@ def _measure(store: DurableStore, summary: SessionSummary
 
 
 def _grouper(store: DurableStore, per: Sequence[str]
-             ) -> Callable[[SessionHeader], tuple[str | None, ...]]:
-    """Each session's group: its value for each grouping of ``per``."""
+             ) -> Callable[[SessionHeader], tuple[tuple[str | None, ...], str | None]]:
+    """Each session's group (its value for each grouping of ``per``), and why its group
+    cannot be told when a plugin asked for its first events and none could be read (an
+    encrypted session without keys, a key not in the keyring, a damaged record): such a
+    session is kept (``unmeasured``), never put in the group of those without the label."""
     if not per:
-        return lambda header: ()
-    from .._listing import named_labels, stored_label
+        return lambda header: ((), None)
+    from .._listing import StoredEvents, label_of, labels_of
 
     plugins = store.plugin_manager
     registry = store.registry
 
-    def group(header: SessionHeader) -> tuple[str | None, ...]:
+    def group(header: SessionHeader) -> tuple[tuple[str | None, ...], str | None]:
         values: list[str | None] = []
         named: dict[str, str] | None = None
+        events = StoredEvents(store.backend, header, registry)
         for grouping in per:
             if grouping == "cwd":
                 values.append(header.cwd if isinstance(header.cwd, str) else None)
             elif grouping == "label":
-                values.append(stored_label(store.backend, header, registry,
-                                           plugins=plugins))
+                values.append(label_of(header, events, plugins=plugins))
             else:
                 if named is None:
-                    named = named_labels(store.backend, header, registry, plugins=plugins)
+                    named = labels_of(header, events, plugins=plugins)
                 values.append(named.get(grouping.removeprefix("label:")))
-        return tuple(values)
+        if events.problem is None:
+            return tuple(values), None
+        return tuple(values), f"its group cannot be read: {reason_of(events.problem)}"
 
     return group
 

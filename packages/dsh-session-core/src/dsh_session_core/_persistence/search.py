@@ -8,6 +8,12 @@ any other is scanned through the :class:`~.base.Backend` protocol (each session
 loaded). Every answer is checked line by line by :func:`~.._search.hit_of_line`, so
 the same store gives the same hits on every backend (``tests/persistence/test_search_backends.py``
 copies one store into the others and compares).
+
+A session the search cannot read takes nothing else down: the answer is a
+:class:`~.._search.SearchResults`, the other sessions' hits with each such session named
+in its ``unreadable`` (a damaged line the search read, a load refused: a record that
+fails its authentication, a key not in the keyring; an encrypted session searched
+without keys).
 """
 
 from __future__ import annotations
@@ -21,10 +27,14 @@ from .._registry import EventRegistry
 from .._search import (
     SearchHit,
     SearchQuery,
+    SearchResults,
     Sort,
+    UnreadableSession,
+    damaged_records,
     hit_of,
     may_hold,
     order_hits,
+    record_seq,
     walk,
 )
 from .base import Backend, stored_lines
@@ -38,6 +48,7 @@ __all__ = [
     "scan_hits",
     "search_backend",
     "search_page",
+    "where_damaged",
 ]
 
 #: From how many log files on a machine with several cores the JSONL scan runs in
@@ -47,14 +58,18 @@ PARALLEL_FILES: Final = 5_000
 
 
 def scan_hits(session_id: str, lines: Iterable[bytes], turn: int | None,
-              query: SearchQuery) -> list[SearchHit]:
+              query: SearchQuery, damaged: list[bytes] | None = None) -> list[SearchHit]:
     """The hits among a session's consecutive event lines (without their newline, oldest
     first), starting with ``turn`` open (:func:`~.._search.walk`: a line of a type the
-    query cannot return, or whose bytes cannot hold its words, is skipped undecoded)."""
+    query cannot return, or whose bytes cannot hold its words, is skipped undecoded).
+
+    :param damaged: given, each line read that is damaged (not a JSON object) is
+        appended to it.
+    """
     prefixes = tuple(b'{"type":"%s"' % t.encode() for t in query.event_types())
     hits: list[SearchHit] = []
     for extracted, open_turn, _ in walk(lines, turn, prefixes=prefixes,
-                                        terms=query.ascii_terms()):
+                                        terms=query.ascii_terms(), damaged_lines=damaged):
         if extracted is not None:
             hit = hit_of(session_id, extracted, open_turn, query)
             if hit is not None:
@@ -68,15 +83,30 @@ def lines_hits(session_id: str, lines: Iterable[bytes], query: SearchQuery
     return scan_hits(session_id, lines, None, query)
 
 
+#: A JSONL log's damaged lines a scan read: ``(session id, path, the first one's line
+#: number in the file, where each is)``; plain values, sent back by a worker process.
+Damaged = tuple[str, str, int, list[str]]
+
+
+def where_damaged(line: bytes, number: int | None = None) -> str:
+    """Where a damaged line is, for a person: its file line ``number`` when it has one,
+    and the seq its bytes still show."""
+    seq = record_seq(line)
+    at = [] if number is None else [f"line {number}"]
+    if seq is not None:
+        at.append(f"seq {seq}")
+    return ", ".join(at) or "a record"
+
+
 def _file_hits(root: str, path: str, query: SearchQuery, terms: list[bytes],
                read: Callable[[str], bytes]
-               ) -> tuple[list[SearchHit], tuple[str, str] | None]:
+               ) -> tuple[list[SearchHit], tuple[str, str] | None, Damaged | None]:
     """The hits of one JSONL log (its complete lines after the header: a torn last line
     is not part of the session yet), and, for a log a listing leaves out (its first line
-    is not a header, or the header is for another file), ``(path, why)`` instead. The
-    file is read once; its header is decoded only when its bytes may hold a hit, so a
-    log without the query's words costs a read and a byte search. A file gone meanwhile
-    has nothing."""
+    is not a header, or the header is for another file), ``(path, why)`` instead; last,
+    the damaged lines the scan read (:data:`Damaged`), if any. The file is read once;
+    its header is decoded only when its bytes may hold a hit, so a log without the
+    query's words costs a read and a byte search. A file gone meanwhile has nothing."""
     from .._logfile import durable_header
     from ..errors import LogFormatError, MisplacedLogError
     from .buckets import check_placed
@@ -84,12 +114,12 @@ def _file_hits(root: str, path: str, query: SearchQuery, terms: list[bytes],
     try:
         data = read(path)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        return [], None
+        return [], None, None
     except LogFormatError as exc:  # its durable-end mark is unreadable (.endmark)
-        return [], (path, str(exc))
+        return [], (path, str(exc)), None
     first = data.find(b"\n")
     if first < 0 or not may_hold(data, terms):
-        return [], None  # no complete header line (listing skips it), or no hit
+        return [], None, None  # no complete header line (listing skips it), or no hit
     try:
         header = durable_header(data[:first], path=path)
         check_placed(root, path, header)
@@ -97,11 +127,21 @@ def _file_hits(root: str, path: str, query: SearchQuery, terms: list[bytes],
         why = str(exc)
         if not isinstance(exc, MisplacedLogError):
             why += "; `dsh-session validate FILE` says more, or remove the file from the store"
-        return [], (path, why)
+        return [], (path, why), None
     if query.sessions and header.id not in query.sessions:
-        return [], None
+        return [], None, None
     end = data.rfind(b"\n") + 1
-    return lines_hits(header.id, data[first + 1:end].split(b"\n")[:-1], query), None
+    lines = data[first + 1:end].split(b"\n")[:-1]
+    bad: list[bytes] = []
+    hits = scan_hits(header.id, lines, None, query, bad)
+    if not bad:
+        return hits, None, None
+    # The rare path: each damaged line's number in the file (the header is line 1); the
+    # lines themselves were collected, by identity, not by value (two may be alike).
+    seen = {id(line) for line in bad}
+    where = [(i + 2, line) for i, line in enumerate(lines) if id(line) in seen]
+    return hits, None, (header.id, path, where[0][0],
+                        [where_damaged(line, n) for n, line in where])
 
 
 def _read(path: str) -> bytes:
@@ -127,16 +167,19 @@ def _read(path: str) -> bytes:
 
 def _paths_hits(root: str, paths: Sequence[str], query: SearchQuery,
                 read: Callable[[str], bytes]
-                ) -> tuple[list[SearchHit], list[tuple[str, str]]]:
+                ) -> tuple[list[SearchHit], list[tuple[str, str]], list[Damaged]]:
     hits: list[SearchHit] = []
     skipped: list[tuple[str, str]] = []
+    damaged: list[Damaged] = []
     terms = query.ascii_terms()
     for path in paths:
-        found, left_out = _file_hits(root, path, query, terms, read)
+        found, left_out, bad = _file_hits(root, path, query, terms, read)
         hits.extend(found)
         if left_out is not None:
             skipped.append(left_out)
-    return hits, skipped
+        if bad is not None:
+            damaged.append(bad)
+    return hits, skipped, damaged
 
 
 def log_files(root: str, suffix: str = ".jsonl") -> list[str]:
@@ -173,11 +216,13 @@ def _may_fork() -> bool:
 
 def scan_files(root: str, paths: Sequence[str], query: SearchQuery, *,
                workers: int | None = None, read: Callable[[str], bytes] = _read
-               ) -> list[SearchHit]:
+               ) -> SearchResults:
     """Scan a JSONL store's logs for ``query``'s hits: each file read once, skipped
     whole when its bytes cannot hold the query's words, else checked line by line with
     msgspec. A log that listing leaves out (misplaced, or not a log) is left out here
-    too, with the same :class:`~dsh_session_core.errors.SkippedLogWarning`.
+    too, with the same :class:`~dsh_session_core.errors.SkippedLogWarning`. A log with
+    damaged lines the scan read (not JSON) is in the answer's ``unreadable``, its other
+    lines searched.
 
     :param paths: the log files (:func:`log_files`, or the files of chosen sessions).
     :param read: a log file's bytes (a compact log's decoded ones), by path: a module's
@@ -190,7 +235,7 @@ def scan_files(root: str, paths: Sequence[str], query: SearchQuery, *,
     if workers is None:
         workers = (os.cpu_count() or 1) if len(paths) >= PARALLEL_FILES else 0
     if workers <= 1 or len(paths) < 2 or not _may_fork():
-        hits, skipped = _paths_hits(root, paths, query, read)
+        hits, skipped, damaged = _paths_hits(root, paths, query, read)
     else:
         import concurrent.futures
         import multiprocessing
@@ -201,12 +246,14 @@ def scan_files(root: str, paths: Sequence[str], query: SearchQuery, *,
         context = multiprocessing.get_context("fork")
         parts = workers * 4  # smaller parts even out the workers' loads
         chunks = [paths[i::parts] for i in range(parts) if paths[i::parts]]
-        hits, skipped = [], []
+        hits, skipped, damaged = [], [], []
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-            for found, left_out in pool.map(_paths_hits, [root] * len(chunks), chunks,
-                                            [query] * len(chunks), [read] * len(chunks)):
+            for found, left_out, bad in pool.map(_paths_hits, [root] * len(chunks), chunks,
+                                                 [query] * len(chunks),
+                                                 [read] * len(chunks)):
                 hits.extend(found)
                 skipped.extend(left_out)
+                damaged.extend(bad)
     if skipped:
         import warnings
 
@@ -214,7 +261,9 @@ def scan_files(root: str, paths: Sequence[str], query: SearchQuery, *,
 
         for path, why in sorted(skipped):
             warnings.warn(SkippedLogWarning(path, why), stacklevel=3)
-    return hits
+    return SearchResults(hits, [
+        UnreadableSession(sid, damaged_records(sid, where, path=path, line=line))
+        for sid, path, line, where in damaged])
 
 
 def _asked(backend: Backend, query: SearchQuery) -> list[SessionHeader]:
@@ -226,49 +275,67 @@ def _asked(backend: Backend, query: SearchQuery) -> list[SessionHeader]:
 
 
 def _scan_backend(backend: Backend, headers: list[SessionHeader], query: SearchQuery
-                  ) -> list[SearchHit]:
-    """The protocol's scan: each session of ``headers`` loaded, its lines checked."""
+                  ) -> SearchResults:
+    """The protocol's scan: each session of ``headers`` loaded, its lines checked; a
+    session whose load is refused (a record that does not read, or fails its
+    authentication, a key not in the keyring...) is unreadable, the others searched."""
+    from ..errors import EncryptionError, LogFormatError
+
     registry = EventRegistry([])
     hits: list[SearchHit] = []
+    unreadable: list[UnreadableSession] = []
     for header in headers:
-        stored = backend.load_stored(header.id, registry)
+        try:
+            stored = backend.load_stored(header.id, registry)
+        except (EncryptionError, LogFormatError) as exc:
+            unreadable.append(UnreadableSession(header.id, exc))
+            continue
         if stored is None:  # removed since it was listed
             continue
         hits.extend(lines_hits(header.id, stored_lines(stored), query))
-    return hits
+    return SearchResults(hits, unreadable)
 
 
-def _refuse_sealed(headers: list[SessionHeader]) -> None:
-    # A store opened with keys lists its sealed sessions as of the format they hold: a
-    # sealed header seen here is one read without keys.
+def _sealed(headers: list[SessionHeader]) -> list[UnreadableSession]:
+    """The encrypted sessions among ``headers`` read without keys: a store opened with
+    keys lists its sealed sessions as of the format they hold, so a sealed header seen
+    here is one read without them (its records are ciphertext: no search of them finds
+    a word, and saying "no hits" of them would be a lie)."""
     from .._header import SEALED_FORMAT_VERSION
+    from ..errors import EncryptedSessionError
 
-    for header in headers:
-        if header.version == SEALED_FORMAT_VERSION:
-            from ..errors import EncryptedSessionError
-
-            raise EncryptedSessionError(header.id)
+    return [UnreadableSession(h.id, EncryptedSessionError(h.id)) for h in headers
+            if h.version == SEALED_FORMAT_VERSION]
 
 
-def search_backend(backend: Backend | Capabilities, query: SearchQuery) -> list[SearchHit]:
-    """Every hit of ``query`` in a backend's store, in no order: the backend's own
-    search where it has one (:class:`~.capabilities.Searchable`: an index), else the
-    protocol's scan (of the one listing the refusal below reads too).
+def search_backend(backend: Backend | Capabilities, query: SearchQuery) -> SearchResults:
+    """Every hit of ``query`` in a backend's store, in no order, and the sessions it
+    could not read (:class:`~.._search.SearchResults`): the backend's own search where
+    it has one (:class:`~.capabilities.Searchable`: an index), else the protocol's scan
+    (of the one listing the look for sealed sessions below reads too).
 
-    :raises EncryptedSessionError: the store holds an encrypted session and was opened
-        without keys (its records are ciphertext: no search of them would find a word,
-        and saying "no hits" would be a lie).
+    An encrypted session read without keys (the store was opened without them) is
+    not searched: it is among the ``unreadable``, with an
+    :class:`~dsh_session_core.errors.EncryptedSessionError` saying how to pass the keys.
     """
     caps = capabilities_of(backend)
     headers = _asked(caps.backend, query)
-    _refuse_sealed(headers)
+    sealed = _sealed(headers)
     if caps.searchable is not None:
-        return caps.searchable.search(query)
-    return _scan_backend(caps.backend, headers, query)
+        found = caps.searchable.search(query)
+        more = found.unreadable if isinstance(found, SearchResults) else ()
+        return SearchResults(found, [*sealed, *more])
+    if sealed:
+        out = {u.session_id for u in sealed}
+        headers = [h for h in headers if h.id not in out]
+    found = _scan_backend(caps.backend, headers, query)
+    return SearchResults(found, [*sealed, *found.unreadable])
 
 
 def search_page(hits: list[SearchHit], sort: Sort, limit: int | None, offset: int
-                ) -> list[SearchHit]:
-    """One page of hits, in the order ``sort`` gives."""
+                ) -> SearchResults:
+    """One page of hits, in the order ``sort`` gives, with the sessions the search could
+    not read (``hits``'s, when it is a :class:`~.._search.SearchResults`)."""
     ordered = order_hits(hits, sort)
-    return ordered[offset:] if limit is None else ordered[offset:offset + limit]
+    page = ordered[offset:] if limit is None else ordered[offset:offset + limit]
+    return SearchResults(page, hits.unreadable if isinstance(hits, SearchResults) else ())

@@ -24,6 +24,10 @@ from .._search import (
     Extracted,
     SearchHit,
     SearchQuery,
+    SearchResults,
+    UnreadableSession,
+    damaged,
+    damaged_records,
     extract,
     hit_of,
     index_words,
@@ -31,7 +35,7 @@ from .._search import (
     walk_events,
 )
 from ..events import Event
-from .search import scan_hits
+from .search import scan_hits, where_damaged
 
 __all__ = [
     "MAX_TSVECTOR_BYTES",
@@ -136,9 +140,10 @@ Behind = dict[str, tuple[int, int | None, int]]
 def answer(candidates: Iterable[Sequence[Any]], behind: Behind, query: SearchQuery, *,
            line_of: Callable[[Any], bytes],
            turn_before: Callable[[str, int], int | None],
-           lines_from: Callable[[str, int, int], Iterable[bytes]]) -> list[SearchHit]:
+           lines_from: Callable[[str, int, int], Iterable[bytes]]) -> SearchResults:
     """A database backend's hits: its index's candidates checked, then the rows no
-    index covers scanned.
+    index covers scanned; a session with a damaged row among those read (its data not
+    JSON) is in the answer's ``unreadable``, its other rows searched.
 
     :param candidates: ``(session id, stored turn, seq, *the rest of the row)`` each;
         ``line_of`` gets ``(seq, *the rest)`` and rebuilds the event's log line.
@@ -147,12 +152,16 @@ def answer(candidates: Iterable[Sequence[Any]], behind: Behind, query: SearchQue
     :param lines_from: the log lines of a session's rows ``start <= seq < end``.
     """
     hits: list[SearchHit] = []
+    bad: dict[str, list[str]] = {}
     for sid, turn, *row in candidates:
         late = behind.get(sid)
         if late is not None and row[0] >= late[0]:
             continue  # checked below, with the rows no index covers
-        extracted = extract(line_of(row))
+        line = line_of(row)
+        extracted = extract(line)
         if extracted is None:
+            if damaged(line):
+                bad.setdefault(sid, []).append(f"seq {row[0]}")
             continue
         if turn == TURN_UNKNOWN:
             turn = turn_before(sid, row[0])
@@ -162,8 +171,11 @@ def answer(candidates: Iterable[Sequence[Any]], behind: Behind, query: SearchQue
     for sid, (start, turn, end) in behind.items():
         if turn == TURN_UNKNOWN:
             turn = turn_before(sid, start)
-        hits += scan_hits(sid, lines_from(sid, start, end), turn, query)
-    return hits
+        lines: list[bytes] = []
+        hits += scan_hits(sid, lines_from(sid, start, end), turn, query, lines)
+        bad.setdefault(sid, []).extend(where_damaged(line) for line in lines)
+    return SearchResults(hits, [UnreadableSession(sid, damaged_records(sid, where))
+                                for sid, where in bad.items() if where])
 
 
 def lines_of(jsonl: bytes, count: int) -> list[bytes] | None:

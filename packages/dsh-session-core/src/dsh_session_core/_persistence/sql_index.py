@@ -26,7 +26,7 @@ from .rows import row_line
 from .search_index import Behind, IndexRow, answer, bindable, index_lines, stored_turn
 
 if TYPE_CHECKING:
-    from .._search import SearchHit, SearchQuery
+    from .._search import SearchQuery, SearchResults
 
 __all__ = [
     "ALL_SEQS",
@@ -299,9 +299,10 @@ def candidates(sql: IndexSql, conn: Connection, query: SearchQuery, types: list[
 
 
 def hits(sql: IndexSql, conn: Connection, found: Sequence[Sequence[Any]], late: Behind,
-         query: SearchQuery) -> list[SearchHit]:
+         query: SearchQuery) -> SearchResults:
     """The hits: the candidates ``found`` checked, then the rows no index covers
-    (``late``) scanned (:func:`~.search_index.answer`)."""
+    (``late``) scanned; a session with a damaged row read among its ``unreadable``
+    (:func:`~.search_index.answer`)."""
     return answer(found, late, query, line_of=row_line,
                   turn_before=functools.partial(turn_before, sql, conn),
                   lines_from=functools.partial(lines_from, sql, conn))

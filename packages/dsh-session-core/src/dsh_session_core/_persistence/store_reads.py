@@ -16,7 +16,7 @@ from .store_base import StoreBase
 if TYPE_CHECKING:
     import datetime
 
-    from .._search import SearchHit, Sort
+    from .._search import SearchResults, Sort
 
 __all__ = ["StoredReads"]
 
@@ -147,7 +147,7 @@ class StoredReads(StoreBase):
         sort: Sort = "newest",
         limit: int | None = None,
         offset: int = 0,
-    ) -> list[SearchHit]:
+    ) -> SearchResults:
         """Search the stored sessions' messages, tool calls and tool results.
 
         ``query`` is words that must all be in an event (caseless, whole words;
@@ -157,6 +157,12 @@ class StoredReads(StoreBase):
         from an index kept in step with the log; JSONL scans the logs. Every backend
         gives the same hits for the same sessions.
 
+        A session that cannot be read takes nothing else down: the other sessions are
+        searched, and it is named in the answer's ``unreadable``, with why (a damaged
+        record, an encrypted record that fails its authentication, a key not in the
+        keyring: a crypto-shredded session; an encrypted session, in a store opened
+        without keys). Check it where a missing hit matters (docs/search.md).
+
         :param types: only these event types (``tool/result``...).
         :param roles: only these roles: ``user``, ``assistant``, ``tool``.
         :param sessions: only these sessions.
@@ -165,7 +171,10 @@ class StoredReads(StoreBase):
         :param sort: ``"newest"`` first, or most ``"relevance"`` first.
         :param limit: at most this many hits (``None``: all).
         :param offset: skip this many hits first (paging).
-        :returns: the hits (:class:`~dsh_session_core.SearchHit`), in ``sort`` order.
+        :returns: the hits (:class:`~dsh_session_core.SearchHit`), in ``sort`` order:
+            a list (:class:`~dsh_session_core.SearchResults`) whose ``unreadable`` names
+            the sessions the search could not read (:class:`~dsh_session_core.
+            UnreadableSession`: the session's id and the error).
         :raises ValueError: a query without words, an unknown type or role, a negative
             limit or offset.
         """
@@ -198,7 +207,7 @@ class StoredReads(StoreBase):
         sort: Sort = "newest",
         limit: int | None = None,
         offset: int = 0,
-    ) -> list[SearchHit]:
+    ) -> SearchResults:
         """:meth:`search` for asyncio hosts, in the store's worker thread."""
         return await self._worker().run(
             self.search, query, types=tuple(types), roles=tuple(roles),

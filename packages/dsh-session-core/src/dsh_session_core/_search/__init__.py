@@ -6,14 +6,24 @@ candidates, so the same store gives the same hits on JSONL, SQLite and PostgreSQ
 This package is the one door to the search's model: every name is imported from here.
 Its modules hold one concern each: :mod:`.query` (words, queries and their filters,
 hits and their order: the syntax is its docstring's), :mod:`.lines` (how a log line is
-read: what is searched, the turn it was written in, the bytes that rule a line out) and
-:mod:`.hits` (whether an event is a hit, and its snippet).
+read: what is searched, the turn it was written in, the bytes that rule a line out, a
+damaged line), :mod:`.hits` (whether an event is a hit, and its snippet) and
+:mod:`.results` (a store's answer: its hits and the sessions it could not read).
 """
 
 from __future__ import annotations
 
 from .hits import SNIPPET_AFTER, SNIPPET_BEFORE, hit_of, hit_of_line
-from .lines import FOLDS_TO_ASCII, extract, may_hold, turn_change, walk, walk_events
+from .lines import (
+    FOLDS_TO_ASCII,
+    damaged,
+    extract,
+    may_hold,
+    record_seq,
+    turn_change,
+    walk,
+    walk_events,
+)
 from .query import (
     MAX_INDEXED_WORD,
     ROLES,
@@ -27,6 +37,7 @@ from .query import (
     order_hits,
     words_of,
 )
+from .results import SearchResults, UnreadableSession, damaged_records
 
 __all__ = [
     "FOLDS_TO_ASCII",
@@ -39,13 +50,18 @@ __all__ = [
     "Extracted",
     "SearchHit",
     "SearchQuery",
+    "SearchResults",
     "Sort",
+    "UnreadableSession",
+    "damaged",
+    "damaged_records",
     "extract",
     "hit_of",
     "hit_of_line",
     "index_words",
     "may_hold",
     "order_hits",
+    "record_seq",
     "turn_change",
     "walk",
     "walk_events",

@@ -24,8 +24,10 @@ from .query import SEARCHED_TYPES, Extracted
 
 __all__ = [
     "FOLDS_TO_ASCII",
+    "damaged",
     "extract",
     "may_hold",
+    "record_seq",
     "turn_change",
     "walk",
     "walk_events",
@@ -169,7 +171,8 @@ _SEARCHED_PREFIXES: Final = tuple(b'{"type":"%s"' % t.encode() for t in SEARCHED
 
 
 def walk(lines: Iterable[bytes], turn: int | None = None, *,
-         prefixes: tuple[bytes, ...] = _SEARCHED_PREFIXES, terms: Sequence[bytes] = ()
+         prefixes: tuple[bytes, ...] = _SEARCHED_PREFIXES, terms: Sequence[bytes] = (),
+         damaged_lines: list[bytes] | None = None,
          ) -> Iterator[tuple[Extracted | None, int | None, bool]]:
     """A session's consecutive event lines (no newline), read as a search reads them,
     starting with ``turn`` open: each searched event with the turn open where it was
@@ -179,6 +182,10 @@ def walk(lines: Iterable[bytes], turn: int | None = None, *,
     A line the writers' key order shows to be of another type (not one of ``prefixes``),
     or whose bytes cannot hold ``terms`` (:func:`may_hold`), is skipped undecoded; a line
     written in another key order is decoded.
+
+    :param damaged_lines: given, each line decoded whose bytes may hold ``terms`` and
+        that is :func:`damaged` is appended to it (a search reports its session: its
+        hit there, if any, is missing).
     """
     inherited = True
     for line in lines:
@@ -200,6 +207,32 @@ def walk(lines: Iterable[bytes], turn: int | None = None, *,
         extracted = extract(line)
         if extracted is not None:
             yield extracted, turn, inherited
+        elif damaged_lines is not None and may_hold(line, terms) and damaged(line):
+            damaged_lines.append(line)  # what the words were in, if they were
+
+
+def damaged(line: bytes) -> bool:
+    """Whether a stored log line is damaged: not a JSON object (as JavaScript's
+    ``JSON.parse`` reads it: a lone surrogate's escape is JSON), what a load refuses as
+    an unparsable committed event. Asked only of a line :func:`extract` found nothing
+    in, so it costs nothing on the lines a search reads well."""
+    from ..jscompat import json_parse
+
+    try:
+        value = json_parse(line)
+    except (ValueError, RecursionError):
+        return True
+    return not isinstance(value, dict)
+
+
+_SEQ: Final = re.compile(rb'"seq":(-?[0-9]+)[,}]')
+
+
+def record_seq(line: bytes) -> int | None:
+    """The seq a damaged line still shows near its start (the writers put it second),
+    or ``None``: where the damage is, for a person."""
+    found = _SEQ.search(line, 0, 200)
+    return None if found is None else int(found.group(1))
 
 
 _TEXT_BLOCKS: Final = ("text", "reasoning")
