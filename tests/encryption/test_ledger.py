@@ -12,11 +12,12 @@ import json
 from pathlib import Path
 
 import pytest
-from crypt_support import KEY1, KEYS, Records, open_sealed, write_session
+from crypt_support import KEY1, KEY2, KEYS, Records, open_sealed, write_session
 
-from dsh_session_core import SessionHeader, open_store
+from dsh_session_core import Keyring, SessionHeader, open_store
 from dsh_session_core._codec import encode_events
 from dsh_session_core._persistence.opening import backend_for
+from dsh_session_core._persistence.retention_ledger import note_of
 from dsh_session_core._persistence.sealing import Sealer
 from dsh_session_core._retention_events import RetentionMark, RetentionMarkData
 from dsh_session_core.testing import run_cli
@@ -112,7 +113,7 @@ def test_a_cleanup_without_keys_leaves_the_store_whole_for_those_with_keys(
 
 def test_a_note_without_keys_is_refused_and_nothing_is_written(store: str) -> None:
     before = _at_rest(store)
-    code, out, err = run_cli("retain", "s1", "--note", NOTE, "--store", store)
+    code, _, err = run_cli("retain", "s1", "--note", NOTE, "--store", store)
     assert code == 1
     assert "note" in err
     assert "DSH_SESSION_KEYS" in err  # the hint: pass the keys
@@ -204,3 +205,17 @@ def test_a_ledger_an_earlier_release_sealed_reads_with_keys_and_is_unsealed_once
     monkeypatch.delenv("DSH_SESSION_KEYS")
     _ok("prune", "--keep-latest", "0", "--yes", "--store", store)
     assert _ids(store) == (["s1", "s2"] if how != "rekey" else ["s1"])
+
+
+def test_rekey_reseals_the_notes_under_the_new_key(store: str) -> None:
+    with open_sealed(store) as opened:
+        opened.retain("s1", note=NOTE)
+    rotated = Keyring({"k2": KEY2, "k1": KEY1})
+    with open_sealed(store, rotated) as opened:
+        done = opened.rekey(LEDGER)
+        assert (done.records, done.key_id, done.old_key_ids) == (1, "k2", ("k1",))
+    record = Records(store).get(LEDGER, 0)
+    assert (record["data"]["sessionId"], record["data"]["sealedNote"]["kid"]) == ("s1", "k2")
+    with open_sealed(store, Keyring({"k2": KEY2})) as opened:  # the old key dropped
+        [mark] = [e for e in opened.read(LEDGER) if e.type == "retention/mark"]
+        assert note_of(opened.backend, mark.data) == NOTE

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .retention_ledger import Ledger
     from .store import DurableStore
 
-__all__ = ["DOORS", "remove"]
+__all__ = ["DOORS", "reason_of", "remove"]
 
 #: What each door that is not a retention policy says in a record's ``policy``.
 DOORS = {"rm": "dsh-session rm", "api-delete": "DurableStore.delete"}
@@ -65,8 +65,6 @@ def remove(store: DurableStore, ledger: Ledger, planned: Deleted, *, rule: str,
     except (DshSessionError, OSError) as exc:
         stored = _stored(store, session_id)
         if stored:
-            from .retention_run import reason_of
-
             ledger.abandoned(session_id, reason_of(exc))
         elif stored is not None:  # it went, though the delete failed after (its lock file)
             ledger.removal(data)
@@ -87,3 +85,11 @@ def _stored(store: DurableStore, session_id: str) -> bool | None:
         return store.backend.tail_lines(session_id, 0) is not None
     except Exception:  # a look that fails tells nothing
         return None
+
+
+def reason_of(exc: BaseException) -> str:
+    """Why a session was left, one line, for people (an OSError names its kind)."""
+    text = " ".join(str(exc).split())
+    if isinstance(exc, OSError) and not isinstance(exc, DshSessionError):
+        text = f"{type(exc).__name__}: {text}"
+    return text

@@ -40,8 +40,9 @@ if TYPE_CHECKING:
     from .base import Backend
     from .store import DurableStore
 
-__all__ = ["LEDGER_ID", "Ledger", "LedgerState", "backend_marks", "fold", "ledger_events",
-           "ledger_state", "sealed_by_an_earlier_release"]
+__all__ = ["LEDGER_ID", "Ledger", "LedgerState", "backend_marks", "backend_state", "fold",
+           "ledger_events", "ledger_state", "lister", "note_of",
+           "sealed_by_an_earlier_release"]
 
 #: The id of a store's retention ledger session.
 LEDGER_ID: Final = RETENTION_LEDGER_ID
@@ -202,6 +203,23 @@ def backend_state(backend: Backend, registry: EventRegistry) -> LedgerState:
     if lines is None:
         return LedgerState()
     return fold(decode_lines(registry, lines), lister(backend))
+
+
+def note_of(backend: Backend, mark: RetentionMarkData) -> str | None:
+    """The note of ``mark`` as people read it: its text (a sealed one opened with the
+    keys of ``backend``); what stands in for one that cannot be read; ``None`` when the
+    mark has none."""
+    from .sealed import SealedBackend
+    from .sealed_ledger import open_note
+
+    if mark.note is not None or mark.sealed_note is None:
+        return mark.note
+    if not isinstance(backend, SealedBackend):
+        return "(sealed: pass the store's keys to read it)"
+    try:
+        return open_note(backend.sealer, mark.session_id, mark.sealed_note)
+    except EncryptionError as exc:
+        return f"(sealed, and it cannot be opened: {exc})"
 
 
 class Ledger:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import DshSessionError, PersistenceError, SessionLockedError
 from .base import cannot_delete, not_found
+from .recorded_removal import reason_of, remove
 from .retention_ledger import LEDGER_ID, Ledger, ledger_state
 from .retention_plan import Candidate, PruneDecision, PruneReport, plan
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from .retention_policy import RetentionPolicy
     from .store import DurableStore
 
-__all__ = ["epoch_ms", "moment_ms", "reason_of", "run_policy"]
+__all__ = ["epoch_ms", "moment_ms", "run_policy"]
 
 
 def moment_ms(now: datetime.datetime | None) -> int:
@@ -158,8 +159,6 @@ def _remove(store: DurableStore, policy: RetentionPolicy, d: PruneDecision,
     """Archive (when asked), then remove and record one session; a failure leaves it."""
     import dataclasses
 
-    from .recorded_removal import remove
-
     if ledger.marked(d.session_id):  # marked since the plan was made: it stays
         return dataclasses.replace(d, remove=False, rule="retained", status="kept")
     archived_to = None
@@ -227,11 +226,3 @@ def _location(backend: Backend, header: SessionHeader) -> str:
         return backend.location(header)
     except Exception:  # only for the report
         return ""
-
-
-def reason_of(exc: BaseException) -> str:
-    """Why a session was left, one line, for people (an OSError names its kind)."""
-    text = " ".join(str(exc).split())
-    if isinstance(exc, OSError) and not isinstance(exc, DshSessionError):
-        text = f"{type(exc).__name__}: {text}"
-    return text

@@ -31,13 +31,10 @@ from .._retention_events import RetentionMark, SealedNote
 from ..errors import EncryptionError
 
 if TYPE_CHECKING:
-    from .._retention_events import RetentionMarkData
     from ..events import Event
-    from .base import Backend
     from .sealing import Sealer
 
-__all__ = ["is_sealed_line", "note_context", "note_of", "open_lines", "open_note",
-           "seal_notes"]
+__all__ = ["is_sealed_line", "note_context", "open_lines", "open_note", "seal_notes"]
 
 #: What the ledger's lines are opened and sealed under.
 LEDGER_ID: Final = RETENTION_LEDGER_ID
@@ -78,22 +75,6 @@ def open_note(sealer: Sealer, session_id: str, box: SealedNote) -> str:
     plain = sealer.open_field(session_id, note_context(session_id),
                               (box.kid, box.alg, box.nonce, box.ct))
     return plain.decode("utf-8", "surrogatepass")
-
-
-def note_of(backend: Backend, mark: RetentionMarkData) -> str | None:
-    """The note of ``mark`` as people read it: its text (a sealed one opened with the
-    keys of ``backend``); what stands in for one that cannot be read; ``None`` when the
-    mark has none."""
-    from .sealed import SealedBackend
-
-    if mark.note is not None or mark.sealed_note is None:
-        return mark.note
-    if not isinstance(backend, SealedBackend):
-        return "(sealed: pass the store's keys to read it)"
-    try:
-        return open_note(backend.sealer, mark.session_id, mark.sealed_note)
-    except EncryptionError as exc:
-        return f"(sealed, and it cannot be opened: {exc})"
 
 
 def _sealed(sealer: Sealer, session_id: str, text: str) -> SealedNote:

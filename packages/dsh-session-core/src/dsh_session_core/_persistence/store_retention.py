@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, cast, overload
 
 from ..errors import DshSessionError, PersistenceError, SessionLockedError
 from .base import Deleted, SessionSummary, cannot_delete, not_found
+from .recorded_removal import reason_of
 from .retention_policy import RetentionPolicy
 from .retention_run import epoch_ms as _epoch_ms
-from .retention_run import reason_of
 from .store_base import StoreBase
 
 if TYPE_CHECKING:
@@ -218,10 +218,11 @@ class StoreRetention(StoreBase):
         return Deleted(header.id, status, where, (), None, summary.events, header, when,
                        reason_of(exc))
 
-    async def adelete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
+    async def adelete(self, session_id: str, *, dry_run: bool = False,
+                      rule: str | None = "api-delete") -> Deleted:
         """:meth:`delete` for asyncio hosts, in the store's worker thread (taking the
         writer lock is synchronous; on PostgreSQL, a connect)."""
-        return await self._worker().run(self.delete, session_id, dry_run=dry_run)
+        return await self._worker().run(self.delete, session_id, dry_run=dry_run, rule=rule)
 
     @overload
     async def aprune(self, older_than: datetime.timedelta, *, cwd: str | None = None,
