@@ -6,6 +6,7 @@ start, and a store's exported bytes."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import subprocess
 import sys
 import textwrap
@@ -56,17 +57,31 @@ def exported(store: DurableStore, session_id: str) -> bytes:
     return ENCODER.encode(stored.header) + b"\n" + stored.jsonl
 
 
+#: The id of a store's retention ledger, which every removal writes (its records are
+#: checked by tests/retention; the tests here look at the sessions beside it).
+LEDGER = "dsh-session.retention"
+#: Its files: a JSONL store's log and lock file; a SQLite store's lock file.
+_LEDGER_FILES = (f"{LEDGER}.jsonl", f"{LEDGER}.lock",
+                 f"{hashlib.sha256(LEDGER.encode()).hexdigest()}.lock")
+
+
+def sessions(store: DurableStore) -> list[str]:
+    """The ids of the stored sessions but the retention ledger, as stored."""
+    return [h.id for h in store.stored() if h.id != LEDGER]
+
+
 def snapshot(store: DurableStore) -> dict[str, bytes]:
-    """Every stored session's exported bytes, by id."""
-    return {h.id: exported(store, h.id) for h in store.stored()}
+    """Every stored session's exported bytes, by id (but the retention ledger's)."""
+    return {h.id: exported(store, h.id) for h in store.stored() if h.id != LEDGER}
 
 
 def files_under(root: Path) -> dict[str, bytes]:
     """Every file under ``root`` (relative path → bytes) but a JSONL store's header cache,
     which every listing may refresh (``_persistence/header_cache.py``): it holds nothing
-    a log does not."""
+    a log does not; and but the retention ledger's log and lock file."""
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.relative_to(root).parts[0] != ".headers-cache"}
+            if p.is_file() and p.relative_to(root).parts[0] != ".headers-cache"
+            and p.name not in _LEDGER_FILES}
 
 
 _HOLDER = textwrap.dedent("""

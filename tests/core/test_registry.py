@@ -49,7 +49,9 @@ CORE_TYPES = {
     "request/header-delta",
     # Core's own, not the reference's: the retention ledger's (docs/retention.md).
     "retention/mark",
+    "retention/removing",
     "retention/removal",
+    "retention/abandoned",
 }
 SURFACE = {
     "user/message",
@@ -92,10 +94,10 @@ class PingPlugin:
 
 
 def test_core_registry_has_exactly_the_core_types(pm: PluginManager) -> None:
-    # The reference's fifteen, and the retention ledger's two.
+    # The reference's fifteen, and the retention ledger's four.
     for registry in (core_registry(), SessionStore(pm).registry):
         assert set(registry.types) == CORE_TYPES
-        assert len(registry) == 17
+        assert len(registry) == 19
         assert list(registry.types) == sorted(CORE_TYPES)  # iterates in sorted order
         assert [entry.type for entry in registry] == sorted(CORE_TYPES)
         assert all(t in registry for t in CORE_TYPES)

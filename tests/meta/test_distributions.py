@@ -39,7 +39,8 @@ CORE_TYPES = {
     "assistant/message", "assistant/chunk", "tool/call", "tool/result",
     "tool/code-dispatch", "context/message", "steering/message", "prompt/blocked",
     "request/header", "request/header-delta",
-    "retention/mark", "retention/removal",  # core's own: the retention ledger's
+    # core's own: the retention ledger's
+    "retention/mark", "retention/removing", "retention/removal", "retention/abandoned",
 }
 
 #: Variables of the development environment that must not leak into the fresh ones.

@@ -202,7 +202,9 @@ def test_a_store_on_a_backend_that_deletes_uses_its_delete() -> None:
     with DurableStore(_Deleting()) as store:
         _stored(store, "s")
         assert store.delete("s").deleted
-        assert store.stored() == []
+        # Gone, and recorded in the store's retention ledger (a session of its own).
+        assert [h.id for h in store.stored()] == ["dsh-session.retention"]
+        assert [r.data.session_id for r in store.removals()] == ["s"]
 
 
 def test_a_synchronous_backend_has_no_async_twin() -> None:

@@ -42,6 +42,7 @@ from lifecycle_support import (
     files_under,
     held_by_another_process,
     opened,
+    sessions,
     snapshot,
     write,
 )
@@ -146,11 +147,11 @@ def test_sqlite_removes_the_rows_and_the_lock_file(tmp_path: Path) -> None:
         write(store, clock, "a")
         write(store, clock, "b")
     locks = tmp_path / "s.db.locks"
-    assert len(list(locks.iterdir())) == 2
+    assert len(files_under(locks)) == 2
     with opened(store_url) as store:
         deleted = store.delete("a")
-        assert [h.id for h in store.stored()] == ["b"]
-    assert len(list(locks.iterdir())) == 1
+        assert sessions(store) == ["b"]
+    assert len(files_under(locks)) == 1  # b's (and the retention ledger's)
     assert str(tmp_path / "s.db.locks") in deleted.removed[1]
     import sqlite3
 
@@ -171,7 +172,7 @@ def test_an_unknown_id_is_the_not_found_error(store_url: str) -> None:
             assert caught.value.session_id == sid
             with pytest.raises(PersistenceError, match="not found"):
                 store.delete(sid, dry_run=True)
-        assert [h.id for h in store.stored()] == ["ab"]
+        assert sessions(store) == ["ab"]
 
 
 def test_a_dry_run_changes_nothing(store_url: str) -> None:
@@ -245,7 +246,7 @@ def test_a_session_another_process_holds_is_refused_and_skipped(store_url: str) 
         assert snapshot(store) == {"held": before["held"]}  # intact
     with opened(store_url) as store:  # let go: now it goes
         assert store.delete("held").deleted
-        assert store.stored() == []
+        assert sessions(store) == []
 
 
 def test_a_fork_keeps_its_events_when_its_parent_is_deleted(store_url: str) -> None:
@@ -310,7 +311,7 @@ def test_a_session_deleted_while_it_is_opened_is_refused_not_written_after(
             store.open("a")
         monkeypatch.undo()
         expected = [] if not again else ["a"]
-        assert [h.id for h in other.stored()] == expected
+        assert sessions(other) == expected
         if again:
             assert b"new 1" in exported(other, "a")
             live = store.open("a")  # open it again: the new one, and its lock
@@ -326,7 +327,7 @@ def test_an_adopted_session_without_a_live_one_is_let_go_and_deleted(store_url: 
                                    "data": {"turn": 2, "trigger": {
                                        "kind": "message", "source": {"kind": "user"}}}}])
         assert store.delete("a").events == 4  # its lock, held by this store, let go
-        assert store.stored() == []
+        assert sessions(store) == []
 
 
 def test_async_twins(store_url: str) -> None:
@@ -521,7 +522,7 @@ def test_prune_with_keep_cwd_and_dry_run(store_url: str) -> None:
         assert store.prune(older, now=now, keep=3) == []  # p3, q1, n1 kept
         everything = store.prune(datetime.timedelta(0), now=now)
         assert [d.session_id for d in everything] == ["p3", "q1", "n1", "p-new"]
-        assert store.stored() == []
+        assert sessions(store) == []
 
 
 @st.composite
@@ -569,27 +570,30 @@ def test_prune_removes_exactly_what_its_rules_name(kind: str, case: dict[str, An
             left = before if case["dry_run"] else {
                 k: v for k, v in before.items() if k not in expected}
             assert snapshot(store) == left
+            # Every removal recorded, by the rule of this form.
+            assert [(r.data.session_id, r.data.rule) for r in store.removals()] == (
+                [] if case["dry_run"] else [(s, "older-than") for s in expected])
 
 
 def test_prune_on_postgresql_removes_exactly_what_its_rules_name(postgresql_url: str) -> None:
     clock = Clock()
-    sessions = [("s0", "/p", 0), ("s1", "/p", 5), ("s2", "/q", 3), ("s3", None, 9),
-                ("s4", "/p", 2), ("s5", "/p", 2)]
+    stored = [("s0", "/p", 0), ("s1", "/p", 5), ("s2", "/q", 3), ("s3", None, 9),
+              ("s4", "/p", 2), ("s5", "/p", 2)]
     with opened(postgresql_url, clock) as store:
-        for sid, cwd, at in sessions:
+        for sid, cwd, at in stored:
             write(store, clock, sid, cwd=cwd, at=T0 + at * 1000)
         cases: list[dict[str, Any]] = [
             {"older_ms": 4000, "keep": 1, "cwd": "/p", "dry_run": True},
             {"older_ms": 4000, "keep": 0, "cwd": None, "dry_run": True},
             {"older_ms": 1000, "keep": 2, "cwd": None, "dry_run": False}]
         for case in cases:
-            case |= {"sessions": [(s, c, T0 + a * 1000) for s, c, a in sessions],
+            case |= {"sessions": [(s, c, T0 + a * 1000) for s, c, a in stored],
                      "now": T0 + 10_000}
             found = store.prune(datetime.timedelta(milliseconds=case["older_ms"]),
                                 cwd=case["cwd"], keep=case["keep"],
                                 dry_run=case["dry_run"], now=_at(case["now"]))
             assert [d.session_id for d in found] == _expected(case)
-        assert sorted(h.id for h in store.stored()) == ["s1", "s2", "s3"]  # 2 kept, s3 young
+        assert sorted(sessions(store)) == ["s1", "s2", "s3"]  # 2 kept, s3 young
 
 
 def test_prune_measures_from_now_by_default_and_takes_a_naive_now(tmp_path: Path) -> None:

@@ -257,3 +257,19 @@ def test_the_dsh_tools_read_the_branch_the_conversation_is_on(store_url: str) ->
             assert b"first answer" not in out
 
     asyncio.run(main())
+
+
+def test_a_deleted_conversation_is_recorded_as_a_removal(store_url: str) -> None:
+    async def run() -> None:
+        async with DshConversationStore(store_url) as store:
+            result = await _agent().run("Add please.",
+                                        conversation=Conversation(conversation_id="gone"))
+            await store.save(result)
+            await store.delete("gone")
+
+    asyncio.run(run())
+    with open_store(store_url) as store:
+        assert "gone" not in [h.id for h in store.stored()]
+        # Recorded as every removal is, its door named (`dsh-session prune --log`).
+        assert [(r.data.session_id, r.data.rule) for r in store.removals()] == [
+            ("gone", "pydantic-ai-delete")]

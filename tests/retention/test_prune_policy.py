@@ -296,9 +296,9 @@ def test_a_ledger_another_writer_holds_stops_a_mark_and_a_prune_before_anything(
         store.retain("a", False)
         before = snapshot(store)
         with held_by_another_process(store_url, LEDGER):
-            with pytest.raises(SessionLockedError, match="another prune or retain"):
+            with pytest.raises(SessionLockedError, match="another prune, rm or retain"):
                 store.retain("a")
-            with pytest.raises(SessionLockedError, match="another prune or retain"):
+            with pytest.raises(SessionLockedError, match="another prune, rm or retain"):
                 store.prune(RetentionPolicy(older_than=datetime.timedelta(0)),
                             now=_at(T0 + DAY))
             assert snapshot(store) == before

@@ -9,7 +9,12 @@ import pluggy
 
 from ._names import PROJECT_NAME
 from ._registry import EventRegistry, EventSpec
-from ._retention_events import RetentionMark, RetentionRemoval
+from ._retention_events import (
+    RetentionAbandoned,
+    RetentionMark,
+    RetentionRemoval,
+    RetentionRemoving,
+)
 from .events import (
     AssistantChunk,
     AssistantMessage,
@@ -49,7 +54,9 @@ CORE_EVENT_SPECS: tuple[EventSpec, ...] = (
     EventSpec(RequestHeader),
     EventSpec(RequestHeaderDelta),
     EventSpec(RetentionMark),
+    EventSpec(RetentionRemoving),
     EventSpec(RetentionRemoval),
+    EventSpec(RetentionAbandoned),
 )
 
 

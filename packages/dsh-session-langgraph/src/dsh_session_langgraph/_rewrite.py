@@ -81,7 +81,9 @@ def rewrite(threads: Threads, codec: Codec, thread_id: str,
         write_turn(w.session, old, "langgraph/removed",
                    msgspec.structs.replace(removed, pending=True))
     threads.forget(thread_id)
-    retrying(lambda: store.delete(thread_id), threads.lock_timeout)
+    # Not a removal (no record, its never-prune mark kept): the log is written anew
+    # under the same id at once, below.
+    retrying(lambda: store.delete(thread_id, rule=None), threads.lock_timeout)
     # A writer may have made the thread meanwhile: what it stored is kept, before.
     with threads.writing(thread_id, create=True) as w:
         assert w is not None

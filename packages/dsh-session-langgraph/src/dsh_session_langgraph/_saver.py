@@ -223,7 +223,9 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
                 raise SessionForkError(msg, "SESSION_ALREADY_EXISTS")
             if target is not None:  # a deleted thread: its tombstone gives way
                 self._threads.forget(dst)
-                retrying(lambda: self.store.delete(dst), self._threads.lock_timeout)
+                # Not a removal (no record): the thread is made anew at once, below.
+                retrying(lambda: self.store.delete(dst, rule=None),
+                         self._threads.lock_timeout)
             self.store.release(self.store.fork(source, child_id=dst))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:

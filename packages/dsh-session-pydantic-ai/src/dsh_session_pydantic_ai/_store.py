@@ -52,6 +52,9 @@ from .errors import ConversationRevisionConflict, EntryNotFoundError
 DEFAULT_LOCK_TIMEOUT = 30.0
 #: How many times an open that found the log changed under it is tried again.
 _REOPENS = 20
+#: What the store's record of a removal (``prune --log``) names as its door: a
+#: conversation deleted through pydantic-ai, its session removed.
+DELETE_RULE = "pydantic-ai-delete"
 
 
 class DshConversationStore(ConversationStore):
@@ -243,7 +246,7 @@ class DshConversationStore(ConversationStore):
         if tombstoned is not None:  # deleted, its session left: removed, then made anew
             self.store.release(tombstoned)
             self._current = None
-            self.store.delete(cid)
+            self.store.delete(cid, rule=DELETE_RULE)
         if record.forked_from is None:
             session = self.store.create(cid)
         else:
@@ -305,7 +308,7 @@ class DshConversationStore(ConversationStore):
         try:
             tail = self.store.tail(cid, 1)
             if tail and tail[-1].seq == end.seq:
-                self.store.delete(cid)
+                self.store.delete(cid, rule=DELETE_RULE)
         except (PersistenceError, SessionLockedError):
             pass
 

@@ -161,6 +161,7 @@ def _rm(args: argparse.Namespace) -> int:
     removed: list[Deleted] = []
     store, shown = _open(args)
     with store:
+        marked = _marked(store, ids)
         planned: list[Deleted] = []
         for session_id in ids:  # first what can go, and what cannot
             try:
@@ -173,15 +174,21 @@ def _rm(args: argparse.Namespace) -> int:
                 names += f" and {len(planned) - _NAMED} more"
             question = (f"remove {len(planned)} session(s) from {shown} ({names}: "
                         f"{_total(planned):,} bytes)?")
+            kept = [d.session_id for d in planned if d.session_id in marked]
+            if kept:
+                question = (f"{_named(kept)} marked never to be pruned (the mark goes "
+                            f"with the session); {question}")
             if not _confirm(question):
                 raise Failure(_NOT_CONFIRMED)
         for plan in planned:
             try:
-                removed.append(store.delete(plan.session_id))
+                removed.append(store.delete(plan.session_id, rule="rm"))
             except (DshSessionError, OSError) as exc:  # changed since it was looked at
                 problems.append((plan.session_id, *_problem(plan.session_id, exc, shown)))
     if args.json:
-        out_json({"store": shown, "removed": [_wire(d) for d in removed],
+        out_json({"store": shown, "removed": [
+                      {**_wire(d), "retained": True} if d.session_id in marked else _wire(d)
+                      for d in removed],
                   "bytes": _total(removed),
                   "errors": [{"id": i, "error": m} for i, m, _ in problems]})
         return EXIT_REJECTED if problems else EXIT_OK
@@ -189,11 +196,31 @@ def _rm(args: argparse.Namespace) -> int:
         _, message, hint = problems[0]
         raise Failure(message, hint=hint)
     for d in removed:
-        out_text(f"removed {printable(d.session_id)}: {_size(d)}\n")
+        mark = (" (it was marked never to be pruned: its mark is removed with it)"
+                if d.session_id in marked else "")
+        out_text(f"removed {printable(d.session_id)}: {_size(d)}{mark}\n")
     _report_problems(problems)
     if removed or not problems:
         out_text(f"removed {len(removed)} session(s), {_total(removed):,} bytes freed\n")
     return EXIT_REJECTED if problems else EXIT_OK
+
+
+def _marked(store: DurableStore, ids: list[str]) -> set[str]:
+    """Which of ``ids`` are marked never to be pruned (the ledger's records that cannot
+    be read without keys are left out: the removal still takes their mark with it)."""
+    from .._persistence.retention_ledger import backend_marks
+
+    marks = backend_marks(store.backend, store.registry)
+    return {i for i in ids if marks.get(i, False)}
+
+
+def _named(ids: list[str]) -> str:
+    from .term import printable, shorten
+
+    names = ", ".join(printable(shorten(i, 40)) for i in ids[:_NAMED])
+    if len(ids) > _NAMED:
+        names += f" and {len(ids) - _NAMED} more"
+    return f"{names} {'is' if len(ids) == 1 else 'are'}"
 
 
 def _report_problems(problems: list[tuple[str, str, str | None]]) -> None:
@@ -245,7 +272,9 @@ _STORE_HELP = ("the store: a folder, jsonl:///path, jsonl+zstd:///path (compact)
 _RM_DESCRIPTION = """\
 Remove sessions from a store, whole: the log (a JSONL file, or the rows of a
 database) and its lock file. A session that a live writer holds is refused and
-left intact. On a terminal, asks first."""
+left intact. A session marked never to be pruned (retain) goes with its mark. Each
+removal is recorded in the store's retention ledger (prune --log prints them). On a
+terminal, asks first."""
 
 _RM_EXAMPLE = """\
 example:

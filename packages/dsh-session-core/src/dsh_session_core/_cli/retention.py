@@ -219,7 +219,8 @@ def _run_plain(store: DurableStore, args: argparse.Namespace, shown: str,
 
 
 def _log(store: DurableStore, args: argparse.Namespace, shown: str) -> int:
-    """``prune --log``: what retention removed from the store, oldest first."""
+    """``prune --log``: what was removed from the store (by prune, rm or a program's
+    delete), oldest first."""
     from .._inspect.describe import when
     from .._inspect.describe import wire_of as wire
     from .source import out_json, out_text
@@ -231,7 +232,7 @@ def _log(store: DurableStore, args: argparse.Namespace, shown: str) -> int:
             {"time": r.time, **wire(r.data)} for r in records]})
         return EXIT_OK
     if not records:
-        out_text(f"retention removed nothing from {shown}\n")
+        out_text(f"nothing was removed from {shown} (as its retention ledger records)\n")
         return EXIT_OK
     rows = [["WHEN", "ID", "RULE", "BYTES", "ARCHIVED TO", "POLICY"]]
     for r in records:
@@ -283,6 +284,10 @@ def _retain(args: argparse.Namespace) -> int:
     changed: list[str] = []
     problems: list[str] = []
     with store:
+        try:
+            store.retained()  # a ledger whose marks cannot be told is not written
+        except (DshSessionError, OSError) as exc:
+            raise Failure(printable(one_line(exc))) from None
         for session_id in dict.fromkeys(args.ids):
             try:
                 if store.retain(session_id, not args.release, note=args.note):
@@ -317,7 +322,8 @@ order: sessions marked by `dsh-session retain` and those a live writer holds sta
 the --keep-latest newest of each group (--per) stay; then those older than
 --older-than go; then, while the rest is over --max-size, the oldest go. With
 --archive, each is copied into that store and checked before it is removed. Every
-removal is recorded: --log prints them. On a terminal, shows the plan and asks."""
+removal (prune's, rm's, a program's) is recorded: --log prints them. On a terminal,
+shows the plan and asks."""
 
 _PRUNE_EXAMPLE = """\
 example:
@@ -325,7 +331,9 @@ example:
 
 _RETAIN_DESCRIPTION = """\
 Mark sessions never to be pruned (--release takes the mark off). The marks live in
-the store's retention ledger, a session of the store that `copy` carries along."""
+the store's retention ledger, a session of the store that `copy` carries along; a
+session removed (rm) takes its mark with it. On an encrypted store, a --note is sealed
+with the keys, and refused without them."""
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -352,7 +360,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                        help="a TOML policy file ([retention] older_than, keep_latest, "
                             "per, max_size, archive, cwd); options given override it")
     prune.add_argument("--log", action="store_true",
-                       help="print what retention removed from the store, and when")
+                       help="print every removal from the store (prune, rm, a program's "
+                            "delete), and when")
     prune.add_argument("--dry-run", action="store_true",
                        help="print the plan; remove nothing")
     prune.add_argument("--store", metavar="URL", help=_STORE_HELP)

@@ -53,6 +53,8 @@ def _render_head(doc: dict[str, Any], style: Style) -> list[str]:
     label = [f"  {printable(doc['label'])}"] if "label" in doc else []
     if doc.get("retained"):
         label.append("  retained: never pruned (dsh-session retain --release to unmark)")
+        if "retainedNote" in doc:
+            label.append(f"  note: {printable(doc['retainedNote'])}")
     return [
         f"{style('session', 'bold')} {style(printable(field(h.get('id'))), 'bold')}",
         *label,
@@ -125,18 +127,26 @@ def _json_ready(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def _retained(args: argparse.Namespace, doc: dict[str, Any]) -> bool:
-    """Whether the session shown is a stored one marked never to be pruned."""
+def _retained(args: argparse.Namespace, doc: dict[str, Any]) -> None:
+    """Say in ``doc`` whether the session shown is a stored one marked never to be
+    pruned (``retained``), and the mark's note (``retainedNote``: opened with the
+    keys on an encrypted store)."""
     from .._inspect.sources import open_store, resolve_source
-    from .._persistence.retention_ledger import backend_marks
+    from .._persistence.retention_ledger import backend_state, note_of
     from .source import spec_of, store_url
 
     session_id = obj(doc["header"]).get("id")
     if not isinstance(session_id, str) or resolve_source(spec_of(args)) != "id":
-        return False
+        return
     backend = open_store(store_url(args))
     try:
-        return backend_marks(backend, registry()).get(session_id, False)
+        mark = backend_state(backend, registry()).marks.get(session_id)
+        if mark is None or not mark.retain:
+            return
+        doc["retained"] = True
+        note = note_of(backend, mark)
+        if note is not None:
+            doc["retainedNote"] = note
     finally:
         backend.close()
 
@@ -146,8 +156,7 @@ def run_show(args: argparse.Namespace) -> int:
 
     reg = registry()
     doc = build_timeline(load_source(args, reg), reg, plugins=plugin_manager())
-    if _retained(args, doc):
-        doc["retained"] = True
+    _retained(args, doc)
     if args.json:
         out_json(_json_ready(doc))
         return EXIT_OK

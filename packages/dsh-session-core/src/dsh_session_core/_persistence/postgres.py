@@ -376,15 +376,18 @@ class PostgresBackend(PostgresReads, PostgresAsync):
         raise conflict(session_id, last, seqs[0])
 
     def rewrite(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes) -> None:
-        """Replace the session's rows with ``events``: a repair that cuts from seq 0,
-        one transaction (:meth:`commit_repair`)."""
-        self.commit_repair(header, 0, events, jsonl)
+        """Replace the rows with ``events``, the session's row with ``header``, at once."""
+        self._replace(header, 0, events, jsonl, checked_header(header))
 
     def commit_repair(
         self, header: SessionHeader, torn: object | None, closers: Sequence[Event], jsonl: bytes
     ) -> None:
         """Delete the rows from seq ``torn`` on (iff it is not ``None``), then insert the
         ``closers``; one transaction, which notifies followers."""
+        self._replace(header, torn, closers, jsonl, None)
+
+    def _replace(self, header: SessionHeader, torn: object | None,
+                 closers: Sequence[Event], jsonl: bytes, head: Any) -> None:
         if torn is not None and type(torn) is not int:
             msg = f"a PostgreSQL torn marker is a seq (int), got {torn!r}"
             raise TypeError(msg)
@@ -397,6 +400,8 @@ class PostgresBackend(PostgresReads, PostgresAsync):
             with conn.transaction():
                 if self._indexed:  # taken first, as every catch-up takes it
                     conn.execute(_SEARCH_LOCK, (SEARCH_LOCK_KEY,))
+                if head is not None:
+                    conn.execute(UPSERT_SESSION, head)
                 if torn is not None:
                     conn.execute(DELETE_TAIL, (header.id, torn))
                 if columns is not None:

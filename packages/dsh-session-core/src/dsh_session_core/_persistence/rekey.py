@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from .._names import RETENTION_LEDGER_ID
+from .._retention_events import RetentionMark
 from ..errors import EncryptionError
 from .capabilities import read_lines_of
 
@@ -30,7 +32,8 @@ class Rekeyed:
     """A session resealed by :func:`rekey`.
 
     :ivar session_id: the session.
-    :ivar records: how many records it holds, each sealed anew.
+    :ivar records: how many records it holds, each sealed anew (the retention ledger,
+        whose records are in the clear: how many notes it holds, each sealed anew).
     :ivar key_id: the key they are sealed under now.
     :ivar old_key_ids: the key ids its records named before, sorted.
     """
@@ -83,5 +86,10 @@ def rekey(store: DurableStore, session_id: str) -> Rekeyed:
         backend.rewrite(session.header, list(session.events), session.jsonl())
     finally:
         store.release(session)
-    return Rekeyed(session_id, len(session.events), backend.sealer.keyring.current,
-                   tuple(sorted(old)))
+    records = len(session.events)
+    if session_id == RETENTION_LEDGER_ID:  # in the clear: only its notes are sealed
+        notes = [e.data for e in session.events if isinstance(e, RetentionMark)
+                 and (e.data.note is not None or e.data.sealed_note is not None)]
+        old |= {n.sealed_note.kid for n in notes if n.sealed_note is not None}
+        records = len(notes)
+    return Rekeyed(session_id, records, backend.sealer.keyring.current, tuple(sorted(old)))

@@ -1,19 +1,21 @@
 """Running a :class:`~.retention_policy.RetentionPolicy` on a store: what each session is
 (its age, size, group, mark and lock, as the backend reports them), the plan
 (``retention_plan.py``), then each removal in order, oldest first: archived and checked
-when the policy says so, deleted under its writer lock, and recorded in the retention
-ledger (``retention_ledger.py``) before the next one starts.
+when the policy says so, then removed and recorded in the retention ledger
+(``recorded_removal.py``: announced, deleted under its writer lock, recorded) before the
+next one starts.
 """
 
 from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import DshSessionError, PersistenceError, SessionLockedError
 from .base import cannot_delete, not_found
-from .retention_ledger import LEDGER_ID, Ledger, ledger_events, marks
+from .recorded_removal import reason_of, remove
+from .retention_ledger import LEDGER_ID, Ledger, ledger_state
 from .retention_plan import Candidate, PruneDecision, PruneReport, plan
 
 if TYPE_CHECKING:
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
     from .retention_policy import RetentionPolicy
     from .store import DurableStore
 
-__all__ = ["epoch_ms", "moment_ms", "reason_of", "run_policy"]
+__all__ = ["epoch_ms", "moment_ms", "run_policy"]
 
 
 def moment_ms(now: datetime.datetime | None) -> int:
@@ -48,7 +50,7 @@ def run_policy(store: DurableStore, policy: RetentionPolicy, *, dry_run: bool,
                now: datetime.datetime | None) -> PruneReport:
     """``store.prune(policy)``: see :meth:`~.store_retention.StoreRetention.prune`."""
     at = moment_ms(now)
-    candidates = _candidates(store, policy, marks(ledger_events(store)))
+    candidates = _candidates(store, policy, ledger_state(store).readable().retained())
     decisions, over = plan(policy, candidates, at)
     total = sum(c.bytes or 0 for c in candidates)
     doomed = [d for d in decisions if d.remove]
@@ -61,7 +63,7 @@ def run_policy(store: DurableStore, policy: RetentionPolicy, *, dry_run: bool,
     try:
         with Ledger(store) as ledger:
             for d in doomed:
-                done[d.session_id] = _remove(store, policy, d, archive, ledger.removal)
+                done[d.session_id] = _remove(store, policy, d, archive, ledger)
     finally:
         if archive is not None:
             archive.close()
@@ -159,11 +161,12 @@ def _grouper(store: DurableStore, per: Sequence[str]
 
 
 def _remove(store: DurableStore, policy: RetentionPolicy, d: PruneDecision,
-            archive: Backend | None, record: Callable[[dict[str, Any]], None]
-            ) -> PruneDecision:
-    """Archive (when asked), delete and record one session; a failure leaves it."""
+            archive: Backend | None, ledger: Ledger) -> PruneDecision:
+    """Archive (when asked), then remove and record one session; a failure leaves it."""
     import dataclasses
 
+    if ledger.marked(d.session_id):  # marked since the plan was made: it stays
+        return dataclasses.replace(d, remove=False, rule="retained", status="kept")
     archived_to = None
     if archive is not None:
         problem = _archive_one(store, archive, d)
@@ -171,18 +174,15 @@ def _remove(store: DurableStore, policy: RetentionPolicy, d: PruneDecision,
             return dataclasses.replace(d, status="failed", reason=problem)
         archived_to = policy.archive_to
     try:
-        gone = store.delete(d.session_id)
+        planned = store.persistence.delete(d.session_id, dry_run=True)
+        gone = remove(store, ledger, planned, rule=d.rule, policy=policy.describe(),
+                      archived_to=archived_to, last_activity=d.last_activity)
     except SessionLockedError as exc:
         return dataclasses.replace(d, status="failed", archived_to=archived_to,
                                    reason=f"a writer took it meanwhile ({exc.holder})")
     except (DshSessionError, OSError) as exc:
         return dataclasses.replace(d, status="failed", archived_to=archived_to,
                                    reason=reason_of(exc))
-    when = d.last_activity
-    record({"sessionId": d.session_id, "rule": d.rule, "policy": policy.describe(),
-            "location": gone.location, "bytes": gone.bytes, "events": gone.events,
-            "lastActivity": int(when) if when is not None else None,
-            "archivedTo": archived_to})
     return dataclasses.replace(d, status="deleted", bytes=gone.bytes, events=gone.events,
                                location=gone.location, archived_to=archived_to)
 
@@ -232,11 +232,3 @@ def _location(backend: Backend, header: SessionHeader) -> str:
         return backend.location(header)
     except Exception:  # only for the report
         return ""
-
-
-def reason_of(exc: BaseException) -> str:
-    """Why a session was left, one line, for people (an OSError names its kind)."""
-    text = " ".join(str(exc).split())
-    if isinstance(exc, OSError) and not isinstance(exc, DshSessionError):
-        text = f"{type(exc).__name__}: {text}"
-    return text

@@ -12,6 +12,10 @@ reader without keys (this library's, the reference's) refuses it rather than rea
 ciphertext as data. On the way up a session not so marked is refused (a plaintext
 session in an encrypted store), and so is every record that is not sealed.
 
+The store's retention ledger (``dsh-session.retention``) is never sealed: it holds no
+content (ids, rules, times, sizes), so a cleanup job without keys may write it and every
+reader reads it; only a mark's note is sealed, alone (:mod:`.sealed_ledger`).
+
 What it does not pass on, on purpose: a native search (an index would hold the
 plaintext; ``search`` loads, opens and scans each session instead) and the asyncio twins
 (the store's worker thread runs the synchronous hooks, sealing included).
@@ -39,6 +43,7 @@ from .capabilities import (
     read_lines_of,
     summaries_of,
 )
+from .sealed_ledger import LEDGER_ID, open_lines, seal_notes
 from .sealing import Sealer, sealed_registry
 
 __all__ = ["SealedBackend", "plaintext_session"]
@@ -70,13 +75,15 @@ class SealedBackend:
         self._caps = capabilities_of(inner)
         #: Per session, how the batch of its last failed write was sealed.
         self._failed: dict[str, dict[int, tuple[bytes, bytes]]] = {}
+        #: The retention ledger's last failed write: its lines, and how they went down.
+        self._ledger_failed: tuple[bytes, Sequence[Event], bytes] | None = None
 
     # --- headers: marked on the way down, checked on the way up -------------------------
 
     @staticmethod
     def down(header: SessionHeader) -> SessionHeader:
-        """The header as stored: marked sealed."""
-        if header.version == SEALED_FORMAT_VERSION:
+        """The header as stored: marked sealed (the retention ledger's: as it is)."""
+        if header.version == SEALED_FORMAT_VERSION or header.id == LEDGER_ID:
             return header
         return msgspec.structs.replace(header, version=SEALED_FORMAT_VERSION)
 
@@ -91,9 +98,10 @@ class SealedBackend:
     def checked(self, header: SessionHeader) -> SessionHeader:
         """:meth:`up`, refusing a plaintext session.
 
-        :raises EncryptionError: the session is not sealed.
+        :raises EncryptionError: the session is not sealed (and not the retention
+            ledger, which is never sealed).
         """
-        if header.version == SESSION_FORMAT_VERSION:
+        if header.version == SESSION_FORMAT_VERSION and header.id != LEDGER_ID:
             raise plaintext_session(header.id)
         return self.up(header)
 
@@ -110,12 +118,30 @@ class SealedBackend:
         body = b"\n".join(plain) + b"\n" if plain else b""
         return StoredLog(header, decode_body(registry, body), stored.torn, body)
 
+    def _ledger(self, stored: StoredLog | None, registry: EventRegistry
+                ) -> StoredLog | None:
+        """The retention ledger as loaded in the clear; the records an earlier release
+        sealed, opened."""
+        if stored is None:
+            return None
+        header = self.up(stored.header)
+        lines = _stored_lines(stored)
+        plain = open_lines(self.sealer, lines)
+        if plain == lines:
+            return dataclasses.replace(stored, header=header)
+        body = b"\n".join(plain) + b"\n" if plain else b""
+        return StoredLog(header, decode_body(registry, body), stored.torn, body)
+
     def load_stored(self, session_id: str, registry: EventRegistry) -> StoredLog | None:
+        if session_id == LEDGER_ID:
+            return self._ledger(self.inner.load_stored(session_id, registry), registry)
         return self._opened(self.inner.load_stored(session_id, sealed_registry(registry)),
                             registry)
 
     def load_live(self, session_id: str, cwd: str | None, registry: EventRegistry
                   ) -> StoredLog | None:
+        if session_id == LEDGER_ID:
+            return self._ledger(self.inner.load_live(session_id, cwd, registry), registry)
         return self._opened(
             self.inner.load_live(session_id, cwd, sealed_registry(registry)), registry)
 
@@ -126,6 +152,20 @@ class SealedBackend:
         # A failed write is retried with the same events: they are sealed to the same
         # bytes again (Sealer.seal's ``again``), for a backend that published the failed
         # write (a JSONL first write) adopts it only when the retry's bytes begin with it.
+        if header.id == LEDGER_ID:
+            # A retry of a failed write stores the very bytes the failed one was to (a
+            # note is sealed with a fresh nonce), as for a session's records below.
+            failed, self._ledger_failed = self._ledger_failed, None
+            if failed is not None and failed[0] == jsonl:
+                plain, down = failed[1], failed[2]
+            else:
+                plain, down = seal_notes(self.sealer, events, jsonl, reseal=False)
+            try:
+                self.inner.append_batch(header, plain, down, materialized)
+            except BaseException:
+                self._ledger_failed = (jsonl, plain, down)
+                raise
+            return
         again = self._failed.pop(header.id, None)
         sealed, lines = self.sealer.seal(header.id, events, jsonl, again)
         try:
@@ -136,13 +176,18 @@ class SealedBackend:
 
     def commit_repair(self, header: SessionHeader, torn: object | None,
                       closers: Sequence[Event], jsonl: bytes) -> None:
+        if header.id == LEDGER_ID:
+            plain, jsonl = seal_notes(self.sealer, closers, jsonl, reseal=False)
+            self.inner.commit_repair(header, torn, plain, jsonl)
+            return
         sealed, lines = self.sealer.seal(header.id, closers, jsonl)
         self.inner.commit_repair(self.down(header), torn, sealed, lines)
 
     def rewrite(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes) -> None:
         """Replace the session's records with ``events``, sealed now (under the current
         key), atomically where the wrapped backend rewrites (:class:`~.capabilities.
-        Rewritable`).
+        Rewritable`). The retention ledger is rewritten in the clear, its notes sealed
+        under the current key.
 
         :raises EncryptionError: the wrapped backend cannot rewrite a session.
         """
@@ -151,6 +196,10 @@ class SealedBackend:
             msg = (f'the {self.name} backend cannot rewrite a session in place, so session '
                    f'"{header.id}" cannot be resealed there: copy it into a store that can')
             raise EncryptionError(msg, session_id=header.id)
+        if header.id == LEDGER_ID:
+            plain, jsonl = seal_notes(self.sealer, events, jsonl, reseal=True)
+            rewritable.rewrite(header, plain, jsonl)
+            return
         sealed, lines = self.sealer.seal(header.id, events, jsonl)
         rewritable.rewrite(self.down(header), sealed, lines)
 
@@ -203,13 +252,17 @@ class SealedBackend:
 
     def _open(self, session_id: str, lines: builtins.list[bytes] | None
               ) -> builtins.list[bytes] | None:
-        return None if lines is None else self.sealer.open_lines(session_id, lines)
+        if lines is None:
+            return None
+        if session_id == LEDGER_ID:
+            return open_lines(self.sealer, lines)
+        return self.sealer.open_lines(session_id, lines)
 
     def tail_lines(self, session_id: str, count: int) -> LogTail | None:
         tail = self.inner.tail_lines(session_id, count)
         if tail is None:
             return None
-        return LogTail(self.sealer.open_lines(session_id, tail.lines), tail.position)
+        return LogTail(self._open(session_id, tail.lines) or [], tail.position)
 
     def read_lines(self, session_id: str, after: int, limit: int | None
                    ) -> builtins.list[bytes] | None:
@@ -228,5 +281,4 @@ class SealedBackend:
     def follow_lines(self, session_id: str, position: object, *,
                      timeout: float | None = None) -> Iterator[LogNews]:
         for news in self.inner.follow_lines(session_id, position, timeout=timeout):
-            yield dataclasses.replace(
-                news, lines=self.sealer.open_lines(session_id, news.lines))
+            yield dataclasses.replace(news, lines=self._open(session_id, news.lines) or [])

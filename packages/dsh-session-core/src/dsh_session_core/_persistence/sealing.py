@@ -54,6 +54,8 @@ ALGORITHMS: Final = ("aes-256-gcm", "chacha20-poly1305")
 DEFAULT_ALGORITHM: Final = "aes-256-gcm"
 #: The first field of every record's associated data: what it is, and its version.
 _LABEL: Final = b"dsh-session sealed record v1"
+#: The first field of a sealed field's associated data (a retention mark's note).
+_FIELD_LABEL: Final = b"dsh-session sealed field v1"
 _KEY_BYTES: Final = 32
 _NONCE_BYTES: Final = 12
 
@@ -380,6 +382,38 @@ class Sealer:
             jsonl = encode_events(sealed)
         return sealed, jsonl
 
+    # --- a field sealed alone (a retention mark's note) ---------------------------------
+
+    def seal_field(self, key_session: str, context: Sequence[str], plain: bytes
+                   ) -> tuple[str, str, str, str]:
+        """``plain`` sealed under the current key of ``key_session``, bound to
+        ``context`` (where it is stored, each part length-prefixed in the associated
+        data): ``(kid, alg, nonce, ct)``, the last two base64."""
+        kid, alg = self.keyring.current, self.keyring.algorithm
+        nonce = os.urandom(_NONCE_BYTES)
+        ct = self._aead(key_session, kid, alg, None).encrypt(
+            nonce, plain, _field_ad(context, kid, alg))
+        return kid, alg, _b64(nonce), _b64(ct)
+
+    def open_field(self, key_session: str, context: Sequence[str],
+                   box: tuple[str, str, str, str]) -> bytes:
+        """The plaintext of a :meth:`seal_field` box ``(kid, alg, nonce, ct)``.
+
+        :raises KeyUnavailableError: its key is not in the keyring.
+        :raises EncryptionError: it fails authentication (moved, altered), or it names
+            an algorithm this build does not open.
+        """
+        kid, alg, nonce, ct = box
+        aead = self._aead(key_session, kid, alg, None)
+        try:
+            return bytes(aead.decrypt(binascii.a2b_base64(nonce, strict_mode=True),
+                                      binascii.a2b_base64(ct, strict_mode=True),
+                                      _field_ad(context, kid, alg)))
+        except (self._invalid, binascii.Error, ValueError):
+            msg = (f"the sealed field of {' / '.join(context)} fails authentication "
+                   f"(moved from elsewhere, or altered)")
+            raise EncryptionError(msg, session_id=key_session) from None
+
     # --- opening ------------------------------------------------------------------------
 
     @staticmethod
@@ -520,3 +554,11 @@ def _prefix(envelope: tuple[bytes, bytes, bytes]) -> bytes:
     """How a line written by this library begins, given its envelope's JSON."""
     event_type, seq, time = envelope
     return b'{"type":' + event_type + b',"seq":' + seq + b',"time":' + time + b","
+
+
+def _field_ad(context: Sequence[str], kid: str, alg: str) -> bytes:
+    """A sealed field's associated data: its label, ``context`` and the key id and
+    algorithm, each length-prefixed."""
+    parts = [_FIELD_LABEL, *(c.encode("utf-8", "surrogatepass") for c in context),
+             kid.encode(), alg.encode()]
+    return b"".join(_field(p) for p in parts)

@@ -12,15 +12,16 @@ from typing import TYPE_CHECKING, Any, cast, overload
 
 from ..errors import DshSessionError, PersistenceError, SessionLockedError
 from .base import Deleted, SessionSummary, cannot_delete, not_found
+from .recorded_removal import reason_of
 from .retention_policy import RetentionPolicy
 from .retention_run import epoch_ms as _epoch_ms
-from .retention_run import reason_of
 from .store_base import StoreBase
 
 if TYPE_CHECKING:
     import datetime
 
     from .._retention_events import RetentionRemoval
+    from .retention_ledger import Ledger
     from .retention_plan import PruneReport
     from .store import DurableStore
 
@@ -30,27 +31,46 @@ __all__ = ["StoreRetention"]
 class StoreRetention(StoreBase):
     """The deleting part of :class:`~.store.DurableStore` (see the module's docstring)."""
 
-    def delete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
+    def delete(self, session_id: str, *, dry_run: bool = False,
+               rule: str | None = "api-delete") -> Deleted:
         """Remove a stored session whole, physically: its log (the JSONL file, or its
         rows in one transaction) and its lock file. The session's writer lock, the one
         :meth:`open` takes, is taken first without waiting, so a session that a live
         writer holds (a live session of this store, another store, another process or
-        host) is refused and left intact. Nothing but this session is touched.
+        host) is refused and left intact. Nothing but this session is touched, and the
+        store's retention ledger, which records the removal (:meth:`removals`): it is
+        announced before the delete and recorded after it, so that a crash leaves the
+        session either there or recorded as removed. A never-prune mark of the session
+        goes with it (the record says so).
 
         A fork holds a copy of its parent's events (its header names the parent), so
         deleting a parent leaves its children whole; their ``parent_session`` then names
         a session that is gone.
 
         :param dry_run: change nothing; say what would be removed (the lock is tested).
+        :param rule: what the record names as the door the removal came through
+            (``api-delete``; ``dsh-session rm`` says ``rm``, an integration its own
+            name). ``None``: no record, and the mark stays, for a log removed only to be
+            written anew at once under the same id (an integration's rewrite).
         :returns: what was removed (:class:`~.base.Deleted`: paths or rows, bytes freed).
-        :raises SessionLockedError: a writer holds the session (release it first).
+        :raises SessionLockedError: a writer holds the session (release it first), or
+            another prune, rm or retain is writing the retention ledger (run again).
         :raises PersistenceError: no session is stored under this id (``not found``), or
             the backend cannot delete sessions.
+        :raises EncryptionError: the retention ledger was sealed by an earlier release
+            and the store was opened without keys (nothing is removed).
         """
+        from .recorded_removal import remove
+        from .retention_ledger import LEDGER_ID, Ledger
+
         if self.get(session_id) is not None:
             raise SessionLockedError(session_id, "a live session of this store: release "
                                                  "it first (store.release)")
-        return self.persistence.delete(session_id, dry_run=dry_run)
+        if dry_run or rule is None or session_id == LEDGER_ID:
+            return self.persistence.delete(session_id, dry_run=dry_run)
+        planned = self.persistence.delete(session_id, dry_run=True)  # refused: untouched
+        with Ledger(cast("DurableStore", self)) as ledger:
+            return remove(cast("DurableStore", self), ledger, planned, rule=rule)
 
     @overload
     def prune(self, older_than: datetime.timedelta, *, cwd: str | None = None,
@@ -108,7 +128,7 @@ class StoreRetention(StoreBase):
         """
         import datetime
 
-        from .retention_ledger import LEDGER_ID, ledger_events, marks
+        from .retention_ledger import LEDGER_ID, ledger_state
 
         if isinstance(older_than, RetentionPolicy):
             if cwd is not None or keep != 0:
@@ -131,7 +151,7 @@ class StoreRetention(StoreBase):
         # In microseconds since the epoch, exactly (event times are integers of ms).
         cutoff = (moment - datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC) - older_than
                   ) // datetime.timedelta(microseconds=1)
-        marked = marks(ledger_events(cast("DurableStore", self)))
+        marked = ledger_state(cast("DurableStore", self)).readable().retained()
         matching: list[tuple[int | float, str, SessionSummary]] = []
         for summary in self.backend.summaries():
             header = summary.header
@@ -149,18 +169,43 @@ class StoreRetention(StoreBase):
         doomed = sorted(matching[keep:], key=lambda m: (m[0], m[1]))
         if doomed and self.capabilities.deletable is None:
             raise cannot_delete(self.backend, doomed[0][1])  # before anything is done
-        done: list[Deleted] = []
-        for when, session_id, summary in doomed:
-            try:
-                done.append(self.delete(session_id, dry_run=dry_run))
-            except SessionLockedError as exc:
-                done.append(self._left(summary, when, "locked", exc))
-            except PersistenceError as exc:
-                if str(exc) != str(not_found(session_id)):  # else: deleted meanwhile
-                    done.append(self._left(summary, when, "failed", exc))
-            except (DshSessionError, OSError) as exc:
-                done.append(self._left(summary, when, "failed", exc))
-        return done
+        if dry_run or not doomed:
+            return [d for _, _, s in doomed if (d := self._one(s, "", None)) is not None]
+        policy = RetentionPolicy(older_than=older_than, cwd=cwd).describe()
+        if keep:
+            policy += f", keep the {keep} newest"
+        from .retention_ledger import Ledger
+
+        with Ledger(cast("DurableStore", self)) as ledger:
+            return [d for _, _, s in doomed if (d := self._one(s, policy, ledger)) is not None]
+
+    def _one(self, summary: SessionSummary, policy: str, ledger: Ledger | None
+             ) -> Deleted | None:
+        """prune's first form on one session: removed and recorded in ``ledger`` (``None``:
+        a dry run), or left (locked, failed), or ``None`` when it is gone meanwhile."""
+        from .recorded_removal import remove
+
+        header = summary.header
+        when = _epoch_ms(summary.last_activity)
+        if when is None:
+            when = _epoch_ms(header.created_at)
+        assert when is not None
+        try:
+            if ledger is not None and ledger.marked(header.id):
+                return None  # marked since the list was read
+            planned = self.persistence.delete(header.id, dry_run=True)
+            if ledger is None:
+                return planned
+            return remove(cast("DurableStore", self), ledger, planned, rule="older-than",
+                          policy=policy, last_activity=when)
+        except SessionLockedError as exc:
+            return self._left(summary, when, "locked", exc)
+        except PersistenceError as exc:
+            if str(exc) == str(not_found(header.id)):  # deleted meanwhile
+                return None
+            return self._left(summary, when, "failed", exc)
+        except (DshSessionError, OSError) as exc:
+            return self._left(summary, when, "failed", exc)
 
     def _left(self, summary: SessionSummary, when: int | float, status: Any,
               exc: BaseException) -> Deleted:
@@ -173,10 +218,11 @@ class StoreRetention(StoreBase):
         return Deleted(header.id, status, where, (), None, summary.events, header, when,
                        reason_of(exc))
 
-    async def adelete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
+    async def adelete(self, session_id: str, *, dry_run: bool = False,
+                      rule: str | None = "api-delete") -> Deleted:
         """:meth:`delete` for asyncio hosts, in the store's worker thread (taking the
         writer lock is synchronous; on PostgreSQL, a connect)."""
-        return await self._worker().run(self.delete, session_id, dry_run=dry_run)
+        return await self._worker().run(self.delete, session_id, dry_run=dry_run, rule=rule)
 
     @overload
     async def aprune(self, older_than: datetime.timedelta, *, cwd: str | None = None,
@@ -214,9 +260,12 @@ class StoreRetention(StoreBase):
         :returns: whether the mark changed (marking a marked session changes nothing,
             and records nothing).
         :raises PersistenceError: no session is stored under this id (``not found``).
-        :raises SessionLockedError: another prune or retain is writing the ledger.
+        :raises SessionLockedError: another prune, rm or retain is writing the ledger.
+        :raises EncryptionError: a note, on an encrypted session, from a store opened
+            without keys (a note is content: it is sealed with the keys); the ledger was
+            sealed by an earlier release, without keys.
         """
-        from .retention_ledger import LEDGER_ID, Ledger, ledger_events, marks
+        from .retention_ledger import LEDGER_ID, Ledger, ledger_state
 
         store = cast("DurableStore", self)
         if session_id == LEDGER_ID:
@@ -224,27 +273,55 @@ class StoreRetention(StoreBase):
             raise ValueError(msg)
         if self.get(session_id) is None and self.backend.tail_lines(session_id, 0) is None:
             raise not_found(session_id)
-        if marks(ledger_events(store)).get(session_id, False) == retain:
-            return False
+        if note is not None:
+            self._check_note(session_id)
+        if ledger_state(store).readable().retained().get(session_id, False) == retain:
+            return False  # (the ledger is not taken for nothing)
         with Ledger(store) as ledger:
+            if ledger.marked(session_id) == retain:
+                return False
             ledger.mark(session_id, retain, note)
         return True
 
-    def retained(self) -> list[str]:
-        """The ids of the sessions marked never to be pruned, sorted (a marked session
-        deleted since by hand is still listed: its mark outlives it)."""
-        from .retention_ledger import ledger_events, marks
+    def _check_note(self, session_id: str) -> None:
+        """Refuse a note on an encrypted session from a store opened without keys: it
+        would lie in the clear."""
+        from .._header import SEALED_FORMAT_VERSION
+        from .sealed import SealedBackend
 
-        return sorted(i for i, m in marks(ledger_events(cast("DurableStore", self))).items()
-                      if m)
+        if isinstance(self.backend, SealedBackend):
+            return  # sealed with the keys
+        if any(h.id == session_id and h.version == SEALED_FORMAT_VERSION
+               for h in self.backend.list()):
+            from .._errors_crypt import HOW_TO_OPEN
+            from ..errors import EncryptionError
+
+            msg = (f'session "{session_id}" is encrypted at rest, and a note is content: it '
+                   f"is sealed with the store's keys, which were not given, so nothing was "
+                   f"marked. Mark it without --note, or {HOW_TO_OPEN}")
+            raise EncryptionError(msg, session_id=session_id)
+
+    def retained(self) -> list[str]:
+        """The ids of the sessions marked never to be pruned, sorted (a session removed
+        through the library takes its mark with it; one deleted by hand, outside it,
+        is still listed).
+
+        :raises EncryptionError: the ledger holds records an earlier release sealed, and
+            the store was opened without keys.
+        """
+        from .retention_ledger import ledger_state
+
+        marks = ledger_state(cast("DurableStore", self)).readable().retained()
+        return sorted(i for i, m in marks.items() if m)
 
     def removals(self) -> list[RetentionRemoval]:
-        """What retention removed from this store, oldest first: one ``retention/removal``
-        event per session (its ``time`` is when; ``data``: the id, rule, policy, bytes,
-        where it was archived)."""
-        from .retention_ledger import ledger_events, removals
+        """What was removed from this store, oldest first: one ``retention/removal``
+        event per session removed, by any door (its ``time`` is when; ``data``: the id,
+        the rule or door, the policy, bytes, where it was archived). A removal a killed
+        run announced is listed when its session is gone."""
+        from .retention_ledger import ledger_state
 
-        return removals(ledger_events(cast("DurableStore", self)))
+        return ledger_state(cast("DurableStore", self)).removals
 
     async def aretain(self, session_id: str, retain: bool = True, *,
                       note: str | None = None) -> bool:
