@@ -1,29 +1,64 @@
-"""Ctrl-C exits 130 in every command (``copy`` of a large store, ``tail -f``), and
-``tail -F`` waits for a session (or a store, or a log file) that does not exist yet while
-``tail -f`` refuses it. Each runs the real command in a subprocess, and waits on what it
-prints, never on a sleep."""
+"""Ctrl-C exits 130 in every command, and a command stopped half-way says what it did
+and how to go on (``copy``, ``prune`` and ``rekey`` of a large store, ``search`` printing
+its hits); ``tail -F`` waits for a session (or a store, or a log file) that does not
+exist yet while ``tail -f`` refuses it. Each runs the real command in a subprocess, and
+waits on what it prints or does to the store, never on a sleep."""
 
 from __future__ import annotations
 
+import base64
 import json
+import os
+import re
 import signal
 import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 import pytest
 from cli_process import RUN, command_env, running
 
+from dsh_session_core import Keyring, create_plugin_manager, open_store
 from dsh_session_core._codec import ENCODER
 from dsh_session_core._persistence.paths import log_path
+from dsh_session_core.testing import user_turn
 from lifecycle_support import Clock, opened, store_url, write
 
 
 def _interrupt(proc: subprocess.Popen[bytes]) -> int:
     proc.send_signal(signal.SIGINT)
     return proc.wait(timeout=60)
+
+
+def _until(done: Callable[[], bool], proc: subprocess.Popen[bytes], within: float = 60
+           ) -> None:
+    """Wait for what ``done`` checks of the store (polled: a folder has nothing to wait
+    on), while ``proc`` runs: the command must not have ended first."""
+    deadline = time.monotonic() + within
+    while not done():
+        assert proc.poll() is None, f"the command ended first (status {proc.returncode})"
+        assert time.monotonic() < deadline, "the command did nothing in time"
+        time.sleep(0.001)
+
+
+def _logs(root: Path) -> dict[str, int]:
+    """The logs of a JSONL store of plain ids: each session's id, and its file's inode
+    (a rewrite renames a new file over the old one)."""
+    found = {}
+    for bucket in os.scandir(root):
+        if bucket.is_dir() and not bucket.name.startswith("."):
+            found.update({e.name.removesuffix(".jsonl"): e.inode()
+                          for e in os.scandir(bucket.path) if e.name.endswith(".jsonl")})
+    return found
+
+
+def _run(*argv: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", RUN, *argv], capture_output=True,
+                          text=True, env=command_env(**env), timeout=120, check=False)
 
 
 # --- Ctrl-C ---------------------------------------------------------------------------
@@ -55,6 +90,140 @@ def test_ctrl_c_stops_a_copy_with_130_and_says_what_was_kept(
         assert "interrupted: the sessions and batches already copied are kept" in stderr
         assert "hint: run the same command again to resume" in stderr
         assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("rule", [["--older-than", "1d"],
+                                  ["--older-than", "1d", "--keep-latest", "0"]],
+                         ids=["plain", "policy"])
+def test_ctrl_c_stops_a_prune_with_130_and_says_which_sessions_it_removed(
+    rule: list[str], tmp_path: Path
+) -> None:
+    root = tmp_path / "big"
+    _large_store(root, 500)  # seconds of removing: stopped long before the end
+    argv = ("prune", *rule, "--yes", "--store", str(root))
+    with running(*argv) as (proc, _out, err):
+        _until(lambda: len(_logs(root)) < 500, proc)  # one session is removed
+        assert _interrupt(proc) == 130
+        said = err.rest().decode().splitlines()
+    gone = sorted(set(_large_ids(500)) - set(_logs(root)))
+    assert 0 < len(gone) < 500
+    shown = ", ".join(gone[:5]) + (f" and {len(gone) - 5} more" if len(gone) > 5 else "")
+    assert said[0] == (f"dsh-session: interrupted: removed {len(gone)} session(s) from "
+                       f"{root} ({shown}); the others are as they were")
+    log = "; `dsh-session prune --log` lists the removals recorded" if len(rule) > 2 else ""
+    assert said[1:] == [f"hint: run the same command again to remove the rest{log}"]
+    done = _run(*argv)  # and that resumes it
+    assert done.returncode == 0, done.stderr
+    assert not set(_logs(root)) & set(_large_ids(500))  # the retention ledger may stay
+
+
+def _large_ids(sessions: int) -> list[str]:
+    return [f"s-{i}" for i in range(sessions)]
+
+
+_K1, _K2 = bytes(range(32)), bytes(range(100, 132))
+_ROTATED = {"ROTATED_KEYS": ",".join(f"{kid}:{base64.b64encode(key).decode()}"
+                                     for kid, key in (("k2", _K2), ("k1", _K1)))}
+
+
+def test_ctrl_c_stops_a_rekey_with_130_and_says_what_it_resealed(tmp_path: Path) -> None:
+    root = tmp_path / "sealed"
+    with open_store(str(root), keys=Keyring({"k1": _K1}),
+                    plugin_manager=create_plugin_manager(autoload=False)) as store:
+        for sid in _large_ids(300):  # seconds of resealing: stopped long before the end
+            s = store.create(sid)
+            user_turn(s, 1, "hello")
+            store.release(s)
+    before = _logs(root)
+    argv = ("rekey", "--all", "--store", str(root), "--key-env", "ROTATED_KEYS")
+    proc = subprocess.Popen([sys.executable, "-c", RUN, *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=command_env(**_ROTATED))
+    try:
+        # Two logs rewritten: the first session is done (each is resealed in turn).
+        _until(lambda: sum(i != before[sid] for sid, i in _logs(root).items()) >= 2, proc)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130
+    rewritten = {sid for sid, inode in _logs(root).items() if inode != before[sid]}
+    printed = out.decode().splitlines()
+    assert printed  # what was resealed, as a whole run prints it
+    done = {line.split(":", 1)[0] for line in printed}
+    assert all(line.endswith(": 3 record(s) sealed under k2 (were: k1)")
+               for line in printed), printed
+    # The one being resealed when the interrupt came may be done: it is not counted.
+    assert done <= rewritten
+    assert len(rewritten - done) <= 1
+    said = err.decode().splitlines()
+    assert len(said) == 2, said
+    assert re.fullmatch(
+        rf"dsh-session: interrupted: rekeyed {len(done)} of 300 session\(s\) \(printed "
+        rf"above\); the others keep their old records, the one being resealed \(\"s-\d+\"\) "
+        rf"its old ones or its new ones, whole", said[0]), said[0]
+    assert said[1] == ("hint: run the same command again to rekey the rest (the "
+                       f"{len(done)} rekeyed are resealed again, harmlessly)")
+    again = _run(*argv, **_ROTATED)  # and that finishes it
+    assert again.returncode == 0, again.stderr
+    assert len(again.stdout.splitlines()) == 300
+    assert all(b'"kid":"k1"' not in log.read_bytes() for log in root.glob("*/*.jsonl"))
+
+
+def test_ctrl_c_while_search_prints_says_the_hits_are_partial(tmp_path: Path) -> None:
+    root = tmp_path / "big"
+    _large_store(root, 2000)  # 6,000 hits, several times what a pipe holds
+    argv = ("search", "hello", "--limit", "0", "--store", str(root))
+    whole = _run(*argv)
+    assert whole.returncode == 0, whole.stderr
+    assert whole.stdout.count("**hello**") == 6000
+    with running(*argv) as (proc, out, err):
+        first = out.until(b"**hello**")  # printing (the rest waits on the pipe, unread)
+        proc.send_signal(signal.SIGINT)
+        printed = (first + out.rest()).decode()  # read: the command can end
+        assert proc.wait(timeout=60) == 130
+        said = err.rest().decode().splitlines()
+    match = re.fullmatch(r"dsh-session: interrupted after printing (\d+) of 6000 hit\(s\) "
+                         r"\(and perhaps the next, whole or in part\): the output above is "
+                         r"partial", said[0])
+    assert match, said
+    shown = int(match[1])
+    assert shown < 6000
+    assert said[1:] == [f"hint: --offset {shown} (with the same query) prints the rest"]
+    # What it printed is the start of the whole output: the hits it counted, and perhaps
+    # the next (each hit is written at once: a pipe takes so small a write whole).
+    assert whole.stdout.startswith(printed)
+    assert printed.count("**hello**") in (shown, shown + 1)
+    rest = _run(*argv, "--offset", str(shown))
+    assert rest.returncode == 0, rest.stderr
+    assert rest.stdout.count("**hello**") == 6000 - shown
+
+
+def test_ctrl_c_while_search_searches_says_nothing_was_printed(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    import psycopg
+
+    url = store_url("postgresql", request, tmp_path)
+    clock = Clock()
+    with opened(url, clock) as store:
+        write(store, clock, "s")
+    with psycopg.connect(url) as holder:
+        # The index is the store's own: a search waits on it while another holds it.
+        holder.execute("LOCK TABLE search_docs IN ACCESS EXCLUSIVE MODE")
+        with running("search", "hello", "--store", url) as (proc, out, err):
+            with psycopg.connect(url, autocommit=True) as watcher:
+                _until(lambda: watcher.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                    "current_database() AND wait_event_type = 'Lock'").fetchone() == (1,),
+                    proc)  # the search waits on the lock
+            assert _interrupt(proc) == 130
+            said = err.rest().decode().splitlines()
+            assert out.rest() == b""
+    assert said == [f"dsh-session: interrupted while searching {url}: no hit was printed",
+                    "hint: search only reads: run it again (--session, --since or --type "
+                    "search less)"]
 
 
 def test_ctrl_c_stops_tail_f_with_130(tmp_path: Path) -> None:

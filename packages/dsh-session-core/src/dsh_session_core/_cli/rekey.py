@@ -1,6 +1,9 @@
 """``dsh-session rekey``: reseal an encrypted store's sessions under its current key
 (the first of the keyring ``--key-env`` or ``DSH_SESSION_KEYS`` holds), each one
-atomically under its writer lock (:mod:`.._persistence.rekey`; docs/encryption.md)."""
+atomically under its writer lock (:mod:`.._persistence.rekey`; docs/encryption.md).
+
+Ctrl-C prints what was done (the sessions rekeyed, and those that failed, as a whole run
+prints them), then says how many of how many and how to go on (exit 130)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,11 @@ import argparse
 
 from .commands import HELP
 from .support import EXIT_REJECTED, EXIT_USAGE, Failure
+
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from .._persistence.rekey import Rekeyed
 
 __all__ = ["add_commands"]
 
@@ -40,8 +48,9 @@ def _rekey(args: argparse.Namespace) -> int:
     from .._persistence.sealed import SealedBackend
     from .._persistence.store import DurableStore
     from ..errors import DshSessionError
-    from .source import open_backend, out_json, out_text, store_url
+    from .source import open_backend, store_url
     from .support import one_line
+    from .term import printable
 
     if bool(args.ids) == bool(args.all):
         msg = "name the sessions to reseal, or pass --all (not both)"
@@ -57,11 +66,35 @@ def _rekey(args: argparse.Namespace) -> int:
     done, failed = [], []
     with DurableStore(backend) as store:
         ids = args.ids or [h.id for h in store.stored()]
-        for session_id in dict.fromkeys(ids):
-            try:
-                done.append(store.rekey(session_id))
-            except (DshSessionError, OSError) as exc:
-                failed.append({"id": session_id, "error": one_line(exc)})
+        named = list(dict.fromkeys(ids))
+        try:
+            for session_id in named:
+                try:
+                    done.append(store.rekey(session_id))
+                except (DshSessionError, OSError) as exc:
+                    failed.append({"id": session_id, "error": one_line(exc)})
+        except KeyboardInterrupt:
+            _print(args, done, failed)
+            # Each session is rewritten at once (a temp file renamed, one transaction):
+            # the one the interrupt came in has its old records or its new ones.
+            msg = (f"interrupted: rekeyed {len(done)} of {len(named)} session(s) (printed "
+                   f"above); the others keep their old records")
+            at = len(done) + len(failed)
+            if at < len(named):
+                msg += (f', the one being resealed ("{printable(named[at])}") its old ones '
+                        f"or its new ones, whole")
+            raise Failure(msg, hint=f"run the same command again to rekey the rest (the "
+                                    f"{len(done)} rekeyed are resealed again, harmlessly)"
+                          ) from None
+    _print(args, done, failed)
+    return EXIT_REJECTED if failed else 0
+
+
+def _print(args: argparse.Namespace, done: list[Rekeyed], failed: list[dict[str, str]]
+           ) -> None:
+    """What was done: each session rekeyed, each that failed (or the JSON of both)."""
+    from .source import out_json, out_text
+
     if args.json:
         out_json({"rekeyed": [{"id": r.session_id, "records": r.records, "keyId": r.key_id,
                                "oldKeyIds": list(r.old_key_ids)} for r in done],
@@ -73,4 +106,3 @@ def _rekey(args: argparse.Namespace) -> int:
                      f"(were: {old})\n")
         for f in failed:
             out_text(f"{f['id']}: not rekeyed: {f['error']}\n")
-    return EXIT_REJECTED if failed else 0
