@@ -1,14 +1,14 @@
 """Ctrl-C exits 130 in every command, and a command stopped half-way says what it did
-and how to go on (``copy``, ``prune`` and ``rekey`` of a large store, ``search`` printing
-its hits); ``tail -F`` waits for a session (or a store, or a log file) that does not
-exist yet while ``tail -f`` refuses it. Each runs the real command in a subprocess, and
-waits on what it prints or does to the store, never on a sleep."""
+and how to go on (``copy`` of a large store; ``prune`` and ``rekey`` stopped on a session
+whose rows another client holds, the one before done; ``search`` while it searches and
+while it prints); ``tail -F`` waits for a session (or a store, or a log file) that does
+not exist yet while ``tail -f`` refuses it. Each runs the real command in a subprocess,
+and waits on what it prints, or on the lock it waits for, never on a sleep."""
 
 from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import signal
 import subprocess
@@ -25,7 +25,6 @@ from cli_process import RUN, command_env, running
 from dsh_session_core import Keyring, create_plugin_manager, open_store
 from dsh_session_core._codec import ENCODER
 from dsh_session_core._persistence.paths import log_path
-from dsh_session_core.testing import user_turn
 from lifecycle_support import Clock, opened, store_url, write
 
 
@@ -36,24 +35,13 @@ def _interrupt(proc: subprocess.Popen[bytes]) -> int:
 
 def _until(done: Callable[[], bool], proc: subprocess.Popen[bytes], within: float = 60
            ) -> None:
-    """Wait for what ``done`` checks of the store (polled: a folder has nothing to wait
-    on), while ``proc`` runs: the command must not have ended first."""
+    """Wait for what ``done`` checks (polled: a server's view of its clients has nothing
+    to wait on), while ``proc`` runs: the command must not have ended first."""
     deadline = time.monotonic() + within
     while not done():
         assert proc.poll() is None, f"the command ended first (status {proc.returncode})"
         assert time.monotonic() < deadline, "the command did nothing in time"
         time.sleep(0.001)
-
-
-def _logs(root: Path) -> dict[str, int]:
-    """The logs of a JSONL store of plain ids: each session's id, and its file's inode
-    (a rewrite renames a new file over the old one)."""
-    found = {}
-    for bucket in os.scandir(root):
-        if bucket.is_dir() and not bucket.name.startswith("."):
-            found.update({e.name.removesuffix(".jsonl"): e.inode()
-                          for e in os.scandir(bucket.path) if e.name.endswith(".jsonl")})
-    return found
 
 
 def _run(*argv: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -92,33 +80,82 @@ def test_ctrl_c_stops_a_copy_with_130_and_says_what_was_kept(
         assert "Traceback" not in stderr
 
 
+#: A PostgreSQL client waiting on a row or table lock, in this database, in a statement
+#: that names ``table``.
+_WAITING = ("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND backend_type = 'client backend' AND wait_event_type = 'Lock' "
+            "AND query ILIKE %s")
+
+
+def _waits_on(url: str, table: str, proc: subprocess.Popen[bytes]) -> None:
+    """Wait until the command waits on a lock in a statement on ``table``."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as watcher:
+        _until(lambda: watcher.execute(_WAITING, (f"%{table}%",)).fetchone() == (1,), proc)
+
+
+def _three_sessions(url: str, keys: Keyring | None = None) -> None:
+    """Sessions a, b and c, oldest first (what prune removes first), old enough for
+    ``--older-than 1d``."""
+    clock = Clock()
+    with open_store(url, keys=keys, clock=clock,
+                    plugin_manager=create_plugin_manager(autoload=False)) as store:
+        for i, sid in enumerate("abc"):
+            write(store, clock, sid, at=1_700_000_000_000 + i * 1000)
+
+
 @pytest.mark.parametrize("rule", [["--older-than", "1d"],
                                   ["--older-than", "1d", "--keep-latest", "0"]],
                          ids=["plain", "policy"])
 def test_ctrl_c_stops_a_prune_with_130_and_says_which_sessions_it_removed(
-    rule: list[str], tmp_path: Path
+    rule: list[str], request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    root = tmp_path / "big"
-    _large_store(root, 500)  # seconds of removing: stopped long before the end
-    argv = ("prune", *rule, "--yes", "--store", str(root))
-    with running(*argv) as (proc, _out, err):
-        _until(lambda: len(_logs(root)) < 500, proc)  # one session is removed
-        assert _interrupt(proc) == 130
-        said = err.rest().decode().splitlines()
-    gone = sorted(set(_large_ids(500)) - set(_logs(root)))
-    assert 0 < len(gone) < 500
-    shown = ", ".join(gone[:5]) + (f" and {len(gone) - 5} more" if len(gone) > 5 else "")
-    assert said[0] == (f"dsh-session: interrupted: removed {len(gone)} session(s) from "
-                       f"{root} ({shown}); the others are as they were")
+    import psycopg
+
+    url = store_url("postgresql", request, tmp_path)
+    _three_sessions(url)
+    argv = ("prune", *rule, "--yes", "--store", url)
+    with psycopg.connect(url) as holder:
+        # b's rows are held: its removal waits, a's (the oldest, the first) is done.
+        holder.execute("SELECT seq FROM events WHERE session_id = 'b' FOR UPDATE")
+        with running(*argv) as (proc, _out, err):
+            _waits_on(url, "DELETE FROM events", proc)
+            assert _interrupt(proc) == 130
+            said = err.rest().decode().splitlines()
+        holder.rollback()
+        left = [row[0] for row in holder.execute("SELECT id FROM sessions ORDER BY id")]
+    assert left[:2] == ["b", "c"]  # and the retention ledger, for the policy
+    assert said[0] == (f"dsh-session: interrupted: removed 1 session(s) from {url} (a); "
+                       f"the others are as they were")
     log = "; `dsh-session prune --log` lists the removals recorded" if len(rule) > 2 else ""
     assert said[1:] == [f"hint: run the same command again to remove the rest{log}"]
-    done = _run(*argv)  # and that resumes it
-    assert done.returncode == 0, done.stderr
-    assert not set(_logs(root)) & set(_large_ids(500))  # the retention ledger may stay
+    again = _run(*argv)  # and that resumes it
+    assert again.returncode == 0, again.stderr
+    with psycopg.connect(url) as conn:
+        assert not conn.execute("SELECT id FROM sessions WHERE id IN ('a', 'b', 'c')"
+                                ).fetchall()
 
 
-def _large_ids(sessions: int) -> list[str]:
-    return [f"s-{i}" for i in range(sessions)]
+def test_ctrl_c_before_prune_removed_anything_says_so(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    import psycopg
+
+    url = store_url("postgresql", request, tmp_path)
+    _three_sessions(url)
+    with psycopg.connect(url) as holder:
+        holder.execute("SELECT seq FROM events WHERE session_id = 'a' FOR UPDATE")
+        with running("prune", "--older-than", "1d", "--yes", "--store", url) as (
+                proc, _out, err):
+            _waits_on(url, "DELETE FROM events", proc)  # the first removal waits
+            assert _interrupt(proc) == 130
+            said = err.rest().decode().splitlines()
+        holder.rollback()
+        assert [row[0] for row in holder.execute("SELECT id FROM sessions ORDER BY id")
+                ] == ["a", "b", "c"]
+    assert said == [f"dsh-session: interrupted: nothing was removed from {url}",
+                    "hint: run the same command again to remove the rest"]
 
 
 _K1, _K2 = bytes(range(32)), bytes(range(100, 132))
@@ -126,49 +163,41 @@ _ROTATED = {"ROTATED_KEYS": ",".join(f"{kid}:{base64.b64encode(key).decode()}"
                                      for kid, key in (("k2", _K2), ("k1", _K1)))}
 
 
-def test_ctrl_c_stops_a_rekey_with_130_and_says_what_it_resealed(tmp_path: Path) -> None:
-    root = tmp_path / "sealed"
-    with open_store(str(root), keys=Keyring({"k1": _K1}),
-                    plugin_manager=create_plugin_manager(autoload=False)) as store:
-        for sid in _large_ids(300):  # seconds of resealing: stopped long before the end
-            s = store.create(sid)
-            user_turn(s, 1, "hello")
-            store.release(s)
-    before = _logs(root)
-    argv = ("rekey", "--all", "--store", str(root), "--key-env", "ROTATED_KEYS")
-    proc = subprocess.Popen([sys.executable, "-c", RUN, *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=command_env(**_ROTATED))
-    try:
-        # Two logs rewritten: the first session is done (each is resealed in turn).
-        _until(lambda: sum(i != before[sid] for sid, i in _logs(root).items()) >= 2, proc)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+def test_ctrl_c_stops_a_rekey_with_130_and_says_what_it_resealed(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    import psycopg
+
+    url = store_url("postgresql", request, tmp_path)
+    _three_sessions(url, Keyring({"k1": _K1}))
+    argv = ("rekey", "a", "b", "c", "--store", url, "--key-env", "ROTATED_KEYS")
+    with psycopg.connect(url) as holder:
+        # b's rows are held: its rewrite waits, a's (the first named) is done.
+        holder.execute("SELECT seq FROM events WHERE session_id = 'b' FOR UPDATE")
+        proc = subprocess.Popen([sys.executable, "-c", RUN, *argv], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=command_env(**_ROTATED))
+        try:
+            _waits_on(url, "events", proc)
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        holder.rollback()
     assert proc.returncode == 130
-    rewritten = {sid for sid, inode in _logs(root).items() if inode != before[sid]}
-    printed = out.decode().splitlines()
-    assert printed  # what was resealed, as a whole run prints it
-    done = {line.split(":", 1)[0] for line in printed}
-    assert all(line.endswith(": 3 record(s) sealed under k2 (were: k1)")
-               for line in printed), printed
-    # The one being resealed when the interrupt came may be done: it is not counted.
-    assert done <= rewritten
-    assert len(rewritten - done) <= 1
-    said = err.decode().splitlines()
-    assert len(said) == 2, said
-    assert re.fullmatch(
-        rf"dsh-session: interrupted: rekeyed {len(done)} of 300 session\(s\) \(printed "
-        rf"above\); the others keep their old records, the one being resealed \(\"s-\d+\"\) "
-        rf"its old ones or its new ones, whole", said[0]), said[0]
-    assert said[1] == ("hint: run the same command again to rekey the rest (the "
-                       f"{len(done)} rekeyed are resealed again, harmlessly)")
-    again = _run(*argv, **_ROTATED)  # and that finishes it
+    assert out.decode().splitlines() == ["a: 3 record(s) sealed under k2 (were: k1)"]
+    assert err.decode().splitlines() == [
+        'dsh-session: interrupted: rekeyed 1 of 3 session(s) (printed above); the others '
+        'keep their old records, the one being resealed ("b") its old ones or its new '
+        'ones, whole',
+        "hint: run the same command again to rekey the rest (the 1 rekeyed are resealed "
+        "again, harmlessly)"]
+    again = _run(*argv, **_ROTATED)  # and that finishes it; b was left as it was
     assert again.returncode == 0, again.stderr
-    assert len(again.stdout.splitlines()) == 300
-    assert all(b'"kid":"k1"' not in log.read_bytes() for log in root.glob("*/*.jsonl"))
+    assert again.stdout.splitlines() == ["a: 3 record(s) sealed under k2 (were: k2)",
+                                         "b: 3 record(s) sealed under k2 (were: k1)",
+                                         "c: 3 record(s) sealed under k2 (were: k1)"]
 
 
 def test_ctrl_c_while_search_prints_says_the_hits_are_partial(tmp_path: Path) -> None:
@@ -213,11 +242,7 @@ def test_ctrl_c_while_search_searches_says_nothing_was_printed(
         # The index is the store's own: a search waits on it while another holds it.
         holder.execute("LOCK TABLE search_docs IN ACCESS EXCLUSIVE MODE")
         with running("search", "hello", "--store", url) as (proc, out, err):
-            with psycopg.connect(url, autocommit=True) as watcher:
-                _until(lambda: watcher.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = "
-                    "current_database() AND wait_event_type = 'Lock'").fetchone() == (1,),
-                    proc)  # the search waits on the lock
+            _waits_on(url, "search_docs", proc)  # the search waits on the lock
             assert _interrupt(proc) == 130
             said = err.rest().decode().splitlines()
             assert out.rest() == b""
