@@ -12,11 +12,6 @@ import argparse
 from .commands import HELP
 from .support import EXIT_REJECTED, EXIT_USAGE, Failure
 
-TYPE_CHECKING = False
-
-if TYPE_CHECKING:
-    from .._persistence.rekey import Rekeyed
-
 __all__ = ["add_commands"]
 
 _DESCRIPTION = """\
@@ -48,9 +43,8 @@ def _rekey(args: argparse.Namespace) -> int:
     from .._persistence.sealed import SealedBackend
     from .._persistence.store import DurableStore
     from ..errors import DshSessionError
-    from .source import open_backend, store_url
+    from .source import open_backend, out_json, out_text, store_url
     from .support import one_line
-    from .term import printable
 
     if bool(args.ids) == bool(args.all):
         msg = "name the sessions to reseal, or pass --all (not both)"
@@ -64,6 +58,7 @@ def _rekey(args: argparse.Namespace) -> int:
                       hint="set DSH_SESSION_KEYS (kid:base64key,... the first the new "
                            "key, then the old ones) or name the variable with --key-env")
     done, failed = [], []
+    interrupted = None
     with DurableStore(backend) as store:
         ids = args.ids or [h.id for h in store.stored()]
         named = list(dict.fromkeys(ids))
@@ -73,28 +68,8 @@ def _rekey(args: argparse.Namespace) -> int:
                     done.append(store.rekey(session_id))
                 except (DshSessionError, OSError) as exc:
                     failed.append({"id": session_id, "error": one_line(exc)})
-        except KeyboardInterrupt:
-            _print(args, done, failed)
-            # Each session is rewritten at once (a temp file renamed, one transaction):
-            # the one the interrupt came in has its old records or its new ones.
-            msg = (f"interrupted: rekeyed {len(done)} of {len(named)} session(s) (printed "
-                   f"above); the others keep their old records")
-            at = len(done) + len(failed)
-            if at < len(named):
-                msg += (f', the one being resealed ("{printable(named[at])}") its old ones '
-                        f"or its new ones, whole")
-            raise Failure(msg, hint=f"run the same command again to rekey the rest (the "
-                                    f"{len(done)} rekeyed are resealed again, harmlessly)"
-                          ) from None
-    _print(args, done, failed)
-    return EXIT_REJECTED if failed else 0
-
-
-def _print(args: argparse.Namespace, done: list[Rekeyed], failed: list[dict[str, str]]
-           ) -> None:
-    """What was done: each session rekeyed, each that failed (or the JSON of both)."""
-    from .source import out_json, out_text
-
+        except KeyboardInterrupt as exc:  # what was done is printed, then said
+            interrupted = exc
     if args.json:
         out_json({"rekeyed": [{"id": r.session_id, "records": r.records, "keyId": r.key_id,
                                "oldKeyIds": list(r.old_key_ids)} for r in done],
@@ -106,3 +81,21 @@ def _print(args: argparse.Namespace, done: list[Rekeyed], failed: list[dict[str,
                      f"(were: {old})\n")
         for f in failed:
             out_text(f"{f['id']}: not rekeyed: {f['error']}\n")
+    if interrupted is not None:
+        raise _stopped(named, len(done), len(failed)) from interrupted  # exits 130
+    return EXIT_REJECTED if failed else 0
+
+
+def _stopped(named: list[str], done: int, failed: int) -> Failure:
+    """What an interrupted rekey did, and how to go on. Each session is rewritten at once
+    (a temp file renamed, one transaction): the one the interrupt came in has its old
+    records or its new ones."""
+    from .term import printable
+
+    msg = (f"interrupted: rekeyed {done} of {len(named)} session(s) (printed above); the "
+           f"others keep their old records")
+    if done + failed < len(named):
+        msg += (f', the one being resealed ("{printable(named[done + failed])}") its old '
+                f"ones or its new ones, whole")
+    return Failure(msg, hint=f"run the same command again to rekey the rest (the {done} "
+                             f"rekeyed are resealed again, harmlessly)")
