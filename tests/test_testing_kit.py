@@ -168,6 +168,78 @@ def test_an_unknown_kind_is_a_usage_error(tmp_path: Path) -> None:
     assert "unknown kinds of store ['cassette']" in proc.stdout + proc.stderr
 
 
+#: The docs' example (docs/testing.md), in a suite whose Python cannot import ``driver``:
+#: pytest run with the module set to ``None`` in ``sys.modules``, so importing it fails
+#: as it does where it is not installed.
+_WITHOUT = ("import sys; sys.modules[sys.argv[1]] = None; import pytest; "
+            "sys.exit(pytest.main(sys.argv[2:]))")
+
+_EVERY_KIND_OF_STORE = textwrap.dedent("""\
+    import pytest
+
+    from dsh_session_core import open_store
+    from dsh_session_core.testing import exchange, make_backend_factory
+
+
+    @pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql")
+    def test_a_session_outlives_its_store(store_url):
+        with open_store(store_url) as store:
+            session = store.create("kept")
+            exchange(session, 1)
+            store.release(session)
+
+
+    @pytest.mark.parametrize("kind", ["jsonl+zstd", "postgresql"])
+    def test_a_factory(kind, request, tmp_path):
+        make_backend_factory(kind, request, tmp_path)
+    """)
+
+
+@pytest.mark.parametrize(("driver", "kind", "reason"), [
+    ("psycopg", "postgresql",
+     "psycopg is not installed: pip install 'dsh-session-core[postgresql]'"),
+    ("zstandard", "jsonl+zstd",
+     "zstandard is not installed: pip install 'dsh-session-core[zstd]'"),
+])
+def test_a_kind_whose_driver_is_missing_skips_saying_what_to_install(
+    driver: str, kind: str, reason: str, tmp_path: Path
+) -> None:
+    (tmp_path / "conftest.py").write_text(
+        'pytest_plugins = ["dsh_session_core.testing.fixtures"]\n')
+    (tmp_path / "test_kinds.py").write_text(_EVERY_KIND_OF_STORE)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "CI")}
+    env["DSH_SESSION_TEST_POSTGRESQL"] = ""  # no server: a skip, but for another reason
+    proc = subprocess.run(
+        [sys.executable, "-c", _WITHOUT, driver, "-p", "no:cacheprovider", "-q", "-rs",
+         "-k", kind], capture_output=True, text=True, check=False, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # -k: the two tests of this kind, the fixture's and the factory's: both skip, for
+    # the reason given.
+    assert proc.stdout.splitlines()[-1].startswith("2 skipped, 4 deselected"), proc.stdout
+    reasons = [line.split(": ", 1)[1] for line in proc.stdout.splitlines()
+               if line.startswith("SKIPPED [")]
+    assert reasons == [reason, reason], proc.stdout
+    assert "ModuleNotFoundError" not in proc.stdout + proc.stderr
+
+
+def test_without_psycopg_under_ci_a_postgresql_store_fails_saying_so(tmp_path: Path) -> None:
+    # CI must not pass by skipping the PostgreSQL tests: a missing driver fails them, as
+    # a missing server does.
+    (tmp_path / "conftest.py").write_text(
+        'pytest_plugins = ["dsh_session_core.testing.fixtures"]\n')
+    (tmp_path / "test_kinds.py").write_text(_EVERY_KIND_OF_STORE)
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    env["CI"] = "true"
+    proc = subprocess.run(
+        [sys.executable, "-c", _WITHOUT, "psycopg", "-p", "no:cacheprovider", "-q",
+         "-k", "postgresql"], capture_output=True, text=True, check=False, cwd=tmp_path,
+        env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "psycopg is not installed: pip install 'dsh-session-core[postgresql]' (CI is " \
+           "set: PostgreSQL tests must not skip)" in proc.stdout
+    assert "ModuleNotFoundError" not in proc.stdout + proc.stderr
+
+
 # --- the backend contract --------------------------------------------------------------------
 
 _FORGETFUL = textwrap.dedent("""\

@@ -119,11 +119,11 @@ def test_a_misplaced_log_is_warned_about_every_time(tmp_path: Path) -> None:
 
 def test_a_read_only_store_is_listed_without_a_cache(tmp_path: Path) -> None:
     # A store the lister cannot write: as this user, or (the tests run as root, who
-    # writes anywhere) as nobody, in a process of its own.
+    # writes anywhere) as nobody or root without its overrides, in a process of its own.
     import shutil
-    import subprocess
-    import sys
     import tempfile
+
+    from unprivileged_support import run_unprivileged
 
     root = Path(tempfile.mkdtemp(prefix="dsh-ro-store-"))
     try:
@@ -134,9 +134,7 @@ def test_a_read_only_store_is_listed_without_a_cache(tmp_path: Path) -> None:
             log.chmod(0o444)
         script = ("import sys; from dsh_session_core._persistence import buckets; "
                   "print(sorted(h.id for h, _ in buckets.list_logs(sys.argv[1])))")
-        done = subprocess.run([sys.executable, "-c", script, str(root)],
-                              capture_output=True, text=True, check=False, cwd="/",
-                              user="nobody" if os.geteuid() == 0 else None)
+        done = run_unprivileged(["-c", script, str(root)], reach=[str(root)], cwd="/")
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == "['a']"
         assert not (root / header_cache.CACHE_DIR).exists()

@@ -383,7 +383,8 @@ def test_sqlite_a_search_in_step_reads_no_session_progress(tmp_path: Path) -> No
 
 
 # A reader of a read-only copy: as this user, or (the tests run as root, who writes a
-# 0444 file all the same) as nobody, in a process of its own.
+# 0444 file all the same) as nobody or root without its overrides, in a process of its
+# own (unprivileged_support).
 _READER = """
 import json, sys
 sys.path[:0] = sys.argv[2:]
@@ -401,9 +402,9 @@ def _read_only_search(src: Path) -> list[list[Any]]:
     the copy is checked to be unchanged."""
     import hashlib
     import json
-    import subprocess
-    import sys
     import tempfile
+
+    from unprivileged_support import run_unprivileged
 
     folder = tempfile.mkdtemp(prefix="dsh-ro-")
     try:
@@ -414,10 +415,9 @@ def _read_only_search(src: Path) -> list[list[Any]]:
         with open(db, "rb") as f:
             before = hashlib.sha256(f.read()).hexdigest()
         here = os.path.dirname(__file__)
-        done = subprocess.run(
-            [sys.executable, "-c", _READER, db, here, os.path.dirname(here)],
-            capture_output=True, text=True, check=False, cwd=folder,
-            user="nobody" if os.geteuid() == 0 else None)
+        paths = [here, os.path.dirname(here)]
+        done = run_unprivileged(["-c", _READER, db, *paths], imports=["test_search_index"],
+                                path=paths, reach=[db], cwd=folder)
         assert done.returncode == 0, done.stderr
         with open(db, "rb") as f:
             assert hashlib.sha256(f.read()).hexdigest() == before

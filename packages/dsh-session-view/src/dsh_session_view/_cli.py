@@ -144,7 +144,9 @@ def run_view(args: argparse.Namespace) -> int:
     try:
         server.serve_forever()
     except KeyboardInterrupt:
-        print("stopped", flush=True)
+        # Said as every interrupted command says it, and with its status (130).
+        msg = "interrupted: the viewer is stopped"
+        raise Failure(msg) from None
     finally:
         server.stopping.set()
         server.server_close()

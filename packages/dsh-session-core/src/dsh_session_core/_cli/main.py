@@ -11,8 +11,8 @@ Exit status: 0 success, 1 the input was rejected (one line on stderr says why), 
 usage, 3 some sessions could not be read (``search``: the others' hits are shown, each
 one left out named on stderr), 130 interrupted (Ctrl-C, SIGINT: 128 + 2, as a shell
 reports a command SIGINT stopped), in every command: here, whatever the command made of
-the interrupt (``copy`` says what was kept, then exits 130 too). Tracebacks only with
-``--debug``.
+the interrupt (``copy``, ``prune``, ``rekey`` and ``search`` say what they did and how to
+go on, ``view`` that it stopped, then exit 130 too). Tracebacks only with ``--debug``.
 """
 
 from __future__ import annotations
@@ -70,6 +70,10 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         raise SystemExit(EXIT_USAGE)
     try:
         status = _run(args)
+        # What stdout still holds is written here, not at the interpreter's exit: a
+        # Ctrl-C while a full pipe holds it up is an interrupt like any other (130), not
+        # a death by SIGINT.
+        sys.stdout.flush()
     except Failure as exc:
         if args.debug:
             raise

@@ -1,6 +1,9 @@
 """``dsh-session rekey``: reseal an encrypted store's sessions under its current key
 (the first of the keyring ``--key-env`` or ``DSH_SESSION_KEYS`` holds), each one
-atomically under its writer lock (:mod:`.._persistence.rekey`; docs/encryption.md)."""
+atomically under its writer lock (:mod:`.._persistence.rekey`; docs/encryption.md).
+
+Ctrl-C prints what was done (the sessions rekeyed, and those that failed, as a whole run
+prints them), then says how many of how many and how to go on (exit 130)."""
 
 from __future__ import annotations
 
@@ -55,13 +58,18 @@ def _rekey(args: argparse.Namespace) -> int:
                       hint="set DSH_SESSION_KEYS (kid:base64key,... the first the new "
                            "key, then the old ones) or name the variable with --key-env")
     done, failed = [], []
+    interrupted = None
     with DurableStore(backend) as store:
         ids = args.ids or [h.id for h in store.stored()]
-        for session_id in dict.fromkeys(ids):
-            try:
-                done.append(store.rekey(session_id))
-            except (DshSessionError, OSError) as exc:
-                failed.append({"id": session_id, "error": one_line(exc)})
+        named = list(dict.fromkeys(ids))
+        try:
+            for session_id in named:
+                try:
+                    done.append(store.rekey(session_id))
+                except (DshSessionError, OSError) as exc:
+                    failed.append({"id": session_id, "error": one_line(exc)})
+        except KeyboardInterrupt as exc:  # what was done is printed, then said
+            interrupted = exc
     if args.json:
         out_json({"rekeyed": [{"id": r.session_id, "records": r.records, "keyId": r.key_id,
                                "oldKeyIds": list(r.old_key_ids)} for r in done],
@@ -73,4 +81,21 @@ def _rekey(args: argparse.Namespace) -> int:
                      f"(were: {old})\n")
         for f in failed:
             out_text(f"{f['id']}: not rekeyed: {f['error']}\n")
+    if interrupted is not None:
+        raise _stopped(named, len(done), len(failed)) from interrupted  # exits 130
     return EXIT_REJECTED if failed else 0
+
+
+def _stopped(named: list[str], done: int, failed: int) -> Failure:
+    """What an interrupted rekey did, and how to go on. Each session is rewritten at once
+    (a temp file renamed, one transaction): the one the interrupt came in has its old
+    records or its new ones."""
+    from .term import printable
+
+    msg = (f"interrupted: rekeyed {done} of {len(named)} session(s) (printed above); the "
+           f"others keep their old records")
+    if done + failed < len(named):
+        msg += (f', the one being resealed ("{printable(named[done + failed])}") its old '
+                f"ones or its new ones, whole")
+    return Failure(msg, hint=f"run the same command again to rekey the rest (the {done} "
+                             f"rekeyed are resealed again, harmlessly)")

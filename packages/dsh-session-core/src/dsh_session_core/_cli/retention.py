@@ -11,7 +11,9 @@ makes a policy, and prints a plan: each session kept or removed, and by which ru
 Asking is ``rm``'s (``lifecycle.py``): on a terminal, shows what would go and asks;
 without one, refuses without ``--yes``; ``--dry-run`` removes nothing and needs no
 ``--yes``. Exit codes: 0 done; 1 a session failed to go (or to archive), or not
-confirmed; 2 bad usage (a bad duration, size, grouping or policy file).
+confirmed; 2 bad usage (a bad duration, size, grouping or policy file); 130 interrupted
+(Ctrl-C), saying which sessions were removed before it: those listed before the run and
+gone after it (:func:`_removing`).
 """
 
 from __future__ import annotations
@@ -38,10 +40,14 @@ TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     import datetime
+    from collections.abc import Callable
+    from typing import TypeVar
 
     from .._persistence.retention_plan import PruneDecision, PruneReport
     from .._persistence.retention_policy import RetentionPolicy
     from .._persistence.store import DurableStore
+
+    T = TypeVar("T")
 
 __all__ = ["add_commands"]
 
@@ -128,6 +134,41 @@ def _summary(report: PruneReport) -> str:
     return text + "\n"
 
 
+def _removing(store: DurableStore, shown: str, prune: Callable[[], T]) -> T:
+    """Run ``prune`` (a removing one: a dry run needs none of this); on Ctrl-C, say which
+    sessions it had removed: those the store listed before it and lists no more after
+    (what the store holds says so whatever point the interrupt came at), the others as
+    they were. Running the same command again removes the rest: its rules keep what they
+    kept, and the sessions already gone count neither way; every removal done is recorded
+    in the ledger, which ``prune --log`` lists."""
+    from .term import printable
+
+    before = [h.id for h in store.stored()]
+    try:
+        return prune()
+    except KeyboardInterrupt:
+        hint = ("run the same command again to remove the rest; `dsh-session prune --log` "
+                "lists the removals recorded")
+        try:
+            left = {h.id for h in store.stored()}
+        except Exception as exc:  # said, in place of what cannot be told
+            from .support import one_line
+
+            msg = (f"interrupted: some sessions of {shown} may have been removed (the store "
+                   f"cannot be listed: {one_line(exc)})")
+            raise Failure(msg, hint=hint) from None
+        gone = sorted(i for i in before if i not in left)
+        if not gone:
+            msg = f"interrupted: nothing was removed from {shown}"
+            raise Failure(msg, hint=hint) from None
+        names = ", ".join(printable(i) for i in gone[:5])
+        if len(gone) > 5:
+            names += f" and {len(gone) - 5} more"
+        msg = (f"interrupted: removed {len(gone)} session(s) from {shown} ({names}); the "
+               f"others are as they were")
+        raise Failure(msg, hint=hint) from None
+
+
 def _run_policy(store: DurableStore, policy: RetentionPolicy, args: argparse.Namespace,
                 shown: str, now: datetime.datetime) -> int:
     from ..errors import DshSessionError
@@ -142,7 +183,11 @@ def _run_policy(store: DurableStore, policy: RetentionPolicy, args: argparse.Nam
                             f"({plan.bytes_freed:,} bytes)?")
                 if not _confirm(question):
                     raise Failure(_NOT_CONFIRMED)
-        report = store.prune(policy, dry_run=args.dry_run, now=now)
+        if args.dry_run:
+            report = store.prune(policy, dry_run=True, now=now)
+        else:
+            report = _removing(store, shown,
+                               lambda: store.prune(policy, dry_run=False, now=now))
     except ValueError as exc:  # an archive that is the store itself
         raise Failure(str(exc), EXIT_USAGE) from None
     except (DshSessionError, OSError) as exc:
@@ -186,7 +231,11 @@ def _run_plain(store: DurableStore, args: argparse.Namespace, shown: str,
                             f"({_total(going):,} bytes)?")
                 if not _confirm(question):
                     raise Failure(_NOT_CONFIRMED)
-        found = store.prune(older_than, cwd=cwd, keep=keep, dry_run=args.dry_run, now=now)
+        if args.dry_run:
+            found = store.prune(older_than, cwd=cwd, keep=keep, dry_run=True, now=now)
+        else:
+            found = _removing(store, shown, lambda: store.prune(
+                older_than, cwd=cwd, keep=keep, dry_run=False, now=now))
     except OSError as exc:
         msg = f"cannot list the store {shown}: {exc.strerror or exc}"
         raise Failure(msg) from exc

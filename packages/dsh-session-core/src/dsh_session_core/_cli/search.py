@@ -10,6 +10,11 @@ A session that could not be read (a damaged record, a key not in the keyring, an
 encrypted session searched without keys) takes nothing else down: the other sessions'
 hits are printed, each such session is named on stderr with what to do, and the exit
 status is 3 (``EXIT_PARTIAL``).
+
+Ctrl-C says what was printed (exit 130): nothing, while searching; while printing, how
+many hits of how many, and the ``--offset`` that prints the rest. Each hit is flushed as
+it is printed, so that the count is what reached stdout (one more may have: the interrupt
+can come between a write and its count).
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from typing import TYPE_CHECKING
 from .support import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, Failure
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from .._search import SearchHit, SearchResults
     from .term import Style
 
@@ -94,19 +101,39 @@ def run_search(args: argparse.Namespace) -> int:
     except OSError as exc:
         msg = f"cannot search the store {url}: {exc.strerror or exc}"
         raise Failure(msg) from exc
+    except KeyboardInterrupt:
+        msg = f"interrupted while searching {url}: no hit was printed"
+        raise Failure(msg, hint="search only reads: run it again (--session, --since or "
+                                "--type search less)") from None
     finally:
         backend.close()
     page = search_page(found, args.sort, limit or None, offset)
     if args.json:
-        out_json([hit.to_dict() for hit in page])
+        try:
+            out_json([hit.to_dict() for hit in page])
+            sys.stdout.flush()
+        except KeyboardInterrupt:
+            msg = f"interrupted: the JSON array of the {len(page)} hit(s) is cut short"
+            raise Failure(msg, hint="run it again (search only reads)") from None
         return _unreadable(found)
     if not page:
         out_text((f"no hits for {text!r} in {url}" if not found else
                   f"no hits past the first {offset} of {len(found)} in {url}")
                  + _missing(found) + "\n")
         return _unreadable(found)
-    out_text(_render(page, sys.stdout) + _footer(len(page), len(found), offset, url,
-                                                 _missing(found)))
+    printed = 0
+    try:
+        for lines in _rendered(page, sys.stdout):
+            out_text(lines)
+            sys.stdout.flush()
+            printed += 1
+    except KeyboardInterrupt:
+        # Counted once written: the interrupt may come between the write and the count.
+        msg = (f"interrupted after printing {printed} of {len(page)} hit(s) (and perhaps "
+               f"the next, whole or in part): the output above is partial")
+        raise Failure(msg, hint=f"--offset {offset + printed} (with the same query) prints "
+                                f"the rest") from None
+    out_text(_footer(len(page), len(found), offset, url, _missing(found)))
     return _unreadable(found)
 
 
@@ -135,19 +162,17 @@ def _hint(exc: ValueError) -> str | None:
     return None
 
 
-def _render(hits: list[SearchHit], stream: object) -> str:
+def _rendered(hits: list[SearchHit], stream: object) -> Iterator[str]:
+    """Each hit's two lines."""
     from .._inspect.describe import when
     from .term import Style, printable
 
     style = Style.for_stream(stream)
-    out = []
     for hit in hits:
         turn = "-" if hit.turn is None else str(hit.turn)
         head = (f"{printable(hit.session_id)}  #{hit.seq}  turn {turn}  {hit.type}  "
                 f"{when(hit.time)}")
-        out.append(style(head, "bold") + "\n")
-        out.append("    " + _highlight(hit, style) + "\n")
-    return "".join(out)
+        yield style(head, "bold") + "\n" + "    " + _highlight(hit, style) + "\n"
 
 
 def _highlight(hit: SearchHit, style: Style) -> str:

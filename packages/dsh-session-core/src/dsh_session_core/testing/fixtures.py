@@ -7,7 +7,8 @@
   fixture below) runs once per kind: ``jsonl``, ``jsonl+zstd``, ``memory``, ``sqlite``,
   ``postgresql``. Mark a module or a test ``@pytest.mark.store_kinds("jsonl", ...)``
   to run on fewer; a test that parametrizes ``store_kind`` itself is left alone. A
-  compact store skips without zstandard, a PostgreSQL one without a server;
+  compact store skips without zstandard, a PostgreSQL one without psycopg or a server
+  (fails, under CI), each saying why;
 - ``store_url``: the URL of a fresh, empty store of that kind;
 - ``store``: a :class:`~dsh_session_core.DurableStore` open on it (the installed
   plugins loaded), closed after the test;
@@ -43,7 +44,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .stores import KINDS, BackendFactory, make_backend_factory, make_store_url
+from .stores import KINDS, BackendFactory, _need_driver, make_backend_factory, make_store_url
 
 if TYPE_CHECKING:
     from .. import DurableStore
@@ -81,8 +82,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def store_kind(request: pytest.FixtureRequest) -> str:
     """The kind of store of this run of the test."""
     kind: str = request.param
-    if kind == "jsonl+zstd":
-        pytest.importorskip("zstandard")
+    _need_driver(kind)  # skips (a missing server is the postgresql_* fixtures')
     return kind
 
 
@@ -121,7 +121,8 @@ def plugins_as_installed(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="session")
 def postgresql_server() -> str:
     """The admin URL of the PostgreSQL test server (``DSH_SESSION_TEST_POSTGRESQL``).
-    Without it: skip, or fail under CI."""
+    Without it, or without psycopg: skip, or fail under CI."""
+    _need_driver("postgresql")
     import psycopg
 
     from .postgresql import ENV, server_url

@@ -5,7 +5,9 @@ create databases (this repository's ``python3 dev.py test`` starts one with
 ``tests/pgserver.py`` and sets it). Without it the PostgreSQL tests skip, except under CI
 (``CI`` set), where they fail: CI must never pass by skipping them.
 
-Needs psycopg (core's ``postgresql`` extra) and pytest; imported only by the fixtures
+Needs pytest; its databases need psycopg (core's ``postgresql`` extra), imported only
+when one is made: without it, the fixtures say what to install (skipping the test, or
+failing it under CI) rather than stopping at the import. Imported only by the fixtures
 that use a PostgreSQL store.
 """
 
@@ -26,11 +28,13 @@ import re
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
-import psycopg
 import pytest
-from psycopg import sql
+
+if TYPE_CHECKING:
+    import psycopg
 
 ENV = "DSH_SESSION_TEST_POSTGRESQL"
 MISSING = (f"no PostgreSQL server: run `python3 dev.py test`, which starts one, "
@@ -70,12 +74,16 @@ class Databases:
         self._conn: psycopg.Connection[tuple[object, ...]] | None = None
 
     def _admin(self) -> psycopg.Connection[tuple[object, ...]]:
+        import psycopg
+
         if self._conn is None or self._conn.closed:
             self._conn = psycopg.connect(self.admin_url, autocommit=True)
         return self._conn
 
     def create(self, hint: str = "") -> str:
         """A new empty database (a copy of template0); returns its URL."""
+        from psycopg import sql
+
         slug = re.sub(r"[^a-z0-9]+", "_", hint.lower()).strip("_")[:30]
         name = f"dsh_{slug}_{uuid.uuid4().hex[:12]}" if slug else f"dsh_{uuid.uuid4().hex}"
         # template0 is the smallest template there is (about 20 ms to copy on PG 15) and
@@ -86,6 +94,8 @@ class Databases:
 
     def drop(self, url: str) -> None:
         """Drop the database of ``url``; connections still open to it are terminated."""
+        from psycopg import sql
+
         name = urlsplit(url).path.lstrip("/")
         self._admin().execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))

@@ -6,7 +6,10 @@ A test that runs on several kinds of store takes its URL from :func:`make_store_
 for each kind). PostgreSQL stores are throwaway databases of the server named by
 ``DSH_SESSION_TEST_POSTGRESQL`` (see :mod:`dsh_session_core.testing.postgresql`), taken
 through the ``postgresql_url`` fixture: the functions here take the test's
-``request`` for that, and need pytest only for a PostgreSQL or compact store.
+``request`` for that, and need pytest only for a PostgreSQL or compact store. A kind
+whose driver is not installed (psycopg, zstandard) skips the test, saying what to
+install, as ``pytest.importorskip`` would (a PostgreSQL one fails under CI instead, as
+without a server).
 """
 
 from __future__ import annotations
@@ -31,6 +34,36 @@ DURABLE_KINDS: tuple[str, ...] = ("jsonl", "jsonl+zstd", "sqlite", "postgresql")
 #: Opens a fresh backend instance over one storage, as a second process would.
 BackendFactory = Callable[[], "Backend"]
 
+#: The module each kind of store needs beyond core, and the extra of core that installs
+#: it.
+_DRIVERS: dict[str, tuple[str, str]] = {
+    "jsonl+zstd": ("zstandard", "zstd"),
+    "postgresql": ("psycopg", "postgresql"),
+}
+
+
+def _need_driver(kind: str) -> None:
+    """Skip the test when the module a kind of store needs cannot be imported, saying
+    which and what installs it (``psycopg is not installed: pip install
+    'dsh-session-core[postgresql]'``); for PostgreSQL, fail it under CI instead, where
+    its tests must not skip (:func:`.postgresql.unavailable`). Other kinds need none."""
+    if kind not in _DRIVERS:
+        return
+    import importlib
+
+    module, extra = _DRIVERS[kind]
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        import pytest
+
+        reason = f"{module} is not installed: pip install 'dsh-session-core[{extra}]'"
+        if kind == "postgresql":
+            from .postgresql import unavailable
+
+            unavailable(reason)
+        pytest.skip(reason)
+
 
 def make_store_url(kind: str, request: pytest.FixtureRequest, tmp: Path,
                    name: str = "store") -> str:
@@ -41,6 +74,7 @@ def make_store_url(kind: str, request: pytest.FixtureRequest, tmp: Path,
 
     :raises ValueError: an unknown kind.
     """
+    _need_driver(kind)
     if kind == "jsonl":
         return str(tmp / name)
     if kind == "jsonl+zstd":
@@ -66,6 +100,7 @@ def make_backend_factory(kind: str, request: pytest.FixtureRequest,
 
     :raises ValueError: an unknown kind.
     """
+    _need_driver(kind)
     if kind == "memory":
         from .. import MemoryBackend
 
