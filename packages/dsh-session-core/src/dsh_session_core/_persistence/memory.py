@@ -87,8 +87,8 @@ class MemoryBackend:
         self._logs[header.id].lines.append(jsonl)
 
     def rewrite(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes) -> None:
-        """Replace the session's lines (one assignment: nothing to tear)."""
-        self._logs[header.id].lines[:] = [jsonl]
+        """Replace the session's header and lines (one assignment: nothing to tear)."""
+        self._logs[header.id] = _Log(header, [jsonl])
 
     def commit_repair(
         self, header: SessionHeader, torn: object | None, closers: Sequence[Event], jsonl: bytes

@@ -376,15 +376,16 @@ class PostgresBackend(PostgresReads, PostgresAsync):
         raise conflict(session_id, last, seqs[0])
 
     def rewrite(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes) -> None:
-        """Replace the session's rows with ``events``: a repair that cuts from seq 0,
-        one transaction (:meth:`commit_repair`)."""
-        self.commit_repair(header, 0, events, jsonl)
+        """Replace the session's rows with ``events``, and its ``sessions`` row with
+        ``header`` (sealed in place: marked so): a repair that cuts from seq 0, one
+        transaction (:meth:`commit_repair`)."""
+        self.commit_repair(header, 0, events, jsonl, head=checked_header(header))
 
-    def commit_repair(
-        self, header: SessionHeader, torn: object | None, closers: Sequence[Event], jsonl: bytes
-    ) -> None:
+    def commit_repair(self, header: SessionHeader, torn: object | None,
+                      closers: Sequence[Event], jsonl: bytes, *, head: Any = None) -> None:
         """Delete the rows from seq ``torn`` on (iff it is not ``None``), then insert the
-        ``closers``; one transaction, which notifies followers."""
+        ``closers`` (and upsert the ``head`` row); one transaction, which notifies
+        followers."""
         if torn is not None and type(torn) is not int:
             msg = f"a PostgreSQL torn marker is a seq (int), got {torn!r}"
             raise TypeError(msg)
@@ -397,6 +398,8 @@ class PostgresBackend(PostgresReads, PostgresAsync):
             with conn.transaction():
                 if self._indexed:  # taken first, as every catch-up takes it
                     conn.execute(_SEARCH_LOCK, (SEARCH_LOCK_KEY,))
+                if head is not None:
+                    conn.execute(UPSERT_SESSION, head)
                 if torn is not None:
                     conn.execute(DELETE_TAIL, (header.id, torn))
                 if columns is not None:

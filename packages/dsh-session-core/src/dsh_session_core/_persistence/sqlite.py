@@ -373,15 +373,15 @@ class SqliteBackend(SqliteReads):
             self._written.add(header.id)
 
     def rewrite(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes) -> None:
-        """Replace the session's rows with ``events``: a repair that cuts from seq 0,
-        one transaction (:meth:`commit_repair`)."""
-        self.commit_repair(header, 0, events, jsonl)
+        """Replace the session's rows with ``events``, and its ``sessions`` row with
+        ``header`` (sealed in place: marked so): a repair that cuts from seq 0, one
+        transaction (:meth:`commit_repair`)."""
+        self.commit_repair(header, 0, events, jsonl, head=header_row(header))
 
-    def commit_repair(
-        self, header: SessionHeader, torn: object | None, closers: Sequence[Event], jsonl: bytes
-    ) -> None:
+    def commit_repair(self, header: SessionHeader, torn: object | None,
+                      closers: Sequence[Event], jsonl: bytes, *, head: Any = None) -> None:
         """Delete the rows from seq ``torn`` on (iff it is not ``None``: 0 is a marker),
-        then insert the ``closers``; one transaction."""
+        then insert the ``closers`` (and upsert the ``head`` row); one transaction."""
         if torn is not None and type(torn) is not int:
             msg = f"a SQLite torn marker is a seq (int), got {torn!r}"
             raise TypeError(msg)
@@ -391,6 +391,8 @@ class SqliteBackend(SqliteReads):
         lines = batch_lines(params, jsonl) if self._indexed else None
         with self._lock, self._transaction() as conn:
             self._states.pop(header.id, None)
+            if head is not None:
+                conn.execute(UPSERT_SESSION, head)
             if torn is not None:
                 conn.execute(DELETE_TAIL, (header.id, torn))
             insert_rows(conn, header.id, params)
