@@ -85,12 +85,14 @@ def test_a_sqlite_database_named_by_its_path_is_refused_with_its_url(tmp_path: P
     ("postgresql+asyncpg://user@host/db", "drop it: postgresql://user@host/db"),
     ("postgresql+psycopg://user@host:5432/db", "drop it: postgresql://user@host:5432/db"),
     ("postgres+psycopg2://host/db", "drop it: postgresql://host/db"),
+    ("postgresql+asyncpg://ada:hunter2@host/db", "drop it: postgresql://ada@host/db"),
 ])
 def test_a_url_naming_a_driver_is_told_to_drop_it(tmp_path: Path, url: str,
                                                    fix: str) -> None:
     with pytest.raises(StoreUrlError) as info:
         open_store(url)
     assert str(info.value).endswith(fix)
+    assert "hunter2" not in str(info.value)  # a password is never shown
     assert isinstance(info.value, ValueError)  # what an unknown scheme was
     assert _everything(tmp_path) == []
 

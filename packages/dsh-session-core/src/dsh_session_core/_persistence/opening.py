@@ -38,6 +38,10 @@ def open_store(
     """Open a durable store: the embedded default (JSONL in the user's data folder) when
     ``url`` is omitted, else the backend the URL names (see :func:`backend_for`).
 
+    A plain path is a JSONL store's folder: one that names a SQLite database (an
+    existing one, or a new store named ``agent.db``, ``*.sqlite``...) is refused with
+    the URL to use, ``sqlite:///agent.db``; a folder of that name that exists opens.
+
     :param strict: appends refuse an event type no plugin declares, an unknown key and
         an unknown union member (the default); ``False`` keeps them verbatim, for a
         harness that appends foreign events on purpose.
@@ -49,10 +53,6 @@ def open_store(
         keyring's current key, and only sealed sessions are read (needs the
         ``encryption`` extra: cryptography). Without it, an encrypted session is
         refused with :class:`~dsh_session_core.errors.EncryptedSessionError`.
-    A plain path is a JSONL store's folder: one that names a SQLite database (an
-    existing one, or a new store named ``agent.db``, ``*.sqlite``...) is refused with
-    the URL to use, ``sqlite:///agent.db``; a folder of that name that exists opens.
-
     :raises MissingExtraError: ``keys`` without cryptography installed.
     :raises TypeError: ``url`` is neither a str nor a path-like of one.
     :raises StoreUrlError: an empty ``url``, a plain path naming a SQLite database, a

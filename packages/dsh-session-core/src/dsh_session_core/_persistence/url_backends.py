@@ -40,7 +40,11 @@ def backend_for(
     - any other scheme: the backend a plugin opens for it (the ``store_backend`` hook).
 
     A store is created in a folder that exists, never with the folders above it
-    (:class:`StoreFolderError`; the embedded default's folders are made as needed).
+    (:class:`StoreFolderError`; the embedded default's folders are made as needed). A
+    plain path naming a SQLite database (an existing one, or a new store named ``*.db``,
+    ``*.sqlite``...) is refused with its ``sqlite:`` URL, and so is a SQLAlchemy URL
+    naming a driver (``sqlite+aiosqlite:``), with the URL without it (:mod:`.urls`
+    decides which URLs name a store).
 
     :param create: whether the store may be created; ``False`` for readers: a SQLite
         file that does not exist, or a PostgreSQL database without dsh-session's tables,
@@ -48,11 +52,6 @@ def backend_for(
         open: a missing folder holds no session, see :meth:`Backend.exists`).
     :param plugins: the plugins to ask about a scheme core does not know, called only
         then (default: the installed plugins, :func:`create_plugin_manager`).
-    A plain path naming a SQLite database (an existing one, or a new store named
-    ``*.db``, ``*.sqlite``...) is refused with its ``sqlite:`` URL, and so is a
-    SQLAlchemy URL naming a driver (``sqlite+aiosqlite:``), with the URL without it
-    (:mod:`.urls` decides which URLs name a store).
-
     :raises ValueError: an unknown scheme no plugin opens, with the ones that are known.
     :raises StoreUrlError: an empty URL; a URL of a built-in scheme with a host or
         options; a plain path that names a SQLite database; a URL naming a driver.

@@ -141,15 +141,16 @@ def driver_error(url: str) -> StoreUrlError | None:
     """The error for a SQLAlchemy URL naming a driver (``sqlite+aiosqlite:///x.db``,
     ``postgresql+asyncpg://...``, as ADK and SQLAlchemy users paste them): dsh-session
     picks its own driver, so the URL without ``+driver`` opens the store. ``None`` for
-    any other URL."""
-    scheme, _, rest = url.partition(":")
+    any other URL. The URL is shown without its password (:func:`printable_url`)."""
+    scheme, _, _ = url.partition(":")
     base, plus, driver = scheme.partition("+")
     ours = _DRIVER_SCHEMES.get(base.lower())
     if not plus or ours is None:
         return None
-    return StoreUrlError(url, f"names the driver {driver!r}, and dsh-session picks its own "
-                              f"({'sqlite3' if ours == 'sqlite' else 'psycopg 3'})",
-                         f"drop it: {ours}:{rest}")
+    shown = printable_url(url)
+    return StoreUrlError(shown, f"names the driver {driver!r}, and dsh-session picks its "
+                                f"own ({'sqlite3' if ours == 'sqlite' else 'psycopg 3'})",
+                         f"drop it: {ours}:{shown.partition(':')[2]}")
 
 
 def local_store(url: str) -> tuple[str, str] | None:
