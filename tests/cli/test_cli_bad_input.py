@@ -111,7 +111,7 @@ TABLE: list[tuple[list[str], int, str]] = [
     (["nosuchcommand"], USAGE, "nosuchcommand"),
     # Stores.
     (["ls", "--store", "/nonexistent/place"], FAILED, "no store at /nonexistent/place"),
-    (["ls", "--store", "sessions.db"], FAILED, "no store at sessions.db"),
+    (["ls", "--store", "sessions.db"], USAGE, "use its URL: sqlite:///sessions.db"),
     (["ls", "--store", "ftp://host/x"], USAGE, "unknown store URL scheme 'ftp'"),
     (["show", "beta", "--store", "memory:"], USAGE, "lives and dies with its process"),
     (["show", "beta", "--store", "sqlite:////nonexistent/x.db"], FAILED,

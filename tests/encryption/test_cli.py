@@ -93,3 +93,31 @@ def test_a_key_variable_that_is_not_set_is_a_usage_error(store: str) -> None:
     code, _, err = run_cli("show", "enc", "--store", store, "--key-env", "NOT_SET_HERE")
     assert code == 2
     assert "NOT_SET_HERE" in err
+
+
+def test_the_advice_for_a_plaintext_session_works(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 37, point 5: the refusal said "seal it in place: dsh-session rekey ID", and
+    # rekey refused with the same message. Followed now, it seals the session.
+    url = str(tmp_path / "store")
+    (tmp_path / "store").mkdir()
+    monkeypatch.delenv("DSH_SESSION_STORE", raising=False)
+    write_session(url, "old", [SECRET], None)  # type: ignore[arg-type]  # plaintext
+    monkeypatch.setenv("DSH_SESSION_KEYS", KEYS_TEXT)
+    code, out, err = run_cli("show", "old", "--store", url)
+    assert code == 1
+    advice = err.splitlines()[0].rsplit(": ", 1)[-1]
+    assert advice == "store.rekey('old'), or dsh-session rekey old"
+    command = advice.split(", or ")[1].split()
+    code, out, err = run_cli(*command[1:], "--store", url)  # as it says
+    assert (code, err) == (0, "")
+    assert out == b"old: 1 record(s) sealed under k1 (were: plaintext)\n"
+    code, out, err = run_cli("export", "old", "--store", url)  # read with the keys
+    assert (code, err) == (0, "")
+    assert json.loads(out.decode().splitlines()[1])["data"]["content"][0]["text"] == SECRET
+    [log] = Path(url).glob("*/old.jsonl")
+    assert SECRET.encode() not in log.read_bytes()
+    monkeypatch.delenv("DSH_SESSION_KEYS")
+    code, out, err = run_cli("show", "old", "--store", url)
+    assert code == 1
+    assert "encrypted at rest" in err

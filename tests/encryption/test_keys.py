@@ -15,6 +15,7 @@ from dsh_session_core.errors import (
     EncryptionError,
     KeyUnavailableError,
     MissingExtraError,
+    SealedRecordError,
 )
 
 pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
@@ -132,3 +133,55 @@ def test_chacha20_poly1305_seals_too(store_url: str) -> None:
     write_session(store_url, "a", ["by chacha"], chacha)
     assert Records(store_url).get("a", 0)["data"]["sealed"]["alg"] == "chacha20-poly1305"
     assert _texts(store_url, "a", chacha) == ["by chacha"]
+
+
+def test_a_key_id_given_twice_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 37, point 5: the later key silently won; records sealed under the other
+    # would then fail as if altered.
+    b64 = base64.b64encode
+    twice = f"k1:{b64(KEY1).decode()},k2:{b64(KEY2).decode()},k1:{b64(KEY2).decode()}"
+    with pytest.raises(ValueError, match="the key id 'k1' is given twice"):
+        Keyring.parse(twice)
+    monkeypatch.setenv("DSH_SESSION_KEYS", twice)
+    with pytest.raises(ValueError, match=r"^DSH_SESSION_KEYS: the key id 'k1' is given twice"):
+        Keyring.from_env()
+    assert Keyring.parse(f"k1:{b64(KEY1).decode()},k2:{b64(KEY2).decode()}").current == "k1"
+
+
+def test_the_wrong_key_under_the_right_id_is_said_to_be_the_key_first(
+    store_url: str,
+) -> None:
+    # Issue 37, point 5: a key of the right id but other bytes was reported as
+    # tampering, with advice to restore a backup. An AEAD cannot tell the two apart;
+    # the key is named first.
+    write_session(store_url, "a", ["one", "two"], Keyring({"k1": KEY1}))
+    with open_sealed(store_url, Keyring({"k1": KEY2})) as store:
+        for read in (store.open, store.read_session):
+            with pytest.raises(SealedRecordError) as info:
+                read("a")
+            error = info.value
+            assert (error.session_id, error.seq, error.key_id) == ("a", 0, "k1")
+            assert str(error) == (
+                "refused record seq 0 ('user/message') of encrypted session \"a\": the key "
+                "\"k1\" does not open it: a wrong key for this id, or the record was "
+                "altered (its authentication fails either way, and cannot tell which); it "
+                "is not read as data. Check the key first: give the key that sealed it as "
+                "\"k1\" (DSH_SESSION_KEYS=...,k1:<base64 key>, or your key callable); if "
+                "that is the key, the record was altered: restore the log from a backup, "
+                "or cut the session back before it")
+
+
+@pytest.mark.parametrize("seq", [0, 1, 2])
+def test_an_altered_record_the_key_opens_the_others_of_is_said_altered(
+    store_url: str, seq: int,
+) -> None:
+    write_session(store_url, "a", ["one", "two", "three"])
+    records = Records(store_url)
+    records.put("a", seq, {**records.get("a", seq), "time": 5})
+    with open_sealed(store_url) as store, pytest.raises(SealedRecordError) as info:
+        store.open("a")
+    assert (info.value.seq, info.value.key_id) == (seq, "k1")
+    assert 'though the key "k1" opens the session\'s other records' in str(info.value)
+    assert str(info.value).endswith("Restore the log from a backup, or cut the session "
+                                    "back before it (dsh-session repair does not change "
+                                    "committed records)")

@@ -6,6 +6,7 @@ new ones, both loadable."""
 from __future__ import annotations
 
 import base64
+import json
 import os
 import signal
 from pathlib import Path
@@ -14,7 +15,13 @@ import pytest
 from crypt_support import KEY1, KEY2, Records, end_turn, open_sealed, start_turn
 
 from dsh_session_core import Keyring, open_store
-from dsh_session_core.errors import EncryptionError, KeyUnavailableError, SessionLockedError
+from dsh_session_core._persistence.sealed import SealedBackend
+from dsh_session_core.errors import (
+    EncryptedSessionError,
+    EncryptionError,
+    KeyUnavailableError,
+    SessionLockedError,
+)
 from dsh_session_core.testing import run_cli
 
 OLD = Keyring({"k1": KEY1})
@@ -168,3 +175,85 @@ def test_cli_rekey(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     code, out, err = run_cli("rekey", "nope", "--store", url, "--key-env", "ROTATED_KEYS")
     assert code == 1
     assert out.decode().startswith("nope: not rekeyed: ")
+
+
+# --- issue 37, point 5: a plaintext session sealed in place ------------------------------
+
+
+def _write_plain(url: str, sid: str = "p", *, open_turn: bool = False) -> bytes:
+    """A plaintext session (the reference format), in a store opened without keys."""
+    with open_sealed(url, None) as store:
+        s = store.create(sid, cwd="/crypt")
+        start_turn(s, 1, "the plaintext secret")
+        end_turn(s, 1, "noted")
+        if open_turn:
+            start_turn(s, 2, "cut off")
+        store.flush(s)
+        return s.jsonl()
+
+
+@pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql")
+def test_rekey_seals_a_plaintext_session_in_place(store_url: str) -> None:
+    written = _write_plain(store_url)
+    n = written.count(b"\n")
+    with open_sealed(store_url, OLD) as store:
+        with pytest.raises(EncryptionError, match=r"seal it in place with this store's "
+                                                  r"keys: store\.rekey\('p'\)"):
+            store.open("p")
+        done = store.rekey("p")  # what the refusal says to do
+    assert (done.session_id, done.records, done.key_id, done.old_key_ids,
+            done.plaintext) == ("p", n, "k1", (), True)
+    with open_sealed(store_url, OLD) as store:  # now read with keys, as it was written
+        session = store.open("p")
+        assert session.jsonl() == written
+        store.release(session)
+        backend = store.backend
+        assert isinstance(backend, SealedBackend)
+        assert [(h.id, h.version) for h in backend.inner.list()] == [("p", -1)]
+    with open_sealed(store_url, None) as store, pytest.raises(EncryptedSessionError):
+        store.open("p")  # without keys, it is an encrypted session now
+    if not store_url.startswith("jsonl+zstd:"):
+        records = Records(store_url)
+        assert _kids(store_url, "p", n) == {"k1"}
+        assert not any(b"plaintext secret" in json.dumps(records.get("p", i)).encode()
+                       for i in range(n))
+    with open_sealed(store_url, ROTATED) as store:  # and it is rekeyed as any other
+        assert store.rekey("p").old_key_ids == ("k1",)
+
+
+@pytest.mark.store_kinds("jsonl", "sqlite")
+def test_sealing_in_place_closes_an_interrupted_turn_as_an_open_would(
+    store_url: str,
+) -> None:
+    n = _write_plain(store_url, open_turn=True).count(b"\n")
+    with open_sealed(store_url, OLD) as store:
+        assert store.rekey("p").records == n + 1  # the open turn's closer
+        events = store.open("p").events
+    assert (events[-1].type, events[-1].data.reason.kind) == ("turn/end", "interrupted")
+
+
+@pytest.mark.store_kinds("jsonl", "sqlite")
+def test_sealing_in_place_refuses_a_session_a_writer_holds(store_url: str) -> None:
+    written = _write_plain(store_url)
+    with open_sealed(store_url, None) as writer:
+        writer.open("p")  # a live writer of the plaintext session
+        with open_sealed(store_url, OLD) as store, pytest.raises(SessionLockedError):
+            store.rekey("p")
+    with open_sealed(store_url, None) as store:  # left as it was: plaintext
+        assert store.read_session("p").jsonl() == written
+
+
+def test_cli_rekey_all_seals_the_plaintext_sessions_too(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    url = str(tmp_path / "store")
+    (tmp_path / "store").mkdir()
+    _write(url, "sealed")
+    _write_plain(url, "plain")
+    monkeypatch.setenv("DSH_SESSION_KEYS", f"k1:{base64.b64encode(KEY1).decode()}")
+    code, out, err = run_cli("rekey", "--all", "--store", url, "--json")
+    assert (code, err) == (0, "")
+    doc = json.loads(out)
+    assert doc["failed"] == []
+    assert sorted((r["id"], r["plaintext"], r["oldKeyIds"]) for r in doc["rekeyed"]) == [
+        ("plain", True, []), ("sealed", False, ["k1"])]

@@ -174,6 +174,21 @@ BAD: list[tuple[list[str], int, str]] = [
     (["prune", "--max-size", "1G"], 2, "refusing to prune sessions without asking"),
     (["prune", "--max-size", "0", "--archive", "nowhere/arch", "--yes"], 1,
      "does not exist"),
+    # Issue 37, point 5: no --per is the whole store, and an empty one is no grouping.
+    (["prune", "--keep-latest", "1", "--per", ""], 2,
+     "--per '' names an empty grouping: --per takes cwd, label, user, app or label:NAME"),
+    (["prune", "--keep-latest", "1", "--per", "cwd,"], 2, "names an empty grouping"),
+    (["prune", "--keep-latest", "1", "--per", "cwd", "--per", ""], 2,
+     "names an empty grouping"),
+    # A dry run refuses the archive the run would refuse.
+    (["prune", "--max-size", "0", "--archive", "nowhere/arch", "--dry-run"], 1,
+     "does not exist"),
+    (["prune", "--max-size", "0", "--archive", "bad.toml/arch", "--dry-run"], 1,
+     "bad.toml does not exist"),
+    (["prune", "--max-size", "0", "--archive", "ftp://host/arch", "--dry-run"], 2,
+     "unknown store URL scheme 'ftp'"),
+    (["prune", "--max-size", "0", "--archive", "arch.db", "--dry-run"], 2,
+     "use its URL: sqlite:///arch.db"),
     (["retain", "nope"], 1, 'no session "nope" in '),
 ]
 
@@ -194,5 +209,38 @@ def test_bad_input_is_one_line_and_leaves_the_store(
     first = next(line for line in err.splitlines() if line.startswith("dsh-session"))
     assert says in first, err
     assert len([line for line in err.splitlines() if line.startswith("dsh-session")]) == 1
+    with opened(store_url) as store:
+        assert snapshot(store) == before
+
+
+@pytest.mark.usefixtures("piped")
+def test_a_dry_run_checks_the_archive_the_run_checks(
+        store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 37, point 5: a dry run printed a plan for an archive the run then refused.
+    _fill(store_url)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "file").write_text("not a folder\n")
+    with opened(store_url) as store:
+        before = snapshot(store)
+    for archive in (store_url, "ftp://host/arch", "file/arch"):
+        said = []
+        for how in ("--dry-run", "--yes"):
+            code, out, err = run_cli("prune", "--max-size", "0", "--archive", archive, how,
+                                     "--store", store_url)
+            assert out == b"", how
+            said.append((code, err))
+        assert said[0] == said[1], archive  # the same refusal, the same status
+        assert said[0][0] in (1, 2)
+    assert "cannot archive into the store it prunes" in run_cli(
+        "prune", "--max-size", "0", "--archive", store_url, "--dry-run",
+        "--store", store_url)[2]
+    # Nothing to remove: the archive is checked all the same, and never made.
+    code, _, err = run_cli("prune", "--max-size", "1T", "--archive", "ftp://host/a",
+                           "--dry-run", "--store", store_url)
+    assert code == 2, err
+    code, out, err = run_cli("prune", "--max-size", "0", "--archive", "sqlite:///new.db",
+                             "--dry-run", "--store", store_url)
+    assert (code, err) == (0, "")
+    assert not (tmp_path / "new.db").exists()  # a dry run makes no archive
     with opened(store_url) as store:
         assert snapshot(store) == before

@@ -68,27 +68,37 @@ class KeyUnavailableError(EncryptionError):
         self.key_id = key_id
 
 
+#: What to do about a record that was changed after it was written.
+RESTORE = ("Restore the log from a backup, or cut the session back before it (dsh-session "
+           "repair does not change committed records)")
+
+
 class SealedRecordError(EncryptionError):
     """A record of an encrypted store that is refused, never read as data: its
-    ciphertext fails authentication (it was moved to another seq, session or type,
-    altered, or cut short in place), it is plaintext where only sealed records belong,
-    or it is of a sealing format this build does not read. Nothing was changed.
+    ciphertext fails authentication (the key given under its key id is not the one that
+    sealed it, or it was moved to another seq, session or type, altered, or cut short in
+    place), it is plaintext where only sealed records belong, or it is of a sealing
+    format this build does not read. Nothing was changed.
 
     :ivar event_type: the record's type, as its envelope says.
     :ivar problem: what is wrong with it.
+    :ivar key_id: the key id of a record that failed authentication (``None`` for the
+        other refusals).
     """
 
     def __init__(self, session_id: str, seq: int | None, event_type: object,
-                 problem: str) -> None:
+                 problem: str, *, key_id: str | None = None,
+                 advice: str = RESTORE) -> None:
+        """:param advice: what to do, the message's last sentence (default: restore
+            the log from a backup)."""
         super().__init__(
             f'refused record seq {seq} ({event_type!r}) of encrypted session '
-            f'"{session_id}": {problem}; it is not read as data. Restore the log from a '
-            f"backup, or cut the session back before it (dsh-session repair does not "
-            f"change committed records)",
+            f'"{session_id}": {problem}; it is not read as data. {advice}',
             session_id=session_id, seq=seq,
         )
         self.event_type = event_type
         self.problem = problem
+        self.key_id = key_id
 
 
 publish(globals(), __all__)

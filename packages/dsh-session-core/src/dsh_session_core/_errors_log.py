@@ -7,6 +7,7 @@ Re-exported by :mod:`dsh_session_core.errors` (see :mod:`._errors_base`).
 from __future__ import annotations
 
 from ._errors_base import DshSessionError, publish
+from ._errors_store import PersistenceError
 
 # typing costs ~10 ms to import: `dsh-session --help` must not pay for it.
 TYPE_CHECKING = False
@@ -65,15 +66,24 @@ class SeedError(DshSessionError, ValueError):
         self.event_type = event_type
 
 
-class SessionExistsError(DshSessionError, KeyError):
-    """A session with this id is already live in the store; pick another id or ``get`` it.
+class SessionExistsError(PersistenceError, KeyError):
+    """A session with this id already exists, and ``create`` made nothing: it is live in
+    the store (``get`` returns it) or, in a durable store, stored (``open`` resumes it,
+    ``open_or_create`` opens it or creates it). A :class:`PersistenceError` (what a
+    durable store refuses), and a :class:`KeyError`, as it always was.
 
     :ivar session_id: the id that clashed.
+    :ivar stored: whether it clashed with a stored session rather than a live one.
     """
 
-    def __init__(self, session_id: str) -> None:
-        super().__init__(f'session "{session_id}" already exists')
-        self.session_id = session_id
+    def __init__(self, session_id: str, *, stored: bool = False) -> None:
+        message = f'session "{session_id}" already exists'
+        if stored:
+            message += (f" in this store: resume it with store.open({session_id!r}), or "
+                        f"store.open_or_create({session_id!r}) to open it or create it; "
+                        f"or choose another id")
+        super().__init__(message, session_id=session_id)
+        self.stored = stored
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0])

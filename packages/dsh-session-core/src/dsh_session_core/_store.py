@@ -19,6 +19,7 @@ from ._header import SESSION_FORMAT_VERSION, SessionHeader
 from ._plugins import PluginHooks, PluginManager, create_plugin_manager
 from ._registry import EventRegistry
 from ._session import Clock, Session, now_ms
+from ._store_args import check_header_args, check_id, check_session
 from .errors import SessionCwdError, SessionExistsError, SessionForkError, UnstorableError
 from .events import Event
 from .invariants import InvariantsPlugin
@@ -100,12 +101,17 @@ class SessionStore:
     ) -> Session:
         """Validate the id and cwd and build the session, without registering it.
 
+        :raises TypeError: the id, ``cwd``, ``parent_session``, ``created_at`` or
+            ``seed_length`` is of the wrong type (the message names what it takes).
         :raises SessionExistsError: the id is live (checked first).
         :raises SessionCwdError: ``cwd`` is not an absolute path, or holds a lone
             surrogate.
         :raises UnstorableError: ``parent_session`` holds a lone surrogate.
         :raises SeedError: the seed breaks a seeding rule.
         """
+        check_id("store.create()", id, optional=True)
+        check_header_args("store.create()", cwd=cwd, parent_session=parent_session,
+                          created_at=created_at, seed_length=seed_length)
         if id is None:
             id = self._mint_id()
         if id in self._sessions:
@@ -293,7 +299,11 @@ class SessionStore:
 
         A read-only session (``DurableStore.read_session``) has nothing to write: no
         implementation is called for it.
+
+        :raises TypeError: ``session`` is not a :class:`Session`.
         """
+        if session.__class__ is not Session:
+            check_session("store.flush()", session)
         if session.read_only:
             return
         awaitables, errors = self._hooks.session_flush(session)
@@ -310,6 +320,7 @@ class SessionStore:
         Synchronous implementations (file and database writes) run in a worker thread,
         so the event loop is never blocked on an fsync.
         """
+        check_session("store.aflush()", session)
         if session.read_only:
             return
         import asyncio  # only asyncio hosts pay for importing it
@@ -336,7 +347,12 @@ class SessionStore:
             omitted (an empty source gives an empty child).
         :param child_id: the child's id; minted when omitted.
         :raises SessionForkError: with ``code`` saying why (see the reference's codes).
+        :raises TypeError: ``source`` is neither a session nor an id, or ``child_id`` is
+            not a str.
         """
+        if not isinstance(source, str):
+            check_session("store.fork()", source, "a Session or its id (a str)")
+        check_id("store.fork()", child_id, optional=True)
         if child_id is not None and child_id in self._sessions:
             msg = f'session "{child_id}" already exists'
             raise SessionForkError(msg, "SESSION_ALREADY_EXISTS")

@@ -12,7 +12,6 @@ as attributes, and its message says what went wrong and what to do about it::
     │   └── SurfaceIntentError             missing, misplaced or invalid surface op
     ├── SurfaceError (ValueError)          the surface of a seeded log cannot be folded
     ├── SeedError (ValueError)             a seed log breaks the seeding rules
-    ├── SessionExistsError (KeyError)      a session id is already live in the store
     ├── SessionCwdError (ValueError)       a session cwd is not an absolute path
     ├── SessionForkError                   a fork was refused (with a ``code``)
     ├── RequestHeaderError (ValueError)    the request-header fold met a corrupt log
@@ -21,6 +20,7 @@ as attributes, and its message says what went wrong and what to do about it::
     ├── LogFormatError (ValueError)        a JSONL log file cannot be read
     │   └── MisplacedLogError              a log's header names another session than its file
     ├── PersistenceError                   a durable store refused (collision, seq mismatch)
+    │   ├── SessionExistsError (KeyError)  a session id is already live, or stored
     │   ├── StoreWriteError (OSError)      a durable write failed (names the session, the log)
     │   ├── EncryptionError                an encrypted store refused to read or write
     │   │   ├── EncryptedSessionError      a session sealed at rest, read without keys

@@ -95,10 +95,10 @@ def run_view(args: argparse.Namespace) -> int:
 
     host, port = check_address(args)
     reg = registry()
-    url: str | None = store_url(args.store)
     file = None
     session_id = None
     try:
+        url: str | None = store_url(args.store)
         if args.source is not None:
             spec = source_spec(args)
             if resolve_source(spec) == "file":

@@ -109,11 +109,6 @@ def _open_source(url: str, reg: EventRegistry) -> Backend:
     return backend
 
 
-#: The names of SQLite databases, by their suffix: a DST named so that does not exist is
-#: refused (it would be made a JSONL folder of that name).
-_DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3", ".db3")
-
-
 def _check_destination(url: str) -> bool:
     """Refuse a DST that is a path but no store folder: a SQLite database (or a missing
     one, by its suffix) and any other file. Whether DST is a store folder to be made
@@ -121,7 +116,7 @@ def _check_destination(url: str) -> bool:
 
     :raises Failure: a database or a file named by its path.
     """
-    from .._persistence.urls import check_folder, local_store
+    from .._persistence.urls import DATABASE_SUFFIXES, check_folder, local_store
     from ..errors import StoreFolderError, StoreUrlError
     from .source import folder_failure
 
@@ -145,7 +140,7 @@ def _check_destination(url: str) -> bool:
             raise refused
         msg = f"DST {url} is a file, not a store: a path names a JSONL store's folder"
         raise Failure(msg, EXIT_USAGE, hint=_URL_HINT)
-    if url.lower().endswith(_DATABASE_SUFFIXES):
+    if url.lower().endswith(DATABASE_SUFFIXES):  # the library's rule (urls.py)
         from .._persistence.urls import url_for
 
         sqlite, folder = url_for("sqlite", url), url_for("jsonl", url)
@@ -161,13 +156,11 @@ def _check_destination(url: str) -> bool:
 
 
 def _is_sqlite_file(path: str) -> bool:
-    """Whether a file is a SQLite database (its magic header): a store named by its
-    path instead of its ``sqlite:`` URL, never a log."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(16) == b"SQLite format 3\x00"
-    except OSError:
-        return False
+    """Whether a file is a SQLite database (the library's test,
+    :func:`~.._persistence.urls.is_sqlite_file`)."""
+    from .._persistence.urls import is_sqlite_file
+
+    return is_sqlite_file(path)
 
 
 def _log_file_source(path: str, reg: EventRegistry) -> Backend:

@@ -17,10 +17,11 @@ __all__ = ["add_commands"]
 _DESCRIPTION = """\
 Reseal sessions of an encrypted store under its current key: each record is opened
 with the key it names (every old key must still be in the keyring) and sealed again
-under the first key, its seq, type and time kept. Each session is rewritten at once,
-under its writer lock (a session a live writer holds is refused and left as it is): a
-crash leaves its old records or its new ones. Once every session is rekeyed, the old
-keys can be dropped."""
+under the first key, its seq, type and time kept. A plaintext session (which a store
+opened with keys refuses to read) is sealed in place, for the first time. Each session
+is rewritten at once, under its writer lock (a session a live writer holds is refused
+and left as it is): a crash leaves its old records or its new ones. Once every session
+is rekeyed, the old keys can be dropped."""
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -72,11 +73,12 @@ def _rekey(args: argparse.Namespace) -> int:
             interrupted = exc
     if args.json:
         out_json({"rekeyed": [{"id": r.session_id, "records": r.records, "keyId": r.key_id,
-                               "oldKeyIds": list(r.old_key_ids)} for r in done],
+                               "oldKeyIds": list(r.old_key_ids),
+                               "plaintext": r.plaintext} for r in done],
                   "failed": failed})
     else:
         for r in done:
-            old = ", ".join(r.old_key_ids) or "-"
+            old = "plaintext" if r.plaintext else ", ".join(r.old_key_ids) or "-"
             out_text(f"{r.session_id}: {r.records} record(s) sealed under {r.key_id} "
                      f"(were: {old})\n")
         for f in failed:

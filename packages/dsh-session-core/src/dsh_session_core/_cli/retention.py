@@ -75,7 +75,13 @@ def _policy(args: argparse.Namespace) -> RetentionPolicy:
         if args.keep_latest is not None:
             fields["keep_latest"] = args.keep_latest
         if args.per:
-            fields["per"] = tuple(p for given in args.per for p in given.split(",") if p)
+            per = tuple(p.strip() for given in args.per for p in given.split(","))
+            if "" in per:  # not the whole store, which no --per is
+                shown = " ".join(f"--per {given!r}" for given in args.per)
+                msg = (f"{shown} names an empty grouping: --per takes cwd, label, user, "
+                       f"app or label:NAME (leave --per out to group the whole store)")
+                raise Failure(msg, EXIT_USAGE)
+            fields["per"] = per
         if args.max_size is not None:
             fields["max_total_bytes"] = parse_size(args.max_size)
         if args.archive is not None:

@@ -102,10 +102,17 @@ def spec_of(args: argparse.Namespace, source: str | None = None) -> SourceSpec:
 
 
 def store_url(args: argparse.Namespace) -> str:
-    """``--store``, else the default store's URL."""
-    from .._inspect.sources import store_url as url_of
+    """``--store``, else the default store's URL.
 
-    return url_of(getattr(args, "store", None))
+    :raises Failure: ``--store ""`` (usage).
+    """
+    from .._inspect.sources import store_url as url_of
+    from ..errors import InspectError
+
+    try:
+        return url_of(getattr(args, "store", None))
+    except InspectError as exc:
+        raise failure_of(exc) from None
 
 
 def open_backend(url: str, *, must_exist: bool = True, empty_if_missing: bool = False

@@ -344,15 +344,10 @@ def open_listed_store(url: str, *, named: bool) -> Backend:
     """
     from .sources import open_store
 
-    backend = open_store(url)
+    backend = open_store(url)  # a path naming a database is refused there, with its URL
     if named and not backend.exists():
         backend.close()
         msg = f"no store at {url}"
-        from .._persistence.urls import url_for
-
-        sqlite = url_for("sqlite", url)  # the path as given: relative stays relative
-        hint = (f"a SQLite database is named by its URL: --store {sqlite}"
-                if url.endswith(".db")
-                else "check the path: a store is made by the first session written to it")
+        hint = "check the path: a store is made by the first session written to it"
         raise SourceReadError(msg, hint=hint)
     return backend

@@ -243,11 +243,22 @@ def _check_closers(source: Source) -> None:
 
 
 def store_url(store: str | None = None) -> str:
-    """``store``, or when it is ``None`` or empty the default store's URL
-    (``$DSH_SESSION_STORE``, else the user's data folder)."""
+    """``store``, or when it is ``None`` the default store's URL
+    (``$DSH_SESSION_STORE``, else the user's data folder).
+
+    :raises InspectUsageError: ``store`` is empty (``--store ""``): it names no store,
+        and is not taken for the default one.
+    """
     from .._persistence.urls import default_store_url
 
-    return store if store else default_store_url()
+    if store is None:
+        return default_store_url()
+    if not store:
+        msg = "--store '' names no store"
+        raise InspectUsageError(msg, hint="give a folder path or a store URL, or leave "
+                                          "--store out for the default store "
+                                          "($DSH_SESSION_STORE, else the user's data folder)")
+    return store
 
 
 def open_store(url: str, *, must_exist: bool = True, empty_if_missing: bool = False,
@@ -303,7 +314,38 @@ def open_store(url: str, *, must_exist: bool = True, empty_if_missing: bool = Fa
         backend.close()
         msg = f"a {url} store lives and dies with its process"
         raise InspectUsageError(msg, hint="use a folder or a sqlite:/// store")
+    if must_exist:
+        _refuse_foreign_folder(backend, url)
     return with_keys(backend)
+
+
+def _refuse_foreign_folder(backend: Backend, url: str) -> None:
+    """Refuse, before anything is read or written there, a JSONL store's folder that
+    holds something else and no store (:func:`~.._persistence.buckets.foreign_entries`):
+    the user's own folder, named by mistake.
+
+    :raises SourceReadError: it holds no store (``backend`` is closed).
+    """
+    from .._persistence.buckets import foreign_entries
+    from .._persistence.jsonl import JsonlBackend
+
+    if not isinstance(backend, JsonlBackend):
+        return
+    try:
+        foreign = foreign_entries(backend.root)
+    except OSError:  # cannot be listed: the listing says why
+        return
+    if not foreign:
+        return
+    backend.close()
+    shown = ", ".join(printable(name) for name in foreign[:3])
+    if len(foreign) > 3:
+        shown += f" and {len(foreign) - 3} more"
+    msg = (f"no dsh-session store at {url}: the folder holds other things ({shown}), and "
+           f"none of a store's")
+    raise SourceReadError(msg, hint="name the store's own folder (it holds _no-cwd and "
+                                    "cwd-<hex> folders); a log file is read by its path "
+                                    "(dsh-session show FILE)")
 
 
 #: The environment variable the read model takes an encrypted store's keys from

@@ -29,6 +29,7 @@ __all__ = [
     "check_kind",
     "check_placed",
     "find_log",
+    "foreign_entries",
     "list_logs",
     "mark_compact",
     "sweep_temps",
@@ -71,6 +72,39 @@ def _holds_bucket(root: str) -> bool:
     with entries:
         # Buckets are _no-cwd and cwd-<hex>; the mark and the header cache start with ".".
         return any(not e.name.startswith(".") and e.is_dir() for e in entries)
+
+
+#: The names of a store's buckets (:func:`~.paths.bucket_name`).
+_BUCKET_NAME: Final = re.compile(r"_no-cwd|cwd-[0-9a-f]{12}")
+
+
+def foreign_entries(root: str) -> list[str]:
+    """The entries of the folder ``root`` that show it is not a JSONL store's folder,
+    sorted: ``[]`` when it is one. A store's folder holds a bucket (``_no-cwd``, or
+    ``cwd-`` and 12 hex digits: a session was written to it) or the compact mark (a
+    compact store made before its first session); a folder that is missing, or holds
+    nothing (a header cache aside, which listings of older versions left), is an empty
+    store, which its first session's write makes. Any other folder holds something else
+    (a project, the user's own logs): a reader is told it is no store, rather than take
+    its folders for buckets, its files for corrupt logs, and leave a header cache in it.
+    Only names are read: nothing is written.
+
+    :raises OSError: the folder cannot be listed (but is there).
+    """
+    from .header_cache import CACHE_DIR
+
+    try:
+        entries = os.scandir(root)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    with entries:
+        names = []
+        for entry in entries:
+            if entry.name == COMPACT_MARK or _BUCKET_NAME.fullmatch(entry.name):
+                return []
+            if entry.name != CACHE_DIR:
+                names.append(entry.name)
+    return sorted(names)
 
 
 def mark_compact(root: str) -> None:

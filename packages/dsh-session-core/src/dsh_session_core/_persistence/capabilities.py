@@ -136,8 +136,10 @@ class Rewritable(Protocol):
 
     def rewrite(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes) -> None:
         """Replace every stored event of the session with ``events`` (``jsonl`` their
-        lines), atomically: after a crash the old log or the new one is stored, whole.
-        The caller holds the session's writer lock; the seqs are the stored ones."""
+        lines), and its header with ``header`` (a plaintext session sealed in place is
+        marked sealed so), atomically: after a crash the old log or the new one is
+        stored, whole. The caller holds the session's writer lock; the seqs are the
+        stored ones."""
         ...
 
 

@@ -72,12 +72,20 @@ class PersistencePlugin(WritePath):
 
         :raises PersistenceError: the id is known here, or already stored anywhere.
         """
+        self._create(header, by_store=False)
+
+    def _create(self, header: SessionHeader, *, by_store: bool) -> None:
+        """:meth:`create`; ``by_store``: for a store's ``create``, which refuses an id
+        stored anywhere with :class:`SessionExistsError` (the coordinator's own
+        ``create`` keeps the reference's error)."""
         sid = header.id
         with self._serial(sid):
             if sid in self._states:
                 msg = f'session "{sid}" already exists in this backend'
                 raise PersistenceError(msg, session_id=sid)
             if self.backend.load_stored(sid, self.registry) is not None:
+                if by_store:
+                    raise SessionExistsError(sid, stored=True)
                 msg = (
                     f'session "{sid}" already has a persisted log on disk; load/resume it '
                     f"instead of creating"
@@ -393,7 +401,7 @@ class PersistencePlugin(WritePath):
                 return
         # Case 4: nothing stored at this cwd (``create`` refuses an id stored elsewhere).
         header = session.header
-        self.create(header)
+        self._create(header, by_store=True)
         with self._serial(sid):
             state = self._states[sid]
             state.owner = session
@@ -408,7 +416,7 @@ class PersistencePlugin(WritePath):
                     state.lock.release()
                     state.lock = None
                 self._states.pop(sid, None)
-                raise SessionExistsError(sid)
+                raise SessionExistsError(sid, stored=True)
             if seed:
                 self._append_core(sid, seed, session.jsonl(0, len(seed)))
 
@@ -468,11 +476,9 @@ class PersistencePlugin(WritePath):
         sid = stored.header.id
         self.check_version(stored.header)
         if not covers(seed, stored.events):
-            msg = (
-                f'session "{sid}" already has a persisted log on disk that does not match '
-                f"this live session (id collision)"
-            )
-            raise PersistenceError(msg, session_id=sid)
+            # A store's create of a stored id (without that log as its seed): the id is
+            # taken, and open (or open_or_create) is what resumes it.
+            raise SessionExistsError(sid, stored=True)
         state = SessionState(stored.header, len(stored.events), True, session)
         if stored.torn is not None:
             # Truncate only: the live session is still the authority for its open turn.

@@ -16,7 +16,7 @@ from .._plugins import PluginManager, create_plugin_manager
 from .._session import Clock
 from .store import DurableStore
 from .url_backends import backend_for
-from .urls import default_store_url
+from .urls import store_target
 
 if TYPE_CHECKING:
     from .base import Backend
@@ -38,6 +38,10 @@ def open_store(
     """Open a durable store: the embedded default (JSONL in the user's data folder) when
     ``url`` is omitted, else the backend the URL names (see :func:`backend_for`).
 
+    A plain path is a JSONL store's folder: one that names a SQLite database (an
+    existing one, or a new store named ``agent.db``, ``*.sqlite``...) is refused with
+    the URL to use, ``sqlite:///agent.db``; a folder of that name that exists opens.
+
     :param strict: appends refuse an event type no plugin declares, an unknown key and
         an unknown union member (the default); ``False`` keeps them verbatim, for a
         harness that appends foreign events on purpose.
@@ -50,8 +54,12 @@ def open_store(
         ``encryption`` extra: cryptography). Without it, an encrypted session is
         refused with :class:`~dsh_session_core.errors.EncryptedSessionError`.
     :raises MissingExtraError: ``keys`` without cryptography installed.
+    :raises TypeError: ``url`` is neither a str nor a path-like of one.
+    :raises StoreUrlError: an empty ``url``, a plain path naming a SQLite database, a
+        URL naming a driver (``sqlite+aiosqlite:``), or one of a built-in scheme with a
+        host or options (:func:`backend_for`).
     """
-    target = os.fspath(url) if url is not None else default_store_url()
+    target = store_target(url)
     pm = plugin_manager
 
     def plugins() -> PluginManager:  # made once, and only when a plugin is asked

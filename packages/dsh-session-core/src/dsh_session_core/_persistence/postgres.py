@@ -379,9 +379,8 @@ class PostgresBackend(PostgresReads, PostgresAsync):
         """Replace the rows with ``events``, the session's row with ``header``, at once."""
         self._replace(header, 0, events, jsonl, checked_header(header))
 
-    def commit_repair(
-        self, header: SessionHeader, torn: object | None, closers: Sequence[Event], jsonl: bytes
-    ) -> None:
+    def commit_repair(self, header: SessionHeader, torn: object | None,
+                      closers: Sequence[Event], jsonl: bytes) -> None:
         """Delete the rows from seq ``torn`` on (iff it is not ``None``), then insert the
         ``closers``; one transaction, which notifies followers."""
         self._replace(header, torn, closers, jsonl, None)

@@ -9,10 +9,11 @@ next one starts.
 from __future__ import annotations
 
 import datetime
+import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from ..errors import DshSessionError, PersistenceError, SessionLockedError
+from ..errors import DshSessionError, PersistenceError, SessionLockedError, StoreNotFoundError
 from .base import cannot_delete, not_found
 from .recorded_removal import reason_of, remove
 from .retention_ledger import LEDGER_ID, Ledger, ledger_state
@@ -57,6 +58,8 @@ def run_policy(store: DurableStore, policy: RetentionPolicy, *, dry_run: bool,
     if doomed and store.capabilities.deletable is None:  # a dry run too, as prune's
         raise cannot_delete(store.backend, doomed[0].session_id)  # first form: at once
     if dry_run or not doomed:
+        if policy.archive_to is not None:  # refused as the run would refuse it
+            _check_archive(store, policy.archive_to)
         return PruneReport(policy, dry_run, at, tuple(decisions), total, over)
     archive = _archive(store, policy.archive_to) if policy.archive_to is not None else None
     done: dict[str, PruneDecision] = {}
@@ -225,6 +228,34 @@ def _archive(store: DurableStore, url: str) -> Backend:
     if isinstance(store.backend, SealedBackend):
         return SealedBackend(archive, store.backend.sealer)
     return archive
+
+
+def _check_archive(store: DurableStore, url: str) -> None:
+    """What :func:`_archive` checks of the archive, without creating it (a dry run, or a
+    run that removes nothing): the URL (its scheme, its form), the folder it would be
+    created in, and that it is not the store being pruned.
+
+    :raises ValueError: an unknown scheme; it is the store being pruned.
+    :raises StoreUrlError: a URL that names no store.
+    :raises StoreFolderError: the folder it would be created in is missing, or a file.
+    """
+    from .copy import same_store
+    from .url_backends import backend_for
+    from .urls import check_folder, local_store
+
+    local = local_store(url)
+    if local is not None and local[1] != ":memory:":
+        check_folder(os.path.abspath(local[1]))
+    try:
+        archive = backend_for(url, create=False, plugins=lambda: store.plugin_manager)
+    except StoreNotFoundError:
+        return  # made by the run: a new store is not the one pruned
+    try:
+        if same_store(store.backend, archive):  # as _archive refuses it
+            msg = f"cannot archive into the store it prunes ({url}): name another store"
+            raise ValueError(msg)
+    finally:
+        archive.close()
 
 
 def _location(backend: Backend, header: SessionHeader) -> str:

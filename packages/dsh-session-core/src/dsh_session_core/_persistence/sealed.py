@@ -55,8 +55,9 @@ def plaintext_session(session_id: str) -> EncryptionError:
     return EncryptionError(
         f'session "{session_id}" is not encrypted (a plaintext log, format '
         f"v{SESSION_FORMAT_VERSION}), and this store was opened with keys: an encrypted "
-        f"store refuses plaintext sessions. Read it without keys, or seal it in place: "
-        f"dsh-session rekey {session_id}",
+        f"store refuses plaintext sessions. Read it without keys, or seal it in place "
+        f"with this store's keys: store.rekey({session_id!r}), or dsh-session rekey "
+        f"{session_id}",
         session_id=session_id,
     )
 

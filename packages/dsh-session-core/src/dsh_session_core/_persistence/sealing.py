@@ -114,13 +114,19 @@ class Keyring:
         """A keyring from ``kid:base64key,kid:base64key...``: the first is the current
         key (the others open older records).
 
-        :raises ValueError: an entry without ``:``, a key that is not base64 of 32 bytes.
+        :raises ValueError: an entry without ``:``, a key that is not base64 of 32 bytes,
+            a key id given twice (which of its keys is meant cannot be told: records
+            sealed under the one left out would no longer open).
         """
         keys: dict[str, bytes] = {}
         for entry in text.split(","):
             kid, sep, b64 = entry.strip().partition(":")
             if not sep or not kid:
                 msg = f"a key entry is kid:base64key, got {entry.strip()[:20]!r}..."
+                raise ValueError(msg)
+            if kid in keys:
+                msg = (f"the key id {kid!r} is given twice: a key id names one key (a "
+                       f"record names the id it was sealed with); give each key its own id")
                 raise ValueError(msg)
             try:
                 keys[kid] = binascii.a2b_base64(b64.strip().encode("ascii"), strict_mode=True)
@@ -289,11 +295,15 @@ class Sealer:
         self.keyring = keyring
         self._classes, self._invalid = _aead_classes()
         self._aeads: dict[tuple[str, str, str], Any] = {}
+        #: The (session, key id) pairs whose key opened a record of the session: a
+        #: record under that key that fails then was altered (see :meth:`_not_opened`).
+        self._proven: set[tuple[str, str]] = set()
 
     def forget(self, session_id: str) -> None:
         """Drop the AEADs kept for ``session_id`` (its keys are asked again)."""
         for entry in [e for e in self._aeads if e[0] == session_id]:
             del self._aeads[entry]
+        self._proven = {p for p in self._proven if p[0] != session_id}
 
     def associated_data(self, session_id: str, envelope: tuple[bytes, bytes, bytes],
                         kid: str, alg: str, whole: bool) -> bytes:
@@ -443,13 +453,13 @@ class Sealer:
         except (msgspec.ValidationError, msgspec.DecodeError):
             return [self.open_line(session_id, line) for line in lines]
         if type(self).associated_data is not Sealer.associated_data:
-            return [self._open(session_id, record) for record in records]
+            return [self._open(session_id, record, records) for record in records]
         try:
             return self._open_fast(session_id, records)
         except (EncryptionError, UnicodeEncodeError, binascii.Error, ValueError,
                 self._invalid):
             # Said again record by record, to name the one refused.
-            return [self._open(session_id, record) for record in records]
+            return [self._open(session_id, record, records) for record in records]
 
     def open_records(self, session_id: str, records: Sequence[Event],
                      lines: Callable[[], list[bytes]]) -> list[bytes]:
@@ -476,6 +486,7 @@ class Sealer:
         #: per type: the associated data up to the seq, and the line up to the seq
         kinds: dict[str, tuple[bytes, bytes]] = {}
         kid = alg = None
+        kids: set[str] = set()
         decrypt: Any = None
         tail = b""
         out: list[bytes] = []
@@ -486,6 +497,7 @@ class Sealer:
                 if box.line:
                     raise ValueError  # the rare whole-line record: the careful path
                 kid, alg = box.kid, box.alg
+                kids.add(kid)
                 decrypt = self._aead(session_id, kid, alg, None).decrypt
                 tail = _tail(kid, alg, False)
             event_type, seq, time = record.type, record.seq, record.time
@@ -502,6 +514,8 @@ class Sealer:
             body = decrypt(box.nonce, box.ct, b"".join(
                 (kind[0], pack(len(s)), s, pack(len(m)), m, tail)))
             append(b"".join((kind[1], s, b',"time":', m, b",", body)))
+        for opened in kids:
+            self._proven.add((session_id, opened))
         return out
 
     def open_line(self, session_id: str, line: bytes) -> bytes:
@@ -526,7 +540,9 @@ class Sealer:
         return SealedRecordError(session_id, seq if type(seq) is int else None,
                                  wire.get("type"), problem)
 
-    def _open(self, session_id: str, record: _Line) -> bytes:
+    def _open(self, session_id: str, record: _Line, others: Sequence[_Line] = ()) -> bytes:
+        """The plaintext line of one sealed record (``others``: the records read with
+        it, which say, when it fails, whether its key is the right one)."""
         box = record.data.sealed
         seq = record.seq if type(record.seq) is int else None
         aead = self._aead(session_id, box.kid, box.alg, seq)
@@ -535,11 +551,49 @@ class Sealer:
             body = aead.decrypt(box.nonce, box.ct, self.associated_data(
                 session_id, envelope, box.kid, box.alg, box.line))
         except (self._invalid, binascii.Error, ValueError):
-            raise SealedRecordError(
-                session_id, seq, record.type,
-                "its ciphertext fails authentication (moved from another seq, session or "
-                "type, altered, or cut short)") from None
+            raise self._not_opened(session_id, record, others) from None
+        self._proven.add((session_id, box.kid))
         return bytes(body) if box.line else _prefix(envelope) + body
+
+    def _opens(self, session_id: str, record: _Line) -> bool:
+        """Whether ``record`` opens (never raises)."""
+        box = record.data.sealed
+        try:
+            aead = self._aead(session_id, box.kid, box.alg, None)
+            aead.decrypt(box.nonce, box.ct, self.associated_data(
+                session_id, _envelope(record.type, record.seq, record.time), box.kid,
+                box.alg, box.line))
+        except Exception:
+            return False
+        return True
+
+    def _not_opened(self, session_id: str, record: _Line, others: Sequence[_Line]
+                    ) -> SealedRecordError:
+        """Why ``record`` fails authentication. An AEAD cannot tell a wrong key from an
+        altered record: both fail the tag (docs/decisions.md, "A record the key does
+        not open"). When the same key opened another record of the session (read with
+        it, or before by this store), the key is right and the record was altered;
+        otherwise the key is named first, as the likelier cause."""
+        kid = record.data.sealed.kid
+        seq = record.seq if type(record.seq) is int else None
+        proven = (session_id, kid) in self._proven or any(
+            other is not record and other.data.sealed.kid == kid
+            and self._opens(session_id, other) for other in others)
+        if proven:
+            return SealedRecordError(
+                session_id, seq, record.type,
+                f'its ciphertext fails authentication, though the key "{kid}" opens the '
+                f"session's other records: it was moved from another seq, session or "
+                f"type, altered, or cut short", key_id=kid)
+        return SealedRecordError(
+            session_id, seq, record.type,
+            f'the key "{kid}" does not open it: a wrong key for this id, or the record '
+            f"was altered (its authentication fails either way, and cannot tell which)",
+            key_id=kid,
+            advice=f'Check the key first: give the key that sealed it as "{kid}" '
+                   f"(DSH_SESSION_KEYS=...,{kid}:<base64 key>, or your key callable); if "
+                   f"that is the key, the record was altered: restore the log from a "
+                   f"backup, or cut the session back before it")
 
 
 def _envelope(event_type: object, seq: object, time: object) -> tuple[bytes, bytes, bytes]:

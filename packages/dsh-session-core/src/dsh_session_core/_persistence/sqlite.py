@@ -378,9 +378,8 @@ class SqliteBackend(SqliteReads):
         seq 0, one transaction (:meth:`commit_repair`)."""
         self._replace(header, 0, events, jsonl, header_row(header))
 
-    def commit_repair(
-        self, header: SessionHeader, torn: object | None, closers: Sequence[Event], jsonl: bytes
-    ) -> None:
+    def commit_repair(self, header: SessionHeader, torn: object | None,
+                      closers: Sequence[Event], jsonl: bytes) -> None:
         """Delete the rows from seq ``torn`` on (iff it is not ``None``: 0 is a marker),
         then insert the ``closers``; one transaction."""
         self._replace(header, torn, closers, jsonl, None)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._header import SessionHeader
 from .._session import Session
+from .._store_args import check_header_args, check_id, check_session
 from ..errors import PersistenceError, SessionExistsError
 from ..events import Event
 from .base import not_found
@@ -64,7 +65,14 @@ class DurableStore(StoredReads, StoreRetention):
 
         :raises SessionIdError: the backend cannot store this id (the error states its
             rule).
+        :raises SessionExistsError: the id is live here, or stored (``open`` resumes
+            it, ``open_or_create`` opens it or creates it).
+        :raises TypeError: an argument of the wrong type (the message says what it
+            takes).
         """
+        check_id("store.create()", id, optional=True)
+        check_header_args("store.create()", cwd=cwd, parent_session=parent_session,
+                          created_at=created_at, seed_length=seed_length)
         session_id = id if id is not None else self._mint_id()
         self.backend.check_id(session_id)
         return super().create(
@@ -90,6 +98,9 @@ class DurableStore(StoredReads, StoreRetention):
         :raises PersistenceError: nothing is stored under this id.
         :raises SessionLockedError: another writer holds it.
         """
+        check_id("store.open()", session_id)
+        if resume is not None:
+            check_session("store.open(resume=)", resume)
         if resume is not None and resume.id == session_id and self.get(session_id) is None:
             resumed = self._resume(resume)
             if resumed is not None:
@@ -152,6 +163,7 @@ class DurableStore(StoredReads, StoreRetention):
         operation fails half way, so that the stored log stays as the operation found
         it; the session object holds events the log does not, so it is not used again:
         :meth:`open` the session anew."""
+        check_session("store.discard()", session)
         self.persistence.discard(session)
         self.detach(session)
 
@@ -181,6 +193,9 @@ class DurableStore(StoredReads, StoreRetention):
         :raises PersistenceError: a stored log that cannot be resumed (another format
             version, corruption: see :meth:`open`).
         """
+        check_id("store.open_or_create()", id)
+        check_header_args("store.open_or_create()", cwd=cwd, parent_session=parent_session,
+                          created_at=created_at, seed_length=seed_length)
         live = self.get(id)
         if live is not None:
             return live
@@ -233,6 +248,7 @@ class DurableStore(StoredReads, StoreRetention):
         """
         from .._readonly import ReadOnlySession
 
+        check_id("store.read_session()", session_id)
         live = self.get(session_id)
         count = self.persistence.stored_count(live) if live is not None else None
         if live is not None and count is not None:
@@ -339,12 +355,14 @@ class DurableStore(StoredReads, StoreRetention):
         every other ``session_flush`` implementation runs, as :meth:`SessionStore.aflush`
         runs them. It does not queue behind the store's other awaited operations:
         flushes of different sessions run at once, each session's one at a time."""
+        check_session("store.aflush()", session)
         await self.persistence.aflush(session)
         await super().aflush(session)  # the persistence hook finds nothing left to write
 
     async def arelease(self, session: Session) -> None:
         """:meth:`release` for asyncio hosts: the flush as :meth:`aflush` does it, then
         the writer lock is released in the store's worker thread."""
+        check_session("store.arelease()", session)
         await self.persistence.aflush(session)
         await self._worker().run(self.release, session)
 
@@ -377,6 +395,7 @@ class DurableStore(StoredReads, StoreRetention):
     def release(self, session: Session) -> None:
         """Flush ``session`` and hand it back: it leaves the store and its writer lock is
         released, so another process may open and write it."""
+        check_session("store.release()", session)
         self.persistence.release(session)
         self.detach(session)
 
@@ -389,6 +408,7 @@ class DurableStore(StoredReads, StoreRetention):
         """
         from .rekey import rekey
 
+        check_id("store.rekey()", session_id)
         return rekey(self, session_id)
 
     def location(self, session_id: str) -> str:

@@ -40,7 +40,11 @@ def backend_for(
     - any other scheme: the backend a plugin opens for it (the ``store_backend`` hook).
 
     A store is created in a folder that exists, never with the folders above it
-    (:class:`StoreFolderError`; the embedded default's folders are made as needed).
+    (:class:`StoreFolderError`; the embedded default's folders are made as needed). A
+    plain path naming a SQLite database (an existing one, or a new store named ``*.db``,
+    ``*.sqlite``...) is refused with its ``sqlite:`` URL, and so is a SQLAlchemy URL
+    naming a driver (``sqlite+aiosqlite:``), with the URL without it (:mod:`.urls`
+    decides which URLs name a store).
 
     :param create: whether the store may be created; ``False`` for readers: a SQLite
         file that does not exist, or a PostgreSQL database without dsh-session's tables,
@@ -49,15 +53,20 @@ def backend_for(
     :param plugins: the plugins to ask about a scheme core does not know, called only
         then (default: the installed plugins, :func:`create_plugin_manager`).
     :raises ValueError: an unknown scheme no plugin opens, with the ones that are known.
-    :raises StoreUrlError: a URL of a built-in scheme with a host or options.
+    :raises StoreUrlError: an empty URL; a URL of a built-in scheme with a host or
+        options; a plain path that names a SQLite database; a URL naming a driver.
     :raises StoreFolderError: ``create``, and the folder the store would be created in
         does not exist.
     :raises StoreNotFoundError: not ``create``, and the store does not exist.
     :raises StoreKindError: a JSONL folder of the other kind (compact, or plain).
     :raises MissingExtraError: a compact store without zstandard installed.
     """
-    from .urls import check_folder, local_store
+    from .urls import check_folder, check_plain_path, driver_error, is_plain_path, local_store
 
+    if not url:
+        from .urls import store_target
+
+        store_target(url)  # refuses it, as open_store does
     scheme = url.partition(":")[0]
     if scheme == "memory":
         from .memory import MemoryBackend
@@ -74,6 +83,8 @@ def backend_for(
             from .sqlite import SqliteBackend
 
             return SqliteBackend(path, create=create)
+        if is_plain_path(url):  # a folder: not a database named by its path
+            check_plain_path(path)
         if create:  # made in a folder that exists, if at all
             check_folder(os.path.abspath(path))
         if kind == "jsonl+zstd":
@@ -89,6 +100,9 @@ def backend_for(
     backend = PluginHooks(pm).store_backend(url, create)
     if backend is not None:
         return backend
+    refused = driver_error(url)
+    if refused is not None:
+        raise refused
     msg = (
         f"unknown store URL scheme {scheme!r} in {url!r}: use a folder path, jsonl:///path, "
         f"jsonl+zstd:///path, sqlite:///path.db (relative; sqlite:////abs/path.db is "

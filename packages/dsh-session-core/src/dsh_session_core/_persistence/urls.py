@@ -13,6 +13,13 @@ and ``jsonl+zstd:`` alike:
 ``file:`` URLs are RFC 8089's: ``file:///abs`` (or ``file:/abs``,
 ``file://localhost/abs``) is the absolute ``/abs``.
 
+Which URLs and paths name a store at all is decided here, for the library and the
+command line alike (:func:`store_target`, :func:`check_plain_path`,
+:func:`driver_error`): a URL is a ``str`` or a path-like, never empty; a plain path
+names a JSONL store's folder, so one that names a SQLite database (an existing SQLite
+file, or a new store named ``*.db``, ``*.sqlite``...) is refused with its ``sqlite:``
+URL, while an existing folder opens whatever its name.
+
 A store is created (a SQLite file, a JSONL store's folder) only in a folder that exists:
 :func:`check_folder`. The default store (:func:`default_store_url`) and how a URL is
 shown in messages (:func:`printable_url`) are here too. Nothing here touches a backend
@@ -25,26 +32,125 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
+from typing import Final
 
 from ..errors import StoreFolderError, StoreUrlError
 from .url_for import url_for  # re-exported: the URL rules' own
 
 __all__ = [
+    "DATABASE_SUFFIXES",
     "STORE_ENV",
     "StorePlace",
     "check_folder",
+    "check_plain_path",
     "data_folder_store",
     "default_store_url",
+    "driver_error",
+    "is_plain_path",
+    "is_sqlite_file",
     "local_store",
     "make_store_folder",
     "printable_url",
     "store_path",
     "store_place",
+    "store_target",
     "url_for",
 ]
 
 #: Where ``open_store()`` stores by default: a URL or a folder path.
 STORE_ENV = "DSH_SESSION_STORE"
+
+
+#: How the names of SQLite databases end: a plain path so named that is not a folder
+#: yet names a database, not a new JSONL store's folder.
+DATABASE_SUFFIXES: Final = (".db", ".db3", ".sqlite", ".sqlite3")
+#: The schemes of SQLAlchemy URLs naming a driver (``sqlite+aiosqlite``), by the
+#: scheme dsh-session takes instead.
+_DRIVER_SCHEMES: Final = {"sqlite": "sqlite", "postgresql": "postgresql",
+                          "postgres": "postgresql"}
+
+
+def store_target(url: object, what: str = "open_store()") -> str:
+    """The store URL ``url`` names, checked: ``None`` is the embedded default
+    (:func:`default_store_url`); a ``str`` or a path-like of one is taken as it is.
+
+    :param what: the function or option that takes it, for the messages.
+    :raises TypeError: ``url`` is neither (``bytes``, a number...).
+    :raises StoreUrlError: it is empty.
+    """
+    if url is None:
+        return default_store_url()
+    target = os.fspath(url) if isinstance(url, os.PathLike) else url
+    if not isinstance(target, str):
+        from .._builders import kind_of
+
+        msg = (f"{what} takes a store URL or a folder path, a str or an os.PathLike of "
+               f"one (or None, for the default store); got {kind_of(target)}")
+        raise TypeError(msg)
+    if not target:
+        raise StoreUrlError(target, "names no store", "give a folder path or a store URL "
+                            "(sqlite:///name.db...), or none at all for the default "
+                            "store ($DSH_SESSION_STORE, else the user's data folder)")
+    return target
+
+
+def is_plain_path(url: str) -> bool:
+    """Whether a store URL is a plain path (a JSONL store's folder), not ``scheme:...``
+    (a drive letter, ``C:``, is a path)."""
+    scheme, sep, _ = url.partition(":")
+    return not sep or len(scheme) == 1
+
+
+def is_sqlite_file(path: str) -> bool:
+    """Whether ``path`` is a SQLite database (its magic header): a store named by its
+    path instead of its ``sqlite:`` URL, never a log nor a folder."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+def check_plain_path(path: str) -> None:
+    """Refuse a plain path (a JSONL store's folder, :func:`is_plain_path`) that names a
+    SQLite database: an existing SQLite file, or, when no folder is there yet, a name
+    ending in one of :data:`DATABASE_SUFFIXES` (``open_store("agent.db")``, as
+    ``SQLiteSession("id", "agent.db")`` is written, would make a JSONL folder named
+    ``agent.db``). A folder that exists opens whatever its name: stores made so before
+    stay readable.
+
+    :raises StoreUrlError: naming the ``sqlite:`` URL to use (and the ``jsonl:`` one,
+        for a JSONL folder of that name).
+    """
+    if os.path.isdir(path):
+        return
+    sqlite = url_for("sqlite", path)  # the path as given: relative stays relative
+    if is_sqlite_file(path):
+        raise StoreUrlError(path, "is a SQLite database, and a plain path names a JSONL "
+                                  "store's folder", f"open it by its URL: {sqlite}")
+    if path.lower().endswith(DATABASE_SUFFIXES):
+        raise StoreUrlError(
+            path, "names a new store with a database's name, and a plain path names a "
+                  "JSONL store's folder",
+            f"for a SQLite database, use its URL: {sqlite}; for a new JSONL store of that "
+            f"name, {url_for('jsonl', path)} (a JSONL folder of that name that exists "
+            f"opens as it is)")
+
+
+def driver_error(url: str) -> StoreUrlError | None:
+    """The error for a SQLAlchemy URL naming a driver (``sqlite+aiosqlite:///x.db``,
+    ``postgresql+asyncpg://...``, as ADK and SQLAlchemy users paste them): dsh-session
+    picks its own driver, so the URL without ``+driver`` opens the store. ``None`` for
+    any other URL. The URL is shown without its password (:func:`printable_url`)."""
+    scheme, _, _ = url.partition(":")
+    base, plus, driver = scheme.partition("+")
+    ours = _DRIVER_SCHEMES.get(base.lower())
+    if not plus or ours is None:
+        return None
+    shown = printable_url(url)
+    return StoreUrlError(shown, f"names the driver {driver!r}, and dsh-session picks its "
+                                f"own ({'sqlite3' if ours == 'sqlite' else 'psycopg 3'})",
+                         f"drop it: {ours}:{shown.partition(':')[2]}")
 
 
 def local_store(url: str) -> tuple[str, str] | None:
@@ -56,8 +162,8 @@ def local_store(url: str) -> tuple[str, str] | None:
     :raises StoreUrlError: a host, URL options, a relative ``file:`` URL, or a JSONL URL
         without a folder.
     """
-    scheme, sep, rest = url.partition(":")
-    if not sep or len(scheme) == 1:
+    scheme, _, rest = url.partition(":")
+    if is_plain_path(url):
         return "jsonl", url
     if scheme not in ("sqlite", "jsonl", "file", "jsonl+zstd"):
         return None
@@ -201,7 +307,7 @@ def store_place(url: str | os.PathLike[str] | None = None) -> StorePlace:
 
     :raises StoreUrlError: a URL of a built-in scheme with a host or options.
     """
-    target = os.fspath(url) if url is not None else default_store_url()
+    target = store_target(url, "store_place()")
     scheme = target.partition(":")[0]
     if scheme == "memory":
         return StorePlace("memory", target)

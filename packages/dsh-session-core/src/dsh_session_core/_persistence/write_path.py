@@ -240,7 +240,7 @@ class WritePath:
                 if state.owner is not None:
                     self._buffers.pop(state.owner, None)
                 self._states.pop(sid, None)
-                raise SessionExistsError(sid) from exc
+                raise SessionExistsError(sid, stored=True) from exc
             raise
         state.materialized = True
         state.cursor += len(events)
