@@ -639,7 +639,9 @@ def _reference_stores(tmp: Path) -> list[tuple[JsonlBackend, list[Path]]]:
     return [(backend, logs) for backend, _, logs in stores]
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgresql", "jsonl+zstd"])
+# Whole stores of the reference's logs, listed as they are (version-less headers among
+# them). Every log through every pair of kinds of store: test_byte_round_trip.py.
+@pytest.mark.parametrize("kind", ["sqlite"])
 def test_every_reference_log_survives_a_trip_through_another_store_byte_for_byte(
     places: Places, kind: str
 ) -> None:
