@@ -202,22 +202,29 @@ def test_the_careful_load_gives_back_the_lines_too(tmp_path: Path) -> None:
 
 def test_only_the_lines_the_columns_would_not_rebuild_are_kept(tmp_path: Path) -> None:
     header, events, jsonl = crashed()
+    closer = jsonl.split(b"\n")[5]
+    assert OPS_FIRST in closer
+    assert closer.split(b',"surfaceOp"')[0].endswith(CLOSER_DATA_END.encode())
+    # A tool result with a closer's payload appended by hand, sourceEventSeqs first:
+    # the columns would rebuild it as a closer, so its line is kept.
+    by_hand = Session("by-hand", list(events[:5]), header, registry=REG, clock=lambda: 5)
+    by_hand.append("tool/result", events[5].data, surface_op="append", source_event_seqs=[4])
+    assert OPS_FIRST not in by_hand.jsonl()
     backend = SqliteBackend(tmp_path / "s.db")
     try:
         backend.append_batch(header, events, jsonl, False)
-        header2, events2, jsonl2 = odd()
-        backend.append_batch(header2, events2, jsonl2, False)
+        backend.append_batch(*odd(), False)
+        backend.append_batch(meta("by-hand", "/w"), list(by_hand.events), by_hand.jsonl(),
+                             False)
+        assert backend.load_stored("by-hand", REG).jsonl == by_hand.jsonl()  # type: ignore[union-attr]
     finally:
         backend.close()
     conn = sqlite3.connect(tmp_path / "s.db")
     kept = conn.execute("SELECT session_id, seq, line FROM dsh_event_lines").fetchall()
     conn.close()
-    closer = jsonl.split(b"\n")[5]
-    assert OPS_FIRST in closer
-    assert kept == [("crashed", 5, closer.decode()),
+    # The closer is rebuilt as the reference writes it: no line kept.
+    assert kept == [("by-hand", 5, by_hand.jsonl().split(b"\n")[5].decode()),
                     *(("odd", i, line.decode()) for i, line in enumerate(ODD_LINES))]
-    # The closer's payload is the one the migration looks for (rows.CLOSER_DATA_END).
-    assert closer.split(b',"surfaceOp"')[0].endswith(CLOSER_DATA_END.encode())
 
 
 # --- triggers: a kept line lives and dies with its row ----------------------------------
@@ -225,38 +232,42 @@ def test_only_the_lines_the_columns_would_not_rebuild_are_kept(tmp_path: Path) -
 
 def test_a_kept_line_goes_with_its_row_whoever_deletes_or_changes_it(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
-    header, events, jsonl = crashed()
     backend = SqliteBackend(db)
-    backend.append_batch(header, events, jsonl, False)
-    backend.append_batch(*crashed("other")[:1], crashed("other")[1], crashed("other")[2], False)
+    for sid in ("odd", "other", "third"):
+        backend.append_batch(*odd(sid), False)
     conn = sqlite3.connect(db, isolation_level=None)
 
     def kept(sid: str) -> list[int]:
         return [seq for (seq,) in conn.execute(
             "SELECT seq FROM dsh_event_lines WHERE session_id = ? ORDER BY seq", (sid,))]
 
+    def line(sid: str, seq: int) -> bytes:
+        stored = backend.load_stored(sid, REG)
+        assert stored is not None
+        assert stored.jsonl is not None
+        return stored.jsonl.split(b"\n")[seq]
+
     try:
-        assert kept("crashed") == kept("other") == [5]
-        # Changed by hand: the row speaks for itself again (in the columns' key order).
-        conn.execute("UPDATE events SET time = 7 WHERE session_id = 'crashed' AND seq = 5")
-        assert kept("crashed") == []
-        line = backend.load_stored("crashed", REG).jsonl.split(b"\n")[5]  # type: ignore[union-attr]
-        assert b'"time":7,' in line
-        assert line.endswith(b',"sourceEventSeqs":[4],"surfaceOp":"append"}')
+        assert kept("odd") == kept("other") == [0, 1, 2, 3]
+        # Changed by hand: the row speaks for itself again (as its columns rebuild it).
+        conn.execute("UPDATE events SET time = 7 WHERE session_id = 'odd' AND seq = 0")
+        assert kept("odd") == [1, 2, 3]
+        assert line("odd", 0) == (b'{"type":"turn/start","seq":0,"time":7,"data":{"turn":1,'
+                                  b'"trigger":{"kind":"message","source":{"kind":"user"}}}}')
         # Cut by another writer (the reference), then written again without a line.
-        conn.execute("DELETE FROM events WHERE session_id = 'other' AND seq >= 5")
-        assert kept("other") == []
-        conn.execute("INSERT INTO events VALUES ('other', 5, 'turn/end', 9, ?, NULL, NULL)",
+        conn.execute("DELETE FROM events WHERE session_id = 'other' AND seq >= 2")
+        assert kept("other") == [0, 1]
+        conn.execute("INSERT INTO events VALUES ('other', 2, 'turn/end', 9, ?, NULL, NULL)",
                      ('{"turn":1,"reason":{"kind":"interrupted"}}',))
-        assert backend.load_stored("other", REG).jsonl.split(b"\n")[5] == (  # type: ignore[union-attr]
-            b'{"type":"turn/end","seq":5,"time":9,"data":{"turn":1,"reason":'
-            b'{"kind":"interrupted"}}}')
-        # A session deleted (its rows by the cascade from sessions, too).
-        backend.append_batch(*crashed("third"), False)
+        assert line("other", 2) == (b'{"type":"turn/end","seq":2,"time":9,"data":{"turn":1,'
+                                    b'"reason":{"kind":"interrupted"}}}')
+        # Sessions deleted (the rows of one by the cascade from sessions).
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("DELETE FROM sessions WHERE id = 'third'")
+        assert kept("third") == []
         backend.delete("other")
-        assert conn.execute("SELECT count(*) FROM dsh_event_lines").fetchone() == (0,)
+        assert kept("other") == []
+        assert kept("odd") == [1, 2, 3]
     finally:
         conn.close()
         backend.close()
@@ -265,21 +276,22 @@ def test_a_kept_line_goes_with_its_row_whoever_deletes_or_changes_it(tmp_path: P
 def test_postgresql_forgets_a_kept_line_when_its_row_is_changed_by_hand(
     postgresql_url: str,
 ) -> None:
-    header, events, jsonl = crashed()
     backend = PostgresBackend(postgresql_url)
     try:
-        backend.append_batch(header, events, jsonl, False)
+        backend.append_batch(*odd(), False)
         with psycopg.connect(postgresql_url, autocommit=True) as conn:
             def lines() -> list[tuple[Any, ...]]:
-                return conn.execute("SELECT seq FROM events WHERE line IS NOT NULL").fetchall()
+                return conn.execute(
+                    "SELECT seq FROM events WHERE line IS NOT NULL ORDER BY seq").fetchall()
 
-            assert lines() == [(5,)]
-            conn.execute("UPDATE events SET line = line || '' WHERE seq = 5")  # the line: kept
-            assert lines() == [(5,)]
-            conn.execute("UPDATE events SET time = 7 WHERE seq = 5")
-            assert lines() == []
-        line = stored_bytes(backend, "crashed").split(b"\n")[6]
-        assert line.endswith(b',"sourceEventSeqs":[4],"surfaceOp":"append"}')
+            assert lines() == [(0,), (1,), (2,), (3,)]
+            conn.execute("UPDATE events SET line = line || '' WHERE seq = 0")  # the line: kept
+            assert lines() == [(0,), (1,), (2,), (3,)]
+            conn.execute("UPDATE events SET time = 7 WHERE seq = 0")
+            assert lines() == [(1,), (2,), (3,)]
+        assert stored_bytes(backend, "odd").split(b"\n")[1] == (
+            b'{"type":"turn/start","seq":0,"time":7,"data":{"turn":1,'
+            b'"trigger":{"kind":"message","source":{"kind":"user"}}}}')
     finally:
         backend.close()
 
@@ -319,25 +331,29 @@ def _sqlite_state(path: Path) -> tuple[Any, ...]:
 
 
 @pytest.mark.parametrize("index", [True, False], ids=["older-build", "reference"])
-def test_an_older_sqlite_database_is_migrated_and_its_closers_restored(
+def test_an_older_sqlite_database_is_migrated_and_its_closers_come_back_as_written(
     tmp_path: Path, index: bool
 ) -> None:
     db = tmp_path / "old.db"
     header, events, jsonl = crashed()
-    _old_sqlite(db, (header, events, jsonl), odd(extra=False))
+    old = odd(extra=False)
+    _old_sqlite(db, (header, events, jsonl), old, index=index)
     backend = SqliteBackend(db)
     try:
         # The closer comes back as the reference wrote it; the rows that were rebuilt
         # before still are (nothing knows how another writer spelt them).
         assert stored_bytes(backend, "crashed") == log_bytes(header, jsonl)
-        old = odd(extra=False)
         assert stored_bytes(backend, "odd") == log_bytes(old[0], rebuilt(old[1]))
+        assert rebuilt(old[1]) != old[2]
+        backend.append_batch(*odd("odd-now"), False)  # written now: kept as it is
+        assert stored_bytes(backend, "odd-now") == log_bytes(meta("odd-now", "/w"), odd()[2])
     finally:
         backend.close()
     # user_version stays the reference's: it reads and writes the database as before.
-    assert _sqlite_state(db) == (4, [(1,)], [("crashed", 5)])
+    now = [("odd-now", seq) for seq in range(4)]
+    assert _sqlite_state(db) == (4, [(1,)], now)
     SqliteBackend(db).close()  # again: nothing more to do
-    assert _sqlite_state(db) == (4, [(1,)], [("crashed", 5)])
+    assert _sqlite_state(db) == (4, [(1,)], now)
 
 
 _OPEN = """
@@ -370,7 +386,7 @@ def test_processes_opening_an_older_sqlite_database_at_once_migrate_it_once(
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err.decode()
         assert out == jsonl
-    assert _sqlite_state(db) == (4, [(1,)], [("crashed", 5)])
+    assert _sqlite_state(db) == (4, [(1,)], [])
 
 
 _READ = """
@@ -385,7 +401,7 @@ backend.close()
 """
 
 
-def test_an_older_sqlite_database_is_read_as_it_stands_until_it_can_be_migrated(
+def test_an_older_sqlite_database_that_cannot_be_written_is_read_until_it_can_be_migrated(
     tmp_path: Path,
 ) -> None:
     header, events, jsonl = crashed()
@@ -400,19 +416,18 @@ def test_an_older_sqlite_database_is_read_as_it_stands_until_it_can_be_migrated(
                               check=False, cwd=folder,
                               user="nobody" if os.geteuid() == 0 else None)
         assert done.returncode == 0, done.stderr.decode()
-        # Every line, the closer in the columns' key order (nothing kept yet).
-        columns = rebuilt(events)
-        assert columns == jsonl.replace(b'"surfaceOp":"append","sourceEventSeqs":[4]}',
-                                        b'"sourceEventSeqs":[4],"surfaceOp":"append"}')
-        assert done.stdout == columns + columns.replace(b"\n", b"")
+        # Every line, the closer as the reference wrote it, the file left as it is.
+        assert done.stdout == jsonl + jsonl.replace(b"\n", b"")
         assert hashlib.sha256(db.read_bytes()).hexdigest() == before
-        # Once it may be written, the first open migrates it: the closer as written.
+        # Once it may be written, the first open migrates it.
         os.chmod(db, 0o644)
         backend = SqliteBackend(db, create=False)
         try:
-            assert stored_bytes(backend, "crashed") == log_bytes(header, jsonl)
+            backend.append_batch(*odd(), False)
+            assert stored_bytes(backend, "odd") == log_bytes(*odd()[::2])
         finally:
             backend.close()
+        assert _sqlite_state(db)[:2] == (4, [(1,)])
     finally:
         shutil.rmtree(folder)
 
@@ -475,28 +490,28 @@ def _pg(url: str, sql: str) -> list[tuple[Any, ...]]:
 
 
 @pytest.mark.parametrize("version", [1, 2])
-def test_an_older_postgresql_database_is_migrated_and_its_closers_restored(
+def test_an_older_postgresql_database_is_migrated_and_its_closers_come_back_as_written(
     postgresql_url: str, version: int
 ) -> None:
     url = postgresql_url
     header, events, jsonl = crashed()
-    _old_postgres(url, version, (header, events, jsonl), odd(extra=False))
+    old = odd(extra=False)
+    _old_postgres(url, version, (header, events, jsonl), old)
     backend = PostgresBackend(url)
     try:
         assert stored_bytes(backend, "crashed") == log_bytes(header, jsonl)
-        old = odd(extra=False)
         assert stored_bytes(backend, "odd") == log_bytes(old[0], rebuilt(old[1]))
         backend.append_batch(*odd("odd-now"), False)  # written now: kept as it is
-        assert stored_bytes(backend, "odd-now") == log_bytes(odd()[0], odd()[2]).replace(
-            b'"id":"odd"', b'"id":"odd-now"')
+        assert stored_bytes(backend, "odd-now") == log_bytes(meta("odd-now", "/w"), odd()[2])
     finally:
         backend.close()
-    assert _pg(url, "SELECT version FROM dsh_session_schema") == [(3,)]
     kept = "SELECT session_id, seq FROM events WHERE line IS NOT NULL ORDER BY 1, 2"
-    assert _pg(url, kept)[0] == ("crashed", 5)
+    now = [("odd-now", seq) for seq in range(4)]
+    assert _pg(url, "SELECT version FROM dsh_session_schema") == [(3,)]
+    assert _pg(url, kept) == now
     PostgresBackend(url).close()  # again: nothing more to do
     assert _pg(url, "SELECT version FROM dsh_session_schema") == [(3,)]
-    assert _pg(url, kept)[0] == ("crashed", 5)
+    assert _pg(url, kept) == now
 
 
 def test_connections_opening_an_older_postgresql_database_at_once_migrate_it_once(

@@ -5,12 +5,12 @@ it is opened.
 - **1 to 2**: the search index's tables (``search_docs``, ``search_state``); the
   sessions are indexed by the next search that reads them.
 - **2 to 3**: ``events.line``, the log line as it was appended where the columns would
-  not give it back (a column added without a default: no row is rewritten), and the
-  trigger that forgets it when its row is changed by hand. Rows written before it have
-  no line: the crash-repair closers among them (a ``tool/result`` of the closer's
-  payload, appended, with its call's seq) are given the line the reference writes for
-  them, ``surfaceOp`` before ``sourceEventSeqs``, found by one scan of ``events``; every
-  other row is read as its columns rebuild it, as before.
+  not give it back (a column added without a default: no row is read or rewritten),
+  and the trigger that forgets it when its row is changed by hand. Rows written before
+  have no line: they are read as their columns rebuild them, as before, but for the
+  crash-repair closers among them, which come back as the reference writes them,
+  ``surfaceOp`` before ``sourceEventSeqs`` (the one key order of old rows that is
+  known: :func:`~.rows.closer_row`).
 
 Every open takes a transaction-level advisory lock, and a migration re-reads the version
 under it: two processes opening a database at once create or migrate it once, the
@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import PersistenceError, SchemaVersionError, StoreNotFoundError
 from .postgres_schema import CREATE_LINE_TRIGGER, INDEX_SCHEMA, SCHEMA, SCHEMA_VERSION
-from .rows import CLOSER_DATA_END
 
 if TYPE_CHECKING:
     import psycopg
@@ -34,17 +33,6 @@ __all__ = ["open_schema"]
 
 #: Serializes schema creation between processes opening a fresh database at once.
 _SCHEMA_LOCK_KEY: Final = 0x6473_685F_7363_6831  # "dsh_sch1"
-
-# The reference's crash-repair closers among rows written without their line (see the
-# module): their line as the reference writes it.
-_RESTORE_CLOSERS: Final = f"""
-    UPDATE events SET line = '{{"type":' || to_json(type)::text || ',"seq":' || seq
-        || ',"time":' || time || ',"data":' || data || ',"surfaceOp":' || surface_op
-        || ',"sourceEventSeqs":' || source_event_seqs || '}}'
-    WHERE type = 'tool/result' AND surface_op = '"append"' AND source_event_seqs IS NOT NULL
-      AND line IS NULL AND left(data, 8) = '{{"turn":'
-      AND right(data, {len(CLOSER_DATA_END)}) = %s
-      AND strpos(data, E'\\n') = 0 AND strpos(source_event_seqs, E'\\n') = 0"""
 
 _MIGRATIONS: Final = {
     1: INDEX_SCHEMA,
@@ -115,7 +103,6 @@ def _migrate(conn: psycopg.Connection[Any], location: str, version: int) -> None
             for step in range(at, SCHEMA_VERSION):
                 for statement in _MIGRATIONS[step]:
                     conn.execute(statement)
-            conn.execute(_RESTORE_CLOSERS, (CLOSER_DATA_END,))
             conn.execute("UPDATE dsh_session_schema SET version = %s", (SCHEMA_VERSION,))
     except (psycopg.errors.InsufficientPrivilege, psycopg.errors.ReadOnlySqlTransaction):
         raise SchemaVersionError(

@@ -4,8 +4,8 @@ rules for what a text column and a NOTIFY channel can hold.
 The tables and columns are the reference's (``sessions``, ``events`` with primary key
 ``(session_id, seq)``, JSON kept as the text it was written as), plus ``events.line``:
 the log line as it was appended, kept only where the columns would not give it back
-byte for byte (:func:`~.rows.kept_lines`: a crash-repair closer writes ``surfaceOp``
-before ``sourceEventSeqs``), so every log survives a round trip byte for byte; a
+byte for byte (:func:`~.rows.kept_lines`: another writer's spelling, an opaque event's
+key order), so every log survives a round trip byte for byte; a
 one-row ``dsh_session_schema`` table that holds the schema version, checked (and an
 older one migrated) on open (:mod:`.postgres_open`); and the full-text search index's
 (``search_docs``: each searched event's words as a ``tsvector``; ``search_state``: how
@@ -26,7 +26,7 @@ from typing import Any, Final
 from .._header import SessionHeader
 from ..errors import PersistenceError, UnstorableError
 from ..events import Event
-from .rows import PARAMS_PER_ROW, batch_rows, header_row
+from .rows import CLOSER_DATA_END, PARAMS_PER_ROW, batch_rows, header_row
 
 __all__ = [
     "APPEND",
@@ -207,15 +207,28 @@ SELECT_STORED_ROWS: Final = (
     " WHERE session_id = %s AND seq >= %s AND seq < %s ORDER BY seq"
 )
 
+# A crash-repair closer's row (rows.closer_row): the reference writes its surfaceOp
+# first. Tested in this order, most rows leave at the first test.
+_CLOSER: Final = (
+    "source_event_seqs IS NOT NULL AND surface_op = '\"append\"' AND type = 'tool/result'"
+    f" AND left(data, 8) = '{{\"turn\":' AND right(data, {len(CLOSER_DATA_END)})"
+    f" = '{CLOSER_DATA_END.replace(chr(39), chr(39) * 2)}'"
+)
 # Each row's log line: the one kept for it, else the one the server builds in the key
-# order of the log format (``type, seq, time, data[, sourceEventSeqs][, surfaceOp]``).
-# to_json escapes a string exactly like JSON.stringify and our encoder ("\"", "\\",
-# \b \f \n \r \t, other control characters as \u00xx, everything else verbatim).
+# order of the log format (``type, seq, time, data[, sourceEventSeqs][, surfaceOp]``; a
+# closer's surfaceOp first). to_json escapes a string exactly like JSON.stringify and
+# our encoder ("\"", "\\", \b \f \n \r \t, other control characters as \u00xx,
+# everything else verbatim).
+_HEAD: Final = (
+    "'{\"type\":' || to_json(type)::text || ',\"seq\":' || seq || ',\"time\":' || time"
+    " || ',\"data\":' || data"
+)
 LINE: Final = (
-    "coalesce(line, '{\"type\":' || to_json(type)::text || ',\"seq\":' || seq"
-    " || ',\"time\":' || time || ',\"data\":' || data"
+    f"coalesce(line, CASE WHEN {_CLOSER} THEN {_HEAD}"
+    " || ',\"surfaceOp\":' || surface_op || ',\"sourceEventSeqs\":' || source_event_seqs"
+    f" || '}}' ELSE {_HEAD}"
     " || coalesce(',\"sourceEventSeqs\":' || source_event_seqs, '')"
-    " || coalesce(',\"surfaceOp\":' || surface_op, '') || '}')"
+    " || coalesce(',\"surfaceOp\":' || surface_op, '') || '}' END)"
 )
 SELECT_CHUNK: Final = (
     f"SELECT count(*), convert_to(string_agg({LINE}, E'\\n' ORDER BY seq), 'UTF8')"

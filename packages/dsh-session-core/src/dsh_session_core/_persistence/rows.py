@@ -8,11 +8,13 @@ column cannot hold fails the batch before anything is written), and rows back in
 lines: fast, as lines the database builds a chunk at a time (:func:`load_chunks`), or
 row by row by the reference's scan rules (:func:`scan_rows`) when that fails.
 
-The columns rebuild a line in one key order and one spelling (:func:`row_line`). An
-appended line they would not give back byte for byte (a crash-repair closer, whose
-``surfaceOp`` comes before its ``sourceEventSeqs``; a line another writer spelt
-otherwise) is kept beside its row as it was appended (:func:`kept_lines`), and read back
-instead of the rebuilt one: every log comes back with the bytes it was written with.
+The columns rebuild a line in the reference's spelling and key order (:func:`row_line`),
+a crash-repair closer's with its ``surfaceOp`` before its ``sourceEventSeqs``, as the
+reference writes it (:func:`closer_row`), whoever stored the row. An appended line they
+would not give back byte for byte (a line another writer spelt otherwise, an opaque
+event's keys in their own order) is kept beside its row as it was appended
+(:func:`kept_lines`), and read back instead of the rebuilt one: every log comes back
+with the bytes it was written with.
 """
 
 from __future__ import annotations
@@ -65,8 +67,8 @@ _INT64_MAX: Final = 2**63 - 1
 _WIRE_KEYS: Final = frozenset({"type", "seq", "time", "data", "sourceEventSeqs", "surfaceOp"})
 
 #: How the ``data`` column of a crash-repair closer for a tool call ends (after its
-#: ``turn``, ``step`` and ``callId``), as the reference writes it (spec core §7): a
-#: migration finds the closers that rows written before lines were kept hold by it.
+#: ``turn``, ``step`` and ``callId``), as the reference writes it (spec core §7): how a
+#: closer's row is known (:func:`closer_row`), whoever stored it.
 CLOSER_DATA_END: Final = (
     ',"content":[{"type":"text","text":"Tool call interrupted by a crash; no result was'
     ' recorded."}],"isError":true,"error":{"name":"InterruptedError","code":"interrupted"}}'
@@ -106,10 +108,20 @@ def _column(text: str) -> bytes:
 def row_line(row: Row) -> bytes:
     """The row's log line: the line kept for it, else the line its columns rebuild, in
     the reference's key order ``type, seq, time, data[, sourceEventSeqs][,
-    surfaceOp]``."""
+    surfaceOp]`` (a crash-repair closer's: ``surfaceOp`` first, :func:`closer_row`)."""
     if len(row) > 6 and row[6] is not None:
         return row[6].encode()
     return _rebuilt(row)
+
+
+def closer_row(type_: object, data: str, sources: object, op: object) -> bool:
+    """Whether a row is a crash-repair closer for a tool call that was logged, as the
+    reference writes it (spec core §7): a ``tool/result`` appended to the surface with
+    its call's seq, whose payload is the closer's (:data:`CLOSER_DATA_END`). The
+    reference writes its ``surfaceOp`` before its ``sourceEventSeqs``, so its line is
+    rebuilt in that order, whoever stored the row (the reference, an older build)."""
+    return (type_ == "tool/result" and op == '"append"' and sources is not None
+            and data.startswith('{"turn":') and data.endswith(CLOSER_DATA_END))
 
 
 def _rebuilt(row: Row) -> bytes:
@@ -118,10 +130,13 @@ def _rebuilt(row: Row) -> bytes:
         b'{"type":', ENCODER.encode(type_), b',"seq":%d,"time":%d,"data":' % (seq, time),
         _column(data),
     ]
-    if sources is not None:
-        parts += (b',"sourceEventSeqs":', _column(sources))
-    if op is not None:
-        parts += (b',"surfaceOp":', _column(op))
+    if sources is not None and op is not None and closer_row(type_, data, sources, op):
+        parts += (b',"surfaceOp":', _column(op), b',"sourceEventSeqs":', _column(sources))
+    else:
+        if sources is not None:
+            parts += (b',"sourceEventSeqs":', _column(sources))
+        if op is not None:
+            parts += (b',"surfaceOp":', _column(op))
     parts.append(b"}")
     return b"".join(parts)
 
@@ -376,29 +391,35 @@ def kept_lines(
     give back byte for byte, as ``(index in the batch, line)``: the backend keeps them
     beside their rows, and reads them instead of the rebuilt ones.
 
-    A line differs when it was written in another key order (a crash-repair closer:
-    ``surfaceOp`` before ``sourceEventSeqs``; an opaque event's own order or keys) or
-    spelling (spaces, ``\\u`` escapes, ``1.0`` or ``1e3``: a log another writer wrote,
-    copied as it is). Typed events whose lines are their own encoding (every batch a
-    store flushes but a repair's) are checked in one msgspec call; other batches a line
-    at a time.
+    A line differs when it was written in another key order (an opaque event's own
+    order or keys; a tool result shaped like a crash-repair closer but written
+    ``sourceEventSeqs`` first) or spelling (spaces, ``\\u`` escapes, ``1.0`` or ``1e3``:
+    a log another writer wrote, copied as it is). Typed events whose lines are their
+    own encoding (every batch a store flushes but a repair's) are checked in one msgspec
+    call; other batches a line at a time.
 
     :param jsonl: the batch's lines, one an event, each ``\n``-ended.
     :raises UnstorableError: a kept line is not UTF-8 (a text column holds it).
     """
+    n = PARAMS_PER_ROW
+    lines = jsonl.split(b"\n")
+    check: Iterable[int] = range(len(events))
     if all(type(e) is not OpaqueEvent and type(e.seq) is int and type(e.time) is int
            for e in events):
-        # A typed event's encoding is its row's rebuilt line: the same encoder wrote
-        # the data column, and the keys come in the same order.
+        # A typed event's encoding is its row's rebuilt line (the same encoder wrote
+        # the data column, and the keys come in the same order), but for a tool result
+        # shaped like a closer, whose line is rebuilt surfaceOp first.
         try:
             if encode_events(events) == jsonl:
-                return []
+                types = params[1::n]
+                if "tool/result" not in types:
+                    return []
+                check = [i for i, t in enumerate(types) if t == "tool/result"]
         except (TypeError, ValueError):  # not encodable as it stands: checked below
             pass
     kept: list[tuple[int, str]] = []
-    n = PARAMS_PER_ROW
-    for i, line in enumerate(jsonl.split(b"\n")[:-1]):
-        o = i * n
+    for i in check:
+        o, line = i * n, lines[i]
         row: Row = (params[o], params[o + 1], params[o + 2], params[o + 3],  # type: ignore[assignment]
                     params[o + 4] or None, params[o + 5] or None)
         if _rebuilt(row) != line:

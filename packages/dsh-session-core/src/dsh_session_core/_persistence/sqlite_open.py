@@ -10,18 +10,17 @@ reference, or by a build from before them, has none (0), and is migrated when a
 connection that may write it opens it:
 
 - **0 to 1**: ``dsh_event_lines`` (the lines their rows would not give back) and its
-  triggers are made; the crash-repair closers the rows hold get the line the reference
-  writes for them (``surfaceOp`` before ``sourceEventSeqs``): the one key order of old
-  rows that is known (:data:`~.sqlite_schema.RESTORE_CLOSERS`). Every other old row is
-  read as its columns rebuild it, as before. The closers are found by one scan of
-  ``events``, once.
+  triggers are made, and nothing else: no row is read or rewritten. The rows already
+  there have no kept line; they are read as their columns rebuild them, as before, but
+  for the crash-repair closers among them, which come back as the reference writes
+  them, ``surfaceOp`` before ``sourceEventSeqs`` (the one key order of old rows that is
+  known: :data:`~.sqlite_schema.CLOSER`, whoever wrote the row).
 
-A migration is one write transaction that reads the version again under the write lock:
-two processes opening the database at once migrate it once, the second waiting for the
-first (for SQLite's busy timeout). A database of version 0 that this connection cannot
-write is read as it stands: an empty temporary ``dsh_event_lines`` stands in for the
-missing one, so no line is kept and old closers come back in the columns' order, until
-a connection that may write opens it.
+A migration is one short write transaction that reads the version again under the write
+lock: two processes opening the database at once migrate it once. A database of
+version 0 that this connection cannot write is read as it stands: an empty temporary
+``dsh_event_lines`` stands in for the missing one (no line is kept there yet), until a
+connection that may write opens it.
 """
 
 from __future__ import annotations
@@ -32,14 +31,12 @@ from contextlib import AbstractContextManager
 from typing import Final, TypeAlias
 
 from ..errors import SchemaVersionError
-from .rows import CLOSER_DATA_END
 from .sqlite_schema import (
     ALL_TABLES,
     INDEX_SCHEMA,
     INDEX_TABLES,
     OWN_SCHEMA,
     OWN_VERSION,
-    RESTORE_CLOSERS,
     SCHEMA,
     SCHEMA_VERSION,
     SELECT_INDEX_TABLES,
@@ -136,7 +133,6 @@ def _migrate(conn: sqlite3.Connection, path: str, transaction: Transaction) -> N
             if own == 0:
                 for statement in OWN_SCHEMA:
                     conn.execute(statement)
-                conn.execute(RESTORE_CLOSERS, (CLOSER_DATA_END,))
                 conn.execute(STAMP_OWN, (OWN_VERSION,))
     except sqlite3.OperationalError as exc:
         if not read_only(exc):

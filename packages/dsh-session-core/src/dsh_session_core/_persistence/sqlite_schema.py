@@ -15,9 +15,10 @@ but 4, and must keep reading what this build writes)::
     dsh_session_schema(version, only_row)   the version of these tables (:data:`OWN_VERSION`)
     dsh_event_lines(session_id, seq, line)  a log line its row would not give back
 
-An event's line is rebuilt from its row in the reference's key order and spelling; a
-line appended otherwise (a crash-repair closer writes ``surfaceOp`` before
-``sourceEventSeqs``) is kept in ``dsh_event_lines`` as it was appended, and read back
+An event's line is rebuilt from its row in the reference's key order and spelling (a
+crash-repair closer's with its ``surfaceOp`` first, as the reference writes it: the
+:data:`CLOSER` test); a line appended otherwise (another writer's spelling, an opaque
+event's own key order) is kept in ``dsh_event_lines`` as it was appended, and read back
 instead (:func:`~.rows.kept_lines`). Triggers drop a kept line when its row is deleted or
 changed, by any writer (the reference, an older build, a hand edit): the row then
 speaks for itself again.
@@ -42,6 +43,7 @@ from .search_index import lines_of
 
 __all__ = [
     "ALL_TABLES",
+    "CLOSER",
     "DELETE_EVENTS",
     "DELETE_SESSION",
     "DELETE_TAIL",
@@ -55,7 +57,6 @@ __all__ = [
     "OWN_SCHEMA",
     "OWN_VERSION",
     "REBUILT",
-    "RESTORE_CLOSERS",
     "ROWS_PER_INSERT",
     "SCHEMA",
     "SCHEMA_VERSION",
@@ -123,8 +124,9 @@ SCHEMA: Final = (
 
 #: The version of dsh-session's own tables (``dsh_session_schema``), beside the
 #: reference's ``user_version`` 4, which stays as it is. 0 (no such table): a database
-#: the reference, or a build before them, wrote; 1: ``dsh_event_lines``. A database of
-#: a higher version is refused; a lower one is migrated when opened (:mod:`.sqlite_open`).
+#: the reference, or a build before them, wrote; 1: ``dsh_event_lines`` and its
+#: triggers. A database of a higher version is refused; a lower one is migrated when
+#: opened (:mod:`.sqlite_open`).
 OWN_VERSION: Final = 1
 
 _KEPT_TABLE: Final = """dsh_event_lines (
@@ -162,20 +164,6 @@ TEMP_KEPT: Final = f"CREATE TEMP TABLE IF NOT EXISTS {_KEPT_TABLE}"
 #: :data:`OWN_VERSION` needs nothing done when opened.
 ALL_TABLES: Final = ("sessions", "events", "dsh_session_schema", "dsh_event_lines",
                      "dsh_search_docs", "dsh_search", "dsh_search_state")
-
-# Rows written before lines were kept hold no line: the reference's crash-repair closers
-# among them (a tool/result of the closer's payload, appended, with its call's seq) are
-# given the line the reference writes for them, surfaceOp first. Other rows come back
-# as their columns rebuild them, as they did before.
-RESTORE_CLOSERS: Final = f"""
-    INSERT OR IGNORE INTO dsh_event_lines (session_id, seq, line)
-    SELECT session_id, seq, printf(
-        '{{"type":%s,"seq":%d,"time":%d,"data":%s,"surfaceOp":%s,"sourceEventSeqs":%s}}',
-        json_quote(type), seq, time, data, surface_op, source_event_seqs)
-    FROM events
-    WHERE type = 'tool/result' AND surface_op = '"append"' AND source_event_seqs IS NOT NULL
-      AND substr(data, 1, 8) = '{{"turn":' AND substr(data, -{len(CLOSER_DATA_END)}) = ?
-      AND instr(data, char(10)) = 0 AND instr(source_event_seqs, char(10)) = 0"""
 
 # An upsert, never INSERT OR REPLACE: REPLACE deletes the old row first, and the
 # foreign key's ON DELETE CASCADE would take the session's events with it.
@@ -295,19 +283,31 @@ def _line_format(sources: bool, op: bool) -> str:
     return "'" + fmt + "}'"
 
 
+# A crash-repair closer's row (rows.closer_row): the reference writes its surfaceOp
+# first. Tested in this order, most rows leave at the first test.
+CLOSER: Final = (
+    "source_event_seqs IS NOT NULL AND surface_op = '\"append\"' AND type = 'tool/result'"
+    f" AND substr(data, 1, 8) = '{{\"turn\":' AND substr(data, -{len(CLOSER_DATA_END)})"
+    f" = '{CLOSER_DATA_END.replace(chr(39), chr(39) * 2)}'"
+)
+
 # Each row's log line as its columns rebuild it, built by SQLite. One printf per row,
 # its format picked by which optional columns are NULL, is the cheapest form measured (a
 # chain of || allocates a string per operator). json_quote escapes exactly like
 # JSON.stringify and our encoder (tested over every code point), so an odd type string
 # cannot break the line.
-REBUILT: Final = f"""printf(
+REBUILT: Final = f"""CASE WHEN {CLOSER} THEN printf(
+    '{{"type":%s,"seq":%d,"time":%d,"data":%s,"surfaceOp":%s,"sourceEventSeqs":%s}}',
+    json_quote(type), seq, time, data, surface_op, source_event_seqs)
+ELSE printf(
     CASE WHEN surface_op IS NULL
         THEN CASE WHEN source_event_seqs IS NULL
             THEN {_line_format(False, False)} ELSE {_line_format(True, False)} END
         ELSE CASE WHEN source_event_seqs IS NULL
             THEN {_line_format(False, True)} ELSE {_line_format(True, True)} END
     END,
-    json_quote(type), seq, time, data, coalesce(source_event_seqs, surface_op), surface_op)"""
+    json_quote(type), seq, time, data, coalesce(source_event_seqs, surface_op), surface_op)
+END"""
 
 # Each row's log line: the one kept for it, else the rebuilt one, in a statement whose
 # ?1 is the session id. Whether the session has any kept line is looked up once per
