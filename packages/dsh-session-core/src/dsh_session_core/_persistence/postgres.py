@@ -5,10 +5,9 @@ statements are :mod:`.postgres_schema`'s, the search index's :mod:`.postgres_ind
 (run by :mod:`.sql_index`, the engine shared with SQLite), the reads that never write
 :mod:`.postgres_reads`' (the tail and the NOTIFY follower :mod:`.postgres_follow`'s),
 and the asyncio methods :mod:`.postgres_async`'s.
-The tables and columns are the reference's, plus the lines the columns would not give
-back (``events.line``) and a schema version table (an older version is migrated on open,
-:mod:`.postgres_open`). Each batch, and each repair, is one transaction; the scan and
-repair rules are the SQLite backend's (:func:`scan_rows`).
+The tables and columns are the reference's, plus ``events.line`` and a schema version
+table (:mod:`.postgres_open`). Each batch, and each repair, is one transaction; the scan
+and repair rules are the SQLite backend's (:func:`scan_rows`).
 
 Many hosts, one session, one writer:
 
@@ -27,9 +26,8 @@ Followers: every batch and repair notifies the session's channel (delivered at
 commit); :meth:`PostgresBackend.follow` LISTENs to it and reads the events table only
 when told something changed.
 
-Loading builds each row's log line in SQL (or takes the line kept for it) and decodes a
-chunk of lines in one msgspec call, like the SQLite backend: every log comes back byte
-for byte.
+Loading builds each row's log line in SQL (or takes the one kept) and decodes a chunk
+of lines in one msgspec call, like the SQLite backend.
 
 Search: each batch writes its events' index entries (``search_docs``, a ``tsvector`` of
 their words, GIN-indexed) in the statement that inserts it, and a repair or a delete
@@ -159,7 +157,7 @@ class PostgresBackend(PostgresReads, PostgresAsync):
     :param connect_timeout: seconds to wait for the server on each connect.
     :param create: create the tables in a database that has none (else
         :class:`StoreNotFoundError`: readers must not leave tables behind).
-    :raises SchemaVersionError: the database holds another schema version.
+    :raises SchemaVersionError: another schema version, or one this cannot migrate.
     :raises PersistenceError: the database holds ``sessions``/``events`` tables that
         dsh-session did not make.
     :raises psycopg.OperationalError: the server cannot be reached.

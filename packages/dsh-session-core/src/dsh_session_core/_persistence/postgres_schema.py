@@ -26,7 +26,8 @@ from typing import Any, Final
 from .._header import SessionHeader
 from ..errors import PersistenceError, UnstorableError
 from ..events import Event
-from .rows import CLOSER_DATA_END, PARAMS_PER_ROW, batch_rows, header_row
+from .row_lines import CLOSER_DATA_END
+from .rows import PARAMS_PER_ROW, batch_rows, header_row
 
 __all__ = [
     "APPEND",

@@ -8,13 +8,11 @@ column cannot hold fails the batch before anything is written), and rows back in
 lines: fast, as lines the database builds a chunk at a time (:func:`load_chunks`), or
 row by row by the reference's scan rules (:func:`scan_rows`) when that fails.
 
-The columns rebuild a line in the reference's spelling and key order (:func:`row_line`),
-a crash-repair closer's with its ``surfaceOp`` before its ``sourceEventSeqs``, as the
-reference writes it (:func:`closer_row`), whoever stored the row. An appended line they
-would not give back byte for byte (a line another writer spelt otherwise, an opaque
-event's keys in their own order) is kept beside its row as it was appended
-(:func:`kept_lines`), and read back instead of the rebuilt one: every log comes back
-with the bytes it was written with.
+The columns rebuild a line in the reference's spelling and key order
+(:mod:`.row_lines`). An appended line they would not give back byte for byte (a line
+another writer spelt otherwise, an opaque event's keys in their own order) is kept
+beside its row as it was appended (:func:`kept_lines`), and read back instead of the
+rebuilt one: every log comes back with the bytes it was written with.
 """
 
 from __future__ import annotations
@@ -35,6 +33,7 @@ from ..errors import LogFormatError, UnstorableError
 from ..events import Event, OpaqueEvent
 from ..jscompat import json_parse
 from .base import SessionSummary, StoredLog
+from .row_lines import CLOSER_DATA_END, Row, rebuilt_line, row_line
 
 __all__ = [
     "CLOSER_DATA_END",
@@ -54,26 +53,9 @@ __all__ = [
     "utf8_ok",
 ]
 
-#: One ``events`` row as the scan reads it: ``(seq, type, time, data,
-#: source_event_seqs, surface_op)``, the JSON columns as their text, then (where the
-#: backend keeps lines) the line kept for it, or ``None`` (:func:`kept_lines`).
-Row: TypeAlias = (
-    "tuple[int, str, int, str, str | None, str | None]"
-    " | tuple[int, str, int, str, str | None, str | None, str | None]"
-)
-
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
 _WIRE_KEYS: Final = frozenset({"type", "seq", "time", "data", "sourceEventSeqs", "surfaceOp"})
-
-#: How the ``data`` column of a crash-repair closer for a tool call ends (after its
-#: ``turn``, ``step`` and ``callId``), as the reference writes it (spec core §7): how a
-#: closer's row is known (:func:`closer_row`), whoever stored it.
-CLOSER_DATA_END: Final = (
-    ',"content":[{"type":"text","text":"Tool call interrupted by a crash; no result was'
-    ' recorded."}],"isError":true,"error":{"name":"InterruptedError","code":"interrupted"}}'
-)
-
 
 class RowScan(NamedTuple):
     """What :func:`scan_rows` keeps of a session's rows.
@@ -97,48 +79,6 @@ def _parses(text: str) -> bool:
     except ValueError:  # JSONDecodeError, and the constants JS refuses
         return False
     return True
-
-
-def _column(text: str) -> bytes:
-    # A column that parsed can hold a raw newline only as whitespace between tokens;
-    # a space keeps its meaning and keeps the log line on one line.
-    return text.replace("\n", " ").encode()
-
-
-def row_line(row: Row) -> bytes:
-    """The row's log line: the line kept for it, else the line its columns rebuild, in
-    the reference's key order ``type, seq, time, data[, sourceEventSeqs][,
-    surfaceOp]`` (a crash-repair closer's: ``surfaceOp`` first, :func:`closer_row`)."""
-    if len(row) > 6 and row[6] is not None:
-        return row[6].encode()
-    return _rebuilt(row)
-
-
-def closer_row(type_: object, data: str, sources: object, op: object) -> bool:
-    """Whether a row is a crash-repair closer for a tool call that was logged, as the
-    reference writes it (spec core §7): a ``tool/result`` appended to the surface with
-    its call's seq, whose payload is the closer's (:data:`CLOSER_DATA_END`). The
-    reference writes its ``surfaceOp`` before its ``sourceEventSeqs``, so its line is
-    rebuilt in that order, whoever stored the row (the reference, an older build)."""
-    return (type_ == "tool/result" and op == '"append"' and sources is not None
-            and data.startswith('{"turn":') and data.endswith(CLOSER_DATA_END))
-
-
-def _rebuilt(row: Row) -> bytes:
-    seq, type_, time, data, sources, op = row[:6]
-    parts = [
-        b'{"type":', ENCODER.encode(type_), b',"seq":%d,"time":%d,"data":' % (seq, time),
-        _column(data),
-    ]
-    if sources is not None and op is not None and closer_row(type_, data, sources, op):
-        parts += (b',"surfaceOp":', _column(op), b',"sourceEventSeqs":', _column(sources))
-    else:
-        if sources is not None:
-            parts += (b',"sourceEventSeqs":', _column(sources))
-        if op is not None:
-            parts += (b',"surfaceOp":', _column(op))
-    parts.append(b"}")
-    return b"".join(parts)
 
 
 def scan_rows(rows: Iterable[Row]) -> RowScan:
@@ -174,7 +114,7 @@ def scan_rows(rows: Iterable[Row]) -> RowScan:
         if ok[i] and seq == i:
             kept = row[6] if len(row) > 6 else None
             lines.append(row_line(row) if kept is not None and _parses(kept)
-                         else _rebuilt(row))
+                         else rebuilt_line(row))
             continue
         if i <= last_turn_end:
             if not ok[i]:
@@ -422,7 +362,7 @@ def kept_lines(
         o, line = i * n, lines[i]
         row: Row = (params[o], params[o + 1], params[o + 2], params[o + 3],  # type: ignore[assignment]
                     params[o + 4] or None, params[o + 5] or None)
-        if _rebuilt(row) != line:
+        if rebuilt_line(row) != line:
             try:
                 kept.append((i, line.decode()))
             except UnicodeDecodeError:

@@ -129,7 +129,9 @@ class SqliteBackend(SqliteReads):
     :param create: create the file when it does not exist (else
         :class:`StoreNotFoundError`, as for ``":memory:"``: a reader must not leave a
         database behind, and a fresh in-memory one holds nothing to read).
-    :raises SchemaVersionError: the database has another schema version.
+    :raises SchemaVersionError: the database has another schema version than the
+        reference's 4, or dsh-session's own tables are of a newer version (an older
+        one is migrated here, :mod:`.sqlite_open`).
     :raises StoreFolderError: ``create``, and the database's folder does not exist (it
         is never made).
     :raises sqlite3.Error: the database cannot be opened.

@@ -38,7 +38,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Final, Literal, TypeAlias
 
-from .rows import CLOSER_DATA_END, PARAMS_PER_ROW, row_line
+from .row_lines import CLOSER_DATA_END, row_line
+from .rows import PARAMS_PER_ROW
 from .search_index import lines_of
 
 __all__ = [
