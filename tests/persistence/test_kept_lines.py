@@ -176,6 +176,33 @@ def test_every_read_gives_back_the_lines_as_appended(
     assert measured.bytes == len(log_bytes(header, jsonl))
 
 
+def test_a_load_in_chunks_puts_each_kept_line_in_its_place(
+    database: Callable[[], Backend], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dsh_session_core._persistence import postgres, sqlite
+
+    monkeypatch.setattr(sqlite, "_CHUNK", 4)
+    monkeypatch.setattr(postgres, "_CHUNK", 4)
+
+    def no_scan(*args: object) -> None:
+        raise AssertionError("the fast load fell back to the row-by-row scan")
+
+    for module in (sqlite, postgres):  # the fast load's own answer, not the scan's
+        monkeypatch.setattr(module, "scanned", no_scan)
+    # 30 events, every third spelt otherwise (kept), over chunks of 4 rows.
+    header = meta("long", "/w")
+    lines = []
+    for seq in range(30):
+        line = (b'{"type":"x/note","seq":%d,"time":1,"data":{"n":%d}}' % (seq, seq))
+        lines.append(line.replace(b'"data":', b'"data": ') if seq % 3 == 0 else line)
+    log = parse_log(ENCODER.encode(header) + b"\n" + b"\n".join(lines) + b"\n", REG)
+    database().append_batch(header, list(log.events), log.jsonl, False)
+    stored = database().load_stored("long", REG)
+    assert stored is not None
+    assert stored.jsonl == log.jsonl
+    assert [e.seq for e in stored.events] == list(range(30))
+
+
 def test_the_careful_load_gives_back_the_lines_too(tmp_path: Path) -> None:
     # A row before seq 0 sends the load to the reference's row-by-row scan.
     header, events, jsonl = crashed()

@@ -810,7 +810,7 @@ def test_a_failure_in_the_load_thread_reaches_the_caller(
     real = SqliteBackend._chunk
     failing = threading.current_thread()
 
-    def chunk(self: SqliteBackend, session_id: str, kept: dict[int, str], start: int
+    def chunk(self: SqliteBackend, session_id: str, kept: list[tuple[int, str]], start: int
               ) -> tuple[int, bytes | None]:
         assert threading.current_thread() is not failing  # the worker runs the queries
         if start >= 15:

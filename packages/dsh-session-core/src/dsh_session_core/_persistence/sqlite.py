@@ -33,6 +33,7 @@ completely, those rows checked one by one.
 
 from __future__ import annotations
 
+import bisect
 import builtins
 import contextlib
 import functools
@@ -246,7 +247,7 @@ class SqliteBackend(SqliteReads):
             if first is None:  # materialized, and every row cut since (a torn marker 0)
                 fast = [], b""
             elif first == 0:  # else the scan decides what the rows before seq 0 mean
-                kept = dict(self._conn.execute(SELECT_KEPT, (session_id,)).fetchall())
+                kept = self._conn.execute(SELECT_KEPT, (session_id,)).fetchall()
                 fast = self._load_fast(session_id, last + 1, registry, kept)
             if fast is not None:
                 events, jsonl = fast
@@ -261,11 +262,12 @@ class SqliteBackend(SqliteReads):
         return self.load_stored(session_id, registry)
 
     def _load_fast(
-        self, session_id: str, count: int, registry: EventRegistry, kept: dict[int, str]
+        self, session_id: str, count: int, registry: EventRegistry,
+        kept: list[tuple[int, str]],
     ) -> tuple[list[Event], bytes] | None:
-        """Every row as a log line built by SQLite, or the line kept for it (``kept``, by
-        seq) (:func:`load_chunks`); ``None`` when the careful scan must decide what is
-        kept."""
+        """Every row as a log line built by SQLite, or the line kept for it (``kept``:
+        ``(seq, line)`` in seq order) (:func:`load_chunks`); ``None`` when the careful
+        scan must decide what is kept."""
         # One fetcher: a second connection building every other chunk (as PostgreSQL
         # does) made the standard load slower here, 123 -> 165 ms, the two threads'
         # SQLite allocations contending.
@@ -277,13 +279,14 @@ class SqliteBackend(SqliteReads):
             # row-by-row scan has no such limit.
             return None
 
-    def _chunk(self, session_id: str, kept: dict[int, str], start: int
+    def _chunk(self, session_id: str, kept: list[tuple[int, str]], start: int
                ) -> tuple[int, bytes | None]:
         n, blob = self._conn.execute(
             SELECT_CHUNK, (session_id, start, start + _CHUNK)
         ).fetchone()
         if kept and blob is not None:
-            mine = [(seq, line) for seq, line in kept.items() if start <= seq < start + n]
+            mine = kept[bisect.bisect_left(kept, (start,)):
+                        bisect.bisect_left(kept, (start + n,))]
             if mine:
                 # The chunk's rows are seqs start.. in order when it is whole (the
                 # loader checks that, and the seqs it decodes): line i is seq start+i.
