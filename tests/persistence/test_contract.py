@@ -10,13 +10,10 @@ from dsh_session_core.testing import BackendContract, BackendFactory
 
 
 class TestBuiltinBackends(BackendContract):
-    """Each case once per kind of store (the kit's ``store_kind``)."""
+    """Each case once per kind of store (the kit's ``store_kind``). Every built-in
+    backend keeps each line's key order (``keeps_line_order``, the default): SQLite and
+    PostgreSQL keep the lines their columns would not give back."""
 
     @pytest.fixture
     def make_backend(self, backend_factory: BackendFactory) -> BackendFactory:
         return backend_factory
-
-    @pytest.fixture
-    def keeps_line_order(self, store_kind: str) -> bool:
-        # SQLite (as the reference's) and PostgreSQL keep columns, not the log lines.
-        return store_kind not in ("sqlite", "postgresql")

@@ -561,7 +561,11 @@ def test_verification_catches_a_copy_that_differs(tmp_path: Path) -> None:
     tampering: Any = _Tampering(dst)
     (result,) = copy_sessions(src, tampering, registry=REG).sessions
     assert (result.status, result.verified, result.copied) == ("mismatch", False, 12)
-    assert result.error == "the copy does not check out: event seq 1 differs"
+    assert result.error == (
+        "the copy does not check out: event seq 1 differs: another value; 138 bytes in the "
+        "source, 138 in the destination, apart from byte 85: "
+        "'...ype\":\"text\",\"text\":\"q1\"}],\"source\":{\"kind\":\"user\"}...' against "
+        "'...ype\":\"text\",\"text\":\"Q1\"}],\"source\":{\"kind\":\"user\"}...'")
     src2 = MemoryBackend()
     _store(src2, *_log("w", 1))
     (skipped,) = copy_sessions(src2, _Tampering(MemoryBackend()), registry=REG,
@@ -587,14 +591,21 @@ def test_check_copy_names_what_differs() -> None:
         "11 events in the destination, 12 in the source")
     other = Session("c", events[:-1], header, registry=REG)
     other.append("turn/end", {"turn": 2, "reason": {"kind": "aborted"}})
-    assert check_copy(original, variant(events=list(other.events)), REG) == (
-        "event seq 11 differs")
-    # The same events with their keys in another order are the same events...
+    problem = check_copy(original, variant(events=list(other.events)), REG)
+    assert problem is not None
+    assert problem.startswith("event seq 11 differs: another value; 88 bytes in the source, "
+                              "95 in the destination, apart from byte 36: ")
+    # The same events with their keys in another order are other bytes: a copy keeps
+    # every byte, and says which line holds the same value written otherwise...
     reordered = [line.replace(b'"type":"turn/end","seq":5', b'"seq":5,"type":"turn/end"')
                  for line in _lines(events)]
     assert reordered != _lines(events)
     jsonl = b"".join(line + b"\n" for line in reordered)
-    assert check_copy(original, variant(jsonl=jsonl), REG) is None
+    assert check_copy(original, variant(jsonl=jsonl), REG) == (
+        "event seq 5 differs: the same JSON value written otherwise: key order or spelling; "
+        "87 bytes in the source, 87 in the destination, apart from byte 2: "
+        "'{\"type\":\"turn/end\",\"seq\":5,\"time...' against "
+        "'{\"seq\":5,\"type\":\"turn/end\",\"time...'")
     # ...and events that derive other messages are caught even when the lines agree.
     seeded = Session("c", events[:1], header, registry=REG)
     other_text = seeded.append("user/message", {"content": [{"type": "text", "text": "zz"}],
@@ -628,7 +639,9 @@ def _reference_stores(tmp: Path) -> list[tuple[JsonlBackend, list[Path]]]:
     return [(backend, logs) for backend, _, logs in stores]
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgresql", "jsonl+zstd"])
+# Whole stores of the reference's logs, listed as they are (version-less headers among
+# them). Every log through every pair of kinds of store: test_byte_round_trip.py.
+@pytest.mark.parametrize("kind", ["sqlite"])
 def test_every_reference_log_survives_a_trip_through_another_store_byte_for_byte(
     places: Places, kind: str
 ) -> None:

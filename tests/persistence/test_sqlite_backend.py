@@ -226,11 +226,12 @@ def test_the_tables_are_exactly_the_reference_schema(db: Path, opened: list[Sqli
     assert execute(db, "SELECT name FROM sqlite_master WHERE type = 'index' AND "
                        f"tbl_name IN {reference}") == [
         ("sqlite_autoindex_sessions_1",), ("sqlite_autoindex_events_1",)]
-    # Every other table is the search index's (docs/search.md), which the reference
-    # does not know and never needs.
+    # Every other table is dsh-session's own (its version, the kept lines) or the search
+    # index's (docs/search.md), which the reference does not know and never needs.
     others = {name for (name,) in execute(
         db, f"SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN {reference}")}
-    assert all(name.startswith("dsh_search") for name in others), others
+    assert {name for name in others if not name.startswith("dsh_search")} == {
+        "dsh_session_schema", "dsh_event_lines"}
 
 
 # --- 67: journal mode -----------------------------------------------------------------------
@@ -622,12 +623,17 @@ def test_a_time_that_is_no_int64_is_refused_before_the_transaction(
     assert backend.list() == []
 
 
-def test_an_integral_float_time_is_stored_as_the_integer() -> None:
-    # JSON has one number type: the reference writes 5 for 5.0.
-    with SqliteBackendCM() as backend:
+def test_an_integral_float_time_is_stored_as_the_integer(db: Path) -> None:
+    # JSON has one number type: the reference writes 5 for 5.0. The column holds the
+    # integer; the line comes back as it was appended, as a JSONL log keeps it.
+    backend = SqliteBackend(db)
+    try:
         event = msgspec.structs.replace(from_wires([TS(0, 1)])[0], time=5.0)
         put(backend, meta("f"), [event], False)
-        assert jsonl_of(backend, "f").startswith(b'{"type":"turn/start","seq":0,"time":5,')
+        assert jsonl_of(backend, "f").startswith(b'{"type":"turn/start","seq":0,"time":5.0,')
+    finally:
+        backend.close()
+    assert rows_of(db, "f")[0][2] == 5
 
 
 def test_a_header_without_a_version_is_refused(opened: list[SqliteBackend]) -> None:
@@ -638,12 +644,18 @@ def test_a_header_without_a_version_is_refused(opened: list[SqliteBackend]) -> N
     assert backend.list() == []
 
 
-def test_an_opaque_entry_with_keys_no_column_holds_is_refused(opened: list[SqliteBackend]) -> None:
+def test_an_opaque_entry_with_keys_no_column_holds_keeps_them_in_its_line(
+    opened: list[SqliteBackend],
+) -> None:
     backend = open_backend(opened, ":memory:")
-    odd = decode_wire(REGISTRY, {**TS(0, 1), "extra": 1})
+    odd = decode_wire(REGISTRY, {"extra": 1, **TS(0, 1)})
+    put(backend, meta("odd"), [odd], False)
+    assert jsonl_of(backend, "odd") == encode_events([odd])
+    assert jsonl_of(backend, "odd").startswith(b'{"extra":1,"type":"turn/start",')
+    # Without its line (a caller that gives none), nothing would keep the key: refused.
     with pytest.raises(UnstorableError, match=r"has log keys no column holds: \['extra'\]"):
-        put(backend, meta("odd"), [odd], False)
-    assert backend.list() == []
+        backend.append_batch(meta("bare"), [odd], b"", False)
+    assert [h.id for h in backend.list()] == ["odd"]
 
 
 class SqliteBackendCM:
@@ -798,11 +810,12 @@ def test_a_failure_in_the_load_thread_reaches_the_caller(
     real = SqliteBackend._chunk
     failing = threading.current_thread()
 
-    def chunk(self: SqliteBackend, session_id: str, start: int) -> tuple[int, bytes | None]:
+    def chunk(self: SqliteBackend, session_id: str, kept: list[tuple[int, str]], start: int
+              ) -> tuple[int, bytes | None]:
         assert threading.current_thread() is not failing  # the worker runs the queries
         if start >= 15:
             raise sqlite3.OperationalError("disk I/O error")
-        return real(self, session_id, start)
+        return real(self, session_id, kept, start)
 
     monkeypatch.setattr(SqliteBackend, "_chunk", chunk)
     with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):

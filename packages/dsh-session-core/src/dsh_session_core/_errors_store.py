@@ -133,17 +133,21 @@ class LinkedLogError(PersistenceError):
 
 
 class SchemaVersionError(DshSessionError, RuntimeError):
-    """The database belongs to another schema version; there is no migration.
+    """The database belongs to another schema version, which this build does not
+    migrate (an older one it knows is migrated when opened).
 
     :ivar path: the database (a file, or a server URL without its password).
-    :ivar version: its schema version (SQLite: ``user_version``).
+    :ivar version: its schema version (SQLite: ``user_version``, or the version of
+        dsh-session's own tables, as the message then says).
     :ivar expected: the version this build reads and writes.
     """
 
-    def __init__(self, path: str, version: int, *, expected: int = 4) -> None:
+    def __init__(
+        self, path: str, version: int, *, expected: int = 4, detail: str | None = None
+    ) -> None:
         super().__init__(
             f'session database at "{path}" has schema version {version}, incompatible '
-            f"with this build ({expected})"
+            f"with this build ({expected}){'' if detail is None else ': ' + detail}"
         )
         self.path = path
         self.version = version

@@ -13,14 +13,17 @@ session. It is what ``dsh-session copy`` runs. The rules:
   (``locked``), never waited for.
 - **Resumable, never overwriting.** When the destination already holds the session, its
   header must equal the source's and its events must be the source's first *k* events
-  (same log lines); then only the missing tail is appended (``resumed``), or nothing
-  (``up-to-date``). Anything else is ``diverged`` and left untouched. Events are
+  (the same log lines, byte for byte); then only the missing tail is appended
+  (``resumed``), or nothing (``up-to-date``). Anything else is ``diverged`` and left
+  untouched. Events are
   appended in batches of ``batch_size``: a crash loses at most one batch, and running
   the copy again continues where it stopped. A torn tail in the destination (a crash
   in the middle of a batch) is cut first, as loading the session would cut it.
 - **Byte for byte.** Headers are kept as they are, and events are written with the log
-  lines the source stored (``StoredLog.jsonl``), so a JSONL copy of a JSONL log is the
-  same bytes, and ``dsh-session export`` prints the same log from either store.
+  lines the source stored (``StoredLog.jsonl``), which every built-in backend gives
+  back as it was appended (SQLite and PostgreSQL keep the lines their columns would not
+  rebuild): a copy through any two stores is the same bytes, and ``dsh-session export``
+  prints the same log from either store.
 - **Never retried in vain.** Before a session is read, its id is checked against the
   destination's id rule (:meth:`~.base.Backend.check_id`): an id the destination cannot
   store (the empty id, a lone surrogate; PostgreSQL: a NUL, more than 2048 bytes) is
@@ -29,8 +32,9 @@ session. It is what ``dsh-session copy`` runs. The rules:
   copying it again can never succeed, so it is not reported as a ``failed`` to retry.
 - **Checked.** With ``verify`` (the default), each session is loaded back from the
   destination, still under its lock, and must have the source's header, the same number
-  of events with the same log lines, and derive the same messages (or fail to derive
-  with the same error); otherwise it is a ``mismatch``.
+  of events with the same log lines byte for byte, and derive the same messages (or
+  fail to derive with the same error); otherwise it is a ``mismatch``, whose error says
+  which event differs and how (:func:`check_copy`).
 
 A failure is confined to its session: it is reported, and the other sessions are still
 copied. Only a source that cannot be listed stops the run.
@@ -426,29 +430,55 @@ def _shown(value: object) -> str:
 _sorted_keys = msgspec.json.Encoder(order="sorted")
 
 
-def _value(line: bytes) -> bytes:
-    """A log line as a JSON value, re-encoded with every object's keys sorted: two lines
-    are the same event iff these are equal, whatever order their keys were written in
-    (a backend that stores columns, like SQLite, rebuilds a line in its own key order)."""
+def _value(line: bytes) -> bytes | None:
+    """A log line as a JSON value, re-encoded with every object's keys sorted (two lines
+    hold the same value iff these are equal, whatever their key order and spelling), or
+    ``None`` when it is not JSON."""
     try:
         return _sorted_keys.encode(msgspec.json.decode(line))
     except msgspec.DecodeError:  # lone surrogate escapes, which msgspec refuses
         import json
 
-        text = json.dumps(json_parse(line), sort_keys=True, separators=(",", ":"))
+        try:
+            text = json.dumps(json_parse(line), sort_keys=True, separators=(",", ":"))
+        except ValueError:
+            return None
         return b"~" + text.encode()  # ASCII (escaped); "~" keeps it apart from msgspec's
 
 
 def _first_difference(mine: Sequence[bytes], theirs: Sequence[bytes]) -> int | None:
-    """The index of the first event that differs between two lists of log lines (a
-    shorter list differs where it ends), or ``None``. Lines are compared as JSON values
-    (see :func:`_value`), so key order does not count; every other byte does."""
+    """The index of the first event whose log line differs between two lists, byte for
+    byte (a shorter list differs where it ends), or ``None``."""
     if mine == theirs:
         return None
     for i, (a, b) in enumerate(zip(mine, theirs, strict=False)):
-        if a != b and _value(a) != _value(b):
+        if a != b:
             return i
     return None if len(mine) == len(theirs) else min(len(mine), len(theirs))
+
+
+_SAME_VALUE: Final = "the same JSON value written otherwise: key order or spelling"
+
+
+def _same_value(mine: bytes, theirs: bytes) -> bool:
+    """Whether two log lines hold the same JSON value."""
+    value = _value(mine)
+    return value is not None and value == _value(theirs)
+
+
+def _how(mine: bytes, theirs: bytes) -> str:
+    """How two log lines of one event differ: whether they still hold the same JSON
+    value, and where their bytes part, with what each has there."""
+    at = next((i for i, (a, b) in enumerate(zip(mine, theirs, strict=False)) if a != b),
+              min(len(mine), len(theirs)))
+
+    def near(line: bytes) -> str:
+        shown = line[max(at - 20, 0):at + 30].decode(errors="replace")
+        return f"{'...' if at > 20 else ''}{shown}{'...' if at + 30 < len(line) else ''}"
+
+    what = _SAME_VALUE if _same_value(mine, theirs) else "another value"
+    return (f"{what}; {len(mine)} bytes in the source, {len(theirs)} in the destination, "
+            f"apart from byte {at}: {near(mine)!r} against {near(theirs)!r}")
 
 
 def _prefix_length(there: StoredLog | None, stored: StoredLog, lines: list[bytes]) -> int:
@@ -470,11 +500,13 @@ def _prefix_length(there: StoredLog | None, stored: StoredLog, lines: list[bytes
             f"source holds"
         )
         raise _Diverged(msg)
-    at = _first_difference(lines[:k], _lines(there))
+    theirs = _lines(there)
+    at = _first_difference(lines[:k], theirs)
     if at is not None:
+        same = f" ({_SAME_VALUE})" if _same_value(lines[at], theirs[at]) else ""
         msg = (
-            f"the destination's event seq {at} differs from the source's: it is not a "
-            f"prefix of the source"
+            f"the destination's event seq {at} differs from the source's{same}: it is not "
+            f"a prefix of the source"
         )
         raise _Diverged(msg)
     return k
@@ -499,8 +531,9 @@ def check_copy(
 ) -> str | None:
     """What is wrong with ``copy`` as a copy of ``original`` (the valid prefix of a
     source log), one line; ``None`` when it checks out: the same header, no torn tail,
-    as many events with the same log lines, and the same derived messages (or the same
-    derivation error).
+    as many events with the same log lines, byte for byte, and the same derived messages
+    (or the same derivation error). A line that differs is named by its event's seq,
+    with where its bytes part and whether it still holds the same JSON value.
 
     :param lines: the original's log lines, when already at hand.
     """
@@ -514,9 +547,11 @@ def check_copy(
     n, m = len(original.events), len(copy.events)
     if n != m:
         return f"{m} events in the destination, {n} in the source"
-    at = _first_difference(_lines(original) if lines is None else lines, _lines(copy))
+    mine = _lines(original) if lines is None else lines
+    theirs = _lines(copy)
+    at = _first_difference(mine, theirs)
     if at is not None:
-        return f"event seq {at} differs"
+        return f"event seq {at} differs: {_how(mine[at], theirs[at])}"
     if _derived(original, registry) != _derived(copy, registry):
         return "it derives other messages than the source"
     return None

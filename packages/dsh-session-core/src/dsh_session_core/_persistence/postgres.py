@@ -5,9 +5,9 @@ statements are :mod:`.postgres_schema`'s, the search index's :mod:`.postgres_ind
 (run by :mod:`.sql_index`, the engine shared with SQLite), the reads that never write
 :mod:`.postgres_reads`' (the tail and the NOTIFY follower :mod:`.postgres_follow`'s),
 and the asyncio methods :mod:`.postgres_async`'s.
-The tables and columns are the reference's, plus a schema version table. Each batch,
-and each repair, is one transaction; the scan and repair rules are the SQLite backend's
-(:func:`scan_rows`).
+The tables and columns are the reference's, plus ``events.line`` and a schema version
+table (:mod:`.postgres_open`). Each batch, and each repair, is one transaction; the scan
+and repair rules are the SQLite backend's (:func:`scan_rows`).
 
 Many hosts, one session, one writer:
 
@@ -26,8 +26,8 @@ Followers: every batch and repair notifies the session's channel (delivered at
 commit); :meth:`PostgresBackend.follow` LISTENs to it and reads the events table only
 when told something changed.
 
-Loading builds each row's log line in SQL and decodes a chunk of lines in one msgspec
-call, like the SQLite backend.
+Loading builds each row's log line in SQL (or takes the one kept) and decodes a chunk
+of lines in one msgspec call, like the SQLite backend.
 
 Search: each batch writes its events' index entries (``search_docs``, a ``tsvector`` of
 their words, GIN-indexed) in the statement that inserts it, and a repair or a delete
@@ -63,6 +63,7 @@ from .base import (
 )
 from .postgres_async import PostgresAsync
 from .postgres_index import APPEND_INDEXED, INDEX_SQL, SEARCH_LOCK_KEY, index_columns
+from .postgres_open import open_schema
 from .postgres_reads import PostgresReads
 from .postgres_schema import (
     APPEND,
@@ -87,7 +88,6 @@ from .postgres_schema import (
     checked_header,
     conflict,
     lock_key,
-    open_schema,
     redacted,
     same_rows,
     storable_text,
@@ -157,7 +157,7 @@ class PostgresBackend(PostgresReads, PostgresAsync):
     :param connect_timeout: seconds to wait for the server on each connect.
     :param create: create the tables in a database that has none (else
         :class:`StoreNotFoundError`: readers must not leave tables behind).
-    :raises SchemaVersionError: the database holds another schema version.
+    :raises SchemaVersionError: another schema version, or one this cannot migrate.
     :raises PersistenceError: the database holds ``sessions``/``events`` tables that
         dsh-session did not make.
     :raises psycopg.OperationalError: the server cannot be reached.
@@ -308,7 +308,7 @@ class PostgresBackend(PostgresReads, PostgresAsync):
         """
         if not events:
             return
-        columns, before = batch_columns(header.id, events)
+        columns, before = batch_columns(header.id, events, jsonl)
         columns["before"] = before
         if self._indexed:
             index_columns(columns, events, jsonl)
@@ -390,7 +390,7 @@ class PostgresBackend(PostgresReads, PostgresAsync):
         if torn is not None and type(torn) is not int:
             msg = f"a PostgreSQL torn marker is a seq (int), got {torn!r}"
             raise TypeError(msg)
-        columns = batch_columns(header.id, closers)[0] if closers else None
+        columns = batch_columns(header.id, closers, jsonl)[0] if closers else None
         if torn is None and columns is None:
             return
         lease = self._leases.get(header.id)

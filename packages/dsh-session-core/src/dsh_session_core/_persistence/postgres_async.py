@@ -71,7 +71,7 @@ class PostgresAsync:
         batch)."""
         if not events:
             return
-        columns, before = batch_columns(header.id, events)
+        columns, before = batch_columns(header.id, events, jsonl)
         columns["before"] = before
         if self._indexed:
             index_columns(columns, events, jsonl)

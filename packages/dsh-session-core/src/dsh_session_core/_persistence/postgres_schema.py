@@ -2,9 +2,12 @@
 rules for what a text column and a NOTIFY channel can hold.
 
 The tables and columns are the reference's (``sessions``, ``events`` with primary key
-``(session_id, seq)``, JSON kept as the text it was written as, so a log's bytes survive
-a round trip), plus a one-row ``dsh_session_schema`` table that holds the schema
-version, checked on open (:func:`open_schema`), and the full-text search index's
+``(session_id, seq)``, JSON kept as the text it was written as), plus ``events.line``:
+the log line as it was appended, kept only where the columns would not give it back
+byte for byte (:func:`~.rows.kept_lines`: another writer's spelling, an opaque event's
+key order), so every log survives a round trip byte for byte; a
+one-row ``dsh_session_schema`` table that holds the schema version, checked (and an
+older one migrated) on open (:mod:`.postgres_open`); and the full-text search index's
 (``search_docs``: each searched event's words as a ``tsvector``; ``search_state``: how
 far each session is indexed), whose statements are :mod:`.postgres_index`'s.
 A batch becomes one array per column (:func:`batch_columns`), checked before any
@@ -18,23 +21,24 @@ from __future__ import annotations
 import hashlib
 import itertools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from .._header import SessionHeader
-from ..errors import PersistenceError, SchemaVersionError, StoreNotFoundError, UnstorableError
+from ..errors import PersistenceError, UnstorableError
 from ..events import Event
-from .rows import PARAMS_PER_ROW, event_params, header_row
-
-if TYPE_CHECKING:
-    import psycopg
+from .row_lines import CLOSER_DATA_END
+from .rows import PARAMS_PER_ROW, batch_rows, header_row
 
 __all__ = [
     "APPEND",
+    "CREATE_LINE_TRIGGER",
     "DELETE_EVENTS",
     "DELETE_SESSION",
     "DELETE_TAIL",
+    "INDEX_SCHEMA",
     "INSERT_ROWS",
     "NOTIFY",
+    "SCHEMA",
     "SCHEMA_VERSION",
     "SELECT_AFTER",
     "SELECT_CHUNK",
@@ -59,7 +63,6 @@ __all__ = [
     "conflict",
     "database_of",
     "lock_key",
-    "open_schema",
     "redacted",
     "same_rows",
     "storable_text",
@@ -67,16 +70,14 @@ __all__ = [
 ]
 
 #: The version in ``dsh_session_schema``; a database of another version is refused,
-#: except version 1, which is upgraded in place when opened (:func:`open_schema`).
-#: Version 2 added the search index. The version is bumped although the index is only
-#: added tables, because a version-1 build writing a version-2 database would keep it
-#: inconsistent: its deletes leave a session's index rows behind. It refuses version 2;
-#: a version-1 database, whose sessions have no index rows yet, gets the tables added
-#: (nothing is rewritten) and its sessions are indexed by the first search that reads
-#: them, as any rows a writer without the index stored are.
-SCHEMA_VERSION: Final = 2
+#: except versions 1 and 2, which are upgraded in place when opened
+#: (:mod:`.postgres_open`). Version 2 added the search index; version 3 ``events.line``
+#: (the lines the columns would not give back). Each bump makes the builds before it
+#: refuse the database: a version-1 build's deletes would leave index rows behind, and a
+#: version-2 build would write closers whose lines nothing keeps.
+SCHEMA_VERSION: Final = 3
 
-_SCHEMA: Final = (
+SCHEMA: Final = (
     """CREATE TABLE dsh_session_schema (
         version integer NOT NULL,
         only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row)
@@ -99,6 +100,7 @@ _SCHEMA: Final = (
         data text NOT NULL,
         source_event_seqs text,
         surface_op text,
+        line text,
         PRIMARY KEY (session_id, seq)
     )""",
     # Listing, newest first, and by project folder.
@@ -106,11 +108,23 @@ _SCHEMA: Final = (
     "CREATE INDEX sessions_by_cwd ON sessions (cwd, created_at)",
 )
 
+#: Forgets a kept line when its row is changed by hand (the row then speaks for itself
+#: again), unless the same UPDATE sets the line.
+CREATE_LINE_TRIGGER: Final = (
+    """CREATE OR REPLACE FUNCTION dsh_session_forget_line() RETURNS trigger
+    LANGUAGE plpgsql AS $$ BEGIN NEW.line := NULL; RETURN NEW; END $$""",
+    """CREATE TRIGGER dsh_session_forget_line
+    BEFORE UPDATE OF session_id, seq, type, time, data, source_event_seqs, surface_op
+    ON events FOR EACH ROW
+    WHEN (OLD.line IS NOT NULL AND NEW.line IS NOT DISTINCT FROM OLD.line)
+    EXECUTE PROCEDURE dsh_session_forget_line()""",
+)
+
 # The search index, added by version 2. ``words`` holds our index words as the lexemes
 # (array_to_tsvector: no parser, no stemming), or NULL for an event whose words would
 # pass the 1 MiB a tsvector holds: such a row is a candidate of every search (the
 # partial index finds them). ``turn`` may be search_index.TURN_UNKNOWN: look it up.
-_INDEX_SCHEMA: Final = (
+INDEX_SCHEMA: Final = (
     """CREATE TABLE IF NOT EXISTS search_docs (
         session_id text NOT NULL,
         seq bigint NOT NULL,
@@ -128,9 +142,6 @@ _INDEX_SCHEMA: Final = (
     )""",
 )
 
-#: Serializes schema creation between processes opening a fresh database at once.
-_SCHEMA_LOCK_KEY: Final = 0x6473_685F_7363_6831  # "dsh_sch1"
-
 UPSERT_SESSION: Final = """
     INSERT INTO sessions (id, version, created_at, cwd, parent_session, seed_length)
     VALUES (%s, %s, %s, %s, %s, %s)
@@ -142,11 +153,13 @@ UPSERT_SESSION: Final = """
 # as text, psycopg would escape every quote of every JSON text, which cost about half of
 # a flush's client time.
 ROWS: Final = """
-    INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op)
-    SELECT %(sid)b, r.seq, r.type, r.time, r.data, nullif(r.src, ''), nullif(r.op, '')
+    INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op,
+                        line)
+    SELECT %(sid)b, r.seq, r.type, r.time, r.data, nullif(r.src, ''), nullif(r.op, ''),
+           nullif(r.line, '')
     FROM unnest(%(seqs)b::bigint[], %(types)b::text[], %(times)b::bigint[],
-                %(datas)b::text[], %(srcs)b::text[], %(ops)b::text[])
-         AS r(seq, type, time, data, src, op)"""
+                %(datas)b::text[], %(srcs)b::text[], %(ops)b::text[], %(lines)b::text[])
+         AS r(seq, type, time, data, src, op, line)"""
 
 # A batch in one statement (one round trip, its own transaction when autocommit): the
 # rows go in only if the stored log ends right before them, checked in the same
@@ -165,13 +178,15 @@ INSERT_ROWS: Final = ROWS
 
 DELETE_TAIL: Final = "DELETE FROM events WHERE session_id = %s AND seq >= %s"
 NOTIFY: Final = "SELECT pg_notify(%s, %s)"
+# Every read of rows: the columns, then the kept line (NULL where the columns are the line).
+_ROW: Final = "SELECT seq, type, time, data, source_event_seqs, surface_op, line FROM events"
 SELECT_LAST: Final = "SELECT coalesce(max(seq), -1) FROM events WHERE session_id = %s"
 SELECT_RANGE: Final = (
-    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
+    f"{_ROW}"
     " WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s"
 )
 SELECT_AFTER: Final = (
-    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
+    f"{_ROW}"
     " WHERE session_id = %s AND seq > %s ORDER BY seq"
 )
 SELECT_HEADERS: Final = (
@@ -185,23 +200,36 @@ SELECT_HEADER: Final = (
     " FROM sessions WHERE id = %(sid)s"
 )
 SELECT_ROWS: Final = (
-    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
+    f"{_ROW}"
     " WHERE session_id = %s ORDER BY seq"
 )
 SELECT_STORED_ROWS: Final = (
-    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
+    f"{_ROW}"
     " WHERE session_id = %s AND seq >= %s AND seq < %s ORDER BY seq"
 )
 
-# Each row's log line, built by the server in the key order of the log format
-# (``type, seq, time, data[, sourceEventSeqs][, surfaceOp]``). to_json escapes a string
-# exactly like JSON.stringify and our encoder ("\"", "\\", \b \f \n \r \t, other control
-# characters as \u00xx, everything else verbatim).
-LINE: Final = (
+# A crash-repair closer's row (rows.closer_row): the reference writes its surfaceOp
+# first. Tested in this order, most rows leave at the first test.
+_CLOSER: Final = (
+    "source_event_seqs IS NOT NULL AND surface_op = '\"append\"' AND type = 'tool/result'"
+    f" AND left(data, 8) = '{{\"turn\":' AND right(data, {len(CLOSER_DATA_END)})"
+    f" = '{CLOSER_DATA_END.replace(chr(39), chr(39) * 2)}'"
+)
+# Each row's log line: the one kept for it, else the one the server builds in the key
+# order of the log format (``type, seq, time, data[, sourceEventSeqs][, surfaceOp]``; a
+# closer's surfaceOp first). to_json escapes a string exactly like JSON.stringify and
+# our encoder ("\"", "\\", \b \f \n \r \t, other control characters as \u00xx,
+# everything else verbatim).
+_HEAD: Final = (
     "'{\"type\":' || to_json(type)::text || ',\"seq\":' || seq || ',\"time\":' || time"
     " || ',\"data\":' || data"
+)
+LINE: Final = (
+    f"coalesce(line, CASE WHEN {_CLOSER} THEN {_HEAD}"
+    " || ',\"surfaceOp\":' || surface_op || ',\"sourceEventSeqs\":' || source_event_seqs"
+    f" || '}}' ELSE {_HEAD}"
     " || coalesce(',\"sourceEventSeqs\":' || source_event_seqs, '')"
-    " || coalesce(',\"surfaceOp\":' || surface_op, '') || '}'"
+    " || coalesce(',\"surfaceOp\":' || surface_op, '') || '}' END)"
 )
 SELECT_CHUNK: Final = (
     f"SELECT count(*), convert_to(string_agg({LINE}, E'\\n' ORDER BY seq), 'UTF8')"
@@ -245,11 +273,11 @@ SELECT_SUMMARIES_OF: Final = (
 SELECT_FOUND: Final = "SELECT 1 FROM sessions WHERE id = %s"
 # The rows of some types (``lines_of_types``): the session's key range, filtered.
 SELECT_TYPES: Final = (
-    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
+    f"{_ROW}"
     " WHERE session_id = %s AND type = ANY(%s) ORDER BY seq"
 )
 SELECT_TAIL: Final = (
-    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
+    f"{_ROW}"
     " WHERE session_id = %s AND seq <= %s ORDER BY seq DESC LIMIT %s"
 )
 
@@ -308,11 +336,16 @@ def storable_text(session_id: str, what: str, value: object, seq: int | None) ->
 Columns = dict[str, Any]
 
 
-def batch_columns(session_id: str, events: Sequence[Event]) -> tuple[Columns, int]:
+def batch_columns(
+    session_id: str, events: Sequence[Event], jsonl: bytes
+) -> tuple[Columns, int]:
     """The batch as column arrays for ``unnest`` (checked before any transaction), and
     the seq the stored log must end at for it to follow. An absent optional column is
-    ``''`` (stored as NULL: JSON text is never empty)."""
-    params = event_params(session_id, events, "PostgreSQL")
+    ``''`` (stored as NULL: JSON text is never empty), and so is the line of a row that
+    gives it back (:func:`~.rows.kept_lines`).
+
+    :param jsonl: the batch's log lines as appended."""
+    params, kept = batch_rows(session_id, events, jsonl, "PostgreSQL")
     n = PARAMS_PER_ROW
     seqs, types, times = params[0::n], params[1::n], params[2::n]
     for event_type in set(types):  # a batch has few distinct types
@@ -322,9 +355,12 @@ def batch_columns(session_id: str, events: Sequence[Event]) -> tuple[Columns, in
         if seq != prev + 1:  # type: ignore[operator]
             msg = f'batch of session "{session_id}" is not contiguous at seq {seq}'
             raise PersistenceError(msg, session_id=session_id)
+    lines = [""] * len(seqs)
+    for i, line in kept:
+        lines[i] = line
     columns = {"sid": session_id, "seqs": seqs, "types": types, "times": times,
                "datas": params[3::n], "srcs": params[4::n], "ops": params[5::n],
-               "channel": channel_of(session_id), "last": str(seqs[-1])}
+               "lines": lines, "channel": channel_of(session_id), "last": str(seqs[-1])}
     return columns, seqs[0] - 1  # type: ignore[operator]
 
 
@@ -338,9 +374,9 @@ def checked_header(header: SessionHeader) -> tuple[Any, ...]:
 def same_rows(stored: Sequence[tuple[Any, ...]], columns: Columns) -> bool:
     """Whether the stored rows are exactly the batch's."""
     mine = zip(columns["seqs"], columns["types"], columns["times"], columns["datas"],
-               columns["srcs"], columns["ops"], strict=True)
-    return [tuple(r) for r in stored] == [(*row[:4], row[4] or None, row[5] or None)
-                                          for row in mine]
+               columns["srcs"], columns["ops"], columns["lines"], strict=True)
+    return [tuple(r) for r in stored] == [(*row[:4], row[4] or None, row[5] or None,
+                                           row[6] or None) for row in mine]
 
 
 class Refused(Exception):
@@ -381,66 +417,3 @@ def database_of(url: str) -> tuple[str, ...] | None:
     user = param("user")
     return (param("service"), hosts, param("hostaddr"), param("port"), user,
             param("dbname") or user, param("options"))
-
-
-def open_schema(conn: psycopg.Connection[Any], create: bool, location: str) -> bool:
-    """Check the schema version of the database ``conn`` is on, or (``create``) make the
-    tables in a database that has none; upgrade a version-1 database in place (the
-    search index's tables added). Serialized between processes by an advisory
-    transaction lock, so two first opens cannot both create. Returns whether the search
-    index is there: a version-1 database the connection may not change (a read-only
-    role, a standby) is used without it.
-
-    :param location: the database, for messages (without its password).
-    :raises StoreNotFoundError: no tables, and not ``create``.
-    :raises PersistenceError: ``sessions`` exists but dsh-session did not create it.
-    :raises SchemaVersionError: another schema version.
-    """
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK_KEY,))
-        (have_schema, have_sessions) = conn.execute(
-            "SELECT to_regclass('dsh_session_schema') IS NOT NULL,"
-            " to_regclass('sessions') IS NOT NULL"
-        ).fetchone() or (False, False)
-        if not have_schema:
-            if not create:
-                raise StoreNotFoundError(location, "the database has no tables")
-            if have_sessions:
-                msg = (
-                    f"the database at {location} has a sessions table that "
-                    f"dsh-session did not create; use another database (or schema, "
-                    f"with options=-csearch_path=NAME in the URL)"
-                )
-                raise PersistenceError(msg, session_id="")
-            for statement in (*_SCHEMA, *_INDEX_SCHEMA):
-                conn.execute(statement)
-            conn.execute(
-                "INSERT INTO dsh_session_schema (version) VALUES (%s)", (SCHEMA_VERSION,)
-            )
-            return True
-        row = conn.execute("SELECT version FROM dsh_session_schema").fetchone()
-    version = -1 if row is None else int(row[0])
-    if version == 1:
-        return _upgrade_from_1(conn)
-    if version != SCHEMA_VERSION:
-        raise SchemaVersionError(location, version, expected=SCHEMA_VERSION)
-    return True
-
-
-def _upgrade_from_1(conn: psycopg.Connection[Any]) -> bool:
-    """Add the search index to a version-1 database and stamp it 2, in one transaction
-    under the schema lock (the version re-read there: another process may have done it
-    meanwhile); ``False`` when this connection may not change the database."""
-    import psycopg
-
-    try:
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK_KEY,))
-            row = conn.execute("SELECT version FROM dsh_session_schema").fetchone()
-            if row is not None and int(row[0]) == 1:
-                for statement in _INDEX_SCHEMA:
-                    conn.execute(statement)
-                conn.execute("UPDATE dsh_session_schema SET version = %s", (SCHEMA_VERSION,))
-    except (psycopg.errors.InsufficientPrivilege, psycopg.errors.ReadOnlySqlTransaction):
-        return False
-    return True

@@ -7,6 +7,12 @@ turns events and headers into rows (checked before any transaction begins, so a 
 column cannot hold fails the batch before anything is written), and rows back into log
 lines: fast, as lines the database builds a chunk at a time (:func:`load_chunks`), or
 row by row by the reference's scan rules (:func:`scan_rows`) when that fails.
+
+The columns rebuild a line in the reference's spelling and key order
+(:mod:`.row_lines`). An appended line they would not give back byte for byte (a line
+another writer spelt otherwise, an opaque event's keys in their own order) is kept
+beside its row as it was appended (:func:`kept_lines`), and read back instead of the
+rebuilt one: every log comes back with the bytes it was written with.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from typing import Any, Final, NamedTuple, TypeAlias
 
 from msgspec import UNSET
 
-from .._codec import ENCODER, encode_line
+from .._codec import ENCODER, encode_events, encode_line
 from .._decode import decode_body
 from .._header import SessionHeader
 from .._registry import EventRegistry
@@ -27,14 +33,18 @@ from ..errors import LogFormatError, UnstorableError
 from ..events import Event, OpaqueEvent
 from ..jscompat import json_parse
 from .base import SessionSummary, StoredLog
+from .row_lines import CLOSER_DATA_END, Row, rebuilt_line, row_line
 
 __all__ = [
+    "CLOSER_DATA_END",
     "PARAMS_PER_ROW",
     "Row",
     "RowScan",
+    "batch_rows",
     "event_params",
     "header_of",
     "header_row",
+    "kept_lines",
     "load_chunks",
     "row_line",
     "scan_rows",
@@ -43,14 +53,9 @@ __all__ = [
     "utf8_ok",
 ]
 
-#: One ``events`` row as the scan reads it: ``(seq, type, time, data,
-#: source_event_seqs, surface_op)``, the JSON columns as their text.
-Row: TypeAlias = tuple[int, str, int, str, "str | None", "str | None"]
-
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
 _WIRE_KEYS: Final = frozenset({"type", "seq", "time", "data", "sourceEventSeqs", "surfaceOp"})
-
 
 class RowScan(NamedTuple):
     """What :func:`scan_rows` keeps of a session's rows.
@@ -76,45 +81,28 @@ def _parses(text: str) -> bool:
     return True
 
 
-def _column(text: str) -> bytes:
-    # A column that parsed can hold a raw newline only as whitespace between tokens;
-    # a space keeps its meaning and keeps the log line on one line.
-    return text.replace("\n", " ").encode()
-
-
-def row_line(row: Row) -> bytes:
-    seq, type_, time, data, sources, op = row
-    parts = [
-        b'{"type":', ENCODER.encode(type_), b',"seq":%d,"time":%d,"data":' % (seq, time),
-        _column(data),
-    ]
-    if sources is not None:
-        parts += (b',"sourceEventSeqs":', _column(sources))
-    if op is not None:
-        parts += (b',"surfaceOp":', _column(op))
-    parts.append(b"}")
-    return b"".join(parts)
-
-
 def scan_rows(rows: Iterable[Row]) -> RowScan:
     """The reference's ``scanRows``: the longest valid prefix of a session's rows.
 
     A row whose ``data`` (or a non-NULL ``source_event_seqs``/``surface_op``) is not
     JSON is a hole. Rows are kept from seq 0 while they parse and ``seq`` equals their
     index; where that stops, everything after is a torn tail, unless the stop comes at
-    or before the last parsed ``turn/end`` row: committed corruption.
+    or before the last parsed ``turn/end`` row: committed corruption. A preserved row's
+    line is the line kept for it when that parses, else the one its columns rebuild
+    (the columns are what the reference reads).
 
-    :param rows: ``(seq, type, time, data, source_event_seqs, surface_op)`` in seq order.
+    :param rows: ``(seq, type, time, data, source_event_seqs, surface_op[, line])`` in
+        seq order.
     :raises LogFormatError: ``corrupt session log: unparsable committed event at seq
         <seq>`` or ``corrupt session log: seq gap in committed region (expected <i>,
         got <seq>)``.
     """
     rows = list(rows)
     ok = [
-        _parses(data)
-        and (sources is None or _parses(sources))
-        and (op is None or _parses(op))
-        for _, _, _, data, sources, op in rows
+        _parses(row[3])
+        and (row[4] is None or _parses(row[4]))
+        and (row[5] is None or _parses(row[5]))
+        for row in rows
     ]
     last_turn_end = -1
     for i, row in enumerate(rows):
@@ -124,7 +112,9 @@ def scan_rows(rows: Iterable[Row]) -> RowScan:
     for i, row in enumerate(rows):
         seq = row[0]
         if ok[i] and seq == i:
-            lines.append(row_line(row))
+            kept = row[6] if len(row) > 6 else None
+            lines.append(row_line(row) if kept is not None and _parses(kept)
+                         else rebuilt_line(row))
             continue
         if i <= last_turn_end:
             if not ok[i]:
@@ -195,11 +185,16 @@ def _unstorable(
 _EventRow: TypeAlias = tuple[str, int, str, int, str, "str | None", "str | None"]
 
 
-def _event_row(session_id: str, event: Event, data: str, backend: str) -> _EventRow:
+def _event_row(
+    session_id: str, event: Event, data: str, backend: str, lines: bool = False
+) -> _EventRow:
     """The ``events`` row of one event whose payload encodes to ``data``, checked
-    before any transaction begins (the careful path of :func:`event_params`)."""
+    before any transaction begins (the careful path of :func:`event_params`).
+
+    :param lines: its log line is kept beside the row (:func:`kept_lines`)."""
     if type(event) is OpaqueEvent:
-        # Kept verbatim from a log: only what the columns hold survives a round trip.
+        # Kept verbatim from a log: beyond its line (when it is kept), only what the
+        # columns hold survives a round trip.
         wire = event.wire
         event_type = wire.get("type")
         if not isinstance(event_type, str):
@@ -212,7 +207,7 @@ def _event_row(session_id: str, event: Event, data: str, backend: str) -> _Event
                 "has a type holding a lone surrogate (a text column holds none)", backend,
             )
         extra = sorted(set(wire) - _WIRE_KEYS)
-        if extra:
+        if extra and not lines:
             raise _unstorable(
                 session_id, event_type, event.seq, f"has log keys no column holds: {extra}",
                 backend,
@@ -265,7 +260,7 @@ PARAMS_PER_ROW: Final = 6
 
 
 def event_params(
-    session_id: str, events: Sequence[Event], backend: str = "SQLite"
+    session_id: str, events: Sequence[Event], backend: str = "SQLite", *, lines: bool = False
 ) -> list[object]:
     """The rows of a batch, flat, without their session id: for each event ``seq, type,
     time, data, source_event_seqs, surface_op``, an absent optional column as ``''``
@@ -276,6 +271,8 @@ def event_params(
     adapter); PostgreSQL slices the list into column arrays.
 
     :param backend: the backend's name, for the error message.
+    :param lines: the batch's log lines are kept where the rows do not give them back
+        (:func:`batch_rows`): an opaque event may then hold log keys no column holds.
     :raises UnstorableError: a value no column holds.
     """
     datas = _data_texts(events)
@@ -289,7 +286,7 @@ def event_params(
             or type(time) is not int
             or not (_INT64_MIN <= time <= _INT64_MAX and 0 <= seq <= _INT64_MAX)
         ):
-            _, *row = _event_row(session_id, event, data, backend)
+            _, *row = _event_row(session_id, event, data, backend, lines)
             row[4] = row[4] or ""
             row[5] = row[5] or ""
             extend(row)
@@ -304,6 +301,74 @@ def event_params(
         else:
             extend((seq, event.type, time, data, "", ""))
     return params
+
+
+def _one_a_row(jsonl: bytes, count: int) -> bool:
+    """Whether ``jsonl`` is ``count`` lines, each ``\n``-ended: one an event."""
+    return jsonl.count(b"\n") == count and (not count or jsonl.endswith(b"\n"))
+
+
+def batch_rows(
+    session_id: str, events: Sequence[Event], jsonl: bytes, backend: str = "SQLite"
+) -> tuple[list[object], list[tuple[int, str]]]:
+    """A batch's rows (:func:`event_params`) and the lines to keep beside them
+    (:func:`kept_lines`), checked before any transaction.
+
+    :param jsonl: the batch's log lines as appended, each ``\n``-ended. When they are
+        not one an event (a caller that has none), the rows are all that is stored.
+    :raises UnstorableError: a value no column holds.
+    """
+    lines = _one_a_row(jsonl, len(events))
+    params = event_params(session_id, events, backend, lines=lines)
+    return params, (kept_lines(session_id, events, params, jsonl, backend) if lines else [])
+
+
+def kept_lines(
+    session_id: str, events: Sequence[Event], params: Sequence[object], jsonl: bytes,
+    backend: str = "SQLite",
+) -> list[tuple[int, str]]:
+    """The lines of a batch that its rows (``params``, :func:`event_params`) would not
+    give back byte for byte, as ``(index in the batch, line)``: the backend keeps them
+    beside their rows, and reads them instead of the rebuilt ones.
+
+    A line differs when it was written in another key order (an opaque event's own
+    order or keys; a tool result shaped like a crash-repair closer but written
+    ``sourceEventSeqs`` first) or spelling (spaces, ``\\u`` escapes, ``1.0`` or ``1e3``:
+    a log another writer wrote, copied as it is). Typed events whose lines are their
+    own encoding (every batch a store flushes but a repair's) are checked in one msgspec
+    call; other batches a line at a time.
+
+    :param jsonl: the batch's lines, one an event, each ``\n``-ended.
+    :raises UnstorableError: a kept line is not UTF-8 (a text column holds it).
+    """
+    n = PARAMS_PER_ROW
+    lines = jsonl.split(b"\n")
+    check: Iterable[int] = range(len(events))
+    if all(type(e) is not OpaqueEvent and type(e.seq) is int and type(e.time) is int
+           for e in events):
+        # A typed event's encoding is its row's rebuilt line (the same encoder wrote
+        # the data column, and the keys come in the same order), but for a tool result
+        # shaped like a closer, whose line is rebuilt surfaceOp first.
+        try:
+            if encode_events(events) == jsonl:
+                types = params[1::n]
+                if "tool/result" not in types:
+                    return []
+                check = [i for i, t in enumerate(types) if t == "tool/result"]
+        except (TypeError, ValueError):  # not encodable as it stands: checked below
+            pass
+    kept: list[tuple[int, str]] = []
+    for i in check:
+        o, line = i * n, lines[i]
+        row: Row = (params[o], params[o + 1], params[o + 2], params[o + 3],  # type: ignore[assignment]
+                    params[o + 4] or None, params[o + 5] or None)
+        if rebuilt_line(row) != line:
+            try:
+                kept.append((i, line.decode()))
+            except UnicodeDecodeError:
+                raise _unstorable(session_id, str(params[o + 1]), params[o],
+                                  "has a log line that is not UTF-8", backend) from None
+    return kept
 
 
 _HeaderRow: TypeAlias = tuple[str, int, int, "str | None", "str | None", "int | None"]

@@ -1,11 +1,13 @@
 """The SQLite persistence backend (spec §10): every session in one database file.
 
 This module is the backend class: its writer, loads and writer lock; the tables and
-statements are :mod:`.sqlite_schema`'s, the reads that never write (lines, tails,
-listing, following) :mod:`.sqlite_reads`', the writer locks :mod:`.sqlite_lock`'s, and
-the search index's engine :mod:`.sql_index`'s (shared with PostgreSQL), which runs the
-statements of :mod:`.sqlite_index`. The tables are exactly the reference's
-(schema version 4), so a database written by one implementation is read by the other.
+statements are :mod:`.sqlite_schema`'s, opening a database (its versions and
+migrations) :mod:`.sqlite_open`'s, the reads that never write (lines, tails, listing,
+following) :mod:`.sqlite_reads`', the writer locks :mod:`.sqlite_lock`'s, and the search
+index's engine :mod:`.sql_index`'s (shared with PostgreSQL), which runs the statements
+of :mod:`.sqlite_index`. The reference's tables are exactly its own (schema version 4),
+so a database written by one implementation is read by the other; dsh-session's own
+tables sit beside them.
 
 A ``sessions`` row exists iff the session has an event: the first batch writes it in
 the same transaction as its events. Each batch, and each repair, is one transaction,
@@ -13,9 +15,11 @@ so a crash never leaves half a batch (SQLite has no torn tail of its own; only a
 edited by hand can be corrupt, and the scan treats it as the reference does).
 
 Loading rebuilds each row's log line in SQL, in key order ``type, seq, time, data[,
-sourceEventSeqs][, surfaceOp]``, and decodes the lines in one msgspec call per chunk
-of rows; the row-by-row scan of the reference (:func:`scan_rows`) runs only when a
-chunk does not decode or its seqs are not the expected ones.
+sourceEventSeqs][, surfaceOp]``, puts in the lines kept as appended where the rows
+would not give them back (``dsh_event_lines``: a crash-repair closer's, a line another
+writer spelt otherwise), and decodes the lines in one msgspec call per chunk of rows;
+the row-by-row scan of the reference (:func:`scan_rows`) runs only when a chunk does not
+decode or its seqs are not the expected ones. Every log comes back byte for byte.
 
 The writer lock (beyond the reference) is an ``flock`` on a file beside the database,
 which the kernel releases when the holding process dies.
@@ -29,6 +33,7 @@ completely, those rows checked one by one.
 
 from __future__ import annotations
 
+import bisect
 import builtins
 import contextlib
 import functools
@@ -57,7 +62,7 @@ from .rows import (
     PARAMS_PER_ROW,
     Row,
     RowScan,
-    event_params,
+    batch_rows,
     header_of,
     header_row,
     load_chunks,
@@ -69,27 +74,25 @@ from .rows import (
 from .search_index import Behind, index_batch, index_lines
 from .sqlite_index import INDEX_SQL
 from .sqlite_lock import LOCK_ATTEMPTS, FileLock, MemoryLock, clash, lock_path
+from .sqlite_open import open_database
 from .sqlite_reads import SqliteReads
 from .sqlite_schema import (
     DELETE_EVENTS,
     DELETE_SESSION,
     DELETE_TAIL,
-    INDEX_SCHEMA,
-    INDEX_TABLES,
     JOURNAL_MODES,
-    SCHEMA,
     SCHEMA_VERSION,
     SELECT_ANY,
     SELECT_CHUNK,
     SELECT_FOUND,
     SELECT_HEADER,
-    SELECT_INDEX_TABLES,
+    SELECT_KEPT,
     SELECT_MEASURE,
     SELECT_ROWS,
-    SELECT_TABLES,
     UPSERT_SESSION,
     JournalMode,
     batch_lines,
+    insert_kept,
     insert_rows,
     read_only,
 )
@@ -127,7 +130,9 @@ class SqliteBackend(SqliteReads):
     :param create: create the file when it does not exist (else
         :class:`StoreNotFoundError`, as for ``":memory:"``: a reader must not leave a
         database behind, and a fresh in-memory one holds nothing to read).
-    :raises SchemaVersionError: the database has another schema version.
+    :raises SchemaVersionError: the database has another schema version than the
+        reference's 4, or dsh-session's own tables are of a newer version (an older
+        one is migrated here, :mod:`.sqlite_open`).
     :raises StoreFolderError: ``create``, and the database's folder does not exist (it
         is never made).
     :raises sqlite3.Error: the database cannot be opened.
@@ -203,54 +208,7 @@ class SqliteBackend(SqliteReads):
         # commit is on disk when COMMIT returns, which append_batch promises.
         conn.execute("PRAGMA foreign_keys = ON")  # per connection, off by default
         conn.execute(f"PRAGMA journal_mode = {journal_mode.upper()}")
-        version = self._user_version()
-        # A database of this version with every table (each open but a file's first)
-        # needs no CREATE: one read of the schema says so. (Measured: the statements of
-        # an open cost 0.17 ms, most of it SQLite reading the schema, which any first
-        # query pays; what an open of a store costs beyond is not spent here.)
-        if version == SCHEMA_VERSION and conn.execute(SELECT_TABLES).fetchone()[0] == (
-                len(SCHEMA) + len(INDEX_TABLES)):
-            self._indexed = True
-            return
-        stamped = False
-        if version == 0:
-            # Stamp and create in one transaction, re-reading the version under the
-            # write lock: two processes opening a fresh file cannot both stamp it.
-            with self._transaction():
-                version = self._user_version()
-                if version == 0:
-                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                    for statement in SCHEMA:
-                        conn.execute(statement)
-                    version, stamped = SCHEMA_VERSION, True
-        if version != SCHEMA_VERSION:
-            raise SchemaVersionError(self.path, version)
-        if not stamped:  # a database stamped by a build that stopped before its tables
-            for statement in SCHEMA:
-                conn.execute(statement)
-        self._indexed = self._open_index()
-
-    def _open_index(self) -> bool:
-        """Create the search index's tables when they are missing (a database written
-        by the reference, or by a build without the index); whether they are there. A
-        database that cannot be written, or an SQLite built without FTS5, is searched
-        without them (every line checked)."""
-        conn = self._conn
-        if conn.execute(SELECT_INDEX_TABLES).fetchone()[0] == len(INDEX_TABLES):
-            return True
-        try:
-            with self._transaction():
-                for statement in INDEX_SCHEMA:
-                    conn.execute(statement)
-        except sqlite3.OperationalError as exc:
-            if not (read_only(exc) or "no such module" in str(exc)):
-                raise
-            return False
-        return True
-
-    def _user_version(self) -> int:
-        (version,) = self._conn.execute("PRAGMA user_version").fetchone()
-        return int(version)
+        self._indexed = open_database(conn, self.path, self._transaction)
 
     @contextlib.contextmanager
     def _transaction(self, begin: str = "BEGIN IMMEDIATE") -> Iterator[sqlite3.Connection]:
@@ -289,7 +247,8 @@ class SqliteBackend(SqliteReads):
             if first is None:  # materialized, and every row cut since (a torn marker 0)
                 fast = [], b""
             elif first == 0:  # else the scan decides what the rows before seq 0 mean
-                fast = self._load_fast(session_id, last + 1, registry)
+                kept = self._conn.execute(SELECT_KEPT, (session_id,)).fetchall()
+                fast = self._load_fast(session_id, last + 1, registry, kept)
             if fast is not None:
                 events, jsonl = fast
                 return StoredLog(header, events, None, jsonl)
@@ -303,25 +262,39 @@ class SqliteBackend(SqliteReads):
         return self.load_stored(session_id, registry)
 
     def _load_fast(
-        self, session_id: str, count: int, registry: EventRegistry
+        self, session_id: str, count: int, registry: EventRegistry,
+        kept: list[tuple[int, str]],
     ) -> tuple[list[Event], bytes] | None:
-        """Every row as a log line built by SQLite (:func:`load_chunks`); ``None`` when
-        the careful scan must decide what is kept."""
+        """Every row as a log line built by SQLite, or the line kept for it (``kept``:
+        ``(seq, line)`` in seq order) (:func:`load_chunks`); ``None`` when the careful
+        scan must decide what is kept."""
         # One fetcher: a second connection building every other chunk (as PostgreSQL
         # does) made the standard load slower here, 123 -> 165 ms, the two threads'
         # SQLite allocations contending.
         try:
-            return load_chunks([functools.partial(self._chunk, session_id)], count, _CHUNK,
-                               registry)
+            return load_chunks([functools.partial(self._chunk, session_id, kept)], count,
+                               _CHUNK, registry)
         except sqlite3.DataError:
             # A chunk longer than SQLite's string limit (1 GB by default): the
             # row-by-row scan has no such limit.
             return None
 
-    def _chunk(self, session_id: str, start: int) -> tuple[int, bytes | None]:
+    def _chunk(self, session_id: str, kept: list[tuple[int, str]], start: int
+               ) -> tuple[int, bytes | None]:
         n, blob = self._conn.execute(
             SELECT_CHUNK, (session_id, start, start + _CHUNK)
         ).fetchone()
+        if kept and blob is not None:
+            mine = kept[bisect.bisect_left(kept, (start,)):
+                        bisect.bisect_left(kept, (start + n,))]
+            if mine:
+                # The chunk's rows are seqs start.. in order when it is whole (the
+                # loader checks that, and the seqs it decodes): line i is seq start+i.
+                lines = blob.split(b"\n")
+                if len(lines) == n:
+                    for seq, line in mine:
+                        lines[seq - start] = line.encode()
+                    blob = b"\n".join(lines)
         return int(n), blob
 
     def append_batch(
@@ -343,17 +316,17 @@ class SqliteBackend(SqliteReads):
         """
         if not events:
             return  # a session row only ever comes with an event
-        params = event_params(header.id, events)
+        params, kept = batch_rows(header.id, events, jsonl)
         head = None if materialized else header_row(header)
         try:
-            self._append_rows(header, events, jsonl, params, head)
+            self._append_rows(header, events, jsonl, params, kept, head)
         except sqlite3.IntegrityError as exc:
             if "UNIQUE" not in str(exc) and "PRIMARY KEY" not in str(exc):
                 raise  # not a clash of seqs (a session row missing: a caller's bug)
             raise clash(header.id, events[0].seq, materialized) from exc
 
     def _append_rows(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes,
-                     params: list[object], head: Any) -> None:
+                     params: list[object], kept: list[tuple[int, str]], head: Any) -> None:
         with self._lock:
             # Taken out first: a batch that fails leaves no state believed.
             known = self._states.pop(header.id, None)
@@ -361,6 +334,7 @@ class SqliteBackend(SqliteReads):
                 if head is not None:
                     conn.execute(UPSERT_SESSION, head)
                 insert_rows(conn, header.id, params)
+                insert_kept(conn, header.id, params, kept)
                 if self._indexed:  # the seqs as the rows hold them (checked ints)
                     rows_from = functools.partial(
                         index_batch, events, jsonl, functools.partial(batch_lines, params, jsonl))
@@ -389,7 +363,7 @@ class SqliteBackend(SqliteReads):
         if torn is not None and type(torn) is not int:
             msg = f"a SQLite torn marker is a seq (int), got {torn!r}"
             raise TypeError(msg)
-        params = event_params(header.id, closers)
+        params, kept = batch_rows(header.id, closers, jsonl)
         if torn is None and not params:
             return
         lines = batch_lines(params, jsonl) if self._indexed else None
@@ -400,6 +374,7 @@ class SqliteBackend(SqliteReads):
             if torn is not None:
                 conn.execute(DELETE_TAIL, (header.id, torn))
             insert_rows(conn, header.id, params)
+            insert_kept(conn, header.id, params, kept)
             if lines is not None:
                 # The index is cut back with the rows (sql_index.sync: a state past the first
                 # closer), and the closers indexed after what is left.

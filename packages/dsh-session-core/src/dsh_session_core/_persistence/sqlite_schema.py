@@ -1,7 +1,7 @@
-"""The SQLite backend's side of the database: its tables (the reference's, and the
-search index's), the statements on the reference's tables, and how SQLite builds a
-row's log line. The backend class is :mod:`.sqlite`'s; the search index's statements
-:mod:`.sqlite_index`'s.
+"""The SQLite backend's side of the database: its tables (the reference's, dsh-session's
+own beside them, and the search index's), the statements on them, and how SQLite builds
+a row's log line. The backend class is :mod:`.sqlite`'s; opening a database and its
+migrations :mod:`.sqlite_open`'s; the search index's statements :mod:`.sqlite_index`'s.
 
 Two ``STRICT`` tables, schema version 4 (``PRAGMA user_version``), exactly the
 reference's, so a database written by one implementation is read by the other::
@@ -9,8 +9,22 @@ reference's, so a database written by one implementation is read by the other::
     sessions(id, version, created_at, cwd, parent_session, seed_length)
     events(session_id, seq, type, time, data, source_event_seqs, surface_op)
 
+dsh-session's own tables, versioned apart (the reference refuses any ``user_version``
+but 4, and must keep reading what this build writes)::
+
+    dsh_session_schema(version, only_row)   the version of these tables (:data:`OWN_VERSION`)
+    dsh_event_lines(session_id, seq, line)  a log line its row would not give back
+
+An event's line is rebuilt from its row in the reference's key order and spelling (a
+crash-repair closer's with its ``surfaceOp`` first, as the reference writes it: the
+:data:`CLOSER` test); a line appended otherwise (another writer's spelling, an opaque
+event's own key order) is kept in ``dsh_event_lines`` as it was appended, and read back
+instead (:func:`~.rows.kept_lines`). Triggers drop a kept line when its row is deleted or
+changed, by any writer (the reference, an older build, a hand edit): the row then
+speaks for itself again.
+
 The full-text search index (beyond the reference, so in tables of its own, which the
-reference never reads; the two tables above and the version stay exactly its own)::
+reference never reads)::
 
     dsh_search_docs(id, session_id, seq, turn)    one row per searched event with words
     dsh_search(words)                              FTS5, rowid = dsh_search_docs.id
@@ -24,10 +38,13 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Final, Literal, TypeAlias
 
-from .rows import PARAMS_PER_ROW, row_line
+from .row_lines import CLOSER_DATA_END, row_line
+from .rows import PARAMS_PER_ROW
 from .search_index import lines_of
 
 __all__ = [
+    "ALL_TABLES",
+    "CLOSER",
     "DELETE_EVENTS",
     "DELETE_SESSION",
     "DELETE_TAIL",
@@ -38,6 +55,9 @@ __all__ = [
     "LINES_AFTER",
     "LINES_OF_TYPES",
     "LINES_SINCE",
+    "OWN_SCHEMA",
+    "OWN_VERSION",
+    "REBUILT",
     "ROWS_PER_INSERT",
     "SCHEMA",
     "SCHEMA_VERSION",
@@ -48,8 +68,10 @@ __all__ = [
     "SELECT_HEADER",
     "SELECT_HEADERS",
     "SELECT_INDEX_TABLES",
+    "SELECT_KEPT",
     "SELECT_LAST",
     "SELECT_MEASURE",
+    "SELECT_OWN_VERSION",
     "SELECT_RANGE",
     "SELECT_ROWS",
     "SELECT_SUMMARIES",
@@ -57,10 +79,13 @@ __all__ = [
     "SELECT_TABLES",
     "SELECT_TAIL",
     "SELECT_TYPES",
+    "STAMP_OWN",
+    "TEMP_KEPT",
     "TOKENIZE",
     "UPSERT_SESSION",
     "JournalMode",
     "batch_lines",
+    "insert_kept",
     "insert_rows",
     "lines_sql",
     "read_only",
@@ -97,6 +122,49 @@ SCHEMA: Final = (
         PRIMARY KEY (session_id, seq)
     ) STRICT""",
 )
+
+#: The version of dsh-session's own tables (``dsh_session_schema``), beside the
+#: reference's ``user_version`` 4, which stays as it is. 0 (no such table): a database
+#: the reference, or a build before them, wrote; 1: ``dsh_event_lines`` and its
+#: triggers. A database of a higher version is refused; a lower one is migrated when
+#: opened (:mod:`.sqlite_open`).
+OWN_VERSION: Final = 1
+
+_KEPT_TABLE: Final = """dsh_event_lines (
+        session_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        line TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    ) STRICT, WITHOUT ROWID"""
+
+OWN_SCHEMA: Final = (
+    """CREATE TABLE IF NOT EXISTS dsh_session_schema (
+        version INTEGER NOT NULL,
+        only_row INTEGER PRIMARY KEY CHECK (only_row = 1)
+    ) STRICT""",
+    # Few rows (only the lines their rows would not give back), found by the key.
+    f"CREATE TABLE IF NOT EXISTS {_KEPT_TABLE}",
+    # A kept line belongs to its row as it was appended: gone with it, and forgotten
+    # when the row is changed (the row then speaks for itself). Triggers, not a foreign
+    # key: they hold for every connection (a foreign key only where foreign_keys is on,
+    # and the reference's rows have no line to point at), and a cascade from sessions
+    # fires them too. Every delete pays a lookup per row in this small table.
+    """CREATE TRIGGER IF NOT EXISTS dsh_event_lines_deleted AFTER DELETE ON events BEGIN
+        DELETE FROM dsh_event_lines WHERE session_id = old.session_id AND seq = old.seq;
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS dsh_event_lines_updated AFTER UPDATE ON events BEGIN
+        DELETE FROM dsh_event_lines WHERE session_id = old.session_id AND seq = old.seq;
+    END""",
+)
+STAMP_OWN: Final = "INSERT OR REPLACE INTO dsh_session_schema (version, only_row) VALUES (?, 1)"
+SELECT_OWN_VERSION: Final = "SELECT version FROM dsh_session_schema"
+#: An empty stand-in for ``dsh_event_lines`` where a database of version 0 cannot be
+#: written (migrated): the statements that read kept lines find none.
+TEMP_KEPT: Final = f"CREATE TEMP TABLE IF NOT EXISTS {_KEPT_TABLE}"
+#: Every table the backend uses, the index's included: a database with all of them at
+#: :data:`OWN_VERSION` needs nothing done when opened.
+ALL_TABLES: Final = ("sessions", "events", "dsh_session_schema", "dsh_event_lines",
+                     "dsh_search_docs", "dsh_search", "dsh_search_state")
 
 # An upsert, never INSERT OR REPLACE: REPLACE deletes the old row first, and the
 # foreign key's ON DELETE CASCADE would take the session's events with it.
@@ -135,6 +203,25 @@ def insert_rows(conn: sqlite3.Connection, session_id: str, params: list[object])
         conn.execute(_insert_rows_sql(len(chunk) // PARAMS_PER_ROW), [session_id, *chunk])
 
 
+@functools.cache
+def _insert_kept_sql(count: int) -> str:
+    # OR REPLACE: a line left by a row some writer replaced without its delete trigger
+    # (INSERT OR REPLACE fires none) gives way to the new row's.
+    return "INSERT OR REPLACE INTO dsh_event_lines VALUES " + ",".join(["(?1, ?, ?)"] * count)
+
+
+def insert_kept(conn: sqlite3.Connection, session_id: str, params: Sequence[object],
+                kept: Sequence[tuple[int, str]]) -> None:
+    """Keep the lines of :func:`~.rows.kept_lines` (indexes into the batch's ``params``)
+    beside their rows; nothing to do for a batch without any (the usual one)."""
+    for start in range(0, len(kept), ROWS_PER_INSERT):
+        chunk = kept[start : start + ROWS_PER_INSERT]
+        values: list[object] = [session_id]
+        for i, line in chunk:
+            values += (params[i * PARAMS_PER_ROW], line)
+        conn.execute(_insert_kept_sql(len(chunk)), values)
+
+
 DELETE_TAIL: Final = "DELETE FROM events WHERE session_id = ? AND seq >= ?"
 SELECT_HEADERS: Final = (
     "SELECT id, version, created_at, cwd, parent_session, seed_length FROM sessions"
@@ -147,10 +234,13 @@ SELECT_HEADER: Final = (
     " (SELECT max(seq) FROM events WHERE session_id = ?1)"
     " FROM sessions WHERE id = ?1"
 )
-SELECT_ROWS: Final = (
-    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
-    " WHERE session_id = ? ORDER BY seq"
-)
+# A row's kept line (dsh_event_lines), or NULL: the last column of every read of rows.
+_KEPT: Final = ("(SELECT k.line FROM dsh_event_lines AS k"
+                " WHERE k.session_id = events.session_id AND k.seq = events.seq)")
+_ROW: Final = f"SELECT seq, type, time, data, source_event_seqs, surface_op, {_KEPT} FROM events"
+SELECT_ROWS: Final = f"{_ROW} WHERE session_id = ? ORDER BY seq"
+#: A session's kept lines, ``(seq, line)`` (the fast load puts them in its chunks).
+SELECT_KEPT: Final = "SELECT seq, line FROM dsh_event_lines WHERE session_id = ? ORDER BY seq"
 
 # The counts of a page of sessions (``ls``): per id, its own rows' range of the events'
 # primary key, so a page costs what its sessions hold, whatever the store's size.
@@ -176,23 +266,13 @@ SELECT_FOUND: Final = "SELECT 1 FROM sessions WHERE id = ?"
 SELECT_ANY: Final = "SELECT 1 FROM sessions LIMIT 1"
 # The rows of some types (``lines_of_types``): the session's key range, filtered.
 SELECT_TYPES: Final = (
-    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
-    " WHERE session_id = ? AND type IN (SELECT value FROM json_each(?)) ORDER BY seq"
+    f"{_ROW} WHERE session_id = ? AND type IN (SELECT value FROM json_each(?)) ORDER BY seq"
 )
 _WHERE_TYPES: Final = "session_id = ?1 AND type IN (SELECT value FROM json_each(?2))"
 SELECT_LAST: Final = "SELECT max(seq) FROM events WHERE session_id = ?"
-SELECT_TAIL: Final = (
-    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
-    " WHERE session_id = ? ORDER BY seq DESC LIMIT ?"
-)
-SELECT_RANGE: Final = (
-    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
-    " WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?"
-)
-SELECT_AFTER: Final = (
-    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
-    " WHERE session_id = ? AND seq > ? ORDER BY seq"
-)
+SELECT_TAIL: Final = f"{_ROW} WHERE session_id = ? ORDER BY seq DESC LIMIT ?"
+SELECT_RANGE: Final = f"{_ROW} WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+SELECT_AFTER: Final = f"{_ROW} WHERE session_id = ? AND seq > ? ORDER BY seq"
 
 
 def _line_format(sources: bool, op: bool) -> str:
@@ -204,24 +284,47 @@ def _line_format(sources: bool, op: bool) -> str:
     return "'" + fmt + "}'"
 
 
-# Each row's log line, built by SQLite. One printf per row, its format picked by which
-# optional columns are NULL, is the cheapest form measured (a chain of || allocates a
-# string per operator). json_quote escapes exactly like JSON.stringify and our encoder
-# (tested over every code point), so an odd type string cannot break the line.
-LINE: Final = f"""printf(
+# A crash-repair closer's row (rows.closer_row): the reference writes its surfaceOp
+# first. Tested in this order, most rows leave at the first test.
+CLOSER: Final = (
+    "source_event_seqs IS NOT NULL AND surface_op = '\"append\"' AND type = 'tool/result'"
+    f" AND substr(data, 1, 8) = '{{\"turn\":' AND substr(data, -{len(CLOSER_DATA_END)})"
+    f" = '{CLOSER_DATA_END.replace(chr(39), chr(39) * 2)}'"
+)
+
+# Each row's log line as its columns rebuild it, built by SQLite. One printf per row,
+# its format picked by which optional columns are NULL, is the cheapest form measured (a
+# chain of || allocates a string per operator). json_quote escapes exactly like
+# JSON.stringify and our encoder (tested over every code point), so an odd type string
+# cannot break the line.
+REBUILT: Final = f"""CASE WHEN {CLOSER} THEN printf(
+    '{{"type":%s,"seq":%d,"time":%d,"data":%s,"surfaceOp":%s,"sourceEventSeqs":%s}}',
+    json_quote(type), seq, time, data, surface_op, source_event_seqs)
+ELSE printf(
     CASE WHEN surface_op IS NULL
         THEN CASE WHEN source_event_seqs IS NULL
             THEN {_line_format(False, False)} ELSE {_line_format(True, False)} END
         ELSE CASE WHEN source_event_seqs IS NULL
             THEN {_line_format(False, True)} ELSE {_line_format(True, True)} END
     END,
-    json_quote(type), seq, time, data, coalesce(source_event_seqs, surface_op), surface_op)"""
+    json_quote(type), seq, time, data, coalesce(source_event_seqs, surface_op), surface_op)
+END"""
 
-# One chunk of a session's lines, ``\\n``-separated, as bytes (a BLOB needs no UTF-8
-# decoding on the way out). The aggregate visits the rows in the order of the primary
-# key's index; the loader still checks the decoded seqs, as SQLite does not promise it.
+# Each row's log line: the one kept for it, else the rebuilt one, in a statement whose
+# ?1 is the session id. Whether the session has any kept line is looked up once per
+# statement (SQLite evaluates a subquery that does not depend on the row once): a
+# session without any, the usual one, pays nothing per row; one with some, a lookup per
+# row in the small table of kept lines.
+LINE: Final = (f"coalesce(CASE WHEN EXISTS (SELECT 1 FROM dsh_event_lines WHERE session_id = ?1)"
+               f" THEN {_KEPT} END, {REBUILT})")
+
+# One chunk of a session's rebuilt lines, ``\\n``-separated, as bytes (a BLOB needs no
+# UTF-8 decoding on the way out); the loader puts the session's kept lines in, read
+# once (SELECT_KEPT), which costs nothing per row. The aggregate visits the rows in the
+# order of the primary key's index; the loader still checks the decoded seqs, as SQLite
+# does not promise it.
 SELECT_CHUNK: Final = (
-    f"SELECT count(*), CAST(group_concat({LINE}, char(10)) AS BLOB) FROM events"
+    f"SELECT count(*), CAST(group_concat({REBUILT}, char(10)) AS BLOB) FROM events"
     " WHERE session_id = ?1 AND seq >= ?2 AND seq < ?3"
 )
 

@@ -92,9 +92,10 @@ class BackendContract:
     """The contract's cases, for a subclass to run on its backend (see the module).
 
     Besides ``make_backend``, a subclass may override ``keeps_line_order``: whether the
-    backend stores each event's log line as it was written (a file of lines: ``True``,
-    the default), or rebuilds lines from columns in the canonical key order (``False``,
-    as the SQLite and PostgreSQL backends do).
+    backend gives back each event's log line as it was written (``True``, the default:
+    a file of lines, or columns with the lines they would not give back kept beside
+    them, as the SQLite and PostgreSQL backends do), or rebuilds every line from columns
+    in the canonical key order (``False``, as the reference's SQLite backend does).
     """
 
     @pytest.fixture
@@ -277,9 +278,9 @@ class BackendContract:
         assert list(tail[0]) == ["type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs"]
         assert [(e["type"], e["seq"], e["time"]) for e in tail[1:]] == [
             ("step/end", 11, 10), ("turn/end", 12, 10)]
-        # Stored, the closer keeps its key order where the storage is the log lines; a
-        # backend of columns (SQLite, as the reference's does, and PostgreSQL) rebuilds
-        # lines in the canonical order.
+        # Stored, the closer keeps its key order where the backend keeps the lines; a
+        # backend that rebuilds lines from columns (the reference's SQLite backend)
+        # gives the canonical order.
         p.close()
         fresh = self.coordinator(make_backend)
         again = fresh.load("s20").events[10]
