@@ -388,3 +388,28 @@ def test_another_instance_of_this_process_waits_for_the_run(
     events = _events(store_url)
     assert _ends(events) == [{"kind": "completed"}, {"kind": "completed"}]
     assert _user_texts(events) == ["Oslo?", "after the run"]
+
+
+@pytest.mark.parametrize("keep_open", [False, True], ids=["default", "keep_open"])
+def test_a_writer_waiting_for_a_lock_of_this_process_lets_its_holder_let_go(
+    store_url: str, keep_open: bool
+) -> None:
+    """A write waiting for the writer lock of another store object of this process
+    (a ``keep_open`` session, held until it is closed) waits without its turn on the
+    session: the holder's ``aclose()``, which needs that turn to let go, is not kept
+    waiting until the write gives up."""
+
+    async def main() -> None:
+        held = DshSession("s", store=store_url, keep_open=True)
+        await held.add_items([{"role": "user", "content": "held"}])
+        other = DshSession("s", store=store_url, lock_timeout=60, keep_open=keep_open)
+        waiting = asyncio.create_task(
+            other.add_items([{"role": "user", "content": "after the close"}]))
+        await asyncio.sleep(0)  # the write has started: the lock is refused to it
+        await held.aclose()
+        await waiting
+        await other.aclose()
+        assert _locks._LOCKS == {}
+
+    asyncio.run(main())
+    assert _user_texts(_events(store_url)) == ["held", "after the close"]

@@ -13,7 +13,8 @@ view folds in only the events appended since the last operation
 (:class:`._view._LogIndex`), and an operation that fails leaves the stored log as it
 found it, nothing of it kept in memory.
 The mapping of items onto events is :mod:`._mapping`'s, the item view :mod:`._view`'s,
-the turns operations take on a session :mod:`._locks`'.
+the turns operations take on a session :mod:`._locks`', a run's hold on it
+:mod:`._hold`'s.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from __future__ import annotations
 __all__ = ["DshSession", "fold_items", "record_items"]
 
 import asyncio
-import contextlib
-import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
@@ -44,25 +43,22 @@ from dsh_session_core import (
     open_store,
 )
 
-from ._locks import (
-    _hold,
-    _settled,
-    _taking_turns,
-    _taking_turns_now,
-    _turn_if_free,
-    _Turns,
-    _unhold,
-    run_holds,
-)
+from ._hold import RunHold
+from ._locks import _settled, _taking_turns, _taking_turns_now, run_holds
 from ._mapping import Runs, _record, _Run, end_open_turn, record_clear, record_items, record_pop
 from ._view import VIEW_TYPES, _items, _LogIndex, fold_items, stored_view, tail_view
-from ._watch import unwatch, watch
 
 _T = TypeVar("_T")
 
 #: How long an operation waits for another writer (another instance on another store
 #: object, or another process) to release the session before it gives up.
 DEFAULT_LOCK_TIMEOUT = 30.0
+
+
+class _Busy(Exception):
+    """Another writer holds the session's writer lock, and the deadline is not past:
+    :meth:`DshSession._run` waits for it without its turn on the session, so that the
+    holder, when it is an instance of this process, can go on (and let go)."""
 
 
 class DshSession(SessionABC):
@@ -130,14 +126,16 @@ class DshSession(SessionABC):
         #: stored), taken back by the next one without loading the log.
         self._cached: Session | None = None
         #: The run this instance records (:mod:`._mapping`): its turn may stay open in
-        #: the log between operations, and the session stays held meanwhile: the
-        #: default mode's session this instance opened (``_holding``), marked held in
-        #: the table of turns (``_hold_turns``) in either mode, the run watched for its
-        #: stop (``_watched``, :mod:`._watch`).
+        #: the log between operations, and the session stays held meanwhile: kept
+        #: open (the default mode's, ``_holding``), marked held in this process and
+        #: the run watched for its stop (``_run_hold``).
         self._runs = Runs()
         self._holding: Session | None = None
-        self._hold_turns: _Turns | None = None
-        self._watched: _Run | None = None
+        # Waiting for an operation of this process to end a stopped run's turn,
+        # whatever this instance's lock_timeout (0 refuses other writers at once; it
+        # must not skip the end).
+        self._run_hold = RunHold(self._runs, self._key, self._end_stopped, session_id,
+                             max(lock_timeout, DEFAULT_LOCK_TIMEOUT))
         self._store_closed = False
 
     # --- the protocol -----------------------------------------------------------------
@@ -213,7 +211,7 @@ class DshSession(SessionABC):
                         self._end_held(held, index)
                         self.store.release(held)
         finally:
-            self._let_run_go()
+            self._run_hold.let_go()
             if self._owns_store and not self._store_closed:
                 self._store_closed = True
                 self.store.close()
@@ -231,7 +229,7 @@ class DshSession(SessionABC):
                         self._end_held(held, index)
                         await _settled(self.store.arelease(held))
         finally:
-            self._let_run_go()
+            self._run_hold.let_go()
             if self._owns_store and not self._store_closed:
                 self._store_closed = True
                 await self.store.aclose()
@@ -257,68 +255,14 @@ class DshSession(SessionABC):
                 identity if identity is not None else id(self.store), self.session_id)
         return key
 
-    # --- the run holding the session ------------------------------------------------------
-
-    def _settle_run(self, *, on_loop: bool) -> None:
-        """After an operation (its turn on the session still had): watch the run whose
-        turn it left open (from that run's event loop: :mod:`._watch`), unwatch one
-        whose turn has ended, and mark the session held by this instance's run in the
-        table of turns, or no longer."""
-        run, watched = self._runs.run, self._watched
-        if watched is not None and watched is not run:
-            self._watched = None
-            unwatch(watched)
-        if run is not None and on_loop and self._watched is None:
-            self._watched = run
-            watch(run, self._stopped)
-        if run is not None and self._hold_turns is None:
-            self._hold_turns = _hold(self._key(), self)
-        elif run is None and self._hold_turns is not None:
-            turns, self._hold_turns = self._hold_turns, None
-            _unhold(self._key(), turns)
-
-    def _let_run_go(self) -> None:
-        """At close: whatever became of its turn, no run of this instance holds the
-        session any more (the other writers' waits end)."""
-        self._runs.run = None
-        self._settle_run(on_loop=False)
-
-    def _stopped(self, run: _Run, cancelled: bool, on_loop: bool) -> None:
-        """``run`` was seen to stop (:mod:`._watch`) with its turn maybe still open: end
-        it (``error``; ``aborted`` when its task was cancelled) and let the session go.
-        On the event loop's thread when no operation of the session is running (a
-        task's done callback: before ``asyncio.run`` returns, before a request's task
-        is gone), else in a thread of its own, which waits for the operation."""
-        if self._runs.run is not run or self._store_closed:
-            return
-        if on_loop:
-            with _turn_if_free(self._key()) as had:
-                if had:
-                    self._end_stopped(run, cancelled)
-                    return
-        # (At interpreter shutdown no thread starts: the writer lock goes with it.)
-        with contextlib.suppress(RuntimeError):
-            threading.Thread(target=self._end_stopped_waiting, args=(run, cancelled),
-                             name=f"dsh-session-openai-agents: end of a run "
-                                  f"({self.session_id})").start()
-
-    def _end_stopped_waiting(self, run: _Run, cancelled: bool) -> None:
-        # Waiting for an operation of this process, whatever this instance's own
-        # lock_timeout (0 refuses other writers at once; it must not skip the end).
-        with _taking_turns_now(self._key(), max(self.lock_timeout, DEFAULT_LOCK_TIMEOUT)):
-            self._end_stopped(run, cancelled)
-
     def _end_stopped(self, run: _Run, cancelled: bool) -> None:
-        """:meth:`_stopped`'s work, its turn on the session had."""
+        """End the turn of ``run``, seen to stop (:class:`._hold.RunHold`), if it is
+        still open; the caller has the session's turn."""
         if (self._runs.run is not run or self._store_closed
                 or self.store.persistence.closed):
             return
-        try:
-            self._run_once(
-                lambda index: end_open_turn(index, self._runs, cancelled=cancelled),
-                False, time.monotonic() + self.lock_timeout)
-        finally:
-            self._settle_run(on_loop=False)
+        self._run_once(lambda index: end_open_turn(index, self._runs, cancelled=cancelled),
+                       False, time.monotonic() + self.lock_timeout)
 
     async def _stored_items(self) -> list[Any] | None:
         """The default mode's read: the item view of what is stored, from the lines of
@@ -367,12 +311,12 @@ class DshSession(SessionABC):
         """The live session and whether this operation opened it (and must release it);
         ``(None, False)`` when nothing is stored and ``create`` is false. With ``hold``
         (``keep_open``), what it opens is this instance's to hold, even when the
-        operation is cancelled while the store opens it. Another writer holding it is
-        waited for until ``deadline`` (``time.monotonic()``)."""
+        operation is cancelled while the store opens it. Another writer holding it
+        raises :class:`_Busy` (waited for by :meth:`_run`), or, past ``deadline``
+        (``time.monotonic()``), ``SessionLockedError``."""
         live = self.store.get(self.session_id)
         if live is not None:
             return live, False
-        delay = 0.005
         while True:
             try:
                 try:
@@ -395,8 +339,7 @@ class DshSession(SessionABC):
             except SessionLockedError as exc:
                 if time.monotonic() >= deadline:
                     raise run_holds(self.session_id, self.lock_timeout, exc.holder) from exc
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 0.1)
+                raise _Busy from exc
 
     async def _opening(self, opening: Awaitable[Session], hold: bool) -> Session:
         """Await the store opening (or creating) the session; with ``hold``, to its end
@@ -416,19 +359,29 @@ class DshSession(SessionABC):
         creates it: the first operation takes the session). An operation that fails
         leaves the stored log as it found it and nothing of it in memory
         (:meth:`_forget`). A ``write`` waits, up to ``lock_timeout``, while the run of
-        another instance of this process holds the session."""
+        another instance of this process holds the session; any operation waits as
+        long for another writer's lock, without its turn on the session meanwhile
+        (that writer may be an instance of this process, which needs it to let go)."""
         deadline = time.monotonic() + self.lock_timeout
-        async with _taking_turns(self._key(), self, deadline if write else None,
-                                 self._refusal):
+        delay = 0.005
+        while True:
             try:
-                if self.keep_open:
-                    return await self._run_held(operation, deadline)
-                # One hop off the loop: open, run, flush and release in one worker
-                # thread (run to its end when cancelled: the turn lasts as long).
-                return await _settled(asyncio.to_thread(
-                    self._run_once, operation, create, deadline))
-            finally:
-                self._settle_run(on_loop=True)
+                async with _taking_turns(self._key(), self._run_hold,
+                                         deadline if write else None, self._refusal):
+                    try:
+                        if self.keep_open:
+                            return await self._run_held(operation, deadline)
+                        # One hop off the loop: open, run, flush and release in one
+                        # worker thread (run to its end when cancelled: the turn lasts
+                        # as long).
+                        return await _settled(asyncio.to_thread(
+                            self._run_once, operation, create, deadline, True))
+                    finally:
+                        self._run_hold.settle(on_loop=True)
+            except _Busy:
+                pass
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.1)
 
     def _refusal(self) -> BaseException:
         return run_holds(self.session_id, self.lock_timeout,
@@ -436,12 +389,13 @@ class DshSession(SessionABC):
                          "this process, its turn open")
 
     def _run_once(self, operation: Callable[[_LogIndex], _T], create: bool,
-                  deadline: float) -> _T:
+                  deadline: float, busy: bool = False) -> _T:
         """The default mode's operation, in a worker thread: the session taken back
         (:meth:`_acquire_now`), ``operation`` run on its index, then flushed and released
         (:meth:`_let_go`: held instead while this instance's run has its turn open); the
-        session object and its index are kept for the next operation."""
-        session, opened = self._acquire_now(create, deadline)
+        session object and its index are kept for the next operation. ``busy``: raise
+        :class:`_Busy` rather than wait here for another writer's lock."""
+        session, opened = self._acquire_now(create, deadline, busy)
         if session is None:
             return operation(_LogIndex(Session(self.session_id)))
         ours = opened or session is self._holding
@@ -482,11 +436,13 @@ class DshSession(SessionABC):
         self.store.release(session)
         self._cached, self._index = session, index
 
-    def _acquire_now(self, create: bool, deadline: float) -> tuple[Session | None, bool]:
+    def _acquire_now(self, create: bool, deadline: float, busy: bool = False
+                     ) -> tuple[Session | None, bool]:
         """The live session and whether this operation opened it (and must release it),
-        as :meth:`_acquire`, synchronously. The session the last operation released is
-        taken back (``store.open(id, resume=...)``): its writer lock taken again and only
-        what other writers stored since read, not the whole log."""
+        as :meth:`_acquire`, synchronously (another writer's lock waited for here, unless
+        ``busy``). The session the last operation released is taken back
+        (``store.open(id, resume=...)``): its writer lock taken again and only what
+        other writers stored since read, not the whole log."""
         live = self.store.get(self.session_id)
         if live is not None:
             return live, False
@@ -511,9 +467,13 @@ class DshSession(SessionABC):
                         raise
                     continue  # created by another writer since our look: open it
             except SessionLockedError as exc:
-                if time.monotonic() >= deadline:
+                late = time.monotonic() >= deadline
+                if late or busy:
                     self._cached = cached  # still what is stored, for the next call
+                if late:
                     raise run_holds(self.session_id, self.lock_timeout, exc.holder) from exc
+                if busy:
+                    raise _Busy from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 0.1)
 
