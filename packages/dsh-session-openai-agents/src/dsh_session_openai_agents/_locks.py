@@ -1,7 +1,9 @@
 """How the operations on one stored session take turns in this process: one lock per
 stored session in use (:data:`_LOCKS`, pruned as its last user leaves), taken by an
 asyncio task without blocking its loop (:func:`_taking_turns`) or by a thread
-(:func:`_taking_turns_now`), and how an operation runs to its end when cancelled
+(:func:`_taking_turns_now`); which instance's run holds the session meanwhile
+(:func:`_hold`: the writes of the others wait for its end, up to a deadline, then are
+refused, :func:`run_holds`); and how an operation runs to its end when cancelled
 (:func:`_settled`)."""
 
 from __future__ import annotations
@@ -9,21 +11,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TypeVar
+
+from dsh_session_core import SessionLockedError
 
 _T = TypeVar("_T")
 
 class _Turns:
     """The lock the operations on one stored session take turns on, and how many hold
     it or wait for it (``users``): the entry leaves :data:`_LOCKS` when the last user
-    lets go, so the table holds only the sessions in use."""
+    lets go, so the table holds only the sessions in use. ``holder``: the instance whose
+    run has its turn open in the session (it counts as a user while it holds it)."""
 
-    __slots__ = ("lock", "users")
+    __slots__ = ("holder", "lock", "users")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.users = 0
+        self.holder: object | None = None
 
 
 #: One lock per stored session in use in this process: keyed by the store's identity
@@ -68,13 +75,53 @@ def _member(key: tuple[object, str]) -> Iterator[_Turns]:
         _leave(key, turns)
 
 
+def _hold(key: tuple[object, str], holder: object) -> _Turns:
+    """Mark ``key`` held by ``holder``'s run (its turn open in the log) until
+    :func:`_unhold`: the writes of every other instance wait meanwhile."""
+    turns = _join(key)
+    turns.holder = holder
+    return turns
+
+
+def _unhold(key: tuple[object, str], turns: _Turns) -> None:
+    """The run that :func:`_hold` marked has ended its turn: the writes waiting go on."""
+    turns.holder = None
+    _leave(key, turns)
+
+
+def run_holds(session_id: str, lock_timeout: float, holder: str) -> SessionLockedError:
+    """The refusal of a write that waited ``lock_timeout`` seconds for a run (or another
+    writer: ``holder`` says what is known of it) to let the session go."""
+    return SessionLockedError(session_id, (
+        f"{holder}; waited {lock_timeout:g} s, the lock_timeout of this DshSession: a run "
+        f"of the OpenAI Agents SDK holds its session from its first saved items until "
+        f"its turn ends (its final output, an approval, or the end of the task running "
+        f"it), a keep_open DshSession until close(); retry once it has ended, or give "
+        f"this DshSession a longer lock_timeout"))
+
+
 @contextlib.asynccontextmanager
-async def _taking_turns(key: tuple[object, str]) -> AsyncIterator[None]:
+async def _taking_turns(key: tuple[object, str], owner: object = None,
+                        deadline: float | None = None,
+                        refusal: Callable[[], BaseException] | None = None
+                        ) -> AsyncIterator[None]:
     """Hold the lock of ``key``, polling for it (1 ms, growing to 20 ms) while another
-    holds it (a cancelled wait leaves the table as it found it)."""
+    holds it (a cancelled wait leaves the table as it found it). With a ``deadline``
+    (a write: ``time.monotonic()``), also wait while the run of another instance than
+    ``owner`` holds the session (:func:`_hold`), letting the lock go meanwhile (the
+    run's own calls take it); ``refusal()`` is raised when the deadline passes first.
+    """
     with _member(key) as turns:
         delay = 0.001
-        while not turns.lock.acquire(blocking=False):
+        while True:
+            while not turns.lock.acquire(blocking=False):
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.02)
+            if deadline is None or turns.holder is None or turns.holder is owner:
+                break
+            turns.lock.release()
+            if time.monotonic() >= deadline:
+                raise refusal() if refusal is not None else TimeoutError(key[1])
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.02)
         try:
@@ -106,6 +153,19 @@ def _taking_turns_now(key: tuple[object, str], timeout: float) -> Iterator[None]
             yield
         finally:
             turns.lock.release()
+
+
+@contextlib.contextmanager
+def _turn_if_free(key: tuple[object, str]) -> Iterator[bool]:
+    """The lock of ``key`` if no one holds it (``True``), without waiting: for work on
+    an event loop's thread that must not block it (a task's done callback)."""
+    with _member(key) as turns:
+        had = turns.lock.acquire(blocking=False)
+        try:
+            yield had
+        finally:
+            if had:
+                turns.lock.release()
 
 
 async def _settled(aw: Awaitable[_T], then: Callable[[_T], object] | None = None) -> _T:

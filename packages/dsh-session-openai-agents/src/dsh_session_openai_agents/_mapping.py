@@ -11,8 +11,10 @@ came from), each model call is one step (told apart by ``wrapper.usage.requests`
 usage on the step's first ``assistant/message``), and the turn ends when the run is seen
 to end (:func:`_finish`): a final assistant message with every call answered
 (``completed``), calls left waiting for an approval (``aborted``), or, for a run that
-stopped saving without either, when the next run starts, or the session is popped,
-cleared or closed (``error``: max turns and an error cannot be told apart). Without a
+stopped saving without either, when it is seen to have stopped (:mod:`._watch`: the
+task running it ended, its run context was collected) or the next run starts, or the
+session is popped, cleared or closed (``error``: max turns and an error cannot be told
+apart; ``aborted`` when the task running it was cancelled). Without a
 wrapper, each ``add_items`` call is closed when it returns, a new turn at each user
 message that follows model output (the grouping of direct calls).
 
@@ -52,6 +54,8 @@ PLUGIN = "openai-agents"
 APPROVAL = "interrupted: awaiting tool approval"
 #: The code of a run's turn closed after it stopped saving without a final message.
 INCOMPLETE = "no-final-output"
+#: The reason of a run's turn whose task was cancelled before it saved a final message.
+CANCELLED = "cancelled: the task running the run was cancelled before its final output"
 
 
 def _text_blocks(content: Any) -> list[TextBlock]:
@@ -137,15 +141,17 @@ def _check_items(session: Session, items: Sequence[Any]) -> None:
 class _Run:
     """The run whose turn is open in the log, as this instance knows it: its run
     context (a weak reference: identity tells runs apart, and a finished run's context
-    is not kept alive), the turn's number, and the model request its open step records
-    (``wrapper.usage.requests`` when the step opened)."""
+    is not kept alive), the turn's number, the model request its open step records
+    (``wrapper.usage.requests`` when the step opened), and what watches for its stop
+    (:mod:`._watch`; ``None`` until watched)."""
 
-    __slots__ = ("request", "turn", "wrapper")
+    __slots__ = ("request", "turn", "watch", "wrapper")
 
     def __init__(self, wrapper: Any, turn: int) -> None:
         self.wrapper: weakref.ReferenceType[Any] | None = _ref(wrapper)
         self.turn = turn
         self.request = -1
+        self.watch: Any = None
 
     def of(self, wrapper: Any) -> bool:
         """Whether ``wrapper`` is this run's context."""
@@ -183,13 +189,15 @@ class Runs:
                     and run.of(wrapper))
 
 
-def end_open_turn(index: _LogIndex, runs: Runs) -> None:
+def end_open_turn(index: _LogIndex, runs: Runs, *, cancelled: bool = False) -> None:
     """Close the log's open turn, if any: a run that stopped saving before a final
     message (``error``, code ``no-final-output``; its calls all answered, or a call
-    without its output when the process running it died meanwhile)."""
+    without its output when the process running it died meanwhile); ``aborted`` when
+    ``cancelled`` (the task running it was cancelled)."""
     index.update()
     turn = index.turn
     if turn is None:
+        runs.run = None  # no turn open: none of a run of ours either
         return
     session = index.session
     step = index.steps
@@ -202,10 +210,13 @@ def end_open_turn(index: _LogIndex, runs: Runs) -> None:
     else:
         message = ("the run stopped before a final output: max turns exceeded, or an "
                    "error (the session cannot tell which)")
+    reason: dict[str, Any] = {"kind": "error", "step": max(step, 1), "message": message,
+                              "code": INCOMPLETE}
+    if cancelled:
+        reason = {"kind": "aborted", "reason": CANCELLED}
     if index.step is not None:
         session.append("step/end", {"turn": turn, "step": index.step})
-    session.append("turn/end", {"turn": turn, "reason": {
-        "kind": "error", "step": max(step, 1), "message": message, "code": INCOMPLETE}})
+    session.append("turn/end", {"turn": turn, "reason": reason})
     runs.run = None
     index.update()
 

@@ -5,11 +5,16 @@ session object it released is kept, and the next operation takes it back with
 ``store.open(id, resume=...)``, which retakes the writer lock and reads only what other
 writers stored since (nothing, usually), so an operation costs what it appends, not the
 length of the log. With ``keep_open`` the first operation opens it and keeps it until
-``close()``. Either way the index of the item view folds in only the events appended
-since the last operation (:class:`._view._LogIndex`), and an operation that fails
-leaves the stored log as it found it, nothing of it kept in memory.
+``close()``. Either way, while a run's turn is open (from its first saved batch to the
+one that ends it, or until it is seen to have stopped: :mod:`._watch`) the session is
+held: its writer lock is kept between the run's calls, and the writes of every other
+instance wait for the run's end, up to their ``lock_timeout``. The index of the item
+view folds in only the events appended since the last operation
+(:class:`._view._LogIndex`), and an operation that fails leaves the stored log as it
+found it, nothing of it kept in memory.
 The mapping of items onto events is :mod:`._mapping`'s, the item view :mod:`._view`'s,
-the turns operations take on a session :mod:`._locks`'.
+the turns operations take on a session :mod:`._locks`', a run's hold on it
+:mod:`._hold`'s.
 """
 
 from __future__ import annotations
@@ -38,8 +43,9 @@ from dsh_session_core import (
     open_store,
 )
 
-from ._locks import _settled, _taking_turns, _taking_turns_now
-from ._mapping import Runs, _record, end_open_turn, record_clear, record_items, record_pop
+from ._hold import RunHold
+from ._locks import _settled, _taking_turns, _taking_turns_now, run_holds
+from ._mapping import Runs, _record, _Run, end_open_turn, record_clear, record_items, record_pop
 from ._view import VIEW_TYPES, _items, _LogIndex, fold_items, stored_view, tail_view
 
 _T = TypeVar("_T")
@@ -47,6 +53,12 @@ _T = TypeVar("_T")
 #: How long an operation waits for another writer (another instance on another store
 #: object, or another process) to release the session before it gives up.
 DEFAULT_LOCK_TIMEOUT = 30.0
+
+
+class _Busy(Exception):
+    """Another writer holds the session's writer lock, and the deadline is not past:
+    :meth:`DshSession._run` waits for it without its turn on the session, so that the
+    holder, when it is an instance of this process, can go on (and let go)."""
 
 
 class DshSession(SessionABC):
@@ -58,8 +70,9 @@ class DshSession(SessionABC):
         (left open), or ``None`` for the default store.
     :param session_settings: the SDK's settings (``limit``), as ``SessionSettings`` or
         its dict.
-    :param lock_timeout: seconds a write waits for another writer of the session
-        (another store object or process) before raising ``SessionLockedError``.
+    :param lock_timeout: seconds a write waits for another writer of the session (a run
+        of another instance, in this process or another, whose turn is open; another
+        store object or process) before raising ``SessionLockedError``.
     :param keep_open: keep the session open between operations, as this store's live
         writer, until :meth:`close`: each operation then costs what it reads or appends,
         not the length of the log, and every other store object and process is refused
@@ -69,7 +82,10 @@ class DshSession(SessionABC):
     By default each write takes the session's writer lock, brings the session up to
     date with what other writers stored since its last call (read from its last event
     on, not the whole log), writes, flushes and releases it, so instances on one store
-    and id, in one process or many, share its history and take turns writing;
+    and id, in one process or many, share its history and take turns writing; but
+    while a run's turn is open (from the run's first saved items to the batch that ends
+    its turn, or until the run is seen to stop) the session stays held by this
+    instance between the run's calls, and the others' writes wait for the run's end;
     :meth:`get_items` reads the item view from what is stored, without opening the
     session (it waits for no writer). With ``keep_open``, the first operation opens
     the session (or creates it) and keeps it; instances on the same store object
@@ -110,9 +126,16 @@ class DshSession(SessionABC):
         #: stored), taken back by the next one without loading the log.
         self._cached: Session | None = None
         #: The run this instance records (:mod:`._mapping`): its turn may stay open in
-        #: the log between operations (the default mode releases the session anyway:
-        #: taken back unchanged, the open turn is ours, not a crash to repair).
+        #: the log between operations, and the session stays held meanwhile: kept
+        #: open (the default mode's, ``_holding``), marked held in this process and
+        #: the run watched for its stop (``_run_hold``).
         self._runs = Runs()
+        self._holding: Session | None = None
+        # Waiting for an operation of this process to end a stopped run's turn,
+        # whatever this instance's lock_timeout (0 refuses other writers at once; it
+        # must not skip the end).
+        self._run_hold = RunHold(self._runs, self._key, self._end_stopped, session_id,
+                             max(lock_timeout, DEFAULT_LOCK_TIMEOUT))
         self._store_closed = False
 
     # --- the protocol -----------------------------------------------------------------
@@ -140,8 +163,8 @@ class DshSession(SessionABC):
             stored = await self._stored_items()
             if stored is not None:
                 return cast(list[TResponseInputItem], last(stored))
-        return cast(list[TResponseInputItem],
-                    await self._run(lambda index: _items(last(index.items)), False))
+        return cast(list[TResponseInputItem], await self._run(
+            lambda index: _items(last(index.items)), False, write=False))
 
     async def add_items(
         self, items: list[TResponseInputItem], *, wrapper: RunContextWrapper[Any] | None = None
@@ -176,9 +199,10 @@ class DshSession(SessionABC):
             session is still running (await :meth:`aclose` there).
         """
         try:
-            if not self.keep_open and self._runs.run is not None:
+            if self._runs.run is not None and (not self.keep_open or self._held is None):
                 with _taking_turns_now(self._key(), self.lock_timeout):
-                    self._run_once(lambda index: end_open_turn(index, self._runs), False)
+                    self._run_once(lambda index: end_open_turn(index, self._runs), False,
+                                   time.monotonic() + self.lock_timeout)
             if self._held is not None:
                 with _taking_turns_now(self._key(), self.lock_timeout):
                     held, index = self._held, self._index
@@ -187,6 +211,7 @@ class DshSession(SessionABC):
                         self._end_held(held, index)
                         self.store.release(held)
         finally:
+            self._run_hold.let_go()
             if self._owns_store and not self._store_closed:
                 self._store_closed = True
                 self.store.close()
@@ -194,7 +219,7 @@ class DshSession(SessionABC):
     async def aclose(self) -> None:
         """:meth:`close`, awaited (it waits for a running operation of this session)."""
         try:
-            if not self.keep_open and self._runs.run is not None:
+            if self._runs.run is not None and (not self.keep_open or self._held is None):
                 await self._run(lambda index: end_open_turn(index, self._runs), False)
             if self._held is not None:
                 async with _taking_turns(self._key()):
@@ -204,6 +229,7 @@ class DshSession(SessionABC):
                         self._end_held(held, index)
                         await _settled(self.store.arelease(held))
         finally:
+            self._run_hold.let_go()
             if self._owns_store and not self._store_closed:
                 self._store_closed = True
                 await self.store.aclose()
@@ -228,6 +254,15 @@ class DshSession(SessionABC):
             key = self._turns_key = (
                 identity if identity is not None else id(self.store), self.session_id)
         return key
+
+    def _end_stopped(self, run: _Run, cancelled: bool) -> None:
+        """End the turn of ``run``, seen to stop (:class:`._hold.RunHold`), if it is
+        still open; the caller has the session's turn."""
+        if (self._runs.run is not run or self._store_closed
+                or self.store.persistence.closed):
+            return
+        self._run_once(lambda index: end_open_turn(index, self._runs, cancelled=cancelled),
+                       False, time.monotonic() + self.lock_timeout)
 
     async def _stored_items(self) -> list[Any] | None:
         """The default mode's read: the item view of what is stored, from the lines of
@@ -271,16 +306,17 @@ class DshSession(SessionABC):
                     return items
                 window *= 4
 
-    async def _acquire(self, create: bool, hold: bool = False) -> tuple[Session | None, bool]:
+    async def _acquire(self, create: bool, deadline: float, hold: bool = False
+                       ) -> tuple[Session | None, bool]:
         """The live session and whether this operation opened it (and must release it);
         ``(None, False)`` when nothing is stored and ``create`` is false. With ``hold``
         (``keep_open``), what it opens is this instance's to hold, even when the
-        operation is cancelled while the store opens it."""
+        operation is cancelled while the store opens it. Another writer holding it
+        raises :class:`_Busy` (waited for by :meth:`_run`), or, past ``deadline``
+        (``time.monotonic()``), ``SessionLockedError``."""
         live = self.store.get(self.session_id)
         if live is not None:
             return live, False
-        deadline = time.monotonic() + self.lock_timeout
-        delay = 0.005
         while True:
             try:
                 try:
@@ -300,11 +336,10 @@ class DshSession(SessionABC):
                     if time.monotonic() >= deadline:
                         raise
                     continue  # created by another writer since our look: open it
-            except SessionLockedError:
+            except SessionLockedError as exc:
                 if time.monotonic() >= deadline:
-                    raise
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 0.1)
+                    raise run_holds(self.session_id, self.lock_timeout, exc.holder) from exc
+                raise _Busy from exc
 
     async def _opening(self, opening: Awaitable[Session], hold: bool) -> Session:
         """Await the store opening (or creating) the session; with ``hold``, to its end
@@ -316,26 +351,54 @@ class DshSession(SessionABC):
     def _hold(self, session: Session) -> None:
         self._held = session
 
-    async def _run(self, operation: Callable[[_LogIndex], _T], create: bool) -> _T:
+    async def _run(self, operation: Callable[[_LogIndex], _T], create: bool,
+                   *, write: bool = True) -> _T:
         """Run ``operation`` on the index of the live session, then flush (and release
-        what it opened, unless ``keep_open``). With nothing stored and ``create`` false,
-        run it on an empty session (``keep_open`` creates it: the first operation takes
-        the session). An operation that fails leaves the stored log as it found it and
-        nothing of it in memory (:meth:`_forget`)."""
-        async with _taking_turns(self._key()):
-            if self.keep_open:
-                return await self._run_held(operation)
-            # One hop off the loop: open, run, flush and release in one worker thread
-            # (run to its end when cancelled: the turn lasts as long).
-            return await _settled(asyncio.to_thread(self._run_once, operation, create))
+        what it opened, unless ``keep_open`` or its run's turn is still open). With
+        nothing stored and ``create`` false, run it on an empty session (``keep_open``
+        creates it: the first operation takes the session). An operation that fails
+        leaves the stored log as it found it and nothing of it in memory
+        (:meth:`_forget`). A ``write`` waits, up to ``lock_timeout``, while the run of
+        another instance of this process holds the session; any operation waits as
+        long for another writer's lock, without its turn on the session meanwhile
+        (that writer may be an instance of this process, which needs it to let go)."""
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.005
+        while True:
+            try:
+                async with _taking_turns(self._key(), self._run_hold,
+                                         deadline if write else None, self._refusal):
+                    try:
+                        if self.keep_open:
+                            return await self._run_held(operation, deadline)
+                        # One hop off the loop: open, run, flush and release in one
+                        # worker thread (run to its end when cancelled: the turn lasts
+                        # as long).
+                        return await _settled(asyncio.to_thread(
+                            self._run_once, operation, create, deadline, True))
+                    finally:
+                        self._run_hold.settle(on_loop=True)
+            except _Busy:
+                pass
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.1)
 
-    def _run_once(self, operation: Callable[[_LogIndex], _T], create: bool) -> _T:
+    def _refusal(self) -> BaseException:
+        return run_holds(self.session_id, self.lock_timeout,
+                         "a run of the OpenAI Agents SDK through another DshSession of "
+                         "this process, its turn open")
+
+    def _run_once(self, operation: Callable[[_LogIndex], _T], create: bool,
+                  deadline: float, busy: bool = False) -> _T:
         """The default mode's operation, in a worker thread: the session taken back
-        (:meth:`_acquire_now`), ``operation`` run on its index, then flushed and released;
-        the session object and its index are kept for the next operation."""
-        session, opened = self._acquire_now(create)
+        (:meth:`_acquire_now`), ``operation`` run on its index, then flushed and released
+        (:meth:`_let_go`: held instead while this instance's run has its turn open); the
+        session object and its index are kept for the next operation. ``busy``: raise
+        :class:`_Busy` rather than wait here for another writer's lock."""
+        session, opened = self._acquire_now(create, deadline, busy)
         if session is None:
             return operation(_LogIndex(Session(self.session_id)))
+        ours = opened or session is self._holding
         index = self._index
         if index is None or index.session is not session:
             index = _LogIndex(session)
@@ -347,32 +410,43 @@ class DshSession(SessionABC):
                 self._forget(session)
                 raise
             # Refused before it appended anything: the session is as stored.
-            if opened:
-                self.store.release(session)
-                self._cached, self._index = session, index
+            if ours:
+                self._let_go(session, index)
             raise
         try:
-            if opened:
-                self.store.release(session)
+            if ours:
+                self._let_go(session, index)
             else:  # live here: held by a keep_open instance on this store object
                 self.store.flush(session)
         except BaseException:
             self._forget(session)
             raise
-        if opened:
-            self._cached, self._index = session, index
         return result
 
-    def _acquire_now(self, create: bool) -> tuple[Session | None, bool]:
+    def _let_go(self, session: Session, index: _LogIndex) -> None:
+        """After an operation on the session this instance opened (or holds for its
+        run): release it, kept to be taken back by the next operation; or, while its
+        run's turn is open, flush it and go on holding it (released between the run's
+        calls, another writer would find a turn open and close it as a crash's)."""
+        if self._runs.open_in(index):
+            self.store.flush(session)
+            self._holding, self._index = session, index
+            return
+        self._holding = None
+        self.store.release(session)
+        self._cached, self._index = session, index
+
+    def _acquire_now(self, create: bool, deadline: float, busy: bool = False
+                     ) -> tuple[Session | None, bool]:
         """The live session and whether this operation opened it (and must release it),
-        as :meth:`_acquire`, synchronously. The session the last operation released is
-        taken back (``store.open(id, resume=...)``): its writer lock taken again and only
-        what other writers stored since read, not the whole log."""
+        as :meth:`_acquire`, synchronously (another writer's lock waited for here, unless
+        ``busy``). The session the last operation released is taken back
+        (``store.open(id, resume=...)``): its writer lock taken again and only what
+        other writers stored since read, not the whole log."""
         live = self.store.get(self.session_id)
         if live is not None:
             return live, False
         cached, self._cached = self._cached, None
-        deadline = time.monotonic() + self.lock_timeout
         delay = 0.005
         while True:
             try:
@@ -392,10 +466,14 @@ class DshSession(SessionABC):
                     if time.monotonic() >= deadline:
                         raise
                     continue  # created by another writer since our look: open it
-            except SessionLockedError:
-                if time.monotonic() >= deadline:
+            except SessionLockedError as exc:
+                late = time.monotonic() >= deadline
+                if late or busy:
                     self._cached = cached  # still what is stored, for the next call
-                    raise
+                if late:
+                    raise run_holds(self.session_id, self.lock_timeout, exc.holder) from exc
+                if busy:
+                    raise _Busy from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 0.1)
 
@@ -410,15 +488,20 @@ class DshSession(SessionABC):
         self._cached = self._index = None
         if self._held is session:
             self._held = None
+        if self._holding is session:
+            self._holding = None
+        # Its writer lock goes: a turn of our run left open in the log is closed by the
+        # next load (crash repair, ``interrupted``); the run itself raises with this.
+        self._runs.run = None
         if self._live() is session:
             self.store.discard(session)
 
-    async def _run_held(self, operation: Callable[[_LogIndex], _T]) -> _T:
+    async def _run_held(self, operation: Callable[[_LogIndex], _T], deadline: float) -> _T:
         """``keep_open``: the live session (opened, or created, and held at the first
         operation; shared with the other instances of this store object), its index
         kept from one operation to the next. The operation and the flush run in one
         worker thread: one hop off the loop per operation, where ``aflush`` takes two."""
-        session, _ = await self._acquire(True, hold=True)
+        session, _ = await self._acquire(True, deadline, hold=True)
         assert session is not None
         index = self._index
         if index is None or index.session is not session:

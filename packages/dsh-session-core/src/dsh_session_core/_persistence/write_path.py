@@ -253,17 +253,39 @@ class WritePath:
         except Exception:
             return False
 
-    def _load_core(self, sid: str) -> StoredLog:
+    def _load_stored(self, sid: str) -> StoredLog:
         stored = self.backend.load_stored(sid, self.registry)
         if stored is None:
             msg = f'session "{sid}" not found'
             raise PersistenceError(msg, session_id=sid)
         self.check_version(stored.header)
+        return stored
+
+    def _load_core(self, sid: str) -> StoredLog:
+        stored = self._load_stored(sid)
         closers = interrupted_turn_closers(stored.events)
         state = self._states.get(sid)
         if state is None:
             state = SessionState(stored.header, len(stored.events), True)
-        if stored.torn is not None or closers:
+        unlocked = state.lock is None
+        if (stored.torn is not None or closers) and unlocked:
+            # A repair is decided on the log as it is under the writer lock: read
+            # without it, the log may be another writer's mid-turn (a torn line being
+            # written, a turn still open) and grow until that writer lets go, and
+            # closers written after a stale read would take seqs it wrote (or a cut
+            # would drop its lines). The lock taken, the log is read again.
+            self._own(state)
+            try:
+                stored = self._load_stored(sid)
+                closers = interrupted_turn_closers(stored.events)
+                if stored.torn is not None or closers:
+                    self._repair(state, stored, closers)
+            except BaseException:
+                if state.lock is not None:
+                    lock, state.lock = state.lock, None
+                    lock.release()
+                raise
+        elif stored.torn is not None or closers:
             self._repair(state, stored, closers)
         events = [*stored.events, *closers] if closers else stored.events
         # A load re-anchors the state and drops any previous owner, as the reference does.
