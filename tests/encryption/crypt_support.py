@@ -5,6 +5,7 @@ each backend's own storage (a JSONL file's line, a database row)."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import sqlite3
@@ -134,6 +135,17 @@ class Records:
                 "SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()]
             return b"".join(str(conn.execute(f"SELECT * FROM {t}").fetchall()).encode()
                             for t in tables)
+
+
+def tamper(url: str, sid: str, seq: int) -> None:
+    """Flip one bit of a record's ciphertext, in the store's own storage."""
+    records = Records(url)
+    wire = records.get(sid, seq)
+    box = wire["data"]["sealed"]
+    ct = bytearray(base64.b64decode(box["ct"]))
+    ct[0] ^= 0x01
+    box["ct"] = base64.b64encode(bytes(ct)).decode()
+    records.put(sid, seq, wire)
 
 
 def start_turn(session: Session, turn: int, text: str) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import pytest
-from crypt_support import KEY1, KEY2, Records, open_sealed, write_session
+from crypt_support import KEY1, KEY2, open_sealed, tamper, write_session
 
 from dsh_session_core import (
     Event,
@@ -83,20 +83,9 @@ def test_a_shredded_session_leaves_the_others_searchable(store_url: str) -> None
         assert whole.complete
 
 
-def _tamper(url: str, sid: str, seq: int) -> None:
-    """Change one byte of a record's ciphertext, in the store's own storage."""
-    records = Records(url)
-    wire = records.get(sid, seq)
-    box = wire["data"]["sealed"]
-    ct = bytearray(base64.b64decode(box["ct"]))
-    ct[0] ^= 0x01
-    box["ct"] = base64.b64encode(bytes(ct)).decode()
-    records.put(sid, seq, wire)
-
-
 def test_a_tampered_record_leaves_the_others_searchable(store_url: str) -> None:
     _fill(store_url)
-    _tamper(store_url, "c", 1)
+    tamper(store_url, "c", 1)
     with open_sealed(store_url, _keys()) as store:
         hits = store.search("needle")
         assert _found(hits) == {("a", 0), ("b", 0)}
@@ -156,7 +145,7 @@ def test_the_cli_prints_the_hits_and_names_the_shredded_session(
 def test_the_cli_names_a_tampered_session(store_url: str,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     _rotated(store_url)
-    _tamper(store_url, "b", 0)
+    tamper(store_url, "b", 0)
     _env_keys(monkeypatch, k2=KEY2, k1=KEY1)
     code, out, err = run_cli("search", "needle", "--store", store_url)
     assert code == 3, err
@@ -187,7 +176,7 @@ def test_a_label_hook_gets_nothing_of_a_session_it_cannot_read(store_url: str,
                                                                case: str) -> None:
     _fill(store_url)
     if case == "tampered":
-        _tamper(store_url, "b", 0)
+        tamper(store_url, "b", 0)
     keys = {"shredded": _keys(frozenset({"b"})), "tampered": _keys(), "no keys": None}[case]
     pm = create_plugin_manager(autoload=False)
     plugin = _Labeller()

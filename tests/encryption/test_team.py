@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 import pytest
-from crypt_support import KEY1, KEYS, Records, write_session
+from crypt_support import KEY1, KEYS, Records, tamper, write_session
 
 from dsh_session_core import RetentionPolicy, open_store
 from dsh_session_core.testing import run_cli
@@ -52,17 +52,6 @@ def _ok(keys: bool, *argv: str) -> str:
     return out
 
 
-def _damage(url: str, sid: str, seq: int) -> None:
-    """Flip one bit of a record's ciphertext, in the backend's own storage."""
-    records = Records(url)
-    wire = records.get(sid, seq)
-    box = wire["data"]["sealed"]
-    ct = bytearray(base64.b64decode(box["ct"]))
-    ct[0] ^= 1
-    box["ct"] = base64.b64encode(bytes(ct)).decode()
-    records.put(sid, seq, wire)
-
-
 @pytest.fixture
 def team_store(store_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """The store after the four touches, in the order a team's week brings them."""
@@ -77,7 +66,7 @@ def team_store(store_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
     _ok(True, "retain", "s3", "--store", store_url)
     removed = _ok(False, "rm", "s3", "--yes", "--store", store_url)
     assert "mark" in removed  # rm names the mark that goes with the session
-    _damage(store_url, "s4", 1)
+    tamper(store_url, "s4", 1)
     return store_url
 
 

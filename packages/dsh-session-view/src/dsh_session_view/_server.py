@@ -174,15 +174,8 @@ class _Handler(BaseHTTPRequestHandler):
         if refusal is None:
             return True
         status, text = refusal
-        self.close_connection = True
-        body = text.encode("utf-8", "replace")
-        self.send_response(status)
-        self.send_header("Content-Type", "text/plain; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        self._answer_and_close(status, "text/plain; charset=utf-8",
+                               text.encode("utf-8", "replace"))
         return False
 
     def _host_refusal(self) -> tuple[int, str] | None:
@@ -237,10 +230,15 @@ class _Handler(BaseHTTPRequestHandler):
             # The version was not read (or is 0.9): the standard library would answer
             # with the bare body, without status line or headers.
             self.request_version = "HTTP/1.0"
-        self.close_connection = True
         # The standard reason phrase, not ``message``: it may quote the request's bytes.
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
+        self._answer_and_close(code, "application/json", body)
+
+    def _answer_and_close(self, status: int, ctype: str, body: bytes) -> None:
+        """A refusal: ``body`` (not for HEAD) with the headers every answer carries, and
+        the connection closed after it."""
+        self.close_connection = True
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Connection", "close")
         self.end_headers()
