@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from dsh_session_core import Event, EventSpec, SessionHeader, hookimpl, to_wire
+from dsh_session_core import Event, EventSpec, SessionHeader, hookimpl
 
+from ._payload import names_in
 from .events import AdkDeleted, AdkEvent, AdkSession, AdkState
 
 #: The id prefixes of ``dsh_session_id``: an ADK session, an app's and a user's state.
@@ -47,12 +48,12 @@ def label_session(header: SessionHeader,
         return None
     for event in first_events(2):
         if event.type == "adk/session":
-            d = _names(event, "appName", "userId", "sessionId")
+            d = names_in(event, "appName", "userId", "sessionId")
             if d is None:
                 return None
             return f"app {d['appName']} · user {d['userId']} · session {d['sessionId']}"
         if event.type == "adk/state":
-            d = _names(event, "appName")
+            d = names_in(event, "appName")
             if d is None:
                 return None
             user = "" if d.get("userId") is None else f" · user {d['userId']}"
@@ -74,17 +75,6 @@ def session_labels(header: SessionHeader,
         return None
     for event in first_events(2):
         if event.type == "adk/session":
-            d = _names(event, "appName", "userId")
+            d = names_in(event, "appName", "userId")
             return None if d is None else {"app": str(d["appName"]), "user": str(d["userId"])}
     return None
-
-
-def _names(event: Event, *required: str) -> Mapping[str, object] | None:
-    """The payload of an ``adk/session`` or ``adk/state`` event as plain JSON, or
-    ``None`` when it lacks one of ``required`` (a record kept opaque: written by hand,
-    or a sealed box read without keys): a listing shows the session unlabelled rather
-    than fail."""
-    d = to_wire(event.data)
-    if not isinstance(d, Mapping) or any(d.get(name) is None for name in required):
-        return None
-    return d
