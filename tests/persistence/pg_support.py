@@ -8,7 +8,22 @@ import asyncio
 import psycopg
 import pytest
 
-__all__ = ["until_a_query_waits_on_a_lock"]
+__all__ = ["OLD_TABLES", "until_a_query_waits_on_a_lock"]
+
+#: The tables of a PostgreSQL store as the builds of schema versions 1 and 2 made them
+#: (version 2 added the search index beside them), for the migration tests.
+OLD_TABLES = (
+    "CREATE TABLE dsh_session_schema (version integer NOT NULL,"
+    " only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row))",
+    "CREATE TABLE sessions (id text PRIMARY KEY, version integer NOT NULL,"
+    " created_at bigint NOT NULL, cwd text, parent_session text, seed_length bigint)",
+    "CREATE TABLE events (session_id text NOT NULL REFERENCES sessions(id)"
+    " ON DELETE CASCADE, seq bigint NOT NULL, type text NOT NULL, time bigint NOT NULL,"
+    " data text NOT NULL, source_event_seqs text, surface_op text,"
+    " PRIMARY KEY (session_id, seq))",
+    "CREATE INDEX sessions_by_created_at ON sessions (created_at, id)",
+    "CREATE INDEX sessions_by_cwd ON sessions (cwd, created_at)",
+)
 
 
 async def until_a_query_waits_on_a_lock(url: str, patience: float = 60) -> None:

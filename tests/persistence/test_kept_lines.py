@@ -24,6 +24,7 @@ from typing import Any
 import psycopg
 import pytest
 from persist_support import meta
+from pg_support import OLD_TABLES
 
 from dsh_session_core import Session, SessionHeader, core_registry
 from dsh_session_core._codec import ENCODER
@@ -481,25 +482,10 @@ def test_own_tables_of_a_newer_version_are_refused_and_left_as_they_are(
 
 # --- PostgreSQL: a database written before ------------------------------------------------
 
-#: The tables of a version-2 database, as the build before this one made them.
-_V2_TABLES = (
-    "CREATE TABLE dsh_session_schema (version integer NOT NULL,"
-    " only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row))",
-    "CREATE TABLE sessions (id text PRIMARY KEY, version integer NOT NULL,"
-    " created_at bigint NOT NULL, cwd text, parent_session text, seed_length bigint)",
-    "CREATE TABLE events (session_id text NOT NULL REFERENCES sessions(id)"
-    " ON DELETE CASCADE, seq bigint NOT NULL, type text NOT NULL, time bigint NOT NULL,"
-    " data text NOT NULL, source_event_seqs text, surface_op text,"
-    " PRIMARY KEY (session_id, seq))",
-    "CREATE INDEX sessions_by_created_at ON sessions (created_at, id)",
-    "CREATE INDEX sessions_by_cwd ON sessions (cwd, created_at)",
-)
-
-
 def _old_postgres(url: str, version: int,
                   *logs: tuple[SessionHeader, list[Event], bytes]) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
-        for statement in (*_V2_TABLES, *(postgres_schema.INDEX_SCHEMA if version > 1 else ())):
+        for statement in (*OLD_TABLES, *(postgres_schema.INDEX_SCHEMA if version > 1 else ())):
             conn.execute(statement)
         conn.execute("INSERT INTO dsh_session_schema (version) VALUES (%s)", (version,))
         for header, events, _ in logs:

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from persist_support import meta
+from pg_support import OLD_TABLES
 
 from dsh_session_core import core_registry
 from dsh_session_core._codec import encode_events
@@ -449,16 +450,7 @@ def test_sqlite_a_read_only_database_answers_completely(tmp_path: Path) -> None:
 # --- PostgreSQL: rows written without the index, and the older schema ------------------------
 
 _V1_SCHEMA = (
-    "CREATE TABLE dsh_session_schema (version integer NOT NULL,"
-    " only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row))",
-    "CREATE TABLE sessions (id text PRIMARY KEY, version integer NOT NULL,"
-    " created_at bigint NOT NULL, cwd text, parent_session text, seed_length bigint)",
-    "CREATE TABLE events (session_id text NOT NULL REFERENCES sessions(id)"
-    " ON DELETE CASCADE, seq bigint NOT NULL, type text NOT NULL, time bigint NOT NULL,"
-    " data text NOT NULL, source_event_seqs text, surface_op text,"
-    " PRIMARY KEY (session_id, seq))",
-    "CREATE INDEX sessions_by_created_at ON sessions (created_at, id)",
-    "CREATE INDEX sessions_by_cwd ON sessions (cwd, created_at)",
+    *OLD_TABLES,
     "INSERT INTO dsh_session_schema (version) VALUES (1)",
 )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dsh_session_core import open_store
 
-__all__ = ["write_turns"]
+__all__ = ["write_chat", "write_turns"]
 
 
 def write_turns(store: str, session_id: str, turns: int) -> None:
@@ -19,3 +19,16 @@ def write_turns(store: str, session_id: str, turns: int) -> None:
                 with turn.step() as step:
                     step.assistant(f"answer {t}")
         s.flush(chat)
+
+
+def write_chat(store: str, secret: str) -> str:
+    """Store ``chat-1`` (cwd ``/home/ada/project``): one turn, the user saying
+    ``secret``, the assistant "noted". Returns ``store``."""
+    with open_store(store) as s:
+        chat = s.create("chat-1", cwd="/home/ada/project")
+        with chat.turn() as turn:
+            turn.user(secret)
+            with turn.step() as step:
+                step.assistant("noted")
+        s.flush(chat)
+    return store

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 from server_support import running
+from store_support import write_chat
 
-from dsh_session_core import open_store
 from dsh_session_core._cli.support import registry
 from dsh_session_view import ViewServer, make_server
 
@@ -96,15 +96,7 @@ ANSWERS = [
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> str:
-    where = str(tmp_path_factory.mktemp("headers") / "store")
-    with open_store(where) as s:
-        chat = s.create("chat-1", cwd="/home/ada/project")
-        with chat.turn() as turn:
-            turn.user(SECRET)
-            with turn.step() as step:
-                step.assistant("noted")
-        s.flush(chat)
-    return where
+    return write_chat(str(tmp_path_factory.mktemp("headers") / "store"), SECRET)
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from server_support import running
+from store_support import write_chat
 
-from dsh_session_core import open_store
 from dsh_session_core._cli.support import registry
 from dsh_session_view import ViewServer, make_server
 
@@ -45,15 +45,7 @@ SECRET = "the launch code is 0000"
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> str:
-    where = str(tmp_path_factory.mktemp("hosts") / "store")
-    with open_store(where) as s:
-        chat = s.create("chat-1", cwd="/home/ada/project")
-        with chat.turn() as turn:
-            turn.user(SECRET)
-            with turn.step() as step:
-                step.assistant("noted")
-        s.flush(chat)
-    return where
+    return write_chat(str(tmp_path_factory.mktemp("hosts") / "store"), SECRET)
 
 
 @contextlib.contextmanager
