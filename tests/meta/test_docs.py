@@ -95,7 +95,8 @@ def test_examples_run(
             _run_console(body, sandbox)
 
 
-@pytest.mark.parametrize("name", ["cli.md", "retention.md", "encryption.md", "testing.md"])
+@pytest.mark.parametrize("name", ["cli.md", "retention.md", "encryption.md", "testing.md",
+                                  "search.md", "view.md"])
 def test_store_examples_run_again_in_the_same_folder(
     name: str, sandbox: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
