@@ -101,6 +101,36 @@ def test_a_removed_session_takes_its_mark_with_it(store_url: str) -> None:
             ("a", "keep-latest", "deleted"), ("z", "keep-latest", "kept")]
 
 
+def test_a_delete_a_writer_wins_after_its_dry_run_writes_nothing(
+        store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The lock is taken before the removal is announced: a writer that gets in between
+    # the dry run and the delete leaves the ledger as it was (a writer taking and
+    # letting go of the lock in a loop would otherwise grow it by two records a try).
+    _fill(store_url, ("s0", "s1"))
+    with opened(store_url) as store, opened(store_url) as other:
+        store.delete("s0")
+        before = _ledger(store)
+        real = store.backend.delete
+        writers: list[Any] = []
+
+        def delete(session_id: str, *, dry_run: bool = False) -> Any:
+            done = real(session_id, dry_run=dry_run)
+            if dry_run and not writers:  # a writer takes the session right after
+                writers.append(other.open(session_id))
+            return done
+
+        monkeypatch.setattr(store.backend, "delete", delete)
+        with pytest.raises(SessionLockedError):
+            store.delete("s1")
+        assert writers
+        assert _ledger(store) == before
+        assert sessions(store) == ["s1"]
+        other.release(writers[0])
+        store.delete("s1")
+        assert _removed(store) == [("s0", "api-delete"), ("s1", "api-delete")]
+        assert sessions(store) == []
+
+
 # --- a removal killed at any point -------------------------------------------------------
 
 _KILLED = textwrap.dedent("""
@@ -110,21 +140,29 @@ _KILLED = textwrap.dedent("""
 
     url, door, point, reached = sys.argv[1:5]
     store = open_store(url, plugin_manager=create_plugin_manager(autoload=False))
-    real = store.backend.delete
+    backend = store.backend
+    real, real_held = backend.delete, backend.delete_held
 
-    def delete(session_id, *, dry_run=False):
+    def killed(delete):
         # The point where this process is killed: before the log is deleted, or right
-        # after (and before the removal is recorded). Dry runs (prune's measure) pass.
-        if not dry_run and point == "before":
+        # after (and before the removal is recorded).
+        if point == "before":
             Path(reached).touch()
             threading.Event().wait()
-        done = real(session_id, dry_run=dry_run)
-        if not dry_run and point == "after":
+        done = delete()
+        if point == "after":
             Path(reached).touch()
             threading.Event().wait()
         return done
 
-    store.backend.delete = delete
+    def delete(session_id, *, dry_run=False):  # dry runs (prune's measure) pass
+        if dry_run:
+            return real(session_id, dry_run=True)
+        return killed(lambda: real(session_id))
+
+    backend.delete = delete
+    backend.delete_held = lambda session_id, lock: killed(
+        lambda: real_held(session_id, lock))
     if door == "prune-policy":
         store.prune(RetentionPolicy(keep_latest=1))
     elif door == "prune-older-than":
@@ -160,18 +198,22 @@ def _killed_at(store_url: str, door: str, point: str, tmp_path: Path) -> None:
     assert proc.returncode == -signal.SIGKILL
 
 
-def _ledger_let_go(store_url: str) -> None:
-    """Wait until the killed process's hold of the ledger is gone (a PostgreSQL server
-    ends a dead client's session when it notices; a file lock goes with the process)."""
+def _let_go(store_url: str, *session_ids: str) -> None:
+    """Wait until the killed process's holds (of the ledger, of the session it was
+    removing) are gone: a PostgreSQL server ends a dead client's sessions when it
+    notices; a file lock goes with the process."""
     deadline = time.monotonic() + 60
-    while True:
-        with opened(store_url) as store:
-            try:
-                store.release(store.open(LEDGER))
-                return
-            except SessionLockedError:
-                assert time.monotonic() < deadline, "the ledger was never let go"
-        time.sleep(0.05)
+    for session_id in session_ids:
+        while True:
+            with opened(store_url) as store:
+                if session_id != LEDGER and session_id not in sessions(store):
+                    break  # removed: nothing holds it
+                try:
+                    store.release(store.open(session_id))
+                    break
+                except SessionLockedError:
+                    assert time.monotonic() < deadline, f"{session_id} was never let go"
+            time.sleep(0.05)
 
 
 @pytest.mark.parametrize("point", ["before", "after"])
@@ -190,7 +232,7 @@ def test_a_removal_killed_at_any_point_leaves_the_session_there_or_recorded(
     code, out, _ = run_cli("prune", "--log", "--store", store_url)
     assert code == 0
     assert (b" s1 " in out) is (point == "after")
-    _ledger_let_go(store_url)
+    _let_go(store_url, LEDGER, "s1")
     # The next writer settles it, and runs the door to its end.
     with opened(store_url) as store:
         if door == "prune-policy":

@@ -138,23 +138,29 @@ def check_placed(root: str, path: str, header: SessionHeader) -> None:
         raise MisplacedLogError(path, header.id, expected)
 
 
-def sweep_temps(bucket: str, held: str | None = None) -> None:
+def sweep_temps(bucket: str, held: str | None = None) -> dict[str, int]:
     """Remove the temp files killed first writes left in a bucket: the ones of session
     ``held`` (an encoded id whose writer lock the caller holds) at once; any other one
     only while holding its session's lock, taken here without waiting (a session being
     written by a live writer keeps its temp), and only when that lock file exists (every
     writer of ours creates it before its temp file). Best effort: any error leaves the
-    file for the next sweep."""
+    file for the next sweep.
+
+    :returns: the temp files of ``held`` removed, with their sizes (a delete names them).
+    """
+    held_temps: dict[str, int] = {}
     try:
         names = [entry.name for entry in os.scandir(bucket)]
     except OSError:
-        return
+        return held_temps
     for name in names:
         match = _TEMP.fullmatch(name)
         if match is None:
             continue
         temp = os.path.join(bucket, name)
         if match[1] == held:
+            with contextlib.suppress(OSError):
+                held_temps[temp] = os.stat(temp, follow_symlinks=False).st_size
             files.unlink_quietly(temp)
             continue
         try:
@@ -174,6 +180,7 @@ def sweep_temps(bucket: str, held: str | None = None) -> None:
             files.unlink_quietly(temp)
         finally:
             os.close(fd)  # unlocks
+    return held_temps
 
 
 def temps_of(bucket: str, encoded: str) -> list[str]:

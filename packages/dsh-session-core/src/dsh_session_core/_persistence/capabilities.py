@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .._header import SessionHeader
 from ..events import Event
-from .base import Backend, Deleted, LogNews, LogTail, SessionSummary, keep_types
+from .base import (
+    Backend,
+    Deleted,
+    LogNews,
+    LogTail,
+    SessionSummary,
+    WriterLock,
+    keep_types,
+)
 
 if TYPE_CHECKING:
     from .._search import SearchHit, SearchQuery
@@ -37,6 +45,7 @@ __all__ = [
     "AsyncTail",
     "Capabilities",
     "Deletable",
+    "HeldDeletable",
     "LineReads",
     "Resumable",
     "Rewritable",
@@ -130,6 +139,24 @@ class Deletable(Protocol):
 
 
 @runtime_checkable
+class HeldDeletable(Protocol):
+    """A backend that removes a session whose writer lock the caller already holds (one
+    :meth:`~.base.Backend.acquire` gave), so that a recorded removal is announced only
+    once the lock is taken (``recorded_removal.py``): a delete refused because a writer
+    holds the session then writes nothing. Without it, the lock is taken by ``delete``
+    itself, after the announcement (a refusal is then recorded as abandoned)."""
+
+    #: Whether :meth:`delete_held` works (``False``: a wrapper whose inner backend
+    #: lacks it).
+    can_delete_held: bool
+
+    def delete_held(self, session_id: str, lock: WriterLock) -> Deleted:
+        """Remove the session as :meth:`~.base.Backend.delete` does, under ``lock``,
+        which stays held: the caller releases it."""
+        ...
+
+
+@runtime_checkable
 class Rewritable(Protocol):
     """A backend that replaces a session's stored events at once (``dsh-session rekey``
     reseals a session in place). Without it, a session cannot be rewritten."""
@@ -215,6 +242,7 @@ class Capabilities:
     typed_line_reads: TypedLineReads | None = None
     resumable: Resumable | None = None
     deletable: Deletable | None = None
+    held_deletable: HeldDeletable | None = None
     rewritable: Rewritable | None = None
     async_append: AsyncAppend | None = None
     async_list: AsyncList | None = None
@@ -235,6 +263,8 @@ class Capabilities:
             typed_line_reads=backend if isinstance(backend, TypedLineReads) else None,
             resumable=backend if isinstance(backend, Resumable) else None,
             deletable=backend if deletable else None,
+            held_deletable=(backend if deletable and isinstance(backend, HeldDeletable)
+                            and backend.can_delete_held else None),
             rewritable=backend if isinstance(backend, Rewritable) else None,
             async_append=backend if isinstance(backend, AsyncAppend) else None,
             async_list=backend if isinstance(backend, AsyncList) else None,

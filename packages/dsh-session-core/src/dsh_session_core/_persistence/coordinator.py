@@ -37,7 +37,7 @@ from .._header import SessionHeader
 from .._plugins import hookimpl
 from ..errors import PersistenceError, SessionExistsError, SessionLockedError
 from ..events import Event
-from .base import Deleted, StoredLog, cannot_delete
+from .base import Deleted, StoredLog, WriterLock, cannot_delete
 from .repair import interrupted_turn_closers
 from .write_path import (
     SessionState,
@@ -141,15 +141,42 @@ class PersistencePlugin(WritePath):
         if remove is None:  # a backend written before Backend.delete existed
             raise cannot_delete(self.backend, session_id)
         with self._serial(session_id):
-            state = self._states.get(session_id)
-            if state is not None and state.owner is not None:
-                raise SessionLockedError(
-                    session_id, "a live session of this store: release it first")
-            if state is not None:
-                if state.lock is not None:
-                    state.lock.release()
-                del self._states[session_id]
+            self._drop_state(session_id)
             return remove.delete(session_id, dry_run=dry_run)
+
+    def hold_for_delete(self, header: SessionHeader) -> WriterLock | None:
+        """The session's writer lock, taken (without waiting) for a :meth:`delete_held`
+        that follows; ``None`` when the backend cannot delete under a held lock
+        (:class:`~.capabilities.HeldDeletable`): :meth:`delete` takes it then.
+
+        :raises SessionLockedError: a live session here, or a writer elsewhere, holds it.
+        """
+        if self.capabilities.held_deletable is None:
+            return None
+        with self._serial(header.id):
+            self._drop_state(header.id)
+            return self.backend.acquire(header)
+
+    def delete_held(self, session_id: str, lock: WriterLock) -> Deleted:
+        """:meth:`delete`, under the lock :meth:`hold_for_delete` took (the caller
+        releases it)."""
+        held = self.capabilities.held_deletable
+        if held is None:
+            raise cannot_delete(self.backend, session_id)
+        with self._serial(session_id):
+            return held.delete_held(session_id, lock)
+
+    def _drop_state(self, session_id: str) -> None:
+        """Refuse a session a live session of this coordinator writes; drop a state kept
+        without one (releasing its lock) so that the backend can take the lock itself."""
+        state = self._states.get(session_id)
+        if state is not None and state.owner is not None:
+            raise SessionLockedError(
+                session_id, "a live session of this store: release it first")
+        if state is not None:
+            if state.lock is not None:
+                state.lock.release()
+            del self._states[session_id]
 
     # --- the write path (plugin hooks) --------------------------------------------------
 

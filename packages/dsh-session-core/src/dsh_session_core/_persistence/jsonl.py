@@ -506,6 +506,9 @@ class JsonlBackend:
 
     # -- deleting --
 
+    #: :meth:`delete_held` works (:class:`~.capabilities.HeldDeletable`).
+    can_delete_held = True
+
     def delete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
         """Remove the session's log (from the first bucket holding it, as
         :meth:`load_stored` finds it), its lock file and the temp files of its killed
@@ -536,19 +539,36 @@ class JsonlBackend:
             return self._report(header, path, lock_file, temps, "would-delete")
         lock = self.acquire(header)
         try:
-            if not files.exists(path):  # deleted meanwhile, by another store
-                raise not_found(session_id)
-            report = self._report(header, path, lock_file, temps, "deleted")
-            self._forget(path)
-            os.unlink(path)
-            for temp in temps:
-                files.unlink_quietly(temp)
-            # Unlinked while held: a writer that opened it before locks a dead file,
-            # sees it (acquire checks) and takes the lock on a new one.
-            files.unlink_quietly(lock_file)
-            files.fsync_dir(os.path.dirname(path))
+            return self._unlink(session_id, path, header, lock_file, temps)
         finally:
             lock.release()
+
+    def delete_held(self, session_id: str, lock: WriterLock) -> Deleted:
+        """:meth:`delete`, under the session's writer lock the caller took
+        (:meth:`acquire`) and releases."""
+        path = buckets.find_log(self.root, session_id, self.suffix)
+        if path is None:
+            raise not_found(session_id)
+        header = self._header_at(path)
+        lock_file = lock_path(self.root, _cwd_of(header), header.id)
+        # Taking the lock may have swept them already (acquire): named all the same.
+        temps = {**getattr(lock, "swept", {}), **self._temps(path, header.id)}
+        return self._unlink(session_id, path, header, lock_file, temps)
+
+    def _unlink(self, session_id: str, path: str, header: SessionHeader, lock_file: str,
+                temps: dict[str, int]) -> Deleted:
+        """Remove the log, its temp files and its lock file (held by the caller)."""
+        if not files.exists(path):  # deleted meanwhile, by another store
+            raise not_found(session_id)
+        report = self._report(header, path, lock_file, temps, "deleted")
+        self._forget(path)
+        os.unlink(path)
+        for temp in temps:
+            files.unlink_quietly(temp)
+        # Unlinked while held: a writer that opened it before locks a dead file,
+        # sees it (acquire checks) and takes the lock on a new one.
+        files.unlink_quietly(lock_file)
+        files.fsync_dir(os.path.dirname(path))
         return report
 
     def _header_at(self, path: str) -> SessionHeader:

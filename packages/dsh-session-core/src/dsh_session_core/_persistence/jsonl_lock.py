@@ -50,7 +50,7 @@ class FileLock:
     file's (what :meth:`WriterLocks.acquire` checks the file at the path against when it
     takes the lock again on this descriptor)."""
 
-    __slots__ = ("_fd", "_locks", "dev", "ino", "log", "path")
+    __slots__ = ("_fd", "_locks", "dev", "ino", "log", "path", "swept")
 
     def __init__(self, fd: int, path: str, log: str, locks: WriterLocks,
                  dev: int, ino: int) -> None:
@@ -60,6 +60,9 @@ class FileLock:
         self._locks = locks
         self.dev = dev
         self.ino = ino
+        #: The session's dead temp files that taking the lock removed, with their sizes
+        #: (a delete under this lock names them among what it removed).
+        self.swept: dict[str, int] = {}
 
     def release(self) -> None:
         """Unlock; a second call does nothing. When the session has no log (created and
@@ -180,7 +183,7 @@ class WriterLocks:
         # Holding this session's lock, its own leftover temp files are dead; the other
         # sessions' ones are removed only under their locks (buckets.sweep_temps).
         if sweep:
-            sweep_temps(bucket, encode_segment(session_id))
+            lock.swept = sweep_temps(bucket, encode_segment(session_id))
         return lock
 
     def _relock(self, session_id: str, path: str, log: str, fd: int, dev: int,

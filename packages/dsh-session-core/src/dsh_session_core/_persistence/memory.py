@@ -113,6 +113,9 @@ class MemoryBackend:
         self._held.add(header.id)
         return _Lock(self._held, header.id)
 
+    #: :meth:`delete_held` works (:class:`~.capabilities.HeldDeletable`).
+    can_delete_held = True
+
     def delete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
         """Drop the session's log, unless a writer of this backend holds it."""
         log = self._logs.get(session_id)
@@ -120,6 +123,16 @@ class MemoryBackend:
             raise not_found(session_id)
         if session_id in self._held:
             raise SessionLockedError(session_id, "another writer in this process")
+        return self._drop(session_id, log, dry_run=dry_run)
+
+    def delete_held(self, session_id: str, lock: WriterLock) -> Deleted:
+        """:meth:`delete`, under the writer lock the caller took and releases."""
+        log = self._logs.get(session_id)
+        if log is None:
+            raise not_found(session_id)
+        return self._drop(session_id, log, dry_run=False)
+
+    def _drop(self, session_id: str, log: _Log, *, dry_run: bool) -> Deleted:
         jsonl = b"".join(log.lines)
         from .._codec import ENCODER
 

@@ -4,7 +4,8 @@ This module is the backend class, its writer, its loads and its lease; the schem
 statements are :mod:`.postgres_schema`'s, the search index's :mod:`.postgres_index`'s
 (run by :mod:`.sql_index`, the engine shared with SQLite), the reads that never write
 :mod:`.postgres_reads`' (the tail and the NOTIFY follower :mod:`.postgres_follow`'s),
-and the asyncio methods :mod:`.postgres_async`'s.
+the deleting :mod:`.postgres_delete`'s, and the asyncio methods
+:mod:`.postgres_async`'s.
 The tables and columns are the reference's, plus ``events.line`` and a schema version
 table (:mod:`.postgres_open`). Each batch, and each repair, is one transaction; the scan
 and repair rules are the SQLite backend's (:func:`scan_rows`).
@@ -54,30 +55,25 @@ from ..events import Event
 from . import sql_index
 from .base import (
     COMMON_ID_RULE,
-    Deleted,
     SessionLockedError,
     StoredLog,
     WriterLock,
     check_common_id,
-    not_found,
 )
 from .postgres_async import PostgresAsync
+from .postgres_delete import PostgresDelete
 from .postgres_index import APPEND_INDEXED, INDEX_SQL, SEARCH_LOCK_KEY, index_columns
 from .postgres_open import open_schema
 from .postgres_reads import PostgresReads
 from .postgres_schema import (
     APPEND,
-    DELETE_EVENTS,
-    DELETE_SESSION,
     DELETE_TAIL,
     INSERT_ROWS,
     NOTIFY,
     SCHEMA_VERSION,
     SELECT_CHUNK,
-    SELECT_FOUND,
     SELECT_HEADER,
     SELECT_LAST,
-    SELECT_MEASURE,
     SELECT_ROWS,
     SELECT_STORED_ROWS,
     UPSERT_SESSION,
@@ -150,7 +146,7 @@ def _chunk_fetcher(
     return fetch
 
 
-class PostgresBackend(PostgresReads, PostgresAsync):
+class PostgresBackend(PostgresReads, PostgresDelete, PostgresAsync):
     """Sessions in one PostgreSQL database, shared by every host that connects to it.
 
     :param url: a libpq connection string or ``postgresql://`` URL.
@@ -493,52 +489,6 @@ class PostgresBackend(PostgresReads, PostgresAsync):
             with contextlib.suppress(self._errors().Error):
                 conn.execute("SELECT pg_advisory_unlock(%s)", (lock_key(lease.session_id),))
         conn.close()  # and a dead connection's locks go with it
-
-    # --- deleting -----------------------------------------------------------------------
-
-    def delete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
-        """Remove the session's ``sessions`` row and every ``events`` row of it in one
-        transaction, holding its writer lease (:meth:`acquire`'s advisory lock, taken on
-        a connection of its own and released right after), and notify its channel so
-        that followers see it go. Rows are matched by the exact id. Nothing else is
-        stored for a session: an advisory lock is no row, it ends with its connection.
-        The database does not shrink at once: VACUUM reclaims the rows' space.
-
-        :raises SessionLockedError: a writer, on any host, holds the session.
-        :raises PersistenceError: no session of this id (``not found``).
-        """
-        if not text_ok(session_id):
-            raise not_found(session_id)  # no row can hold this id
-        with self._lock:
-            found = self._conn.execute(SELECT_FOUND, (session_id,)).fetchone()
-        if found is None:
-            raise not_found(session_id)
-        conn = self._take(session_id)
-        try:
-            with conn.transaction():
-                row = conn.execute(SELECT_MEASURE, {"sid": session_id}).fetchone()
-                if row is None:  # deleted meanwhile, by another store
-                    raise not_found(session_id)
-                if not dry_run:
-                    conn.execute(DELETE_EVENTS, (session_id,))
-                    conn.execute(DELETE_SESSION, (session_id,))
-                    if self._indexed:
-                        sql_index.forget(INDEX_SQL, conn, session_id)
-                    conn.execute(NOTIFY, (channel_of(session_id), "delete"))
-        finally:
-            with contextlib.suppress(self._errors().Error):
-                conn.execute("SELECT pg_advisory_unlock(%s)", (lock_key(session_id),))
-            conn.close()
-        from .._codec import ENCODER
-
-        header = header_of(row[:6])
-        events, size, last = int(row[6]), int(row[7]), row[8]
-        where = self.location_url
-        return Deleted(
-            header.id, "would-delete" if dry_run else "deleted", where,
-            (f"{where}: the sessions row and {events} events row(s)",),
-            len(ENCODER.encode(header)) + 1 + size, events, header,
-            None if last is None else int(last))
 
     # --- search -------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import DshSessionError, PersistenceError, SessionLockedError, StoreNotFoundError
 from .base import cannot_delete, not_found
-from .recorded_removal import reason_of, remove
+from .recorded_removal import epoch_ms, reason_of, remove
 from .retention_ledger import LEDGER_ID, Ledger, ledger_state
 from .retention_plan import Candidate, PruneDecision, PruneReport, plan
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .retention_policy import RetentionPolicy
     from .store import DurableStore
 
-__all__ = ["epoch_ms", "moment_ms", "run_policy"]
+__all__ = ["moment_ms", "run_policy"]
 
 
 def moment_ms(now: datetime.datetime | None) -> int:
@@ -35,16 +35,6 @@ def moment_ms(now: datetime.datetime | None) -> int:
         moment = moment.astimezone()
     epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
     return (moment - epoch) // datetime.timedelta(milliseconds=1)
-
-
-def epoch_ms(value: object) -> int | float | None:
-    """An event's or a header's time as epoch milliseconds, or ``None`` when it is no
-    finite number (a log written by hand may hold anything there)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, float) and not (value == value and abs(value) < 1e300):
-        return None
-    return value
 
 
 def run_policy(store: DurableStore, policy: RetentionPolicy, *, dry_run: bool,

@@ -34,7 +34,16 @@ from .._header import SEALED_FORMAT_VERSION, SESSION_FORMAT_VERSION, SessionHead
 from .._registry import EventRegistry
 from ..errors import EncryptionError
 from ..events import Event
-from .base import Backend, Deleted, LogNews, LogTail, SessionSummary, StoredLog, WriterLock
+from .base import (
+    Backend,
+    Deleted,
+    LogNews,
+    LogTail,
+    SessionSummary,
+    StoredLog,
+    WriterLock,
+    cannot_delete,
+)
 from .base import stored_lines as _stored_lines
 from .capabilities import (
     capabilities_of,
@@ -234,6 +243,21 @@ class SealedBackend:
         gone = deleted.delete(session_id, dry_run=dry_run)
         if not dry_run:
             self.sealer.forget(session_id)
+        if gone.header is None:
+            return gone
+        return dataclasses.replace(gone, header=self.up(gone.header))
+
+    @property
+    def can_delete_held(self) -> bool:
+        """Whether :meth:`delete_held` works: the inner backend has it."""
+        return self._caps.held_deletable is not None
+
+    def delete_held(self, session_id: str, lock: WriterLock) -> Deleted:
+        held = self._caps.held_deletable
+        if held is None:  # never asked when can_delete_held says no
+            raise cannot_delete(self.inner, session_id)
+        gone = held.delete_held(session_id, lock)
+        self.sealer.forget(session_id)
         if gone.header is None:
             return gone
         return dataclasses.replace(gone, header=self.up(gone.header))

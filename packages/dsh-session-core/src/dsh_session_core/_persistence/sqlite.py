@@ -466,6 +466,9 @@ class SqliteBackend(SqliteReads):
         except sqlite3.Error:
             return True
 
+    #: :meth:`delete_held` works (:class:`~.capabilities.HeldDeletable`).
+    can_delete_held = True
+
     def delete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
         """Remove the session's ``sessions`` row and every ``events`` row of it in one
         transaction, under its writer lock (:meth:`acquire`), then its lock file (while
@@ -496,19 +499,25 @@ class SqliteBackend(SqliteReads):
             return self._report(measured, lock_file, "would-delete")
         lock = self._acquire(session_id)
         try:
-            with self._lock, self._transaction() as conn:
-                measured = conn.execute(SELECT_MEASURE, (session_id,)).fetchone()
-                if measured is None:  # deleted meanwhile, by another store
-                    raise not_found(session_id)
-                conn.execute(DELETE_EVENTS, (session_id,))
-                conn.execute(DELETE_SESSION, (session_id,))
-                if self._indexed:
-                    sql_index.forget(INDEX_SQL, conn, session_id)
-            if lock_file is not None:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(lock_file)
+            return self.delete_held(session_id, lock)
         finally:
             lock.release()
+
+    def delete_held(self, session_id: str, lock: WriterLock) -> Deleted:
+        """:meth:`delete`, under the session's writer lock the caller took
+        (:meth:`acquire`) and releases."""
+        lock_file = self._lock_file(session_id)
+        with self._lock, self._transaction() as conn:
+            measured = conn.execute(SELECT_MEASURE, (session_id,)).fetchone()
+            if measured is None:  # deleted meanwhile, by another store
+                raise not_found(session_id)
+            conn.execute(DELETE_EVENTS, (session_id,))
+            conn.execute(DELETE_SESSION, (session_id,))
+            if self._indexed:
+                sql_index.forget(INDEX_SQL, conn, session_id)
+        if lock_file is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(lock_file)
         return self._report(measured, lock_file, "deleted")
 
     def _report(self, row: tuple[Any, ...], lock_file: str | None, status: Literal[

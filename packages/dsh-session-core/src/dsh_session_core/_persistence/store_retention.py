@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, cast, overload
 
 from ..errors import DshSessionError, PersistenceError, SessionLockedError
 from .base import Deleted, SessionSummary, cannot_delete, not_found
+from .recorded_removal import epoch_ms as _epoch_ms
 from .recorded_removal import reason_of
 from .retention_policy import RetentionPolicy
-from .retention_run import epoch_ms as _epoch_ms
 from .store_base import StoreBase
 
 if TYPE_CHECKING:
