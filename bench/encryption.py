@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dsh_session_core import Keyring, create_plugin_manager
 from dsh_session_core._persistence.opening import backend_for, sealed_backend
-from dsh_session_core._persistence.store import DurableStore
+from dsh_session_core._persistence.store.durable import DurableStore
 from persistence import durable_fill
 from run import Target, cli, median_ms, workload
 

@@ -38,8 +38,8 @@ from collections.abc import Callable
 
 from dsh_session_core import SessionHeader
 from dsh_session_core._cli.main import main as cli_main
-from dsh_session_core._logfile import dump_log
-from dsh_session_core._persistence.paths import log_path
+from dsh_session_core._logformat.logfile import dump_log
+from dsh_session_core._persistence.backends.jsonl.paths import log_path
 from run import Target, cli
 
 SESSIONS = 100_000

@@ -29,9 +29,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dsh_session_core import Keyring, Session, core_registry, create_plugin_manager
-from dsh_session_core._logfile import open_session, parse_log
+from dsh_session_core._logformat.logfile import open_session, parse_log
 from dsh_session_core._persistence.opening import backend_for, sealed_backend
-from dsh_session_core._persistence.store import DurableStore
+from dsh_session_core._persistence.store.durable import DurableStore
 from run import Append, Target, cli, median_ms, turn_appends, workload
 
 
@@ -125,7 +125,7 @@ class PlainSqlite:
     def __init__(self, path: Path, index: bool) -> None:
         import sqlite3
 
-        from dsh_session_core._persistence.sqlite import SqliteBackend
+        from dsh_session_core._persistence.backends.sqlite.backend import SqliteBackend
 
         SqliteBackend(path).close()  # the schema (and the index's tables), as a store has it
         self.conn = sqlite3.connect(path, isolation_level=None)
@@ -138,8 +138,8 @@ class PlainSqlite:
 
     def prepare(self, session: Session, a: int, b: int) -> tuple[Any, ...]:
         """The rows of the session's events ``a .. b-1`` (a turn)."""
-        from dsh_session_core._persistence.rows import event_params, header_row
-        from dsh_session_core._persistence.search_index import index_lines
+        from dsh_session_core._persistence.backends.sql.rows import event_params, header_row
+        from dsh_session_core._persistence.backends.sql.search_index import index_lines
 
         sid = session.header.id
         params = event_params(sid, session.events[a:b])

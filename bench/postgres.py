@@ -55,9 +55,9 @@ import psycopg
 from psycopg import sql
 
 from dsh_session_core import Event, Session, core_registry
-from dsh_session_core._logfile import open_session, parse_log
-from dsh_session_core._persistence.postgres import PostgresBackend
-from dsh_session_core._persistence.rows import PARAMS_PER_ROW, event_params
+from dsh_session_core._logformat.logfile import open_session, parse_log
+from dsh_session_core._persistence.backends.postgres.backend import PostgresBackend
+from dsh_session_core._persistence.backends.sql.rows import PARAMS_PER_ROW, event_params
 from persistence import _clock, appended_turns, cold_load_ms, durable_fill
 from run import Append, Target, cli, median_ms, workload
 

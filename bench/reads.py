@@ -25,8 +25,8 @@ from pathlib import Path
 
 from copies import every_backend
 from dsh_session_core import Session, open_store
-from dsh_session_core._logfile import dump_log
-from dsh_session_core._persistence.paths import log_path
+from dsh_session_core._logformat.logfile import dump_log
+from dsh_session_core._persistence.backends.jsonl.paths import log_path
 from ls import _best_ms
 from run import Target, cli, fill, workload
 

@@ -37,7 +37,7 @@ from dsh_session_core import (
     encode_events,
     hookimpl,
 )
-from dsh_session_core._logfile import dump_log, open_session, parse_log
+from dsh_session_core._logformat.logfile import dump_log, open_session, parse_log
 from dsh_session_core.vocabulary import TextBlock, TextDeltaChunk, TokenUsage, ToolCallBlock
 
 TURNS = 2084
@@ -166,7 +166,7 @@ def rss_of_loaded_session(path: str) -> float:
     code = (
         "import gc,sys\n"
         "from dsh_session_core import Session, core_registry\n"
-        "from dsh_session_core._logfile import open_session, parse_log\n"
+        "from dsh_session_core._logformat.logfile import open_session, parse_log\n"
         f"data=open({path!r},'rb').read()\n"
         "log=parse_log(data, core_registry()); del data\n"
         "s=open_session(log, core_registry()); del log\n"

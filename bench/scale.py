@@ -49,8 +49,8 @@ import msgspec
 
 from copies import every_backend
 from dsh_session_core import Session, SessionHeader, open_store
-from dsh_session_core._logfile import dump_log
-from dsh_session_core._persistence.paths import log_path
+from dsh_session_core._logformat.logfile import dump_log
+from dsh_session_core._persistence.backends.jsonl.paths import log_path
 from ls import _best_ms, _in_process
 from run import fill, turn_appends, workload
 

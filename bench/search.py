@@ -33,7 +33,7 @@ from collections.abc import Callable
 
 from copies import every_backend
 from dsh_session_core import Session, open_store
-from dsh_session_core._logfile import dump_log
+from dsh_session_core._logformat.logfile import dump_log
 from ls import _best_ms
 from ls import store as ls_store
 from run import Target, cli

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from dsh_session_core import DurableStore, open_store
-from dsh_session_core._codec import ENCODER
+from dsh_session_core._schema.codec import ENCODER
 from dsh_session_core.testing import USER_SOURCE, make_store_url, user_turn
 
 USER = dict(USER_SOURCE)
@@ -77,8 +77,8 @@ def snapshot(store: DurableStore) -> dict[str, bytes]:
 
 def files_under(root: Path) -> dict[str, bytes]:
     """Every file under ``root`` (relative path → bytes) but a JSONL store's header cache,
-    which every listing may refresh (``_persistence/header_cache.py``): it holds nothing
-    a log does not; and but the retention ledger's log and lock file."""
+    which every listing may refresh (``_persistence/backends/jsonl/header_cache.py``): it
+    holds nothing a log does not; and but the retention ledger's log and lock file."""
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
             if p.is_file() and p.relative_to(root).parts[0] != ".headers-cache"
             and p.name not in _LEDGER_FILES}

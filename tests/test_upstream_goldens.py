@@ -84,7 +84,7 @@ def test_failures_are_exactly_the_references(upstream: Path) -> None:
 )
 def test_export_reproduces_the_log_byte_for_byte(log: Path) -> None:
     from dsh_session_core._cli.support import registry as _registry
-    from dsh_session_core._logfile import dump_log, parse_log
+    from dsh_session_core._logformat.logfile import dump_log, parse_log
 
     data = log.read_bytes()
     parsed = parse_log(data, _registry())

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import UPSTREAM
 from dsh_session_core import check_events, core_registry
-from dsh_session_core._logfile import parse_log
+from dsh_session_core._logformat.logfile import parse_log
 
 SNAPSHOT = "fixtures/packages/support/acp-snapshot/"
 BROKEN = {

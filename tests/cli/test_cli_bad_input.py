@@ -180,7 +180,7 @@ def test_a_misspelt_plugin_name_is_warned_about() -> None:
 
 
 def test_names_are_split_on_commas_and_spaces(monkeypatch: pytest.MonkeyPatch) -> None:
-    from dsh_session_core._plugins import _blocked_from_env
+    from dsh_session_core._plugins.manager import _blocked_from_env
 
     monkeypatch.setenv("DSH_SESSION_DISABLE_PLUGINS", " a,b  c,\td ,")
     assert _blocked_from_env() == ["a", "b", "c", "d"]

@@ -261,8 +261,8 @@ def test_a_second_copy_finds_everything_up_to_date(demo: str, places: Places,
 @pytest.mark.parametrize("kind", list(STORE_URLS))
 def test_reference_logs_go_through_every_kind_of_store_and_back(places: Places,
                                                                  kind: str) -> None:
-    from dsh_session_core._logfile import parse_header
-    from dsh_session_core._persistence.paths import log_path
+    from dsh_session_core._logformat.logfile import parse_header
+    from dsh_session_core._persistence.backends.jsonl.paths import log_path
 
     src = places.tmp / "src"
     logs = sorted((upstream_dir() / "fixtures").rglob("*.jsonl"))
@@ -492,7 +492,7 @@ def test_a_torn_source_is_copied_up_to_its_tear_and_said_so(tmp_path: Path) -> N
     src = JsonlBackend(tmp_path / "src")
     torn = upstream_dir() / "synthetic" / "crash-after-tool-call.jsonl"
     data = torn.read_bytes()
-    from dsh_session_core._logfile import parse_header
+    from dsh_session_core._logformat.logfile import parse_header
 
     header = parse_header(data[: data.index(b"\n")])
     path = Path(src.location(header))

@@ -23,8 +23,8 @@ import pytest
 from cli_process import RUN, command_env, running
 
 from dsh_session_core import Keyring, create_plugin_manager, open_store
-from dsh_session_core._codec import ENCODER
-from dsh_session_core._persistence.paths import log_path
+from dsh_session_core._persistence.backends.jsonl.paths import log_path
+from dsh_session_core._schema.codec import ENCODER
 from lifecycle_support import Clock, opened, store_url, write
 
 

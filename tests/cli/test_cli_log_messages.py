@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 from dsh_session_core import open_store
 from dsh_session_core._cli.support import registry
-from dsh_session_core._logfile import scan_log
-from dsh_session_core._session import Session
+from dsh_session_core._logformat.logfile import scan_log
+from dsh_session_core._model.session import Session
 from dsh_session_core.errors import LogFormatError, SeedError
 
 RESTORE = "restore the file"

@@ -135,8 +135,8 @@ def test_events_wraps_its_docs_to_the_terminal_width(
              and len(line.split()) > 1]
     assert over == [], over
     # Nothing lost: the docs joined back are the registry's, type by type.
-    from dsh_session_core._catalog import event_rows
     from dsh_session_core._cli.support import registry
+    from dsh_session_core._schema.catalog import event_rows
 
     text = " ".join(line.strip() for line in lines)
     for row in event_rows(registry()):

@@ -26,7 +26,7 @@ from cli_process import RUN, Pipe, command_env, running
 from conftest import UPSTREAM
 from dsh_session_core import open_store, to_wire
 from dsh_session_core._cli.support import registry
-from dsh_session_core._logfile import parse_log
+from dsh_session_core._logformat.logfile import parse_log
 from dsh_session_core.testing import run_cli
 from lifecycle_support import store_url
 
@@ -380,7 +380,7 @@ def test_ls_of_an_empty_or_missing_store(tmp_path: Path) -> None:
 
 
 def test_ls_counts_a_turn_line_that_straddles_two_read_chunks(tmp_path: Path) -> None:
-    from dsh_session_core._logfile import count_log
+    from dsh_session_core._logformat.logfile import count_log
 
     header = b'{"type":"session","version":0,"id":"x","createdAt":1}\n'
     turn = b'{"type":"turn/start","seq":1,"time":7,"data":{}}\n'

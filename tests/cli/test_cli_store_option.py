@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dsh_session_core import open_store
-from dsh_session_core._persistence.buckets import mark_compact
+from dsh_session_core._persistence.backends.jsonl.buckets import mark_compact
 from dsh_session_core.testing import run_cli
 
 

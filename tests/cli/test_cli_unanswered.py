@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from dsh_session_core import Session
-from dsh_session_core._logfile import dump_log
+from dsh_session_core._logformat.logfile import dump_log
 
 DSH = [sys.executable, "-m", "dsh_session_core"]
 CRASH_CALL = "call_00_nleXELfnppSd9WhEQof34008"
@@ -146,7 +146,7 @@ def test_an_event_of_another_plugin_leaves_the_turn_open() -> None:
     # its end: the call is still the open turn's, which repair answers.
     from dsh_session_core import Session
     from dsh_session_core import testing as kit
-    from dsh_session_core._unanswered import unanswered_calls
+    from dsh_session_core._model.unanswered import unanswered_calls
 
     s = Session("foreign", strict=False)
     kit.turn_start(s, 1)

@@ -158,7 +158,7 @@ def accepted_reference_logs(upstream: Path, key: str) -> Iterator[tuple[Path, An
     """Each reference log whose full golden holds ``key`` (the reference accepted the log
     as a whole), sorted: its path, that golden, and its events decoded by core's registry
     (the header left out)."""
-    from dsh_session_core._decode import decode_lines
+    from dsh_session_core._schema.decode import decode_lines
 
     registry = core_registry()
     for golden in sorted((upstream / "goldens").rglob("*.full.json")):

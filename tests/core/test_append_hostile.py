@@ -18,7 +18,7 @@ import msgspec
 import pytest
 
 from dsh_session_core import MAX_JSON_DEPTH, JsonObject, ReplaceOp, Session, open_store
-from dsh_session_core._logfile import line_wire, parse_log, read_lenient, scan_log
+from dsh_session_core._logformat.logfile import line_wire, parse_log, read_lenient, scan_log
 from dsh_session_core.errors import (
     DshSessionError,
     EventTypeError,

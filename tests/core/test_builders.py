@@ -555,7 +555,7 @@ def test_a_step_that_ends_normally_answers_each_unanswered_call(tmp_path: Path) 
     result, in the order they were announced, before step/end; the log passes the
     reference's invariants (a checking store), validates strictly, and reopens."""
     from dsh_session_core import open_store
-    from dsh_session_core._check_log import check_log
+    from dsh_session_core._logformat.check import check_log
 
     with open_store(tmp_path, checks=True) as store:
         s = store.create("agent", cwd="/work")

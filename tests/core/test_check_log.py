@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from dsh_session_core import core_registry
-from dsh_session_core._check_log import check_log
-from dsh_session_core._logfile import open_session, parse_log
+from dsh_session_core._logformat.check import check_log
+from dsh_session_core._logformat.logfile import open_session, parse_log
 from dsh_session_core.errors import DshSessionError
 
 H = b'{"type":"session","version":0,"id":"s","createdAt":1}'

@@ -13,7 +13,7 @@ import pytest
 from msgspec import UNSET
 
 from dsh_session_core import PluginManager, Session, SessionStore, encode_event
-from dsh_session_core._code_dispatch import (
+from dsh_session_core._model.code_dispatch import (
     SUMMARY_MAX_CHARS,
     CodeDispatcher,
     SubDispatch,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dsh_session_core import ENTRY_POINT_GROUP
-from dsh_session_core._entry_points import find_entry_points
+from dsh_session_core._plugins.entry_points import find_entry_points
 
 
 def test_it_finds_what_importlib_metadata_finds() -> None:
@@ -39,7 +39,7 @@ def test_a_distribution_found_twice_counts_once_where_first_found(
 
 
 def test_load_imports_module_and_attribute() -> None:
-    from dsh_session_core._entry_points import EntryPoint
+    from dsh_session_core._plugins.entry_points import EntryPoint
 
     assert EntryPoint("x", "os.path:join", "", "").load() is __import__("os").path.join
     assert EntryPoint("x", "json", "", "").load() is __import__("json")

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_session_core import JsonObject
-from dsh_session_core._json import MAX_JSON_DEPTH, _fits, _problem, json_problem
+from dsh_session_core._base.json_values import MAX_JSON_DEPTH, _fits, _problem, json_problem
 
 
 class Point(msgspec.Struct):

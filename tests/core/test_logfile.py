@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from dsh_session_core import OpaqueEvent, Session, core_registry
-from dsh_session_core._logfile import dump_log, open_session, parse_log
+from dsh_session_core._logformat.logfile import dump_log, open_session, parse_log
 from dsh_session_core.errors import LogFormatError
 from spec_logs import ONE_TURN_LOG, S1_HEADER
 

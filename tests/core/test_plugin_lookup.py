@@ -12,7 +12,7 @@ import pluggy
 import pytest
 
 from dsh_session_core import hookspecs
-from dsh_session_core._plugins import PluginManager, create_plugin_manager, hookimpl
+from dsh_session_core._plugins.manager import PluginManager, create_plugin_manager, hookimpl
 
 spec = pluggy.HookspecMarker("dsh_session")
 

@@ -5,7 +5,7 @@ name fail naming both; ``session_event`` takes no wrappers and its listener list
 registrations; ``session_flush`` runs every implementation.
 
 Entry points are faked by replacing the factory's entry-point scan
-(``dsh_session_core._plugins.find_entry_points``, which reads ``entry_points.txt`` files
+(``dsh_session_core._plugins.manager.find_entry_points``, which reads ``entry_points.txt`` files
 on ``sys.path``): no
 in-repo plugin is installed yet, and a real third-party distribution is tested elsewhere.
 """
@@ -26,7 +26,7 @@ import pluggy
 import pytest
 
 import dsh_session_core
-import dsh_session_core._plugins as plugins_module
+import dsh_session_core._plugins.manager as plugins_module
 from dsh_session_core import (
     ENTRY_POINT_GROUP,
     Event,
@@ -37,7 +37,7 @@ from dsh_session_core import (
     create_plugin_manager,
     hookimpl,
 )
-from dsh_session_core._plugins import PluginHooks
+from dsh_session_core._plugins.manager import PluginHooks
 from dsh_session_core.errors import PluginConflictError, PluginError
 
 DISABLE_PLUGINS = "DSH_SESSION_DISABLE_PLUGINS"
@@ -191,7 +191,7 @@ def test_block_list_environment_variable(install: Install, monkeypatch: pytest.M
         FakeDist("dsh-session-quiet", [ep("quiet", Quiet())]),
         FakeDist("dsh-session-other", [ep("other", Quiet())]),
     )
-    from dsh_session_core import _plugins
+    from dsh_session_core._plugins import manager as _plugins
     from dsh_session_core.errors import UnknownPluginWarning
 
     monkeypatch.setattr(_plugins, "_WARNED", set())
@@ -243,7 +243,7 @@ def test_importing_the_package_loads_no_entry_point() -> None:
     code = textwrap.dedent(
         """
         import importlib.metadata as md
-        import dsh_session_core._entry_points as scan
+        import dsh_session_core._plugins.entry_points as scan
 
         def refuse(*args, **kwargs):
             raise AssertionError("entry points read at import time")

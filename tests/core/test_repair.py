@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dsh_session_core import encode_event
-from dsh_session_core._json import JsonObject, freeze
-from dsh_session_core._persistence.repair import interrupted_turn_closers
+from dsh_session_core._base.json_values import JsonObject, freeze
+from dsh_session_core._model.repair import interrupted_turn_closers
 from dsh_session_core.events import (
     Event,
     OpaqueEvent,
@@ -198,8 +198,8 @@ def test_j114_input_is_unchanged() -> None:
 
 
 def test_j115_repaired_log_derives_a_tool_result_session() -> None:
-    from dsh_session_core._json import thaw
-    from dsh_session_core._session import Session
+    from dsh_session_core._base.json_values import thaw
+    from dsh_session_core._model.session import Session
 
     # A seed needs markers, so here the assistant message carries surfaceOp "append".
     marked = A(2, 1, text("calling a tool"), CALL("call-1"), surfaceOp="append")

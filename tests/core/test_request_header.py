@@ -13,8 +13,8 @@ from helpers import CORE_EVENT, accepted_reference_logs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_session_core._json import JsonObject, enc_hook, find_non_json, freeze, thaw
-from dsh_session_core._request_header import (
+from dsh_session_core._base.json_values import JsonObject, enc_hook, find_non_json, freeze, thaw
+from dsh_session_core._model.request_header import (
     RequestHeaderFold,
     RequestHeaderWriter,
     apply_header_delta,
@@ -219,7 +219,7 @@ def test_k128_fold() -> None:
 
 
 def test_k129_corrupt_delta_raises_on_every_read_session() -> None:
-    from dsh_session_core._session import Session
+    from dsh_session_core._model.session import Session
 
     session = Session("s1")
     session.append(
@@ -238,7 +238,7 @@ def test_k129_corrupt_delta_raises_on_every_read_session() -> None:
 
 
 def test_k130_request_header_is_shared_and_frozen_session() -> None:
-    from dsh_session_core._session import Session
+    from dsh_session_core._model.session import Session
 
     session = Session("s1")
     assert session.request_header() is None
@@ -254,7 +254,7 @@ def test_k130_request_header_is_shared_and_frozen_session() -> None:
 
 
 def test_k131_writer_guard_session() -> None:
-    from dsh_session_core._session import Session
+    from dsh_session_core._model.session import Session
 
     session = Session("s1")
     writer = RequestHeaderWriter()

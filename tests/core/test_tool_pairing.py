@@ -13,8 +13,8 @@ from helpers import CORE_EVENT, accepted_reference_logs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_session_core._json import JsonObject, freeze
-from dsh_session_core._tool_pairing import is_tool_pairing_balanced
+from dsh_session_core._base.json_values import JsonObject, freeze
+from dsh_session_core._model.tool_pairing import is_tool_pairing_balanced
 from dsh_session_core.errors import ToolPairingError
 from dsh_session_core.events import (
     Event,

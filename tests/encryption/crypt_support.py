@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from dsh_session_core import DurableStore, Keyring, Session, create_plugin_manager
+from dsh_session_core._persistence.encryption.sealed import SealedBackend
+from dsh_session_core._persistence.encryption.sealing import Sealer
 from dsh_session_core._persistence.opening import backend_for
-from dsh_session_core._persistence.sealed import SealedBackend
-from dsh_session_core._persistence.sealing import Sealer
 from dsh_session_core._persistence.urls import local_store
 
 KEY1 = bytes(range(32))

@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsh_session_core import DurableStore, Keyring, RetentionPolicy, create_plugin_manager
+from dsh_session_core._persistence.encryption.sealed import SealedBackend
+from dsh_session_core._persistence.encryption.sealing import Sealer
 from dsh_session_core._persistence.opening import backend_for
-from dsh_session_core._persistence.sealed import SealedBackend
-from dsh_session_core._persistence.sealing import Sealer
 from dsh_session_core.errors import EncryptedSessionError, SealedRecordError
 
 SECRET = "hunter2-7f3a-correct-horse"

@@ -15,11 +15,11 @@ import pytest
 from crypt_support import KEY1, KEY2, KEYS, Records, open_sealed, write_session
 
 from dsh_session_core import Keyring, SessionHeader, open_store
-from dsh_session_core._codec import encode_events
+from dsh_session_core._persistence.encryption.sealing import Sealer
 from dsh_session_core._persistence.opening import backend_for
-from dsh_session_core._persistence.retention_ledger import note_of
-from dsh_session_core._persistence.sealing import Sealer
-from dsh_session_core._retention_events import RetentionMark, RetentionMarkData
+from dsh_session_core._persistence.retention.ledger import note_of
+from dsh_session_core._schema.codec import encode_events
+from dsh_session_core._schema.retention_events import RetentionMark, RetentionMarkData
 from dsh_session_core.testing import run_cli
 
 pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")

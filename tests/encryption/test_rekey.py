@@ -15,7 +15,7 @@ import pytest
 from crypt_support import KEY1, KEY2, Records, end_turn, open_sealed, start_turn
 
 from dsh_session_core import Keyring, open_store
-from dsh_session_core._persistence.sealed import SealedBackend
+from dsh_session_core._persistence.encryption.sealed import SealedBackend
 from dsh_session_core.errors import (
     EncryptedSessionError,
     EncryptionError,

@@ -115,8 +115,8 @@ def test_the_vocabulary_reference_gives_python_and_wire_names_of_every_struct() 
     import msgspec.inspect as mi
 
     from dsh_session_core import create_plugin_manager
-    from dsh_session_core._plugins import PluginHooks
-    from dsh_session_core._vocabulary_doc import render_vocabulary
+    from dsh_session_core._plugins.manager import PluginHooks
+    from dsh_session_core._schema.vocabulary_doc import render_vocabulary
 
     registry = PluginHooks(create_plugin_manager(blocked=["example"])).build_registry()
     text = render_vocabulary(registry)

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_session_core import Session, open_store
-from dsh_session_core._check_log import check_log
+from dsh_session_core._logformat.check import check_log
 from dsh_session_core.errors import LogFormatError
 from dsh_session_openai_agents import DshSession, record_items
 

@@ -27,12 +27,12 @@ from dsh_session_core import (
     SqliteBackend,
     core_registry,
 )
-from dsh_session_core._codec import ENCODER
-from dsh_session_core._logfile import dump_log, parse_header
+from dsh_session_core._logformat.logfile import dump_log, parse_header
+from dsh_session_core._persistence.backends.jsonl.paths import log_path
+from dsh_session_core._persistence.backends.jsonl.zstd import JsonlZstdBackend
 from dsh_session_core._persistence.base import Backend
 from dsh_session_core._persistence.copy import copy_sessions
-from dsh_session_core._persistence.jsonl_zstd import JsonlZstdBackend
-from dsh_session_core._persistence.paths import log_path
+from dsh_session_core._schema.codec import ENCODER
 from dsh_session_core.errors import DshSessionError
 
 REG = core_registry()

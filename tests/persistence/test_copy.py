@@ -31,6 +31,8 @@ from dsh_session_core import (
     core_registry,
     encode_events,
 )
+from dsh_session_core._persistence.backends.jsonl.paths import log_path
+from dsh_session_core._persistence.backends.jsonl.zstd import JsonlZstdBackend
 from dsh_session_core._persistence.base import Backend
 from dsh_session_core._persistence.copy import (
     DEFAULT_BATCH_SIZE,
@@ -39,8 +41,6 @@ from dsh_session_core._persistence.copy import (
     copy_sessions,
     same_store,
 )
-from dsh_session_core._persistence.jsonl_zstd import JsonlZstdBackend
-from dsh_session_core._persistence.paths import log_path
 from dsh_session_core.errors import SessionLockedError, SkippedLogWarning
 
 if TYPE_CHECKING:
@@ -620,7 +620,7 @@ def test_check_copy_names_what_differs() -> None:
 def _reference_stores(tmp: Path) -> list[tuple[JsonlBackend, list[Path]]]:
     """Every reference log, as is, in JSONL stores (as many as it takes for the ids in
     each to be unique)."""
-    from dsh_session_core._logfile import parse_header
+    from dsh_session_core._logformat.logfile import parse_header
 
     stores: list[tuple[JsonlBackend, set[str], list[Path]]] = []
     for log in sorted(upstream_dir().rglob("*.jsonl")):

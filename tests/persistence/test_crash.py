@@ -25,7 +25,7 @@ import pytest
 from dsh_session_core import Keyring, create_plugin_manager, encode_events
 from dsh_session_core._persistence.base import SessionLockedError
 from dsh_session_core._persistence.opening import backend_for, sealed_backend
-from dsh_session_core._persistence.store import DurableStore
+from dsh_session_core._persistence.store.durable import DurableStore
 
 #: Kills per backend of the resumed-writer test, and of the first-write test (a quarter
 #: of them on an encrypted store: the same code below the sealing, checked again).

@@ -4,7 +4,7 @@ A double fault on a JSONL store (the batch's write or fsync fails, then the roll
 truncate fails too) used to leave the failed batch at the log's end: whole, valid lines
 (or, in a compact store, whole zstd frames) that a reopen in another process loaded as
 if they were durable. Now the writer marks the log's durable end beside it
-(``<log>.durable``, :mod:`dsh_session_core._persistence.endmark`) before the flush
+(``<log>.durable``, :mod:`dsh_session_core._persistence.backends.jsonl.endmark`) before the flush
 raises, and every reader stops there. Each case below is written here, with the faults
 injected at the ``os`` functions the backend calls (as the fault suite,
 test_write_faults.py, does), then the writer "dies" (its descriptors and lock are
@@ -32,7 +32,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from dsh_session_core import JsonlBackend, Session, create_plugin_manager
-from dsh_session_core._persistence.store import DurableStore
+from dsh_session_core._persistence.store.durable import DurableStore
 from dsh_session_core.errors import StoreWriteError
 from dsh_session_core.testing import user_turn
 
@@ -42,7 +42,7 @@ KINDS = ["jsonl", "jsonl+zstd"]
 
 def _backend(kind: str, root: Path) -> JsonlBackend:
     if kind == "jsonl+zstd":
-        from dsh_session_core._persistence.jsonl_zstd import JsonlZstdBackend
+        from dsh_session_core._persistence.backends.jsonl.zstd import JsonlZstdBackend
 
         return JsonlZstdBackend(root)
     return JsonlBackend(root)
@@ -138,13 +138,13 @@ _READ = textwrap.dedent("""
     from contextlib import redirect_stdout, redirect_stderr
     from dsh_session_core import JsonlBackend, create_plugin_manager, core_registry
     from dsh_session_core._persistence.copy import copy_sessions
-    from dsh_session_core._persistence.store import DurableStore
+    from dsh_session_core._persistence.store.durable import DurableStore
     from dsh_session_core._cli.main import main
 
     kind, root, log, scratch = sys.argv[1:]
     def backend(where, k=kind):
         if k == "jsonl+zstd":
-            from dsh_session_core._persistence.jsonl_zstd import JsonlZstdBackend
+            from dsh_session_core._persistence.backends.jsonl.zstd import JsonlZstdBackend
             return JsonlZstdBackend(where)
         return JsonlBackend(where)
     def cli(*argv):

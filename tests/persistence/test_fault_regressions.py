@@ -23,7 +23,7 @@ import pytest
 from persist_support import Factory
 
 from dsh_session_core import JsonlBackend, Session, create_plugin_manager
-from dsh_session_core._persistence.store import DurableStore
+from dsh_session_core._persistence.store.durable import DurableStore
 from dsh_session_core.errors import (
     DshSessionError,
     LinkedLogError,
@@ -584,7 +584,7 @@ def test_a_failed_fork_flush_is_one_cli_line(tmp_path: Path,
 def test_an_error_closing_an_evicted_descriptor_does_not_fail_a_durable_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dsh_session_core._persistence import jsonl_ends
+    from dsh_session_core._persistence.backends.jsonl import ends as jsonl_ends
 
     monkeypatch.setattr(jsonl_ends, "MAX_OPEN_LOGS", 1)
     st = _store(tmp_path)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from dsh_session_core import JsonlBackend, create_plugin_manager, open_store
-from dsh_session_core._persistence.store import DurableStore
+from dsh_session_core._persistence.store.durable import DurableStore
 from dsh_session_core.errors import LogFormatError
 from dsh_session_core.testing import user_turn
 

@@ -32,11 +32,11 @@ from typing import Any
 import pytest
 
 from dsh_session_core import SessionHeader
+from dsh_session_core._persistence.backends.memory import MemoryBackend
 from dsh_session_core._persistence.base import Backend, StoredLog, WriterLock
-from dsh_session_core._persistence.memory import MemoryBackend
 from dsh_session_core._persistence.opening import backend_for
-from dsh_session_core._persistence.store import DurableStore
-from dsh_session_core._registry import EventRegistry
+from dsh_session_core._persistence.store.durable import DurableStore
+from dsh_session_core._schema.registry import EventRegistry
 from dsh_session_core.events import Event
 from lifecycle_support import store_url
 

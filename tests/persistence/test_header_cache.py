@@ -1,7 +1,8 @@
-"""The JSONL store's header cache (``_persistence/header_cache.py``): a listing opens only
-the logs new or changed since the last one, and the cache is never believed over the
-logs: a log appended to, replaced, rewritten in place, removed or added is listed as it
-is now, and a cache that is corrupt, forged or unwritable changes nothing but speed."""
+"""The JSONL store's header cache (``_persistence/backends/jsonl/header_cache.py``): a
+listing opens only the logs new or changed since the last one, and the cache is never
+believed over the logs: a log appended to, replaced, rewritten in place, removed or added
+is listed as it is now, and a cache that is corrupt, forged or unwritable changes
+nothing but speed."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ import msgspec
 import pytest
 
 from dsh_session_core import JsonlBackend, SessionHeader, open_store
-from dsh_session_core._logfile import dump_log
-from dsh_session_core._persistence import buckets, files, header_cache
+from dsh_session_core._logformat.logfile import dump_log
+from dsh_session_core._persistence import files
+from dsh_session_core._persistence.backends.jsonl import buckets, header_cache
 
 
 def _write(root: Path, sid: str, created: int, cwd: str | None = None) -> Path:

@@ -25,15 +25,15 @@ from hypothesis import strategies as st
 from msgspec import UNSET
 
 from dsh_session_core import Event, OpaqueEvent, Session, SessionHeader, core_registry
-from dsh_session_core import _logfile as logfile_mod
-from dsh_session_core._codec import ENCODER, encode_events
-from dsh_session_core._logfile import ScanResult, scan_log
+from dsh_session_core._logformat import logfile as logfile_mod
+from dsh_session_core._logformat.logfile import ScanResult, scan_log
+from dsh_session_core._model.repair import interrupted_turn_closers
 from dsh_session_core._persistence import files as files_mod
-from dsh_session_core._persistence import jsonl_ends
+from dsh_session_core._persistence.backends.jsonl import ends as jsonl_ends
+from dsh_session_core._persistence.backends.jsonl.backend import JsonlBackend
+from dsh_session_core._persistence.backends.jsonl.paths import encode_segment, log_path, session_dir
 from dsh_session_core._persistence.base import Backend, SessionLockedError, StoredLog, WriterLock
-from dsh_session_core._persistence.jsonl import JsonlBackend
-from dsh_session_core._persistence.paths import encode_segment, log_path, session_dir
-from dsh_session_core._persistence.repair import interrupted_turn_closers
+from dsh_session_core._schema.codec import ENCODER, encode_events
 from dsh_session_core.errors import LogFormatError, SkippedLogWarning
 from spec_logs import ONE_TURN_LOG
 
@@ -965,7 +965,7 @@ def test_a_second_writer_in_this_process_is_refused(backend: JsonlBackend,
 _HOLDER = textwrap.dedent("""
     import sys
     from dsh_session_core import SessionHeader
-    from dsh_session_core._persistence.jsonl import JsonlBackend
+    from dsh_session_core._persistence.backends.jsonl.backend import JsonlBackend
     lock = JsonlBackend(sys.argv[1]).acquire(SessionHeader(version=0, id="w", created_at=1))
     print("locked", flush=True)
     sys.stdin.read()  # hold it until killed

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_session_core import open_store
-from dsh_session_core._persistence.ranges import lines_of_types_in
+from dsh_session_core._logformat.ranges import lines_of_types_in
 from dsh_session_core.errors import SessionLockedError
 from lifecycle_support import user_texts
 
@@ -217,7 +217,7 @@ def test_the_ends_remembered_are_bounded_and_a_forgotten_one_is_read(
 ) -> None:
     # A process writing many sessions keeps the ends of the most recent alone; a session
     # whose end was forgotten is taken back by reading its file's end, as correctly.
-    from dsh_session_core._persistence import jsonl_ends
+    from dsh_session_core._persistence.backends.jsonl import ends as jsonl_ends
 
     monkeypatch.setattr(jsonl_ends, "MAX_KNOWN_ENDS", 2)
     with open_store(store_url) as store, open_store(store_url) as other:

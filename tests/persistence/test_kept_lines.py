@@ -27,19 +27,20 @@ from persist_support import meta
 from pg_support import OLD_TABLES
 
 from dsh_session_core import Session, SessionHeader, core_registry
-from dsh_session_core._codec import ENCODER
-from dsh_session_core._logfile import parse_log
-from dsh_session_core._persistence import postgres_schema, sqlite_schema
-from dsh_session_core._persistence.base import Backend, stored_lines
-from dsh_session_core._persistence.postgres import PostgresBackend
-from dsh_session_core._persistence.repair import interrupted_turn_closers
-from dsh_session_core._persistence.rows import (
+from dsh_session_core._logformat.logfile import parse_log
+from dsh_session_core._model.repair import interrupted_turn_closers
+from dsh_session_core._persistence.backends.postgres import schema as postgres_schema
+from dsh_session_core._persistence.backends.postgres.backend import PostgresBackend
+from dsh_session_core._persistence.backends.sql.rows import (
     CLOSER_DATA_END,
     event_params,
     header_row,
     row_line,
 )
-from dsh_session_core._persistence.sqlite import SqliteBackend
+from dsh_session_core._persistence.backends.sqlite import schema as sqlite_schema
+from dsh_session_core._persistence.backends.sqlite.backend import SqliteBackend
+from dsh_session_core._persistence.base import Backend, stored_lines
+from dsh_session_core._schema.codec import ENCODER
 from dsh_session_core.errors import SchemaVersionError
 from dsh_session_core.events import Event
 
@@ -180,7 +181,8 @@ def test_every_read_gives_back_the_lines_as_appended(
 def test_a_load_in_chunks_puts_each_kept_line_in_its_place(
     database: Callable[[], Backend], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dsh_session_core._persistence import postgres, sqlite
+    from dsh_session_core._persistence.backends.postgres import backend as postgres
+    from dsh_session_core._persistence.backends.sqlite import backend as sqlite
 
     monkeypatch.setattr(sqlite, "_CHUNK", 4)
     monkeypatch.setattr(postgres, "_CHUNK", 4)
@@ -391,7 +393,7 @@ go = Path(sys.argv[2])
 while not go.exists():
     time.sleep(0.001)
 from dsh_session_core import core_registry
-from dsh_session_core._persistence.sqlite import SqliteBackend
+from dsh_session_core._persistence.backends.sqlite.backend import SqliteBackend
 backend = SqliteBackend(sys.argv[1])
 stored = backend.load_stored("crashed", core_registry())
 sys.stdout.buffer.write(stored.jsonl)
@@ -420,7 +422,7 @@ def test_processes_opening_an_older_sqlite_database_at_once_migrate_it_once(
 _READ = """
 import sys
 from dsh_session_core import core_registry
-from dsh_session_core._persistence.sqlite import SqliteBackend
+from dsh_session_core._persistence.backends.sqlite.backend import SqliteBackend
 backend = SqliteBackend(sys.argv[1], create=False)
 stored = backend.load_stored("crashed", core_registry())
 sys.stdout.buffer.write(stored.jsonl)

@@ -14,10 +14,14 @@ import pytest
 from persist_support import ONE_TURN, TE, TS, meta
 
 from dsh_session_core import core_registry, to_wire
-from dsh_session_core._persistence.coordinator import PersistencePlugin
+from dsh_session_core._persistence.backends.postgres.backend import (
+    SCHEMA_VERSION,
+    PostgresBackend,
+    channel_of,
+)
 from dsh_session_core._persistence.opening import backend_for
-from dsh_session_core._persistence.postgres import SCHEMA_VERSION, PostgresBackend, channel_of
-from dsh_session_core._persistence.store import DurableStore
+from dsh_session_core._persistence.store.coordinator import PersistencePlugin
+from dsh_session_core._persistence.store.durable import DurableStore
 from dsh_session_core.errors import (
     PersistenceError,
     SchemaVersionError,
@@ -35,7 +39,7 @@ def _sql(url: str, query: str, params: Any = None) -> list[tuple[Any, ...]]:
 
 
 def _events(wires: list[dict[str, Any]]) -> list[Event]:
-    from dsh_session_core._decode import decode_wire
+    from dsh_session_core._schema.decode import decode_wire
 
     reg = core_registry()
     return [decode_wire(reg, w) for w in wires]
@@ -350,7 +354,7 @@ def test_racing_writers_never_leave_a_gap_or_a_duplicate(postgresql_url: str) ->
 
 
 def test_a_load_takes_many_chunks_and_keeps_the_bytes(postgresql_url: str) -> None:
-    from dsh_session_core._persistence.postgres import _CHUNK
+    from dsh_session_core._persistence.backends.postgres.backend import _CHUNK
 
     turns = _CHUNK // 2 + 3
     wires = [w for t in range(turns) for w in (TS(2 * t, t + 1), TE(2 * t + 1, t + 1))]
@@ -370,8 +374,8 @@ def test_a_large_load_shares_its_snapshot_with_a_second_connection(
     """Beyond two chunks, a second connection builds every other chunk, in the load's
     snapshot: rows deleted meanwhile are still seen, and the fast load completes (a
     chunk short of rows would send it the careful way)."""
-    from dsh_session_core._codec import encode_events
-    from dsh_session_core._persistence import postgres as _persist_postgres
+    from dsh_session_core._persistence.backends.postgres import backend as _persist_postgres
+    from dsh_session_core._schema.codec import encode_events
 
     monkeypatch.setattr(_persist_postgres, "_CHUNK", 16)  # 250 turns: 32 chunks
     wires = [w for t in range(250) for w in (TS(2 * t, t + 1), TE(2 * t + 1, t + 1))]
@@ -417,7 +421,7 @@ def test_a_large_load_shares_its_snapshot_with_a_second_connection(
 def test_an_odd_type_string_keeps_its_bytes(postgresql_url: str) -> None:
     odd = "\"quoted\"\\\t\x01\x7f é 𝄞 \u2028"
     wires = [TS(0, 1), {"type": odd, "seq": 1, "time": 5, "data": {"x": "\x00"}}, TE(2, 1)]
-    from dsh_session_core._codec import encode_events
+    from dsh_session_core._schema.codec import encode_events
 
     events = _events(wires)
     backend = PostgresBackend(postgresql_url)
@@ -525,7 +529,7 @@ def test_a_commit_that_lands_while_the_follower_reads_is_not_missed(
 ) -> None:
     """A NOTIFY that reaches the follower while it runs a query (not while it waits)
     must still wake it, else it would sleep until the next commit."""
-    from dsh_session_core._persistence import postgres_schema
+    from dsh_session_core._persistence.backends.postgres import schema as postgres_schema
 
     p = PersistencePlugin(PostgresBackend(postgresql_url), core_registry())
     p.create(meta("race", "/w"))

@@ -295,7 +295,7 @@ def _stored(url: str, sid: str) -> list[dict[str, Any]]:
     """The session as stored (read-only: no lease, no repair), as wire dicts; its seqs
     must be exactly 0..n-1 and nothing may be torn."""
     from dsh_session_core import core_registry, to_wire
-    from dsh_session_core._persistence.postgres import PostgresBackend
+    from dsh_session_core._persistence.backends.postgres.backend import PostgresBackend
 
     backend = PostgresBackend(url)
     try:

@@ -1,7 +1,7 @@
 """Issue 17, point 3: reads that return part of a session read only that part.
 ``store.read(id, after=, limit=)`` and ``store.tail(id, n)`` (and their async twins) give
 exactly the slices of the stored log on every backend; the JSONL binary search
-(``_persistence/ranges.py``) finds any seq in logs of lines short and long (over its
+(``_logformat/ranges.py``) finds any seq in logs of lines short and long (over its
 64 KiB block), leaves a torn tail out, and a log it cannot read that way (keys in
 another order) is read whole instead, with the same answer."""
 
@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsh_session_core import encode_event, open_store
+from dsh_session_core._logformat.ranges import lines_after, lines_of_types
 from dsh_session_core._persistence.base import stored_lines
-from dsh_session_core._persistence.ranges import lines_after, lines_of_types
 from dsh_session_core.errors import PersistenceError
 from lifecycle_support import store_url
 

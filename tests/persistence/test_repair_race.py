@@ -15,7 +15,7 @@ from typing import Any
 from persist_support import Factory
 
 from dsh_session_core import Session, create_plugin_manager
-from dsh_session_core._persistence.store import DurableStore
+from dsh_session_core._persistence.store.durable import DurableStore
 from dsh_session_core.testing import turn_end, user_turn
 
 

@@ -26,7 +26,7 @@ from dsh_session_core import (
     ToolCallBlock,
     open_store,
 )
-from dsh_session_core._logfile import dump_log
+from dsh_session_core._logformat.logfile import dump_log
 from dsh_session_core._persistence.copy import copy_sessions
 from dsh_session_core._persistence.opening import backend_for
 from dsh_session_core.testing import run_cli

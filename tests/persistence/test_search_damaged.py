@@ -136,7 +136,7 @@ for workers in (0, 2):
 # 0444 file all the same) as nobody, in a process of its own.
 _READER = """
 import json, sys
-from dsh_session_core._persistence.sqlite import SqliteBackend
+from dsh_session_core._persistence.backends.sqlite.backend import SqliteBackend
 from dsh_session_core.inspect import SearchQuery, search_store
 
 backend = SqliteBackend(sys.argv[1], create=False)

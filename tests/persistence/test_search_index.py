@@ -22,20 +22,20 @@ from persist_support import meta
 from pg_support import OLD_TABLES
 
 from dsh_session_core import core_registry
-from dsh_session_core._codec import encode_events
-from dsh_session_core._decode import decode_wire
-from dsh_session_core._persistence.base import Backend, stored_lines
-from dsh_session_core._persistence.postgres import PostgresBackend
-from dsh_session_core._persistence.postgres_schema import SCHEMA_VERSION as PG_VERSION
-from dsh_session_core._persistence.search import lines_hits
-from dsh_session_core._persistence.search_index import (
+from dsh_session_core._persistence.backends.postgres.backend import PostgresBackend
+from dsh_session_core._persistence.backends.postgres.schema import SCHEMA_VERSION as PG_VERSION
+from dsh_session_core._persistence.backends.sql.search_index import (
     TURN_UNKNOWN,
     fts_match,
     index_batch,
     index_lines,
     tsquery_text,
 )
-from dsh_session_core._persistence.sqlite import SqliteBackend
+from dsh_session_core._persistence.backends.sqlite.backend import SqliteBackend
+from dsh_session_core._persistence.base import Backend, stored_lines
+from dsh_session_core._persistence.search import lines_hits
+from dsh_session_core._schema.codec import encode_events
+from dsh_session_core._schema.decode import decode_wire
 from dsh_session_core._search import SearchHit, SearchQuery
 from dsh_session_core.events import Event
 
@@ -254,7 +254,7 @@ def test_an_event_with_huge_text(opener: Opener) -> None:
 
 def _rows(sid: str, wires: list[dict[str, Any]], first: int) -> list[tuple[Any, ...]]:
     """The ``events`` rows of ``wires``, as the reference writes them."""
-    from dsh_session_core._persistence.rows import PARAMS_PER_ROW, event_params
+    from dsh_session_core._persistence.backends.sql.rows import PARAMS_PER_ROW, event_params
 
     params = event_params(sid, events_of(wires, first))
     n = PARAMS_PER_ROW
@@ -281,7 +281,7 @@ def _sqlite_insert(path: Path, sid: str, wires: list[dict[str, Any]], first: int
 
 def _reference_db(path: Path) -> None:
     """A database as the reference makes it: its two tables, version 4, no index."""
-    from dsh_session_core._persistence import sqlite_schema as module
+    from dsh_session_core._persistence.backends.sqlite import schema as module
 
     conn = sqlite3.connect(path, isolation_level=None)
     try:
@@ -359,7 +359,7 @@ def test_sqlite_a_search_in_step_reads_no_session_progress(tmp_path: Path) -> No
     """Once a search found the index in step, the next one checks it with SQLite's
     ``data_version`` alone, until another connection commits: then every session's
     progress is read again, and the rows it wrote without the index are found."""
-    from dsh_session_core._persistence import sqlite_index as module
+    from dsh_session_core._persistence.backends.sqlite import index as module
 
     db = tmp_path / "s.db"
     backend = SqliteBackend(db)
@@ -615,7 +615,7 @@ def test_a_batch_indexed_from_its_events_as_from_its_lines(log: list[dict[str, A
 
 def test_every_reference_log_indexed_from_its_events_as_from_its_lines(
         upstream: Path) -> None:
-    from dsh_session_core._logfile import parse_log
+    from dsh_session_core._logformat.logfile import parse_log
 
     logs = sorted(upstream.rglob("*.jsonl"))
     assert logs

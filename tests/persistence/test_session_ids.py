@@ -27,11 +27,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dsh_session_core._persistence.backends.jsonl.paths import MAX_SEGMENT, encode_segment
+from dsh_session_core._persistence.backends.memory import MemoryBackend
 from dsh_session_core._persistence.base import Backend
 from dsh_session_core._persistence.copy import copy_sessions
-from dsh_session_core._persistence.memory import MemoryBackend
-from dsh_session_core._persistence.paths import MAX_SEGMENT, encode_segment
-from dsh_session_core._persistence.store import DurableStore
+from dsh_session_core._persistence.store.durable import DurableStore
 from dsh_session_core.errors import SessionCwdError, SessionIdError, UnstorableError
 from dsh_session_core.testing import run_cli
 
@@ -148,7 +148,7 @@ def test_long_ids_flush_and_reload_where_the_backend_takes_them(
 def test_jsonl_names_a_long_id_within_name_max_and_keeps_short_names(
     tmp_path: Path, sid: str
 ) -> None:
-    from dsh_session_core._persistence.jsonl import JsonlBackend
+    from dsh_session_core._persistence.backends.jsonl.backend import JsonlBackend
 
     root = tmp_path / "root"
     _round_trip(lambda: JsonlBackend(root), sid)
@@ -166,7 +166,7 @@ def test_jsonl_names_a_long_id_within_name_max_and_keeps_short_names(
 def test_postgresql_refuses_a_nul_and_an_id_past_2048_bytes(
     postgresql_url: str, tmp_path: Path
 ) -> None:
-    from dsh_session_core._persistence.postgres import PostgresBackend
+    from dsh_session_core._persistence.backends.postgres.backend import PostgresBackend
 
     made: list[PostgresBackend] = []
 
@@ -187,7 +187,7 @@ def test_postgresql_refuses_a_nul_and_an_id_past_2048_bytes(
 
 
 def test_a_fork_into_an_id_the_backend_refuses_writes_nothing(tmp_path: Path) -> None:
-    from dsh_session_core._persistence.jsonl import JsonlBackend
+    from dsh_session_core._persistence.backends.jsonl.backend import JsonlBackend
 
     store = DurableStore(JsonlBackend(tmp_path / "root"))
     parent = store.create("parent")
@@ -215,8 +215,8 @@ def _plant(backend: Backend, sid: str) -> None:
 
 
 def test_copy_reports_ids_the_destination_cannot_store_as_unstorable(tmp_path: Path) -> None:
-    from dsh_session_core._persistence.jsonl import JsonlBackend
-    from dsh_session_core._persistence.sqlite import SqliteBackend
+    from dsh_session_core._persistence.backends.jsonl.backend import JsonlBackend
+    from dsh_session_core._persistence.backends.sqlite.backend import SqliteBackend
 
     source = SqliteBackend(tmp_path / "s.db")
     for sid in ["", "ok", "a" * 300, "中" * 47]:
@@ -246,8 +246,8 @@ def test_copy_reports_ids_the_destination_cannot_store_as_unstorable(tmp_path: P
 def test_copy_to_postgresql_refuses_a_nul_or_too_long_id_before_writing(
     tmp_path: Path, postgresql_url: str
 ) -> None:
-    from dsh_session_core._persistence.postgres import PostgresBackend
-    from dsh_session_core._persistence.sqlite import SqliteBackend
+    from dsh_session_core._persistence.backends.postgres.backend import PostgresBackend
+    from dsh_session_core._persistence.backends.sqlite.backend import SqliteBackend
 
     source = SqliteBackend(tmp_path / "s.db")
     ids = ["a\x00b", "x" * 3000, "fine"]
@@ -266,7 +266,7 @@ def test_copy_to_postgresql_refuses_a_nul_or_too_long_id_before_writing(
 def test_the_copy_command_says_an_unstorable_session_is_not_worth_retrying(
     tmp_path: Path
 ) -> None:
-    from dsh_session_core._persistence.sqlite import SqliteBackend
+    from dsh_session_core._persistence.backends.sqlite.backend import SqliteBackend
 
     source = SqliteBackend(tmp_path / "s.db")
     _plant(source, "")

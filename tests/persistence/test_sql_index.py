@@ -1,4 +1,4 @@
-"""The one search-index engine of the SQL backends (``_persistence/sql_index.py``), run
+"""The one search-index engine of the SQL backends (``_persistence/backends/sql/index.py``), run
 on each database's statements: what the two backends once did each their own way is
 now done one way on both, and checked on both here.
 
@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from dsh_session_core._persistence import sql_index
-from dsh_session_core._persistence.postgres import PostgresBackend
-from dsh_session_core._persistence.postgres_index import INDEX_SQL as PG_INDEX
-from dsh_session_core._persistence.sqlite import SqliteBackend
-from dsh_session_core._persistence.sqlite_index import INDEX_SQL as SQLITE_INDEX
+from dsh_session_core._persistence.backends.postgres.backend import PostgresBackend
+from dsh_session_core._persistence.backends.postgres.index import INDEX_SQL as PG_INDEX
+from dsh_session_core._persistence.backends.sql import index as sql_index
+from dsh_session_core._persistence.backends.sqlite.backend import SqliteBackend
+from dsh_session_core._persistence.backends.sqlite.index import INDEX_SQL as SQLITE_INDEX
 from dsh_session_core._search import SearchQuery
 
 Opened = tuple[sql_index.IndexSql, Any, str]

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import dsh_session_core._persistence.sqlite as sqlite_backend
+import dsh_session_core._persistence.backends.sqlite.backend as sqlite_backend
 from dsh_session_core import (
     DurableStore,
     Event,
@@ -36,17 +36,17 @@ from dsh_session_core import (
     encode_events,
     interrupted_turn_closers,
 )
-from dsh_session_core._codec import ENCODER
-from dsh_session_core._decode import decode_body, decode_wire
-from dsh_session_core._logfile import parse_log
-from dsh_session_core._persistence.base import Backend, SessionLockedError
-from dsh_session_core._persistence.sqlite import (
+from dsh_session_core._logformat.logfile import parse_log
+from dsh_session_core._persistence.backends.sqlite.backend import (
     RowScan,
     SchemaVersionError,
     SqliteBackend,
     UnstorableError,
     scan_rows,
 )
+from dsh_session_core._persistence.base import Backend, SessionLockedError
+from dsh_session_core._schema.codec import ENCODER
+from dsh_session_core._schema.decode import decode_body, decode_wire
 from dsh_session_core.errors import LogFormatError, PersistenceError, StoreFolderError
 
 REGISTRY = core_registry()
@@ -948,7 +948,7 @@ def test_a_lock_held_by_a_process_is_freed_when_it_dies(
     child = (
         "import sys\n"
         "from dsh_session_core import SessionHeader\n"
-        "from dsh_session_core._persistence.sqlite import SqliteBackend\n"
+        "from dsh_session_core._persistence.backends.sqlite.backend import SqliteBackend\n"
         f"backend = SqliteBackend({str(db)!r})\n"
         "backend.acquire(SessionHeader(version=0, id='held', created_at=1000))\n"
         "print('locked', flush=True)\n"

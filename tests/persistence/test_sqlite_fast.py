@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsh_session_core import SessionHeader
-from dsh_session_core._persistence.sqlite import SqliteBackend
+from dsh_session_core._persistence.backends.sqlite.backend import SqliteBackend
 
 _ROW_SQL = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)"
 

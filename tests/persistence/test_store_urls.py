@@ -22,9 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_session_core import JsonlBackend, SqliteBackend, open_store
-from dsh_session_core._persistence.jsonl_zstd import JsonlZstdBackend
+from dsh_session_core._persistence.backends.jsonl.zstd import JsonlZstdBackend
 from dsh_session_core._persistence.opening import backend_for
-from dsh_session_core._persistence.store import DurableStore
+from dsh_session_core._persistence.store.durable import DurableStore
 from dsh_session_core._persistence.urls import url_for
 from dsh_session_core.errors import StoreFolderError, StoreNotFoundError, StoreUrlError
 

@@ -40,10 +40,10 @@ from typing import Any
 import pytest
 
 from dsh_session_core import JsonlBackend, Keyring, Session, create_plugin_manager
-from dsh_session_core._persistence.memory import MemoryBackend
+from dsh_session_core._persistence.backends.memory import MemoryBackend
+from dsh_session_core._persistence.backends.sqlite.backend import SqliteBackend
 from dsh_session_core._persistence.opening import sealed_backend
-from dsh_session_core._persistence.sqlite import SqliteBackend
-from dsh_session_core._persistence.store import DurableStore
+from dsh_session_core._persistence.store.durable import DurableStore
 from dsh_session_core.errors import DshSessionError, StoreWriteError
 
 USER = {"kind": "user"}
@@ -338,7 +338,7 @@ def test_jsonl_survives_a_fault_at_every_system_call(
 
     def make(inj: Injector, *, root: Path) -> Any:
         if compact:
-            from dsh_session_core._persistence.jsonl_zstd import JsonlZstdBackend
+            from dsh_session_core._persistence.backends.jsonl.zstd import JsonlZstdBackend
 
             return _sealed(JsonlZstdBackend(root), sealed)
         return _sealed(JsonlBackend(root), sealed)
@@ -379,7 +379,7 @@ _CHECK_SQLITE = textwrap.dedent("""
     import json, os, sys
     from dsh_session_core import Keyring, core_registry
     from dsh_session_core._persistence.opening import sealed_backend
-    from dsh_session_core._persistence.sqlite import SqliteBackend
+    from dsh_session_core._persistence.backends.sqlite.backend import SqliteBackend
     out = {}
     for path in sys.argv[1:]:
         backend = SqliteBackend(path)

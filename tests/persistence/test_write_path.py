@@ -10,8 +10,8 @@ import pytest
 from persist_support import ONE_TURN, TE, TS, Factory, meta
 
 from dsh_session_core import Session, create_plugin_manager, to_wire
-from dsh_session_core._persistence.coordinator import PersistenceError, PersistencePlugin
-from dsh_session_core._persistence.store import DurableStore
+from dsh_session_core._persistence.store.coordinator import PersistenceError, PersistencePlugin
+from dsh_session_core._persistence.store.durable import DurableStore
 
 USER = {"kind": "user"}
 

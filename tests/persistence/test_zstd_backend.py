@@ -1,4 +1,4 @@
-"""The compact JSONL store (``jsonl+zstd:``, ``_persistence/jsonl_zstd.py``; issue 17,
+"""The compact JSONL store (``jsonl+zstd:``, ``_persistence/backends/jsonl/zstd.py``; issue 17,
 point 4): a log is the plain log's bytes as zstd frames, one per durable write, which
 ``zstd -d`` turns back into the reference's log; a torn last frame is cut as a torn line
 is, a corrupt frame before a ``turn/end`` is refused; the reference logs come back out
@@ -37,14 +37,14 @@ from dsh_session_core import (
     encode_events,
     open_store,
 )
-from dsh_session_core._logfile import scan_log
-from dsh_session_core._logframes import decode_frames
-from dsh_session_core._persistence.buckets import COMPACT_MARK
-from dsh_session_core._persistence.coordinator import PersistencePlugin
+from dsh_session_core._logformat.frames import decode_frames
+from dsh_session_core._logformat.logfile import scan_log
+from dsh_session_core._persistence.backends.jsonl.buckets import COMPACT_MARK
+from dsh_session_core._persistence.backends.jsonl.zstd import FrameCut, JsonlZstdBackend
 from dsh_session_core._persistence.copy import copy_sessions
-from dsh_session_core._persistence.jsonl_zstd import FrameCut, JsonlZstdBackend
 from dsh_session_core._persistence.opening import backend_for
-from dsh_session_core._persistence.store import DurableStore
+from dsh_session_core._persistence.store.coordinator import PersistencePlugin
+from dsh_session_core._persistence.store.durable import DurableStore
 from dsh_session_core.errors import (
     LogFormatError,
     StoreKindError,
@@ -301,7 +301,7 @@ def test_a_hole_inside_a_whole_frame_after_the_last_turn_end_is_cut_inside_it(
 
 
 def _header_line(header: SessionHeader) -> bytes:
-    from dsh_session_core._codec import ENCODER
+    from dsh_session_core._schema.codec import ENCODER
 
     return ENCODER.encode(header) + b"\n"
 

@@ -27,7 +27,7 @@ UPSTREAM_DERIVING = 312
 @functools.cache
 def upstream_sessions() -> tuple[tuple[str, Session], ...]:
     """Every upstream log that loads and derives, by its path under the folder."""
-    from dsh_session_core._plugins import PluginHooks, create_plugin_manager
+    from dsh_session_core._plugins.manager import PluginHooks, create_plugin_manager
 
     # The installed plugins' registry, built once (read_session builds one per call).
     registry = PluginHooks(create_plugin_manager()).build_registry()

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_session_core import RetentionPolicy
-from dsh_session_core._persistence.retention_plan import Candidate, plan
+from dsh_session_core._persistence.retention.plan import Candidate, plan
 
 NOW = 1_700_000_000_000
 HOUR = 3_600_000

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dsh_session_core import RetentionPolicy
-from dsh_session_core._persistence.retention_policy import parse_duration, parse_size
+from dsh_session_core._persistence.retention.policy import parse_duration, parse_size
 
 DAY = datetime.timedelta(days=1)
 

@@ -31,21 +31,39 @@ _TYPE_CHECKING = False
 # Type checkers see the real imports below.
 if _TYPE_CHECKING:
     from . import errors, events, hookspecs, vocabulary
-    from ._builders import ToolCallRef, TurnStateError
-    from ._code_dispatch import (
+    from ._base.json_values import MAX_JSON_DEPTH, JsonObject, JsonValue
+    from ._base.names import ENTRY_POINT_GROUP, PROJECT_NAME
+    from ._logformat.read import read_session
+    from ._model.builders import ToolCallRef, TurnStateError
+    from ._model.code_dispatch import (
         CodeDispatcher,
         SubDispatch,
         ToolArgumentsError,
         normalize_tool_arguments,
         summarize_tool_result,
     )
-    from ._codec import encode_event, encode_events, to_wire
-    from ._core_plugin import core_registry
-    from ._header import SEALED_FORMAT_VERSION, SESSION_FORMAT_VERSION, SessionHeader
-    from ._json import MAX_JSON_DEPTH, JsonObject, JsonValue
-    from ._listing import is_hidden, label_of, named_labels, stored_label
-    from ._names import ENTRY_POINT_GROUP, PROJECT_NAME
-    from ._open_log import read_session
+    from ._model.repair import interrupted_turn_closers
+    from ._model.request_header import (
+        RequestHeaderWriter,
+        apply_header_delta,
+        canonical_header,
+        diff_header,
+        fold_request_header,
+        header_equals,
+        record_request_header,
+    )
+    from ._model.resurface import resurface
+    from ._model.session import EventsView, Session
+    from ._model.step import Step
+    from ._model.store import SessionStore
+    from ._model.surface import Surface, SurfaceNode
+    from ._model.tool_outcome import ToolOutcome
+    from ._model.tool_pairing import is_tool_pairing_balanced
+    from ._model.turn import Turn
+    from ._persistence.backends.jsonl.backend import JsonlBackend
+    from ._persistence.backends.memory import MemoryBackend
+    from ._persistence.backends.postgres.backend import PostgresBackend
+    from ._persistence.backends.sqlite.backend import SqliteBackend
     from ._persistence.base import Backend, Deleted, SessionLockedError, StoredLog, WriterLock
     from ._persistence.capabilities import (
         AsyncAppend,
@@ -62,49 +80,31 @@ if _TYPE_CHECKING:
         SelectiveSummaries,
         TypedLineReads,
     )
-    from ._persistence.coordinator import PersistenceError, PersistencePlugin
     from ._persistence.copy import CopyProgress, CopyReport, SessionCopy, copy_sessions
-    from ._persistence.jsonl import JsonlBackend
-    from ._persistence.memory import MemoryBackend
+    from ._persistence.encryption.rekey import Rekeyed
+    from ._persistence.encryption.sealed import SealedBackend
+    from ._persistence.encryption.sealing import Keyring
+    from ._persistence.listing import is_hidden, label_of, named_labels, stored_label
     from ._persistence.opening import open_store
-    from ._persistence.postgres import PostgresBackend
-    from ._persistence.rekey import Rekeyed
-    from ._persistence.repair import interrupted_turn_closers
-    from ._persistence.retention_plan import PruneDecision, PruneReport
-    from ._persistence.retention_policy import RetentionPolicy
-    from ._persistence.sealed import SealedBackend
-    from ._persistence.sealing import Keyring
-    from ._persistence.sqlite import SqliteBackend
-    from ._persistence.store import DurableStore
+    from ._persistence.retention.plan import PruneDecision, PruneReport
+    from ._persistence.retention.policy import RetentionPolicy
+    from ._persistence.store.coordinator import PersistenceError, PersistencePlugin
+    from ._persistence.store.durable import DurableStore
     from ._persistence.urls import StorePlace, store_place
-    from ._plugins import PluginManager, create_plugin_manager, hookimpl
-    from ._registry import EventRegistry, EventSpec, RegisteredEvent
-    from ._request_header import (
-        RequestHeaderWriter,
-        apply_header_delta,
-        canonical_header,
-        diff_header,
-        fold_request_header,
-        header_equals,
-        record_request_header,
-    )
-    from ._resurface import resurface
-    from ._retention_events import (
+    from ._plugins.core_plugin import core_registry
+    from ._plugins.manager import PluginManager, create_plugin_manager, hookimpl
+    from ._schema.codec import encode_event, encode_events, to_wire
+    from ._schema.header import SEALED_FORMAT_VERSION, SESSION_FORMAT_VERSION, SessionHeader
+    from ._schema.registry import EventRegistry, EventSpec, RegisteredEvent
+    from ._schema.retention_events import (
         RetentionMark,
         RetentionMarkData,
         RetentionRemoval,
         RetentionRemovalData,
     )
+    from ._schema.unions import RegisteredMember, UnionMember
+    from ._schema.validate import Problem, check_events
     from ._search import SearchHit, SearchResults, UnreadableSession
-    from ._session import EventsView, Session
-    from ._step import Step
-    from ._store import SessionStore
-    from ._surface import Surface, SurfaceNode
-    from ._tool_outcome import ToolOutcome
-    from ._tool_pairing import is_tool_pairing_balanced
-    from ._turn import Turn
-    from ._unions import RegisteredMember, UnionMember
-    from ._validate import Problem, check_events
     from .events import (
         SURFACE_TYPES,
         Event,
@@ -149,12 +149,12 @@ if _TYPE_CHECKING:
     )
 
 _LAZY: dict[str, str] = {
-    "Step": "._step",
-    "ToolCallRef": "._builders",
-    "Turn": "._turn",
-    "TurnStateError": "._builders",
-    "read_session": "._open_log",
-    "resurface": "._resurface",
+    "Step": "._model.step",
+    "ToolCallRef": "._model.builders",
+    "Turn": "._model.turn",
+    "TurnStateError": "._model.builders",
+    "read_session": "._logformat.read",
+    "resurface": "._model.resurface",
     "AbortedFinish": ".vocabulary",
     "AbortedReason": ".vocabulary",
     "BlockEndChunk": ".vocabulary",
@@ -184,9 +184,9 @@ _LAZY: dict[str, str] = {
     "ToolCallBlock": ".vocabulary",
     "ToolResultBlock": ".vocabulary",
     "UserSource": ".vocabulary",
-    "RequestHeaderWriter": "._request_header",
-    "record_request_header": "._request_header",
-    "ToolOutcome": "._tool_outcome",
+    "RequestHeaderWriter": "._model.request_header",
+    "record_request_header": "._model.request_header",
+    "ToolOutcome": "._model.tool_outcome",
     "CopyProgress": "._persistence.copy",
     "CopyReport": "._persistence.copy",
     "SessionCopy": "._persistence.copy",
@@ -207,87 +207,87 @@ _LAZY: dict[str, str] = {
     "SelectiveSummaries": "._persistence.capabilities",
     "TypedLineReads": "._persistence.capabilities",
     "Deleted": "._persistence.base",
-    "PruneDecision": "._persistence.retention_plan",
-    "PruneReport": "._persistence.retention_plan",
-    "RetentionPolicy": "._persistence.retention_policy",
-    "RetentionMark": "._retention_events",
-    "RetentionMarkData": "._retention_events",
-    "RetentionRemoval": "._retention_events",
-    "RetentionRemovalData": "._retention_events",
+    "PruneDecision": "._persistence.retention.plan",
+    "PruneReport": "._persistence.retention.plan",
+    "RetentionPolicy": "._persistence.retention.policy",
+    "RetentionMark": "._schema.retention_events",
+    "RetentionMarkData": "._schema.retention_events",
+    "RetentionRemoval": "._schema.retention_events",
+    "RetentionRemovalData": "._schema.retention_events",
     "SearchHit": "._search",
     "SearchResults": "._search",
     "UnreadableSession": "._search",
     "SessionLockedError": "._persistence.base",
     "StoredLog": "._persistence.base",
     "WriterLock": "._persistence.base",
-    "PersistenceError": "._persistence.coordinator",
-    "PersistencePlugin": "._persistence.coordinator",
-    "JsonlBackend": "._persistence.jsonl",
-    "MemoryBackend": "._persistence.memory",
-    "PostgresBackend": "._persistence.postgres",
-    "SqliteBackend": "._persistence.sqlite",
-    "DurableStore": "._persistence.store",
+    "PersistenceError": "._persistence.store.coordinator",
+    "PersistencePlugin": "._persistence.store.coordinator",
+    "JsonlBackend": "._persistence.backends.jsonl.backend",
+    "MemoryBackend": "._persistence.backends.memory",
+    "PostgresBackend": "._persistence.backends.postgres.backend",
+    "SqliteBackend": "._persistence.backends.sqlite.backend",
+    "DurableStore": "._persistence.store.durable",
     "open_store": "._persistence.opening",
-    "Keyring": "._persistence.sealing",
-    "Rekeyed": "._persistence.rekey",
-    "SealedBackend": "._persistence.sealed",
+    "Keyring": "._persistence.encryption.sealing",
+    "Rekeyed": "._persistence.encryption.rekey",
+    "SealedBackend": "._persistence.encryption.sealed",
     "StorePlace": "._persistence.urls",
     "store_place": "._persistence.urls",
-    "CodeDispatcher": "._code_dispatch",
-    "SubDispatch": "._code_dispatch",
-    "ToolArgumentsError": "._code_dispatch",
-    "normalize_tool_arguments": "._code_dispatch",
-    "summarize_tool_result": "._code_dispatch",
-    "stored_label": "._listing",
-    "ENTRY_POINT_GROUP": "._names",
+    "CodeDispatcher": "._model.code_dispatch",
+    "SubDispatch": "._model.code_dispatch",
+    "ToolArgumentsError": "._model.code_dispatch",
+    "normalize_tool_arguments": "._model.code_dispatch",
+    "summarize_tool_result": "._model.code_dispatch",
+    "stored_label": "._persistence.listing",
+    "ENTRY_POINT_GROUP": "._base.names",
     "Event": ".events",
-    "EventRegistry": "._registry",
-    "EventSpec": "._registry",
-    "UnionMember": "._unions",
-    "RegisteredMember": "._unions",
-    "EventsView": "._session",
-    "JsonObject": "._json",
-    "JsonValue": "._json",
-    "MAX_JSON_DEPTH": "._json",
+    "EventRegistry": "._schema.registry",
+    "EventSpec": "._schema.registry",
+    "UnionMember": "._schema.unions",
+    "RegisteredMember": "._schema.unions",
+    "EventsView": "._model.session",
+    "JsonObject": "._base.json_values",
+    "JsonValue": "._base.json_values",
+    "MAX_JSON_DEPTH": "._base.json_values",
     "Message": ".vocabulary",
     "OpaqueEvent": ".events",
-    "PROJECT_NAME": "._names",
-    "PluginManager": "._plugins",
-    "Problem": "._validate",
-    "RegisteredEvent": "._registry",
+    "PROJECT_NAME": "._base.names",
+    "PluginManager": "._plugins.manager",
+    "Problem": "._schema.validate",
+    "RegisteredEvent": "._schema.registry",
     "ReplaceOp": ".events",
-    "SESSION_FORMAT_VERSION": "._header",
-    "SEALED_FORMAT_VERSION": "._header",
+    "SESSION_FORMAT_VERSION": "._schema.header",
+    "SEALED_FORMAT_VERSION": "._schema.header",
     "SURFACE_TYPES": ".events",
-    "Session": "._session",
-    "SessionHeader": "._header",
-    "SessionStore": "._store",
-    "Surface": "._surface",
+    "Session": "._model.session",
+    "SessionHeader": "._schema.header",
+    "SessionStore": "._model.store",
+    "Surface": "._model.surface",
     "SurfaceEvent": ".events",
-    "SurfaceNode": "._surface",
+    "SurfaceNode": "._model.surface",
     "SurfaceOp": ".events",
-    "apply_header_delta": "._request_header",
-    "canonical_header": "._request_header",
-    "check_events": "._validate",
-    "core_registry": "._core_plugin",
-    "create_plugin_manager": "._plugins",
-    "diff_header": "._request_header",
-    "encode_event": "._codec",
-    "encode_events": "._codec",
+    "apply_header_delta": "._model.request_header",
+    "canonical_header": "._model.request_header",
+    "check_events": "._schema.validate",
+    "core_registry": "._plugins.core_plugin",
+    "create_plugin_manager": "._plugins.manager",
+    "diff_header": "._model.request_header",
+    "encode_event": "._schema.codec",
+    "encode_events": "._schema.codec",
     "errors": ".errors",
     "events": ".events",
-    "fold_request_header": "._request_header",
-    "header_equals": "._request_header",
-    "hookimpl": "._plugins",
+    "fold_request_header": "._model.request_header",
+    "header_equals": "._model.request_header",
+    "hookimpl": "._plugins.manager",
     "hookspecs": ".hookspecs",
-    "interrupted_turn_closers": "._persistence.repair",
-    "is_hidden": "._listing",
+    "interrupted_turn_closers": "._model.repair",
+    "is_hidden": "._persistence.listing",
     "is_surface_eligible_type": ".events",
     "is_surface_event": ".events",
-    "is_tool_pairing_balanced": "._tool_pairing",
-    "label_of": "._listing",
-    "named_labels": "._listing",
-    "to_wire": "._codec",
+    "is_tool_pairing_balanced": "._model.tool_pairing",
+    "label_of": "._persistence.listing",
+    "named_labels": "._persistence.listing",
+    "to_wire": "._schema.codec",
     "vocabulary": ".vocabulary",
 }
 

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 # The classes live in one private module per group (see _errors_base for why each
 # still names this module as its own).
-from ._errors_append import (
+from ._errors.append import (
     AppendError,
     EventTypeError,
     NotJsonError,
@@ -64,20 +64,15 @@ from ._errors_append import (
     UnknownFieldError,
     UnknownMemberError,
 )
-from ._errors_base import DshSessionError
-from ._errors_crypt import (
+from ._errors.base import DshSessionError
+from ._errors.crypt import (
     EncryptedSessionError,
     EncryptionError,
     KeyUnavailableError,
     SealedRecordError,
 )
-from ._errors_inspect import (
-    InspectError,
-    InspectUsageError,
-    SessionNotFoundError,
-    SourceReadError,
-)
-from ._errors_log import (
+from ._errors.inspect import InspectError, InspectUsageError, SessionNotFoundError, SourceReadError
+from ._errors.log import (
     InvariantError,
     LogFormatError,
     MisplacedLogError,
@@ -91,14 +86,14 @@ from ._errors_log import (
     ToolPairingError,
     UnreadableSessionWarning,
 )
-from ._errors_plugin import (
+from ._errors.plugin import (
     DuplicateEventTypeError,
     DuplicateUnionMemberError,
     PluginConflictError,
     PluginError,
     UnknownPluginWarning,
 )
-from ._errors_store import (
+from ._errors.store import (
     LinkedLogError,
     MissingExtraError,
     PersistenceError,
@@ -118,7 +113,7 @@ from ._errors_store import (
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from ._errors_log import ForkErrorCode as ForkErrorCode
+    from ._errors.log import ForkErrorCode as ForkErrorCode
 
 __all__ = [
     "AppendError",

@@ -62,8 +62,8 @@ from typing import Any, ClassVar, Literal, TypeAlias
 
 from msgspec import UNSET, Struct, UnsetType
 
-from . import _projection
-from ._json import JsonObject, JsonValue
+from ._base.json_values import JsonObject, JsonValue
+from ._schema import event_messages as _projection
 from .vocabulary import (
     ContentBlock,
     EpochHeader,

@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING
 
 import pluggy
 
-from ._names import PROJECT_NAME
+from ._base.names import PROJECT_NAME
 
 if TYPE_CHECKING:
-    from ._header import SessionHeader
+    from ._model.session import Session
     from ._persistence.base import Backend
-    from ._plugins import PluginManager
-    from ._registry import EventSpec
-    from ._session import Session
-    from ._unions import UnionMember
+    from ._plugins.manager import PluginManager
+    from ._schema.header import SessionHeader
+    from ._schema.registry import EventSpec
+    from ._schema.unions import UnionMember
     from .events import Event
 
 __all__ = [

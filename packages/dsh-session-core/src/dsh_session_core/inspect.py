@@ -49,11 +49,11 @@ from ._inspect.sources import (
 from ._inspect.text import one_line
 from ._inspect.timeline import build_timeline
 from ._inspect.wire import encode_json, event_line, line_wire
+from ._model.unanswered import UnansweredCall, unanswered_calls
 from ._persistence.search import lines_hits as search_lines
 from ._persistence.search import search_backend as search_store
 from ._persistence.search import search_page
 from ._search import SearchHit, SearchQuery
-from ._unanswered import UnansweredCall, unanswered_calls
 
 __all__ = [
     "SORTS",

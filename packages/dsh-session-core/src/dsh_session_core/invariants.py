@@ -45,13 +45,13 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 import msgspec
 from msgspec import UNSET
 
-from ._plugins import hookimpl
+from ._plugins.manager import hookimpl
 from .errors import InvariantError
 from .jscompat import UNDEFINED, strict_equals
 from .jscompat import js_string as _js  # details render as the reference's template strings
 
 if TYPE_CHECKING:
-    from ._session import Session
+    from ._model.session import Session
     from .events import Event
 
 __all__ = ["InvariantsPlugin"]

@@ -67,7 +67,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ._json import enc_hook
+from ._base.json_values import enc_hook
 
 # --- values -------------------------------------------------------------------------------
 

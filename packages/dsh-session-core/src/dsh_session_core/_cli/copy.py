@@ -38,7 +38,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .._persistence.base import Backend
     from .._persistence.copy import CopyProgress, CopyReport, CopyStatus, SessionCopy
-    from .._registry import EventRegistry
+    from .._schema.registry import EventRegistry
     from .term import Progress
 
 __all__ = ["add_commands"]
@@ -167,7 +167,7 @@ def _log_file_source(path: str, reg: EventRegistry) -> Backend:
     """SRC as a log file (the SOURCE rule of the other commands): its session, read by
     the durable load rules (a torn tail dropped, as a store drops it), in an in-memory
     store to copy from."""
-    from .._logfile import scan_log
+    from .._logformat.logfile import scan_log
     from .._persistence.opening import backend_for
     from .source import _scanned, read_bytes, warn
 

@@ -1,5 +1,5 @@
 """``dsh-session rm``: removing sessions from a store, one by one (the rules are
-:meth:`~.._persistence.store.DurableStore.delete`'s), and what ``prune`` shares with it
+:meth:`~.durable.DurableStore.delete`'s), and what ``prune`` shares with it
 (asking, the lines and rows of a removed session; ``prune`` itself is ``retention.py``).
 
 A session is removed whole and physically (its JSONL file, or its rows, and its lock
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .._persistence.base import Deleted
-    from .._persistence.store import DurableStore
+    from .._persistence.store.durable import DurableStore
 
 __all__ = ["add_commands", "parse_duration"]
 
@@ -46,11 +46,11 @@ _DURATION_HINT = "a DURATION is a number and a unit (s, m, h, d, w), e.g. 30d, 1
 
 def parse_duration(text: str) -> datetime.timedelta:
     """A DURATION (``30d``, ``12h``, ``90m``, ``2w``, ``45s``, or several, ``1d12h``):
-    the retention policy's rule (:func:`~.._persistence.retention_policy.parse_duration`).
+    the retention policy's rule (:func:`~.policy.parse_duration`).
 
     :raises Failure: anything else (a usage error).
     """
-    from .._persistence.retention_policy import parse_duration as parse
+    from .._persistence.retention.policy import parse_duration as parse
 
     try:
         return parse(text)
@@ -121,7 +121,7 @@ def _shown(url: str) -> str:
 
 def _open(args: argparse.Namespace) -> tuple[DurableStore, str]:
     """The store of ``--store`` (it must exist: nothing is created to remove from)."""
-    from .._persistence.store import DurableStore
+    from .._persistence.store.durable import DurableStore
     from .source import open_backend, store_url
 
     url = store_url(args)
@@ -208,7 +208,7 @@ def _rm(args: argparse.Namespace) -> int:
 def _marked(store: DurableStore, ids: list[str]) -> set[str]:
     """Which of ``ids`` are marked never to be pruned (the ledger's records that cannot
     be read without keys are left out: the removal still takes their mark with it)."""
-    from .._persistence.retention_ledger import backend_marks
+    from .._persistence.retention.ledger import backend_marks
 
     marks = backend_marks(store.backend, store.registry)
     return {i for i in ids if marks.get(i, False)}

@@ -27,9 +27,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .._logfile import ScanResult
-    from .._registry import EventRegistry
-    from .._session import Session
+    from .._logformat.logfile import ScanResult
+    from .._model.session import Session
+    from .._schema.registry import EventRegistry
     from ..events import Event
 
 __all__ = ["add_commands"]
@@ -49,10 +49,10 @@ _STRICT_NOTE = (" (strict: unknown event types, opaque payloads and unanswered t
 def _recovered(path: str, reg: EventRegistry) -> tuple[ScanResult, list[Event]]:
     """A log file read by the JSONL backend's load rules: its scan (torn tail dropped)
     and the closers that close an interrupted turn (nothing is written)."""
-    from .._header import SESSION_FORMAT_VERSION
-    from .._logfile import scan_log
-    from .._persistence.coordinator import PersistenceError
-    from .._persistence.repair import interrupted_turn_closers
+    from .._logformat.logfile import scan_log
+    from .._model.repair import interrupted_turn_closers
+    from .._persistence.store.coordinator import PersistenceError
+    from .._schema.header import SESSION_FORMAT_VERSION
 
     scan = scan_log(read_file(path), reg, path=path)
     if scan.header.version != SESSION_FORMAT_VERSION:
@@ -65,7 +65,7 @@ def _recovered(path: str, reg: EventRegistry) -> tuple[ScanResult, list[Event]]:
 
 
 def _derive_one(args: argparse.Namespace, path: str, reg: EventRegistry) -> Any:
-    from .._session import Session
+    from .._model.session import Session
     from .source import load_source, resolve, warn
 
     recover, to = args.recover, args.to
@@ -113,7 +113,7 @@ def _convert(session: Session, to: str) -> Any:
 
 
 def _derive(args: argparse.Namespace) -> int:
-    from .._codec import encode_line
+    from .._schema.codec import encode_line
     from ..errors import DshSessionError
     from .source import resolve
 
@@ -150,8 +150,8 @@ def _export(args: argparse.Namespace) -> int:
     dropped silently) or a stored session (read-only, as its backend stores it), written
     back as JSONL, or with ``--json`` as one document ``{"header": ..., "events": [...]}``
     in the wire shape."""
-    from .._codec import encode_events, encode_line
-    from .._logfile import dump_log, parse_log
+    from .._logformat.logfile import dump_log, parse_log
+    from .._schema.codec import encode_events, encode_line
     from ..errors import DshSessionError
     from .source import load_source, read_bytes, resolve, warn
 
@@ -197,8 +197,8 @@ def _export_html(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from .._check_log import check_log
-    from .._codec import encode_line
+    from .._logformat.check import check_log
+    from .._schema.codec import encode_line
     from ..errors import DshSessionError
     from .source import load_source, resolve, warn
 
@@ -250,8 +250,8 @@ def _repair(args: argparse.Namespace) -> int:
 def _repair_stored(args: argparse.Namespace, session_id: str) -> int:
     """A stored session repaired as opening it repairs it (any backend): the torn tail
     cut and the interrupted turn closed, under the session's writer lock."""
-    from .._persistence.repair import interrupted_turn_closers
-    from .._persistence.store import DurableStore
+    from .._model.repair import interrupted_turn_closers
+    from .._persistence.store.durable import DurableStore
     from ..errors import DshSessionError, SessionLockedError
     from .source import check_session_id, not_found, open_backend, store_url
 
@@ -314,7 +314,7 @@ def _repair_file(args: argparse.Namespace, path: str) -> int:
     import fcntl
     import os
 
-    from .._codec import encode_events
+    from .._schema.codec import encode_events
     from ..errors import DshSessionError, LinkedLogError
 
     if os.path.islink(path):

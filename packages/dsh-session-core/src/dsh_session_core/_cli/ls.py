@@ -6,7 +6,7 @@ A view over the read model's listing (:mod:`.._inspect.listing`): the options be
 Each row: id, cwd, created, events, turns, last activity (the time of the last event, or
 the creation time when later: a fork's seed keeps its parent's times), parent. Nothing
 is decoded into events, no session is written (a JSONL store's header cache may be
-refreshed: ``_persistence/header_cache.py``), no lock is taken.
+refreshed: ``_persistence/backends/jsonl/header_cache.py``), no lock is taken.
 
 Selecting: ``--cwd PATH`` (that working directory), ``--parent ID`` (the forks of a
 session), ``--since WHEN`` / ``--until WHEN`` (last activity at or after / before; a
@@ -115,7 +115,7 @@ def _labelled(backend: Backend, rows: list[dict[str, Any]],
               summaries: list[SessionSummary]) -> None:
     """Add each shown row's ``label`` (a plugin's ``label_session``), reading at most the
     first events of the logs shown, and only for a plugin that asks for them."""
-    from .._listing import stored_label
+    from .._persistence.listing import stored_label
     from .support import registry
 
     pm = plugin_manager()
@@ -131,7 +131,7 @@ def _labelled(backend: Backend, rows: list[dict[str, Any]],
 def _marked(backend: Backend, rows: list[dict[str, Any]]) -> None:
     """Add ``retained: true`` to each shown row marked never to be pruned (the store's
     retention ledger, read once)."""
-    from .._persistence.retention_ledger import backend_marks
+    from .._persistence.retention.ledger import backend_marks
     from .support import registry
 
     marked = backend_marks(backend, registry())

@@ -23,7 +23,7 @@ CATALOG = "docs/persistence-catalog.md"
 
 
 def _plugin_rows() -> list[dict[str, Any]]:
-    from .._names import ENTRY_POINT_GROUP
+    from .._base.names import ENTRY_POINT_GROUP
 
     pm = plugin_manager()
     reg = registry()
@@ -126,7 +126,7 @@ def version_text() -> str:
 
 
 def _plugins(args: argparse.Namespace) -> int:
-    from .._codec import encode_line
+    from .._schema.codec import encode_line
 
     rows = _plugin_rows()
     if args.json:
@@ -146,8 +146,8 @@ def _plugins(args: argparse.Namespace) -> int:
 def _events(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .._catalog import event_rows, member_rows, payload_schemas, render_catalog
-    from .._codec import encode_line
+    from .._schema.catalog import event_rows, member_rows, payload_schemas, render_catalog
+    from .._schema.codec import encode_line
 
     reg = registry()
     if args.check is not None:
@@ -166,7 +166,7 @@ def _events(args: argparse.Namespace) -> int:
     if args.markdown:
         write(render_catalog(reg))
     elif args.vocabulary:
-        from .._vocabulary_doc import render_vocabulary
+        from .._schema.vocabulary_doc import render_vocabulary
 
         write(render_vocabulary(reg))
     elif args.schema:

@@ -1,6 +1,6 @@
 """``dsh-session rekey``: reseal an encrypted store's sessions under its current key
 (the first of the keyring ``--key-env`` or ``DSH_SESSION_KEYS`` holds), each one
-atomically under its writer lock (:mod:`.._persistence.rekey`; docs/encryption.md).
+atomically under its writer lock (:mod:`.encryption.rekey`; docs/encryption.md).
 
 Ctrl-C prints what was done (the sessions rekeyed, and those that failed, as a whole run
 prints them), then says how many of how many and how to go on (exit 130)."""
@@ -41,8 +41,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 
 def _rekey(args: argparse.Namespace) -> int:
-    from .._persistence.sealed import SealedBackend
-    from .._persistence.store import DurableStore
+    from .._persistence.encryption.sealed import SealedBackend
+    from .._persistence.store.durable import DurableStore
     from ..errors import DshSessionError
     from .source import open_backend, out_json, out_text, store_url
     from .support import one_line

@@ -1,5 +1,5 @@
 """``dsh-session prune`` and ``retain``: retention from the command line (the rules are
-:class:`~.._persistence.retention_policy.RetentionPolicy`'s and ``DurableStore.prune``'s).
+:class:`~.policy.RetentionPolicy`'s and ``DurableStore.prune``'s).
 
 ``prune --older-than DURATION [--cwd] [--keep N]`` alone is the first form, as it always
 was. Any of ``--keep-latest``, ``--per``, ``--max-size``, ``--archive`` or ``--policy
@@ -43,9 +43,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import TypeVar
 
-    from .._persistence.retention_plan import PruneDecision, PruneReport
-    from .._persistence.retention_policy import RetentionPolicy
-    from .._persistence.store import DurableStore
+    from .._persistence.retention.plan import PruneDecision, PruneReport
+    from .._persistence.retention.policy import RetentionPolicy
+    from .._persistence.store.durable import DurableStore
 
     T = TypeVar("T")
 
@@ -63,7 +63,7 @@ def _policy(args: argparse.Namespace) -> RetentionPolicy:
     import dataclasses
     import os
 
-    from .._persistence.retention_policy import RetentionPolicy, parse_size
+    from .._persistence.retention.policy import RetentionPolicy, parse_size
 
     if args.keep is not None:
         msg = "--keep belongs to the plain --older-than form: with a policy, use --keep-latest"

@@ -49,8 +49,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .._header import SessionHeader
     from .._inspect.sources import Source
+    from .._schema.header import SessionHeader
 
 __all__ = ["add_commands"]
 
@@ -61,8 +61,8 @@ def compute_stats(source: Source) -> dict[str, Any]:
     """Counts and sizes of a session's events, as a JSON-ready document."""
     from collections import Counter
 
-    from .._codec import encode_events
     from .._inspect.describe import obj, usage_sum, wire_of
+    from .._schema.codec import encode_events
     from .source import payload
 
     events = source.events
@@ -222,8 +222,8 @@ def _ranges(numbers: list[int]) -> str:
 
 def _fork(args: argparse.Namespace) -> int:
     from .._inspect.describe import wire_of
-    from .._persistence.store import DurableStore
-    from .._session import Session
+    from .._model.session import Session
+    from .._persistence.store.durable import DurableStore
     from ..errors import DshSessionError, SessionForkError
     from .source import (
         check_session_id,

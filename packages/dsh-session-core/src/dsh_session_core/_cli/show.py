@@ -132,7 +132,7 @@ def _retained(args: argparse.Namespace, doc: dict[str, Any]) -> None:
     pruned (``retained``), and the mark's note (``retainedNote``: opened with the
     keys on an encrypted store)."""
     from .._inspect.sources import open_store, resolve_source
-    from .._persistence.retention_ledger import backend_state, note_of
+    from .._persistence.retention.ledger import backend_state, note_of
     from .source import spec_of, store_url
 
     session_id = obj(doc["header"]).get("id")

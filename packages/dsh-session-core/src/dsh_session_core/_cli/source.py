@@ -16,7 +16,7 @@ from .support import Failure, failure_of, warn, write
 if TYPE_CHECKING:
     from .._inspect.sources import Source, SourceSpec
     from .._persistence.base import Backend
-    from .._registry import EventRegistry
+    from .._schema.registry import EventRegistry
     from ..errors import StoreFolderError
     from ..events import Event
 
@@ -50,7 +50,7 @@ def out_text(text: str) -> None:
 
 def out_json(doc: object) -> None:
     """One JSON document on stdout, on one line (lone surrogates escaped as JS does)."""
-    from .._codec import encode_line
+    from .._schema.codec import encode_line
 
     write(encode_line(doc) + b"\n")
 
@@ -136,7 +136,7 @@ def refuse_sealed(backend: Backend, session_id: str) -> None:
 
     :raises Failure: the session is encrypted, and ``backend`` has no keys.
     """
-    from .._header import SEALED_FORMAT_VERSION
+    from .._schema.header import SEALED_FORMAT_VERSION
     from ..errors import EncryptedSessionError
 
     if any(h.id == session_id and h.version == SEALED_FORMAT_VERSION

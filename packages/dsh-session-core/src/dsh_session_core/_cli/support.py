@@ -13,10 +13,10 @@ TYPE_CHECKING = False
 
 
 if TYPE_CHECKING:
-    from .._logfile import ParsedLog
-    from .._plugins import PluginManager
-    from .._registry import EventRegistry
-    from .._session import Session
+    from .._logformat.logfile import ParsedLog
+    from .._model.session import Session
+    from .._plugins.manager import PluginManager
+    from .._schema.registry import EventRegistry
     from ..errors import InspectError
 
 __all__ = [
@@ -95,7 +95,7 @@ def plugin_manager() -> PluginManager:
 
 def registry() -> EventRegistry:
     """The frozen registry of the installed plugins' event types."""
-    from .._plugins import PluginHooks
+    from .._plugins.manager import PluginHooks
 
     return PluginHooks(plugin_manager()).build_registry()
 
@@ -120,14 +120,14 @@ def read_file(path: str, label: str = "reading") -> bytes:
 
 def read_log(path: str, reg: EventRegistry) -> ParsedLog:
     """A log file, parsed as is (a rejection is a :class:`~.errors.DshSessionError`)."""
-    from .._logfile import parse_log
+    from .._logformat.logfile import parse_log
 
     return parse_log(read_file(path), reg, path=path)
 
 
 def load_session(path: str, reg: EventRegistry) -> Session:
     """A bare session seeded with a log file."""
-    from .._logfile import open_session
+    from .._logformat.logfile import open_session
 
     return open_session(read_log(path, reg), reg)
 

@@ -3,7 +3,7 @@
 Tail reads only the end of a log, through the backend's
 :meth:`~.._persistence.base.Backend.tail_lines` (a JSONL file backwards from its end, a
 database session by its last rows); a log file given as SOURCE is read the same way by
-:func:`~.._logtail.tail_file`. It never decodes events into types (it
+:func:`~._logformat.tail.tail_file`. It never decodes events into types (it
 describes each line from its wire shape), never writes and never takes the writer lock,
 so it can follow a live session without disturbing its writer.
 
@@ -51,7 +51,7 @@ def _clock(ms: Any) -> str:
 
 def _emitter(as_json: bool) -> Emit:
     from .._inspect.describe import describe, field
-    from .._logfile import line_wire
+    from .._logformat.logfile import line_wire
     from .source import warn
 
     style = Style.for_stream(sys.stdout)
@@ -93,7 +93,7 @@ def _follow(news: Iterator[LogNews], emit: Emit) -> None:
 
 
 def _tail_file(path: str, n: int, follow: bool, emit: Emit) -> int:
-    from .._logtail import follow_file, tail_file
+    from .._logformat.tail import follow_file, tail_file
 
     try:
         tail = tail_file(path, n)

@@ -21,7 +21,7 @@ import time
 from collections.abc import Collection
 from typing import TextIO
 
-from .._closing import ClosesOnExit
+from .._base.closing import ClosesOnExit
 from .._inspect.text import printable, shorten
 
 __all__ = [

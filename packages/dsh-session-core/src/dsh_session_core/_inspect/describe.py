@@ -85,7 +85,7 @@ def when(ms: Any) -> str:
 def wire_of(value: Any) -> Any:
     """An event, payload or header in its wire shape, as plain builtins. Unlike
     ``to_wire``, a lone surrogate (which a reference log may hold) is no error."""
-    from .._codec import encode_event, encode_line
+    from .._schema.codec import encode_event, encode_line
     from ..events import Event
     from ..jscompat import json_parse
 
@@ -104,7 +104,7 @@ def wire_events(
     """
     import msgspec
 
-    from .._codec import encode_events
+    from .._schema.codec import encode_events
 
     events = list(events)
     full = [e for e in events if e.type not in bare]
@@ -318,6 +318,6 @@ def describe(wire: dict[str, Any], *, usage: bool = True) -> str:
 
 
 def _json(value: Any) -> str:
-    from .._codec import encode_line
+    from .._schema.codec import encode_line
 
     return shorten(encode_line(value).decode("utf-8", "replace"), 500)

@@ -67,7 +67,7 @@ def read_log_file(path: str, *, label: str = "reading", progress: Progress | Non
     """
     import os
 
-    from .._logend import durable_end, within
+    from .._logformat.end import durable_end, within
     from ..errors import LogFormatError, SourceReadError
 
     try:
@@ -106,7 +106,7 @@ def compact_log(path: str, data: bytes, warnings: list[str]) -> bytes:
 
     :raises SourceReadError: ``zstandard`` is not installed.
     """
-    from .._logframes import decode_frames
+    from .._logformat.frames import decode_frames
     from ..errors import MissingExtraError, SourceReadError
 
     try:
@@ -132,7 +132,7 @@ def not_a_log(path: str, exc: Exception) -> str | None:
     """Why the file at ``path``, whose reading failed with ``exc``, is not a dsh-session
     log at all (``its first line is not JSON``), or None: the failure is not about its
     first line, or that line may be a damaged header (which a copy would restore)."""
-    from .._logfile import not_a_header_at_all
+    from .._logformat.logfile import not_a_header_at_all
     from ..errors import LogFormatError
 
     if not isinstance(exc, LogFormatError) or exc.line != 1:

@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     import datetime
     from collections.abc import Callable
 
-    from .._header import SessionHeader
     from .._persistence.base import Backend, SessionSummary
-    from .._plugins import PluginManager
+    from .._plugins.manager import PluginManager
+    from .._schema.header import SessionHeader
 
 __all__ = [
     "SORTS",
@@ -312,8 +312,8 @@ def _visible(query: SessionQuery, plugins: PluginManager | None
     hides (``None``: every one, for ``all``). Header-only: no log read."""
     if query.all:
         return None
-    from .._listing import is_hidden
-    from .._names import RETENTION_LEDGER_ID
+    from .._base.names import RETENTION_LEDGER_ID
+    from .._persistence.listing import is_hidden
     from .sources import installed_plugins
 
     pm = plugins if plugins is not None else installed_plugins()

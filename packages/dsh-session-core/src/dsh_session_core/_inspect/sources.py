@@ -2,27 +2,27 @@
 
 One rule, :func:`resolve_source`, for everything that reads a session: ``as_file`` reads
 SOURCE as a path and ``as_id`` as a session id in the store (``store``, default:
-:func:`~.._persistence.store.default_store_url`); without either, an existing path (not
+:func:`~.durable.default_store_url`); without either, an existing path (not
 a directory) is a file and anything else a session id, unless the store also holds a
 session of that name: then the reader is told so rather than guess. A session id is
 checked by the store's own id rule (``Backend.check_id``) before anything is read. Both
 are read without writing anything and without taking the session's writer lock, so
 inspecting a live session never disturbs its writer:
 
-- a file is read leniently (:func:`~.._logfile.read_lenient`): a version-less header is
+- a file is read leniently (:func:`~.logfile.read_lenient`): a version-less header is
   accepted, a line that is not JSON (a torn last line, a hole) is skipped with a
   warning, odd seqs are kept as they are. With ``recover`` it is read by the durable
-  load rules instead (:func:`~.._logfile.scan_log`: the torn tail is dropped, committed
+  load rules instead (:func:`~.logfile.scan_log`: the torn tail is dropped, committed
   corruption is an error);
 - a stored session is read with the backend's ``load_stored`` (torn tail dropped), never
   ``DurableStore.open``, which would repair the log and take the lock.
 
 A store is opened by :func:`open_store`, through the one URL mapping
-(:func:`~.._persistence.store.backend_for`, plugins' schemes included), and used only
+(:func:`~.durable.backend_for`, plugins' schemes included), and used only
 through the :class:`~.._persistence.base.Backend` protocol.
 
 In both cases the crash-repair closers a load *would* append
-(:func:`~.._persistence.repair.interrupted_turn_closers`) are computed, in memory only,
+(:func:`~.repair.interrupted_turn_closers`) are computed, in memory only,
 and reported as a warning; they are never added to the events shown.
 
 Every refusal is an :class:`~..errors.InspectError`: :class:`~..errors.InspectUsageError`
@@ -43,10 +43,10 @@ from .text import one_line, printable
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from .._header import SessionHeader
     from .._persistence.base import Backend
-    from .._plugins import PluginManager
-    from .._registry import EventRegistry
+    from .._plugins.manager import PluginManager
+    from .._schema.header import SessionHeader
+    from .._schema.registry import EventRegistry
     from ..errors import StoreFolderError
     from ..events import Event
     from .files import Progress
@@ -113,7 +113,7 @@ def installed_plugins() -> PluginManager:
     """The installed plugins, loaded once per process (the CLI's, the viewer's)."""
     global _pm  # one manager per process: loading plugins costs entry-point scans
     if _pm is None:
-        from .._plugins import create_plugin_manager
+        from .._plugins.manager import create_plugin_manager
 
         _pm = create_plugin_manager()
     return _pm
@@ -124,7 +124,7 @@ def installed_plugins() -> PluginManager:
 
 def _read_file(path: str, reg: EventRegistry, recover: bool, progress: Progress | None,
                report: Callable[[str], None] | None) -> Source:
-    from .._logfile import read_lenient
+    from .._logformat.logfile import read_lenient
     from ..errors import LogFormatError
     from .files import read_log_file, unreadable_log
 
@@ -160,7 +160,7 @@ def scanned_source(path: str, data: bytes, reg: EventRegistry) -> Source:
 
     :raises SourceReadError: committed corruption, or a header the durable rules refuse.
     """
-    from .._logfile import scan_log
+    from .._logformat.logfile import scan_log
     from ..errors import LogFormatError
     from .files import unreadable_log
 
@@ -186,11 +186,11 @@ def scanned_source(path: str, data: bytes, reg: EventRegistry) -> Source:
 def _check_header(source: Source) -> None:
     from msgspec import UNSET
 
-    from .._header import SEALED_FORMAT_VERSION, SESSION_FORMAT_VERSION
+    from .._schema.header import SEALED_FORMAT_VERSION, SESSION_FORMAT_VERSION
 
     version = source.header.version
     if version == SEALED_FORMAT_VERSION:  # never shown: its records are ciphertext
-        from .._errors_crypt import HOW_TO_OPEN
+        from .._errors.crypt import HOW_TO_OPEN
 
         what = (source.origin if source.origin.startswith('session "')
                 else f'{source.origin}: session "{source.header.id}"')
@@ -209,7 +209,7 @@ def _check_header(source: Source) -> None:
 
 
 def _check_seqs(source: Source) -> None:
-    from .._seq_text import event_seq, seq_mismatch
+    from .._schema.seq_text import event_seq, seq_mismatch
 
     # A seq of another JSON type than an integer is out of place, even when it equals
     # its index in Python (true == 1, 1.0 == 1): seeding refuses it.
@@ -224,7 +224,7 @@ def _check_seqs(source: Source) -> None:
 
 
 def _check_closers(source: Source) -> None:
-    from .._persistence.repair import interrupted_turn_closers
+    from .._model.repair import interrupted_turn_closers
 
     try:
         source.closers = interrupted_turn_closers(source.events)
@@ -321,13 +321,13 @@ def open_store(url: str, *, must_exist: bool = True, empty_if_missing: bool = Fa
 
 def _refuse_foreign_folder(backend: Backend, url: str) -> None:
     """Refuse, before anything is read or written there, a JSONL store's folder that
-    holds something else and no store (:func:`~.._persistence.buckets.foreign_entries`):
+    holds something else and no store (:func:`~.buckets.foreign_entries`):
     the user's own folder, named by mistake.
 
     :raises SourceReadError: it holds no store (``backend`` is closed).
     """
-    from .._persistence.buckets import foreign_entries
-    from .._persistence.jsonl import JsonlBackend
+    from .._persistence.backends.jsonl.backend import JsonlBackend
+    from .._persistence.backends.jsonl.buckets import foreign_entries
 
     if not isinstance(backend, JsonlBackend):
         return
@@ -366,7 +366,7 @@ def key_variable(name: str | None) -> Iterator[None]:
 
 
 def _default_key_variable() -> str:
-    from .._persistence.sealing import KEYS_VARIABLE
+    from .._persistence.encryption.sealing import KEYS_VARIABLE
 
     return KEYS_VARIABLE
 
@@ -387,8 +387,8 @@ def with_keys(backend: Backend) -> Backend:
             msg = f"--key-env {name}: the environment variable {name} is not set"
             raise InspectUsageError(msg, hint="set it to kid:base64key[,kid:base64key...]")
         return backend
+    from .._persistence.encryption.sealing import Keyring
     from .._persistence.opening import sealed_backend
-    from .._persistence.sealing import Keyring
 
     try:
         keys = Keyring.from_env(name)

@@ -36,8 +36,8 @@ from .describe import (
 from .sources import installed_plugins
 
 if TYPE_CHECKING:
-    from .._plugins import PluginManager
-    from .._registry import EventRegistry
+    from .._plugins.manager import PluginManager
+    from .._schema.registry import EventRegistry
     from ..events import Event
     from .sources import Source
 
@@ -188,7 +188,7 @@ def _key(value: Any) -> Any:
 
 def _surface(source: Source, reg: EventRegistry, warnings: list[str]) -> dict[str, Any]:
     """How the log folds: surface nodes and derived messages, or why it cannot."""
-    from .._session import Session
+    from .._model.session import Session
 
     try:
         session = Session(source.header.id, source.events, source.header, registry=reg)
@@ -234,7 +234,7 @@ def build_timeline(source: Source, reg: EventRegistry, *,
         if block["turn"] is not None and block["end"] is None:
             block["end"] = {"seq": None, "reason": None, "text": "open (no turn/end)"}
     unanswered = _mark_unanswered(source.events, blocks, warnings)
-    from .._listing import label_of
+    from .._persistence.listing import label_of
 
     label = label_of(source.header, lambda n: source.events[:max(n, 0)],
                      plugins=plugins if plugins is not None else installed_plugins())
@@ -261,7 +261,7 @@ def _mark_unanswered(events: list[Event], blocks: list[Block], warnings: list[st
     """Flag each tool call no ``tool/result`` answers: a warning, and its line (the
     ``tool/call``, else the message that made it) gets ``unanswered``, the ids. The
     calls, as ``--json`` shows them."""
-    from .._unanswered import unanswered_calls
+    from .._model.unanswered import unanswered_calls
 
     calls = unanswered_calls(events)
     if not calls:

@@ -16,20 +16,20 @@ __all__ = ["encode_json", "event_line", "line_wire"]
 
 def encode_json(value: object) -> bytes:
     """``value`` as one line of compact JSON (no newline)."""
-    from .._codec import encode_line
+    from .._schema.codec import encode_line
 
     return encode_line(value)
 
 
 def event_line(event: Event) -> bytes:
     """An event's log line (no newline): an opaque event's exactly as it was read."""
-    from .._codec import encode_event
+    from .._schema.codec import encode_event
 
     return encode_event(event)
 
 
 def line_wire(line: bytes) -> dict[str, Any] | None:
     """One log line's wire shape, or ``None`` when it is not a JSON object."""
-    from .._logfile import line_wire as wire
+    from .._logformat.logfile import line_wire as wire
 
     return wire(line)

@@ -3,7 +3,7 @@ stored sessions and followed events.
 
 The backend hooks (:class:`~.base.Backend`) are synchronous: file and SQLite I/O are,
 and so are the coordinator's adoption, crash repair and writer lock. An asyncio host
-must never wait on them on its event loop, so :class:`~.store.DurableStore`'s ``a*``
+must never wait on them on its event loop, so :class:`~.durable.DurableStore`'s ``a*``
 methods run them elsewhere:
 
 - **natively**, when the backend has an optional async capability for the operation
@@ -30,7 +30,7 @@ supported: drive one store from one event loop, or from one thread.
 
 A cancelled awaited operation stops being waited for at once, but what already runs in
 the worker thread finishes: a cancelled ``aopen`` may still have opened the session (it
-is then live in the store: :meth:`~.._store.SessionStore.get`).
+is then live in the store: :meth:`~._model.store.SessionStore.get`).
 """
 
 from __future__ import annotations
@@ -44,15 +44,15 @@ import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from .._decode import decode_line
-from .._header import SessionHeader
-from .._registry import EventRegistry
+from .._schema.decode import decode_line
+from .._schema.header import SessionHeader
+from .._schema.registry import EventRegistry
 from ..errors import PersistenceError
 from ..events import Event
 from .base import POLL_SECONDS, Backend, LogNews, LogTail
 
 if TYPE_CHECKING:
-    from .coordinator import PersistencePlugin
+    from .store.coordinator import PersistencePlugin
 
 __all__ = ["StoreWorker", "StoredHeaders", "follow_events", "follow_lines", "tail_lines"]
 
@@ -104,7 +104,7 @@ class StoreWorker:
 
 class StoredHeaders:
     """The headers of a store's stored sessions, from asyncio: ``await`` it for the list
-    (:meth:`~.store.DurableStore.stored`'s), or ``async for`` over it.
+    (:meth:`~.durable.DurableStore.stored`'s), or ``async for`` over it.
 
     Each ``await`` or ``async for`` lists the store anew.
     """
@@ -193,7 +193,7 @@ async def follow_events(
 ) -> AsyncGenerator[Event, None]:
     """The last ``last`` stored events of a session, then each event as it is
     committed, decoded with the store's event types (see
-    :meth:`~.store.DurableStore.afollow`)."""
+    :meth:`~.durable.DurableStore.afollow`)."""
     if last < 0:
         msg = f"last takes a count of events, got {last}"
         raise ValueError(msg)

@@ -29,8 +29,8 @@ import time
 from collections.abc import Collection, Hashable, Iterator, Sequence
 from typing import Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
-from .._header import SessionHeader
-from .._registry import EventRegistry
+from .._schema.header import SessionHeader
+from .._schema.registry import EventRegistry
 from ..errors import PersistenceError, SessionIdError, SessionLockedError
 from ..events import Event
 
@@ -476,7 +476,7 @@ def continued(lines: Sequence[bytes], last: Event) -> builtins.list[bytes] | Non
     (its seq, type and time: what tells one writer's event from another's at the same
     seq), else ``None``: what :meth:`Backend.lines_since` returns, from the stored lines
     read from ``last``'s seq on."""
-    from .._logfile import line_wire
+    from .._logformat.logfile import line_wire
 
     wire = line_wire(lines[0]) if lines else None
     if (wire is None or wire.get("seq") != last.seq or wire.get("type") != last.type
@@ -535,13 +535,13 @@ def stored_lines(stored: StoredLog) -> builtins.list[bytes]:
         not jsonl or jsonl.endswith(b"\n")
     ):
         return jsonl.split(b"\n")[:-1]
-    from .._codec import encode_events
+    from .._schema.codec import encode_events
 
     return encode_events(stored.events).split(b"\n")[:-1]
 
 
 def _time_of(line: bytes) -> Any:
-    from .._logfile import line_wire
+    from .._logformat.logfile import line_wire
 
     wire = line_wire(line)
     return None if wire is None else wire.get("time")

@@ -22,7 +22,7 @@ import dataclasses
 from collections.abc import AsyncGenerator, Collection, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from .._header import SessionHeader
+from .._schema.header import SessionHeader
 from ..events import Event
 from .base import (
     Backend,

@@ -48,9 +48,9 @@ from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 import msgspec
 
-from .._codec import encode_line
-from .._header import SessionHeader
-from .._registry import EventRegistry
+from .._schema.codec import encode_line
+from .._schema.header import SessionHeader
+from .._schema.registry import EventRegistry
 from ..errors import DshSessionError, SessionLockedError, UnstorableError
 from ..jscompat import json_parse
 from .base import Backend, StoredLog, stored_lines
@@ -262,7 +262,7 @@ def copy_sessions(
         )
         raise ValueError(msg)
     if registry is None:
-        from .._plugins import PluginHooks, create_plugin_manager
+        from .._plugins.manager import PluginHooks, create_plugin_manager
 
         registry = PluginHooks(create_plugin_manager()).build_registry()
     ids = _listed(source) if session_ids is None else list(dict.fromkeys(session_ids))
@@ -514,7 +514,7 @@ def _prefix_length(there: StoredLog | None, stored: StoredLog, lines: list[bytes
 
 def _derived(log: StoredLog, registry: EventRegistry) -> bytes:
     """The messages a log derives to, as JSON; or the error deriving them raises."""
-    from .._session import Session
+    from .._model.session import Session
 
     try:
         session = Session(log.header.id, log.events, log.header, registry=registry)

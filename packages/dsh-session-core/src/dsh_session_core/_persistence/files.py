@@ -2,10 +2,10 @@
 writes that are all-or-nothing, ``mkdir -p`` with private modes, directory fsyncs, and
 opening a file for writing never through a symbolic link.
 
-What a log's bytes mean is :mod:`dsh_session_core._logfile`'s (the format); where a log
+What a log's bytes mean is :mod:`dsh_session_core._logformat.logfile`'s (the format); where a log
 lives is :mod:`.paths`'; what a store's folder holds (its kind, its buckets' logs, the
 temp files of killed first writes) is :mod:`.buckets`'. Reading a log file from its
-end, and following it, is the log-format side's (:mod:`dsh_session_core._logtail`).
+end, and following it, is the log-format side's (:mod:`dsh_session_core._logformat.tail`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 import stat
 from typing import BinaryIO, Final
 
-from .._logfile import last_lines, line_wire
+from .._logformat.logfile import last_lines, line_wire
 from ..errors import LinkedLogError, SessionLockedError
 
 __all__ = [

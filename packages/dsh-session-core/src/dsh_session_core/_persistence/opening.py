@@ -1,4 +1,4 @@
-"""Opening stores by URL: :func:`open_store`, which makes a :class:`~.store.DurableStore`
+"""Opening stores by URL: :func:`open_store`, which makes a :class:`~.durable.DurableStore`
 on the backend a URL names (or on the embedded default, :func:`~.urls.default_store_url`);
 :func:`backend_for`, the one place where a store URL maps to a backend, lives in
 :mod:`.url_backends` and is named here too.
@@ -12,15 +12,15 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .._plugins import PluginManager, create_plugin_manager
-from .._session import Clock
-from .store import DurableStore
-from .url_backends import backend_for
+from .._model.session import Clock
+from .._plugins.manager import PluginManager, create_plugin_manager
+from .backends.url_backends import backend_for
+from .store.durable import DurableStore
 from .urls import store_target
 
 if TYPE_CHECKING:
     from .base import Backend
-    from .sealing import Keyring
+    from .encryption.sealing import Keyring
 
 __all__ = ["backend_for", "open_store", "sealed_backend"]
 
@@ -80,8 +80,8 @@ def sealed_backend(backend: Backend, keys: Keyring) -> Backend:
 
     :raises MissingExtraError: cryptography is not installed.
     """
-    from .sealed import SealedBackend
-    from .sealing import Sealer
+    from .encryption.sealed import SealedBackend
+    from .encryption.sealing import Sealer
 
     try:
         return SealedBackend(backend, Sealer(keys))

@@ -22,8 +22,8 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
-from .._header import SessionHeader
-from .._registry import EventRegistry
+from .._schema.header import SessionHeader
+from .._schema.registry import EventRegistry
 from .._search import (
     SearchHit,
     SearchQuery,
@@ -107,9 +107,9 @@ def _file_hits(root: str, path: str, query: SearchQuery, terms: list[bytes],
     the damaged lines the scan read (:data:`Damaged`), if any. The file is read once;
     its header is decoded only when its bytes may hold a hit, so a log without the
     query's words costs a read and a byte search. A file gone meanwhile has nothing."""
-    from .._logfile import durable_header
+    from .._logformat.logfile import durable_header
     from ..errors import LogFormatError, MisplacedLogError
-    from .buckets import check_placed
+    from .backends.jsonl.buckets import check_placed
 
     try:
         data = read(path)
@@ -148,7 +148,7 @@ def _read(path: str) -> bytes:
     """A whole file, in as few system calls as it takes: most logs are read by one
     ``read`` of their size (plus one, to see a file that grew meanwhile). Nothing after
     its durable-end mark (:mod:`.endmark`, read first) is history: it is left out."""
-    from .._logend import durable_end
+    from .._logformat.end import durable_end
 
     end = durable_end(path)
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
@@ -301,7 +301,7 @@ def _sealed(headers: list[SessionHeader]) -> list[UnreadableSession]:
     keys lists its sealed sessions as of the format they hold, so a sealed header seen
     here is one read without them (its records are ciphertext: no search of them finds
     a word, and saying "no hits" of them would be a lie)."""
-    from .._header import SEALED_FORMAT_VERSION
+    from .._schema.header import SEALED_FORMAT_VERSION
     from ..errors import EncryptedSessionError
 
     return [UnreadableSession(h.id, EncryptedSessionError(h.id)) for h in headers

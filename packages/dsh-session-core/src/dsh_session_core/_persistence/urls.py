@@ -34,8 +34,8 @@ import os
 from pathlib import Path
 from typing import Final
 
+from .._base.url_for import url_for  # re-exported: the URL rules' own
 from ..errors import StoreFolderError, StoreUrlError
-from .url_for import url_for  # re-exported: the URL rules' own
 
 __all__ = [
     "DATABASE_SUFFIXES",
@@ -82,7 +82,7 @@ def store_target(url: object, what: str = "open_store()") -> str:
         return default_store_url()
     target = os.fspath(url) if isinstance(url, os.PathLike) else url
     if not isinstance(target, str):
-        from .._builders import kind_of
+        from .._model.builders import kind_of
 
         msg = (f"{what} takes a store URL or a folder path, a str or an os.PathLike of "
                f"one (or None, for the default store); got {kind_of(target)}")

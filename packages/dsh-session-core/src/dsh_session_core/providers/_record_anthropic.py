@@ -50,7 +50,7 @@ from ._recording import (
 )
 
 if TYPE_CHECKING:
-    from .._step import Step
+    from .._model.step import Step
 
 #: ``stop_reason``, as the vocabulary's finish reasons. ``pause_turn`` (a server tool's
 #: long turn, paused) is a stop: the harness continues it with a new request.

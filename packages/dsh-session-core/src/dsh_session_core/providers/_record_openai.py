@@ -60,7 +60,7 @@ from ._recording import (
 )
 
 if TYPE_CHECKING:
-    from .._step import Step
+    from .._model.step import Step
 
 
 # --- Chat Completions --------------------------------------------------------------------

@@ -48,8 +48,8 @@ from ..vocabulary import (
 )
 
 if TYPE_CHECKING:
-    from .._builders import ToolCallRef
-    from .._step import Step
+    from .._model.builders import ToolCallRef
+    from .._model.step import Step
     from ..events import Event
 
 

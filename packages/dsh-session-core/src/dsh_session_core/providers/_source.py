@@ -10,7 +10,7 @@ derived messages, or their wire JSON as ``dsh-session derive`` prints it (parsed
 
 Every conversion sends each tool call with its result: a call no result answers (a step
 ended without one, a log cut by a crash, a turn in flight) gets a synthetic error result
-(:data:`~dsh_session_core._unanswered.UNANSWERED_TOOL_TEXT`), placed right after the
+(:data:`~dsh_session_core._model.unanswered.UNANSWERED_TOOL_TEXT`), placed right after the
 assistant message that made the call and the results that follow it, before the next
 user or assistant message: where Chat Completions wants its ``tool`` messages, and the
 head of the next user turn, where Anthropic wants its ``tool_result`` blocks. Both
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import msgspec
 
-from .._json import JsonObject, thaw
+from .._base.json_values import JsonObject, thaw
 from ..errors import DshSessionError
 from ..vocabulary import (
     ContentBlock,
@@ -38,7 +38,7 @@ from ..vocabulary import (
 )
 
 if TYPE_CHECKING:
-    from .._session import Session
+    from .._model.session import Session
 
 __all__ = [
     "Block",
@@ -184,7 +184,7 @@ def _result_ids(content: Sequence[Any]) -> tuple[list[str], bool]:
 
 
 def _answers(call_ids: Iterable[str]) -> Message:
-    from .._unanswered import UNANSWERED_TOOL_TEXT
+    from .._model.unanswered import UNANSWERED_TOOL_TEXT
 
     text = (TextBlock(text=UNANSWERED_TOOL_TEXT),)
     return Message(role="user", content=tuple(
@@ -247,7 +247,7 @@ def normalize(source: Any) -> tuple[list[str], list[Message]]:
 
 
 def _normalize(source: Any) -> tuple[list[str], list[Message]]:
-    from .._session import Session
+    from .._model.session import Session
 
     if isinstance(source, Session):
         header = source.request_header()
@@ -307,7 +307,7 @@ def signature_of(block: Block) -> tuple[str, str | None, str | None] | None:
 def placeholder(block: Block) -> str:
     """The text that stands for a block the target cannot express: its wire JSON in a
     ``<block type="...">`` tag, so the model still sees it and nothing is lost."""
-    from .._codec import encode_line
+    from .._schema.codec import encode_line
     from ..jscompat import json_stringify
 
     kind = block_kind(block)

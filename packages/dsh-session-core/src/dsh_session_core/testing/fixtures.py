@@ -112,7 +112,7 @@ def backend_factory(store_kind: str, request: pytest.FixtureRequest,
 def plugins_as_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     """Removes the environment's block list and autoload switch for the test: plugin
     managers then load every installed plugin, as a user's installation does."""
-    from .._names import DISABLE_AUTOLOAD_ENV, DISABLE_PLUGINS_ENV
+    from .._base.names import DISABLE_AUTOLOAD_ENV, DISABLE_PLUGINS_ENV
 
     monkeypatch.delenv(DISABLE_PLUGINS_ENV, raising=False)
     monkeypatch.delenv(DISABLE_AUTOLOAD_ENV, raising=False)

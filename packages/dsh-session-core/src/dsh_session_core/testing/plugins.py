@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from .._catalog import render_catalog
-from .._names import ENTRY_POINT_GROUP
-from .._plugins import create_plugin_manager
-from .._registry import EventRegistry, RegisteredEvent
-from .._store import SessionStore
+from .._base.names import ENTRY_POINT_GROUP
+from .._model.store import SessionStore
+from .._plugins.manager import create_plugin_manager
+from .._schema.catalog import render_catalog
+from .._schema.registry import EventRegistry, RegisteredEvent
 from ..errors import DshSessionError
 
 

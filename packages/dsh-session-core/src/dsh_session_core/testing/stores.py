@@ -111,7 +111,7 @@ def make_backend_factory(kind: str, request: pytest.FixtureRequest,
 
         return lambda: JsonlBackend(tmp / "root")
     if kind == "jsonl+zstd":
-        from .._persistence.jsonl_zstd import JsonlZstdBackend
+        from .._persistence.backends.jsonl.zstd import JsonlZstdBackend
 
         return lambda: JsonlZstdBackend(tmp / "root")
     if kind == "sqlite":

@@ -1,0 +1,3 @@
+"""What both SQL backends share: rows to log lines, the kept lines, and the search-index
+engine.
+"""

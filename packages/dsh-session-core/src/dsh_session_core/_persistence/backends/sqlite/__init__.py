@@ -1,0 +1,2 @@
+"""The SQLite backend: one database file, its schema, locks, reads and search index.
+"""

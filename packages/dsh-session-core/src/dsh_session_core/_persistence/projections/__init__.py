@@ -1,0 +1,3 @@
+"""Reserved: materialized views kept beside the log (read models the next performance work
+adds).
+"""

@@ -1,0 +1,3 @@
+"""Retention: the ledger of marks and removals, policies, their plans and runs, and the
+recorded removal every door goes through.
+"""
