@@ -30,7 +30,7 @@ from dsh_session_core import (
     StoredLog,
     WriterLock,
 )
-from dsh_session_core._persistence import files
+from dsh_session_core._persistence import file_locks
 from dsh_session_core.errors import (
     MisplacedLogError,
     PersistenceError,
@@ -356,8 +356,8 @@ def test_a_lock_taken_on_a_lock_file_a_delete_removed_is_taken_again(
     # A writer opens the lock file, a delete removes it, then the writer's flock
     # succeeds on the dead file: without the check, a second writer (on the new file)
     # would hold the session at the same time.
-    # Both backends take their lock through files.lock_or_close: its flock is the one
-    # the race is played on.
+    # Both backends take their lock through file_locks.lock_or_close: its flock is the
+    # one the race is played on.
     store_url = str(tmp_path / "store") if kind == "jsonl" else f"sqlite:///{tmp_path}/s.db"
     clock = Clock()
     with opened(store_url, clock) as store:
@@ -379,9 +379,9 @@ def test_a_lock_taken_on_a_lock_file_a_delete_removed_is_taken_again(
     header = SessionHeader(version=0, id="a", created_at=T0)
     with opened(store_url) as store:
         backend: Any = store.backend
-        monkeypatch.setattr(files, "fcntl", Racing)
+        monkeypatch.setattr(file_locks, "fcntl", Racing)
         lock = backend.acquire(header)
-        monkeypatch.setattr(files, "fcntl", fcntl)
+        monkeypatch.setattr(file_locks, "fcntl", fcntl)
         assert raced
         assert os.path.exists(raced[0])  # taken again, on a new file at the path
         with opened(store_url) as other, pytest.raises(SessionLockedError):
@@ -394,11 +394,11 @@ def test_same_file_sees_a_lock_file_unlinked_or_replaced(tmp_path: Path) -> None
     path.write_bytes(b"")
     fd = os.open(path, os.O_RDONLY)
     try:
-        assert files.same_file(fd, str(path))
+        assert file_locks.same_file(fd, str(path))
         path.unlink()
-        assert not files.same_file(fd, str(path))
+        assert not file_locks.same_file(fd, str(path))
         path.write_bytes(b"")
-        assert not files.same_file(fd, str(path))
+        assert not file_locks.same_file(fd, str(path))
     finally:
         os.close(fd)
 

@@ -169,7 +169,7 @@ def test_a_log_changed_after_a_failed_rollback_is_refused_not_appended(
 def test_a_first_write_published_but_not_withdrawn_is_finished_by_the_retry(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dsh_session_core._persistence import files as files_mod
+    from dsh_session_core._persistence.backends.jsonl import files as files_mod
 
     st = _store(tmp_path)
     s = st.create("pub", cwd="/w")

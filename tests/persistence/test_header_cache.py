@@ -15,8 +15,7 @@ import pytest
 
 from dsh_session_core import JsonlBackend, SessionHeader, open_store
 from dsh_session_core._logformat.logfile import dump_log
-from dsh_session_core._persistence import files
-from dsh_session_core._persistence.backends.jsonl import buckets, header_cache
+from dsh_session_core._persistence.backends.jsonl import buckets, files, header_cache
 
 
 def _write(root: Path, sid: str, created: int, cwd: str | None = None) -> Path:

@@ -28,8 +28,8 @@ from dsh_session_core import Event, OpaqueEvent, Session, SessionHeader, core_re
 from dsh_session_core._logformat import logfile as logfile_mod
 from dsh_session_core._logformat.logfile import ScanResult, scan_log
 from dsh_session_core._model.repair import interrupted_turn_closers
-from dsh_session_core._persistence import files as files_mod
 from dsh_session_core._persistence.backends.jsonl import ends as jsonl_ends
+from dsh_session_core._persistence.backends.jsonl import files as files_mod
 from dsh_session_core._persistence.backends.jsonl.backend import JsonlBackend
 from dsh_session_core._persistence.backends.jsonl.paths import encode_segment, log_path, session_dir
 from dsh_session_core._persistence.base import Backend, SessionLockedError, StoredLog, WriterLock

@@ -226,7 +226,7 @@ def test_the_parallel_scan_finds_what_the_serial_one_finds(jsonl_store: str) -> 
     # In a fresh process with no other thread, as the command line runs it: workers are
     # forked there (and only there).
     script = f"""
-from dsh_session_core._persistence.search import _may_fork, log_files, scan_files
+from dsh_session_core._persistence.backends.jsonl.scan import _may_fork, log_files, scan_files
 from dsh_session_core._search import SearchQuery
 
 root = {jsonl_store!r}

@@ -115,7 +115,7 @@ def test_the_parallel_scan_names_it_too(store_url: str) -> None:
     local = local_store(store_url)
     assert local is not None
     script = f"""
-from dsh_session_core._persistence.search import _may_fork, log_files, scan_files
+from dsh_session_core._persistence.backends.jsonl.scan import _may_fork, log_files, scan_files
 from dsh_session_core._search import SearchQuery
 
 root = {local[1]!r}

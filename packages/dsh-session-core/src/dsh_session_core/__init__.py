@@ -81,9 +81,9 @@ if _TYPE_CHECKING:
         TypedLineReads,
     )
     from ._persistence.copy import CopyProgress, CopyReport, SessionCopy, copy_sessions
+    from ._persistence.encryption.keyring import Keyring
     from ._persistence.encryption.rekey import Rekeyed
     from ._persistence.encryption.sealed import SealedBackend
-    from ._persistence.encryption.sealing import Keyring
     from ._persistence.listing import is_hidden, label_of, named_labels, stored_label
     from ._persistence.opening import open_store
     from ._persistence.retention.plan import PruneDecision, PruneReport
@@ -228,7 +228,7 @@ _LAZY: dict[str, str] = {
     "SqliteBackend": "._persistence.backends.sqlite.backend",
     "DurableStore": "._persistence.store.durable",
     "open_store": "._persistence.opening",
-    "Keyring": "._persistence.encryption.sealing",
+    "Keyring": "._persistence.encryption.keyring",
     "Rekeyed": "._persistence.encryption.rekey",
     "SealedBackend": "._persistence.encryption.sealed",
     "StorePlace": "._persistence.urls",

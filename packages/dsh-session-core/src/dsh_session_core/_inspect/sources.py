@@ -366,7 +366,7 @@ def key_variable(name: str | None) -> Iterator[None]:
 
 
 def _default_key_variable() -> str:
-    from .._persistence.encryption.sealing import KEYS_VARIABLE
+    from .._persistence.encryption.keyring import KEYS_VARIABLE
 
     return KEYS_VARIABLE
 
@@ -387,7 +387,7 @@ def with_keys(backend: Backend) -> Backend:
             msg = f"--key-env {name}: the environment variable {name} is not set"
             raise InspectUsageError(msg, hint="set it to kid:base64key[,kid:base64key...]")
         return backend
-    from .._persistence.encryption.sealing import Keyring
+    from .._persistence.encryption.keyring import Keyring
     from .._persistence.opening import sealed_backend
 
     try:

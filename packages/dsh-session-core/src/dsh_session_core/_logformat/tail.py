@@ -5,23 +5,67 @@ Beside :mod:`.logfile` (the format, and reading it from the end: ``complete_end`
 ``last_lines``) and :mod:`.end` (where a log's history ends, read before its
 size). A compact log (``jsonl+zstd:``) is followed by the same loop, with whole zstd
 frames for units instead of lines (:data:`.frames.FRAMES`). The positions and the
-news are the backend protocol's value types (:class:`~._persistence.base.LogTail`,
-:class:`~._persistence.base.LogNews`), as a follower's items are the protocol's answer.
+news are the backend protocol's value types (:class:`LogTail`, :class:`LogNews`, which
+:mod:`~dsh_session_core._persistence.base` re-exports), defined here, below the store,
+since a log file is followed without one.
 """
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import os
 import time
 from collections.abc import Iterator
 from typing import BinaryIO, Final, Protocol
 
-from .._persistence.base import POLL_SECONDS, LogNews, LogTail
 from .end import durable_end, within
 from .logfile import complete_end, last_lines
 
-__all__ = ["LINES", "FilePosition", "Framing", "follow_file", "tail_file"]
+__all__ = [
+    "LINES",
+    "POLL_SECONDS",
+    "FilePosition",
+    "Framing",
+    "LogNews",
+    "LogTail",
+    "follow_file",
+    "tail_file",
+]
+
+#: How often a polling follower (:meth:`~.base.Backend.follow_lines` of JSONL, SQLite and the
+#: default) looks for new events: well under the second a person will wait, and a look
+#: costs a ``stat`` call or one indexed query.
+POLL_SECONDS: Final = 0.1
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LogTail:
+    """The last events of a session (:meth:`~.base.Backend.tail_lines`).
+
+    :ivar lines: their log lines as stored (without newline), oldest first.
+    :ivar position: where following starts, just after them: an opaque marker of the
+        backend's (a byte offset for JSONL, a seq for the databases), to be handed back
+        to :meth:`~.base.Backend.follow_lines` of the same backend.
+    """
+
+    lines: builtins.list[bytes]
+    position: object
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LogNews:
+    """What a follower saw (:meth:`~.base.Backend.follow_lines`).
+
+    :ivar lines: the new log lines (without newline), oldest first; may be empty.
+    :ivar position: where following stands now (see :class:`LogTail`).
+    :ivar note: for people, when the log was cut back (a repair) or rewritten under the
+        follower: what happened and where following goes on; else ``None``.
+    """
+
+    lines: builtins.list[bytes]
+    position: object
+    note: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

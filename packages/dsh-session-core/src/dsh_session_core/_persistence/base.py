@@ -29,6 +29,7 @@ import time
 from collections.abc import Collection, Hashable, Iterator, Sequence
 from typing import Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 
+from .._logformat.tail import POLL_SECONDS, LogNews, LogTail  # the protocol's value types
 from .._schema.header import SessionHeader
 from .._schema.registry import EventRegistry
 from ..errors import PersistenceError, SessionIdError, SessionLockedError
@@ -54,11 +55,6 @@ __all__ = [
     "not_found",
     "stored_lines",
 ]
-
-#: How often a polling follower (:meth:`Backend.follow_lines` of JSONL, SQLite and the
-#: default) looks for new events: well under the second a person will wait, and a look
-#: costs a ``stat`` call or one indexed query.
-POLL_SECONDS: Final = 0.1
 
 #: The part of the session-id rule every backend shares (:meth:`Backend.check_id`).
 COMMON_ID_RULE: Final = "non-empty strings with a UTF-8 form (no lone surrogate)"
@@ -108,35 +104,6 @@ class SessionSummary:
     def __post_init__(self) -> None:
         object.__setattr__(self, "last_activity",
                            last_active_at(self.last_activity, self.header.created_at))
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class LogTail:
-    """The last events of a session (:meth:`Backend.tail_lines`).
-
-    :ivar lines: their log lines as stored (without newline), oldest first.
-    :ivar position: where following starts, just after them: an opaque marker of the
-        backend's (a byte offset for JSONL, a seq for the databases), to be handed back
-        to :meth:`Backend.follow_lines` of the same backend.
-    """
-
-    lines: builtins.list[bytes]
-    position: object
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class LogNews:
-    """What a follower saw (:meth:`Backend.follow_lines`).
-
-    :ivar lines: the new log lines (without newline), oldest first; may be empty.
-    :ivar position: where following stands now (see :class:`LogTail`).
-    :ivar note: for people, when the log was cut back (a repair) or rewritten under the
-        follower: what happened and where following goes on; else ``None``.
-    """
-
-    lines: builtins.list[bytes]
-    position: object
-    note: str | None = None
 
 
 #: What became of a session :meth:`Backend.delete` (or a prune) was asked to remove.

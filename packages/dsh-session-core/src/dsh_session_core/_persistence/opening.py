@@ -20,7 +20,7 @@ from .urls import store_target
 
 if TYPE_CHECKING:
     from .base import Backend
-    from .encryption.sealing import Keyring
+    from .encryption.keyring import Keyring
 
 __all__ = ["backend_for", "open_store", "sealed_backend"]
 

@@ -49,7 +49,6 @@ __all__ = [
     "is_plain_path",
     "is_sqlite_file",
     "local_store",
-    "make_store_folder",
     "printable_url",
     "store_path",
     "store_place",
@@ -230,26 +229,6 @@ def check_folder(path: str) -> None:
     parent = os.path.dirname(path)
     if not os.path.isdir(parent) and path != os.path.abspath(data_folder_store()):
         raise StoreFolderError(path, parent)
-
-
-def make_store_folder(root: str) -> None:
-    """Make a JSONL store's folder (mode 0700) if it is missing: in a folder that exists
-    only, but for the embedded default, whose folders are made as needed (as the XDG
-    base directory rules ask).
-
-    :raises StoreFolderError: the folder above ``root`` is missing.
-    """
-    from .files import make_bucket, mkdirs
-
-    if os.path.isdir(root):
-        return
-    if root == os.path.abspath(data_folder_store()):
-        mkdirs(root)
-        return
-    try:
-        make_bucket(root)  # one level, as a bucket is made
-    except (FileNotFoundError, NotADirectoryError):
-        raise StoreFolderError(root, os.path.dirname(root)) from None
 
 
 def default_store_url() -> str:

@@ -1,5 +1,5 @@
-"""Sealing log lines at rest: the keyring (where keys come from, which one seals new
-records) and the sealer, which turns a plaintext log line into a sealed one and back.
+"""Sealing log lines at rest: the sealer, which turns a plaintext log line into a sealed
+one and back, with the keys of a :class:`~.keyring.Keyring` (:mod:`.keyring`).
 
 A sealed line keeps the envelope a store needs without keys (``type``, ``seq``,
 ``time``: recovery, tails, forks, counts and the writer lock work on it unchanged) and
@@ -33,151 +33,17 @@ import msgspec
 from ..._base.json_values import JsonObject, JsonValue
 from ..._schema.codec import ENCODER, encode_events, encode_line
 from ..._schema.registry import EventRegistry, EventSpec
-from ...errors import EncryptionError, KeyUnavailableError, MissingExtraError, SealedRecordError
+from ...errors import EncryptionError, KeyUnavailableError, SealedRecordError
 from ...events import Event, OpaqueEvent
+from .keyring import ALGORITHMS, Keyring, aead_classes, check_key
 
-__all__ = [
-    "ALGORITHMS",
-    "DEFAULT_ALGORITHM",
-    "KEYS_VARIABLE",
-    "KeyLookup",
-    "Keyring",
-    "Sealer",
-    "sealed_registry",
-]
+__all__ = ["Sealer", "sealed_registry"]
 
-#: The environment variable :meth:`Keyring.from_env` reads by default.
-KEYS_VARIABLE: Final = "DSH_SESSION_KEYS"
-#: The AEADs a record may name, each with a 256-bit key and a 96-bit nonce.
-ALGORITHMS: Final = ("aes-256-gcm", "chacha20-poly1305")
-#: What new records are sealed with unless the keyring says otherwise.
-DEFAULT_ALGORITHM: Final = "aes-256-gcm"
 #: The first field of every record's associated data: what it is, and its version.
 _LABEL: Final = b"dsh-session sealed record v1"
 #: The first field of a sealed field's associated data (a retention mark's note).
 _FIELD_LABEL: Final = b"dsh-session sealed field v1"
-_KEY_BYTES: Final = 32
 _NONCE_BYTES: Final = 12
-
-#: ``(session_id, key_id) -> key``: a key of 32 bytes, or ``None`` when there is none
-#: (never given, or deleted: the session is then unreadable).
-KeyLookup = Callable[[str, str], "bytes | None"]
-
-
-class Keyring:
-    """Where an encrypted store's keys come from, and which key seals new records.
-
-    Keys are given here, never read from the log: a mapping of key ids to 32-byte keys
-    (the same keys for every session), or a callable ``(session_id, key_id) -> bytes |
-    None`` (keys of your own keeping, one per session if you like: deleting a session's
-    key makes it unreadable for good, see docs/encryption.md).
-
-    :param keys: the keys by id, or the lookup callable.
-    :param current: the key id that seals new records (default: a mapping's first id;
-        required with a callable). Records sealed under other ids still open while
-        their keys are given: that is how keys are rotated.
-    :param algorithm: the AEAD new records are sealed with (:data:`ALGORITHMS`).
-    :raises ValueError: no key, a key that is not 32 bytes, an unknown algorithm, or no
-        ``current`` for a callable.
-    """
-
-    def __init__(self, keys: Mapping[str, bytes] | KeyLookup, *, current: str | None = None,
-                 algorithm: str = DEFAULT_ALGORITHM) -> None:
-        if algorithm not in ALGORITHMS:
-            msg = f"unknown algorithm {algorithm!r}: one of {', '.join(ALGORITHMS)}"
-            raise ValueError(msg)
-        if callable(keys):
-            if current is None:
-                msg = "a Keyring made with a key callable needs current= (the key id to seal with)"
-                raise ValueError(msg)
-            self._lookup: KeyLookup = keys
-        else:
-            table = dict(keys)
-            if not table:
-                msg = "a Keyring needs at least one key"
-                raise ValueError(msg)
-            for kid, key in table.items():
-                _check_key(kid, key)
-            current = next(iter(table)) if current is None else current
-            if current not in table:
-                msg = f"the current key id {current!r} is not among the keys ({', '.join(table)})"
-                raise ValueError(msg)
-            self._lookup = lambda _session_id, kid: table.get(kid)
-        if not current:
-            msg = "a key id is a non-empty string"
-            raise ValueError(msg)
-        self.current = current
-        self.algorithm = algorithm
-
-    @classmethod
-    def parse(cls, text: str, *, algorithm: str = DEFAULT_ALGORITHM) -> Keyring:
-        """A keyring from ``kid:base64key,kid:base64key...``: the first is the current
-        key (the others open older records).
-
-        :raises ValueError: an entry without ``:``, a key that is not base64 of 32 bytes,
-            a key id given twice (which of its keys is meant cannot be told: records
-            sealed under the one left out would no longer open).
-        """
-        keys: dict[str, bytes] = {}
-        for entry in text.split(","):
-            kid, sep, b64 = entry.strip().partition(":")
-            if not sep or not kid:
-                msg = f"a key entry is kid:base64key, got {entry.strip()[:20]!r}..."
-                raise ValueError(msg)
-            if kid in keys:
-                msg = (f"the key id {kid!r} is given twice: a key id names one key (a "
-                       f"record names the id it was sealed with); give each key its own id")
-                raise ValueError(msg)
-            try:
-                keys[kid] = binascii.a2b_base64(b64.strip().encode("ascii"), strict_mode=True)
-            except (binascii.Error, UnicodeEncodeError):
-                msg = f"the key of {kid!r} is not base64"
-                raise ValueError(msg) from None
-        return cls(keys, algorithm=algorithm)
-
-    @classmethod
-    def from_env(cls, name: str = KEYS_VARIABLE, *, algorithm: str = DEFAULT_ALGORITHM
-                 ) -> Keyring:
-        """The keyring the environment variable ``name`` holds (:meth:`parse`'s form).
-
-        :raises ValueError: the variable is not set, or not of that form.
-        """
-        text = os.environ.get(name)
-        if not text:
-            msg = f"the environment variable {name} is not set (kid:base64key,...)"
-            raise ValueError(msg)
-        try:
-            return cls.parse(text, algorithm=algorithm)
-        except ValueError as exc:
-            msg = f"{name}: {exc}"
-            raise ValueError(msg) from None
-
-    def key(self, session_id: str, key_id: str) -> bytes | None:
-        """The key ``key_id`` of ``session_id``, or ``None`` when there is none."""
-        return self._lookup(session_id, key_id)
-
-
-def _check_key(kid: object, key: object) -> None:
-    if not isinstance(kid, str) or not kid:
-        msg = f"a key id is a non-empty string, got {kid!r}"
-        raise ValueError(msg)
-    if not isinstance(key, bytes) or len(key) != _KEY_BYTES:
-        size = len(key) if isinstance(key, bytes) else type(key).__name__
-        msg = f"key {kid!r} must be {_KEY_BYTES} bytes (256 bits), got {size}"
-        raise ValueError(msg)
-
-
-def _aead_classes() -> tuple[dict[str, Any], type[Exception]]:
-    """The AEAD classes by algorithm, and the error a failed authentication raises."""
-    try:
-        from cryptography.exceptions import InvalidTag
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
-    except ImportError as exc:
-        msg = "an encrypted store (keys=...)"
-        raise MissingExtraError(msg, "cryptography",
-                                "dsh-session-core[encryption]") from exc
-    return {"aes-256-gcm": AESGCM, "chacha20-poly1305": ChaCha20Poly1305}, InvalidTag
-
 
 # --- the sealed line's shape ------------------------------------------------------------
 
@@ -293,7 +159,7 @@ class Sealer:
 
     def __init__(self, keyring: Keyring) -> None:
         self.keyring = keyring
-        self._classes, self._invalid = _aead_classes()
+        self._classes, self._invalid = aead_classes()
         self._aeads: dict[tuple[str, str, str], Any] = {}
         #: The (session, key id) pairs whose key opened a record of the session: a
         #: record under that key that fails then was altered (see :meth:`_not_opened`).
@@ -330,7 +196,7 @@ class Sealer:
             if key is None:
                 raise KeyUnavailableError(session_id, kid, seq)
             try:
-                _check_key(kid, key)
+                check_key(kid, key)
             except ValueError as exc:
                 msg = f'session "{session_id}": {exc}'
                 raise EncryptionError(msg,

@@ -23,7 +23,8 @@ durable without ever rewriting a committed byte:
   ``turn/end``), and otherwise reports the rest as a torn tail for the coordinator to
   cut.
 
-This module is the backend class: its file-format methods, its reads and its deletes.
+This module is the backend class: its file-format methods and its reads; its deletes
+are :mod:`.jsonl.delete`'s.
 The writes are :mod:`.write`'s, the writer lock :mod:`.jsonl.lock`'s, the append
 descriptors and the ends of the logs written :mod:`.ends`'; the bytes are read by
 :mod:`~dsh_session_core._logformat.logfile` (and, from their end,
@@ -42,34 +43,26 @@ batch's bytes are written, how a file is read back into the log's bytes).
 from __future__ import annotations
 
 import builtins
-import contextlib
 import os
 from collections.abc import Collection, Hashable, Iterator, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
-from msgspec import UnsetType
-
 from ...._logformat.end import durable_end
-from ...._logformat.logfile import LogCounts, ScanResult, count_log, durable_header, scan_log
+from ...._logformat.logfile import LogCounts, ScanResult, count_log, scan_log
 from ...._logformat.tail import follow_file, tail_file
 from ...._schema.header import SessionHeader
 from ...._schema.registry import EventRegistry
-from ....errors import LinkedLogError, LogFormatError
 from ....events import Event
-from ... import files
 from ...base import (
-    Deleted,
-    DeleteStatus,
     LogNews,
     LogTail,
-    SessionLockedError,
     SessionSummary,
     StoredLog,
     WriterLock,
     continued,
-    not_found,
 )
-from . import buckets, endmark
+from . import buckets, files
+from .delete import JsonlDelete, cwd_of
 from .ends import MAX_TAIL, OpenLogs
 from .lock import WriterLocks
 from .paths import encode_segment, lock_path, log_path
@@ -81,12 +74,7 @@ if TYPE_CHECKING:
 __all__ = ["JsonlBackend"]
 
 
-def _cwd_of(header: SessionHeader) -> str | None:
-    # An empty cwd string is still a cwd (it has a bucket); only an absent one is not.
-    return None if isinstance(header.cwd, UnsetType) else header.cwd
-
-
-class JsonlBackend:
+class JsonlBackend(JsonlDelete):
     """Sessions as JSONL files under ``root`` (see the module docstring).
 
     Methods may be called from several threads, never twice at once for one session
@@ -257,7 +245,7 @@ class JsonlBackend:
 
     def location(self, header: SessionHeader) -> str:
         """The session's log file (where its cwd bucket puts it)."""
-        return log_path(self.root, _cwd_of(header), header.id, self.suffix)
+        return log_path(self.root, cwd_of(header), header.id, self.suffix)
 
     def check_id(self, session_id: str) -> None:
         """The common rule only (:func:`~.base.check_common_id`): any other id has a
@@ -416,14 +404,14 @@ class JsonlBackend:
 
     def search(self, query: SearchQuery) -> builtins.list[SearchHit]:
         """Every hit of ``query``: a streaming scan of the logs (no index to go stale),
-        in worker processes for a large store (:func:`~.search.scan_files`)."""
-        from ...search import scan_files
+        in worker processes for a large store (:func:`~.scan.scan_files`)."""
+        from .scan import scan_files
 
         return scan_files(self.root, self._search_paths(query), query)
 
     def _search_paths(self, query: SearchQuery) -> builtins.list[str]:
         """The log files a search reads: the query's sessions', else every one."""
-        from ...search import log_files
+        from .scan import log_files
 
         if query.sessions:
             return [path for sid in sorted(query.sessions)
@@ -493,7 +481,7 @@ class JsonlBackend:
         The lock file is created on demand, and deleted only by :meth:`delete`, while it
         holds the lock. A writer that opened it before that and locks it after locks an
         unlinked file: the lock is then checked to be on the file at the path
-        (:func:`~.files.same_file`), and taken again on the new one when it is not, so
+        (:func:`~.file_locks.same_file`), and taken again on the new one when it is not, so
         two writers never both hold a session.
 
         A released lock's descriptor is kept open, unlocked (:mod:`.jsonl.lock`):
@@ -503,112 +491,8 @@ class JsonlBackend:
 
         :raises SessionLockedError: another writer holds it.
         """
-        return self._locks.acquire(header.id, lock_path(self.root, _cwd_of(header), header.id),
+        return self._locks.acquire(header.id, lock_path(self.root, cwd_of(header), header.id),
                                    self.location(header))
-
-    # -- deleting --
-
-    #: :meth:`delete_held` works (:class:`~.capabilities.HeldDeletable`).
-    can_delete_held = True
-
-    def delete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
-        """Remove the session's log (from the first bucket holding it, as
-        :meth:`load_stored` finds it), its lock file and the temp files of its killed
-        first writes, under its writer lock (:meth:`acquire`), then make the removal
-        durable (the bucket is fsynced). The bucket folder stays (a writer may be making
-        a file in it). Only files named for exactly this id are touched: the encoding
-        of ids into names is injective (:mod:`.paths`).
-
-        :raises SessionLockedError: a writer holds the session.
-        :raises PersistenceError: no log of this id (``not found``).
-        :raises MisplacedLogError: the file named for this id holds another session
-            (renamed by hand): it is left alone.
-        :raises LogFormatError: its first line is not a session header.
-        :raises LinkedLogError: the log, its lock or its bucket is a symbolic link.
-        """
-        path = buckets.find_log(self.root, session_id, self.suffix)
-        if path is None:
-            raise not_found(session_id)
-        header = self._header_at(path)
-        lock_file = lock_path(self.root, _cwd_of(header), header.id)
-        # Measured first: taking the lock may sweep them already (acquire).
-        temps = self._temps(path, header.id)
-        if dry_run:
-            if os.path.islink(path):
-                raise LinkedLogError(header.id, path, files.link_target(path))
-            if not files.lock_is_free(lock_file):
-                raise SessionLockedError(header.id, f"lock {lock_file}")
-            return self._report(header, path, lock_file, temps, "would-delete")
-        lock = self.acquire(header)
-        try:
-            return self._unlink(session_id, path, header, lock_file, temps)
-        finally:
-            lock.release()
-
-    def delete_held(self, session_id: str, lock: WriterLock) -> Deleted:
-        """:meth:`delete`, under the session's writer lock the caller took
-        (:meth:`acquire`) and releases."""
-        path = buckets.find_log(self.root, session_id, self.suffix)
-        if path is None:
-            raise not_found(session_id)
-        header = self._header_at(path)
-        lock_file = lock_path(self.root, _cwd_of(header), header.id)
-        # Taking the lock may have swept them already (acquire): named all the same.
-        temps = {**getattr(lock, "swept", {}), **self._temps(path, header.id)}
-        return self._unlink(session_id, path, header, lock_file, temps)
-
-    def _unlink(self, session_id: str, path: str, header: SessionHeader, lock_file: str,
-                temps: dict[str, int]) -> Deleted:
-        """Remove the log, its temp files and its lock file (held by the caller)."""
-        if not files.exists(path):  # deleted meanwhile, by another store
-            raise not_found(session_id)
-        report = self._report(header, path, lock_file, temps, "deleted")
-        self._forget(path)
-        os.unlink(path)
-        for temp in temps:
-            files.unlink_quietly(temp)
-        # Unlinked while held: a writer that opened it before locks a dead file,
-        # sees it (acquire checks) and takes the lock on a new one.
-        files.unlink_quietly(lock_file)
-        files.fsync_dir(os.path.dirname(path))
-        return report
-
-    def _header_at(self, path: str) -> SessionHeader:
-        line = self._first_line(path)
-        if line is None:
-            msg = f"{path} has no complete first line: it is no session log (left as it is)"
-            raise LogFormatError(msg, path=path, line=1)
-        header = durable_header(line, path=path)
-        buckets.check_placed(self.root, path, header)
-        return header
-
-    @staticmethod
-    def _temps(path: str, session_id: str) -> dict[str, int]:
-        """The session's dead temp files beside its log, and its durable-end mark
-        (:mod:`.endmark`), with their sizes."""
-        found = {}
-        for temp in [*buckets.temps_of(os.path.dirname(path), encode_segment(session_id)),
-                     *endmark.mark_files(path)]:
-            with contextlib.suppress(OSError):
-                found[temp] = os.stat(temp, follow_symlinks=False).st_size
-        return found
-
-    def _report(
-        self, header: SessionHeader, path: str, lock_file: str, temps: dict[str, int],
-        status: DeleteStatus,
-    ) -> Deleted:
-        size = os.stat(path, follow_symlinks=False).st_size + sum(temps.values())
-        counts = self._count(path)
-        last = counts.last_activity
-        if isinstance(last, bool) or not isinstance(last, int | float):
-            last = None  # a time only (a hand-written log may hold anything there)
-        return Deleted(header.id, status, path, (path, lock_file, *temps), size,
-                       counts.events, header, last)
-
-    def _forget(self, path: str) -> None:
-        """Drop what this backend keeps about a log it is removing."""
-        self._logs.forget(path)
-        self._writer.forget(path)
 
     def close(self) -> None:
         """Close the append descriptors and the lock files', and release the locks still

@@ -20,8 +20,16 @@ from msgspec import UnsetType
 
 from ...._logformat.logfile import durable_header
 from ...._schema.header import SessionHeader
-from ....errors import LogFormatError, MisplacedLogError, SkippedLogWarning, StoreKindError
-from ... import files
+from ....errors import (
+    LogFormatError,
+    MisplacedLogError,
+    SkippedLogWarning,
+    StoreFolderError,
+    StoreKindError,
+)
+from ... import file_locks
+from ...urls import data_folder_store
+from . import files
 from .paths import COMPACT_SUFFIX, encode_segment, log_path
 
 __all__ = [
@@ -31,6 +39,7 @@ __all__ = [
     "find_log",
     "foreign_entries",
     "list_logs",
+    "make_store_folder",
     "mark_compact",
     "sweep_temps",
     "temps_of",
@@ -110,8 +119,6 @@ def foreign_entries(root: str) -> list[str]:
 def mark_compact(root: str) -> None:
     """Mark a store's root (made if missing, in a folder that exists) as a compact
     store's, durably, before its first bucket is made (:func:`check_kind`)."""
-    from ...urls import make_store_folder
-
     make_store_folder(root)
     mark = os.path.join(root, COMPACT_MARK)
     if os.path.isdir(mark):
@@ -173,7 +180,7 @@ def sweep_temps(bucket: str, held: str | None = None) -> dict[str, int]:
         except OSError:
             os.close(fd)
             continue
-        if not files.same_file(fd, os.path.join(bucket, match[1] + ".lock")):
+        if not file_locks.same_file(fd, os.path.join(bucket, match[1] + ".lock")):
             os.close(fd)  # a delete removed the lock file meanwhile: not ours to judge
             continue
         try:
@@ -305,3 +312,21 @@ def find_log(root: str, session_id: str, suffix: str = ".jsonl") -> str | None:
             if bucket.is_dir() and os.path.isfile(path):
                 return path
     return None
+
+
+def make_store_folder(root: str) -> None:
+    """Make a JSONL store's folder (mode 0700) if it is missing: in a folder that exists
+    only, but for the embedded default, whose folders are made as needed (as the XDG
+    base directory rules ask).
+
+    :raises StoreFolderError: the folder above ``root`` is missing.
+    """
+    if os.path.isdir(root):
+        return
+    if root == os.path.abspath(data_folder_store()):
+        files.mkdirs(root)
+        return
+    try:
+        files.make_bucket(root)  # one level, as a bucket is made
+    except (FileNotFoundError, NotADirectoryError):
+        raise StoreFolderError(root, os.path.dirname(root)) from None

@@ -19,7 +19,7 @@ import contextlib
 import os
 
 from ...._logformat.end import mark_of
-from ... import files
+from . import files
 
 __all__ = ["mark_files", "remove_mark", "write_mark"]
 

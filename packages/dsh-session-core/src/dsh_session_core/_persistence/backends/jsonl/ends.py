@@ -18,7 +18,7 @@ import os
 import threading
 from typing import Final, NamedTuple
 
-from ... import files
+from . import files
 
 __all__ = ["MAX_KNOWN_ENDS", "MAX_OPEN_LOGS", "MAX_TAIL", "Known", "OpenLogs", "last_line"]
 

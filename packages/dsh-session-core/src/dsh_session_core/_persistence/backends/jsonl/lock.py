@@ -6,7 +6,7 @@ Beyond the reference. The lock file is created on demand and deleted only by a d
 (while it holds the lock) or by the release of a session that has no log (made, never
 flushed), while still holding it. A writer that opened it before that and locks it
 after locks an unlinked file: the lock is then checked to be on the file at the path
-(:func:`~.files.same_file`), and taken again on the new one when it is not, so two
+(:func:`~.file_locks.same_file`), and taken again on the new one when it is not, so two
 writers never both hold a session. A released lock's descriptor is kept open, unlocked,
 for the next acquire of the session (an unlocked descriptor keeps no one out: ``flock``
 excludes only holders).
@@ -23,11 +23,11 @@ from collections.abc import Callable
 from typing import Final
 
 from ....errors import LinkedLogError
-from ... import files
+from ... import file_locks
 from ...base import SessionLockedError
-from ...urls import make_store_folder
 from . import ends as jsonl_ends
-from .buckets import sweep_temps
+from . import files
+from .buckets import make_store_folder, sweep_temps
 from .ends import OpenLogs
 from .paths import encode_segment
 
@@ -83,7 +83,7 @@ class FileLock:
             # The log is known to be there when the backend saw it at the acquire or
             # wrote it since (OpenLogs.knows): no stat needed.
             if not locks.logs.knows(self.log) and not files.exists(self.log):
-                if files.same_file(fd, self.path):
+                if file_locks.same_file(fd, self.path):
                     files.unlink_quietly(self.path)  # best effort: a lock file left is harmless
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 os.close(fd)
@@ -155,7 +155,7 @@ class WriterLocks:
             if os.path.islink(log):
                 os.close(fd)
                 raise LinkedLogError(session_id, log, files.link_target(log))
-            files.lock_or_close(fd, session_id, path)
+            file_locks.lock_or_close(fd, session_id, path)
             here = os.fstat(fd)
             try:
                 there = os.stat(path, follow_symlinks=False)

@@ -29,9 +29,8 @@ from ...._logformat.end import mark_of
 from ...._schema.codec import ENCODER
 from ...._schema.header import SessionHeader
 from ....errors import LinkedLogError, PersistenceError, StoreWriteError
-from ... import files
-from ...urls import make_store_folder
-from . import endmark
+from . import endmark, files
+from .buckets import make_store_folder
 from .ends import Known, OpenLogs, last_line
 
 __all__ = ["LogWriter", "WriteFormat"]

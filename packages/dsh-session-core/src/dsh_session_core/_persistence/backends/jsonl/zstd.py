@@ -67,9 +67,8 @@ from ...._schema.header import SessionHeader
 from ...._schema.registry import EventRegistry
 from ....errors import LogFormatError
 from ....events import Event
-from ... import files
 from ...base import POLL_SECONDS, LogNews, LogTail
-from . import buckets
+from . import buckets, files
 from .backend import JsonlBackend
 from .ends import MAX_TAIL
 from .paths import COMPACT_SUFFIX
@@ -287,6 +286,6 @@ class JsonlZstdBackend(JsonlBackend):
     def search(self, query: SearchQuery) -> builtins.list[SearchHit]:
         """:meth:`JsonlBackend.search`, each log decoded whole
         (:func:`~.frames.read_plain`)."""
-        from ...search import scan_files
+        from .scan import scan_files
 
         return scan_files(self.root, self._search_paths(query), query, read=read_plain)

@@ -49,7 +49,7 @@ from ...._schema.registry import EventRegistry
 from ....errors import SchemaVersionError, StoreNotFoundError, UnstorableError
 from ....events import Event
 from ...base import Deleted, SessionLockedError, StoredLog, WriterLock, check_common_id, not_found
-from ...files import lock_is_free, lock_or_close, same_file
+from ...file_locks import lock_is_free, lock_or_close, same_file
 from ..sql import index as sql_index
 from ..sql.rows import (
     PARAMS_PER_ROW,

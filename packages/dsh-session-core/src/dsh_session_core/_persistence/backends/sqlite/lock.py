@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Final
 
 from ....errors import PersistenceError
-from ...files import same_file
+from ...file_locks import same_file
 
 __all__ = ["LOCK_ATTEMPTS", "FileLock", "MemoryLock", "clash", "lock_path"]
 

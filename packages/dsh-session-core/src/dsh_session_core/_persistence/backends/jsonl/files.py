@@ -2,7 +2,8 @@
 writes that are all-or-nothing, ``mkdir -p`` with private modes, directory fsyncs, and
 opening a file for writing never through a symbolic link.
 
-What a log's bytes mean is :mod:`dsh_session_core._logformat.logfile`'s (the format); where a log
+The file locks JSONL shares with SQLite's lock files are :mod:`~.file_locks`'. What a
+log's bytes mean is :mod:`dsh_session_core._logformat.logfile`'s (the format); where a log
 lives is :mod:`.paths`'; what a store's folder holds (its kind, its buckets' logs, the
 temp files of killed first writes) is :mod:`.buckets`'. Reading a log file from its
 end, and following it, is the log-format side's (:mod:`dsh_session_core._logformat.tail`).
@@ -12,13 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import stat
 from typing import BinaryIO, Final
 
-from .._logformat.logfile import last_lines, line_wire
-from ..errors import LinkedLogError, SessionLockedError
+from ...._logformat.logfile import last_lines, line_wire
+from ....errors import LinkedLogError
 
 __all__ = [
     "check_bucket",
@@ -28,13 +28,10 @@ __all__ = [
     "fsync_dir",
     "last_seq",
     "link_target",
-    "lock_is_free",
-    "lock_or_close",
     "make_bucket",
     "mkdirs",
     "open_nofollow",
     "read_if_exists",
-    "same_file",
     "seq_before",
     "unlink_quietly",
     "write_all",
@@ -213,55 +210,6 @@ def open_nofollow(root: str, session_id: str, path: str, flags: int, mode: int =
         if exc.errno == errno.ELOOP and os.path.islink(path):
             raise LinkedLogError(session_id, path, link_target(path)) from exc
         raise
-
-
-def lock_is_free(path: str) -> bool:
-    """Whether nobody holds the ``flock`` of a lock file, tested without waiting and
-    without creating anything: a missing file is free (every writer creates it before
-    locking it). The lock is taken and released at once when it is free."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)  # unlocks
-    return True
-
-
-def lock_or_close(fd: int, session_id: str, path: str) -> None:
-    """Take the writer lock: an exclusive ``flock`` of the open lock file ``fd`` (at
-    ``path``), without waiting. On any failure ``fd`` is closed, so that a refused writer
-    holds nothing open.
-
-    :raises SessionLockedError: another writer holds the lock.
-    """
-    try:
-        # flock, not fcntl/lockf: its locks belong to the open file description, so a
-        # second open of the file in this very process conflicts too.
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise SessionLockedError(session_id, f"lock {path}") from None
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def same_file(fd: int, path: str) -> bool:
-    """Whether the open file ``fd`` is still the one at ``path`` (not unlinked or
-    replaced since it was opened). A writer lock taken on a lock file that a delete
-    unlinked meanwhile locks nothing anyone else will see: the lock must be taken again
-    on the file now at the path."""
-    try:
-        there = os.stat(path, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    here = os.fstat(fd)
-    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 def exists(path: str) -> bool:
