@@ -205,7 +205,15 @@ class PersistencePlugin(WritePath):
             return  # a read-only session is bound to nothing: it never writes
         seed = list(session.events)
         self._buffers.setdefault(session, [])
-        self._on_created(session, seed)
+        try:
+            self._on_created(session, seed)
+        except BaseException:
+            # A session that failed to bind (its lock taken by another writer between
+            # the load and the claim, a seed that failed to write) leaves nothing bound
+            # to it: else its state would refuse every later open and delete of the id
+            # in this store as "a live session", though the store never registered it.
+            self.discard(session)
+            raise
         self._inited.add(id(session))
 
     def flush(self, session: Session) -> None:
