@@ -6,11 +6,14 @@ The backend implements only the methods a ``DurableStore`` needs; it subclasses
 ``Backend``, so the reading methods (``summaries``, ``tail_lines``, ``follow_lines``,
 ``exists``, ``store_identity``) are the protocol's defaults, tested here too. It also
 passes the backend contract, run as a third party runs it: the testing kit's
-``BackendContract``.
+``BackendContract``. Opened with keys, its store has no capability it lacks: the
+store takes its ways without them, as in the clear.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import json
 import threading
 from collections.abc import Iterator, Sequence
@@ -21,8 +24,11 @@ import pytest
 
 from dsh_session_core import (
     Backend,
+    Capabilities,
     Event,
     EventRegistry,
+    Keyring,
+    RetentionPolicy,
     SessionHeader,
     SessionLockedError,
     StoredLog,
@@ -30,7 +36,7 @@ from dsh_session_core import (
     hookimpl,
     open_store,
 )
-from dsh_session_core.errors import StoreNotFoundError
+from dsh_session_core.errors import EncryptionError, PersistenceError, StoreNotFoundError
 from dsh_session_core.testing import BackendContract, BackendFactory, exchange, run_cli
 
 #: The dict stores of this process, by name (``dict:NAME``): a backend object is a view.
@@ -240,6 +246,54 @@ def test_the_protocols_default_tail_and_follow(plugin: DictStores) -> None:
     assert backend.exists()
     assert backend.store_identity() == DictBackend("one").store_identity() != (
         DictBackend("two").store_identity())
+
+
+def _present(caps: Capabilities) -> set[str]:
+    """The capabilities ``caps`` has, by field name."""
+    return {f.name for f in dataclasses.fields(caps)
+            if f.name != "backend" and getattr(caps, f.name) is not None}
+
+
+def test_an_encrypted_store_on_a_plugins_backend_has_only_what_the_backend_has(
+    plugin: DictStores,
+) -> None:
+    keys = Keyring({"k1": bytes(range(32))})
+    with open_store("dict:sealed", plugin_manager=_pm_with(plugin), keys=keys) as store:
+        # The sealing wrapper defines delete, rewrite, typed and selective reads; the
+        # plugin's backend has none of them, so neither has the store: only what
+        # Backend's defaults give it (a page of lines, a resume), each the wrapper.
+        caps = store.capabilities
+        assert _present(caps) == _present(Capabilities.of(DictBackend("sealed"))) == {
+            "line_reads", "resumable"}
+        assert caps.line_reads is store.backend
+        assert caps.resumable is store.backend
+        s = store.create("chat")
+        exchange(s, 1, "where is paris", "in france")
+        store.flush(s)
+        store.release(s)
+        s = store.create("open")
+        exchange(s, 1, end=False)  # an interrupted turn: an open would close it
+        store.flush(s)
+        store.release(s)
+        stored = dict(STORES["sealed"])
+        assert b'"sealed"' in (stored["chat"].jsonl or b"")
+        # Reads without the capabilities: every line read and opened, then kept.
+        assert [e.type for e in store.read("chat", after=2)] == [
+            "assistant/message", "step/end", "turn/end"]
+        [line] = store.read_lines("chat", types={"user/message"})
+        assert b"where is paris" in line
+        assert [h.session_id for h in store.search("paris")] == ["chat"]
+        # No delete: refused at once, as in the clear, and nothing is written (no
+        # retention ledger); the sealing wrapper's delete is never asked.
+        with pytest.raises(PersistenceError, match="cannot delete"):
+            store.delete("chat")
+        with pytest.raises(PersistenceError, match="cannot delete"):
+            store.prune(RetentionPolicy(older_than=datetime.timedelta(0)),
+                        now=datetime.datetime(2100, 1, 1, tzinfo=datetime.UTC))
+        # No rewrite: a rekey is refused before the open closes the interrupted turn.
+        with pytest.raises(EncryptionError, match="cannot rewrite a session in place"):
+            store.rekey("open")
+        assert STORES["sealed"] == stored
 
 
 def _pm_with(plugin: DictStores) -> Any:

@@ -73,6 +73,7 @@ if _TYPE_CHECKING:
         AsyncTail,
         Capabilities,
         Deletable,
+        HeldDeletable,
         LineReads,
         Resumable,
         Rewritable,
@@ -148,6 +149,9 @@ if _TYPE_CHECKING:
         UserSource,
     )
 
+# The TYPE_CHECKING imports above, this table and __all__ name the same names, each from
+# the same module: tests/meta/test_lazy_exports.py checks it (lazy.py says why __all__
+# is not built from this table).
 _LAZY: dict[str, str] = {
     "Step": "._model.step",
     "ToolCallRef": "._model.builders",

@@ -17,7 +17,12 @@ plugin's ``__init__.py``::
     __getattr__, __dir__ = _lazy_exports(__name__, _LAZY, __all__)
 
 Import it under a private name, as above: a package's namespace should hold its
-``__all__`` and nothing else public. This module imports nothing heavy (not even
+``__all__`` and nothing else public. The three lists name the same names, each from the
+same module; keep ``__all__`` a literal list all the same, not one built from the table:
+a strict type checker (mypy's ``no_implicit_reexport``) takes an imported name as
+exported only when a literal ``__all__`` lists it, so ``from package import Service``
+would fail to type-check. (This project's tests/meta/test_lazy_exports.py checks the
+three lists against each other in every package of it.) This module imports nothing heavy (not even
 ``typing``), so the ``dsh-session`` command can use it at startup.
 """
 

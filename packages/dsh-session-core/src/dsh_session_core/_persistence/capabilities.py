@@ -11,8 +11,10 @@ What a backend has is found once, when it is taken into use (a store's coordinat
 built on it, a command opening it: :meth:`Capabilities.of`), by ``isinstance`` against
 these runtime-checkable protocols, and kept in a frozen :class:`Capabilities`; every
 caller then asks that record, never the backend (no ``getattr`` probe: the architecture
-test refuses one). The helpers at the end take either the record or a bare backend,
-whose record is made then.
+test refuses one). A backend that wraps another (:class:`Wrapper`: an encrypted store's
+sealing one) defines each method it may pass on, and has a capability only where the
+backend it wraps has it: its record is its own, cut down to the wrapped one's. The
+helpers at the end take either the record or a bare backend, whose record is made then.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 from collections.abc import AsyncGenerator, Collection, Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .._schema.header import SessionHeader
 from ..events import Event
@@ -52,6 +54,7 @@ __all__ = [
     "Searchable",
     "SelectiveSummaries",
     "TypedLineReads",
+    "Wrapper",
     "capabilities_of",
     "lines_of_types_of",
     "lines_since_of",
@@ -146,10 +149,6 @@ class HeldDeletable(Protocol):
     holds the session then writes nothing. Without it, the lock is taken by ``delete``
     itself, after the announcement (a refusal is then recorded as abandoned)."""
 
-    #: Whether :meth:`delete_held` works (``False``: a wrapper whose inner backend
-    #: lacks it).
-    can_delete_held: bool
-
     def delete_held(self, session_id: str, lock: WriterLock) -> Deleted:
         """Remove the session as :meth:`~.base.Backend.delete` does, under ``lock``,
         which stays held: the caller releases it."""
@@ -226,6 +225,23 @@ class AsyncClose(Protocol):
         ...
 
 
+# --- wrapping -----------------------------------------------------------------------------
+
+
+@runtime_checkable
+class Wrapper(Protocol):
+    """A backend that wraps another and passes its capabilities on (an encrypted
+    store's :class:`~.encryption.sealed.SealedBackend` seals what goes down, opens what
+    comes up): it defines every method it may pass on, and has each capability only
+    where the backend it wraps has it. :meth:`Capabilities.of` cuts its record down to
+    :attr:`inner_capabilities`, so that a capability the wrapped backend lacks is absent
+    here too and the store takes its way without it, rather than calling a method that
+    can only refuse."""
+
+    #: The record of the backend it wraps (:meth:`Capabilities.of` of it).
+    inner_capabilities: Capabilities
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Capabilities:
     """What one backend has beyond :class:`~.base.Backend`: each field is the backend
@@ -252,7 +268,16 @@ class Capabilities:
 
     @classmethod
     def of(cls, backend: Backend) -> Capabilities:
-        """The capabilities ``backend`` has: the one place that looks at it."""
+        """The capabilities ``backend`` has: the one place that looks at it. A
+        :class:`Wrapper` has those of its own that the backend it wraps has too."""
+        own = cls._own(backend)
+        if isinstance(backend, Wrapper):
+            return own._within(backend.inner_capabilities)
+        return own
+
+    @classmethod
+    def _own(cls, backend: Backend) -> Capabilities:
+        """The capabilities whose methods ``backend`` defines."""
         deletable = isinstance(backend, Deletable) and _own_delete(backend)
         return cls(
             backend,
@@ -264,7 +289,7 @@ class Capabilities:
             resumable=backend if isinstance(backend, Resumable) else None,
             deletable=backend if deletable else None,
             held_deletable=(backend if deletable and isinstance(backend, HeldDeletable)
-                            and backend.can_delete_held else None),
+                            else None),
             rewritable=backend if isinstance(backend, Rewritable) else None,
             async_append=backend if isinstance(backend, AsyncAppend) else None,
             async_list=backend if isinstance(backend, AsyncList) else None,
@@ -272,6 +297,18 @@ class Capabilities:
             async_follow=backend if isinstance(backend, AsyncFollow) else None,
             async_close=backend if isinstance(backend, AsyncClose) else None,
         )
+
+    def _within(self, inner: Capabilities) -> Capabilities:
+        """This record without the capabilities ``inner`` lacks (each field by its name:
+        one added to the record is cut down too)."""
+        lacking: dict[str, Any] = {
+            name: None for name in _CAPABILITIES if getattr(inner, name) is None}
+        return dataclasses.replace(self, **lacking)
+
+
+#: The names of :class:`Capabilities`' capability fields (all but the backend).
+_CAPABILITIES = tuple(f.name for f in dataclasses.fields(Capabilities)
+                      if f.name != "backend")
 
 
 def _own_delete(backend: Backend) -> bool:

@@ -40,6 +40,9 @@ if _typing.TYPE_CHECKING:
     from ._recording import RecordedResponse
     from ._source import UnsupportedContentError
 
+# The TYPE_CHECKING imports above, this table and __all__ name the same names, each from
+# the same module: tests/meta/test_lazy_exports.py checks it (lazy.py says why __all__
+# is not built from this table).
 _LAZY: dict[str, str] = {
     "RecordedResponse": "._recording",
     "arecord_anthropic": "._record_anthropic",

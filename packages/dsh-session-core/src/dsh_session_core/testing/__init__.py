@@ -43,6 +43,9 @@ if _typing.TYPE_CHECKING:
         make_store_url,
     )
 
+# The TYPE_CHECKING imports above, this table and __all__ name the same names, each from
+# the same module: tests/meta/test_lazy_exports.py checks it (lazy.py says why __all__
+# is not built from this table).
 _LAZY: dict[str, str] = {
     "BackendContract": ".contract",
     "BackendFactory": ".stores",

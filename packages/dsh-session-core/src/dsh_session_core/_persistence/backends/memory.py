@@ -113,9 +113,6 @@ class MemoryBackend:
         self._held.add(header.id)
         return _Lock(self._held, header.id)
 
-    #: :meth:`delete_held` works (:class:`~.capabilities.HeldDeletable`).
-    can_delete_held = True
-
     def delete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
         """Drop the session's log, unless a writer of this backend holds it."""
         log = self._logs.get(session_id)

@@ -74,16 +74,19 @@ def rekey(store: DurableStore, session_id: str) -> Rekeyed:
     live in ``store``; another writer's lock is refused, as an open is.
 
     :raises EncryptionError: the store was opened without keys, or its backend cannot
-        rewrite a session; what an open raises (a missing key, a refused record...).
+        rewrite a session (refused before anything is read or written); what an open
+        raises (a missing key, a refused record...).
     :raises SessionLockedError: another writer holds the session.
     """
-    from .sealed import SealedBackend
+    from .sealed import SealedBackend, cannot_reseal
 
     backend = store.backend
     if not isinstance(backend, SealedBackend):
         msg = (f'rekey reseals an encrypted store\'s sessions: open the store with keys '
                f'(session "{session_id}")')
         raise EncryptionError(msg, session_id=session_id)
+    if store.capabilities.rewritable is None:  # before an open writes a turn's closers
+        raise cannot_reseal(backend.inner, session_id)
     raw = read_lines_of(backend.inner, session_id, -1, None) or []
     try:
         old = {line.data.sealed.kid for line in _KIDS.decode(b"[" + b",".join(raw) + b"]")}

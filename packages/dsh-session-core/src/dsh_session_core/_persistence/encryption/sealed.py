@@ -16,9 +16,14 @@ The store's retention ledger (``dsh-session.retention``) is never sealed: it hol
 content (ids, rules, times, sizes), so a cleanup job without keys may write it and every
 reader reads it; only a mark's note is sealed, alone (:mod:`.encryption.ledger`).
 
-What it does not pass on, on purpose: a native search (an index would hold the
-plaintext; ``search`` loads, opens and scans each session instead) and the asyncio twins
-(the store's worker thread runs the synchronous hooks, sealing included).
+It passes on the wrapped backend's capabilities (:mod:`..capabilities`), each method
+sealing or opening on the way, and only those: its record is the wrapped one's
+(:class:`~..capabilities.Wrapper`), so over a backend that cannot delete, rewrite or read
+some lines cheaply the store takes its way without (refuses, or loads the session), as
+it does in the clear. What it does not pass on, on purpose: a native search (an index
+would hold the plaintext; ``search`` loads, opens and scans each session instead) and
+the asyncio twins (the store's worker thread runs the synchronous hooks, sealing
+included).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from ..base import (
 )
 from ..base import stored_lines as _stored_lines
 from ..capabilities import (
+    Capabilities,
     capabilities_of,
     lines_of_types_of,
     lines_since_of,
@@ -55,7 +61,7 @@ from ..capabilities import (
 from .ledger import LEDGER_ID, open_lines, seal_notes
 from .sealing import Sealer, sealed_registry
 
-__all__ = ["SealedBackend", "plaintext_session"]
+__all__ = ["SealedBackend", "cannot_reseal", "plaintext_session"]
 
 
 
@@ -71,8 +77,21 @@ def plaintext_session(session_id: str) -> EncryptionError:
     )
 
 
+def cannot_reseal(backend: Backend, session_id: str) -> EncryptionError:
+    """The error for a session to reseal in a backend that cannot rewrite one
+    (:class:`~..capabilities.Rewritable`): nothing was changed."""
+    return EncryptionError(
+        f'the {backend.name} backend cannot rewrite a session in place, so session '
+        f'"{session_id}" cannot be resealed there: copy it into a store that can',
+        session_id=session_id)
+
+
 class SealedBackend:
     """``inner``, its records sealed with ``sealer`` (see the module's docstring).
+
+    The method of a capability ``inner`` lacks is not in this backend's record; called on
+    the bare backend all the same, it refuses as ``inner`` would (:meth:`delete`,
+    :meth:`delete_held`, :meth:`rewrite`) or reads as the store does without it.
 
     :param inner: the backend the sealed lines are stored in.
     :param sealer: the store's sealer (its keyring).
@@ -82,7 +101,9 @@ class SealedBackend:
         self.inner = inner
         self.sealer = sealer
         self.name: str = inner.name
-        self._caps = capabilities_of(inner)
+        #: What ``inner`` has: this backend has no more (a :class:`~..capabilities.
+        #: Wrapper`), and its methods call ``inner``'s through it.
+        self.inner_capabilities: Capabilities = capabilities_of(inner)
         #: Per session, how the batch of its last failed write was sealed.
         self._failed: dict[str, dict[int, tuple[bytes, bytes]]] = {}
         #: The retention ledger's last failed write: its lines, and how they went down.
@@ -201,11 +222,9 @@ class SealedBackend:
 
         :raises EncryptionError: the wrapped backend cannot rewrite a session.
         """
-        rewritable = self._caps.rewritable
+        rewritable = self.inner_capabilities.rewritable
         if rewritable is None:
-            msg = (f'the {self.name} backend cannot rewrite a session in place, so session '
-                   f'"{header.id}" cannot be resealed there: copy it into a store that can')
-            raise EncryptionError(msg, session_id=header.id)
+            raise cannot_reseal(self.inner, header.id)
         if header.id == LEDGER_ID:
             plain, jsonl = seal_notes(self.sealer, events, jsonl, reseal=True)
             rewritable.rewrite(header, plain, jsonl)
@@ -237,9 +256,9 @@ class SealedBackend:
         return self.inner.store_identity()
 
     def delete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
-        deleted = self._caps.deletable
+        deleted = self.inner_capabilities.deletable
         if deleted is None:
-            return Backend.delete(self.inner, session_id, dry_run=dry_run)
+            raise cannot_delete(self.inner, session_id)
         gone = deleted.delete(session_id, dry_run=dry_run)
         if not dry_run:
             self.sealer.forget(session_id)
@@ -247,14 +266,9 @@ class SealedBackend:
             return gone
         return dataclasses.replace(gone, header=self.up(gone.header))
 
-    @property
-    def can_delete_held(self) -> bool:
-        """Whether :meth:`delete_held` works: the inner backend has it."""
-        return self._caps.held_deletable is not None
-
     def delete_held(self, session_id: str, lock: WriterLock) -> Deleted:
-        held = self._caps.held_deletable
-        if held is None:  # never asked when can_delete_held says no
+        held = self.inner_capabilities.held_deletable
+        if held is None:
             raise cannot_delete(self.inner, session_id)
         gone = held.delete_held(session_id, lock)
         self.sealer.forget(session_id)
@@ -267,7 +281,7 @@ class SealedBackend:
 
     def summaries_of(self, headers: Sequence[SessionHeader]
                      ) -> builtins.list[SessionSummary]:
-        found = summaries_of(self._caps, [self.down(h) for h in headers])
+        found = summaries_of(self.inner_capabilities, [self.down(h) for h in headers])
         return [self._summary(s) for s in found]
 
     def _summary(self, summary: SessionSummary) -> SessionSummary:
@@ -291,16 +305,18 @@ class SealedBackend:
 
     def read_lines(self, session_id: str, after: int, limit: int | None
                    ) -> builtins.list[bytes] | None:
-        return self._open(session_id, read_lines_of(self._caps, session_id, after, limit))
+        found = read_lines_of(self.inner_capabilities, session_id, after, limit)
+        return self._open(session_id, found)
 
     def lines_of_types(self, session_id: str, types: Collection[str]
                        ) -> builtins.list[bytes] | None:
-        return self._open(session_id, lines_of_types_of(self._caps, session_id, types))
+        found = lines_of_types_of(self.inner_capabilities, session_id, types)
+        return self._open(session_id, found)
 
     def lines_since(self, header: SessionHeader, last: Event) -> builtins.list[bytes] | None:
         # The envelope (seq, type, time) the inner backend compares with ``last`` is
         # the sealed line's own.
-        found = lines_since_of(self._caps, self.down(header), last)
+        found = lines_since_of(self.inner_capabilities, self.down(header), last)
         return self._open(header.id, found)
 
     def follow_lines(self, session_id: str, position: object, *,

@@ -40,13 +40,13 @@ from ...errors import PersistenceError, SessionExistsError, SessionLockedError
 from ...events import Event
 from ..base import Deleted, StoredLog, WriterLock, cannot_delete
 from .write_path import (
+    NamedWriteErrors,
     SessionState,
     WritePath,
     check_follows,
     covers,
     cwd_of,
     drop_stored,
-    named,
     same_objects,
 )
 
@@ -264,7 +264,7 @@ class PersistencePlugin(WritePath):
                 check_follows(sid, state.cursor, batch)
                 lines = session.jsonl(batch[0].seq, batch[-1].seq + 1)
                 header, materialized = state.header, state.materialized
-            with named(sid, self.backend, header, "flushing"):
+            with NamedWriteErrors(sid, self.backend, header, "flushing"):
                 await aappend.aappend_batch(header, batch, lines, materialized)
             with self._serial(sid):
                 # A sync flush from another thread may have written the batch meanwhile
@@ -326,7 +326,7 @@ class PersistencePlugin(WritePath):
             self._own(state)
             events = session.events
             try:
-                with named(sid, self.backend, state.header, "reading"):
+                with NamedWriteErrors(sid, self.backend, state.header, "reading"):
                     lines = lines_since_of(self.capabilities, state.header, events[-1])
                 news = decode_lines(self.registry, lines) if lines else []
                 if news:

@@ -35,13 +35,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SEQ_OF",
+    "NamedWriteErrors",
     "SessionState",
     "WritePath",
     "check_follows",
     "covers",
     "cwd_of",
     "drop_stored",
-    "named",
     "same_objects",
 ]
 
@@ -63,7 +63,7 @@ class SessionState:
     loaded: list[Event] | None = None
 
 
-class named:
+class NamedWriteErrors:
     """Re-raise a backend's bare :class:`OSError` as a :class:`StoreWriteError` naming
     the session and its log (the cause stays its ``__cause__``); any other error, our
     own ones included, passes as it is."""
@@ -172,7 +172,7 @@ class WritePath:
     def _own(self, state: SessionState) -> None:
         """Take the session's writer lock before this coordinator writes to it."""
         if state.lock is None:
-            with named(state.header.id, self.backend, state.header, "locking"):
+            with NamedWriteErrors(state.header.id, self.backend, state.header, "locking"):
                 state.lock = self.backend.acquire(state.header)
 
     def _repair(self, state: SessionState, stored: StoredLog, closers: Sequence[Event]) -> None:
@@ -182,7 +182,7 @@ class WritePath:
         taken = state.lock is None
         self._own(state)
         try:
-            with named(stored.header.id, self.backend, stored.header,
+            with NamedWriteErrors(stored.header.id, self.backend, stored.header,
                         "writing the crash repair of"):
                 self.backend.commit_repair(
                     stored.header, stored.torn, closers, encode_events(closers)
@@ -220,7 +220,7 @@ class WritePath:
         self._own(state)
         jsonl = lines if lines is not None else encode_events(events)
         try:
-            with named(sid, self.backend, state.header, "flushing"):
+            with NamedWriteErrors(sid, self.backend, state.header, "flushing"):
                 self.backend.append_batch(state.header, events, jsonl, state.materialized)
         except Exception as exc:
             # A first write refused because another writer (another process) created

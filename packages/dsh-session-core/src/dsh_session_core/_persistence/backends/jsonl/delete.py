@@ -46,9 +46,6 @@ class JsonlDelete:
 
         def _count(self, path: str) -> LogCounts: ...
 
-    #: :meth:`delete_held` works (:class:`~.capabilities.HeldDeletable`).
-    can_delete_held = True
-
     def delete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
         """Remove the session's log (from the first bucket holding it, as
         :meth:`load_stored` finds it), its lock file and the temp files of its killed

@@ -46,9 +46,6 @@ class PostgresDelete:
         @staticmethod
         def _errors() -> Any: ...
 
-    #: :meth:`delete_held` works (:class:`~.capabilities.HeldDeletable`).
-    can_delete_held = True
-
     def delete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
         """Remove the session's ``sessions`` row and every ``events`` row of it in one
         transaction, holding its writer lease (:meth:`acquire`'s advisory lock, taken on

@@ -459,9 +459,6 @@ class SqliteBackend(SqliteReads):
         except sqlite3.Error:
             return True
 
-    #: :meth:`delete_held` works (:class:`~.capabilities.HeldDeletable`).
-    can_delete_held = True
-
     def delete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
         """Remove the session's ``sessions`` row and every ``events`` row of it in one
         transaction, under its writer lock (:meth:`acquire`), then its lock file (while
