@@ -4,15 +4,17 @@
     python3 dev.py test     # the whole test suite, a worker per core (pytest arguments
                             # may follow; -n 0 or -p no:xdist runs it in one process)
 
-The repository is a workspace of six distributions (docs/layout.md): ``dsh-session-core``,
-the four plugins under ``packages/``, and ``dsh-session`` at the root (the demo, and the
-others as dependencies). Each command keeps its own virtual environment, made on first
-use and reinstalled only when a ``pyproject.toml`` changed:
+The repository is a workspace of eleven distributions (docs/layout.md): the seven
+batteries (``dsh-session-core``, the four plugins and the viewer under ``packages/``, and
+``dsh-session`` at the root: the demo, and the others as dependencies) and the four
+framework integrations under ``packages/``. Each command keeps its own virtual
+environment, made on first use and reinstalled only when a ``pyproject.toml`` changed:
 
-- ``demo`` uses ``.venv``: the six distributions as a user gets them from
+- ``demo`` uses ``.venv``: the seven batteries as a user gets them from
   ``pip install dsh-session``, and nothing else (no linter, no test-only plugin);
-- ``test`` uses ``.venv-test``: the same, plus the PostgreSQL extra, the ``test``
-  dependency group of ``pyproject.toml`` and the tests' example third-party plugin.
+- ``test`` uses ``.venv-test``: the same, plus the integrations, the PostgreSQL extra,
+  the ``test`` dependency group of ``pyproject.toml`` and the tests' example third-party
+  plugin.
 
 The workspace is installed editable, so a change to the code needs no reinstall. Where
 ``venv`` is unavailable, it installs into the running interpreter instead.

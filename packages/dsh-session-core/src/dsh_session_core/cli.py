@@ -1,8 +1,9 @@
-"""What a command a plugin adds to ``dsh-session`` needs from the CLI (the viewer's
-``view`` and ``export --html`` are such commands): how to fail, with which exit status,
-the installed plugins' registry, warnings and output, a progress bar for a long read
-(``progress=Progress`` of :func:`~dsh_session_core.inspect.load_source`), and SOURCE
-arguments as the read model's :class:`~dsh_session_core.inspect.SourceSpec`.
+"""What a command a plugin adds to ``dsh-session`` needs from the CLI.
+
+The viewer's ``view`` and ``export --html`` are such commands: how to fail, with which
+exit status, the installed plugins' registry, warnings and output, a progress bar for a
+long read (``progress=Progress`` of :func:`~dsh_session_core.inspect.load_source`), and
+SOURCE arguments as the read model's :class:`~dsh_session_core.inspect.SourceSpec`.
 
 A command raises :class:`Failure` to stop with one line, a hint and an exit status
 (:data:`EXIT_USAGE` for a wrong command line, :data:`EXIT_REJECTED` for input read and

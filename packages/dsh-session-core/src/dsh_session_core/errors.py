@@ -51,7 +51,7 @@ the other.
 
 from __future__ import annotations
 
-# The classes live in one private module per group (see _errors_base for why each
+# The classes live in one private module per group (see _errors/base.py for why each
 # still names this module as its own).
 from ._errors.append import (
     AppendError,

@@ -145,7 +145,7 @@ class Event(
         """The LLM message this event projects to, or ``None`` (log-only events).
 
         A plugin's surface type overrides it to project; the core types' projections are
-        in ``_projection``, bound here as their ``message`` methods.
+        in :mod:`._schema.event_messages`, bound here as their ``message`` methods.
         """
         return None
 

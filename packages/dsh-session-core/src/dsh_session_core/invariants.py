@@ -1,5 +1,6 @@
-"""The opt-in dev invariants: a listener-only plugin that checks turn enclosure and
-provenance on every event of every store-registered session.
+"""The opt-in dev invariants: a listener-only plugin checking turn enclosure and provenance.
+
+It checks them on every event of every store-registered session.
 
 It is a development aid, not part of the log's contract: the core accepts any order of
 events (core spec §12.21), and this plugin holds producers to the rules the durable log

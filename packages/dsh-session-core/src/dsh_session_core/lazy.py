@@ -1,5 +1,6 @@
-"""Lazy package exports (PEP 562), for plugin packages: a package's public names load on
-first use.
+"""Lazy package exports (PEP 562), for plugin packages.
+
+A package's public names load on first use.
 
 Core and the plugin packages use it so that loading a plugin through its entry point,
 or starting the ``dsh-session`` command, does not import what it does not use. A

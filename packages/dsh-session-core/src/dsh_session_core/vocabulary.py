@@ -1,5 +1,7 @@
-"""The shared vocabulary the event payloads are made of: content blocks, messages, message
-sources, turn triggers and end reasons, stream chunks, token usage, and the request header.
+"""The shared vocabulary the event payloads are made of.
+
+Content blocks, messages, message sources, turn triggers and end reasons, stream chunks,
+token usage, and the request header.
 
 Every type here is a frozen msgspec Struct whose field order and wire names (camelCase)
 are the reference's, so encoding one gives the reference's bytes. Arrays are tuples, so a

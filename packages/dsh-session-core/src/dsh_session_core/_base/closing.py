@@ -1,5 +1,6 @@
-"""What an object that is closed at the end of a ``with`` block shares: entering it gives
-the object, leaving it (however) calls its ``close``."""
+"""What an object closed at the end of a ``with`` block shares.
+
+Entering it gives the object, leaving it (however) calls its ``close``."""
 
 from __future__ import annotations
 

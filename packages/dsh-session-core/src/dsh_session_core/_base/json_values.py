@@ -1,5 +1,7 @@
-"""Lossless JSON values: the check ``append`` runs on untyped data, and the read-only forms
-(``JsonObject``, tuples) that untyped data is frozen into once it is in the log.
+"""Lossless JSON values: the check on untyped data, and its read-only forms.
+
+The check is the one ``append`` runs on untyped data; the read-only forms
+(``JsonObject``, tuples) are what untyped data is frozen into once it is in the log.
 
 Only data without a schema comes here (unknown event types, payloads outside their
 schema, ``Any``-typed fields such as ``tool/result.meta``); typed payloads are checked by

@@ -1,5 +1,6 @@
-"""The project's own plugins, by the event-type namespace each adds: what to install when
-a log holds events no installed plugin declares.
+"""The project's own plugins, by the event-type namespace each adds.
+
+It says what to install when a log holds events no installed plugin declares.
 
 Core alone loads any log, keeping the events of an absent plugin verbatim; this table
 only lets ``validate --strict`` (and errors) say which distribution declares them. It is

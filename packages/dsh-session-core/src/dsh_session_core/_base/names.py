@@ -1,5 +1,6 @@
-"""The project's fixed names: the pluggy project name, the entry-point group, the
-retention ledger's session id."""
+"""The project's fixed names.
+
+The pluggy project name, the entry-point group, the retention ledger's session id."""
 
 from __future__ import annotations
 

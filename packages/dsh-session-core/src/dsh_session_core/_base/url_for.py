@@ -1,5 +1,6 @@
-"""A store URL made from a scheme and a path (:func:`url_for`): a leaf, importing
-nothing of dsh-session, so that an error's message can name the URL that opens a store
+"""A store URL made from a scheme and a path (:func:`url_for`), importing nothing of core.
+
+It is a leaf, so that an error's message can name the URL that opens a store
 (:class:`~dsh_session_core.errors.StoreKindError`) without the errors importing the URL
 rules (:mod:`.urls`), which raise them."""
 

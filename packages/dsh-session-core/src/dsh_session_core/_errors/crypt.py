@@ -1,7 +1,8 @@
-"""The errors of encrypted stores: a session sealed at rest read without its keys, a key
-that is not there (never given, or deleted: crypto-shredding), and a record that fails
-its authentication (moved, altered, truncated in place, or plaintext where only sealed
-records belong).
+"""The errors of encrypted stores: missing keys, and records that fail authentication.
+
+A session sealed at rest read without its keys, a key that is not there (never given,
+or deleted: crypto-shredding), and a record that fails its authentication (moved,
+altered, truncated in place, or plaintext where only sealed records belong).
 
 Re-exported by :mod:`dsh_session_core.errors` (see :mod:`._errors.base`).
 """

@@ -1,5 +1,6 @@
-"""The errors of the read model (:mod:`dsh_session_core.inspect`): a SOURCE, a store or a
-listing query it cannot answer.
+"""The errors of the read model (:mod:`dsh_session_core.inspect`).
+
+A SOURCE, a store or a listing query it cannot answer.
 
 Re-exported by :mod:`dsh_session_core.errors` (see :mod:`._errors.base`).
 """

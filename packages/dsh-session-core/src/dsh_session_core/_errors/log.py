@@ -1,5 +1,7 @@
-"""The errors of a session and its log: seeding, folding the surface and the request
-header, forking, the dev invariants, and reading a JSONL log file.
+"""The errors of a session and its log.
+
+Seeding, folding the surface and the request header, forking, the dev invariants, and
+reading a JSONL log file.
 
 Re-exported by :mod:`dsh_session_core.errors` (see :mod:`._errors.base`).
 """

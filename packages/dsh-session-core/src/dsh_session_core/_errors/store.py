@@ -1,5 +1,7 @@
-"""The errors of durable stores: writer locks, writes, schema versions, store folders
-and URLs, and what a backend cannot store.
+"""The errors of durable stores.
+
+Writer locks, writes, schema versions, store folders and URLs, and what a backend cannot
+store.
 
 Re-exported by :mod:`dsh_session_core.errors` (see :mod:`._errors.base`).
 """

@@ -1,8 +1,9 @@
-"""Checking a whole log as every loader checks it (``dsh-session validate``): the schema
-checks of :func:`.validate.check_events`, and the rules seeding a session applies (each
-seq its index, an integer; a well-formed surface op; event objects only) and reading its
-surface applies (replace ops that fit). With ``strict``, also a tool call no
-``tool/result`` answers (:mod:`.unanswered`): the log loads, but a provider refuses the
+"""Checking a whole log as every loader checks it (``dsh-session validate``).
+
+The schema checks of :func:`.validate.check_events`, and the rules seeding a session
+applies (each seq its index, an integer; a well-formed surface op; event objects only)
+and reading its surface applies (replace ops that fit). With ``strict``, also a tool call
+no ``tool/result`` answers (:mod:`.unanswered`): the log loads, but a provider refuses the
 request it derives.
 
 Apart from :mod:`.validate` because the surface fold seeds a :class:`~.session.Session`,

@@ -1,5 +1,6 @@
-"""Where a JSONL log's history ends: its durable-end mark, as every reader of a log file
-reads it (issue 24, point 10).
+"""A JSONL log's durable-end mark, as every reader of a log file reads it (issue 24, point 10).
+
+It says where the log's history ends.
 
 A flush appends a batch and fsyncs; when either fails, the log is cut back to the size
 it had. When that cut fails too, the failed batch's bytes stay at the log's end, and

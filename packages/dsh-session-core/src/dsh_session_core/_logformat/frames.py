@@ -1,5 +1,6 @@
-"""A compact JSONL log's frames (``jsonl+zstd:``), as every reader of one reads them:
-the log-format side of the compact store, beside :mod:`.logfile` (issue 17, point 4).
+"""A compact JSONL log's frames (``jsonl+zstd:``), as every reader of one reads them.
+
+The log-format side of the compact store, beside :mod:`.logfile` (issue 17, point 4).
 
 A compact log is a plain concatenation of zstd frames, one per durable write; decoded,
 the frames are the plain log's bytes exactly, so ``zstd -dc`` of a compact log is the

@@ -19,8 +19,8 @@ file, ``derive --recover``, ``repair``, ``ls``, ``tail``):
 reference writes. Beside it, on the same side: reading a log file from its end and
 following it (:mod:`._logformat.tail`), a compact log's zstd frames (:mod:`.frames`), and
 where a log's history ends (:mod:`.end`). Where logs live on disk and how they are
-written is the JSONL backend's concern (``_persistence/jsonl*.py``, ``buckets``,
-``files``), not this module's.
+written is the JSONL backend's concern (``_persistence/backends/jsonl/``: its
+``buckets``, ``paths``, ``files``), not this module's.
 """
 
 from __future__ import annotations

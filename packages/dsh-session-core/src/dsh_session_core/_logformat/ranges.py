@@ -1,5 +1,6 @@
-"""Reading a range of a JSONL log without reading the log: the events after a seq, found
-by a binary search over the file's bytes.
+"""Reading a range of a JSONL log without reading the log: the events after a seq.
+
+They are found by a binary search over the file's bytes.
 
 A durable log's events are contiguous from seq 0, one a line, each written ``type``
 first and ``seq`` second (``{"type":"...","seq":N,...``), so the line of seq ``k`` can be

@@ -1,8 +1,8 @@
 """Reading one log file into a :class:`~dsh_session_core.Session`: :func:`read_session`.
 
-This module owns only that public call. How a log is parsed is ``_logfile``'s (as is, or
+This module owns only that public call. How a log is parsed is :mod:`.logfile`'s (as is, or
 as a durable backend loads it), and how an interrupted turn is closed is crash repair's
-(``_persistence.repair``); a store folder is opened through ``open_store`` instead.
+(:mod:`._model.repair`); a store folder is opened through ``open_store`` instead.
 """
 
 from __future__ import annotations

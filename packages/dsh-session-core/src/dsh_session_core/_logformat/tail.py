@@ -1,5 +1,7 @@
-"""Reading a JSONL log file from its end, and following it as it grows: what ``tail``
-and ``tail -f`` do, on a file given to the CLI and on a JSONL store's log alike.
+"""Reading a JSONL log file from its end, and following it as it grows.
+
+What ``tail`` and ``tail -f`` do, on a file given to the CLI and on a JSONL store's log
+alike.
 
 Beside :mod:`.logfile` (the format, and reading it from the end: ``complete_end``,
 ``last_lines``) and :mod:`.end` (where a log's history ends, read before its

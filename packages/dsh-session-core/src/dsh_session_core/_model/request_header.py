@@ -1,6 +1,8 @@
-"""The request header (spec §8): its canonical form, the line and tool deltas, the fold over
-``request/header`` / ``request/header-delta`` events, the incremental fold a session owns,
-and the writer's round-trip guard.
+"""The request header (spec §8): its canonical form, its deltas, its fold, and its guard.
+
+Its canonical form, the line and tool deltas, the fold over ``request/header`` /
+``request/header-delta`` events, the incremental fold a session owns, and the writer's
+round-trip guard.
 
 Everything here works on the *wire shape* of a header, the camelCase JSON object the log
 holds (``{"config": {...}, "system": "...", "tools": [...], "messagePrefix": [...]}``),

@@ -1,6 +1,7 @@
-"""Making a session's derived conversation a given one with a surface ``replace``: what an
-integration does when its framework rewrites the history (a pop, a clear, a branch), while
-the events it shadows stay in the log."""
+"""Making a session's derived conversation a given one with a surface ``replace``.
+
+It is what an integration does when its framework rewrites the history (a pop, a clear,
+a branch), while the events it shadows stay in the log."""
 
 from __future__ import annotations
 

@@ -281,6 +281,10 @@ class Session:
             entry = None
         payload: Any = None
         if entry is not None:
+            # The fast path: a plain dict (or the type's own payload Struct) decoded against
+            # its schema in one msgspec call, in C. Any other value, or one that does not
+            # decode, takes the careful path below (untyped_payload: the JSON, strict and
+            # schema checks), which refuses it or keeps it as an opaque event.
             try:
                 if data.__class__ is dict:
                     payload = _convert(data, entry.payload)
@@ -323,6 +327,9 @@ class Session:
             and json_text_depth(line) > MAX_JSON_DEPTH + 1
         ):
             raise too_deep(type, seq, thaw(payload), 0)
+        # Every check above may raise and none has changed anything; the guard (the
+        # store's checks) is the last that may refuse. Only then does the log change,
+        # so a refused append leaves the log and its seq untouched.
         if self._guard is not None:
             self._guard(event)
         events.append(event)

@@ -1,7 +1,8 @@
-"""The step builder: :class:`Step`, what ``turn.step()`` returns, after its
-``step/start``. A step streams chunks,
-assembles the assistant message, logs tool calls and their results, and answers a call
-left without a result before it closes (the builders' rules, :mod:`.builders`).
+"""The step builder: :class:`Step`, what ``turn.step()`` returns, after its ``step/start``.
+
+A step streams chunks, assembles the assistant message, logs tool calls and their
+results, and answers a call left without a result before it closes (the builders'
+rules, :mod:`.builders`).
 """
 
 from __future__ import annotations

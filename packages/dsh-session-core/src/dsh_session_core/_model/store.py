@@ -1,5 +1,6 @@
-"""The SessionStore: creates, registers, forks and announces sessions, and wires each
-registered session's appends to the plugins' ``session_event`` hook.
+"""The SessionStore: creates, registers, forks and announces sessions.
+
+It wires each registered session's appends to the plugins' ``session_event`` hook.
 
 Sessions created inside a :meth:`SessionStore.scope` are detached when the scope exits
 (the Python shape of the reference's fiber-owned effects): they leave the store, and

@@ -1,8 +1,9 @@
-"""The type checks of a store's public methods: a session id, a header field or a
-session of the wrong type is refused with a :class:`TypeError` naming what the method
-takes (as the builders refuse theirs), before anything is looked up, written or locked,
-rather than failing deep inside with an ``AttributeError`` about ``encode`` or
-``read_only``."""
+"""The type checks of a store's public methods.
+
+A session id, a header field or a session of the wrong type is refused with a
+:class:`TypeError` naming what the method takes (as the builders refuse theirs), before
+anything is looked up, written or locked, rather than failing deep inside with an
+``AttributeError`` about ``encode`` or ``read_only``."""
 
 from __future__ import annotations
 

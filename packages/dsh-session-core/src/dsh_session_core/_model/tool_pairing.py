@@ -1,6 +1,7 @@
-"""Tool-pairing balance (spec §9): whether a cut in the surface leaves a tool call on one
-side and its result on the other, so that a region between two balanced cuts can be
-collapsed (compacted) safely.
+"""Tool-pairing balance (spec §9): whether a cut in the surface splits a call from its result.
+
+Whether a cut leaves a tool call on one side and its result on the other, so that a
+region between two balanced cuts can be collapsed (compacted) safely.
 
 It works on the surface, not on the log's ``step/*`` markers, so it stays right after a
 replace has put a high-seq node at the head. It counts calls and results; it never

@@ -1,7 +1,9 @@
-"""The turn builder: :class:`Turn` (what ``session.turn()`` returns, after its
-``turn/start``), how a turn starts (its number, the refusal of a second open one), the
-one-shot injection turn behind ``session.inject()``, and how a turn ends (its reason
-from its steps' finishes, or from the exception its block raised).
+"""The turn builder: :class:`Turn`, how a turn starts and ends, and the injection turn.
+
+:class:`Turn` is what ``session.turn()`` returns, after its ``turn/start``; how a turn
+starts (its number, the refusal of a second open one), the one-shot injection turn
+behind ``session.inject()``, and how a turn ends (its reason from its steps' finishes,
+or from the exception its block raised).
 
 The rules it keeps are the builders' (:mod:`.builders`); a turn's steps are
 :class:`~.step.Step`.

@@ -1,5 +1,6 @@
-"""The asyncio side of a durable store: its worker thread, and the async iterators over
-stored sessions and followed events.
+"""The asyncio side of a durable store: its worker thread, and its async iterators.
+
+The iterators are over stored sessions and followed events.
 
 The backend hooks (:class:`~.base.Backend`) are synchronous: file and SQLite I/O are,
 and so are the coordinator's adoption, crash repair and writer lock. An asyncio host

@@ -1,5 +1,6 @@
-"""The optional capabilities of a backend, beside the :class:`~.base.Backend` protocol:
-each a small protocol of its own, and the record of which ones a backend has.
+"""The optional capabilities of a backend, beside the :class:`~.base.Backend` protocol.
+
+Each a small protocol of its own, and the record of which ones a backend has.
 
 :class:`~.base.Backend` is what every backend does. A backend may do more, cheaper or
 natively: search an index, summarize some sessions only, read lines by type, delete,

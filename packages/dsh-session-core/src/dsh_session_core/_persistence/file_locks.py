@@ -1,6 +1,8 @@
-"""Writer locks on lock files, as the JSONL and SQLite backends take them: an exclusive
-``flock`` taken without waiting, tested without creating anything, and checked to be on
-the file still at the path (a delete unlinks a lock file while holding it).
+"""Writer locks on lock files, as the JSONL and SQLite backends take them.
+
+An exclusive ``flock`` taken without waiting, tested without creating anything, and
+checked to be on the file still at the path (a delete unlinks a lock file while holding
+it).
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
-"""How a stored session is listed: whether lists hide it, and the label shown for it,
-as the installed plugins say (the ``hide_session`` and ``label_session`` hooks; core hides
-its retention ledger), and its named labels (``session_labels``: retention's groups). The
-public functions here are what ``dsh-session ls``, ``show`` and the viewer ask, so that
-none of them knows a plugin's sessions.
+"""How a stored session is listed: hidden or not, its label, its named labels.
+
+Whether lists hide it, and the label shown for it, as the installed plugins say (the
+``hide_session`` and ``label_session`` hooks; core hides its retention ledger), and its
+named labels (``session_labels``: retention's groups). The public functions here are
+what ``dsh-session ls``, ``show`` and the viewer ask, so that none of them knows a
+plugin's sessions.
 
 The hooks get what the reader can read, or nothing (:class:`StoredEvents`): a session
 it cannot read (encrypted and listed without keys, a key not in the keyring, a damaged

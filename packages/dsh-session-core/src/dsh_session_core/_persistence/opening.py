@@ -1,7 +1,9 @@
-"""Opening stores by URL: :func:`open_store`, which makes a :class:`~.durable.DurableStore`
-on the backend a URL names (or on the embedded default, :func:`~.urls.default_store_url`);
-:func:`backend_for`, the one place where a store URL maps to a backend, lives in
-:mod:`.url_backends` and is named here too.
+"""Opening stores by URL: :func:`open_store`.
+
+:func:`open_store` makes a :class:`~.durable.DurableStore` on the backend a URL names
+(or on the embedded default, :func:`~.urls.default_store_url`); :func:`backend_for`, the
+one place where a store URL maps to a backend, lives in :mod:`.url_backends` and is
+named here too.
 
 The rules of the URLs themselves (paths, the default, printing one) are :mod:`.urls`.
 """

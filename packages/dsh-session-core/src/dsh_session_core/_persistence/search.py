@@ -1,5 +1,7 @@
-"""Searching a store: the scan every backend can fall back on, the line scan the
-backends share (:func:`scan_hits`; the JSONL backend's scan of its files is
+"""Searching a store: the fallback scan, the shared line scan, and the answer's order and page.
+
+The scan every backend can fall back on, the line scan the backends share
+(:func:`scan_hits`; the JSONL backend's scan of its files is
 :mod:`~.backends.jsonl.scan`), and the order and page of the answer.
 
 A backend with a ``search(query)`` of its own (:class:`~.capabilities.Searchable`:

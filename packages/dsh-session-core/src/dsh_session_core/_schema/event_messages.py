@@ -1,5 +1,6 @@
-"""The projection (spec §4): how each core event type becomes an LLM message of the
-derived history, for typed and opaque events alike.
+"""The projection (spec §4): how each core event type becomes an LLM message.
+
+A message of the derived history, for typed and opaque events alike.
 
 - ``user/message``: a ``user`` message of its content.
 - ``context/message`` and ``steering/message``: a ``user`` message that wraps the content

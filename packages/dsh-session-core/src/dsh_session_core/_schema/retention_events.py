@@ -1,9 +1,11 @@
-"""The event types of a store's retention ledger: the session in which a store keeps its
-never-prune marks (``retention/mark``) and the record of every session removed from it
+"""The event types of a store's retention ledger: its marks and its removal records.
+
+The ledger is the session in which a store keeps its never-prune marks
+(``retention/mark``) and the record of every session removed from it
 (``retention/removing`` before the delete, then ``retention/removal``, or
-``retention/abandoned`` when the delete did not happen). ``_persistence/
-retention_ledger.py`` reads and writes it. They are core's, registered by core's plugin,
-and not the reference's: only the ledger session holds them.
+``retention/abandoned`` when the delete did not happen).
+``_persistence/retention/ledger.py`` reads and writes it. They are core's, registered by
+core's plugin, and not the reference's: only the ledger session holds them.
 
 The ledger holds no content of the sessions it names (ids, rules, times, sizes, where a
 log lived or was archived to), so it is never sealed: a cleanup job without an encrypted

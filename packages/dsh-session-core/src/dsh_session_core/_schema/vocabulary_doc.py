@@ -1,5 +1,6 @@
-"""The generated vocabulary reference: every Struct of every registered type, with its
-Python names and its wire names.
+"""The generated vocabulary reference: every Struct of every registered type.
+
+Each with its Python names and its wire names.
 
 The catalog (:mod:`.catalog`) lists event types with their payloads in the wire
 shape, for readers of the log. This reference is for Python code that builds and reads

@@ -1,6 +1,7 @@
-"""Whether an event is a hit of a query, and what the hit shows: the check every
-backend's answer goes through, whatever index found its candidates (:func:`hit_of`,
-:func:`hit_of_line`), so that an index is never trusted for the answer.
+"""Whether an event is a hit of a query, and what the hit shows.
+
+The check every backend's answer goes through, whatever index found its candidates
+(:func:`hit_of`, :func:`hit_of_line`), so that an index is never trusted for the answer.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""How a search reads a session's log lines: which events are searched and their text
-(:func:`extract`), the turn each was written in (:func:`walk`, and :func:`walk_events`
-for typed events), and the byte-level shortcut that lets a scan skip a line or a file
-undecoded (:func:`may_hold`).
+"""How a search reads a session's log lines: what is searched, its turn, what to skip.
+
+Which events are searched and their text (:func:`extract`), the turn each was written
+in (:func:`walk`, and :func:`walk_events` for typed events), and the byte-level
+shortcut that lets a scan skip a line or a file undecoded (:func:`may_hold`).
 
 **What is searched.** Message text (``user/message``, ``prompt/blocked``,
 ``context/message``, ``steering/message``, ``assistant/message``: their text and

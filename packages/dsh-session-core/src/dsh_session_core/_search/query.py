@@ -1,6 +1,8 @@
-"""What a search means: the words of a text, a query's clauses and filters
-(:class:`SearchQuery`), the words an index stores and looks up, what a hit reports
-(:class:`SearchHit`) and the order hits come in.
+"""What a search means: words, a query's clauses and filters, hits and their order.
+
+The words of a text, a query's clauses and filters (:class:`SearchQuery`), the words an
+index stores and looks up, what a hit reports (:class:`SearchHit`) and the order hits
+come in.
 
 **Words.** A text's words are its runs of letters and digits (``[^\\W_]+``: an
 underscore, a dot or a hyphen splits words, so ``read_file`` is the words ``read`` and

@@ -1,5 +1,6 @@
-"""What a search of a store answers: its hits, and the sessions it could not read
-(:class:`SearchResults`, a list of hits with :attr:`~SearchResults.unreadable`).
+"""What a search of a store answers: its hits, and the sessions it could not read.
+
+:class:`SearchResults`, a list of hits with :attr:`~SearchResults.unreadable`.
 
 A session the search cannot read (a record damaged in the store, an encrypted record
 that fails its authentication, a key not in the keyring: a crypto-shredded session, an

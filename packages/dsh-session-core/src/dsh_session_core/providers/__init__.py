@@ -1,6 +1,8 @@
-"""The model providers' request shapes, from the log: derived messages (or a session)
-converted to what each provider's API takes, as plain data (no SDK needed at run time,
-except pydantic-ai's own objects for :func:`to_pydantic_ai`)::
+"""The model providers' request shapes, from the log, and recorders of their responses.
+
+Derived messages (or a session) converted to what each provider's API takes, as plain
+data (no SDK needed at run time, except pydantic-ai's own objects for
+:func:`to_pydantic_ai`)::
 
     from dsh_session_core.providers import to_anthropic, to_openai_chat
 

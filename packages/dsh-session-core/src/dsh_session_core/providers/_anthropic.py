@@ -1,6 +1,8 @@
-"""``to_anthropic``: derived messages as the keyword arguments ``system`` and ``messages``
-of Anthropic's ``client.messages.create`` (plain dicts of the shape of
-``anthropic.types.MessageParam``; no SDK needed).
+"""``to_anthropic``: derived messages as Anthropic's ``system`` and ``messages`` arguments.
+
+The keyword arguments ``system`` and ``messages`` of Anthropic's
+``client.messages.create`` (plain dicts of the shape of ``anthropic.types.MessageParam``;
+no SDK needed).
 
 - the system prompt (a session's header ``system``, ``system`` messages) is ``system``:
   a string, or a list of text blocks when there are several; absent when there is none;

@@ -1,5 +1,7 @@
-"""``to_openai_chat``: derived messages as OpenAI Chat Completions ``messages`` (plain
-dicts of the shape of ``openai.types.chat.ChatCompletionMessageParam``; no SDK needed).
+"""``to_openai_chat``: derived messages as OpenAI Chat Completions ``messages``.
+
+Plain dicts of the shape of ``openai.types.chat.ChatCompletionMessageParam``; no SDK
+needed.
 
 - a system prompt (a session's header ``system``, a ``system`` message) is a ``system``
   message;

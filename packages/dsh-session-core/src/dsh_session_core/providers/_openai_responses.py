@@ -1,5 +1,7 @@
-"""``to_openai_responses``: derived messages as OpenAI Responses ``input`` items (plain
-dicts of the shape of ``openai.types.responses.ResponseInputItemParam``; no SDK needed).
+"""``to_openai_responses``: derived messages as OpenAI Responses ``input`` items.
+
+Plain dicts of the shape of ``openai.types.responses.ResponseInputItemParam``; no SDK
+needed.
 
 The Responses input is a flat list of items, so block order is kept exactly:
 

@@ -1,5 +1,6 @@
-"""``to_pydantic_ai``: derived messages as pydantic-ai's ``ModelRequest`` and
-``ModelResponse`` objects, usable as ``message_history`` of ``Agent.run``.
+"""``to_pydantic_ai``: derived messages as pydantic-ai's ``ModelRequest``/``ModelResponse``.
+
+Objects usable as ``message_history`` of ``Agent.run``.
 
 pydantic-ai is imported when the function is called, never by core: without it, the call
 raises :class:`ImportError` naming the package to install (``pydantic-ai-slim``).

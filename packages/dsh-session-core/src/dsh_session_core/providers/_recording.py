@@ -1,8 +1,10 @@
-"""What every recorder shares: :class:`RecordedResponse` (what each returns), reading a
-provider's SDK objects and plain dicts alike, logging a response that was not streamed,
-draining a stream, and the stream assembler that turns provider deltas into the
-reference's chunk sequence. The recorders are :mod:`._record_openai` (Chat Completions,
-the Responses API) and :mod:`._record_anthropic` (Messages).
+"""What every recorder shares: :class:`RecordedResponse`, reading SDK objects, the assembler.
+
+:class:`RecordedResponse` (what each returns), reading a provider's SDK objects and
+plain dicts alike, logging a response that was not streamed, draining a stream, and the
+stream assembler that turns provider deltas into the reference's chunk sequence. The
+recorders are :mod:`._record_openai` (Chat Completions, the Responses API) and
+:mod:`._record_anthropic` (Messages).
 
 What a recorder writes into the open step, as the reference's loop does:
 

@@ -1,6 +1,8 @@
-"""What every ``to_*`` conversion starts from: the source normalized to a system prompt and
-a list of derived :class:`~dsh_session_core.vocabulary.Message` values, the reading of
-untyped (opaque) blocks, the placeholder text of a block a target cannot express, and
+"""What every ``to_*`` conversion starts from: the source as a system prompt and messages.
+
+The source normalized to a system prompt and a list of derived
+:class:`~dsh_session_core.vocabulary.Message` values, the reading of untyped (opaque)
+blocks, the placeholder text of a block a target cannot express, and
 :class:`UnsupportedContentError`.
 
 A source is a :class:`~dsh_session_core.Session` (its request header's ``system`` and

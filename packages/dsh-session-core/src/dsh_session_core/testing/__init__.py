@@ -1,5 +1,6 @@
-"""The testing kit: what a test of dsh-session, or of a plugin or backend built on it,
-needs and would otherwise write again.
+"""The testing kit: what a test of dsh-session, or of a plugin or backend on it, needs.
+
+The pieces such a test would otherwise write again:
 
 - event shorthands (:mod:`.events`): :func:`user`, :func:`assistant`, :func:`tool_call`,
   :func:`tool_result`, :func:`turn_start`... append one event to a session;

@@ -1,5 +1,6 @@
-"""Running the ``dsh-session`` command inside the test process, as a person would see
-it: its exit status, what it printed, and what it said on stderr.
+"""Running the ``dsh-session`` command inside the test process, as a person would see it.
+
+Its exit status, what it printed, and what it said on stderr.
 
 A backend or plugin of your own can check that every command works with it this way
 (``tests/test_third_party_backend.py`` does). Importing this module imports pytest.

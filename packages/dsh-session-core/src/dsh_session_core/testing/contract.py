@@ -1,5 +1,6 @@
-"""The persistence contract: what every backend must satisfy, as a suite a backend's
-own tests run (spec plugins-persistence §8.2, scenarios 1-24).
+"""The persistence contract: what every backend must satisfy, as a suite to run.
+
+A suite a backend's own tests run (spec plugins-persistence §8.2, scenarios 1-24).
 
 Subclass :class:`BackendContract` in a test module (its name must start with ``Test``
 for pytest to collect it) and override its ``make_backend`` fixture: a callable that

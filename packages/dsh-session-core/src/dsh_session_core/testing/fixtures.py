@@ -1,5 +1,6 @@
-"""The kit's pytest fixtures: a plugin a test suite loads by asking for it, in its root
-``conftest.py``::
+"""The kit's pytest fixtures: a plugin a test suite loads by asking for it.
+
+A suite asks for it in its root ``conftest.py``::
 
     pytest_plugins = ["dsh_session_core.testing.fixtures"]
 

@@ -1,5 +1,7 @@
-"""Stores for tests: the kinds of store, the URL of a fresh one of each kind, and
-factories of fresh backend instances over one storage.
+"""Stores for tests: the kinds of store, a fresh one's URL, fresh backends over one storage.
+
+The kinds of store, the URL of a fresh one of each kind, and factories of fresh backend
+instances over one storage.
 
 A test that runs on several kinds of store takes its URL from :func:`make_store_url`
 (or the ``store_url`` fixture of :mod:`dsh_session_core.testing.fixtures`, which does it

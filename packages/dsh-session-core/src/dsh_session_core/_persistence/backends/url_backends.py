@@ -1,8 +1,10 @@
-"""Which backend a store URL names: :func:`backend_for`, the one place where URLs map to
-backends (the built-in schemes, else the plugins' ``store_backend`` hook). It imports
-each backend's module on first use (so no backend imports it) and no store, so that what
-a store does may open another store by URL (retention's archive) without an import
-cycle; making a store on the backend is :mod:`.opening`'s.
+"""Which backend a store URL names: :func:`backend_for`, where URLs map to backends.
+
+The one place where URLs map to backends (the built-in schemes, else the plugins'
+``store_backend`` hook). It imports each backend's module on first use (so no backend
+imports it) and no store, so that what a store does may open another store by URL
+(retention's archive) without an import cycle; making a store on the backend is
+:mod:`.opening`'s.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
-"""Where an encrypted store's keys come from: the :class:`Keyring` (the keys by id, or a
-lookup of your own; which one seals new records; the ``DSH_SESSION_KEYS`` form), and
-the AEAD classes of ``cryptography``, imported only when a store with keys is made.
+"""Where an encrypted store's keys come from: the :class:`Keyring`, and the AEAD classes.
+
+The :class:`Keyring` holds the keys by id, or a lookup of your own; which one seals new
+records; the ``DSH_SESSION_KEYS`` form. The AEAD classes of ``cryptography`` are
+imported only when a store with keys is made.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The retention ledger of an encrypted store: never sealed, its notes sealed alone.
 
-The ledger (``retention_ledger.py``) holds no content of the sessions it names: ids,
+The ledger (:mod:`.retention.ledger`) holds no content of the sessions it names: ids,
 rules, times, sizes, where a log lived and was archived to. So it stays in the clear on
 an encrypted store, and a cleanup job that has no keys may write it (``prune``, ``rm``,
 ``retain`` without a note) while every reader, with keys or without, reads it as the
@@ -15,7 +15,7 @@ two exceptions made here:
   as it is;
 - a ledger sealed whole by an earlier release (its records sealed as any session's)
   still reads with keys: each sealed record is opened, each plaintext one taken as it is.
-  The first writer with keys rewrites it in the clear (``retention_ledger.Ledger``).
+  The first writer with keys rewrites it in the clear (:class:`~.retention.ledger.Ledger`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Resealing an encrypted store's sessions under its current key (``dsh-session rekey``,
-``DurableStore.rekey``): how keys are rotated out.
+"""Resealing an encrypted store's sessions under its current key: how keys are rotated out.
+
+What ``dsh-session rekey`` and ``DurableStore.rekey`` run.
 
 A session is opened as a writer would open it (its writer lock taken, a torn tail cut,
 an interrupted turn closed), its records opened with whichever keys they name, then

@@ -1,5 +1,6 @@
-"""Sealing log lines at rest: the sealer, which turns a plaintext log line into a sealed
-one and back, with the keys of a :class:`~.keyring.Keyring` (:mod:`.keyring`).
+"""Sealing log lines at rest: the sealer, from a plaintext log line to a sealed one and back.
+
+It works with the keys of a :class:`~.keyring.Keyring` (:mod:`.keyring`).
 
 A sealed line keeps the envelope a store needs without keys (``type``, ``seq``,
 ``time``: recovery, tails, forks, counts and the writer lock work on it unchanged) and

@@ -1,7 +1,9 @@
-"""A store's retention ledger: one session of the store itself (id :data:`LEDGER_ID`)
-whose events are its never-prune marks (``retention/mark``) and the record of every
-session removed from it (``retention/removing``, then ``retention/removal`` or
-``retention/abandoned``: ``recorded_removal.py``).
+"""A store's retention ledger: one session of the store itself, of marks and removals.
+
+Its id is :data:`LEDGER_ID`; its events are the store's never-prune marks
+(``retention/mark``) and the record of every session removed from it
+(``retention/removing``, then ``retention/removal`` or ``retention/abandoned``:
+:mod:`.retention.removal`).
 
 Kept as a session, it is held by every backend, a third party's too, with nothing more
 than the Backend protocol; it is durable as any log is (flushed after each record);

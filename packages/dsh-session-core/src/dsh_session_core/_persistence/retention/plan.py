@@ -1,8 +1,10 @@
-"""The retention planner: which sessions a :class:`~.policy.RetentionPolicy`
-removes and why, as a pure function of what is known of each session (its age, size,
-group, mark, lock), so that it can be checked against a model of the rules on any input.
-What it returns, :class:`PruneDecision` per session in a :class:`PruneReport`, is also
-what a run reports, once each removal was tried (``retention_run.py``).
+"""The retention planner: which sessions a policy removes and why, as a pure function.
+
+Which sessions a :class:`~.policy.RetentionPolicy` removes and why, as a pure function
+of what is known of each session (its age, size, group, mark, lock), so that it can be
+checked against a model of the rules on any input. What it returns,
+:class:`PruneDecision` per session in a :class:`PruneReport`, is also what a run
+reports, once each removal was tried (:mod:`.retention.run`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
-"""What a retention policy says: :class:`RetentionPolicy`, checked when it is made, read
-from a mapping or a TOML file (a team checks one in), and the two kinds of value a person
-writes in one, durations (``30d``) and sizes (``10G``). The planner that applies it is
-``retention_plan.py``; running it on a store is ``retention_run.py``.
+"""What a retention policy says: :class:`RetentionPolicy`, and durations and sizes.
+
+:class:`RetentionPolicy` is checked when it is made, read from a mapping or a TOML file
+(a team checks one in); durations (``30d``) and sizes (``10G``) are the two kinds of
+value a person writes in one. The planner that applies it is :mod:`.retention.plan`;
+running it on a store is :mod:`.retention.run`.
 """
 
 from __future__ import annotations

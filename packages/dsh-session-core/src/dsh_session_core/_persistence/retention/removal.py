@@ -1,6 +1,8 @@
-"""One removal of a session, recorded: every door that removes a session's log for good
-(``DurableStore.delete``, ``dsh-session rm``, ``prune`` in each form, an integration's
-delete) goes through :func:`remove`, whose record says which door it was (``rule``).
+"""One removal of a session, recorded: the one door every removal of a log goes through.
+
+Every door that removes a session's log for good (``DurableStore.delete``,
+``dsh-session rm``, ``prune`` in each form, an integration's delete) goes through
+:func:`remove`, whose record says which door it was (``rule``).
 
 Record first: the session's writer lock is taken (a refusal writes nothing), then the
 removal is announced in the retention ledger (``retention/removing``, flushed), the log

@@ -1,9 +1,10 @@
-"""Running a :class:`~.policy.RetentionPolicy` on a store: what each session is
-(its age, size, group, mark and lock, as the backend reports them), the plan
-(``retention_plan.py``), then each removal in order, oldest first: archived and checked
-when the policy says so, then removed and recorded in the retention ledger
-(``recorded_removal.py``: announced, deleted under its writer lock, recorded) before the
-next one starts.
+"""Running a :class:`~.policy.RetentionPolicy` on a store: measure, plan, archive, remove.
+
+What each session is (its age, size, group, mark and lock, as the backend reports
+them), the plan (:mod:`.retention.plan`), then each removal in order, oldest first:
+archived and checked when the policy says so, then removed and recorded in the
+retention ledger (:mod:`.retention.removal`: announced, deleted under its writer lock,
+recorded) before the next one starts.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
-"""The ground of a durable store (:class:`~.durable.DurableStore` is made of it and of the
-modules beside it): the coordinator a store writes through, its backend and that
-backend's capabilities, the worker thread its awaited operations run in, and closing.
+"""The ground of a durable store: its coordinator, backend, capabilities, worker, closing.
+
+:class:`~.durable.DurableStore` is made of it and of the modules beside it: the
+coordinator a store writes through, its backend and that backend's capabilities, the
+worker thread its awaited operations run in, and closing.
 
 A durable store is one class split by concern: this base; its sessions, opened,
 created, resumed and released (:mod:`.durable`); reading what is stored, in part and by

@@ -234,6 +234,8 @@ class PersistencePlugin(WritePath):
             # at init, or a failed flush's retry, can leave events already stored.
             fresh = batch if batch[0].seq >= cursor else [e for e in batch if e.seq >= cursor]
             if fresh:
+                # The lines the session encoded as each event was appended: a flush writes
+                # those bytes as they are, and never encodes an event a second time.
                 lines = session.jsonl(fresh[0].seq, fresh[-1].seq + 1)
                 self._append_core(sid, fresh, lines)
             del buffer[: len(batch)]  # events appended meanwhile stay for the next flush

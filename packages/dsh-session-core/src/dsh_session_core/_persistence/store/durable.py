@@ -271,7 +271,7 @@ class DurableStore(StoredReads, StoreRetention):
         session._created = False
         return session
 
-    # --- asyncio twins (see .store_base) -----------------------------------------------
+    # --- asyncio twins (see .base) -----------------------------------------------------
 
     async def acreate(
         self,

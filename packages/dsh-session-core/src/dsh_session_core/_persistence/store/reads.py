@@ -1,7 +1,9 @@
-"""Reading what a durable store holds without writing it: a page of a session, its
-tail, the lines of some event types, a search over every session, and following one
-from asyncio. Nothing here writes, takes a writer lock or repairs a crash; a backend's
-cheaper ways (:mod:`.capabilities`) answer where it has them.
+"""Reading what a durable store holds without writing it.
+
+A page of a session, its tail, the lines of some event types, a search over every
+session, and following one from asyncio. Nothing here writes, takes a writer lock or
+repairs a crash; a backend's cheaper ways (:mod:`.capabilities`) answer where it has
+them.
 """
 
 from __future__ import annotations

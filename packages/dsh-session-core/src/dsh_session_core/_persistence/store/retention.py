@@ -1,7 +1,8 @@
-"""Removing sessions from a durable store: :meth:`~StoreRetention.delete` one, and
-:meth:`~StoreRetention.prune` those past an age or under a
-:class:`~.policy.RetentionPolicy` (retention), with their asyncio twins; and the
-never-prune marks (:meth:`~StoreRetention.retain`) and removal records the retention
+"""Removing sessions from a durable store: delete, prune, and the never-prune marks.
+
+:meth:`~StoreRetention.delete` one, and :meth:`~StoreRetention.prune` those past an age
+or under a :class:`~.policy.RetentionPolicy` (retention), with their asyncio twins; and
+the never-prune marks (:meth:`~StoreRetention.retain`) and removal records the retention
 ledger keeps. A backend deletes only with the :class:`~.capabilities.Deletable`
 capability.
 """

@@ -1,4 +1,6 @@
-"""The write path of the persistence coordinator (:mod:`.coordinator`): what it keeps of
+"""The coordinator's write path: its session states, and the one load and append path.
+
+The write path of the persistence coordinator (:mod:`.coordinator`): what it keeps of
 each session (:class:`SessionState`), the per-session serialization, and the one way a
 stored log is loaded (its crash repaired) and a batch appended (:class:`WritePath`),
 with the checks and the error naming those go through. The coordinator's module keeps

@@ -1,5 +1,7 @@
-"""The JSONL persistence backend: one append-only file per session, byte-compatible with
-the reference's ``dsh-session-persistence-jsonl`` (spec plugins-persistence §9).
+"""The JSONL persistence backend: one append-only file per session.
+
+Its files are byte-compatible with the reference's ``dsh-session-persistence-jsonl``
+(spec plugins-persistence §9).
 
 A log is a header line, then one event per line, each ``\\n``-ended, in the exact bytes
 the reference writes (:mod:`.paths` says where it lives). Three rules make it
@@ -104,7 +106,7 @@ class JsonlBackend(JsonlDelete):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.root!r})"
 
-    # -- the file format: what the compact backend (.jsonl_zstd) replaces --
+    # -- the file format: what the compact backend (.zstd) replaces --
 
     def _check_kind(self) -> None:
         """Refuse a root of the other kind (:func:`~.buckets.check_kind`)."""
@@ -189,6 +191,9 @@ class JsonlBackend(JsonlDelete):
     def _read(self, path: str) -> tuple[bytes, int | None] | None:
         """The log's bytes up to where its history ends, and that end when a failed
         write marked one (read first); ``None``: no file."""
+        # The mark before the bytes: a writer that cuts the log back, removes the mark
+        # and appends again meanwhile leaves this read a prefix of the history, never
+        # the failed batch's bytes (:mod:`~dsh_session_core._logformat.end`).
         end = self._end(path)
         data = files.read_if_exists(path)
         if data is None:
@@ -218,6 +223,8 @@ class JsonlBackend(JsonlDelete):
         :raises OSError: the root or a log cannot be read (other than "not found").
         """
         name = encode_segment(session_id) + self.suffix
+        # Only the id is known here, not the cwd whose hash names the log's bucket: each
+        # bucket is tried in turn (load_live, which knows the cwd, goes straight to it).
         try:
             found = os.scandir(self.root)
         except FileNotFoundError:

@@ -1,6 +1,8 @@
-"""What a JSONL store's folder holds, and how the backend finds it: which kind of store
-it is (plain or compact), the logs in its buckets (listing them, finding one, checking
-one is where its header says), and the temp files killed first writes left.
+"""What a JSONL store's folder holds, and how the backend finds it.
+
+Which kind of store it is (plain or compact), the logs in its buckets (listing them,
+finding one, checking one is where its header says), and the temp files killed first
+writes left.
 
 The system calls are :mod:`.files`'; where a log lives is :mod:`.paths`'. Where a
 compact log's bytes differ (its name, its first line), the functions take the

@@ -1,6 +1,8 @@
-"""The JSONL backend's deleting: a session's log, its lock file and the temp files of its
-killed first writes removed under its writer lock, then the removal made durable. A
-mixin of :class:`~.jsonl.backend.JsonlBackend`, which owns the files and the locks.
+"""The JSONL backend's deleting: a session's files removed under its writer lock.
+
+A session's log, its lock file and the temp files of its killed first writes removed
+under its writer lock, then the removal made durable. A mixin of
+:class:`~.jsonl.backend.JsonlBackend`, which owns the files and the locks.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""The JSONL writer's side of the durable-end mark: writing it after a failed write that
-could not be rolled back, and removing it once the log is cut back to it.
+"""The JSONL writer's side of the durable-end mark: writing it, and removing it.
+
+It is written after a failed write that could not be rolled back, and removed once the
+log is cut back to it.
 
 What the mark is, and how every reader reads it, is :mod:`dsh_session_core._logformat.end`'s
 (the log-format side). The byte count written is the size the log had before the failed

@@ -1,5 +1,7 @@
-"""What a JSONL backend keeps of the logs it writes between two calls: their append
-descriptors, left open, and how each log ended after its last durable write.
+"""What a JSONL backend keeps of the logs it writes between two calls.
+
+Their append descriptors, left open, and how each log ended after its last durable
+write.
 
 Reopening a log for every batch costs more than the write, so a backend keeps up to
 :data:`MAX_OPEN_LOGS` append descriptors open (least recently used closed first), each

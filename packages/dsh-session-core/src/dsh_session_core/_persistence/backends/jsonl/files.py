@@ -1,6 +1,8 @@
-"""The system calls of the JSONL backend's file layer: whole-file and first-line reads,
-writes that are all-or-nothing, ``mkdir -p`` with private modes, directory fsyncs, and
-opening a file for writing never through a symbolic link.
+"""The system calls of the JSONL backend's file layer.
+
+Whole-file and first-line reads, writes that are all-or-nothing, ``mkdir -p`` with
+private modes, directory fsyncs, and opening a file for writing never through a
+symbolic link.
 
 The file locks JSONL shares with SQLite's lock files are :mod:`~.file_locks`'. What a
 log's bytes mean is :mod:`dsh_session_core._logformat.logfile`'s (the format); where a log

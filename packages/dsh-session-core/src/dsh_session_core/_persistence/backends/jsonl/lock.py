@@ -1,5 +1,6 @@
-"""The JSONL backend's writer lock: an exclusive ``flock`` on a ``.lock`` file beside the
-log, so two writers (two processes, or two backends in one process) cannot interleave
+"""The JSONL backend's writer lock: an exclusive ``flock`` on a ``.lock`` file beside the log.
+
+It keeps two writers (two processes, or two backends in one process) from interleaving
 appends to one session.
 
 Beyond the reference. The lock file is created on demand and deleted only by a delete

@@ -1,7 +1,9 @@
-"""The JSONL backend's scan of its log files for a search: each file read once, skipped
-whole when its bytes cannot hold the query's words, its lines checked by the scan every
-backend shares (:func:`~dsh_session_core._persistence.search.scan_hits`); in worker
-processes for a large store.
+"""The JSONL backend's scan of its log files for a search.
+
+Each file is read once, skipped whole when its bytes cannot hold the query's words, its
+lines checked by the scan every backend shares
+(:func:`~dsh_session_core._persistence.search.scan_hits`); in worker processes for a
+large store.
 """
 
 from __future__ import annotations

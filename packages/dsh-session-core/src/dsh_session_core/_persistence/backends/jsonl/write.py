@@ -1,5 +1,7 @@
-"""The JSONL backend's writer: how a batch reaches a log file durably, without ever
-rewriting a committed byte (the rules are :mod:`.jsonl.backend`'s docstring's).
+"""The JSONL backend's writer: how a batch reaches a log file durably.
+
+It never rewrites a committed byte (the rules are :mod:`.jsonl.backend`'s
+docstring's).
 
 - **Materialize atomically** (:meth:`LogWriter.materialize`): a temp file, fsynced, then
   published with a hard link, which (unlike a rename) fails when the log exists.

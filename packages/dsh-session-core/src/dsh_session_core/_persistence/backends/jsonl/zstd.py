@@ -1,5 +1,6 @@
-"""The compact JSONL backend (``jsonl+zstd:``): the JSONL backend's logs, compressed
-(issue 17, point 4). It owns writing the compact log format and what a load makes of it.
+"""The compact JSONL backend (``jsonl+zstd:``): the JSONL backend's logs, compressed.
+
+It owns writing the compact log format and what a load makes of it (issue 17, point 4).
 
 A compact log is a plain concatenation of zstd frames, one per durable write: the first
 holds the header line and the first batch (published together, as the plain backend

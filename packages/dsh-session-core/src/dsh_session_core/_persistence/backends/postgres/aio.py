@@ -1,7 +1,8 @@
-"""The PostgreSQL backend's asyncio side: batches, listing, the tail and following on
-psycopg's ``AsyncConnection``, so an asyncio host's event loop runs while the server
-works. A mixin of :class:`~.postgres.backend.PostgresBackend`, which owns the URL, the
-connection settings and the synchronous twins of these methods (keep them in step).
+"""The PostgreSQL backend's asyncio side, on psycopg's ``AsyncConnection``.
+
+Batches, listing, the tail and following, so an asyncio host's event loop runs while the
+server works. A mixin of :class:`~.postgres.backend.PostgresBackend`, which owns the URL,
+the connection settings and the synchronous twins of these methods (keep them in step).
 Each event loop keeps its own idle connections: a transaction cannot share one.
 """
 

@@ -209,13 +209,18 @@ class PostgresBackend(PostgresReads, PostgresDelete, PostgresAsync):
             return None  # no row can hold this id
         with self._lock:
             conn = self._conn
-            # One snapshot for every query of the load.
+            # One snapshot for every query of the load (and for _load_fast's helper
+            # connection, which joins it): a batch another writer commits meanwhile
+            # cannot make the rows read disagree with the seqs the header's query gave.
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 row = conn.execute(SELECT_HEADER, {"sid": session_id}).fetchone()
                 if row is None:
                     return None
                 header = header_of(row)
+                # The rows' first and last seq: rows from seq 0 are loaded the fast way
+                # (load_chunks checks the counts and seqs it decodes, and anything
+                # unexpected falls back to the row-by-row scan below).
                 first, last = row[6], row[7]
                 if first is None:
                     return StoredLog(header, [], None, b"")
@@ -242,6 +247,8 @@ class PostgresBackend(PostgresReads, PostgresDelete, PostgresAsync):
         connection joins this load's snapshot and builds every other chunk."""
         fetchers = [_chunk_fetcher(conn, session_id)]
         helper = None
+        # load_chunks fetches ahead in worker threads only beyond two chunks: below
+        # that, a helper connection would never be asked for a chunk.
         if count > 2 * _CHUNK:
             from psycopg import sql
 

@@ -1,5 +1,6 @@
-"""The PostgreSQL backend's deleting: a session's rows removed in one transaction,
-under its writer lease, and its channel told. A mixin of
+"""The PostgreSQL backend's deleting: a session's rows removed in one transaction.
+
+It runs under the session's writer lease, and tells the session's channel. A mixin of
 :class:`~.postgres.backend.PostgresBackend`, which owns the connections and the lease.
 """
 

@@ -1,5 +1,6 @@
-"""The PostgreSQL backend's readers that never write: the tail of a session and its
-follower, which waits on NOTIFY instead of polling.
+"""The PostgreSQL backend's readers that never write: a session's tail, and its follower.
+
+The follower waits on NOTIFY instead of polling.
 
 Every batch and repair notifies the session's channel (``NOTIFY dsh_session_<hash>``,
 delivered at commit, see :mod:`.postgres.schema`); a follower LISTENs to it on a

@@ -1,6 +1,8 @@
-"""The PostgreSQL backend's search index: its statements, a batch's index entries for
-the hot path (written in the statement that inserts the batch, :data:`APPEND_INDEXED`),
-and the index as the engine (:mod:`.sql.index`) runs it (:data:`INDEX_SQL`).
+"""The PostgreSQL backend's search index: its statements and a batch's index entries.
+
+Its statements, a batch's index entries for the hot path (written in the statement that
+inserts the batch, :data:`APPEND_INDEXED`), and the index as the engine
+(:mod:`.sql.index`) runs it (:data:`INDEX_SQL`).
 
 ``search_docs`` holds each searched event's words as a ``tsvector`` (GIN-indexed), or
 NULL for one whose words a ``tsvector`` cannot hold; ``search_state`` how far each

@@ -1,6 +1,7 @@
-"""Opening a PostgreSQL store's database: its schema version (``dsh_session_schema``),
-the tables of a database that has none, and the migrations an older version takes when
-it is opened.
+"""Opening a PostgreSQL store's database: its schema version, its tables, its migrations.
+
+Its schema version (``dsh_session_schema``), the tables of a database that has none,
+and the migrations an older version takes when it is opened.
 
 - **1 to 2**: the search index's tables (``search_docs``, ``search_state``); the
   sessions are indexed by the next search that reads them.

@@ -1,7 +1,9 @@
-"""The PostgreSQL backend's reads that never write: where it is, listing with counts, a
-session's lines by seq range or by type, its tail, and following it (the NOTIFY
-follower is :mod:`.follow`'s). A mixin of :class:`~.postgres.backend.PostgresBackend`,
-which owns the shared connection and its lock.
+"""The PostgreSQL backend's reads that never write.
+
+Where it is, listing with counts, a session's lines by seq range or by type, its tail,
+and following it (the NOTIFY follower is :mod:`.follow`'s). A mixin of
+:class:`~.postgres.backend.PostgresBackend`, which owns the shared connection and its
+lock.
 """
 
 from __future__ import annotations

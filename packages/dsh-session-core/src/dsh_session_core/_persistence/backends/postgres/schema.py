@@ -1,5 +1,7 @@
-"""The PostgreSQL backend's side of the database: the schema, every statement, and the
-rules for what a text column and a NOTIFY channel can hold.
+"""The PostgreSQL backend's side of the database: the schema and every statement.
+
+The schema, every statement, and the rules for what a text column and a NOTIFY channel
+can hold.
 
 The tables and columns are the reference's (``sessions``, ``events`` with primary key
 ``(session_id, seq)``, JSON kept as the text it was written as), plus ``events.line``:

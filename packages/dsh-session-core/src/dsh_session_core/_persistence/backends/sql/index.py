@@ -1,6 +1,7 @@
-"""The one search-index engine of the SQL backends (SQLite and PostgreSQL): keeping a
-session's index in step with its rows, catching up the sessions it lags behind, and
-answering a search from it.
+"""The one search-index engine of the SQL backends (SQLite and PostgreSQL).
+
+Keeping a session's index in step with its rows, catching up the sessions it lags
+behind, and answering a search from it.
 
 What an index row is, and how a batch's lines become rows, is :mod:`.search_index`'s;
 how each database stores the rows and matches a query is its :class:`IndexSql` (its

@@ -1,10 +1,12 @@
-"""How an ``events`` row (SQLite's, PostgreSQL's: the reference's columns) becomes its
-log line: the line kept for it as it was appended, else the one its columns rebuild,
-in the reference's spelling and key order, ``type, seq, time, data[,
-sourceEventSeqs][, surfaceOp]``, but for a crash-repair closer, which the reference
-writes ``surfaceOp`` first (:func:`closer_row`). The databases build the same lines in
-SQL (``sqlite_schema.REBUILT``, ``postgres_schema.LINE``); :func:`~.rows.kept_lines`
-keeps a line where this rebuild would not give it back.
+"""How an ``events`` row becomes its log line: the line kept, else the one its columns rebuild.
+
+An ``events`` row (SQLite's, PostgreSQL's: the reference's columns) gives the line kept
+for it as it was appended, else the one its columns rebuild, in the reference's
+spelling and key order, ``type, seq, time, data[, sourceEventSeqs][, surfaceOp]``, but
+for a crash-repair closer, which the reference writes ``surfaceOp`` first
+(:func:`closer_row`). The databases build the same lines in SQL
+(``sqlite.schema.REBUILT``, ``postgres.schema.LINE``); :func:`~.rows.kept_lines` keeps a
+line where this rebuild would not give it back.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""What the database backends' search indexes share: turning a session's log lines into
-index rows, the query strings each index takes, and checking lines no index covers.
+"""What the database backends' search indexes share: log lines into index rows.
+
+Turning a session's log lines into index rows, the query strings each index takes, and
+checking lines no index covers.
 
 An index row is ``(seq, turn, words)`` for each searched event with words (the
 :func:`~.._search.extract` of its line, its :func:`~.._search.index_words`); its turn is

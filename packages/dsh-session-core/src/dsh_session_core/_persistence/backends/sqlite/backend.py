@@ -235,6 +235,10 @@ class SqliteBackend(SqliteReads):
             if row is None:
                 return None
             header = header_of(row)
+            # The header's query also gives the rows' first and last seq. Rows from seq 0
+            # are loaded the fast way, last + 1 lines built by SQLite a chunk at a time;
+            # load_chunks checks the counts and seqs it decodes, and anything unexpected
+            # (a gap, a row edited by hand) falls back to the row-by-row scan below.
             first, last = row[6:8]
             fast: tuple[list[Event], bytes] | None = None
             if first is None:  # materialized, and every row cut since (a torn marker 0)

@@ -1,5 +1,6 @@
-"""The SQLite backend's search index as the engine (:mod:`.sql.index`) runs it
-(:data:`INDEX_SQL`): its statements, and how index rows go into its two tables, a docs
+"""The SQLite backend's search index as the engine (:mod:`.sql.index`) runs it.
+
+:data:`INDEX_SQL`: its statements, and how index rows go into its two tables, a docs
 table and an FTS5 table whose rowid is the docs row's id. The tables themselves are
 :mod:`.sqlite.schema`'s, created with the reference's.
 """

@@ -1,7 +1,9 @@
-"""The SQLite backend's writer locks: an ``flock`` held on a file per session beside the
-database (``<database>.locks/<sha256 of the id>.lock``), which the kernel releases when
-the holding process dies; a set of ids for a ``:memory:`` database; and the error of a
-batch another writer stored first. :meth:`~.sqlite.backend.SqliteBackend.acquire` takes them.
+"""The SQLite backend's writer locks: an ``flock`` held on a file per session.
+
+The file is beside the database (``<database>.locks/<sha256 of the id>.lock``), and the
+kernel releases the lock when the holding process dies; a set of ids for a ``:memory:``
+database; and the error of a batch another writer stored first.
+:meth:`~.sqlite.backend.SqliteBackend.acquire` takes them.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
-"""Opening a SQLite store's database: the reference's schema version, dsh-session's own
-tables beside it and their version, the migrations a database written before them
-takes when it is opened, and the search index's tables.
+"""Opening a SQLite store's database: its versions, its migrations, its index tables.
+
+The reference's schema version, dsh-session's own tables beside it and their version,
+the migrations a database written before them takes when it is opened, and the search
+index's tables.
 
 Two versions, kept apart. ``PRAGMA user_version`` is the reference's (4): a database of
 another one is refused, and it is never changed, so the reference keeps reading and

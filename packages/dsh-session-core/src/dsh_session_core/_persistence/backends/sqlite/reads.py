@@ -1,7 +1,8 @@
-"""The SQLite backend's reads that never write: where it is, listing with counts, a session's lines
-by seq range or by type, its tail, and following it by polling. A mixin of
-:class:`~.sqlite.backend.SqliteBackend`, which owns the connection, its lock and its
-transactions.
+"""The SQLite backend's reads that never write.
+
+Where it is, listing with counts, a session's lines by seq range or by type, its tail,
+and following it by polling. A mixin of :class:`~.sqlite.backend.SqliteBackend`, which
+owns the connection, its lock and its transactions.
 
 The reads of lines (``read_lines``, ``lines_since``, ``lines_of_types``) are one
 statement each, whose lines SQLite builds as the loader's and joins into one string

@@ -1,7 +1,9 @@
-"""The SQLite backend's side of the database: its tables (the reference's, dsh-session's
-own beside them, and the search index's), the statements on them, and how SQLite builds
-a row's log line. The backend class is :mod:`.sqlite.backend`'s; opening a database and its
-migrations :mod:`.sqlite.open`'s; the search index's statements :mod:`.sqlite.index`'s.
+"""The SQLite backend's side of the database: its tables, their statements, its log lines.
+
+Its tables (the reference's, dsh-session's own beside them, and the search index's), the
+statements on them, and how SQLite builds a row's log line. The backend class is
+:mod:`.sqlite.backend`'s; opening a database and its migrations :mod:`.sqlite.open`'s;
+the search index's statements :mod:`.sqlite.index`'s.
 
 Two ``STRICT`` tables, schema version 4 (``PRAGMA user_version``), exactly the
 reference's, so a database written by one implementation is read by the other::
