@@ -292,7 +292,7 @@ def test_the_command_prints_the_timeline_the_log_and_the_next_commands(
     out, err = capsys.readouterr()
     assert err == ""
     assert "\x1b[" not in out  # not a terminal: no colour
-    positions = [out.index(f"\nTurn {n} ") for n in range(1, 7)]
+    positions = [out.index(f"\nturn {n} · ") for n in range(1, 7)]
     assert positions == sorted(positions)
     assert out.index("Fork demo-fork") < out.index("Derived messages") < out.index("The log")
     logs = sorted(root.glob("*/demo*.jsonl"))
@@ -314,6 +314,31 @@ def test_the_command_prints_the_timeline_the_log_and_the_next_commands(
     )
     assert _main(monkeypatch, "export", log) == 0
     assert capsys.readouterr().out.encode() == Path(log).read_bytes()
+
+
+def test_the_timeline_is_the_read_models_as_show_prints_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo groups and describes nothing itself: its timeline of the session is what
+    ``dsh-session show`` prints (the read model's build_timeline and render_timeline),
+    line for line, and the fork's is show's from the fork's own turn on."""
+    monkeypatch.setenv("COLUMNS", "100")  # show's width on no terminal, the demo's
+    root = str(tmp_path / "sessions")
+    assert _main(monkeypatch, "demo", "--store", root) == 0
+    demo = capsys.readouterr().out
+    assert _main(monkeypatch, "show", "demo", "--store", root) == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith("session demo\n")
+    assert f"\n\n{shown}\n" in demo
+    assert _main(monkeypatch, "show", "demo-fork", "--store", root) == 0
+    fork = capsys.readouterr().out
+    head, _, _ = fork.partition("\n\nturn 1 ")
+    own = fork[fork.index("\n\nturn 5 "):]
+    assert f"\n\n{head}{own}\n" in demo
+    # What the log cannot say by itself follows the session's timeline, by event.
+    notes = demo[demo.index(shown) + len(shown):demo.index("Fork demo-fork")]
+    assert notes.startswith("\nWhat the log cannot say by itself\n")
+    assert "crash: the child process" in notes
 
 
 def test_the_default_store_is_used_and_a_rerun_takes_a_free_id(

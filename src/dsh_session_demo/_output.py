@@ -102,14 +102,14 @@ def render(run: DemoRun, style: Style, *, store: str | None = None) -> str:
         f"  fork     {fork.id}: {len(fork.events)} events, the first "
         f"{fork.header.seed_length} shared with {fork.header.parent_session}",
     ]
-    out += timeline(session.events, style, notes=_crash_notes(run))
+    out += timeline(session, style, notes=_crash_notes(run))
 
     h = fork.header
     out += ["", s(f"Fork {fork.id}", "bold", "blue")
             + s(f" · header: parentSession {h.parent_session}, seedLength {h.seed_length} "
                 f"(its seqs 0…{run.fork_boundary} are turns 1-4 of {h.parent_session})", "dim")]
     seed = h.seed_length if isinstance(h.seed_length, int) else 0
-    out += timeline(fork.events[seed:], style)
+    out += timeline(fork, style, since=seed)
 
     messages = session.derive_messages()
     out += ["", s(f"Derived messages of {session.id}", "bold")

@@ -10,6 +10,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dsh_session_core import EventRegistry, ToolCallBlock, open_store
 from dsh_session_core.errors import (
@@ -27,9 +29,11 @@ from dsh_session_core.inspect import (
     check_session_id,
     load_source,
     open_listed_store,
+    render_timeline,
     resolve_source,
     select_sessions,
     session_row,
+    timeline_blocks,
     unanswered_calls,
 )
 from dsh_session_core.inspect import (
@@ -249,3 +253,133 @@ def test_a_session_whose_calls_are_answered_has_none_unanswered(store: str) -> N
     answered = build_timeline(load_source(SourceSpec("a", store=store), REG), REG)
     assert answered["unanswered"] == []
     assert answered["turns"] == 1
+
+
+# --- retained: the store's never-prune mark, the read model's -----------------------------
+
+
+@pytest.mark.parametrize("sort", ["id", "activity"])  # rows from headers, from summaries
+def test_rows_say_which_sessions_the_store_retains(store: str, sort: str) -> None:
+    with open_store(store) as s:
+        s.retain("b", note="the incident")
+
+    def listed(ids_only: bool = False) -> list[tuple[str, bool, object]]:
+        backend = open_listed_store(store, named=True)
+        try:
+            page = select_sessions(backend, SessionQuery(sort=sort), ids_only=ids_only)
+        finally:
+            backend.close()
+        return sorted((s.header.id, s.retained, session_row(s).get("retained"))
+                      for s in page.summaries)
+
+    assert listed() == [("a", False, None), ("b", True, True), ("c", False, None)]
+    if sort == "id":  # ids only: the marks are not read (ls -q)
+        assert [r[1] for r in listed(ids_only=True)] == [False, False, False]
+    with open_store(store) as s:
+        s.retain("b", False)
+    assert listed() == [("a", False, None), ("b", False, None), ("c", False, None)]
+
+
+def test_the_timeline_of_a_retained_session_says_so_with_its_note(store: str) -> None:
+    with open_store(store) as s:
+        s.retain("b", note="the incident")
+        s.retain("c")
+    # REG knows none of the ledger's types: the marks are read with core's own.
+    marked = load_source(SourceSpec("b", store=store), REG)
+    assert marked.retained is True
+    doc = build_timeline(marked, REG)
+    assert (doc["retained"], doc["retainedNote"]) == (True, "the incident")
+    assert list(doc)[-2:] == ["retained", "retainedNote"]  # show --json's order, as before
+    bare = build_timeline(load_source(SourceSpec("c", store=store), REG), REG)
+    assert bare["retained"] is True
+    assert "retainedNote" not in bare
+    plain = load_source(SourceSpec("a", store=store), REG)
+    assert plain.retained is False
+    assert "retained" not in build_timeline(plain, REG)
+    # A log file is no store's: never marked, though its session is marked in one.
+    [log] = Path(store).rglob("b.jsonl")
+    assert load_source(SourceSpec(str(log), as_file=True), REG).retained is False
+
+
+def test_a_ledger_that_does_not_read_marks_none_and_stops_nothing(store: str) -> None:
+    with open_store(store) as s:
+        s.retain("b")
+    [ledger] = Path(store).rglob("dsh-session.retention.jsonl")
+    with ledger.open("ab") as f:  # a damaged record, then a good one
+        f.write(b'not json\n{"type":"retention/mark","seq":2,"time":1,"data":'
+                b'{"sessionId":"c","retain":true}}\n')
+    backend = open_listed_store(store, named=True)
+    try:
+        page = select_sessions(backend, SessionQuery(sort="id"))
+    finally:
+        backend.close()
+    assert [(s.header.id, s.retained) for s in page.summaries] == [
+        ("a", False), ("b", False), ("c", False)]
+    source = load_source(SourceSpec("b", store=store), REG)
+    assert source.retained is False
+    [warning] = source.warnings
+    assert warning.startswith("the store's retention ledger does not read (LogFormatError: ")
+    assert warning.endswith("whether the session is marked never to be pruned is not known")
+    assert build_timeline(source, REG)["warnings"] == [warning]
+
+
+# --- the blocks of a timeline: one rule ----------------------------------------------------
+
+_TRIGGER = {"kind": "message", "source": {"kind": "user"}}
+#: Each kind of event a log of the property below holds, as its ``data``.
+_KINDS = {
+    "start": ("turn/start", {"turn": 1, "trigger": _TRIGGER}),
+    "start-no-turn": ("turn/start", {"trigger": _TRIGGER}),  # shown outside a turn
+    "end": ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+    "user": ("user/message", {"content": [{"type": "text", "text": "hi"}],
+                              "source": {"kind": "user"}}),
+    "other": ("mode/set", {"mode": "plan"}),  # a plugin's, not installed here
+}
+
+
+def _rule(kinds: list[str]) -> list[tuple[int, int]]:
+    """The documented rule, written out again: a turn/start opens a block (a turn block
+    when it names its turn), any event with no block open opens one outside a turn, and
+    a turn/end closes the turn block it is in."""
+    spans: list[list[int]] = []
+    open_ = turn = False
+    for i, kind in enumerate(kinds):
+        if kind.startswith("start"):
+            spans.append([i, i + 1])
+            open_, turn = True, kind == "start"
+            continue
+        if not open_:
+            spans.append([i, i])
+            open_, turn = True, False
+        spans[-1][1] = i + 1
+        if kind == "end" and turn:
+            open_ = False
+    return [(a, b) for a, b in spans]
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(sorted(_KINDS)), max_size=25))
+def test_the_timeline_is_grouped_by_timeline_blocks_rule(tmp_path: Path,
+                                                         kinds: list[str]) -> None:
+    from dsh_session_core import SessionHeader
+    from dsh_session_core.inspect import encode_json
+
+    lines = [encode_json(SessionHeader(version=0, id="p", created_at=0, cwd="/"))]
+    for seq, kind in enumerate(kinds):
+        event_type, data = _KINDS[kind]
+        wire: dict[str, object] = {"type": event_type, "seq": seq, "time": seq, "data": data}
+        if event_type == "user/message":
+            wire["surfaceOp"] = "append"
+        lines.append(encode_json(wire))
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    source = load_source(SourceSpec(str(path), as_file=True), REG)
+    blocks = timeline_blocks(source.events)
+    assert [(r.start, r.stop) for r in blocks] == _rule(kinds)
+    doc = build_timeline(source, REG)
+    assert [(b["startSeq"], b["endSeq"] + 1) for b in doc["timeline"]] == _rule(kinds)
+    assert [b["turn"] for b in doc["timeline"]] == [
+        1 if kinds[r.start] == "start" else None for r in blocks]
+    text = render_timeline(doc)  # plain text, every block shown
+    assert text.count("\nturn 1 · ") + text.count("\noutside a turn · ") == len(blocks)

@@ -207,6 +207,28 @@ def test_a_ledger_an_earlier_release_sealed_reads_with_keys_and_is_unsealed_once
     assert _ids(store) == (["s1", "s2"] if how != "rekey" else ["s1"])
 
 
+def test_a_ledger_the_keys_cannot_open_stops_no_listing_and_no_display(
+        store: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ledger an earlier release sealed under k1, read with a keyring of k2 alone:
+    its marks cannot be told, so none is shown, but every session is still listed, and a
+    session k2 opens is shown, with a warning that whether it is marked is not known."""
+    _sealed_ledger(store)
+    k2 = Keyring({"k2": KEY2})
+    write_session(store, "s4", ["sealed under k2"], k2)
+    monkeypatch.setenv("DSH_SESSION_KEYS", f"k2:{base64.b64encode(KEY2).decode()}")
+    rows = json.loads(_ok("ls", "--store", store, "--json"))
+    assert sorted((r["id"], r.get("retained", False)) for r in rows) == [
+        ("s1", False), ("s2", False), ("s3", False), ("s4", False)]
+    assert "RETAINED" not in _ok("ls", "--store", store)
+    code, out, err = run_cli("show", "s4", "--store", store)
+    assert code == 0, err
+    assert "sealed under k2" in out.decode()
+    assert "retained" not in out.decode()
+    assert "the store's retention ledger does not read" in err
+    assert "whether the session is marked never to be pruned is not known" in err
+    assert "Traceback" not in err
+
+
 def test_rekey_reseals_the_notes_under_the_new_key(store: str) -> None:
     with open_sealed(store) as opened:
         opened.retain("s1", note=NOTE)

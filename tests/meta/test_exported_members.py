@@ -111,9 +111,9 @@ DOORS = {
         "SourceSpec", "UnansweredCall", "build_timeline", "check_session_id",
         "encode_json", "event_line", "is_log_file", "line_wire", "load_source",
         "not_found", "one_line", "open_listed_store", "open_store", "parse_when",
-        "resolve_source", "search_lines", "search_page", "search_store",
-        "select_sessions", "session_row", "store_url", "unanswered_calls", "wire_events",
-        "wire_of",
+        "render_timeline", "resolve_source", "search_lines", "search_page", "search_store",
+        "select_sessions", "session_row", "store_url", "timeline_blocks",
+        "unanswered_calls", "wire_events", "wire_of",
     ],
     "dsh_session_core.cli": [
         "EXIT_OK", "EXIT_REJECTED", "EXIT_USAGE", "Failure", "Progress", "failure_of",

@@ -10,8 +10,12 @@ viewer (``dsh-session view``) are views over it; an application may be one too:
 - **a SOURCE**: a :class:`SourceSpec` (a log file's path or a session id, and the store)
   is read by one rule (:func:`resolve_source`, :func:`load_source`) into a
   :class:`Source`: the header, the events, where they came from, the warnings;
+- **listing** rows and **the timeline** say whether the store marks a session never to
+  be pruned (``retained``: its retention ledger's, read by the read model);
 - **the timeline**: :func:`build_timeline`, turn by turn, as one JSON-ready document
-  (``show --json``'s), and :func:`unanswered_calls`;
+  (``show --json``'s), :func:`render_timeline`, the same as text for people (``show``'s,
+  the demo's), :func:`timeline_blocks`, which events each of its blocks holds (the rule
+  alone, for a long log), and :func:`unanswered_calls`;
 - **search**: a :class:`SearchQuery` over a store (:func:`search_store`) or one
   session's lines (:func:`search_lines`), a page of it (:func:`search_page`);
 - **wire shapes**: :func:`wire_of` (a value as plain JSON builtins), :func:`wire_events`,
@@ -35,6 +39,7 @@ from ._inspect.listing import (
     select_sessions,
     session_row,
 )
+from ._inspect.render import render_timeline
 from ._inspect.sources import (
     Source,
     SourceSpec,
@@ -47,7 +52,7 @@ from ._inspect.sources import (
     store_url,
 )
 from ._inspect.text import one_line
-from ._inspect.timeline import build_timeline
+from ._inspect.timeline import build_timeline, timeline_blocks
 from ._inspect.wire import encode_json, event_line, line_wire
 from ._model.unanswered import UnansweredCall, unanswered_calls
 from ._persistence.search import lines_hits as search_lines
@@ -76,6 +81,7 @@ __all__ = [
     "open_listed_store",
     "open_store",
     "parse_when",
+    "render_timeline",
     "resolve_source",
     "search_lines",
     "search_page",
@@ -83,6 +89,7 @@ __all__ = [
     "select_sessions",
     "session_row",
     "store_url",
+    "timeline_blocks",
     "unanswered_calls",
     "wire_events",
     "wire_of",

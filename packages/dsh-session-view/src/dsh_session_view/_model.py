@@ -3,8 +3,11 @@ turn blocks, derived messages, charts), its pages by turn block, and its raw eve
 
 Every fact comes from core's readers: the turn blocks are ``dsh-session show``'s
 (:func:`dsh_session_core.inspect.build_timeline`, texts kept up to
-:data:`TEXT_LIMIT` characters instead of 300), the messages are the session's derived
-messages, each with the events it came from. This module only arranges them for the page.
+:data:`TEXT_LIMIT` characters instead of 300), and which events each block holds is its
+rule (:func:`dsh_session_core.inspect.timeline_blocks`: the charts' bars, the first page of
+a long log); whether the session is ``retained`` (never pruned) is the read model's; the
+messages are the session's derived messages, each with the events it came from. This
+module only arranges them for the page.
 """
 
 from __future__ import annotations
@@ -140,23 +143,9 @@ def _messages(source: Source, reg: EventRegistry) -> tuple[list[dict[str, Any]],
     return out, None
 
 
-def _blocks_of(events: list[Event]) -> list[int]:
-    """The index of the event each turn block starts at, by show's grouping rule: a
-    ``turn/start`` opens a turn block, any other event after a closed turn (or at the
-    start) opens an "outside a turn" block, and ``turn/end`` closes a turn block."""
-    starts: list[int] = []
-    current: str | None = None
-    for i, event in enumerate(events):
-        if event.type == "turn/start" or current is None:
-            starts.append(i)
-            current = "turn" if event.type == "turn/start" else "outside"
-        if event.type == "turn/end" and current == "turn":
-            current = None
-    return starts
-
-
-def _charts(events: list[Event], starts: list[int]) -> dict[str, Any]:
-    """Per turn block: tokens in, out and cache read (the sum of its assistant messages'
+def _charts(events: list[Event], blocks: list[range]) -> dict[str, Any]:
+    """Per turn block (``blocks``: :func:`~dsh_session_core.inspect.timeline_blocks` of
+    ``events``): tokens in, out and cache read (the sum of its assistant messages'
     ``usage``), and its events counted by type."""
     from dsh_session_core.inspect import wire_of
 
@@ -166,9 +155,8 @@ def _charts(events: list[Event], starts: list[int]) -> dict[str, Any]:
     turns: list[Any] = []
     tokens: list[list[int | float]] = []
     counts: list[Counter[str]] = []
-    bounds = [*starts, len(events)]
-    for b in range(len(starts)):
-        block = events[bounds[b]:bounds[b + 1]]
+    for span in blocks:
+        block = events[span.start:span.stop]
         first = block[0]
         data = wire_of(first.data) if first.type == "turn/start" else None
         turns.append(data.get("turn") if isinstance(data, dict) else None)
@@ -203,7 +191,7 @@ class SessionDocument:
     """
 
     def __init__(self, source: Source, reg: EventRegistry, *, charts: bool = True) -> None:
-        from dsh_session_core.inspect import build_timeline, wire_of
+        from dsh_session_core.inspect import build_timeline, timeline_blocks, wire_of
 
         doc = build_timeline(source, reg)
         timeline: list[dict[str, Any]] = doc["timeline"]
@@ -215,7 +203,8 @@ class SessionDocument:
         self.session_id: str = source.header.id
         self.timeline = timeline
         self.messages = messages
-        self.charts = _charts(source.events, _blocks_of(source.events)) if charts else {}
+        self.charts = (_charts(source.events, timeline_blocks(source.events)) if charts
+                       else {})
         self._events = source.events
         self._lines: list[bytes] | None = None
         self.seqs = [e.seq for e in source.events]
@@ -233,6 +222,7 @@ class SessionDocument:
             "warnings": warnings,
             "closers": [wire_of(c) for c in source.closers],
             "unanswered": doc["unanswered"],
+            **{k: doc[k] for k in ("retained", "retainedNote") if k in doc},
         }
 
     @property
@@ -313,26 +303,30 @@ def quick_page(source: Source, reg: EventRegistry, count: int = PAGE_TURNS
     ``partial``: what a later event changes (a call's result in a later block, a
     compaction that shadows messages of these blocks, the surface's size) is not in
     it until the page is fetched again with ``full=1``."""
-    from dsh_session_core.inspect import Source as _Source
-    from dsh_session_core.inspect import wire_of
+    import copy
+
+    from dsh_session_core.inspect import timeline_blocks, wire_of
 
     events = source.events
-    starts = _blocks_of(events)
-    cut = starts[count] if len(starts) > count else len(events)
-    prefix = _Source(source.header, events[:cut], source.origin)
+    blocks = timeline_blocks(events)
+    cut = blocks[count].start if len(blocks) > count else len(events)
+    # The same session cut short, keeping what the read model said of it (``retained``
+    # among them); its warnings start empty: the page takes the whole log's below.
+    prefix = copy.copy(source)
+    prefix.events, prefix.warnings = events[:cut], []
     prefix.closers = source.closers if cut == len(events) else []
     doc = SessionDocument(prefix, reg, charts=False)
     page = doc.page(0, count - 1)
     unanswered = _unanswered(events, page["timeline"])
     page.update(
         events=len(events), lastSeq=events[-1].seq if events else None,
-        turns=sum(e.type == "turn/start" for e in events), turnCount=len(starts),
+        turns=sum(e.type == "turn/start" for e in events), turnCount=len(blocks),
         warnings=[*source.warnings, *(c.describe() for c in unanswered[:_NAMED])],
         closers=[wire_of(c) for c in source.closers],
         unanswered=[{"callId": c.call_id, "name": c.name, "seq": c.seq,
                      "messageSeq": c.message_seq, "openTurn": c.open_turn}
                     for c in unanswered],
-        surface={"pending": True}, charts=_charts(events, starts),
-        complete=len(starts) <= count, partial=cut < len(events),
+        surface={"pending": True}, charts=_charts(events, blocks),
+        complete=len(blocks) <= count, partial=cut < len(events),
     )
     return page

@@ -32,6 +32,9 @@ __all__ = ["Viewed"]
 
 #: How many session documents are kept built.
 CACHED: Final = 4
+#: The store's retention ledger (docs/retention.md): a session of the store whose
+#: changes (a mark set or released) change what a session's page says (``retained``).
+_LEDGER: Final = "dsh-session.retention"
 #: Search hits per answer, by default and at most.
 SEARCH_LIMIT: Final = 50
 SEARCH_MAX: Final = 500
@@ -224,7 +227,8 @@ class Viewed:
 
     def _entry(self, session_id: str) -> _Entry:
         """The session as last read, read again when its log changed since (a change of
-        the backend's follow position, or of the file's size and time)."""
+        the backend's follow position, or of the file's size and time), or its store's
+        retention ledger did (a mark set or released)."""
         if self.url is None:
             self._check_id(None, session_id)
             token = self._file_token()
@@ -233,6 +237,7 @@ class Viewed:
             try:
                 self._check_id(backend, session_id)
                 tail = backend.tail_lines(session_id, 0)
+                ledger = self._ledger_position(backend) if tail is not None else None
             except OSError as exc:
                 raise ViewError(422, f"cannot read the store {self.url}: "
                                      f"{exc.strerror or exc}") from exc
@@ -240,7 +245,7 @@ class Viewed:
                 backend.close()
             if tail is None:
                 raise self._not_found(session_id)
-            token = repr(tail.position)
+            token = repr((tail.position, ledger))
         with self._lock:
             cached = self._cache.get(session_id)
             if cached is not None and cached.token == token:
@@ -258,6 +263,18 @@ class Viewed:
             while len(self._cache) > CACHED:
                 self._cache.popitem(last=False)
             return entry
+
+    @staticmethod
+    def _ledger_position(backend: Backend) -> object:
+        """Where the store's retention ledger ends (``None``: it has none, or it does not
+        read: the session's read says so)."""
+        from dsh_session_core.errors import DshSessionError
+
+        try:
+            tail = backend.tail_lines(_LEDGER, 0)
+        except (DshSessionError, OSError):
+            return None
+        return None if tail is None else tail.position
 
     def _build(self, entry: _Entry) -> SessionDocument:
         with entry.lock:

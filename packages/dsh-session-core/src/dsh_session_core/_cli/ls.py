@@ -4,7 +4,9 @@ A view over the read model's listing (:mod:`.._inspect.listing`): the options be
 :class:`~.._inspect.listing.SessionQuery`, the rows it picks are printed.
 
 Each row: id, cwd, created, events, turns, last activity (the time of the last event, or
-the creation time when later: a fork's seed keeps its parent's times), parent. Nothing
+the creation time when later: a fork's seed keeps its parent's times), parent, and
+whether the store marks it never to be pruned (a RETAINED column when one shown is: the
+read model's ``retained``). Nothing
 is decoded into events, no session is written (a JSONL store's header cache may be
 refreshed: ``_persistence/backends/jsonl/header_cache.py``), no lock is taken.
 
@@ -128,18 +130,6 @@ def _labelled(backend: Backend, rows: list[dict[str, Any]],
             row["label"] = label
 
 
-def _marked(backend: Backend, rows: list[dict[str, Any]]) -> None:
-    """Add ``retained: true`` to each shown row marked never to be pruned (the store's
-    retention ledger, read once)."""
-    from .._persistence.retention.ledger import backend_marks
-    from .support import registry
-
-    marked = backend_marks(backend, registry())
-    for row in rows:
-        if marked.get(row["id"], False):
-            row["retained"] = True
-
-
 def run_ls(args: argparse.Namespace) -> int:
     from .._inspect.describe import field, when
     from .._inspect.listing import select_sessions, session_row
@@ -156,7 +146,6 @@ def run_ls(args: argparse.Namespace) -> int:
         rows = [session_row(s) for s in summaries]
         if not (args.quiet and not args.json):
             _labelled(backend, rows, summaries)
-            _marked(backend, rows)
     except OSError as exc:
         msg = f"cannot list the store {url}: {exc.strerror or exc}"
         raise Failure(msg) from exc

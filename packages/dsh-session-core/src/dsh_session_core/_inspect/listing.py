@@ -17,6 +17,8 @@ What each costs:
 - Otherwise a JSONL store takes each log's header from its header cache, picks the page
   from the headers, then reads just the logs of the rows picked; ``ids_only`` reads no
   log past its header. SQLite and PostgreSQL run their one query either way.
+- Whether a row is ``retained`` (never pruned) is the store's retention ledger's, read
+  once for the page (not with ``ids_only``).
 
 Nothing is decoded into events, no session is written, no lock is taken.
 """
@@ -281,7 +283,11 @@ def select_sessions(backend: Backend, query: SessionQuery, *, ids_only: bool = F
     filter, the page is picked from the headers alone (``Backend.list``) and only its
     rows are summarized (``Backend.summaries_of``).
 
-    :param ids_only: the counts are not needed (zeros), unless the query needs them.
+    Each row says whether the store marks it never to be pruned (``retained``: the
+    store's retention ledger, read once; a ledger that does not read marks none).
+
+    :param ids_only: the counts are not needed (zeros), unless the query needs them, nor
+        the marks (none read).
     :param plugins: the plugins that hide sessions (default: the installed ones).
     :raises OSError: the store cannot be read.
     """
@@ -300,10 +306,24 @@ def select_sessions(backend: Backend, query: SessionQuery, *, ids_only: bool = F
         shown = query.page(headers, key)
         if ids_only:
             return SessionPage([SessionSummary(h, 0, 0) for h in shown], total)
-        return SessionPage(summaries_of(backend, shown), total)
+        return SessionPage(_marked(backend, summaries_of(backend, shown)), total)
     found = [s for s in backend.summaries() if query.summary_matches(s)
              and (shown_to is None or shown_to(s.header))]
-    return SessionPage(query.page(found, _summary_key(query.sort)), len(found))
+    return SessionPage(_marked(backend, query.page(found, _summary_key(query.sort))),
+                       len(found))
+
+
+def _marked(backend: Backend, summaries: list[SessionSummary]) -> list[SessionSummary]:
+    """``summaries``, those the store marks never to be pruned saying so."""
+    if not summaries:
+        return summaries
+    import dataclasses
+
+    from .marks import retained_ids
+
+    kept = retained_ids(backend)
+    return [dataclasses.replace(s, retained=True) if s.header.id in kept else s
+            for s in summaries]
 
 
 def _visible(query: SessionQuery, plugins: PluginManager | None
@@ -324,13 +344,16 @@ def _visible(query: SessionQuery, plugins: PluginManager | None
 
 def session_row(summary: SessionSummary) -> dict[str, Any]:
     """A session as a row of ``dsh-session ls --json``: its header's wire fields (without
-    ``type``), ``events``, ``turns``, ``lastActivity``, ``torn``."""
+    ``type``), ``events``, ``turns``, ``lastActivity``, ``torn``, and ``retained: true``
+    when the store marks it never to be pruned."""
     from .describe import wire_of
 
     row: dict[str, Any] = wire_of(summary.header)
     del row["type"]
     row.update(events=summary.events, turns=summary.turns,
                lastActivity=summary.last_activity, torn=summary.torn)
+    if summary.retained:
+        row["retained"] = True
     return row
 
 

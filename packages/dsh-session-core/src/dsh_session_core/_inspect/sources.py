@@ -94,9 +94,12 @@ class Source:
     :ivar origin: where it was read from, for messages.
     :ivar warnings: what is odd about it, one line each.
     :ivar closers: what a durable load would append to close its last turn.
+    :ivar retained: its store marks it never to be pruned (``retain``): a session read
+        by id from a store; a log file is never marked.
     """
 
-    __slots__ = ("closers", "events", "header", "origin", "warnings")
+    __slots__ = ("_retained_note", "closers", "events", "header", "origin", "retained",
+                 "warnings")
 
     def __init__(self, header: SessionHeader, events: list[Event], origin: str) -> None:
         self.header = header
@@ -104,6 +107,10 @@ class Source:
         self.origin = origin
         self.warnings: list[str] = []
         self.closers: list[Event] = []
+        self.retained = False
+        # The mark's note as people read it (the timeline's ``retainedNote``): set with
+        # ``retained`` by the store's read, which alone has the keys to open a sealed one.
+        self._retained_note: str | None = None
 
 
 _pm: PluginManager | None = None
@@ -453,12 +460,18 @@ def check_session_id(backend: Backend | None, session_id: str) -> None:
 
 
 def _read_stored(session_id: str, url: str, reg: EventRegistry) -> Source:
+    """The session ``session_id`` of the store at ``url``, and whether the store marks it
+    never to be pruned: both read from one opening of the store."""
     from ..errors import EncryptionError, LogFormatError
+    from .marks import session_mark
 
     backend = open_store(url)
     try:
         check_session_id(backend, session_id)
         stored = backend.load_stored(session_id, reg)
+        if stored is None:
+            raise not_found(session_id, url)
+        mark = session_mark(backend, session_id)
     except LogFormatError as exc:
         path = getattr(exc, "path", None)
         where = f" ({path})" if path else ""
@@ -472,8 +485,6 @@ def _read_stored(session_id: str, url: str, reg: EventRegistry) -> Source:
         raise SourceReadError(msg) from exc
     finally:
         backend.close()
-    if stored is None:
-        raise not_found(session_id, url)
     source = Source(stored.header, stored.events, f'session "{session_id}" in {url}')
     if stored.torn is not None:
         source.warnings.append(
@@ -482,6 +493,10 @@ def _read_stored(session_id: str, url: str, reg: EventRegistry) -> Source:
         )
     _check_header(source)
     _check_closers(source)
+    source.retained, source._retained_note = mark.retained, mark.note
+    if mark.problem is not None:
+        source.warnings.append(f"the store's retention ledger does not read ({mark.problem}): "
+                               f"whether the session is marked never to be pruned is not known")
     return source
 
 

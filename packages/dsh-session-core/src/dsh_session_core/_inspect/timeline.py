@@ -6,7 +6,9 @@ streamed), one item per message, tool calls with their results (matched by ``cal
 errors marked), hook decisions (``hook/invoked`` paired with its ``hook/result`` by
 ``handlerId``), mode changes, todo state, compactions with what they shadowed, the
 tokens its assistant messages used, and why it ended. Events outside any turn are
-grouped as such.
+grouped as such. Which events each block holds is one rule, :func:`timeline_blocks`,
+which a reader that needs the blocks of a long log without describing it (the viewer's
+first page, its charts) calls alone.
 
 The timeline is built from the wire shape only (see :mod:`.describe`), so it never
 fails on an odd log: what cannot be understood is shown as JSON, and what is wrong with
@@ -36,15 +38,48 @@ from .describe import (
 from .sources import installed_plugins
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from .._plugins.manager import PluginManager
     from .._schema.registry import EventRegistry
     from ..events import Event
     from .sources import Source
 
-__all__ = ["Block", "Item", "build_timeline"]
+__all__ = ["Block", "Item", "build_timeline", "timeline_blocks"]
 
 Item = dict[str, Any]
 Block = dict[str, Any]
+
+
+def timeline_blocks(events: Sequence[Event]) -> list[range]:
+    """The events each block of the timeline holds, in order: one range of indices into
+    ``events`` per block, the blocks covering every event once.
+
+    The rule: a ``turn/start`` opens a turn block (one whose data names no ``turn`` is
+    shown as outside a turn, and nothing but the next ``turn/start`` ends it); any other
+    event with no block open opens a block outside a turn; a ``turn/end`` closes the
+    turn block it is in. Only the types of the events and the ``turn`` of each
+    ``turn/start`` are read: no event is described.
+    """
+    starts: list[int] = []
+    in_turn = open_ = False
+    for i, event in enumerate(events):
+        if event.type == "turn/start":
+            starts.append(i)
+            open_, in_turn = True, _turn_of(event) is not None
+        elif not open_:
+            starts.append(i)
+            open_, in_turn = True, False
+        elif event.type == "turn/end" and in_turn:
+            open_ = False
+    ends = [*starts[1:], len(events)] if starts else []
+    return [range(a, b) for a, b in zip(starts, ends, strict=True)]
+
+
+def _turn_of(event: Event) -> Any:
+    """The ``turn`` a ``turn/start``'s data names, as its wire shape has it (``None``:
+    none)."""
+    return obj(wire_of(event.data)).get("turn")
 
 
 def _block(turn: Any, start: Any, trigger: str | None) -> Block:
@@ -53,14 +88,17 @@ def _block(turn: Any, start: Any, trigger: str | None) -> Block:
 
 
 class _Walk:
-    """One pass over the wire events, grouping them into turn blocks."""
+    """One pass over the wire events, into the turn blocks :func:`timeline_blocks`
+    groups them in."""
 
     def __init__(
-        self, wires: list[dict[str, Any]], opaque: list[bool], warnings: list[str]
+        self, wires: list[dict[str, Any]], opaque: list[bool], warnings: list[str],
+        blocks: list[range],
     ) -> None:
         self.wires = wires
         self.opaque = opaque
         self.warnings = warnings
+        self.starts = frozenset(b.start for b in blocks)
         self.blocks: list[Block] = []
         self.block: Block | None = None
         self.step: Item | None = None
@@ -93,14 +131,16 @@ class _Walk:
     def _event(self, w: dict[str, Any], opaque: bool) -> None:
         kind, seq, data = w.get("type"), w.get("seq"), obj(w.get("data"))
         block = self.block
-        if kind == "turn/start":
-            if block is not None and block["turn"] is not None:
-                self.warnings.append(f"turn {field(data.get('turn'))} starts at seq "
-                                     f"{field(seq)} before turn {field(block['turn'])} ended")
-            self._open(data.get("turn"), seq, trigger_text(data))
-            return
-        if block is None:
+        if self.index in self.starts:  # a block starts here (a turn/start always does)
+            if kind == "turn/start":
+                if block is not None and block["turn"] is not None:
+                    self.warnings.append(f"turn {field(data.get('turn'))} starts at seq "
+                                         f"{field(seq)} before turn {field(block['turn'])} "
+                                         f"ended")
+                self._open(data.get("turn"), seq, trigger_text(data))
+                return
             block = self._open(None, seq, None)
+        assert block is not None  # the first event starts a block
         block["endSeq"] = seq
         if kind == "turn/end" and block["turn"] is not None:
             block["end"] = {"seq": seq, "reason": data.get("reason"),
@@ -218,7 +258,10 @@ def _fits(reg: EventRegistry, event: Event) -> bool:
 
 def build_timeline(source: Source, reg: EventRegistry, *,
                    plugins: PluginManager | None = None) -> dict[str, Any]:
-    """The timeline of a session, as a JSON-ready document.
+    """The timeline of a session, as a JSON-ready document: its ``source``, ``header``,
+    ``label`` (a plugin's name for it), counts, ``surface``, ``warnings``, ``closers``,
+    ``unanswered`` calls, the ``timeline``'s blocks, and ``retained: true`` (with its
+    ``retainedNote``) when its store marks it never to be pruned.
 
     :param plugins: the plugins that label a session (``label_session``); default: the
         installed ones, loaded once per process.
@@ -229,7 +272,7 @@ def build_timeline(source: Source, reg: EventRegistry, *,
 
     opaque = [type(e) is OpaqueEvent and not _fits(reg, e) for e in source.events]
     wires = wire_events(source.events, bare=frozenset({"assistant/chunk"}))
-    blocks = _Walk(wires, opaque, warnings).run()
+    blocks = _Walk(wires, opaque, warnings, timeline_blocks(source.events)).run()
     for block in blocks:
         if block["turn"] is not None and block["end"] is None:
             block["end"] = {"seq": None, "reason": None, "text": "open (no turn/end)"}
@@ -249,7 +292,17 @@ def build_timeline(source: Source, reg: EventRegistry, *,
         "closers": [wire_of(e) for e in source.closers],
         "unanswered": unanswered,
         "timeline": blocks,
+        **_retained(source),
     }
+
+
+def _retained(source: Source) -> dict[str, Any]:
+    """``retained: true`` when the session's store marks it never to be pruned, with
+    the mark's note (``retainedNote``) when it has one; nothing otherwise."""
+    if not source.retained:
+        return {}
+    note = source._retained_note
+    return {"retained": True, **({"retainedNote": note} if note is not None else {})}
 
 
 #: Unanswered calls named one by one in the warnings; the rest are counted.

@@ -93,6 +93,10 @@ class SessionSummary:
         last event's time, as stored (``None``: none), and settled here, so that every
         backend, a third party's too, answers the same.
     :ivar torn: whether a torn tail follows the stored events.
+    :ivar retained: whether the store marks it never to be pruned (``retain``). The mark
+        is the store's, kept in its retention ledger, not the session's: the read
+        model's listing (``inspect.select_sessions``) says it; a backend's own summaries
+        leave it false.
     """
 
     header: SessionHeader
@@ -100,6 +104,7 @@ class SessionSummary:
     turns: int
     last_activity: Any = None
     torn: bool = False
+    retained: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "last_activity",

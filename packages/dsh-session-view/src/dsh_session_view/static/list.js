@@ -85,13 +85,19 @@ export function renderList(app) {
 function row(r) {
   return el("tr", { "data-testid": "session-row", "data-session-id": str(r.id) },
     el("td", { class: "mono" }, el("a", { href: sessionLink(str(r.id)), title: str(r.id) },
-      r.label === undefined ? str(r.id) : str(r.label))),
+      r.label === undefined ? str(r.id) : str(r.label)), retainedBadge(r.retained)),
     el("td", { class: "mono", title: r.cwd === undefined ? null : str(r.cwd) }, r.cwd === undefined ? "-" : str(r.cwd)),
     el("td", {}, when(r.createdAt)), el("td", {}, when(r.lastActivity)),
     el("td", { class: "num" }, num(r.events), r.torn ? " +torn" : ""),
     el("td", { class: "num" }, num(r.turns)), el("td", { class: "num" }, bytes(r.sizeBytes)),
     el("td", { class: "mono" }, r.parentSession === undefined ? "-" :
       el("a", { href: sessionLink(str(r.parentSession)) }, str(r.parentSession))));
+}
+
+// A session its store marks never to be pruned (`dsh-session retain`), as ls's RETAINED.
+function retainedBadge(retained) {
+  return retained === true ? el("span", { class: "badge", "data-testid": "retained",
+    title: "never pruned (dsh-session retain --release to unmark)" }, "retained") : "";
 }
 
 function snippet(text, highlights) {

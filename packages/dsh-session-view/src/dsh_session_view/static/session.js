@@ -78,6 +78,10 @@ export function renderSession(app, id) {
     ];
     const dl = el("dl", {});
     for (const [k, v] of facts) append(dl, [el("dt", {}, k), el("dd", { class: "mono" }, v)]);
+    if (doc.retained === true) {
+      append(dl, [el("dt", {}, "retained"), el("dd", { "data-testid": "retained" }, "never pruned",
+        doc.retainedNote === undefined ? "" : " · note: " + str(doc.retainedNote))]);
+    }
     if (h.parentSession !== undefined) {
       const parent = str(h.parentSession);
       append(dl, [el("dt", {}, "forked from"), el("dd", { class: "mono" },
