@@ -6,7 +6,6 @@ and fails with one line and a hint."""
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import re
@@ -22,7 +21,6 @@ import pytest
 import dsh_session_demo
 from dsh_session_core import Session, check_events, open_store, to_wire
 from dsh_session_core._cli import main as cli
-from dsh_session_core._cli.demo import add_commands
 from dsh_session_core.invariants import InvariantsPlugin
 from dsh_session_demo import DemoRun, run_demo
 from dsh_session_demo._crash import CrashError, crash_child
@@ -31,21 +29,10 @@ from dsh_session_demo._timeline import one_line
 
 # --- running it ------------------------------------------------------------------------
 
-_cli_parser = cli._parser
-
-
-def _demo_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The real ``dsh-session`` parser, with ``demo`` added unless it is wired already."""
-    parser = _cli_parser(argv)
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    if "demo" not in sub.choices:
-        add_commands(sub)
-    return parser
-
 
 def _main(monkeypatch: pytest.MonkeyPatch, *argv: str) -> int:
-    """``dsh-session ARGV`` in-process, through the real ``main`` (its error handling)."""
-    monkeypatch.setattr(cli, "_parser", _demo_parser)
+    """``dsh-session ARGV`` in-process, through the real ``main`` (its error handling), the
+    demo added by its plugin (the ``demo`` entry point of the dsh-session distribution)."""
     with pytest.raises(SystemExit) as exit_:
         cli.main(list(argv))
     code = exit_.value.code
@@ -424,21 +411,27 @@ def test_missing_plugins_are_named(
     assert "DSH_SESSION_DISABLE_PLUGINS" in err
 
 
-def test_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cli, "_parser", _demo_parser)
+def test_debug_shows_the_traceback() -> None:
     with pytest.raises(Exception, match="in-memory store") as raised:
         cli.main(["--debug", "demo", "--store", "memory:"])
     assert isinstance(raised.value.__cause__, dsh_session_demo.DemoError)
 
 
 def test_the_demo_command_imports_nothing_heavy_until_it_runs() -> None:
+    # Its plugin is loaded by every store and asked for its command whenever the command
+    # line is built: neither loads the demo, its harness or the plugins it drives.
     code = (
-        "import sys, dsh_session_core._cli.demo\n"
-        "print(sorted(m for m in ('pluggy', 'msgspec', 'dsh_session_demo') if m in sys.modules))"
+        "import sys\n"
+        "from dsh_session_core import create_plugin_manager\n"
+        "from dsh_session_core._cli.main import _parser\n"
+        "create_plugin_manager()\n"
+        "_parser(['demo', '--help'])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('dsh_session_demo')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
-    assert out.stdout.strip() == "[]"
+    assert out.stdout.strip() == str(
+        ["dsh_session_demo", "dsh_session_demo._command", "dsh_session_demo.plugin"])
 
 
 # --- colour --------------------------------------------------------------------------------

@@ -13,20 +13,35 @@ mid-turn, the session reopened, repaired and continued)::
     run.session.derive_messages()
     run.location.log                         # the JSONL file
 
-This package may import the plugins (core may not); the ``dsh-session demo`` command
-imports it lazily.
+This package may import the plugins (core may not). It adds ``dsh-session demo`` to the
+command line through its own plugin (:mod:`.plugin`, entry point ``demo``), which loads
+the demo only when the command runs.
 """
 
 # Aliased, as every import here: the namespace holds only the names of __all__.
 from __future__ import annotations as _annotations
 
-import sys as _sys
 import typing as _typing
 
-from ._output import next_commands, render, summary
-from ._run import DemoError, DemoRun, Location, run_demo
-from ._style import Style as _Style
-from ._style import wants_color as _wants_color
+from dsh_session_core.lazy import lazy_exports as _lazy_exports
+
+# Imported lazily (PEP 562): loading the plugin through its entry point (every store and
+# CLI command does) does not load the demo, its harness and the plugins it drives.
+if _typing.TYPE_CHECKING:
+    from ._command import main
+    from ._output import next_commands, render, summary
+    from ._run import DemoError, DemoRun, Location, run_demo
+
+_LAZY: dict[str, str] = {
+    "DemoError": "._run",
+    "DemoRun": "._run",
+    "Location": "._run",
+    "main": "._command",
+    "next_commands": "._output",
+    "render": "._output",
+    "run_demo": "._run",
+    "summary": "._output",
+}
 
 __all__ = [
     "DemoError",
@@ -39,33 +54,4 @@ __all__ = [
     "summary",
 ]
 
-
-def main(
-    store: str | None = None,
-    session_id: str | None = None,
-    *,
-    as_json: bool = False,
-    out: _typing.TextIO | None = None,
-) -> int:
-    """Run the demo and print it; the exit status (0).
-
-    :param store: the store URL; ``None`` for the embedded default.
-    :param session_id: the session id; ``demo`` (or the first free ``demo-<n>``) if
-        ``None``.
-    :param as_json: print the JSON summary instead of the story.
-    :param out: where to print; stdout by default.
-    :raises DemoError: the demo could not run (a message, a hint and an exit status).
-    """
-    stream = out if out is not None else _sys.stdout
-    run = run_demo(store, session_id)
-    if as_json:
-        import json
-
-        text = json.dumps(summary(run, store=store), indent=2, ensure_ascii=False) + "\n"
-    else:
-        text = render(run, _Style(_wants_color(stream)), store=store)
-    encoding = getattr(stream, "encoding", None) or "utf-8"
-    # A terminal that cannot show "→" or "…" gets "?" rather than a UnicodeEncodeError.
-    stream.write(text.encode(encoding, errors="replace").decode(encoding))
-    stream.flush()
-    return 0
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, __all__, distribution="dsh-session")

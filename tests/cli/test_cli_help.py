@@ -7,12 +7,15 @@ import shlex
 
 import pytest
 
-from dsh_session_core._cli.commands import COMMANDS
+from dsh_session_core._cli.commands import COMMANDS, KNOWN_PLUGINS
 from dsh_session_core._cli.parser import build_parser
 from dsh_session_core.testing import run_cli
 
+#: Core's commands, and those the project's own plugins add (the demo, the viewer).
+_EVERY = [*COMMANDS, *(name for _, added, _ in KNOWN_PLUGINS.values() for name in added)]
 
-@pytest.mark.parametrize("command", list(COMMANDS))
+
+@pytest.mark.parametrize("command", _EVERY)
 def test_every_help_ends_with_an_example_that_parses(command: str) -> None:
     code, out, err = run_cli(command, "--help")
     assert (code, err) == (0, "")

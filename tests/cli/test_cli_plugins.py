@@ -57,9 +57,12 @@ def test_events_lists_exactly_the_seed_catalog() -> None:
     assert all(r["doc"] and r["payload"] for r in rows)
 
 
-def test_plugins_lists_the_four_in_repo_plugins() -> None:
+def test_plugins_lists_the_four_in_repo_plugins_the_viewer_and_the_demo() -> None:
     rows = {r["name"]: r for r in msgspec.json.decode(_cli("plugins", "--json").stdout)}
-    assert set(rows) == {"core", "compact", "hooks", "mode", "todo"}
+    assert set(rows) == {"core", "compact", "hooks", "mode", "todo", "view", "demo"}
+    # The viewer and the demo add commands only (view, export --html; demo).
+    assert rows["view"]["hooks"] == rows["demo"]["hooks"] == ["register_commands"]
+    assert rows["view"]["event_types"] == rows["demo"]["event_types"] == []
     for name in ("compact", "hooks", "mode", "todo"):
         assert rows[name]["distribution"] == f"dsh-session-{name}"
         assert "register_event_types" in rows[name]["hooks"]

@@ -218,13 +218,17 @@ def test_the_batteries_distribution_is_core_the_four_plugins_and_the_demo(
     with zipfile.ZipFile(wheels["dsh-session"]) as z:
         packages = {n.split("/")[0] for n in z.namelist() if "dist-info" not in n}
     assert packages == {"dsh_session_demo"}
+    # The demo adds `dsh-session demo` as a plugin: core imports nothing of it.
+    points = _entry_points(wheels["dsh-session"])
+    assert "[dsh_session.plugins]\ndemo = dsh_session_demo.plugin" in points
 
 
 def test_the_viewer_depends_on_core_only_and_ships_its_page(wheels: dict[str, Path]) -> None:
     wheel = wheels["dsh-session-view"]
     assert _requirement_names(_metadata(wheel)) == {"dsh-session-core"}
     points = _entry_points(wheel)
-    assert "dsh_session.plugins" not in points  # not a plugin: core's CLI imports it
+    # A plugin that adds `view` and `export --html`: core imports nothing of the viewer.
+    assert "[dsh_session.plugins]\nview = dsh_session_view.plugin" in points
     assert "console_scripts" not in points
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
@@ -275,8 +279,13 @@ def test_core_alone_has_no_plugin_package(core_alone: Env) -> None:
         assert "ModuleNotFoundError" in proc.stderr, plugin
     demo = core_alone.run("demo", "--store", "/nonexistent-dir/x", check=False)
     assert demo.returncode == 1
-    assert "pip install dsh-session" in demo.stderr
+    assert demo.stderr.splitlines()[-1] == "hint: pip install dsh-session"
     assert "Traceback" not in demo.stderr
+    # Core alone lists its own commands only: the demo and the viewer add theirs.
+    listed = core_alone.run("--help").stdout
+    assert "    ls " in listed
+    assert "    demo " not in listed
+    assert "    view " not in listed
 
 
 def test_core_alone_names_the_extra_a_compact_store_needs(core_alone: Env,
@@ -357,7 +366,8 @@ def test_the_batteries_bring_the_four_plugins_and_nothing_of_the_tests(
     batteries: Env,
 ) -> None:
     plugins = msgspec.json.decode(batteries.run("plugins", "--json").stdout)
-    assert sorted(p["name"] for p in plugins) == ["compact", "core", "hooks", "mode", "todo"]
+    assert sorted(p["name"] for p in plugins) == [
+        "compact", "core", "demo", "hooks", "mode", "todo", "view"]
     installed = batteries.distributions()
     assert not installed & {"pytest", "mypy", "ruff", "hypothesis", "dsh-session-example"}
     version = batteries.run("--version").stdout

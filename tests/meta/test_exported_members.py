@@ -116,8 +116,9 @@ DOORS = {
         "unanswered_calls", "wire_events", "wire_of",
     ],
     "dsh_session_core.cli": [
-        "EXIT_OK", "EXIT_REJECTED", "EXIT_USAGE", "Failure", "Progress", "failure_of",
-        "plugin_manager", "registry", "source_spec", "warn", "write",
+        "EXIT_OK", "EXIT_REJECTED", "EXIT_USAGE", "CommandLine", "Failure", "Progress",
+        "add_source_arguments", "failure_of", "plugin_manager", "registry", "source_spec",
+        "warn", "write",
     ],
 }
 

@@ -6,7 +6,11 @@ docs/layout.md stays true:
   runs) goes from a room to the same room or a lower one (:data:`LAYERS`);
 - nothing is added at core's top level, nor at the root of ``_persistence/``, but what
   the allow-lists name: a new module goes into the room of its concern;
-- no module of any distribution is over :data:`MAX_LINES` lines.
+- no module of any distribution is over :data:`MAX_LINES` lines;
+- core imports no other distribution (the viewer, the demo, a plugin): no run-time
+  import of a ``dsh_session_*`` package but its own, nor one made by name
+  (``importlib.import_module``, ``importlib.util.find_spec``, ``__import__``); what the
+  other distributions add to core, they add through its hooks (entry points).
 
 Each rule is a function over a source tree, so the tests show it fails on a tree that
 breaks it.
@@ -192,6 +196,52 @@ def long_modules(root: Path) -> list[str]:
     return offences
 
 
+#: The functions that import (or find) a module named by a string.
+BY_NAME = frozenset({"import_module", "find_spec", "__import__"})
+
+
+def _foreign(name: str) -> bool:
+    """Whether a dotted module name is another distribution's package (``dsh_session_view``,
+    ``dsh_session_demo.plugin``...): a ``dsh_session`` package that is not core."""
+    top = name.split(".")[0]
+    return top.startswith("dsh_session") and top != CORE
+
+
+def _named(node: ast.expr) -> str | None:
+    """The module name a string argument gives (an f-string: its literal start)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr) and node.values:
+        first = node.values[0]
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            return first.value
+    return None
+
+
+def foreign_imports(src: Path) -> list[str]:
+    """Every run-time import of another distribution's package by a core module, as
+    ``path:line: importer -> name``: an ``import`` statement (at module level or in a
+    function; what only a ``TYPE_CHECKING`` block imports left out), or a call of
+    :data:`BY_NAME` with the package's name as a string."""
+    offences = []
+    for module, _, path in _modules(src):
+        for node in _run_time_nodes(ast.parse(path.read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Call) and node.args:
+                func = node.func
+                called = (func.id if isinstance(func, ast.Name)
+                          else func.attr if isinstance(func, ast.Attribute) else None)
+                named = _named(node.args[0]) if called in BY_NAME else None
+                names = [named] if named is not None else []
+            offences += [f"{path}:{getattr(node, 'lineno', 0)}: {module} -> {name}"
+                         for name in names if _foreign(name)]
+    return offences
+
+
 # --- the tree as it is ----------------------------------------------------------------------
 
 
@@ -209,6 +259,10 @@ def test_nothing_new_at_the_top_level_or_at_persistence_root() -> None:
 
 def test_no_module_is_over_the_line_cap() -> None:
     assert long_modules(ROOT) == []
+
+
+def test_core_imports_no_other_distribution() -> None:
+    assert foreign_imports(ROOT / CORE_SRC) == []
 
 
 # --- each rule bites -------------------------------------------------------------------------
@@ -276,3 +330,33 @@ def test_a_module_over_the_cap_is_caught(tmp_path: Path) -> None:
     view.parent.mkdir(parents=True)
     view.write_text("x = 1\n" * (MAX_LINES + 1))
     assert long_modules(tmp_path) == [f"{view}: {MAX_LINES + 1} lines"]
+
+
+def test_an_import_of_another_distribution_by_core_is_caught(tmp_path: Path) -> None:
+    _plant(tmp_path, "_cli/__init__.py", "")
+    _plant(tmp_path, "_cli/view.py",
+           "import importlib\n"
+           "import importlib.util\n"
+           "from typing import TYPE_CHECKING\n"
+           "from importlib import import_module\n"
+           "import dsh_session_core.errors\n"  # core's own: allowed
+           "if TYPE_CHECKING:\n"
+           "    import dsh_session_view\n"  # never runs
+           '"""The viewer (dsh_session_view) is a plugin."""\n'  # a mention, no import
+           "import dsh_session_view._cli\n"
+           "def run(args):\n"
+           "    from dsh_session_view import run_view\n"
+           "    if importlib.util.find_spec('dsh_session_view') is None:\n"
+           "        return 1\n"
+           "    importlib.import_module('dsh_session_core.cli')\n"  # core's own
+           "    return import_module('dsh_session_demo').main()\n"
+           "def other(name):\n"
+           "    return __import__(f'dsh_session_{name}.plugin')\n")
+    found = [o.split(": ", 1)[1] for o in foreign_imports(tmp_path / CORE_SRC)]
+    assert found == [
+        "dsh_session_core._cli.view -> dsh_session_view._cli",
+        "dsh_session_core._cli.view -> dsh_session_view",
+        "dsh_session_core._cli.view -> dsh_session_view",
+        "dsh_session_core._cli.view -> dsh_session_demo",
+        "dsh_session_core._cli.view -> dsh_session_",
+    ]

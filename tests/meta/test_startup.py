@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -15,9 +16,9 @@ _LOADED = (
 )
 
 
-def _modules_after(code: str) -> set[str]:
+def _modules_after(code: str, **env: str) -> set[str]:
     out = subprocess.run([sys.executable, "-c", _LOADED.format(code=code)],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True, check=True, env={**os.environ, **env})
     return set(out.stdout.split())
 
 
@@ -35,20 +36,45 @@ def test_a_public_name_loads_only_its_own_modules() -> None:
     assert not {m for m in loaded if not m.startswith("dsh_session_core")}  # no plugin
 
 
+_HELP = (
+    "import contextlib, io\n"
+    "from dsh_session_core._cli.main import main\n"
+    "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+    "    main({argv!r})\n"
+    "import sys; print('argparse' if 'argparse' in sys.modules else '')"
+)
+#: The modules of core's commands, and what the viewer's and the demo's commands run
+#: (their plugins' light modules that declare the commands are none of them).
+_CORE_COMMANDS = {"logs", "registry", "sessions", "copy", "ls", "show", "tail", "parser"}
+_RUN = {"dsh_session_view._cli", "dsh_session_view._server", "dsh_session_demo._run"}
+
+
+def _commands(loaded: set[str]) -> set[str]:
+    return {m for m in loaded if m in _RUN or (
+        m.startswith("dsh_session_core._cli.") and m.rpartition(".")[2] in _CORE_COMMANDS)}
+
+
 def test_help_imports_no_command_module_and_no_argparse() -> None:
+    # The batteries' plugins (the test suite's example plugin blocked): their commands
+    # (demo, view) are listed from core's table of the project's own plugins, so that no
+    # plugin is loaded at all, nor pluggy.
     for argv in ([], ["-h"], ["--help"]):
-        loaded = _modules_after(
-            "import contextlib, io\n"
-            "from dsh_session_core._cli.main import main\n"
-            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
-            f"    main({argv!r})\n"
-            "import sys; print('argparse' if 'argparse' in sys.modules else '')"
-        )
-        commands = {"demo", "logs", "registry", "sessions", "copy", "ls", "show", "tail",
-                    "parser"}
-        assert not {m for m in loaded if m.rpartition(".")[2] in commands}, argv
+        loaded = _modules_after(_HELP.format(argv=argv), DSH_SESSION_DISABLE_PLUGINS="example")
+        assert not _commands(loaded), argv
         assert "argparse" not in loaded, argv
         assert "dsh_session_core._cli.help" in loaded
+        assert not {m for m in loaded if not m.startswith("dsh_session_core")}, argv
+        assert "dsh_session_core._plugins.manager" not in loaded, argv
+
+
+def test_help_with_a_third_party_plugin_asks_the_plugins_and_builds_no_command() -> None:
+    # The example plugin is no plugin of the project's: the plugins are loaded, to ask
+    # them for their commands; still no command's module, and no argparse.
+    loaded = _modules_after(_HELP.format(argv=["--help"]), DSH_SESSION_DISABLE_PLUGINS="")
+    assert "dsh_session_example.plugin" in loaded
+    assert "dsh_session_view.plugin" in loaded
+    assert not _commands(loaded)
+    assert "argparse" not in loaded
 
 
 @pytest.mark.parametrize("columns", [60, 80, 100, 200])
@@ -77,23 +103,27 @@ def test_a_command_imports_only_its_own_module() -> None:
         "    main(['plugins', '--help'])"
     )
     assert "dsh_session_core._cli.registry" in loaded
-    assert not {m for m in loaded if m.rpartition(".")[2] in {"demo", "logs", "sessions",
-                                                               "copy"}}
+    assert not {m for m in loaded if m.rpartition(".")[2] in {"logs", "sessions", "copy"}}
+    assert not {m for m in loaded if m.startswith(("dsh_session_view", "dsh_session_demo"))}
 
 
 def test_the_help_lists_every_command_with_its_own_help() -> None:
-    """The table ``--help`` prints from is the one the commands' parsers use."""
+    """The table ``--help`` prints from is the one the commands' parsers use: core's,
+    and for the plugins' commands, what they add (demo and view among them)."""
     import argparse
 
     from dsh_session_core._cli.commands import COMMANDS
+    from dsh_session_core._cli.help import command_rows
     from dsh_session_core._cli.main import _parser
 
     full = _parser()  # every command built
     sub = next(a for a in full._actions if isinstance(a, argparse._SubParsersAction))
     built = {a.dest: a.help for a in sub._get_subactions()}
-    assert built == {name: text for name, (_, text) in COMMANDS.items()}
+    rows = dict(command_rows())
+    assert built == rows
+    assert set(COMMANDS) | {"demo", "view"} <= set(rows)
     listed = _parser(["--help"]).format_help()
-    for name, (_, text) in COMMANDS.items():
+    for name, text in rows.items():
         assert name in listed
         assert text.split()[0] in listed
 

@@ -21,6 +21,7 @@ import pluggy
 from ._base.names import PROJECT_NAME
 
 if TYPE_CHECKING:
+    from ._cli.plugin_commands import CommandLine
     from ._model.session import Session
     from ._persistence.base import Backend
     from ._plugins.manager import PluginManager
@@ -33,6 +34,7 @@ __all__ = [
     "add_hookspecs",
     "hide_session",
     "label_session",
+    "register_commands",
     "register_event_types",
     "register_union_members",
     "session_created",
@@ -247,4 +249,38 @@ def session_labels(header: SessionHeader,
         are merged (an earlier plugin's value for a name wins).
 
     .. versionadded:: 0.4
+    """
+
+
+# --- the command line ----------------------------------------------------------------------
+
+
+@_spec
+def register_commands(cli: CommandLine) -> None:
+    """Add commands to the ``dsh-session`` command line (``dsh-session NAME ...``), and
+    formats to its ``export`` (``dsh-session export --NAME SOURCE``), as plugins of
+    ``llm`` and Datasette add theirs through their own ``register_commands(cli)``.
+
+    ``cli`` is the command line, bound to this plugin:
+    ``cli.add_command(name, run, help=..., arguments=...)`` adds a command, whose
+    ``arguments(parser)`` adds its arguments to the argparse parser core makes for it
+    (only when that parser is built: the command runs, or its ``--help`` is asked for),
+    and whose ``run(args)`` runs it and returns its exit status;
+    ``cli.add_export_format(name, run, help=...)`` adds ``export --NAME``. What a
+    command needs to fail, write and read sessions as core's commands do is
+    :mod:`dsh_session_core.cli`.
+
+    Called when the CLI builds the parser of a command core does not have, of
+    ``export``, or of every command, once per process; never by a store. Keep it cheap
+    and import nothing heavy here: import what the command needs in ``run``. The
+    distributions of this project add theirs so (the viewer ``view`` and
+    ``export --html``, the batteries ``demo``).
+
+    :param cli: the command line (:class:`dsh_session_core.cli.CommandLine`).
+
+    A name core's commands (or ``export``'s own options) have, or another plugin
+    added, makes the command line fail naming both
+    (:class:`~dsh_session_core.errors.PluginError`).
+
+    .. versionadded:: 0.5
     """

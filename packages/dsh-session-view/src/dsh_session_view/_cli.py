@@ -1,5 +1,6 @@
 """What ``dsh-session view`` and ``dsh-session export --html`` run (core's CLI parses
-their arguments and calls these; they use the surface core gives plugins' commands,
+their arguments, as :mod:`._commands` declares them, and calls these through the
+viewer's plugin; they use the surface core gives plugins' commands,
 :mod:`dsh_session_core.cli`, and read sessions by :mod:`dsh_session_core.inspect`):
 where to listen, refusing to listen on the network unless asked to in so many words, and
 which host names to answer to (``--allowed-host``, checked by :mod:`._hosts`)."""

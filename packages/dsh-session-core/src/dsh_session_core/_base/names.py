@@ -4,7 +4,12 @@ The pluggy project name, the entry-point group, the retention ledger's session i
 
 from __future__ import annotations
 
-from typing import Final
+# typing costs ~10 ms to import, and `dsh-session --help` reads these names (the
+# entry-point group, to list the installed plugins' commands).
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from typing import Final
 
 __all__ = ["DISABLE_AUTOLOAD_ENV", "DISABLE_PLUGINS_ENV", "ENTRY_POINT_GROUP", "PROJECT_NAME",
            "RETENTION_LEDGER_ID"]

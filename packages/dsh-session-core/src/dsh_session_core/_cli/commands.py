@@ -1,18 +1,18 @@
-"""Every ``dsh-session`` command: the module that builds it, and its one-line help.
+"""Every ``dsh-session`` command of core: the module that builds it, and its one-line
+help; and what the project's own plugins add to the command line.
 
-The top-level ``--help`` (and the error for an unknown command) is printed from this
-table alone; a command's own parser, and its module, are built and imported only when
-that command runs, so ``dsh-session --help`` costs little more than starting Python.
+The top-level ``--help`` (and the error for an unknown command) is printed from these
+tables; a command's own parser, and its module, are built and imported only when that
+command runs, so ``dsh-session --help`` costs little more than starting Python.
 """
 
 from __future__ import annotations
 
-__all__ = ["COMMANDS", "EXAMPLES", "HELP"]
+__all__ = ["COMMANDS", "EXAMPLES", "HELP", "KNOWN_PLUGINS"]
 
 #: Command name → (the module of this package whose ``add_commands`` adds it, its help).
 #: In the order ``--help`` lists them.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("demo", "run a scripted agent session into a store and show its log"),
     "derive": ("logs", "print the messages derived from a log"),
     "repair": ("logs", "cut a log's torn tail and close its interrupted turn, durably"),
     "export": ("logs", "write a log or a stored session as JSONL, as one JSON document, or as "
@@ -33,7 +33,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "retain": ("retention", "mark sessions never to be pruned (--release: unmark)"),
     "rekey": ("rekey", "reseal an encrypted store's sessions under its current key"),
     "search": ("search", "search the messages, tool calls and tool results of a store"),
-    "view": ("view", "browse a store's sessions in a local web page (read-only)"),
 }
 
 #: Command name → its one-line help (what each module passes to ``add_parser``).
@@ -42,7 +41,6 @@ HELP: dict[str, str] = {name: text for name, (_, text) in COMMANDS.items()}
 #: Command name → the example its ``--help`` ends with (a command that writes its own
 #: epilog keeps it).
 EXAMPLES: dict[str, str] = {
-    "demo": "dsh-session demo --store sqlite:////tmp/demo.db",
     "derive": "dsh-session derive --to anthropic chat-1 --store sqlite:///agent.db",
     "repair": "dsh-session repair --dry-run ~/logs/crashed.jsonl",
     "export": "dsh-session export chat-1 --store sqlite:///agent.db > chat-1.jsonl",
@@ -57,5 +55,26 @@ EXAMPLES: dict[str, str] = {
     "copy": "dsh-session copy ~/sessions sqlite:///archive.db --dry-run",
     "rekey": "dsh-session rekey --all --store ~/sessions --key-env MY_KEYS",
     "search": 'dsh-session search "rate limit" --type tool/result --since 7d',
-    "view": "dsh-session view --store sqlite:///agent.db",
+}
+
+#: What the project's own plugins add to the command line (their ``register_commands``),
+#: by entry-point name: (their distribution, their commands with their one-line help,
+#: their ``export`` formats). Data, not an import: core imports no other distribution.
+#: ``dsh-session --help`` lists an installed one's commands from here without loading
+#: any plugin (when every installed plugin is one of these: any other is loaded, to ask
+#: it), and a command or format of one that is not installed says what to install. A
+#: test holds each plugin to its row.
+KNOWN_PLUGINS: dict[str, tuple[str, dict[str, str], tuple[str, ...]]] = {
+    "adk": ("dsh-session-adk", {}, ()),
+    "compact": ("dsh-session-compact", {}, ()),
+    "demo": ("dsh-session", {
+        "demo": "run a scripted agent session into a store and show its log"}, ()),
+    "hooks": ("dsh-session-hooks", {}, ()),
+    "langgraph": ("dsh-session-langgraph", {}, ()),
+    "mode": ("dsh-session-mode", {}, ()),
+    "openai-agents": ("dsh-session-openai-agents", {}, ()),
+    "pydantic-ai": ("dsh-session-pydantic-ai", {}, ()),
+    "todo": ("dsh-session-todo", {}, ()),
+    "view": ("dsh-session-view", {
+        "view": "browse a store's sessions in a local web page (read-only)"}, ("html",)),
 }

@@ -2,10 +2,11 @@
 
 ``dsh-session``, ``dsh-session -h`` and ``--help`` are the commands people run first and
 most, and importing argparse alone (with ``re``, ``enum``, ``gettext``) costs more than
-starting Python. So this text is rendered here, from :data:`.commands.COMMANDS` and
-:data:`OPTIONS`, for those three; argparse's parser of the top level (``parser``) prints
-the same text, from the same function, when it is asked for it some other way (after
-``--debug``, say), and takes its options from the same table.
+starting Python. So this text is rendered here, from :data:`.commands.COMMANDS`, the
+commands the installed plugins add (:func:`.plugin_commands.command_rows`, which loads no
+plugin of the project's own) and :data:`OPTIONS`, for those three; argparse's parser of
+the top level (``parser``) prints the same text, from the same function, when it is asked
+for it some other way (after ``--debug``, say), and takes its options from the same table.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import sys
 
 from .commands import COMMANDS
 
-__all__ = ["DESCRIPTION", "OPTIONS", "PROG", "columns", "render_help", "usage"]
+__all__ = ["DESCRIPTION", "OPTIONS", "PROG", "columns", "command_rows", "render_help",
+           "usage"]
 
 PROG = "dsh-session"
 DESCRIPTION = "Inspect and work with dsh-session event logs."
@@ -61,11 +63,19 @@ def _wrap(text: str, width: int) -> list[str]:
     return [*lines, line] if line else lines
 
 
+def command_rows() -> list[tuple[str, str]]:
+    """``(name, help)`` of every command, as ``--help`` lists them: core's, in the order
+    of :data:`.commands.COMMANDS`, then those the installed plugins add, by name."""
+    from .plugin_commands import command_rows as plugin_rows
+
+    return [(name, text) for name, (_, text) in COMMANDS.items()] + plugin_rows()
+
+
 def render_help(width: int | None = None) -> str:
     """The whole top-level help, laid out as argparse lays it out, for a terminal
     ``width`` columns wide (default: :func:`columns`)."""
     width = (columns() if width is None else width) - 2
-    rows = [("COMMAND", "", 2)] + [(name, text, 4) for name, (_, text) in COMMANDS.items()]
+    rows = [("COMMAND", "", 2)] + [(name, text, 4) for name, text in command_rows()]
     options = [(", ".join(names), text, 2) for names, text in OPTIONS]
     longest = max(indent + len(name) for name, _, indent in rows + options)
     position = min(longest + 2, 24, max(width - 20, 4))

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .._schema.registry import EventRegistry
     from ..events import Event
 
-__all__ = ["add_commands"]
+__all__ = ["add_commands", "add_export_formats"]
 
 #: What to try when a log does not read as is.
 _LOG_HINT = (
@@ -149,14 +149,15 @@ def _export(args: argparse.Namespace) -> int:
     """A log file (read as is: a line that does not parse is an error, nothing is
     dropped silently) or a stored session (read-only, as its backend stores it), written
     back as JSONL, or with ``--json`` as one document ``{"header": ..., "events": [...]}``
-    in the wire shape."""
+    in the wire shape; or in a format a plugin adds (:func:`add_export_formats`)."""
     from .._logformat.logfile import dump_log, parse_log
     from .._schema.codec import encode_events, encode_line
     from ..errors import DshSessionError
     from .source import load_source, read_bytes, resolve, warn
 
-    if args.html or args.output is not None:
-        return _export_html(args)
+    formats: list[str] = getattr(args, "formats", None) or []
+    if formats or args.output is not None:
+        return _export_plugin(args, formats)
     reg = registry()
     if resolve(args.source, args) == "file":
         try:
@@ -180,20 +181,52 @@ def _export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _export_html(args: argparse.Namespace) -> int:
-    """``export --html``: the session's page as one HTML file (dsh-session-view's)."""
-    if not args.html:
-        msg = "-o/--output goes with --html"
+def _format_names() -> list[str]:
+    """The formats plugins add to ``export`` here, and those the project's own plugins
+    add when installed, by name."""
+    from .commands import KNOWN_PLUGINS
+    from .plugin_commands import plugin_additions
+
+    known = {name for _, _, formats in KNOWN_PLUGINS.values() for name in formats}
+    return sorted(known | set(plugin_additions().formats))
+
+
+def _export_plugin(args: argparse.Namespace, formats: list[str]) -> int:
+    """``export --FORMAT``: a format a plugin adds (the viewer's ``--html``: the
+    session's page as one HTML file), run by that plugin; one the project's own
+    distributions add, not installed here, says what to install."""
+    from .plugin_commands import plugin_additions, refusal
+
+    if not formats:
+        names = " or ".join(f"--{name}" for name in _format_names()) or "a plugin's format"
+        msg = f"-o/--output goes with {names}"
         raise Failure(msg, EXIT_USAGE, hint="JSONL and --json go to stdout: redirect it")
-    if args.json:
-        msg = "--html and --json are two formats: pick one"
+    named = list(dict.fromkeys(formats))
+    if len(named) > 1 or args.json:
+        other = "--json" if len(named) == 1 else f"--{named[1]}"
+        msg = f"--{named[0]} and {other} are two formats: pick one"
         raise Failure(msg, EXIT_USAGE)
-    from .view import need_view
+    added = plugin_additions().formats.get(named[0])
+    run = added.run if added is not None else refusal(named[0], export_format=True)
+    assert run is not None  # only a format added or known has its option
+    return run(args)
 
-    need_view("dsh-session export --html")
-    from dsh_session_view import run_export_html
 
-    return run_export_html(args)
+def add_export_formats(export: argparse.ArgumentParser) -> None:
+    """The formats the installed plugins add to ``export`` (their ``register_commands``),
+    each an option ``--NAME``; a format of the project's own distributions that is not
+    installed is an option too, whose run says what to install."""
+    from .commands import KNOWN_PLUGINS
+    from .plugin_commands import plugin_additions
+
+    added = plugin_additions().formats
+    owners = {name: distribution for distribution, _, formats in KNOWN_PLUGINS.values()
+              for name in formats}
+    for name in _format_names():
+        text = (added[name].help if name in added
+                else f"(needs {owners[name]}, which is not installed)")
+        export.add_argument(f"--{name}", dest="formats", action="append_const", const=name,
+                            help=text)
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -413,12 +446,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--json", action="store_true",
         help='one JSON document {"header": ..., "events": [...]} instead of JSONL',
     )
-    export.add_argument(
-        "--html", action="store_true",
-        help="the session's page as one self-contained HTML file (needs dsh-session-view)",
-    )
     export.add_argument("-o", "--output", metavar="FILE",
-                        help="with --html: write to FILE instead of stdout")
+                        help="with a format a plugin adds (--html): write to FILE instead "
+                             "of stdout")
     export.set_defaults(run=_export)
 
     validate = sub.add_parser(

@@ -1,8 +1,9 @@
 """The ``dsh-session`` command: parsing, dispatch, and how failures are shown.
 
-Commands live in one module per group: ``demo``, ``logs`` (derive, export, validate,
-repair), ``registry`` (plugins, events), ``sessions`` (ls, show, stats, tail, fork) and
-``copy``; :data:`.commands.COMMANDS` says which holds which. Only the module of the
+Commands live in one module per group: ``logs`` (derive, export, validate, repair),
+``registry`` (plugins, events), ``sessions`` (ls, show, stats, tail, fork), ``copy``...;
+:data:`.commands.COMMANDS` says which holds which, and plugins add theirs
+(:mod:`.plugin_commands`: the viewer's ``view``, the demo's ``demo``). Only the module of the
 command being run is imported and its parsers built (:mod:`.parser`), and each imports
 what its commands need only when they run. The top-level help (no arguments, ``-h``,
 ``--help``) is printed by :mod:`.help` without argparse at all.

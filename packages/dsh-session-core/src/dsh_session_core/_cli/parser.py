@@ -4,7 +4,9 @@ parsers of the command being run.
 Only the module of the command being run is imported and its parsers built
 (:data:`.commands.COMMANDS` says which module holds which command); with no command,
 each command is listed without building its parser, since every parser costs argparse's
-gettext look-ups.
+gettext look-ups. A command core does not have is asked of the installed plugins
+(their ``register_commands``, :mod:`.plugin_commands`), and only its parser is built;
+``export`` gets the formats they add.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ _TYPE_CHECKING = False
 if _TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
+
+    from .plugin_commands import PluginCommand, Run
 
 __all__ = ["build_parser", "command_of"]
 
@@ -75,6 +79,11 @@ class _Commands(argparse._SubParsersAction):  # type: ignore[type-arg]
         self._choices_actions.append(self._ChoicesPseudoAction(name, (), text))
         self.choices = {**(self.choices or {}), name: None}  # a copy: nothing to parse
 
+    def drop(self, name: str) -> None:
+        """Take back the command ``name`` (its parser and its help entry)."""
+        self._name_parser_map.pop(name, None)
+        self._choices_actions[:] = [a for a in self._choices_actions if a.dest != name]
+
 
 class _Version(argparse.Action):
     """``--version``: core's version, then each installed plugin's, found as ``plugins``
@@ -114,27 +123,73 @@ def command_of(argv: Sequence[str]) -> str | None:
     return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
+def _add_plugin_command(sub: _Commands, command: PluginCommand) -> None:
+    """A plugin's command, built as core builds its own; one whose arguments cannot be
+    added runs as the error that stopped them (one line, or the traceback with
+    ``--debug``), as any failure of a command does."""
+    epilog = f"example:\n  {command.example}" if command.example else None
+    parser = sub.add_parser(command.name, help=command.help,
+                            description=command.description, epilog=epilog)
+    parser.set_defaults(run=command.run)
+    if command.arguments is not None:
+        try:
+            command.arguments(parser)
+        except Exception as exc:
+            sub.drop(command.name)
+            _add_unavailable(sub, command.name, command.help, _raising(exc))
+
+
+def _raising(exc: Exception) -> Run:
+    def run(args: argparse.Namespace) -> int:
+        raise exc
+
+    return run
+
+
+def _add_unavailable(sub: _Commands, name: str, text: str, run: Run) -> None:
+    """A command that cannot run here (:func:`.plugin_commands.refusal`): its parser takes
+    any arguments (no prefix character is an option's), and running it says why."""
+    parser = sub.add_parser(name, help=text, add_help=False, prefix_chars="\0")
+    parser.add_argument("arguments", nargs="*")
+    parser.set_defaults(run=run)
+
+
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser for ``argv``: with every command's parser when ``argv`` is ``None``;
-    else with only the parsers of the module of the command ``argv`` runs, or, when it
-    names none, with a help-only entry per command."""
+    else with only the parsers of the module of the command ``argv`` runs (core's, or
+    the plugin's command it names), or, when it names none, with a help-only entry per
+    command."""
+    from importlib import import_module
+
     parser = _TopParser(prog=top.PROG, description=top.DESCRIPTION, add_help=False)
     for flags, text in top.OPTIONS:
         parser.add_argument(*flags, help=text, **_ACTIONS[flags[-1]])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", action=_Commands,
                                 parser_class=_Parser)
     assert isinstance(sub, _Commands)
+    command = None if argv is None else command_of(argv)
+    plugin: list[PluginCommand] = []
+    refused: Run | None = None
     if argv is None:
         modules = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
     else:
-        command = command_of(argv)
         modules = [COMMANDS[command][0]] if command in COMMANDS else []
-    if not modules:
-        for name, (_, text) in COMMANDS.items():
-            sub.add_listing(name, text)
-    if modules:
-        from importlib import import_module
+    if argv is None or (command is not None and command not in COMMANDS):
+        from .plugin_commands import plugin_additions, refusal
 
-        for module in modules:
-            import_module(f".{module}", __package__).add_commands(sub)
+        added = plugin_additions().commands
+        plugin = [added[name] for name in sorted(added) if argv is None or name == command]
+        if command is not None and not plugin:
+            refused = refusal(command)
+    for module in modules:
+        import_module(f".{module}", __package__).add_commands(sub)
+    if argv is None or command == "export":
+        import_module(".logs", __package__).add_export_formats(sub.choices["export"])
+    for each in plugin:
+        _add_plugin_command(sub, each)
+    if refused is not None and command is not None:
+        _add_unavailable(sub, command, "", refused)
+    elif not modules and not plugin:
+        for name, text in top.command_rows():
+            sub.add_listing(name, text)
     return parser

@@ -5,28 +5,54 @@ metadata with the email package); every command that needs the registry would pa
 Installed distributions keep their entry points in ``<dist>.dist-info/entry_points.txt``
 on ``sys.path``; reading just those files, in path order, takes a millisecond. Anything
 unusual (a zip file on ``sys.path``) falls back to importlib.metadata.
+
+``dsh-session --help`` reads them too (to list the commands of the installed plugins),
+so this module imports nothing but ``os`` and ``sys``: no ``re``, no ``dataclasses``
+(which imports ``inspect``), no ``typing``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import re
 import sys
 
-__all__ = ["EntryPoint", "find_entry_points"]
-
-_SECTION = re.compile(r"^\[(?P<name>[^\]]+)\]\s*$")
+__all__ = ["EntryPoint", "blocked_names", "find_entry_points"]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
 class EntryPoint:
-    """One entry point: ``name = module:attr`` from ``distribution`` at ``version``."""
+    """One entry point: ``name = module:attr`` from ``distribution`` at ``version``
+    (immutable, compared and hashed by its four fields)."""
+
+    __slots__ = ("distribution", "name", "value", "version")
 
     name: str
     value: str
     distribution: str
     version: str
+
+    def __init__(self, name: str, value: str, distribution: str, version: str) -> None:
+        for field, given in (("name", name), ("value", value),
+                             ("distribution", distribution), ("version", version)):
+            object.__setattr__(self, field, given)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        msg = f"cannot assign to field {name!r}"
+        raise AttributeError(msg)
+
+    def _fields(self) -> tuple[str, str, str, str]:
+        return (self.name, self.value, self.distribution, self.version)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EntryPoint):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (f"EntryPoint(name={self.name!r}, value={self.value!r}, "
+                f"distribution={self.distribution!r}, version={self.version!r})")
 
     def load(self) -> object:
         """Import the module (and attribute) the entry point names."""
@@ -40,7 +66,22 @@ class EntryPoint:
 
 
 def _normalized(name: str) -> str:
-    return re.sub(r"[-_.]+", "_", name).lower()
+    """``name`` with each run of ``-``, ``_`` and ``.`` made one ``_``, lowercased (as
+    ``re.sub(r"[-_.]+", "_", name).lower()``)."""
+    out: list[str] = []
+    for char in name.lower():
+        if char in "-_.":
+            if not out or out[-1] != "_":
+                out.append("_")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def blocked_names(raw: str) -> list[str]:
+    """The plugin names of a ``DSH_SESSION_DISABLE_PLUGINS`` value, separated by commas
+    or white space."""
+    return raw.replace(",", " ").split()
 
 
 def _metadata(dist_dir: str) -> tuple[str, str]:
@@ -71,9 +112,8 @@ def _group(text: str, group: str) -> list[tuple[str, str]]:
         line = raw.strip()
         if not line or line[0] in "#;":
             continue
-        section = _SECTION.match(line)
-        if section is not None:
-            inside = section["name"].strip() == group
+        if line.startswith("[") and line.endswith("]"):
+            inside = line[1:-1].strip() == group
             continue
         if inside and "=" in line:
             name, _, value = line.partition("=")

@@ -9,7 +9,6 @@ is the only code that calls hooks; everything else gets typed results from it.
 from __future__ import annotations
 
 import os
-import re
 import types
 import warnings
 from collections.abc import Awaitable, Callable, Iterable
@@ -21,7 +20,7 @@ from .. import hookspecs
 from .._base.names import DISABLE_AUTOLOAD_ENV, DISABLE_PLUGINS_ENV, ENTRY_POINT_GROUP, PROJECT_NAME
 from .._schema.registry import EventRegistry, EventSpec
 from ..errors import PluginConflictError, PluginError, UnknownPluginWarning
-from .entry_points import EntryPoint, find_entry_points
+from .entry_points import EntryPoint, blocked_names, find_entry_points
 
 if TYPE_CHECKING:
     from .._model.session import Session
@@ -122,8 +121,7 @@ _SPEC_MARK = PROJECT_NAME + "_spec"
 
 def _blocked_from_env() -> list[str]:
     """The names in ``DSH_SESSION_DISABLE_PLUGINS``, separated by commas or spaces."""
-    raw = os.environ.get(DISABLE_PLUGINS_ENV, "")
-    return [n for n in re.split(r"[,\s]+", raw) if n]
+    return blocked_names(os.environ.get(DISABLE_PLUGINS_ENV, ""))
 
 
 #: The unknown names already warned about in this process (once each is enough).
@@ -224,6 +222,25 @@ class PluginHooks:
             for member in cast("Iterable[UnionMember]", impl.function() or ()):
                 entries.append((impl.plugin_name, member))
         return entries
+
+    def register_commands(self, cli_of: Callable[[str], object]
+                          ) -> list[tuple[str, Exception]]:
+        """Call every plugin's ``register_commands``, each with the command line
+        ``cli_of(plugin name)`` bound to it (what it adds is then attributed to it, so a
+        clash names both plugins). One by one, not through pluggy's call loop, like
+        :meth:`register_event_types`; one that raises does not stop the others.
+
+        :returns: the plugins whose hook raised, with what it raised (noted with the
+            plugin's name), in call order: the caller drops what they added.
+        """
+        failed: list[tuple[str, Exception]] = []
+        for impl in self.pm.hook.register_commands.get_hookimpls():
+            try:
+                impl.function(**dict.fromkeys(impl.argnames, cli_of(impl.plugin_name)))
+            except Exception as exc:
+                exc.add_note(f"raised by register_commands of plugin {impl.plugin_name!r}")
+                failed.append((impl.plugin_name, exc))
+        return failed
 
     def build_registry(self) -> EventRegistry:
         """A frozen registry of every registered plugin's event types and union members."""
