@@ -1,13 +1,12 @@
-"""No import cycle: among core's top-level modules, and among every module of every
-distribution of the workspace (subpackages included: ``_persistence``, ``_cli``, the
-viewer, the plugins, the integrations).
+"""No import cycle among the modules of every distribution of the workspace (core's
+rooms, the viewer, the plugins, the integrations); the order of core's rooms is
+tests/meta/test_layers.py's.
 
 The graph is read from the source (AST): an edge for every import of one of core's
 top-level modules, wherever it is written, in a function too (a function-level import
 that closes a cycle is still a cycle; it only postpones it to the first call). Imports
 under ``if TYPE_CHECKING:`` (or ``_TYPE_CHECKING``, ``_typing.TYPE_CHECKING``) do not
-count: they never run. The first check keeps the subpackages as leaves (it pins the
-model's own layering); the second follows every module.
+count: they never run.
 """
 
 from __future__ import annotations
@@ -62,13 +61,6 @@ def _imports(tree: ast.AST, modules: set[str]) -> set[str]:
     return found
 
 
-def _graph() -> dict[str, set[str]]:
-    files = {p.stem: p for p in CORE.glob("*.py")}
-    modules = set(files)
-    return {name: _imports(ast.parse(path.read_text()), modules) - {name}
-            for name, path in files.items()}
-
-
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     """One cycle of the graph as a path (first node repeated at the end), or ``None``."""
     done: set[str] = set()
@@ -97,13 +89,6 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def test_core_modules_import_without_a_cycle() -> None:
-    graph = _graph()
-    assert {"events", "_derive", "_projection", "_codec", "jscompat"} <= set(graph)
-    cycle = _cycle(graph)
-    assert cycle is None, " -> ".join(cycle or [])
-
-
 def test_the_cycle_check_sees_function_level_imports() -> None:
     source = "def f():\n    from .b import x\n"
     assert _imports(ast.parse(source), {"b"}) == {"b"}
@@ -111,16 +96,6 @@ def test_the_cycle_check_sees_function_level_imports() -> None:
     assert _imports(ast.parse(hidden), {"b"}) == set()
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
-
-
-def test_the_projection_needs_no_event_class_at_run_time() -> None:
-    # events binds the projection's functions as its classes' message methods, so the
-    # projection may know the event classes only for type checking.
-    graph = _graph()
-    assert "_projection" in graph["events"]
-    assert "events" not in graph["_projection"]
-    assert "_derive" not in graph["events"]
-    assert "_codec" not in graph["events"]
 
 
 # --- every module of every distribution, subpackages included -------------------------
@@ -221,3 +196,14 @@ def test_the_workspace_check_follows_subpackages_and_functions() -> None:
     # A cycle through a function-level import, as the one that was between the errors
     # and the URL rules (errors -> urls, in StoreKindError; urls -> errors).
     assert _cycle({"errors": {"urls"}, "urls": {"errors"}}) == ["errors", "urls", "errors"]
+
+
+def test_the_projection_needs_no_event_class_at_run_time() -> None:
+    # events binds the projection's functions as its classes' message methods, so the
+    # projection may know the event classes only for type checking.
+    graph = _workspace_graph()
+    events, messages = f"{PACKAGE}.events", f"{PACKAGE}._schema.event_messages"
+    assert messages in graph[events]
+    assert events not in graph[messages]
+    assert f"{PACKAGE}._model.derive" not in graph[events]
+    assert f"{PACKAGE}._schema.codec" not in graph[events]
