@@ -133,7 +133,7 @@ def test_a_read_only_store_is_listed_without_a_cache(tmp_path: Path) -> None:
             folder.chmod(0o555)  # the cache's folder cannot be made
         for log in root.glob("*/*.jsonl"):
             log.chmod(0o444)
-        script = ("import sys; from dsh_session_core._persistence import buckets; "
+        script = ("import sys; from dsh_session_core._persistence.backends.jsonl import buckets; "
                   "print(sorted(h.id for h, _ in buckets.list_logs(sys.argv[1])))")
         done = run_unprivileged(["-c", script, str(root)], reach=[str(root)], cwd="/")
         assert done.returncode == 0, done.stderr
