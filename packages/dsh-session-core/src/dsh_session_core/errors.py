@@ -21,6 +21,7 @@ as attributes, and its message says what went wrong and what to do about it::
     │   └── MisplacedLogError              a log's header names another session than its file
     ├── PersistenceError                   a durable store refused (collision, seq mismatch)
     │   ├── SessionExistsError (KeyError)  a session id is already live, or stored
+    │   ├── SessionNotStoredError (LookupError)  nothing is stored under this id
     │   ├── StoreWriteError (OSError)      a durable write failed (names the session, the log)
     │   ├── EncryptionError                an encrypted store refused to read or write
     │   │   ├── EncryptedSessionError      a session sealed at rest, read without keys
@@ -101,6 +102,7 @@ from ._errors.store import (
     SchemaVersionError,
     SessionIdError,
     SessionLockedError,
+    SessionNotStoredError,
     StoreFolderError,
     StoreKindError,
     StoreNotFoundError,
@@ -147,6 +149,7 @@ __all__ = [
     "SessionIdError",
     "SessionLockedError",
     "SessionNotFoundError",
+    "SessionNotStoredError",
     "SkippedLogWarning",
     "SourceReadError",
     "StoreFolderError",

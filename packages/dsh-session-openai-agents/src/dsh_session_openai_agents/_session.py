@@ -42,6 +42,7 @@ from dsh_session_core import (
     SessionLockedError,
     open_store,
 )
+from dsh_session_core.errors import SessionNotStoredError
 
 from ._hold import RunHold
 from ._locks import _settled, _taking_turns, _taking_turns_now, run_holds
@@ -525,4 +526,4 @@ class DshSession(SessionABC):
 def _missing(exc: PersistenceError, session_id: str) -> bool:
     """Whether ``exc`` is the store's "nothing is stored under this id" (``open``'s),
     rather than a stored log that cannot be opened (which trying again does not mend)."""
-    return type(exc) is PersistenceError and str(exc) == f'session "{session_id}" not found'
+    return isinstance(exc, SessionNotStoredError) and exc.session_id == session_id

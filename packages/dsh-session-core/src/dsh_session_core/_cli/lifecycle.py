@@ -55,7 +55,8 @@ def parse_duration(text: str) -> datetime.timedelta:
     try:
         return parse(text)
     except ValueError as exc:
-        if "longer than any date" in str(exc):
+        # The rule raises it from the OverflowError of a duration no date can hold.
+        if isinstance(exc.__context__, OverflowError):
             msg = f"--older-than {text} is longer than any date can be"
         else:
             msg = f"--older-than takes a duration such as 30d, 12h, 90m or 2w, got {text!r}"
@@ -133,17 +134,17 @@ def _open(args: argparse.Namespace) -> tuple[DurableStore, str]:
 
 def _problem(session_id: str, exc: Exception, shown: str) -> tuple[str, str | None]:
     """One line naming why a session cannot be removed, and a hint."""
-    from ..errors import PersistenceError, SessionLockedError
-    from .support import one_line
+    from ..errors import PersistenceError, SessionLockedError, SessionNotStoredError
+    from .support import not_stored_failure, one_line
     from .term import printable
 
     name = printable(session_id)
     if isinstance(exc, SessionLockedError):
         return (f'session "{name}" is held by a writer ({printable(exc.holder)}): left as '
                 f"it is", "stop its writer, or let it release the session, then run rm again")
-    if isinstance(exc, PersistenceError) and str(exc) == f'session "{session_id}" not found':
-        return (f'no session "{name}" in {shown}',
-                f"`dsh-session ls --store {shown}` lists the sessions")
+    if isinstance(exc, SessionNotStoredError) and exc.session_id == session_id:
+        failure = not_stored_failure(exc, shown)
+        return str(failure), failure.hint
     if isinstance(exc, OSError) and not isinstance(exc, PersistenceError):
         return f'cannot remove session "{name}": {exc.strerror or exc}', None
     return f'cannot remove session "{name}": {printable(one_line(exc))}', None

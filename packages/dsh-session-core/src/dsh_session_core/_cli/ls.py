@@ -47,7 +47,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .support import EXIT_OK, Failure, failure_of, plugin_manager
+from .support import EXIT_OK, Failure, plugin_manager
 
 if TYPE_CHECKING:
     from .._inspect.listing import SessionQuery
@@ -60,37 +60,25 @@ def parse_when(option: str, text: str) -> float:
     """``--since``/``--until``'s WHEN as epoch milliseconds
     (:func:`~.._inspect.listing.parse_when`).
 
-    :raises Failure: neither an ISO date/time nor a DURATION (a usage error).
+    :raises InspectUsageError: neither an ISO date/time nor a DURATION (main shows it).
     """
     from .._inspect.listing import parse_when as parse
-    from ..errors import InspectError
 
-    try:
-        return parse(option, text)
-    except InspectError as exc:
-        raise failure_of(exc) from None
+    return parse(option, text)
 
 
 def _count(option: str, text: str) -> int:
     from .._inspect.listing import parse_count
-    from ..errors import InspectError
 
-    try:
-        return parse_count(option, text)
-    except InspectError as exc:
-        raise failure_of(exc) from None
+    return parse_count(option, text)
 
 
 def _open(url: str, named: bool) -> Backend:
     """The backend of the store at ``url``
     (:func:`~.._inspect.listing.open_listed_store`)."""
     from .._inspect.listing import open_listed_store
-    from ..errors import InspectError
 
-    try:
-        return open_listed_store(url, named=named)
-    except InspectError as exc:
-        raise failure_of(exc) from exc.__cause__ or exc
+    return open_listed_store(url, named=named)
 
 
 def _query(args: argparse.Namespace, *, newest_first: bool = False) -> SessionQuery:
@@ -98,19 +86,14 @@ def _query(args: argparse.Namespace, *, newest_first: bool = False) -> SessionQu
 
     :param newest_first: the order ``ls`` lists in: newest first (for ``--sort id``, from
         A to Z), which ``--reverse`` turns round.
-    :raises Failure: an option that does not read (usage).
+    :raises InspectUsageError: an option that does not read (main shows it).
     """
     from .._inspect.listing import SessionQuery
-    from ..errors import InspectError
 
-    try:
-        return SessionQuery.parse(cwd=args.cwd, parent=args.parent, since=args.since,
-                                  until=args.until, limit=args.limit, offset=args.offset,
-                                  sort=args.sort, reverse=bool(args.reverse),
-                                  newest_first=newest_first,
-                                  all=bool(getattr(args, "all", False)))
-    except InspectError as exc:
-        raise failure_of(exc) from None
+    return SessionQuery.parse(cwd=args.cwd, parent=args.parent, since=args.since,
+                              until=args.until, limit=args.limit, offset=args.offset,
+                              sort=args.sort, reverse=bool(args.reverse),
+                              newest_first=newest_first, all=bool(getattr(args, "all", False)))
 
 
 def _labelled(backend: Backend, rows: list[dict[str, Any]],

@@ -14,13 +14,20 @@ one left out named on stderr), 130 interrupted (Ctrl-C, SIGINT: 128 + 2, as a sh
 reports a command SIGINT stopped), in every command: here, whatever the command made of
 the interrupt (``copy``, ``prune``, ``rekey`` and ``search`` say what they did and how to
 go on, ``view`` that it stopped, then exit 130 too). Tracebacks only with ``--debug``.
+
+How an error a command lets out is shown (its line, its hint, its status) is one table,
+:func:`.support.failure_for`, applied here: a command lets the read model's errors, a
+session not stored or any other error out (or raises a :class:`~.support.Failure` of its
+own words), and formats none of them itself. (The SOURCE helpers of :mod:`.source` make
+their Failure by the same table, for the commands that catch it to report each SOURCE
+in a row of its own: ``validate``, ``derive --jsonl``.)
 """
 
 from __future__ import annotations
 
 import sys
 
-from .support import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, Failure, one_line
+from .support import EXIT_OK, EXIT_USAGE, failure_for
 
 #: The exit status of a command interrupted by Ctrl-C (SIGINT): 128 + 2, what a shell
 #: reports for a command the signal stopped (GNU tail -f, cat, sleep... say the same).
@@ -75,32 +82,18 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         # Ctrl-C while a full pipe holds it up is an interrupt like any other (130), not
         # a death by SIGINT.
         sys.stdout.flush()
-    except Failure as exc:
-        if args.debug:
-            raise
-        print(f"dsh-session: {exc}", file=sys.stderr)
-        if exc.hint:
-            print(f"hint: {exc.hint}", file=sys.stderr)
-        # A command may say what an interrupt left (copy does); it still exits 130.
-        raise SystemExit(EXIT_INTERRUPTED if _interrupted(exc) else exc.status) from None
     except BrokenPipeError:
         raise SystemExit(EXIT_OK) from None
     except Exception as exc:
-        # Imported here, not at the top: `--help` does not pay for the error classes.
-        from ..errors import DshSessionError
-
         if args.debug:
             raise
-        if isinstance(exc, DshSessionError):  # e.g. two plugins clash
-            print(f"dsh-session: {one_line(exc)}", file=sys.stderr)
-            print("hint: run again with --debug to see where it came from", file=sys.stderr)
-        else:
-            # A bug of ours or of a plugin: still one line, never a traceback without
-            # --debug.
-            print(f"dsh-session: internal error: {one_line(exc)}", file=sys.stderr)
-            print("hint: run again with --debug for the traceback, and report it",
-                  file=sys.stderr)
-        raise SystemExit(EXIT_INTERRUPTED if _interrupted(exc) else EXIT_REJECTED) from None
+        # The one table of how an error is shown (a command's Failure as it made it).
+        failure = failure_for(exc)
+        print(f"dsh-session: {failure}", file=sys.stderr)
+        if failure.hint:
+            print(f"hint: {failure.hint}", file=sys.stderr)
+        # A command may say what an interrupt left (copy does); it still exits 130.
+        raise SystemExit(EXIT_INTERRUPTED if _interrupted(exc) else failure.status) from None
     except KeyboardInterrupt:
         if args.debug:
             raise

@@ -330,9 +330,9 @@ def _prune(args: argparse.Namespace) -> int:
 
 
 def _retain(args: argparse.Namespace) -> int:
-    from ..errors import DshSessionError, PersistenceError
+    from ..errors import DshSessionError, SessionNotStoredError
     from .source import out_json, out_text
-    from .support import one_line
+    from .support import not_stored_failure, one_line
     from .term import printable
 
     store, shown = _open(args)
@@ -347,9 +347,9 @@ def _retain(args: argparse.Namespace) -> int:
             try:
                 if store.retain(session_id, not args.release, note=args.note):
                     changed.append(session_id)
-            except PersistenceError as exc:
-                if str(exc) == f'session "{session_id}" not found':
-                    problems.append(f'no session "{printable(session_id)}" in {shown}')
+            except SessionNotStoredError as exc:
+                if exc.session_id == session_id:
+                    problems.append(str(not_stored_failure(exc, shown)))
                 else:
                     problems.append(printable(one_line(exc)))
             except (DshSessionError, ValueError, OSError) as exc:

@@ -89,11 +89,9 @@ def run_search(args: argparse.Namespace) -> int:
     limit = DEFAULT_LIMIT if args.limit is None else _count("--limit", args.limit)
     offset = 0 if args.offset is None else _count("--offset", args.offset)
     text = " ".join(args.query)
-    try:
-        query = SearchQuery.parse(text, types=args.types, roles=args.roles,
-                                  sessions=args.sessions, since=since, until=until)
-    except ValueError as exc:
-        raise Failure(str(exc), EXIT_USAGE, hint=_hint(exc)) from None
+    # A query that does not read is the read model's usage error: main shows it.
+    query = SearchQuery.parse(text, types=args.types, roles=args.roles,
+                              sessions=args.sessions, since=since, until=until)
     url = store_url(args)
     backend = _open(url, named=bool(args.store or os.environ.get("DSH_SESSION_STORE")))
     try:
@@ -152,14 +150,6 @@ def _unreadable(found: SearchResults) -> int:
         reason = " ".join(missed.reason.split())
         warn(f'hits of session "{missed.session_id}" may be missing: {reason}')
     return EXIT_PARTIAL if found.unreadable else EXIT_OK
-
-
-def _hint(exc: ValueError) -> str | None:
-    if "no word" in str(exc):
-        return 'search for words: dsh-session search "tool error" --type tool/result'
-    if "quote" in str(exc):
-        return 'close the phrase: dsh-session search \'"exact words"\''
-    return None
 
 
 def _rendered(hits: list[SearchHit], stream: object) -> Iterator[str]:

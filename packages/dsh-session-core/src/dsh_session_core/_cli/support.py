@@ -1,5 +1,8 @@
-"""What every ``dsh-session`` command shares: failures (and the read model's errors as
-failures), exit codes, warnings, loading logs."""
+"""What every ``dsh-session`` command shares: failures, exit codes, warnings, loading
+logs, and how an error is shown: :func:`failure_for` is the one table, which ``main``
+applies to whatever a command lets out (the read model's errors, a session not stored,
+any other error), and which a command that reports an error among others (``rm``,
+``retain``, one row per id) applies through the same functions."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ if TYPE_CHECKING:
     from .._model.session import Session
     from .._plugins.manager import PluginManager
     from .._schema.registry import EventRegistry
-    from ..errors import InspectError
+    from ..errors import InspectError, SessionNotStoredError
 
 __all__ = [
     "EXIT_OK",
@@ -27,9 +30,11 @@ __all__ = [
     "HEADER_HINT",
     "ZSTD_MAGIC",
     "Failure",
+    "failure_for",
     "failure_of",
     "load_session",
     "log_problem",
+    "not_stored_failure",
     "one_line",
     "plugin_manager",
     "read_file",
@@ -75,6 +80,46 @@ def failure_of(exc: InspectError) -> Failure:
 
     status = EXIT_USAGE if isinstance(exc, InspectUsageError) else EXIT_REJECTED
     return Failure(exc.message, status, hint=exc.hint)
+
+
+def not_stored_failure(exc: SessionNotStoredError, url: str | None = None) -> Failure:
+    """The store's "nothing is stored under this id" as a CLI failure: the read model's
+    answer (:func:`~.._inspect.sources.not_stored`) naming the store as ``url`` (the
+    command's ``--store``; default: the store's own location), a rejection."""
+    from .._inspect.sources import not_stored
+
+    return failure_of(not_stored(exc, url))
+
+
+#: What is said of an error of dsh-session no row below names, and of any other.
+_DEBUG_HINT = "run again with --debug to see where it came from"
+_BUG_HINT = "run again with --debug for the traceback, and report it"
+
+
+def failure_for(exc: Exception) -> Failure:
+    """How an error a command let out is shown: one line, a hint and the exit status.
+    This is the one table (``main`` applies it; a row of its own for an error kind is
+    added here, never in a command):
+
+    - a :class:`Failure`: as the command made it;
+    - the read model's :class:`~.errors.InspectError` (a bad id, filter or URL; no such
+      session; a log or a store that does not read): :func:`failure_of`;
+    - :class:`~.errors.SessionNotStoredError`: :func:`not_stored_failure`;
+    - any other error of dsh-session (e.g. two plugins clash): its one line, a
+      rejection, and how to see where it came from;
+    - anything else is a bug (ours or a plugin's): still one line, never a traceback.
+    """
+    from ..errors import DshSessionError, InspectError, SessionNotStoredError
+
+    if isinstance(exc, Failure):
+        return exc
+    if isinstance(exc, InspectError):
+        return failure_of(exc)
+    if isinstance(exc, SessionNotStoredError):
+        return not_stored_failure(exc)
+    if isinstance(exc, DshSessionError):
+        return Failure(one_line(exc), EXIT_REJECTED, hint=_DEBUG_HINT)
+    return Failure(f"internal error: {one_line(exc)}", EXIT_REJECTED, hint=_BUG_HINT)
 
 
 def warn(message: str) -> None:

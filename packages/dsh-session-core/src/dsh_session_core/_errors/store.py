@@ -18,6 +18,7 @@ __all__ = [
     "SchemaVersionError",
     "SessionIdError",
     "SessionLockedError",
+    "SessionNotStoredError",
     "StoreFolderError",
     "StoreKindError",
     "StoreNotFoundError",
@@ -74,6 +75,36 @@ class PersistenceError(DshSessionError):
     def __init__(self, message: str, *, session_id: str) -> None:
         super().__init__(message)
         self.session_id = session_id
+
+
+class SessionNotStoredError(PersistenceError, LookupError):
+    """Nothing is stored under this id: ``open``, ``read``, ``delete``... of a session
+    the store does not hold (never stored, or removed). A :class:`PersistenceError`, as
+    it always was, and a :class:`LookupError`, as the read model's
+    :class:`~dsh_session_core.errors.SessionNotFoundError` is (docs/decisions.md).
+
+    Its message is the reference implementation's, ``session "ID" not found``, which
+    code and tests of both implementations match; what to do about it (which ids are
+    stored) is the note under it, in a traceback (:pep:`678`).
+
+    :ivar session_id: the id looked for.
+    :ivar location: the store it was looked for in, as ``--store`` names it (a plain
+        JSONL store's folder, else the URL that opens it, without its password), when
+        the raiser knows it (a backend does), else ``None``.
+    """
+
+    def __init__(self, session_id: str, *, location: str | None = None) -> None:
+        super().__init__(f'session "{session_id}" not found', session_id=session_id)
+        self.location = location
+        where, store = ("", "URL") if location is None else (f" in {location}", location)
+        self.add_note(
+            f"nothing is stored under this id{where}: store.stored() lists the ids that "
+            f"are (`dsh-session ls --store {store}` from the command line)"
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Made again from its id; its state (location, note) as it was.
+        return (type(self), (self.session_id,), self.__dict__)
 
 
 class StoreWriteError(PersistenceError, OSError):

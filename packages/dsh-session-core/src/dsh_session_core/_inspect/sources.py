@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from .._plugins.manager import PluginManager
     from .._schema.header import SessionHeader
     from .._schema.registry import EventRegistry
-    from ..errors import StoreFolderError
+    from ..errors import SessionNotStoredError, StoreFolderError
     from ..events import Event
     from .files import Progress
 
@@ -60,6 +60,7 @@ __all__ = [
     "is_log_file",
     "load_source",
     "not_found",
+    "not_stored",
     "open_store",
     "resolve_source",
     "scanned_source",
@@ -428,6 +429,23 @@ def not_found(session_id: str, url: str) -> SessionNotFoundError:
     msg = f'no session "{session_id}" in {url} (and no such file)'
     return SessionNotFoundError(msg, session_id=session_id, location=url,
                                 hint=f"`dsh-session ls --store {url}` lists the sessions")
+
+
+def not_stored(exc: SessionNotStoredError, url: str | None) -> SessionNotFoundError:
+    """The read model's answer, for a person, to a store's "nothing is stored under this
+    id" (``exc``, raised by a store's call), naming the store as ``url`` (as the command
+    line named it; ``None``: as ``exc.location`` does, if it does). The store's error is
+    for code; this one is the read model's, with its hint (docs/decisions.md). Raise it
+    ``from exc``."""
+    where = url if url is not None else exc.location
+    name = printable(exc.session_id)
+    if where is None:
+        return SessionNotFoundError(f'no session "{name}" in the store',
+                                    session_id=exc.session_id, location="",
+                                    hint="`dsh-session ls` lists the sessions")
+    return SessionNotFoundError(f'no session "{name}" in {where}', session_id=exc.session_id,
+                                location=where,
+                                hint=f"`dsh-session ls --store {where}` lists the sessions")
 
 
 def check_session_id(backend: Backend | None, session_id: str) -> None:

@@ -35,7 +35,7 @@ import msgspec
 
 from .._base.json_values import JsonDepthError, find_non_json
 from .._schema.codec import ENCODER, encode_events
-from .._schema.decode import TOO_DEEP, decode_body, decode_line, opaque_from_wire
+from .._schema.decode import TOO_DEEP, decode_body, decode_line, is_too_deep, opaque_from_wire
 from .._schema.header import SessionHeader
 from .._schema.registry import EventRegistry
 from ..errors import LogFormatError
@@ -310,7 +310,7 @@ def _event_of(registry: EventRegistry, line: bytes) -> Event | str | None:
     try:
         event = decode_line(registry, line)
     except (LogFormatError, msgspec.DecodeError) as exc:
-        if str(exc) == TOO_DEEP:
+        if is_too_deep(exc):
             return TOO_DEEP
         wire = _parse_json(line)
         if wire is _HOLE:
@@ -468,7 +468,7 @@ def read_lenient(data: bytes, registry: EventRegistry, *, path: str | None = Non
             try:
                 events.append(decode_line(registry, line))
             except LogFormatError as exc:
-                reason = "too deep" if str(exc) == TOO_DEEP else "not JSON"
+                reason = "too deep" if is_too_deep(exc) else "not JSON"
                 skipped.append((i + 2, "blank" if not line.strip() else reason))
     torn = 0
     if fragment.strip():

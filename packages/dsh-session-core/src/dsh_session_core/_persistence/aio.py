@@ -48,9 +48,8 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from .._schema.decode import decode_line
 from .._schema.header import SessionHeader
 from .._schema.registry import EventRegistry
-from ..errors import PersistenceError
 from ..events import Event
-from .base import POLL_SECONDS, Backend, LogNews, LogTail
+from .base import POLL_SECONDS, Backend, LogNews, LogTail, not_found
 
 if TYPE_CHECKING:
     from .store.coordinator import PersistencePlugin
@@ -200,8 +199,7 @@ async def follow_events(
         raise ValueError(msg)
     tail = await tail_lines(backend, persistence, session_id, last)
     if tail is None:
-        msg = f'session "{session_id}" not found'
-        raise PersistenceError(msg, session_id=session_id)
+        raise not_found(session_id)
     registry = persistence.registry
     for event in await _decoded(registry, tail.lines):
         yield event

@@ -32,7 +32,7 @@ from typing import Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
 from .._logformat.tail import POLL_SECONDS, LogNews, LogTail  # the protocol's value types
 from .._schema.header import SessionHeader
 from .._schema.registry import EventRegistry
-from ..errors import PersistenceError, SessionIdError, SessionLockedError
+from ..errors import PersistenceError, SessionIdError, SessionLockedError, SessionNotStoredError
 from ..events import Event
 
 __all__ = [
@@ -185,9 +185,10 @@ def last_active_at(last_event_time: Any, created_at: Any) -> Any:
     return created if last is None or last < created else last_event_time
 
 
-def not_found(session_id: str) -> PersistenceError:
-    """The error for an id no session is stored under (``open``'s, ``location``'s)."""
-    return PersistenceError(f'session "{session_id}" not found', session_id=session_id)
+def not_found(session_id: str, location: str | None = None) -> SessionNotStoredError:
+    """The error for an id no session is stored under (``open``'s, ``delete``'s...);
+    ``location``: the store, when the raiser knows it (a backend does)."""
+    return SessionNotStoredError(session_id, location=location)
 
 
 def cannot_delete(backend: Backend, session_id: str) -> PersistenceError:
@@ -301,8 +302,10 @@ class Backend(Protocol):
         :param dry_run: change nothing: say what would be removed (the lock is only
             tested, and refused the same way).
         :raises SessionLockedError: a writer holds the session.
-        :raises PersistenceError: nothing is stored under this id (``not found``); the
-            default, for a backend that cannot delete (:func:`cannot_delete`).
+        :raises SessionNotStoredError: nothing is stored under this id (raise
+            :func:`not_found`).
+        :raises PersistenceError: the default, for a backend that cannot delete
+            (:func:`cannot_delete`).
         """
         raise cannot_delete(self, session_id)
 

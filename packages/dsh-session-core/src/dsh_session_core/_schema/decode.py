@@ -34,6 +34,7 @@ __all__ = [
     "decode_lines",
     "decode_wire",
     "freeze_untyped",
+    "is_too_deep",
     "opaque_from_wire",
     "ops_first",
 ]
@@ -125,7 +126,18 @@ TOO_DEEP: Final = (
 
 
 def _too_deep() -> LogFormatError:
+    """The refusal of a line nesting too deep: raised (``from None``) only while the
+    :class:`JsonDepthError` or :class:`RecursionError` that found it is handled, which
+    stays its ``__context__`` (:func:`is_too_deep`)."""
     return LogFormatError(TOO_DEEP)
+
+
+def is_too_deep(exc: BaseException) -> bool:
+    """Whether ``exc`` is :func:`decode_line`'s refusal of a line nesting deeper than
+    :data:`MAX_JSON_DEPTH` allows (its message :data:`TOO_DEEP`), told by the error it
+    was raised from, not by its message."""
+    return isinstance(exc, LogFormatError) and isinstance(
+        exc.__context__, JsonDepthError | RecursionError)
 
 
 def _opaque_line(line: bytes) -> Event:

@@ -29,6 +29,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, Literal
 
+from ..errors import InspectUsageError
+
 __all__ = [
     "MAX_INDEXED_WORD",
     "ROLES",
@@ -68,6 +70,10 @@ WORD = re.compile(r"[^\W_]+")
 _TERM = re.compile(r'"([^"]*)"(\*?)|([^\s"]+)')
 
 Sort = Literal["newest", "relevance"]
+
+#: How to write a query, for a query that holds no word, and one whose quote is open.
+_WORDS_HINT: Final = 'search for words: dsh-session search "tool error" --type tool/result'
+_QUOTE_HINT: Final = "close the phrase: dsh-session search '\"exact words\"'"
 
 
 def words_of(text: str) -> list[str]:
@@ -148,9 +154,10 @@ class SearchQuery:
     ) -> SearchQuery:
         """Parse a query and check its filters.
 
-        :raises ValueError: the query holds no word, a quote is not closed, or a filter
-            names an event type or role a search never returns (the message says which
-            ones it takes).
+        :raises InspectUsageError: (a :class:`ValueError`) the query holds no word, a
+            quote is not closed, or a filter names an event type or role a search never
+            returns (the message says which ones it takes; the hint, for the first two,
+            how to write a query).
         """
         given: object = text  # untyped callers may pass anything
         if not isinstance(given, str):
@@ -158,7 +165,7 @@ class SearchQuery:
             raise TypeError(msg)
         if text.count('"') % 2:
             msg = f"the query {text!r} has a quote that is not closed"
-            raise ValueError(msg)
+            raise InspectUsageError(msg, hint=_QUOTE_HINT)
         clauses: list[Clause] = []
         for m in _TERM.finditer(text):
             phrase, star, term = m.groups()
@@ -169,18 +176,18 @@ class SearchQuery:
         if not clauses:
             msg = (f"the query {text!r} holds no word to search for (words are letters "
                    f"and digits)")
-            raise ValueError(msg)
+            raise InspectUsageError(msg, hint=_WORDS_HINT)
         types = frozenset(types)
         unknown = sorted(types - SEARCHED_TYPES.keys())
         if unknown:
             msg = (f"a search never returns events of type {', '.join(unknown)}; it reads "
                    f"{', '.join(SEARCHED_TYPES)}")
-            raise ValueError(msg)
+            raise InspectUsageError(msg)
         roles = frozenset(roles)
         unknown = sorted(roles - set(ROLES))
         if unknown:
             msg = f"unknown role {', '.join(unknown)}: a search takes {', '.join(ROLES)}"
-            raise ValueError(msg)
+            raise InspectUsageError(msg)
         return cls(text, tuple(clauses), types, roles, frozenset(sessions), since, until)
 
     def event_types(self) -> list[str]:

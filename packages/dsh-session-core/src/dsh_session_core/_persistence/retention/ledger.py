@@ -32,7 +32,13 @@ from ..._schema.retention_events import (
     RetentionRemoval,
     RetentionRemoving,
 )
-from ...errors import EncryptedSessionError, EncryptionError, PersistenceError, SessionLockedError
+from ...errors import (
+    EncryptedSessionError,
+    EncryptionError,
+    PersistenceError,
+    SessionLockedError,
+    SessionNotStoredError,
+)
 
 if TYPE_CHECKING:
     from ..._model.session import Session
@@ -176,8 +182,8 @@ def ledger_events(store: DurableStore) -> list[Any]:
         return list(live.events)
     try:
         return list(store.read(LEDGER_ID))
-    except PersistenceError as exc:
-        if str(exc) == f'session "{LEDGER_ID}" not found':
+    except SessionNotStoredError as exc:
+        if exc.session_id == LEDGER_ID:
             return []
         raise
 

@@ -50,6 +50,8 @@ def parse_duration(text: str) -> datetime.timedelta:
     try:
         return datetime.timedelta(seconds=sum(int(n) * _UNITS[u] for n, u in parts))
     except OverflowError:
+        # Raised while the OverflowError is handled: it is the error's __context__,
+        # which tells this refusal from the others (`dsh-session prune` says it its way).
         msg = f"the duration {text} is longer than any date can be"
         raise ValueError(msg) from None
 

@@ -14,8 +14,13 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from ...errors import DshSessionError, PersistenceError, SessionLockedError, StoreNotFoundError
-from ..base import cannot_delete, not_found
+from ...errors import (
+    DshSessionError,
+    SessionLockedError,
+    SessionNotStoredError,
+    StoreNotFoundError,
+)
+from ..base import cannot_delete
 from .ledger import LEDGER_ID, Ledger, ledger_state
 from .plan import Candidate, PruneDecision, PruneReport, plan
 from .removal import epoch_ms, reason_of, remove
@@ -112,8 +117,8 @@ def _measure(store: DurableStore, summary: SessionSummary
         seen = store.persistence.delete(header.id, dry_run=True)
     except SessionLockedError:
         return None, True, None, _location(store.backend, header)
-    except PersistenceError as exc:
-        if str(exc) == str(not_found(header.id)):
+    except SessionNotStoredError as exc:
+        if exc.session_id == header.id:
             return None
         return None, False, reason_of(exc), _location(store.backend, header)
     except (DshSessionError, OSError) as exc:

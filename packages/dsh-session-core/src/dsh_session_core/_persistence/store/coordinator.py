@@ -108,8 +108,8 @@ class PersistencePlugin(WritePath):
     def load(self, session_id: str) -> StoredLog:
         """The stored log, with its torn tail cut and an interrupted turn durably closed.
 
-        :raises PersistenceError: nothing is stored under this id, or it is of another
-            format version.
+        :raises SessionNotStoredError: nothing is stored under this id.
+        :raises PersistenceError: it is of another format version.
         """
         with self._serial(session_id):
             return self._load_core(session_id)
@@ -134,8 +134,9 @@ class PersistencePlugin(WritePath):
         backend can take the lock itself.
 
         :raises SessionLockedError: a live session here, or a writer elsewhere, holds it.
-        :raises PersistenceError: nothing is stored under this id, or the backend cannot
-            delete (:func:`~.base.cannot_delete`).
+        :raises SessionNotStoredError: nothing is stored under this id.
+        :raises PersistenceError: the backend cannot delete
+            (:func:`~.base.cannot_delete`).
         """
         remove = self.capabilities.deletable
         if remove is None:  # a backend written before Backend.delete existed

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..._model.session import Session
 from ..._model.store_args import check_header_args, check_id, check_session
 from ..._schema.header import SessionHeader
-from ...errors import PersistenceError, SessionExistsError
+from ...errors import PersistenceError, SessionExistsError, SessionNotStoredError
 from ...events import Event
 from ..base import not_found
 from .reads import StoredReads
@@ -95,7 +95,7 @@ class DurableStore(StoredReads, StoreRetention):
             ``resume``'s (cut back, deleted, rewritten) or needs a repair, it is loaded
             whole, as without ``resume``. A session that ``discard`` dropped must not be
             given (it holds events the log does not).
-        :raises PersistenceError: nothing is stored under this id.
+        :raises SessionNotStoredError: nothing is stored under this id.
         :raises SessionLockedError: another writer holds it.
         """
         check_id("store.open()", session_id)
@@ -199,7 +199,6 @@ class DurableStore(StoredReads, StoreRetention):
         live = self.get(id)
         if live is not None:
             return live
-        missing = str(not_found(id))
         last: Exception | None = None
         # Each retry follows another writer's create (or delete) that landed between our
         # look and our act: a few are plenty; a loop of them is someone deleting and
@@ -207,8 +206,8 @@ class DurableStore(StoredReads, StoreRetention):
         for _ in range(_OPEN_OR_CREATE_ATTEMPTS):
             try:
                 return self.open(id)
-            except PersistenceError as exc:
-                if type(exc) is not PersistenceError or str(exc) != missing:
+            except SessionNotStoredError as exc:
+                if exc.session_id != id:
                     raise
                 last = exc
             try:
@@ -242,8 +241,8 @@ class DurableStore(StoredReads, StoreRetention):
         read as it is stored, open (:meth:`open` would close it). Flushing or releasing
         it does nothing.
 
-        :raises PersistenceError: nothing is stored under this id, or a log of another
-            format version.
+        :raises SessionNotStoredError: nothing is stored under this id.
+        :raises PersistenceError: a log of another format version.
         :raises LogFormatError: a stored line is corrupt (not a torn last line).
         """
         from ..._model.readonly import ReadOnlySession
@@ -298,7 +297,7 @@ class DurableStore(StoredReads, StoreRetention):
         the crash repair and the writer lock (the PostgreSQL lease) are synchronous, and
         decoding a long log is CPU work that must not run on the event loop.
 
-        :raises PersistenceError: nothing is stored under this id.
+        :raises SessionNotStoredError: nothing is stored under this id.
         """
         return await self._worker().run(self.open, session_id, resume=resume)
 
@@ -332,7 +331,7 @@ class DurableStore(StoredReads, StoreRetention):
         """:meth:`read_session` for asyncio hosts, in the store's worker thread
         (decoding a long log is CPU work that must not run on the event loop).
 
-        :raises PersistenceError: nothing is stored under this id.
+        :raises SessionNotStoredError: nothing is stored under this id.
         """
         return await self._worker().run(self.read_session, session_id)
 
@@ -414,7 +413,7 @@ class DurableStore(StoredReads, StoreRetention):
     def location(self, session_id: str) -> str:
         """Where a session's log lives: its JSONL file, or the SQLite database.
 
-        :raises PersistenceError: no session with this id is live here or stored.
+        :raises SessionNotStoredError: no session with this id is live here or stored.
         """
         live = self.get(session_id)
         if live is not None:
@@ -422,8 +421,7 @@ class DurableStore(StoredReads, StoreRetention):
         for header in self.stored():
             if header.id == session_id:
                 return self.backend.location(header)
-        msg = f'session "{session_id}" not found'
-        raise PersistenceError(msg, session_id=session_id)
+        raise not_found(session_id)
 
     def stored(self) -> list[SessionHeader]:
         """The headers of every stored session, live here or not: what ``dsh-session

@@ -36,7 +36,7 @@ class StoredReads(StoreBase):
 
         :param after: the seq the page starts after (``-1``: from the first event).
         :param limit: at most this many events (``None``: every one after ``after``).
-        :raises PersistenceError: nothing is stored under this id.
+        :raises SessionNotStoredError: nothing is stored under this id.
         :raises ValueError: a negative ``limit``.
         """
         from ..._schema.decode import decode_lines
@@ -55,7 +55,7 @@ class StoredReads(StoreBase):
         (JSONL: backwards in blocks; SQLite and PostgreSQL: the last keys), decoded with
         this store's event types. A torn last line is left out. Nothing is written.
 
-        :raises PersistenceError: nothing is stored under this id.
+        :raises SessionNotStoredError: nothing is stored under this id.
         :raises ValueError: a negative ``count``.
         """
         from ..._schema.decode import decode_lines
@@ -77,7 +77,7 @@ class StoredReads(StoreBase):
         reader's decoding decides. Only what is stored is read; nothing is written, no
         lock is taken, no crash is repaired (a torn last line is left out).
 
-        :raises PersistenceError: nothing is stored under this id.
+        :raises SessionNotStoredError: nothing is stored under this id.
         """
         from ..capabilities import lines_of_types_of
 
@@ -126,8 +126,8 @@ class StoredReads(StoreBase):
         :param on_note: called with a note for people when the log was cut back under
             the follower (a crash repair): the events that follow continue from the seq
             it was cut back to.
-        :raises PersistenceError: nothing is stored under this id (a session is stored
-            from its first flushed event on).
+        :raises SessionNotStoredError: nothing is stored under this id (a session is
+            stored from its first flushed event on).
         :raises LogFormatError: a stored line is not JSON.
         """
         from ..aio import follow_events

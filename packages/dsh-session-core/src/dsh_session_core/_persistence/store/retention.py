@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast, overload
 
-from ...errors import DshSessionError, PersistenceError, SessionLockedError
+from ...errors import DshSessionError, SessionLockedError, SessionNotStoredError
 from ..base import Deleted, SessionSummary, cannot_delete, not_found
 from ..retention.policy import RetentionPolicy
 from ..retention.removal import epoch_ms as _epoch_ms
@@ -56,8 +56,8 @@ class StoreRetention(StoreBase):
         :returns: what was removed (:class:`~.base.Deleted`: paths or rows, bytes freed).
         :raises SessionLockedError: a writer holds the session (release it first), or
             another prune, rm or retain is writing the retention ledger (run again).
-        :raises PersistenceError: no session is stored under this id (``not found``), or
-            the backend cannot delete sessions.
+        :raises SessionNotStoredError: no session is stored under this id.
+        :raises PersistenceError: the backend cannot delete sessions.
         :raises EncryptionError: the retention ledger was sealed by an earlier release
             and the store was opened without keys (nothing is removed).
         """
@@ -201,8 +201,8 @@ class StoreRetention(StoreBase):
                           policy=policy, last_activity=when)
         except SessionLockedError as exc:
             return self._left(summary, when, "locked", exc)
-        except PersistenceError as exc:
-            if str(exc) == str(not_found(header.id)):  # deleted meanwhile
+        except SessionNotStoredError as exc:
+            if exc.session_id == header.id:  # deleted meanwhile
                 return None
             return self._left(summary, when, "failed", exc)
         except (DshSessionError, OSError) as exc:
@@ -260,7 +260,7 @@ class StoreRetention(StoreBase):
 
         :returns: whether the mark changed (marking a marked session changes nothing,
             and records nothing).
-        :raises PersistenceError: no session is stored under this id (``not found``).
+        :raises SessionNotStoredError: no session is stored under this id.
         :raises SessionLockedError: another prune, rm or retain is writing the ledger.
         :raises EncryptionError: a note, on an encrypted session, from a store opened
             without keys (a note is content: it is sealed with the keys); the ledger was

@@ -27,7 +27,7 @@ from ..._schema.header import SEALED_FORMAT_VERSION, SESSION_FORMAT_VERSION, Ses
 from ..._schema.registry import EventRegistry
 from ...errors import PersistenceError, SessionExistsError, StoreFolderError, StoreWriteError
 from ...events import Event
-from ..base import Backend, StoredLog, WriterLock
+from ..base import Backend, StoredLog, WriterLock, not_found
 from ..capabilities import Capabilities
 
 if TYPE_CHECKING:
@@ -258,8 +258,7 @@ class WritePath:
     def _load_stored(self, sid: str) -> StoredLog:
         stored = self.backend.load_stored(sid, self.registry)
         if stored is None:
-            msg = f'session "{sid}" not found'
-            raise PersistenceError(msg, session_id=sid)
+            raise not_found(sid)
         self.check_version(stored.header)
         return stored
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from msgspec import UnsetType
 
+from ...._base.url_for import url_for
 from ...._logformat.logfile import LogCounts, durable_header
 from ...._schema.header import SessionHeader
 from ....errors import LinkedLogError, LogFormatError
@@ -38,6 +39,9 @@ class JsonlDelete:
 
     root: str
     suffix: ClassVar[str]
+    #: The scheme of a URL that opens a store of this kind, when its folder's path does
+    #: not (a plain path is a plain JSONL store's): the compact backend's.
+    _url_scheme: ClassVar[str | None] = None
     _logs: OpenLogs
     _writer: LogWriter
 
@@ -57,7 +61,7 @@ class JsonlDelete:
         of ids into names is injective (:mod:`.paths`).
 
         :raises SessionLockedError: a writer holds the session.
-        :raises PersistenceError: no log of this id (``not found``).
+        :raises SessionNotStoredError: no log of this id.
         :raises MisplacedLogError: the file named for this id holds another session
             (renamed by hand): it is left alone.
         :raises LogFormatError: its first line is not a session header.
@@ -65,7 +69,7 @@ class JsonlDelete:
         """
         path = buckets.find_log(self.root, session_id, self.suffix)
         if path is None:
-            raise not_found(session_id)
+            raise not_found(session_id, self._store_url())
         header = self._header_at(path)
         lock_file = lock_path(self.root, cwd_of(header), header.id)
         # Measured first: taking the lock may sweep them already (acquire).
@@ -87,18 +91,23 @@ class JsonlDelete:
         (:meth:`acquire`) and releases."""
         path = buckets.find_log(self.root, session_id, self.suffix)
         if path is None:
-            raise not_found(session_id)
+            raise not_found(session_id, self._store_url())
         header = self._header_at(path)
         lock_file = lock_path(self.root, cwd_of(header), header.id)
         # Taking the lock may have swept them already (acquire): named all the same.
         temps = {**getattr(lock, "swept", {}), **self._temps(path, header.id)}
         return self._unlink(session_id, path, header, lock_file, temps)
 
+    def _store_url(self) -> str:
+        """The store, as ``--store`` names it (for an error): its folder's path, or the
+        URL that opens it as its kind."""
+        return self.root if self._url_scheme is None else url_for(self._url_scheme, self.root)
+
     def _unlink(self, session_id: str, path: str, header: SessionHeader, lock_file: str,
                 temps: dict[str, int]) -> Deleted:
         """Remove the log, its temp files and its lock file (held by the caller)."""
         if not files.exists(path):  # deleted meanwhile, by another store
-            raise not_found(session_id)
+            raise not_found(session_id, self._store_url())
         report = self._report(header, path, lock_file, temps, "deleted")
         self._forget(path)
         os.unlink(path)

@@ -162,6 +162,7 @@ class JsonlZstdBackend(JsonlBackend):
 
     name = "session-persistence-jsonl-zstd"
     suffix = COMPACT_SUFFIX
+    _url_scheme = "jsonl+zstd"
 
     def __init__(self, root: str | os.PathLike[str], *, level: int = LEVEL) -> None:
         self._zstd = zstandard_module()  # first: without it, nothing else matters

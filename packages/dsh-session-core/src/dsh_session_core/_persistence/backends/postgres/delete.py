@@ -56,14 +56,14 @@ class PostgresDelete:
         The database does not shrink at once: VACUUM reclaims the rows' space.
 
         :raises SessionLockedError: a writer, on any host, holds the session.
-        :raises PersistenceError: no session of this id (``not found``).
+        :raises SessionNotStoredError: no session of this id.
         """
         if not text_ok(session_id):
-            raise not_found(session_id)  # no row can hold this id
+            raise not_found(session_id, self.location_url)  # no row can hold this id
         with self._lock:
             found = self._conn.execute(SELECT_FOUND, (session_id,)).fetchone()
         if found is None:
-            raise not_found(session_id)
+            raise not_found(session_id, self.location_url)
         conn = self._take(session_id)
         try:
             return self._remove(conn, session_id, dry_run=dry_run)
@@ -85,7 +85,7 @@ class PostgresDelete:
         with conn.transaction():
             row = conn.execute(SELECT_MEASURE, {"sid": session_id}).fetchone()
             if row is None:  # deleted meanwhile, by another store
-                raise not_found(session_id)
+                raise not_found(session_id, self.location_url)
             if not dry_run:
                 conn.execute(DELETE_EVENTS, (session_id,))
                 conn.execute(DELETE_SESSION, (session_id,))

@@ -43,6 +43,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from ...._base.url_for import url_for
 from ...._schema.codec import ENCODER
 from ...._schema.header import SessionHeader
 from ...._schema.registry import EventRegistry
@@ -107,6 +108,9 @@ __all__ = [
 #: Rows per chunk of the fast load: small enough that decoding starts early, large
 #: enough that per-query costs vanish.
 _CHUNK: Final = 8192
+#: The refusals of an insert whose key is stored (SQLite's extended result codes): a
+#: clash of seqs, as opposed to another constraint (a session row missing).
+_CLASHES: Final = frozenset({"SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_UNIQUE"})
 
 
 # --- the backend ----------------------------------------------------------------------
@@ -318,7 +322,7 @@ class SqliteBackend(SqliteReads):
         try:
             self._append_rows(header, events, jsonl, params, kept, head)
         except sqlite3.IntegrityError as exc:
-            if "UNIQUE" not in str(exc) and "PRIMARY KEY" not in str(exc):
+            if exc.sqlite_errorname not in _CLASHES:
                 raise  # not a clash of seqs (a session row missing: a caller's bug)
             raise clash(header.id, events[0].seq, materialized) from exc
 
@@ -463,6 +467,10 @@ class SqliteBackend(SqliteReads):
         except sqlite3.Error:
             return True
 
+    def _url(self) -> str | None:
+        """The database's URL (for an error that names the store; none in memory)."""
+        return None if self.path == ":memory:" else url_for("sqlite", self.path)
+
     def delete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
         """Remove the session's ``sessions`` row and every ``events`` row of it in one
         transaction, under its writer lock (:meth:`acquire`), then its lock file (while
@@ -470,14 +478,14 @@ class SqliteBackend(SqliteReads):
         database file keeps its size: SQLite reuses the freed pages.
 
         :raises SessionLockedError: a writer holds the session.
-        :raises PersistenceError: no session of this id (``not found``).
+        :raises SessionNotStoredError: no session of this id.
         """
         if not utf8_ok(session_id):
-            raise not_found(session_id)  # no row can hold this id
+            raise not_found(session_id, self._url())  # no row can hold this id
         with self._lock:
             found = self._conn.execute(SELECT_FOUND, (session_id,)).fetchone()
         if found is None:
-            raise not_found(session_id)
+            raise not_found(session_id, self._url())
         lock_file = self._lock_file(session_id)
         if dry_run:
             free = (session_id not in self._memory_locks if lock_file is None
@@ -489,7 +497,7 @@ class SqliteBackend(SqliteReads):
             with self._lock, self._transaction("BEGIN") as conn:
                 measured = conn.execute(SELECT_MEASURE, (session_id,)).fetchone()
             if measured is None:
-                raise not_found(session_id)
+                raise not_found(session_id, self._url())
             return self._report(measured, lock_file, "would-delete")
         lock = self._acquire(session_id)
         try:
@@ -504,7 +512,7 @@ class SqliteBackend(SqliteReads):
         with self._lock, self._transaction() as conn:
             measured = conn.execute(SELECT_MEASURE, (session_id,)).fetchone()
             if measured is None:  # deleted meanwhile, by another store
-                raise not_found(session_id)
+                raise not_found(session_id, self._url())
             conn.execute(DELETE_EVENTS, (session_id,))
             conn.execute(DELETE_SESSION, (session_id,))
             if self._indexed:

@@ -436,8 +436,7 @@ def read_only(exc: BaseException) -> bool:
     """Whether SQLite refused a write because the database cannot be written."""
     if not isinstance(exc, sqlite3.OperationalError):
         return False
-    # An error SQLite raised has its code; one made elsewhere may not.
+    # Told by SQLite's result code (any SQLITE_READONLY_*): an error SQLite raised has
+    # one; an error without one was not SQLite's refusal of a write.
     code = getattr(exc, "sqlite_errorcode", None)
-    if isinstance(code, int):
-        return code & 0xFF == sqlite3.SQLITE_READONLY
-    return "readonly" in str(exc)
+    return isinstance(code, int) and code & 0xFF == sqlite3.SQLITE_READONLY
