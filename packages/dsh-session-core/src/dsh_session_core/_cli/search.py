@@ -1,5 +1,5 @@
 """``dsh-session search``: full-text search over a store's messages, tool calls and tool
-results (the query syntax and what is searched: ``_search.py`` and docs/search.md).
+results (the query syntax and what is searched: ``_search/`` and docs/search.md).
 
 Each hit prints its session, seq, turn, event type and time, then a one-line snippet
 with the matched words highlighted (bold on a terminal, ``**word**`` otherwise);

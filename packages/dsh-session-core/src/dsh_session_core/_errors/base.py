@@ -1,7 +1,7 @@
 """The root of the error hierarchy, and where every error says it lives.
 
-Each group of errors has its own private module (``_errors_append``, ``_errors_log``,
-``_errors_plugin``, ``_errors_store``); :mod:`dsh_session_core.errors`, the public module,
+Each group of errors has its own private module in this room (``append``, ``crypt``,
+``inspect``, ``log``, ``plugin``, ``store``); :mod:`dsh_session_core.errors`, the public module,
 re-exports them all. Every class states that public module as its ``__module__``, so its
 repr, a traceback's last line and a pickle name ``dsh_session_core.errors.X`` whichever
 private module defines it: the private modules may be regrouped in any release, the

@@ -146,7 +146,7 @@ class Deletable(Protocol):
 class HeldDeletable(Protocol):
     """A backend that removes a session whose writer lock the caller already holds (one
     :meth:`~.base.Backend.acquire` gave), so that a recorded removal is announced only
-    once the lock is taken (``recorded_removal.py``): a delete refused because a writer
+    once the lock is taken (``retention/removal.py``): a delete refused because a writer
     holds the session then writes nothing. Without it, the lock is taken by ``delete``
     itself, after the announcement (a refusal is then recorded as abandoned)."""
 

@@ -13,7 +13,7 @@ appends to it (its writer lock), so two prunes or marks never interleave. Lists 
 is not marked for its parent's mark; a removal of the session takes its mark with it.
 
 It holds no content, so it is never sealed, even on an encrypted store
-(``sealed_ledger.py``): a cleanup job without keys writes it, and every reader, with
+(``encryption/ledger.py``): a cleanup job without keys writes it, and every reader, with
 keys or without, reads it. What it cannot read (a record an earlier release sealed, read
 without keys; a record that is not of its types) is counted, never guessed: prune then
 refuses, for it cannot tell which sessions are marked.

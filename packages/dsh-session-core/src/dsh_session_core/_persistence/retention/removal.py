@@ -11,7 +11,7 @@ is deleted under the lock, and its outcome recorded after (``retention/removal``
 at any point therefore leaves the session either still there (killed before the delete:
 the announcement, if made, is settled as not done) or recorded as removed (killed after
 it: the announcement of a session that is gone counts as its removal). The next ledger
-writer records which (``retention_ledger.Ledger``); readers tell it meanwhile by looking
+writer records which (``retention/ledger.py``: ``Ledger``); readers tell it meanwhile by looking
 for the session (its ``createdAt`` tells it from a session made anew under the same id).
 
 A removal takes the session's never-prune mark with it: a later session of the same id

@@ -244,6 +244,8 @@ class WritePath:
                 self._states.pop(sid, None)
                 raise SessionExistsError(sid, stored=True) from exc
             raise
+        # Only once the backend returned: a failed write leaves the cursor where it was,
+        # so a retry writes the same seqs (the backend rolled them back).
         state.materialized = True
         state.cursor += len(events)
 
