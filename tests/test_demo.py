@@ -10,8 +10,6 @@ import io
 import json
 import re
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from dsh_session_demo import DemoRun, run_demo
 from dsh_session_demo._crash import CrashError, crash_child
 from dsh_session_demo._style import Style, wants_color
 from dsh_session_demo._timeline import one_line
+from process_support import python_prints
 
 # --- running it ------------------------------------------------------------------------
 
@@ -428,9 +427,7 @@ def test_the_demo_command_imports_nothing_heavy_until_it_runs() -> None:
         "_parser(['demo', '--help'])\n"
         "print(sorted(m for m in sys.modules if m.startswith('dsh_session_demo')))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
-    assert out.stdout.strip() == str(
+    assert python_prints(code) == str(
         ["dsh_session_demo", "dsh_session_demo._command", "dsh_session_demo.plugin"])
 
 

@@ -29,6 +29,7 @@ from dsh_session_core._cli.support import registry
 from dsh_session_core._logformat.logfile import parse_log
 from dsh_session_core.testing import run_cli
 from lifecycle_support import store_url
+from process_support import python_prints
 
 #: A bound on a wait for what should come at once: only a hang reaches it.
 PATIENCE = 60
@@ -842,9 +843,7 @@ def test_building_the_parsers_loads_none_of_the_heavy_parts() -> None:
         "print(sorted(m for m in ('msgspec', 'pluggy', 'sqlite3', 'dataclasses')"
         " if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
-    assert out.stdout.strip() == "[]"
+    assert python_prints(code) == "[]"
 
 
 @pytest.mark.parametrize("command", ["show", "stats", "export", "tail"])

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 import pytest
+
+from process_support import python_prints
 
 _LOADED = (
     "import sys\n"
@@ -17,9 +18,7 @@ _LOADED = (
 
 
 def _modules_after(code: str, **env: str) -> set[str]:
-    out = subprocess.run([sys.executable, "-c", _LOADED.format(code=code)],
-                         capture_output=True, text=True, check=True, env={**os.environ, **env})
-    return set(out.stdout.split())
+    return set(python_prints(_LOADED.format(code=code), **env).split())
 
 
 def test_importing_the_package_loads_no_cli_and_no_backend() -> None:

@@ -52,13 +52,10 @@ class PluginCommand:
 
     def __init__(self, name: str, run: Run, help: str, arguments: Arguments | None,
                  description: str | None, example: str | None, plugin: str) -> None:
-        self.name = name
-        self.run = run
-        self.help = help
-        self.arguments = arguments
-        self.description = description
-        self.example = example
-        self.plugin = plugin
+        # A plain record (no dataclass: this module is on --help's path, which loads
+        # nothing beyond what the interpreter has).
+        self.name, self.run, self.help, self.plugin = name, run, help, plugin
+        self.arguments, self.description, self.example = arguments, description, example
 
 
 class ExportFormat:
@@ -67,10 +64,7 @@ class ExportFormat:
     __slots__ = ("help", "name", "plugin", "run")
 
     def __init__(self, name: str, run: Run, help: str, plugin: str) -> None:
-        self.name = name
-        self.run = run
-        self.help = help
-        self.plugin = plugin
+        self.name, self.run, self.help, self.plugin = name, run, help, plugin
 
 
 class Additions:
