@@ -11,7 +11,11 @@ import argparse
 import sys
 from typing import Any
 
+from .._inspect.render import render_timeline
+from .._inspect.timeline import build_timeline
+from .source import load_source, out_json, out_text, warn
 from .support import EXIT_OK, plugin_manager, registry
+from .term import Style, shorten, terminal_width
 
 __all__ = ["run_show"]
 
@@ -20,8 +24,6 @@ JSON_TEXT = 300
 
 
 def _json_ready(doc: dict[str, Any]) -> dict[str, Any]:
-    from .term import shorten
-
     for block in doc["timeline"]:
         for item in block["items"]:
             item["text"] = shorten(item["text"], JSON_TEXT)
@@ -29,11 +31,6 @@ def _json_ready(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from .._inspect.render import render_timeline
-    from .._inspect.timeline import build_timeline
-    from .source import load_source, out_json, out_text, warn
-    from .term import Style, terminal_width
-
     reg = registry()
     doc = build_timeline(load_source(args, reg), reg, plugins=plugin_manager())
     if args.json:
