@@ -1,4 +1,6 @@
-"""``dsh-session copy SRC DST``: copy sessions between two stores, resumably, and check
+"""``dsh-session copy``: copy sessions between two stores.
+
+``dsh-session copy SRC DST``: copy sessions between two stores, resumably, and check
 the copies (the rules are :mod:`dsh_session_core._persistence.copy`'s).
 
 SRC and DST are store URLs, as ``--store`` takes them elsewhere: a folder (JSONL),

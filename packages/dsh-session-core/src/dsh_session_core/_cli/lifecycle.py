@@ -1,4 +1,6 @@
-"""``dsh-session rm``: removing sessions from a store, one by one (the rules are
+"""``dsh-session rm``, and what ``prune`` shares with it.
+
+``dsh-session rm``: removing sessions from a store, one by one (the rules are
 :meth:`~.durable.DurableStore.delete`'s), and what ``prune`` shares with it
 (asking, the lines and rows of a removed session; ``prune`` itself is ``retention.py``).
 

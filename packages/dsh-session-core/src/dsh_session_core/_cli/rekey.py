@@ -1,4 +1,6 @@
-"""``dsh-session rekey``: reseal an encrypted store's sessions under its current key
+"""``dsh-session rekey``: reseal an encrypted store's sessions under its current key.
+
+``dsh-session rekey``: reseal an encrypted store's sessions under its current key
 (the first of the keyring ``--key-env`` or ``DSH_SESSION_KEYS`` holds), each one
 atomically under its writer lock (:mod:`.encryption.rekey`; docs/encryption.md).
 

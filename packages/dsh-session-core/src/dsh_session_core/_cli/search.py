@@ -1,4 +1,6 @@
-"""``dsh-session search``: full-text search over a store's messages, tool calls and tool
+"""``dsh-session search``: full-text search over a store.
+
+``dsh-session search``: full-text search over a store's messages, tool calls and tool
 results (the query syntax and what is searched: ``_search.py`` and docs/search.md).
 
 Each hit prints its session, seq, turn, event type and time, then a one-line snippet
