@@ -43,6 +43,10 @@ if TYPE_CHECKING:
     from .._schema.registry import EventRegistry
     from .term import Progress
 
+# What the commands run is imported in the functions that run it: `dsh-session copy --help`
+# imports this module to build the parser, with argparse alone (the store, read-model and
+# terminal modules would cost it some 100-250 ms).
+
 __all__ = ["add_commands"]
 
 #: What to do about each kind of refused session.

@@ -34,6 +34,10 @@ if TYPE_CHECKING:
     from .._schema.registry import EventRegistry
     from ..events import Event
 
+# What the commands run is imported in the functions that run it: `dsh-session export --help`
+# imports this module to build the parser, with argparse alone (the store, read-model and
+# terminal modules would cost it some 100-250 ms).
+
 __all__ = ["add_commands", "add_export_formats"]
 
 #: What to try when a log does not read as is.

@@ -51,6 +51,10 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
+# What the commands run is imported in the functions that run it: `dsh-session prune --help`
+# imports this module to build the parser, with argparse alone (the store, read-model and
+# terminal modules would cost it some 100-250 ms).
+
 __all__ = ["add_commands"]
 
 #: The options that make a policy (the first form has none of them).

@@ -34,6 +34,10 @@ if TYPE_CHECKING:
     from .._search import SearchHit, SearchResults
     from .term import Style
 
+# What the commands run is imported in the functions that run it: `dsh-session search --help`
+# imports this module to build the parser, with argparse alone (the store, read-model and
+# terminal modules would cost it some 100-250 ms).
+
 __all__ = ["add_commands"]
 
 #: Hits shown when ``--limit`` is not given.
