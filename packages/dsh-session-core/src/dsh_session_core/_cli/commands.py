@@ -1,4 +1,6 @@
-"""Every ``dsh-session`` command of core: the module that builds it, and its one-line
+"""The table of ``dsh-session``'s commands, and of what the project's plugins add.
+
+Every ``dsh-session`` command of core: the module that builds it, and its one-line
 help; and what the project's own plugins add to the command line.
 
 The top-level ``--help`` (and the error for an unknown command) is printed from these

@@ -1,4 +1,6 @@
-"""``dsh-session copy SRC DST``: copy sessions between two stores, resumably, and check
+"""``dsh-session copy``: copy sessions between two stores.
+
+``dsh-session copy SRC DST``: copy sessions between two stores, resumably, and check
 the copies (the rules are :mod:`dsh_session_core._persistence.copy`'s).
 
 SRC and DST are store URLs, as ``--store`` takes them elsewhere: a folder (JSONL),
@@ -40,6 +42,10 @@ if TYPE_CHECKING:
     from .._persistence.copy import CopyProgress, CopyReport, CopyStatus, SessionCopy
     from .._schema.registry import EventRegistry
     from .term import Progress
+
+# What the commands run is imported in the functions that run it: `dsh-session copy --help`
+# imports this module to build the parser, with argparse alone (the store, read-model and
+# terminal modules would cost it some 100-250 ms).
 
 __all__ = ["add_commands"]
 

@@ -1,4 +1,6 @@
-"""``dsh-session rm``: removing sessions from a store, one by one (the rules are
+"""``dsh-session rm``, and what ``prune`` shares with it.
+
+``dsh-session rm``: removing sessions from a store, one by one (the rules are
 :meth:`~.durable.DurableStore.delete`'s), and what ``prune`` shares with it
 (asking, the lines and rows of a removed session; ``prune`` itself is ``retention.py``).
 
@@ -33,6 +35,10 @@ if TYPE_CHECKING:
 
     from .._persistence.base import Deleted
     from .._persistence.store.durable import DurableStore
+
+# What the commands run is imported in the functions that run it: `dsh-session rm --help`
+# imports this module to build the parser, with argparse alone (the store, read-model and
+# terminal modules would cost it some 100-250 ms).
 
 __all__ = ["add_commands", "parse_duration"]
 

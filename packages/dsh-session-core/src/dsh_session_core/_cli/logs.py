@@ -1,4 +1,6 @@
-"""``dsh-session derive``, ``export``, ``validate`` and ``repair``: commands on logs, each a
+"""``dsh-session derive``, ``export``, ``validate`` and ``repair``: commands on logs.
+
+``dsh-session derive``, ``export``, ``validate`` and ``repair``: commands on logs, each a
 log file or a stored session (the SOURCE rule of :mod:`.source`)."""
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ if TYPE_CHECKING:
     from .._model.session import Session
     from .._schema.registry import EventRegistry
     from ..events import Event
+
+# What the commands run is imported in the functions that run it: `dsh-session export --help`
+# imports this module to build the parser, with argparse alone (the store, read-model and
+# terminal modules would cost it some 100-250 ms).
 
 __all__ = ["add_commands", "add_export_formats"]
 

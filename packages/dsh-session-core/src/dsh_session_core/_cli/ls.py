@@ -47,10 +47,21 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .support import EXIT_OK, Failure, plugin_manager
+from .._inspect.describe import field, when
+from .._inspect.listing import (
+    SessionQuery,
+    open_listed_store,
+    parse_count,
+    select_sessions,
+    session_row,
+)
+from .._inspect.listing import parse_when as parse
+from .._persistence.listing import stored_label
+from .source import out_json, out_text, store_url
+from .support import EXIT_OK, Failure, plugin_manager, registry
+from .term import Style, printable, text_table
 
 if TYPE_CHECKING:
-    from .._inspect.listing import SessionQuery
     from .._persistence.base import Backend, SessionSummary
 
 __all__ = ["run_ls"]
@@ -62,22 +73,16 @@ def parse_when(option: str, text: str) -> float:
 
     :raises InspectUsageError: neither an ISO date/time nor a DURATION (main shows it).
     """
-    from .._inspect.listing import parse_when as parse
-
     return parse(option, text)
 
 
 def _count(option: str, text: str) -> int:
-    from .._inspect.listing import parse_count
-
     return parse_count(option, text)
 
 
 def _open(url: str, named: bool) -> Backend:
     """The backend of the store at ``url``
     (:func:`~.._inspect.listing.open_listed_store`)."""
-    from .._inspect.listing import open_listed_store
-
     return open_listed_store(url, named=named)
 
 
@@ -88,8 +93,6 @@ def _query(args: argparse.Namespace, *, newest_first: bool = False) -> SessionQu
         A to Z), which ``--reverse`` turns round.
     :raises InspectUsageError: an option that does not read (main shows it).
     """
-    from .._inspect.listing import SessionQuery
-
     return SessionQuery.parse(cwd=args.cwd, parent=args.parent, since=args.since,
                               until=args.until, limit=args.limit, offset=args.offset,
                               sort=args.sort, reverse=bool(args.reverse),
@@ -100,9 +103,6 @@ def _labelled(backend: Backend, rows: list[dict[str, Any]],
               summaries: list[SessionSummary]) -> None:
     """Add each shown row's ``label`` (a plugin's ``label_session``), reading at most the
     first events of the logs shown, and only for a plugin that asks for them."""
-    from .._persistence.listing import stored_label
-    from .support import registry
-
     pm = plugin_manager()
     if not pm.hook.label_session.get_hookimpls():
         return
@@ -114,11 +114,6 @@ def _labelled(backend: Backend, rows: list[dict[str, Any]],
 
 
 def run_ls(args: argparse.Namespace) -> int:
-    from .._inspect.describe import field, when
-    from .._inspect.listing import select_sessions, session_row
-    from .source import out_json, out_text, store_url
-    from .term import Style, printable, text_table
-
     query = _query(args, newest_first=True)
     url = store_url(args)
     backend = _open(url, named=bool(args.store or os.environ.get("DSH_SESSION_STORE")))

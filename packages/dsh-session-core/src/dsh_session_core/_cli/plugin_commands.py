@@ -1,4 +1,6 @@
-"""What plugins add to the ``dsh-session`` command line through the ``register_commands``
+"""What plugins add to the ``dsh-session`` command line.
+
+What plugins add to the ``dsh-session`` command line through the ``register_commands``
 hook: commands, and formats of ``export`` (:class:`CommandLine` collects them,
 :func:`plugin_additions` asks the installed plugins); which plugin commands ``--help``
 lists (:func:`command_rows`); and what a command or format of the project's own

@@ -14,6 +14,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+# What the commands run is imported in the functions that run it: `dsh-session plugins
+# --help` imports this module to build the parser with argparse alone, and `--version`
+# needs only version_text's own imports (not the catalog's).
+
 __all__ = ["add_commands", "installed_distributions", "own_version", "version_text"]
 
 #: The distribution this package ships in.

@@ -1,4 +1,6 @@
-"""``dsh-session rekey``: reseal an encrypted store's sessions under its current key
+"""``dsh-session rekey``: reseal an encrypted store's sessions under its current key.
+
+``dsh-session rekey``: reseal an encrypted store's sessions under its current key
 (the first of the keyring ``--key-env`` or ``DSH_SESSION_KEYS`` holds), each one
 atomically under its writer lock (:mod:`.encryption.rekey`; docs/encryption.md).
 
@@ -11,6 +13,10 @@ import argparse
 
 from .commands import HELP
 from .support import EXIT_REJECTED, EXIT_USAGE, Failure
+
+# What the commands run is imported in the functions that run it: `dsh-session rekey --help`
+# imports this module to build the parser, with argparse alone (the store, read-model and
+# terminal modules would cost it some 100-250 ms).
 
 __all__ = ["add_commands"]
 

@@ -1,4 +1,6 @@
-"""``dsh-session prune`` and ``retain``: retention from the command line (the rules are
+"""``dsh-session prune`` and ``retain``: retention from the command line.
+
+``dsh-session prune`` and ``retain``: retention from the command line (the rules are
 :class:`~.policy.RetentionPolicy`'s and ``DurableStore.prune``'s).
 
 ``prune --older-than DURATION [--cwd] [--keep N]`` alone is the first form, as it always
@@ -48,6 +50,10 @@ if TYPE_CHECKING:
     from .._persistence.store.durable import DurableStore
 
     T = TypeVar("T")
+
+# What the commands run is imported in the functions that run it: `dsh-session prune --help`
+# imports this module to build the parser, with argparse alone (the store, read-model and
+# terminal modules would cost it some 100-250 ms).
 
 __all__ = ["add_commands"]
 

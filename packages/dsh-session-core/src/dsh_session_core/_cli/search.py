@@ -1,5 +1,7 @@
-"""``dsh-session search``: full-text search over a store's messages, tool calls and tool
-results (the query syntax and what is searched: ``_search/`` and docs/search.md).
+"""``dsh-session search``: full-text search over a store.
+
+Over a store's messages, tool calls and tool results (the query syntax and what is
+searched: ``_search/`` and docs/search.md).
 
 Each hit prints its session, seq, turn, event type and time, then a one-line snippet
 with the matched words highlighted (bold on a terminal, ``**word**`` otherwise);
@@ -31,6 +33,10 @@ if TYPE_CHECKING:
 
     from .._search import SearchHit, SearchResults
     from .term import Style
+
+# What the commands run is imported in the functions that run it: `dsh-session search --help`
+# imports this module to build the parser, with argparse alone (the store, read-model and
+# terminal modules would cost it some 100-250 ms).
 
 __all__ = ["add_commands"]
 

@@ -1,4 +1,6 @@
-"""``dsh-session show``: a session's timeline (:func:`~.._inspect.timeline.build_timeline`,
+"""``dsh-session show``: a session's timeline, printed turn by turn.
+
+``dsh-session show``: a session's timeline (:func:`~.._inspect.timeline.build_timeline`,
 the read model's), printed turn by turn, one line per item, by the read model's
 :func:`~.._inspect.render.render_timeline`, or with ``--json`` as one JSON document (texts
 cut to :data:`JSON_TEXT` characters). The session and whether its store marks it never
@@ -11,7 +13,11 @@ import argparse
 import sys
 from typing import Any
 
+from .._inspect.render import render_timeline
+from .._inspect.timeline import build_timeline
+from .source import load_source, out_json, out_text, warn
 from .support import EXIT_OK, plugin_manager, registry
+from .term import Style, shorten, terminal_width
 
 __all__ = ["run_show"]
 
@@ -20,8 +26,6 @@ JSON_TEXT = 300
 
 
 def _json_ready(doc: dict[str, Any]) -> dict[str, Any]:
-    from .term import shorten
-
     for block in doc["timeline"]:
         for item in block["items"]:
             item["text"] = shorten(item["text"], JSON_TEXT)
@@ -29,11 +33,6 @@ def _json_ready(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from .._inspect.render import render_timeline
-    from .._inspect.timeline import build_timeline
-    from .source import load_source, out_json, out_text, warn
-    from .term import Style, terminal_width
-
     reg = registry()
     doc = build_timeline(load_source(args, reg), reg, plugins=plugin_manager())
     if args.json:

@@ -1,4 +1,6 @@
-"""The SOURCE of the session commands, on the command line: ``SOURCE``, ``--store``,
+"""The SOURCE of the session commands, on the command line.
+
+The SOURCE of the session commands, on the command line: ``SOURCE``, ``--store``,
 ``--file``/``--id`` and ``--recover`` (:func:`add_source_arguments`), turned into the read
 model's :class:`~.._inspect.sources.SourceSpec` (:func:`spec_of`) and read by its rule
 (:mod:`.._inspect.sources`: a log file, or a session id in a store, read without writing

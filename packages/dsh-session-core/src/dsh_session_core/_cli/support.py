@@ -1,4 +1,6 @@
-"""What every ``dsh-session`` command shares: failures, exit codes, warnings, loading
+"""What every ``dsh-session`` command shares.
+
+What every ``dsh-session`` command shares: failures, exit codes, warnings, loading
 logs, and how an error is shown: :func:`failure_for` is the one table, which ``main``
 applies to whatever a command lets out (the read model's errors, a session not stored,
 any other error), and which a command that reports an error among others (``rm``,

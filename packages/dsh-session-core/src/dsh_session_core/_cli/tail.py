@@ -24,11 +24,27 @@ follows it as ``-f`` does. For a session that exists, ``-F`` is ``-f``.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from .._inspect.describe import describe, field
+from .._logformat.logfile import line_wire
+from .._logformat.tail import follow_file, tail_file
+from .._persistence.base import POLL_SECONDS
+from ..errors import StoreNotFoundError
+from .source import (
+    check_session_id,
+    is_log_file,
+    not_found,
+    open_backend,
+    refuse_sealed,
+    resolve,
+    store_url,
+    warn,
+)
 from .support import EXIT_OK, EXIT_USAGE, Failure, write
 from .term import Style, printable, shorten, terminal_width
 
@@ -50,10 +66,6 @@ def _clock(ms: Any) -> str:
 
 
 def _emitter(as_json: bool) -> Emit:
-    from .._inspect.describe import describe, field
-    from .._logformat.logfile import line_wire
-    from .source import warn
-
     style = Style.for_stream(sys.stdout)
     width = terminal_width()
 
@@ -84,8 +96,6 @@ def _emitter(as_json: bool) -> Emit:
 
 
 def _follow(news: Iterator[LogNews], emit: Emit) -> None:
-    from .source import warn
-
     for item in news:
         if item.note is not None:
             warn(item.note)
@@ -93,8 +103,6 @@ def _follow(news: Iterator[LogNews], emit: Emit) -> None:
 
 
 def _tail_file(path: str, n: int, follow: bool, emit: Emit) -> int:
-    from .._logformat.tail import follow_file, tail_file
-
     try:
         tail = tail_file(path, n)
         emit(tail.lines)
@@ -108,9 +116,6 @@ def _tail_file(path: str, n: int, follow: bool, emit: Emit) -> int:
 
 def _tail_stored(session_id: str, url: str, n: int, follow: bool, retry: bool,
                  emit: Emit) -> int:
-    from .._persistence.base import POLL_SECONDS
-    from .source import check_session_id, not_found, open_backend, refuse_sealed, warn
-
     backend, waited = _wait_for_store(url) if retry else (open_backend(url), False)
     try:
         check_session_id(backend, session_id)
@@ -147,10 +152,6 @@ def _wait_for_store(url: str) -> tuple[Any, bool]:
     """The store's backend, once it exists (``-F``): a store the first session written
     to it makes (a SQLite file, a PostgreSQL database's tables) is waited for too. With
     it, whether it had to be waited for."""
-    from .._persistence.base import POLL_SECONDS
-    from ..errors import StoreNotFoundError
-    from .source import open_backend, warn
-
     said = False
     while True:
         try:
@@ -166,9 +167,6 @@ def _wait_for_store(url: str) -> tuple[Any, bool]:
 
 def _wait_for_file(path: str) -> None:
     """Until ``path`` is a log file (``-F --file``)."""
-    from .._persistence.base import POLL_SECONDS
-    from .source import is_log_file, warn
-
     if is_log_file(path):
         return
     warn(f"no log file {path} yet: waiting for it (-F)")
@@ -178,8 +176,6 @@ def _wait_for_file(path: str) -> None:
 
 
 def run_tail(args: argparse.Namespace) -> int:
-    from .source import resolve, store_url
-
     emit = _emitter(args.json)
     source: str = args.source
     if args.lines < 0:
@@ -188,8 +184,6 @@ def run_tail(args: argparse.Namespace) -> int:
     retry: bool = args.retry
     follow: bool = args.follow or retry
     if follow:
-        import signal
-
         # Ctrl-C is how a person stops following, even when started from a shell that
         # set SIGINT to be ignored (a background job of a script): listen to it again.
         # It goes up to main: exit 130, as in every command.

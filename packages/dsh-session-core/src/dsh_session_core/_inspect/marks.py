@@ -1,4 +1,6 @@
-"""Which sessions a store marks never to be pruned (``retained``), as the read model
+"""Which sessions a store marks never to be pruned (``retained``).
+
+Which sessions a store marks never to be pruned (``retained``), as the read model
 shows them: read from the store's retention ledger (docs/retention.md) through the
 ``Backend`` protocol, without a lock and without writing, once per listing
 (:func:`retained_ids`) or per session read by id (:func:`session_mark`).

@@ -1,4 +1,6 @@
-"""A timeline (:func:`~.timeline.build_timeline`'s document) as text for people, turn by
+"""A timeline as text for people, turn by turn.
+
+A timeline (:func:`~.timeline.build_timeline`'s document) as text for people, turn by
 turn, one line per item: what ``dsh-session show`` prints, and the demo. Texts from the
 log are made printable and cut to the width; colours are the caller's (a ``style``
 function), so the text is plain unless the caller paints it.

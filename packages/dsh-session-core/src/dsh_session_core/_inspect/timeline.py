@@ -1,4 +1,6 @@
-"""A session's timeline, turn by turn, as one JSON-ready document: what ``dsh-session
+"""A session's timeline, turn by turn, as one JSON-ready document.
+
+A session's timeline, turn by turn, as one JSON-ready document: what ``dsh-session
 show`` prints and the viewer pages through.
 
 Each turn block holds its trigger, its steps (with how many stream chunks each
