@@ -1,8 +1,8 @@
 """``dsh-session rm``, and what ``prune`` shares with it.
 
-``dsh-session rm``: removing sessions from a store, one by one (the rules are
-:meth:`~.durable.DurableStore.delete`'s), and what ``prune`` shares with it
-(asking, the lines and rows of a removed session; ``prune`` itself is ``retention.py``).
+Removing sessions from a store, one by one (the rules are
+:meth:`~.durable.DurableStore.delete`'s), and what ``prune`` shares with it (asking, the
+lines and rows of a removed session; ``prune`` itself is ``retention.py``).
 
 A session is removed whole and physically (its JSONL file, or its rows, and its lock
 file), under its writer lock: one that a live writer holds, in any process, is refused

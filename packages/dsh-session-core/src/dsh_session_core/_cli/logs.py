@@ -1,7 +1,7 @@
 """``dsh-session derive``, ``export``, ``validate`` and ``repair``: commands on logs.
 
-``dsh-session derive``, ``export``, ``validate`` and ``repair``: commands on logs, each a
-log file or a stored session (the SOURCE rule of :mod:`.source`)."""
+Commands on logs, each a log file or a stored session (the SOURCE rule of
+:mod:`.source`)."""
 
 from __future__ import annotations
 

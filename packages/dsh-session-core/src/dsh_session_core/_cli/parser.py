@@ -1,7 +1,6 @@
 """The argparse parser of ``dsh-session``.
 
-The argparse parser of ``dsh-session``: the top level from :mod:`.help`'s table, and the
-parsers of the command being run.
+The top level from :mod:`.help`'s table, and the parsers of the command being run.
 
 Only the module of the command being run is imported and its parsers built
 (:data:`.commands.COMMANDS` says which module holds which command); with no command,

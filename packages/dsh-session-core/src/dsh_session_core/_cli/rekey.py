@@ -1,8 +1,8 @@
 """``dsh-session rekey``: reseal an encrypted store's sessions under its current key.
 
-``dsh-session rekey``: reseal an encrypted store's sessions under its current key
-(the first of the keyring ``--key-env`` or ``DSH_SESSION_KEYS`` holds), each one
-atomically under its writer lock (:mod:`.encryption.rekey`; docs/encryption.md).
+Reseal an encrypted store's sessions under its current key (the first of the keyring
+``--key-env`` or ``DSH_SESSION_KEYS`` holds), each one atomically under its writer lock
+(:mod:`.encryption.rekey`; docs/encryption.md).
 
 Ctrl-C prints what was done (the sessions rekeyed, and those that failed, as a whole run
 prints them), then says how many of how many and how to go on (exit 130)."""

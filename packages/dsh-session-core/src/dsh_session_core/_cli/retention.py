@@ -1,7 +1,7 @@
 """``dsh-session prune`` and ``retain``: retention from the command line.
 
-``dsh-session prune`` and ``retain``: retention from the command line (the rules are
-:class:`~.policy.RetentionPolicy`'s and ``DurableStore.prune``'s).
+Retention from the command line (the rules are :class:`~.policy.RetentionPolicy`'s and
+``DurableStore.prune``'s).
 
 ``prune --older-than DURATION [--cwd] [--keep N]`` alone is the first form, as it always
 was. Any of ``--keep-latest``, ``--per``, ``--max-size``, ``--archive`` or ``--policy

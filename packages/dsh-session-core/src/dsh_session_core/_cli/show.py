@@ -1,11 +1,10 @@
 """``dsh-session show``: a session's timeline, printed turn by turn.
 
-``dsh-session show``: a session's timeline (:func:`~.._inspect.timeline.build_timeline`,
-the read model's), printed turn by turn, one line per item, by the read model's
-:func:`~.._inspect.render.render_timeline`, or with ``--json`` as one JSON document (texts
-cut to :data:`JSON_TEXT` characters). The session and whether its store marks it never
-to be pruned are read together, from one opening of the store.
-"""
+A session's timeline (:func:`~.._inspect.timeline.build_timeline`, the read model's),
+printed turn by turn, one line per item, by the read model's
+:func:`~.._inspect.render.render_timeline`, or with ``--json`` as one JSON document
+(texts cut to :data:`JSON_TEXT` characters). The session and whether its store marks it
+never to be pruned are read together, from one opening of the store."""
 
 from __future__ import annotations
 

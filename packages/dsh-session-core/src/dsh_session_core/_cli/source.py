@@ -1,14 +1,14 @@
 """The SOURCE of the session commands, on the command line.
 
-The SOURCE of the session commands, on the command line: ``SOURCE``, ``--store``,
-``--file``/``--id`` and ``--recover`` (:func:`add_source_arguments`), turned into the read
-model's :class:`~.._inspect.sources.SourceSpec` (:func:`spec_of`) and read by its rule
+``SOURCE``, ``--store``, ``--file``/``--id`` and ``--recover``
+(:func:`add_source_arguments`), turned into the read model's
+:class:`~.._inspect.sources.SourceSpec` (:func:`spec_of`) and read by its rule
 (:mod:`.._inspect.sources`: a log file, or a session id in a store, read without writing
-anything or taking a lock). What the read model refuses becomes a :class:`~.support.Failure`
-here (:func:`~.support.failure_of`, the row of main's one table for the read model's
-errors): a command that reads several SOURCEs catches it to report each in a row of its
-own (``validate``, ``derive --jsonl``). This module adds nothing to the read model's rules.
-"""
+anything or taking a lock). What the read model refuses becomes a
+:class:`~.support.Failure` here (:func:`~.support.failure_of`, the row of main's one
+table for the read model's errors): a command that reads several SOURCEs catches it to
+report each in a row of its own (``validate``, ``derive --jsonl``). This module adds
+nothing to the read model's rules."""
 
 from __future__ import annotations
 

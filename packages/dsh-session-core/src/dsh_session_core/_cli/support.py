@@ -1,10 +1,10 @@
 """What every ``dsh-session`` command shares.
 
-What every ``dsh-session`` command shares: failures, exit codes, warnings, loading
-logs, and how an error is shown: :func:`failure_for` is the one table, which ``main``
-applies to whatever a command lets out (the read model's errors, a session not stored,
-any other error), and which a command that reports an error among others (``rm``,
-``retain``, one row per id) applies through the same functions."""
+Failures, exit codes, warnings, loading logs, and how an error is shown:
+:func:`failure_for` is the one table, which ``main`` applies to whatever a command lets
+out (the read model's errors, a session not stored, any other error), and which a
+command that reports an error among others (``rm``, ``retain``, one row per id) applies
+through the same functions."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The sessions of a store, listed.
 
-The sessions of a store, listed: which ones (a :class:`SessionQuery`), in which order,
-which page of them, and each as a row (``dsh-session ls --json``'s shape).
+Which ones (a :class:`SessionQuery`), in which order, which page of them, and each as a
+row (``dsh-session ls --json``'s shape).
 
 Selecting: ``cwd`` (that working directory), ``parent`` (the forks of a session),
 ``since`` / ``until`` (last activity at or after / before, epoch ms; a session with no

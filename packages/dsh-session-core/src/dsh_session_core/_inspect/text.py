@@ -1,9 +1,8 @@
 """Text for people, from untrusted data.
 
-Text for people, from untrusted data: a log's strings made safe to print
-(:func:`printable`), cut to one line (:func:`shorten`), and an error as one line
-(:func:`one_line`). Standard library only: the CLI imports it at start.
-"""
+A log's strings made safe to print (:func:`printable`), cut to one line
+(:func:`shorten`), and an error as one line (:func:`one_line`). Standard library only:
+the CLI imports it at start."""
 
 from __future__ import annotations
 

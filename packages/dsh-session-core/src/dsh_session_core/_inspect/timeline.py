@@ -1,7 +1,6 @@
 """A session's timeline, turn by turn, as one JSON-ready document.
 
-A session's timeline, turn by turn, as one JSON-ready document: what ``dsh-session
-show`` prints and the viewer pages through.
+What ``dsh-session show`` prints and the viewer pages through.
 
 Each turn block holds its trigger, its steps (with how many stream chunks each
 streamed), one item per message, tool calls with their results (matched by ``callId``,

@@ -1,10 +1,9 @@
 """Values as JSON for a reader.
 
-Values as JSON for a reader: any value (a row, a timeline, a header) as one compact
-line, an event as its log line, a log line back as its wire shape. Lone surrogates
-(which a reference log may hold, and msgspec refuses) are written and read as
-JavaScript does, so nothing a log holds makes a display fail.
-"""
+Any value (a row, a timeline, a header) as one compact line, an event as its log line, a
+log line back as its wire shape. Lone surrogates (which a reference log may hold, and
+msgspec refuses) are written and read as JavaScript does, so nothing a log holds makes a
+display fail."""
 
 from __future__ import annotations
 
