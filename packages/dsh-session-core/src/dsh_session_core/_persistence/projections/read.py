@@ -134,6 +134,10 @@ def _fold_all(caps: Capabilities, registry: EventRegistry, projection: Projectio
     lines = lines_of_types_of(caps, session_id, projection.types)
     if lines is None:
         return None
+    last = caps.backend.tail_lines(session_id, 1)
+    envelope = _envelope(last.lines[-1]) if last is not None and last.lines else None
+    seq = envelope.get("seq") if envelope is not None else None
+    covers = seq + 1 if isinstance(seq, int) else 0
     events = decode_lines(registry, lines)
     # The mark is of the last event folded, as far as this view goes: it is never stored.
     changes = fold_changes(projection, events, mark_after(projection, None), rebuild=True)
@@ -144,7 +148,7 @@ def _fold_all(caps: Capabilities, registry: EventRegistry, projection: Projectio
     def fetch(query: RowQuery | str) -> Any:
         return summary if query == "summary" else table.select(query)  # type: ignore[arg-type]
 
-    return ProjectionView(projection, session_id, len(events), len(events), fetch, None)
+    return ProjectionView(projection, session_id, covers, covers, fetch, None)
 
 
 def open_view(caps: Capabilities, registry: EventRegistry, projection: Projection,
