@@ -39,8 +39,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("_search",),
     ("_persistence",),  # its root: what the rooms below share
     ("_persistence.backends",),
-    ("_persistence.encryption",),
     ("_persistence.projections",),
+    ("_persistence.encryption",),
     ("_persistence.retention",),
     ("_persistence.store",),
     ("_persistence.opening",),

@@ -160,8 +160,10 @@ class ProjectionContract:
         model = self._write(make_backend, "p1", [log[:3], log[3:10], log[10:]])
         view = self._view(make_backend, "p1")
         assert self._rows(view) == model.rows
-        assert view is not None and view.covers == len(log)
-        assert model.summary is not None and view.summary() == Last(*model.summary)
+        assert view is not None
+        assert view.covers == len(log)
+        assert model.summary is not None
+        assert view.summary() == Last(*model.summary)
 
     def test_p2_reads_by_key_range_and_newest_first(self, make_backend: BackendFactory
                                                      ) -> None:
@@ -224,5 +226,7 @@ class ProjectionContract:
             model.see(wire)
         view = self._view(make_backend, "p6")
         assert self._rows(view) == model.rows
-        assert view is not None and view.covers == len(log)
-        assert model.summary is not None and view.summary() == Last(*model.summary)
+        assert view is not None
+        assert view.covers == len(log)
+        assert model.summary is not None
+        assert view.summary() == Last(*model.summary)

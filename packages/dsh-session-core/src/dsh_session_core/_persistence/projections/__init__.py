@@ -5,6 +5,7 @@ The fold run over events (``fold``), the changes each flush writes with its batc
 (``read``). A plugin's declaration is ``_schema/projections.py``; what a backend stores,
 ``_persistence/rows.py``.
 
-It may import ``encryption``, ``backends``, the root of ``_persistence`` and the rooms
-below it; ``retention`` and ``store`` stand above it.
+It may import ``backends``, the root of ``_persistence`` and the rooms below it;
+``encryption`` (a rekey rebuilds the rows it reseals), ``retention`` and ``store`` stand
+above it.
 """

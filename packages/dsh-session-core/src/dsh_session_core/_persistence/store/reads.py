@@ -9,7 +9,7 @@ them.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Collection, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...events import Event
 from ..base import not_found
@@ -18,9 +18,7 @@ from .base import StoreBase
 if TYPE_CHECKING:
     import datetime
 
-    from ..._schema.projections import Projection
     from ..._search import SearchResults, Sort
-    from ..projections.read import ProjectionView
 
 __all__ = ["StoredReads"]
 
@@ -87,58 +85,6 @@ class StoredReads(StoreBase):
         if lines is None:
             raise not_found(session_id)
         return lines
-
-    def projection(self, session_id: str, name: str) -> ProjectionView[Any]:
-        """The rows of projection ``name`` (a plugin's, ``register_projections``) of a
-        stored session, as stored now: read by key (``get``), key range or newest first
-        (``rows``), and its summary row (``summary``). Where the backend keeps rows
-        (every built-in one) a read costs what it returns; elsewhere the log is folded.
-        Nothing is written, no lock is taken.
-
-        :raises UnknownProjectionError: no installed plugin declares ``name``.
-        :raises SessionNotStoredError: nothing is stored under this id.
-        """
-        from ..projections.read import open_view
-
-        view = open_view(self.capabilities, self.registry, self._projection(name),
-                         session_id)
-        if view is None:
-            raise not_found(session_id)
-        return view
-
-    def projection_summaries(self, name: str, session_ids: Iterable[str] | None = None
-                             ) -> dict[str, Any]:
-        """The summary row of projection ``name`` of each stored session that has one
-        (of ``session_ids`` only, when given), by session id: what a listing across
-        sessions reads without opening their logs.
-
-        :raises UnknownProjectionError: no installed plugin declares ``name``.
-        """
-        from ..projections.read import summaries
-
-        projection = self._projection(name)
-        ids = ([h.id for h in self.backend.list()] if session_ids is None
-               else list(session_ids))
-        return summaries(self.capabilities, self.registry, projection, ids)
-
-    def _projection(self, name: str) -> Projection:
-        for p in self.registry.projections:
-            if p.name == name:
-                return p
-        from ...errors import UnknownProjectionError
-
-        raise UnknownProjectionError(name, tuple(p.name for p in self.registry.projections))
-
-    async def aprojection(self, session_id: str, name: str) -> ProjectionView[Any]:
-        """:meth:`projection` for asyncio hosts, in the store's worker thread (the view's
-        reads then run where they are called: each is one short backend call)."""
-        return await self._worker().run(self.projection, session_id, name)
-
-    async def aprojection_summaries(self, name: str,
-                                    session_ids: Iterable[str] | None = None
-                                    ) -> dict[str, Any]:
-        """:meth:`projection_summaries` for asyncio hosts, in the store's worker thread."""
-        return await self._worker().run(self.projection_summaries, name, session_ids)
 
     async def aread_lines(self, session_id: str, *, types: Collection[str]) -> list[bytes]:
         """:meth:`read_lines` for asyncio hosts, in the store's worker thread."""
