@@ -39,12 +39,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("_search",),
     ("_persistence",),  # its root: what the rooms below share
     ("_persistence.backends",),
-    ("_persistence.encryption",),
     ("_persistence.projections",),
+    ("_persistence.encryption",),
     ("_persistence.retention",),
     ("_persistence.store",),
     ("_persistence.opening",),
-    ("providers",),
+    ("projections", "providers"),
     ("_inspect", "inspect"),
     ("_cli", "cli"),
     ("testing",),
@@ -52,7 +52,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 #: What may stand at core's top level: the package, its public modules and its rooms.
 TOP_LEVEL = frozenset({
     "__init__.py", "__main__.py", "py.typed", "cli.py", "errors.py", "events.py",
-    "hookspecs.py", "inspect.py", "invariants.py", "jscompat.py", "lazy.py",
+    "hookspecs.py", "inspect.py", "invariants.py", "jscompat.py", "lazy.py", "projections.py",
     "vocabulary.py", "_base", "_errors", "_schema", "_plugins", "_model", "_logformat",
     "_search", "_persistence", "_inspect", "_cli", "providers", "testing",
 })
@@ -61,7 +61,7 @@ TOP_LEVEL = frozenset({
 PERSISTENCE_ROOT = frozenset({
     "__init__.py", "aio.py", "base.py", "capabilities.py", "copy.py", "file_locks.py",
     "listing.py", "opening.py", "search.py", "urls.py", "backends", "encryption",
-    "projections", "retention", "store",
+    "projections", "retention", "rows.py", "store",
 })
 #: The longest a module may be, in lines.
 MAX_LINES = 600

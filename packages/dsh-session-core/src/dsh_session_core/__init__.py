@@ -87,6 +87,7 @@ if _TYPE_CHECKING:
     from ._persistence.encryption.sealed import SealedBackend
     from ._persistence.listing import is_hidden, label_of, named_labels, stored_label
     from ._persistence.opening import open_store
+    from ._persistence.projections.read import ProjectionView
     from ._persistence.retention.plan import PruneDecision, PruneReport
     from ._persistence.retention.policy import RetentionPolicy
     from ._persistence.store.coordinator import PersistenceError, PersistencePlugin
@@ -96,6 +97,7 @@ if _TYPE_CHECKING:
     from ._plugins.manager import PluginManager, create_plugin_manager, hookimpl
     from ._schema.codec import encode_event, encode_events, to_wire
     from ._schema.header import SEALED_FORMAT_VERSION, SESSION_FORMAT_VERSION, SessionHeader
+    from ._schema.projections import Projection
     from ._schema.registry import EventRegistry, EventSpec, RegisteredEvent
     from ._schema.retention_events import (
         RetentionMark,
@@ -247,6 +249,8 @@ _LAZY: dict[str, str] = {
     "Event": ".events",
     "EventRegistry": "._schema.registry",
     "EventSpec": "._schema.registry",
+    "Projection": "._schema.projections",
+    "ProjectionView": "._persistence.projections.read",
     "UnionMember": "._schema.unions",
     "RegisteredMember": "._schema.unions",
     "EventsView": "._model.session",
@@ -349,6 +353,8 @@ __all__ = [
     "PluginSource",
     "PostgresBackend",
     "Problem",
+    "Projection",
+    "ProjectionView",
     "PruneDecision",
     "PruneReport",
     "ReasoningBlock",

@@ -43,7 +43,8 @@ as attributes, and its message says what went wrong and what to do about it::
     │   └── SessionIdError                 a session id the backend's id rule refuses
     └── PluginError
         ├── PluginConflictError (RuntimeError)   two distributions use one entry-point name
-        └── DuplicateEventTypeError (ValueError) two plugins declare one event type
+        ├── DuplicateEventTypeError (ValueError) two plugins declare one event type
+        └── UnknownProjectionError (LookupError) a read names a projection none declares
 
 Messages quoting the reference implementation keep its exact wording (tests match on
 them), so that a log rejected by one implementation is rejected for the same reason by
@@ -93,6 +94,7 @@ from ._errors.plugin import (
     PluginConflictError,
     PluginError,
     UnknownPluginWarning,
+    UnknownProjectionError,
 )
 from ._errors.store import (
     LinkedLogError,
@@ -165,6 +167,7 @@ __all__ = [
     "UnknownFieldError",
     "UnknownMemberError",
     "UnknownPluginWarning",
+    "UnknownProjectionError",
     "UnreadableSessionWarning",
     "UnstorableError",
 ]

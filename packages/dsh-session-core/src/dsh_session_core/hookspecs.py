@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ._persistence.base import Backend
     from ._plugins.manager import PluginManager
     from ._schema.header import SessionHeader
+    from ._schema.projections import Projection
     from ._schema.registry import EventSpec
     from ._schema.unions import UnionMember
     from .events import Event
@@ -36,6 +37,7 @@ __all__ = [
     "label_session",
     "register_commands",
     "register_event_types",
+    "register_projections",
     "register_union_members",
     "session_created",
     "session_event",
@@ -105,6 +107,23 @@ def register_union_members() -> Iterable[UnionMember]:
     same payload loads opaquely and ``dsh-session validate --strict`` names it.
 
     .. versionadded:: 0.2
+    """
+
+
+@_spec
+def register_projections() -> Iterable[Projection]:
+    """Declare the projections this plugin keeps beside the log: keyed rows folded from
+    some event types, read by key, key range or newest first
+    (:class:`~dsh_session_core.Projection`, docs/projections.md).
+
+    Called once per plugin when a registry is built, like
+    :func:`register_event_types`. A store keeps each projection current at every flush
+    where its backend keeps rows, and folds the log for a read where it does not.
+
+    :returns: the :class:`~dsh_session_core.Projection` entries. Two plugins declaring
+        one name make the build fail naming both.
+
+    .. versionadded:: 0.6
     """
 
 

@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                            "size), archived first if asked"),
     "retain": ("retention", "mark sessions never to be pruned (--release: unmark)"),
     "rekey": ("rekey", "reseal an encrypted store's sessions under its current key"),
+    "reindex": ("reindex", "rebuild a store's projection rows from its logs"),
     "search": ("search", "search the messages, tool calls and tool results of a store"),
 }
 
@@ -56,6 +57,7 @@ EXAMPLES: dict[str, str] = {
     "fork": "dsh-session fork chat-1 --turn 3 --as chat-1-retry",
     "copy": "dsh-session copy ~/sessions sqlite:///archive.db --dry-run",
     "rekey": "dsh-session rekey --all --store ~/sessions --key-env MY_KEYS",
+    "reindex": "dsh-session reindex --all --store sqlite:///agent.db",
     "search": 'dsh-session search "rate limit" --type tool/result --since 7d',
 }
 

@@ -13,6 +13,7 @@ __all__ = [
     "PluginConflictError",
     "PluginError",
     "UnknownPluginWarning",
+    "UnknownProjectionError",
 ]
 
 
@@ -88,6 +89,23 @@ class DuplicateUnionMemberError(PluginError, ValueError):
         self.family = family
         self.tag = tag
         self.plugins = plugins
+
+
+class UnknownProjectionError(PluginError, LookupError):
+    """A read names a projection that no installed plugin declares.
+
+    :ivar name: the projection's name.
+    :ivar known: the names of the projections the store knows.
+    """
+
+    def __init__(self, name: str, known: tuple[str, ...]) -> None:
+        listed = ", ".join(known) if known else "none"
+        super().__init__(
+            f"no installed plugin declares the projection {name!r} (declared: {listed}): "
+            f"install the plugin that declares it (`dsh-session plugins` lists them)"
+        )
+        self.name = name
+        self.known = known
 
 
 publish(globals(), __all__)

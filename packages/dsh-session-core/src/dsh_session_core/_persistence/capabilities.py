@@ -36,6 +36,7 @@ from .base import (
     WriterLock,
     keep_types,
 )
+from .rows import RowChanges, RowQuery
 
 if TYPE_CHECKING:
     from .._search import SearchHit, SearchQuery
@@ -50,6 +51,7 @@ __all__ = [
     "Deletable",
     "HeldDeletable",
     "LineReads",
+    "Projecting",
     "Resumable",
     "Rewritable",
     "Searchable",
@@ -125,6 +127,54 @@ class Resumable(Protocol):
 
     def lines_since(self, header: SessionHeader, last: Event) -> builtins.list[bytes] | None:
         """The lines stored after ``last``, when the log still holds it."""
+        ...
+
+
+# --- projections --------------------------------------------------------------------------
+
+
+@runtime_checkable
+class Projecting(Protocol):
+    """A backend that keeps projection rows beside the log (:mod:`.rows`): in the same
+    transaction as the events (SQLite, PostgreSQL, memory), or in a sidecar written
+    just after them (JSONL). Without it, every read of a projection folds the log.
+
+    Rows, summaries and marks are opaque bytes to the backend; the store checks a mark
+    against the log before it trusts the rows. A backend removes a session's rows with
+    the session (``delete``), and never returns rows of another session or projection.
+    """
+
+    def append_projected(self, header: SessionHeader, events: Sequence[Event],
+                         jsonl: bytes, materialized: bool,
+                         changes: Sequence[RowChanges]) -> None:
+        """:meth:`~.base.Backend.append_batch`, and the rows' ``changes`` with it (in its
+        transaction; or, where the log is a file, just after it: a failure to write
+        them leaves the appended log as it is, its rows behind it)."""
+        ...
+
+    def write_rows(self, header: SessionHeader, changes: Sequence[RowChanges]) -> None:
+        """Apply ``changes`` to the session's rows alone (a rebuild, a catch-up); the
+        caller holds the session's writer lock."""
+        ...
+
+    def projection_marks(self, session_id: str) -> dict[str, bytes]:
+        """The stored mark of each projection the session has rows of."""
+        ...
+
+    def projection_rows(self, session_id: str, name: str, query: RowQuery
+                        ) -> builtins.list[tuple[str, bytes]]:
+        """The rows ``query`` asks for, in its order."""
+        ...
+
+    def projection_summaries(self, name: str, session_ids: Sequence[str] | None = None
+                             ) -> builtins.list[tuple[str, bytes, bytes]]:
+        """``(session id, mark, summary)`` of the sessions with a summary row of
+        ``name`` (of ``session_ids`` only, when given), in no order."""
+        ...
+
+    def drop_projections(self, session_id: str | None) -> None:
+        """Remove every row, summary and mark of the session (``None``: of every
+        session): they are rebuilt from the log."""
         ...
 
 
@@ -256,6 +306,7 @@ class Capabilities:
     searchable: Searchable | None = None
     selective_summaries: SelectiveSummaries | None = None
     line_reads: LineReads | None = None
+    projecting: Projecting | None = None
     typed_line_reads: TypedLineReads | None = None
     resumable: Resumable | None = None
     deletable: Deletable | None = None
@@ -286,6 +337,7 @@ class Capabilities:
             selective_summaries=(backend if isinstance(backend, SelectiveSummaries)
                                  else None),
             line_reads=backend if isinstance(backend, LineReads) else None,
+            projecting=backend if isinstance(backend, Projecting) else None,
             typed_line_reads=backend if isinstance(backend, TypedLineReads) else None,
             resumable=backend if isinstance(backend, Resumable) else None,
             deletable=backend if deletable else None,

@@ -223,6 +223,15 @@ class PluginHooks:
                 entries.append((impl.plugin_name, member))
         return entries
 
+    def register_projections(self) -> list[tuple[str, object]]:
+        """Every plugin's projections, each paired with the declaring plugin's name
+        (checked when the registry is built)."""
+        entries: list[tuple[str, object]] = []
+        for impl in self.pm.hook.register_projections.get_hookimpls():
+            for projection in cast("Iterable[object]", impl.function() or ()):
+                entries.append((impl.plugin_name, projection))
+        return entries
+
     def register_commands(self, cli_of: Callable[[str], object]
                           ) -> list[tuple[str, Exception]]:
         """Call every plugin's ``register_commands``, each with the command line
@@ -244,7 +253,8 @@ class PluginHooks:
 
     def build_registry(self) -> EventRegistry:
         """A frozen registry of every registered plugin's event types and union members."""
-        return EventRegistry(self.register_event_types(), self.register_union_members())
+        return EventRegistry(self.register_event_types(), self.register_union_members(),
+                             self.register_projections())
 
     def session_event_listeners(self) -> tuple[tuple[str, Listener], ...]:
         """``(plugin name, function)`` of every ``session_event`` implementation, in the

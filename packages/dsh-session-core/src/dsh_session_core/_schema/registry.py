@@ -22,6 +22,7 @@ import msgspec.inspect as mi
 from .._base.json_values import MAX_JSON_DEPTH
 from ..errors import DuplicateEventTypeError, PluginError
 from ..events import Event, OpaqueEvent, SurfaceEvent
+from .projections import Projection, check_projections
 from .unions import UnionMember, UnionMembers
 
 __all__ = ["EventRegistry", "EventSpec", "RegisteredEvent"]
@@ -162,21 +163,25 @@ class EventRegistry:
     """The frozen set of known event types. Iterates in sorted type order."""
 
     __slots__ = ("_by_type", "_line_decoder", "_list_decoder", "_lookup", "_members",
-                 "_surface_types")
+                 "_projections", "_surface_types")
 
     def __init__(
         self,
         entries: Iterable[tuple[str, EventSpec]],
         members: Iterable[tuple[str, UnionMember]] = (),
+        projections: Iterable[tuple[str, object]] = (),
     ) -> None:
         """:param entries: ``(plugin, spec)`` for every declared event type.
         :param members: ``(plugin, member)`` for every declared member of a
             merge-extensible union (:mod:`dsh_session_core._schema.unions`).
+        :param projections: ``(plugin, projection)`` for every declared projection
+            (:mod:`dsh_session_core._schema.projections`).
         :raises DuplicateEventTypeError: a type is declared twice.
         :raises DuplicateUnionMemberError: a union member is declared twice.
         :raises PluginError: an entry is malformed or has no doc line.
         """
         self._members = UnionMembers(members)
+        self._projections = check_projections(projections)
         by_type: dict[str, RegisteredEvent] = {}
         undocumented: list[str] = []
         for plugin, spec in entries:
@@ -245,6 +250,11 @@ class EventRegistry:
         """Every member of the merge-extensible unions, core's and the plugins', with
         its owner."""
         return self._members
+
+    @property
+    def projections(self) -> tuple[Projection, ...]:
+        """The projections the plugins declare, in name order."""
+        return self._projections
 
     @property
     def types(self) -> tuple[str, ...]:

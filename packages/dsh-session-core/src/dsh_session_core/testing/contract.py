@@ -16,8 +16,9 @@ would (the same sessions each time)::
             return lambda: MyBackend(tmp_path / "data")
 
 Every case drives the backend through :class:`~dsh_session_core.PersistencePlugin`, the
-write-behind coordinator every store puts in front of its backend. Importing this module
-imports pytest.
+write-behind coordinator every store puts in front of its backend. The projection cases
+(``test_p*``, :mod:`.projection_contract`) hold whether the backend keeps projection rows
+or not. Importing this module imports pytest.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from .events import (
     turn_start_data,
     wire_event,
 )
+from .projection_contract import ProjectionContract
 from .stores import BackendFactory
 
 ONE_TURN = one_turn_log()
@@ -90,7 +92,7 @@ INTERRUPTED_RESULT = {
 }
 
 
-class BackendContract:
+class BackendContract(ProjectionContract):
     """The contract's cases, for a subclass to run on its backend (see the module).
 
     Besides ``make_backend``, a subclass may override ``keeps_line_order``: whether the

@@ -30,6 +30,7 @@ from ..base import (
     continued,
     not_found,
 )
+from ..rows import RowChanges, RowQuery, RowTable
 
 __all__ = ["MemoryBackend"]
 
@@ -60,6 +61,8 @@ class MemoryBackend:
     def __init__(self) -> None:
         self._logs: dict[str, _Log] = {}
         self._held: set[str] = set()
+        #: (session id, projection) -> its rows, and its mark.
+        self._tables: dict[tuple[str, str], tuple[RowTable, bytes]] = {}
 
     def _stored(self, session_id: str, registry: EventRegistry) -> StoredLog | None:
         log = self._logs.get(session_id)
@@ -86,8 +89,43 @@ class MemoryBackend:
             self._logs[header.id] = _Log(header, [])
         self._logs[header.id].lines.append(jsonl)
 
+    def append_projected(self, header: SessionHeader, events: Sequence[Event],
+                         jsonl: bytes, materialized: bool,
+                         changes: Sequence[RowChanges]) -> None:
+        self.append_batch(header, events, jsonl, materialized)
+        self.write_rows(header, changes)
+
+    def write_rows(self, header: SessionHeader, changes: Sequence[RowChanges]) -> None:
+        for change in changes:
+            key = (header.id, change.name)
+            table = self._tables[key][0] if key in self._tables else RowTable()
+            table.apply(change)
+            self._tables[key] = (table, change.mark)
+
+    def projection_marks(self, session_id: str) -> dict[str, bytes]:
+        return {name: mark for (sid, name), (_, mark) in self._tables.items()
+                if sid == session_id}
+
+    def projection_rows(self, session_id: str, name: str, query: RowQuery
+                        ) -> builtins.list[tuple[str, bytes]]:
+        found = self._tables.get((session_id, name))
+        return found[0].select(query) if found is not None else []
+
+    def projection_summaries(self, name: str, session_ids: Sequence[str] | None = None
+                             ) -> builtins.list[tuple[str, bytes, bytes]]:
+        wanted = None if session_ids is None else set(session_ids)
+        return [(sid, mark, table.summary) for (sid, n), (table, mark) in self._tables.items()
+                if n == name and table.summary is not None
+                and (wanted is None or sid in wanted)]
+
+    def drop_projections(self, session_id: str | None) -> None:
+        for key in [k for k in self._tables if session_id is None or k[0] == session_id]:
+            del self._tables[key]
+
     def rewrite(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes) -> None:
-        """Replace the session's header and lines (one assignment: nothing to tear)."""
+        """Replace the session's header and lines (one assignment: nothing to tear);
+        its rows go with the old log (the store folds the new one)."""
+        self.drop_projections(header.id)
         self._logs[header.id] = _Log(header, [jsonl])
 
     def commit_repair(
@@ -138,6 +176,7 @@ class MemoryBackend:
         when = None if wire is None else wire.get("time")
         if not dry_run:
             del self._logs[session_id]
+            self.drop_projections(session_id)
         return Deleted(session_id, "would-delete" if dry_run else "deleted", "memory:",
                        (f"memory: the log of {session_id!r}",),
                        len(ENCODER.encode(log.header)) + 1 + len(jsonl), jsonl.count(b"\n"),

@@ -79,6 +79,7 @@ def rekey(store: DurableStore, session_id: str) -> Rekeyed:
         raises (a missing key, a refused record...).
     :raises SessionLockedError: another writer holds the session.
     """
+    from ..projections.rebuild import rebuild_rows
     from .sealed import SealedBackend, cannot_reseal
 
     backend = store.backend
@@ -102,6 +103,9 @@ def rekey(store: DurableStore, session_id: str) -> Rekeyed:
     try:
         store.flush(session)  # the closers of an interrupted turn, if any
         backend.rewrite(session.header, list(session.events), session.jsonl())
+        # The rewrite dropped the session's projection rows: sealed anew, here.
+        rebuild_rows(store.capabilities, store.registry, session.header,
+                     list(session.events))
     finally:
         store.release(session)
     records = len(session.events)
@@ -127,6 +131,7 @@ def _seal_in_place(store: DurableStore, backend: SealedBackend, session_id: str
     from ..._model.repair import interrupted_turn_closers
     from ..._schema.codec import encode_events
     from ..._schema.header import SESSION_FORMAT_VERSION
+    from ..projections.rebuild import rebuild_rows
 
     inner = backend.inner
     # Read once for its header (its bucket, where its lock lives), then again under the
@@ -146,6 +151,7 @@ def _seal_in_place(store: DurableStore, backend: SealedBackend, session_id: str
         events = [*stored.events, *closers]
         jsonl = stored.jsonl if stored.jsonl is not None else encode_events(stored.events)
         backend.rewrite(stored.header, events, jsonl + encode_events(closers))
+        rebuild_rows(store.capabilities, store.registry, stored.header, events)
     finally:
         lock.release()
     return Rekeyed(session_id, len(events), backend.sealer.keyring.current, (),

@@ -58,7 +58,9 @@ from ..capabilities import (
     read_lines_of,
     summaries_of,
 )
+from ..rows import RowChanges
 from .ledger import LEDGER_ID, open_lines, seal_notes
+from .sealed_rows import SealedRows
 from .sealing import Sealer, sealed_registry
 
 __all__ = ["SealedBackend", "cannot_reseal", "plaintext_session"]
@@ -86,7 +88,7 @@ def cannot_reseal(backend: Backend, session_id: str) -> EncryptionError:
         session_id=session_id)
 
 
-class SealedBackend:
+class SealedBackend(SealedRows):
     """``inner``, its records sealed with ``sealer`` (see the module's docstring).
 
     The method of a capability ``inner`` lacks is not in this backend's record; called on
@@ -180,6 +182,25 @@ class SealedBackend:
 
     def append_batch(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes,
                      materialized: bool) -> None:
+        self._append(header, events, jsonl, materialized, None)
+
+    def append_projected(self, header: SessionHeader, events: Sequence[Event],
+                         jsonl: bytes, materialized: bool,
+                         changes: Sequence[RowChanges]) -> None:
+        self._append(header, events, jsonl, materialized,
+                     self.sealed_changes(header.id, changes))
+
+    def _down(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes,
+              materialized: bool, changes: Sequence[RowChanges] | None) -> None:
+        """The inner backend's append (with the sealed rows' changes, when given)."""
+        if changes is None:
+            self.inner.append_batch(header, events, jsonl, materialized)
+        else:
+            self._projecting().append_projected(header, events, jsonl, materialized,
+                                                changes)
+
+    def _append(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes,
+                materialized: bool, changes: Sequence[RowChanges] | None) -> None:
         # A failed write is retried with the same events: they are sealed to the same
         # bytes again (Sealer.seal's ``again``), for a backend that published the failed
         # write (a JSONL first write) adopts it only when the retry's bytes begin with it.
@@ -192,7 +213,7 @@ class SealedBackend:
             else:
                 plain, down = seal_notes(self.sealer, events, jsonl, reseal=False)
             try:
-                self.inner.append_batch(header, plain, down, materialized)
+                self._down(header, plain, down, materialized, changes)
             except BaseException:
                 self._ledger_failed = (jsonl, plain, down)
                 raise
@@ -200,7 +221,7 @@ class SealedBackend:
         again = self._failed.pop(header.id, None)
         sealed, lines = self.sealer.seal(header.id, events, jsonl, again)
         try:
-            self.inner.append_batch(self.down(header), sealed, lines, materialized)
+            self._down(self.down(header), sealed, lines, materialized, changes)
         except BaseException:
             self._failed[header.id] = self.sealer.nonces(events, jsonl, sealed)
             raise

@@ -1,7 +1,11 @@
-"""Reserved: materialized views kept beside the log.
+"""Projections: keyed rows folded from the log, kept beside it (docs/projections.md).
 
-Read models the next performance work adds; nothing stands here yet.
+The fold run over events (``fold``), the changes each flush writes with its batch
+(``keep``), and the reads that trust stored rows only where their mark matches the log
+(``read``). A plugin's declaration is ``_schema/projections.py``; what a backend stores,
+``_persistence/rows.py``.
 
-It may import ``encryption``, ``backends``, the root of ``_persistence`` and the rooms
-below it; ``retention`` and ``store`` stand above it.
+It may import ``backends``, the root of ``_persistence`` and the rooms below it;
+``encryption`` (a rekey rebuilds the rows it reseals), ``retention`` and ``store`` stand
+above it.
 """

@@ -18,6 +18,7 @@ from ..._schema.header import SessionHeader
 from ...errors import PersistenceError, SessionExistsError, SessionNotStoredError
 from ...events import Event
 from ..base import not_found
+from .projections import StoredProjections
 from .reads import StoredReads
 from .retention import StoreRetention
 
@@ -32,7 +33,7 @@ __all__ = ["DurableStore"]
 _OPEN_OR_CREATE_ATTEMPTS = 5
 
 
-class DurableStore(StoredReads, StoreRetention):
+class DurableStore(StoredReads, StoredProjections, StoreRetention):
     """A :class:`SessionStore` whose sessions are durable.
 
     Appends are buffered; :meth:`flush` (call it at every ``turn/end``) makes them

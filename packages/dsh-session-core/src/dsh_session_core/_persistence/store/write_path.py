@@ -29,6 +29,8 @@ from ...errors import PersistenceError, SessionExistsError, StoreFolderError, St
 from ...events import Event
 from ..base import Backend, StoredLog, WriterLock, not_found
 from ..capabilities import Capabilities
+from ..projections.keep import Keeper
+from ..rows import RowChanges
 
 if TYPE_CHECKING:
     import asyncio
@@ -63,6 +65,9 @@ class SessionState:
     #: The events ``load`` returned, until a live session claims the state: a seed made
     #: of these very objects covers the stored log without reading it again.
     loaded: list[Event] | None = None
+    #: How many events each projection's stored rows fold (:class:`~..projections.keep.
+    #: Keeper`), once read (``None``: not yet).
+    projected: dict[str, int] | None = None
 
 
 class NamedWriteErrors:
@@ -139,6 +144,11 @@ class WritePath:
         #: What the backend has beyond the protocol, found once, here.
         self.capabilities = Capabilities.of(backend)
         self.registry = registry
+        projecting = self.capabilities.projecting
+        #: Keeps the projections current (where the backend keeps rows and plugins
+        #: declare projections).
+        self.keeper = (Keeper(registry.projections, projecting)
+                       if projecting is not None and registry.projections else None)
         self._states: dict[str, SessionState] = {}
         self._buffers: dict[Session, builtins.list[Event]] = {}
         self._inited: set[int] = set()
@@ -221,9 +231,16 @@ class WritePath:
         check_follows(sid, state.cursor, events)
         self._own(state)
         jsonl = lines if lines is not None else encode_events(events)
+        changes = self._row_changes(sid, state, events) if self.keeper is not None else None
         try:
             with NamedWriteErrors(sid, self.backend, state.header, "flushing"):
-                self.backend.append_batch(state.header, events, jsonl, state.materialized)
+                if changes:
+                    assert self.capabilities.projecting is not None
+                    self.capabilities.projecting.append_projected(
+                        state.header, events, jsonl, state.materialized, changes)
+                else:
+                    self.backend.append_batch(state.header, events, jsonl,
+                                              state.materialized)
         except Exception as exc:
             # A first write refused because another writer (another process) created
             # the same id since this store's create checked it: say so, whatever the
@@ -248,6 +265,37 @@ class WritePath:
         # so a retry writes the same seqs (the backend rolled them back).
         state.materialized = True
         state.cursor += len(events)
+        if changes and state.projected is not None:
+            Keeper.written(state.projected, changes, state.cursor)
+
+    def _row_changes(self, sid: str, state: SessionState, events: Sequence[Event]
+                     ) -> builtins.list[RowChanges]:
+        """The projections' changes for ``events``, the batch a flush appends."""
+        assert self.keeper is not None
+        cursor = state.cursor
+        memo: builtins.list[Sequence[Event]] = []
+
+        def before() -> Sequence[Event]:
+            if not memo:
+                memo.append(self._events_before(sid, state, cursor))
+            return memo[0]
+
+        if state.projected is None:
+            state.projected = (self.keeper.trusted(sid, before()) if state.materialized
+                               else {})
+        return self.keeper.changes(state.projected, cursor, before, events)
+
+    def _events_before(self, sid: str, state: SessionState, cursor: int
+                       ) -> Sequence[Event]:
+        """The session's stored events (at least ``cursor`` of them): the live
+        session's, the ones its load returned, else read again."""
+        owner = state.owner
+        if owner is not None and len(owner.events) >= cursor:
+            return owner.events
+        if state.loaded is not None and len(state.loaded) >= cursor:
+            return state.loaded
+        stored = self.backend.load_stored(sid, self.registry)
+        return stored.events if stored is not None else []
 
     def _stored_now(self, sid: str) -> bool:
         """Whether the backend holds ``sid``. Never raises: a look that fails counts as

@@ -1,0 +1,157 @@
+"""A store's projections, end to end on the memory store (every other backend runs the
+same cases in the backend contract, tests/persistence/test_contract.py): declaring
+them, reading them, ``reindex``, rekey, and a fold that fails."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+import pytest
+
+from dsh_session_core import (
+    DurableStore,
+    Event,
+    Keyring,
+    MemoryBackend,
+    SealedBackend,
+    create_plugin_manager,
+    hookimpl,
+    open_store,
+)
+from dsh_session_core._persistence.encryption.sealing import Sealer
+from dsh_session_core.errors import PluginError, SessionNotStoredError, UnknownProjectionError
+from dsh_session_core.projections import Projection, Put, Summary
+from dsh_session_core.testing import user_turn
+
+
+class Said(msgspec.Struct):
+    text: str
+
+
+class Count(msgspec.Struct):
+    seq: int
+
+
+def _fold(event: Event) -> Iterator[Any]:
+    data: Any = event.data
+    yield Put(f"{event.seq:08d}", Said(data.content[0].text))
+    yield Summary(Count(event.seq))
+
+
+SAID = Projection("test/said", 1, frozenset({"user/message"}), Said, _fold, summary=Count)
+
+
+def _plugins(*projections: Projection) -> Any:
+    class Plugin:
+        @hookimpl
+        def register_projections(self) -> list[Projection]:
+            return list(projections)
+
+    pm = create_plugin_manager()
+    pm.register(Plugin(), "test-projections")
+    return pm
+
+
+def _write(store: Any, texts: list[str]) -> str:
+    session = store.create()
+    for turn, text in enumerate(texts, 1):
+        user_turn(session, turn, text)
+        store.flush(session)
+    store.release(session)
+    return str(session.id)
+
+
+def test_rows_are_kept_and_read_without_folding_the_log() -> None:
+    with open_store("memory:", plugin_manager=_plugins(SAID)) as store:
+        sid = _write(store, ["a", "b", "c"])
+        view = store.projection(sid, "test/said")
+        assert view.folded == 0  # read from the rows the flushes kept
+        assert [r.text for _, r in view.rows()] == ["a", "b", "c"]
+        last = [e.seq for e in store.read(sid) if e.type == "user/message"][-1]
+        assert view.summary() == Count(last)
+        assert store.projection_summaries("test/said") == {sid: view.summary()}
+
+
+def test_an_unknown_projection_or_session_is_refused_naming_it() -> None:
+    with open_store("memory:", plugin_manager=_plugins(SAID)) as store:
+        sid = _write(store, ["a"])
+        with pytest.raises(UnknownProjectionError, match="test/nope") as caught:
+            store.projection(sid, "test/nope")
+        assert caught.value.known == ("test/said",)
+        with pytest.raises(SessionNotStoredError):
+            store.projection("missing", "test/said")
+
+
+@pytest.mark.parametrize("bad", [
+    "not a projection",
+    Projection("nonamespace", 1, frozenset(), Said, _fold),
+    Projection("test/v0", 0, frozenset(), Said, _fold),
+    Projection("test/row", 1, frozenset(), dict, _fold),  # type: ignore[arg-type]
+])
+def test_a_bad_declaration_is_refused_naming_its_plugin(bad: Any) -> None:
+    with pytest.raises(PluginError, match="test-projections"):
+        open_store("memory:", plugin_manager=_plugins(bad))
+
+
+def test_two_plugins_declaring_one_name_are_refused() -> None:
+    pm = _plugins(SAID)
+
+    class Other:
+        @hookimpl
+        def register_projections(self) -> list[Projection]:
+            return [SAID]
+
+    pm.register(Other(), "other")
+    with pytest.raises(PluginError, match="two plugins"):
+        open_store("memory:", plugin_manager=pm)
+
+
+def test_a_fold_that_fails_loses_no_event_and_its_reads_say_why() -> None:
+    def broken(event: Event) -> Iterator[Any]:
+        raise RuntimeError("boom")
+
+    bad = Projection("test/broken", 1, frozenset({"user/message"}), Said, broken)
+    with open_store("memory:", plugin_manager=_plugins(bad, SAID)) as store:
+        sid = _write(store, ["kept", "too"])
+        assert [e.type for e in store.read(sid)].count("user/message") == 2
+        assert [r.text for _, r in store.projection(sid, "test/said").rows()] == \
+            ["kept", "too"]
+        with pytest.raises(PluginError, match=r"test/broken.*boom"):
+            store.projection(sid, "test/broken")
+
+
+def test_reindex_rebuilds_rows_a_changed_fold_left_behind() -> None:
+    backend = MemoryBackend()  # one storage, two stores: before and after an upgrade
+    with DurableStore(backend, _plugins(SAID)) as before:
+        sid = _write(before, ["x", "y"])
+
+    def upper(event: Event) -> Iterator[Any]:
+        data: Any = event.data
+        yield Put(f"{event.seq:08d}", Said(data.content[0].text.upper()))
+
+    # The same name and version, another fold (a plugin upgraded carelessly): the rows
+    # kept are the old fold's until a reindex.
+    changed = Projection("test/said", 1, frozenset({"user/message"}), Said, upper)
+    with DurableStore(backend, _plugins(changed)) as store:
+        assert [r.text for _, r in store.projection(sid, "test/said").rows()] == ["x", "y"]
+        assert store.reindex() == {sid: ("test/said",)}
+        assert [r.text for _, r in store.projection(sid, "test/said").rows()] == ["X", "Y"]
+
+
+def test_a_rekey_seals_the_rows_anew() -> None:
+    k1, k2 = b"1" * 32, b"2" * 32
+    backend = MemoryBackend()
+
+    def sealed(keys: Keyring) -> DurableStore:
+        return DurableStore(SealedBackend(backend, Sealer(keys)), _plugins(SAID))
+
+    with sealed(Keyring({"k1": k1})) as store:
+        sid = _write(store, ["secret"])
+    with sealed(Keyring({"k2": k2, "k1": k1})) as store:  # k2 seals from now on
+        store.rekey(sid)
+    with sealed(Keyring({"k2": k2})) as store:  # k1 dropped: the rows open with k2
+        view = store.projection(sid, "test/said")
+        assert view.folded == 0
+        assert [r.text for _, r in view.rows()] == ["secret"]
