@@ -49,6 +49,7 @@ def test_public_api_is_explicit() -> None:
 
 def test_private_modules_start_with_an_underscore() -> None:
     public = {"errors", "events", "hookspecs", "vocabulary", "invariants", "jscompat", "lazy",
+              "projections",
               "providers", "inspect", "cli", "testing"}
     src = Path(dsh_session_core.__file__).parent
     for module in src.rglob("*.py"):
