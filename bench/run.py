@@ -5,10 +5,12 @@ step/start, 40 assistant/chunk text deltas, assistant/message with a text block,
 tool-call block and usage, tool/call, tool/result, step/end, turn/end), about 16 MB of
 JSONL, deriving to 6,252 messages. :func:`builder_fill` writes the same events through
 the builders (``session.turn()``, ``turn.step()``...); ``builder_vs_append`` is its rate
-over the raw appends', the two run alternately (best of five each).
+over the raw appends', the two run in alternating rounds (the median of each).
 
 Each figure is the median of several runs, and each limit is measured in the same run on
-the same data, so ratios hold from machine to machine::
+the same data, so ratios hold from machine to machine. Every figure here is in memory:
+each is printed with its fsync policy (none: no figure of this benchmark writes to disk;
+bench/persistence.py measures the durable writes, an fsync per flush)::
 
     python bench/run.py            # a table with the targets
     python bench/run.py --json     # one JSON object
@@ -42,6 +44,7 @@ from dsh_session_core.vocabulary import TextBlock, TextDeltaChunk, TokenUsage, T
 
 TURNS = 2084
 CHUNKS = 40
+BUILDER_ROUNDS = 7
 
 Append = tuple[str, dict[str, Any], dict[str, Any]]
 
@@ -194,17 +197,17 @@ def run() -> dict[str, float]:
     ms = median_ms(store_fill, repeat=3)
     results["append_store_eps"] = n / (ms / 1000)
 
-    # The builders, against raw appends of the same events run alternately with them, the
-    # best of five runs each: other processes slow a run down, never speed it up, so the
-    # ratio of the best runs holds on a busy machine (append_bare_eps is measured as before).
+    # The builders, against raw appends of the same events, in alternating rounds (a raw
+    # fill, then a builder fill), the median of each: a slow spell of a busy machine
+    # falls on both sides (append_bare_eps is measured as before).
     inputs = builder_inputs()
     raw_ms, builder_ms = [], []
-    for _ in range(5):
+    for _ in range(BUILDER_ROUNDS):
         raw_ms.append(median_ms(lambda: fill(Session("bench", clock=_clock), appends), 1))
         builder_ms.append(median_ms(
             lambda: builder_fill(Session("bench", clock=_clock), inputs), 1))
-    results["append_builder_eps"] = n / (min(builder_ms) / 1000)
-    results["builder_vs_append"] = min(raw_ms) / min(builder_ms)
+    results["append_builder_eps"] = n / (statistics.median(builder_ms) / 1000)
+    results["builder_vs_append"] = statistics.median(raw_ms) / statistics.median(builder_ms)
 
     # Derivation: cold on a freshly built session, then after one more turn.
     sessions = []
@@ -276,31 +279,73 @@ TARGETS: dict[str, tuple[str, Callable[[dict[str, float]], float], float]] = {
 }
 
 
+_IN_MEMORY = "none (in memory)"
+_NO_WRITE = "none (no write)"
+
+#: The fsync policy behind each figure (and target) of this benchmark: none writes to
+#: disk. The appends are a bare Session's, and a SessionStore's without a backend.
+FSYNC: dict[str, str] = {
+    "append_bare_eps": _IN_MEMORY,
+    "append_store_eps": _IN_MEMORY,
+    "append_builder_eps": _IN_MEMORY,
+    "builder_vs_append": f"{_IN_MEMORY}, both sides",
+    "derive_cold_ms": _NO_WRITE,
+    "derived_messages": _NO_WRITE,
+    "derive_incremental_ms": _NO_WRITE,
+    "serialize_ms": _NO_WRITE,
+    "reencode_ms": _NO_WRITE,
+    "serialize_limit_ms": _NO_WRITE,
+    "log_mb": _NO_WRITE,
+    "load_ms": _NO_WRITE,
+    "load_limit_ms": _NO_WRITE,
+    "load_ms / load_limit_ms": _NO_WRITE,
+    "serialize_ms / serialize_limit_ms": _NO_WRITE,
+    "rss_mb": _NO_WRITE,
+}
+
+
 Target = tuple[str, Callable[[dict[str, float]], float], float]
 
 
 def cli(doc: str, run_benchmark: Callable[[], dict[str, float]],
-        targets: dict[str, Target]) -> None:
-    """Parse ``--json``, run, and print the figures and each target's verdict."""
+        targets: dict[str, Target], fsync: dict[str, str] | None = None) -> None:
+    """Parse ``--json``, run, and print the figures and each target's verdict; with
+    ``fsync`` (figure or target name -> policy), the fsync policy beside each, and the
+    target beside a figure that has one."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     results = run_benchmark()
     if args.json:
-        sys.stdout.buffer.write(msgspec.json.encode(results) + b"\n")
+        out: dict[str, object] = dict(results)
+        if fsync is not None:
+            out["fsync"] = {name: fsync.get(name, "?") for name in [*results, *targets]}
+        sys.stdout.buffer.write(msgspec.json.encode(out) + b"\n")
         return
     width = max(map(len, [*results, *targets]))
-    for name, value in results.items():
-        print(f"{name:{width}} {value:14,.3f}")
-    print()
-    for name, (op, get, target) in targets.items():
+
+    def policy(name: str) -> str:
+        return "" if fsync is None else f"  fsync: {fsync.get(name, '?')}"
+
+    def verdict(name: str) -> tuple[float, str]:
+        op, get, target = targets[name]
         value = get(results)
         ok = value >= target if op == ">=" else value <= target
-        print(f"{name:{width}} {value:14,.3f}  target {op} {target:<10,} {'ok' if ok else 'MISS'}")
+        return value, f"  target {op} {target:<10,} {'ok' if ok else 'MISS':4}"
+
+    blank = " " * len(verdict(next(iter(targets)))[1]) if targets else ""
+    for name, value in results.items():
+        beside = verdict(name)[1] if name in targets else blank
+        print(f"{name:{width}} {value:14,.3f}{beside if fsync is not None else ''}"
+              f"{policy(name)}")
+    print()
+    for name in targets:
+        value, said = verdict(name)
+        print(f"{name:{width}} {value:14,.3f}{said}{policy(name)}")
 
 
 def main() -> None:
-    cli(__doc__ or "", run, TARGETS)
+    cli(__doc__ or "", run, TARGETS, FSYNC)
 
 
 if __name__ == "__main__":

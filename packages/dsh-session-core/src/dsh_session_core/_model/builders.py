@@ -6,9 +6,11 @@ injection turn behind ``session.inject()``) and :class:`~.step.Step` (what
 error a misuse of them raises, :class:`ToolCallRef` (a logged ``tool/call``, as a step
 returns it), and how a caller's argument becomes what ``append`` gets, or is refused in
 the builder's terms before anything is appended. The builders define
-no wire shape of their own: every builder writes through ``Session.append`` exactly
-the payload a harness would write by hand (``bench/run.py``'s standard turn, byte for
-byte), so each append is validated as any other and a store's plugins see every event.
+no wire shape of their own: every builder writes exactly the event a harness would
+append by hand (``bench/run.py``'s standard turn, byte for byte), through
+``Session.append``, or, when it can vouch for every value, as the payload that append
+would decode, made directly (:mod:`.built`); either way a store's checks and plugins
+see every event, and what is refused is refused as by hand.
 
 The rules it keeps, from the reference's seeds:
 
@@ -36,9 +38,11 @@ The rules it keeps, from the reference's seeds:
 from __future__ import annotations
 
 __all__ = [
+    "BLOCKS",
     "CHUNKS",
     "COMPLETED",
     "METHODS",
+    "SOURCES",
     "SOURCE_TYPES",
     "USAGE",
     "USER",
@@ -53,6 +57,7 @@ __all__ = [
     "kind_of",
     "schema_error",
     "source_wire",
+    "usage_ok",
     "wrong_type",
 ]
 
@@ -146,7 +151,7 @@ def _delta_ok(c: Any) -> bool:
     return c.index.__class__ is int and c.text.__class__ is str
 
 
-def _usage_ok(u: TokenUsage) -> bool:
+def usage_ok(u: TokenUsage) -> bool:
     return (u.input_tokens.__class__ is int and u.output_tokens.__class__ is int
             and _is_count(u.cache_read_tokens) and _is_count(u.cache_write_tokens)
             and _is_count(u.reasoning_tokens))
@@ -161,14 +166,14 @@ def _always(_: object) -> bool:
 
 
 #: The Structs passed on as they are, per position, with the check each must pass.
-_BLOCKS: Final[Mapping[type, Callable[[Any], bool]]] = {
+BLOCKS: Final[Mapping[type, Callable[[Any], bool]]] = {
     TextBlock: _text_ok, ReasoningBlock: _text_ok, ToolCallBlock: _call_ok,
 }
 CHUNKS: Final[Mapping[type, Callable[[Any], bool]]] = {
     TextDeltaChunk: _delta_ok, ReasoningDeltaChunk: _delta_ok,
 }
-USAGE: Final[Mapping[type, Callable[[Any], bool]]] = {TokenUsage: _usage_ok}
-_SOURCES: Final[Mapping[type, Callable[[Any], bool]]] = {
+USAGE: Final[Mapping[type, Callable[[Any], bool]]] = {TokenUsage: usage_ok}
+SOURCES: Final[Mapping[type, Callable[[Any], bool]]] = {
     UserSource: _always, PluginSource: _plugin_ok,
 }
 
@@ -178,17 +183,17 @@ def content_wire(content: Content) -> Any:
     if content.__class__ is str:
         return [{"type": "text", "text": content}]
     if isinstance(content, msgspec.Struct):  # one block, not a list of them
-        return [as_wire(content, _BLOCKS)]
+        return [as_wire(content, BLOCKS)]
     if isinstance(content, Mapping) or not isinstance(content, Iterable):
         return content  # append refuses it with its path
     return [
-        {"type": "text", "text": b} if b.__class__ is str else as_wire(b, _BLOCKS)
+        {"type": "text", "text": b} if b.__class__ is str else as_wire(b, BLOCKS)
         for b in content
     ]
 
 
 def source_wire(source: MessageSource | Mapping[str, Any] | None) -> Any:
-    return USER if source is None else as_wire(source, _SOURCES)
+    return USER if source is None else as_wire(source, SOURCES)
 
 
 def kind_of(value: object) -> str:

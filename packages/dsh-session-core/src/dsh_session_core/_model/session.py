@@ -101,6 +101,7 @@ class Session:
     """
 
     __slots__ = (
+        "_built",
         "_candidates",
         "_created",
         "_derivation",
@@ -179,6 +180,8 @@ class Session:
         self._dispatching = False
         #: False when a store made it from a stored log (``open``); see :attr:`created`.
         self._created = True
+        #: The entries the builders log fast (:func:`~.built.built_entries`), once used.
+        self._built: Mapping[str, RegisteredEvent] | None = None
 
     # --- identity and state -------------------------------------------------------------
 
@@ -339,6 +342,48 @@ class Session:
         if self.on_append is not None:
             self._dispatch(event)
         return event
+
+    def _append_built(
+        self, entry: RegisteredEvent, payload: Any, op: SurfaceOp | None = None,
+        seqs: Any = UNSET,
+    ) -> Event:
+        """Log a payload the builders made of values they checked: :meth:`append` less
+        its reading of the data (the builders' fast path, :mod:`.builders`).
+
+        The caller vouches that ``payload`` is what ``append``'s decode would make of
+        the same wire dict (an ``entry.payload`` holding values of its fields' types,
+        and ``entry`` has no untyped field), and, for a surface type, that ``op`` is
+        ``"append"`` and ``seqs`` ``UNSET`` or a tuple of ints. From the event on this is
+        ``append``'s own tail, kept beside it rather than shared (a call more would cost
+        every plain append): the depth limit, the guard, then the log, the line, the
+        surface and the listener, so a refused event still leaves the log untouched.
+        """
+        events = self._events
+        seq = len(events)
+        surface = entry.surface
+        if surface:
+            event: Event = entry.event(seq, self.clock(), payload, seqs, op)  # type: ignore[call-arg]
+        else:
+            event = entry.event(seq, self.clock(), payload)
+        try:
+            line = _encode_fast(event)
+        except UnicodeEncodeError:
+            line = encode_line(event)
+        if len(line) > entry.deep_line and json_text_depth(line) > MAX_JSON_DEPTH + 1:
+            raise too_deep(entry.type, seq, thaw(payload), 0)
+        if self._guard is not None:
+            self._guard(event)
+        events.append(event)
+        self._lines.append(line)
+        if surface:
+            self._candidates.append(seq)
+        if self.on_append is not None:
+            self._dispatch(event)
+        return event
+
+    def _own_append(self) -> bool:
+        """Whether its ``append`` is Session's, not a subclass's (see :mod:`.built`)."""
+        return type(self).append is Session.append
 
     def _append_opaque(
         self,

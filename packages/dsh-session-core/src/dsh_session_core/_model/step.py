@@ -9,7 +9,6 @@ from __future__ import annotations
 
 __all__ = ["Step"]
 
-import itertools
 from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
@@ -18,7 +17,14 @@ import msgspec
 from msgspec import UNSET
 
 from ..errors import DshSessionError
-from ..events import AssistantChunkData, Event
+from ..events import (
+    AssistantChunkData,
+    AssistantMessageData,
+    Event,
+    StepData,
+    ToolCallData,
+    ToolResultData,
+)
 from ..vocabulary import (
     AbortedFinish,
     ErrorFinish,
@@ -31,6 +37,7 @@ from ..vocabulary import (
     TokenUsage,
     ToolCallBlock,
 )
+from .append_checks import checked_seqs
 from .builders import (
     CHUNKS,
     USAGE,
@@ -46,7 +53,8 @@ from .builders import (
     schema_error,
     wrong_type,
 )
-from .unanswered import UNANSWERED_TOOL_TEXT, unanswered_calls
+from .built import content_blocks, usage_of
+from .unanswered import UNANSWERED_TOOL_TEXT, announced_calls, unanswered_calls
 
 if TYPE_CHECKING:
     from .turn import Turn
@@ -60,13 +68,18 @@ class Step:
     Use it as a context manager (``with turn.step() as step:``), or call :meth:`end`.
     """
 
-    __slots__ = ("_append", "_calls", "_chunk_seqs", "_results", "_session", "_turn",
-                 "_turn_number", "end_event", "number", "start_event")
+    __slots__ = ("_append", "_built", "_calls", "_chunk_entry", "_chunk_seqs", "_fast",
+                 "_open_ids", "_own", "_results", "_session", "_turn", "_turn_number",
+                 "end_event", "number", "start_event")
 
     def __init__(self, turn: Turn, number: int, start: Event) -> None:
         self._turn = turn
         self._session = turn.session
         self._append = turn.session.append  # bound once: chunks come by the thousand
+        self._built = turn.session._append_built
+        # The types it may log fast (:mod:`.built`); assistant/chunk's, read per chunk.
+        self._fast = turn._fast
+        self._chunk_entry = turn._fast.get("assistant/chunk")
         self._turn_number = turn.number
         #: The step number within its turn (1, 2, ...).
         self.number = number
@@ -79,6 +92,12 @@ class Step:
         self._chunk_seqs: list[int] = []
         self._calls: dict[str, ToolCallRef] = {}
         self._results: dict[str, int] = {}
+        # What spares the step's end a scan of its events for unanswered calls: how many
+        # events it logged itself besides the chunks in _chunk_seqs, and the call ids its
+        # own events announced and did not answer (a superset of what the scan would find,
+        # while every event since step/start is the step's own).
+        self._own = 0
+        self._open_ids: set[object] = set()
 
     def __repr__(self) -> str:
         state = "ended" if self.end_event is not None else "open"
@@ -108,6 +127,12 @@ class Step:
             # The chunks of a stream, one per token or so: checked inline, and no finish.
             if chunk.index.__class__ is not int or chunk.text.__class__ is not str:  # type: ignore[union-attr]
                 chunk = _to_builtins(chunk)  # for append to refuse, with its path
+            elif self._chunk_entry is not None:
+                # Its fields checked: the payload append would decode, made directly.
+                event = self._built(self._chunk_entry, AssistantChunkData(
+                    turn=self._turn_number, step=self.number, chunk=chunk))  # type: ignore[arg-type]
+                self._chunk_seqs.append(event.seq)
+                return event
             event = self._append(
                 "assistant/chunk", {"turn": self._turn_number, "step": self.number, "chunk": chunk}
             )
@@ -146,8 +171,26 @@ class Step:
         :param source_event_seqs: provenance; by default the seqs of the chunks streamed
             in this step since its last message (omitted when there are none).
         """
-        self._check_open("append an assistant/message")
+        if self.end_event is not None:
+            self._check_open("append an assistant/message")
         session = self._session
+        entry = self._fast.get("assistant/message")
+        if entry is not None and finish is None:
+            blocks = content_blocks(content)
+            token_usage = usage_of(usage)
+            if blocks is not None and token_usage is not None:
+                # What the dict path would log: made directly, the provenance checked
+                # as append checks it (the step's own chunk seqs are ints).
+                if source_event_seqs is not None:
+                    seqs = checked_seqs("assistant/message", source_event_seqs,
+                                        len(session._events))
+                else:
+                    seqs = tuple(self._chunk_seqs) if self._chunk_seqs else UNSET
+                event = self._built(entry, AssistantMessageData(
+                    turn=self._turn_number, step=self.number, content=blocks,
+                    usage=token_usage), "append", seqs)
+                self._logged_message(event)
+                return event
         check_content(session, "assistant/message", "step.assistant()", content)
         if usage is not None:
             check_object(session, "assistant/message", "$.usage", "step.assistant()", usage,
@@ -161,10 +204,17 @@ class Step:
             source_event_seqs = self._chunk_seqs
         event = self._session.append("assistant/message", data, surface_op="append",
                                      source_event_seqs=source_event_seqs)
-        self._chunk_seqs = []
+        self._logged_message(event)
         if finished is not None:
             self._finished(finished)
         return event
+
+    def _logged_message(self, event: Event) -> None:
+        """Note a logged assistant/message: its chunks are behind it, its calls open."""
+        self._own += len(self._chunk_seqs) + 1
+        self._chunk_seqs = []
+        for call_id, _ in announced_calls(event.data):
+            self._open_ids.add(call_id)
 
     def _finished(self, finish: FinishReason) -> None:
         turn = self._turn
@@ -188,7 +238,8 @@ class Step:
         :raises TurnStateError: the step ended, or the id was called already in it.
         :raises SchemaError: ``call`` is none of those (or the dict is no tool-call block).
         """
-        self._check_open("append a tool/call")
+        if self.end_event is not None:
+            self._check_open("append a tool/call")
         if isinstance(call, ToolCallBlock):
             call_id, name, arguments = call.id, call.name, call.arguments
         elif isinstance(call, str):
@@ -212,13 +263,22 @@ class Step:
                 f"step.tool_call(call_id, name, arguments), or pass its ToolCallBlock"
             )
             raise TurnStateError(msg)
-        event = self._session.append(
-            "tool/call",
-            {"turn": self._turn_number, "step": self.number, "callId": call_id,
-             "name": name, "arguments": arguments},
-        )
+        entry = self._fast.get("tool/call")
+        if (entry is not None and call_id.__class__ is str and name.__class__ is str
+                and arguments.__class__ is str):
+            event = self._built(entry, ToolCallData(
+                turn=self._turn_number, step=self.number, call_id=call_id, name=name,
+                arguments=arguments))
+        else:
+            event = self._session.append(
+                "tool/call",
+                {"turn": self._turn_number, "step": self.number, "callId": call_id,
+                 "name": name, "arguments": arguments},
+            )
         ref = ToolCallRef(event.seq, call_id, name, arguments)
         self._calls[call_id] = ref
+        self._own += 1
+        self._open_ids.add(call_id)
         return ref
 
     def _call_of(self, call: Mapping[str, Any], name: str | None,
@@ -272,8 +332,11 @@ class Step:
         :raises TurnStateError: the step ended, the call is not one of this step's, or
             it has a result already.
         """
-        self._check_open("append a tool/result")
-        check_content(self._session, "tool/result", "step.tool_result()", content)
+        if self.end_event is not None:
+            self._check_open("append a tool/result")
+        blocks = content_blocks(content)
+        if blocks is None:  # else a str, or a list of str and blocks: taken
+            check_content(self._session, "tool/result", "step.tool_result()", content)
         if not isinstance(call, ToolCallRef | str):
             raise wrong_type(self._session, "tool/result", "$.callId", "step.tool_result()",
                               call, "the call as the ToolCallRef step.tool_call() returned, "
@@ -294,16 +357,25 @@ class Step:
                 f" one tool/result per call"
             )
             raise TurnStateError(msg)
-        data: dict[str, Any] = {"turn": self._turn_number, "step": self.number,
-                                "callId": call_id, "content": content_wire(content),
-                                "isError": is_error}
-        if error is not None:
-            data["error"] = as_wire(error)
-        if meta is not UNSET:
-            data["meta"] = meta
-        event = self._session.append("tool/result", data, surface_op="append",
-                                     source_event_seqs=(ref.seq,))
+        entry = self._fast.get("tool/result")
+        if (entry is not None and blocks is not None and is_error.__class__ is bool
+                and error is None and meta is UNSET):
+            event = self._built(entry, ToolResultData(
+                turn=self._turn_number, step=self.number, call_id=call_id, content=blocks,
+                is_error=is_error), "append", (ref.seq,))
+        else:
+            data: dict[str, Any] = {"turn": self._turn_number, "step": self.number,
+                                    "callId": call_id, "content": content_wire(content),
+                                    "isError": is_error}
+            if error is not None:
+                data["error"] = as_wire(error)
+            if meta is not UNSET:
+                data["meta"] = meta
+            event = self._session.append("tool/result", data, surface_op="append",
+                                         source_event_seqs=(ref.seq,))
         self._results[call_id] = event.seq
+        self._own += 1
+        self._open_ids.discard(call_id)
         return event
 
     def end(self, *, answer: bool = True) -> Event:
@@ -324,8 +396,12 @@ class Step:
 
     def _close(self) -> Event:
         """Append ``step/end`` (the calls were answered, or a failed block tried to)."""
-        event = self._session.append("step/end", {"turn": self._turn_number,
-                                                  "step": self.number})
+        entry = self._fast.get("step/end")
+        if entry is not None:
+            event = self._built(entry, StepData(turn=self._turn_number, step=self.number))
+        else:
+            event = self._session.append("step/end", {"turn": self._turn_number,
+                                                      "step": self.number})
         self.end_event = event
         self._turn._open_step = None
         return event
@@ -371,9 +447,13 @@ class Step:
         for a call with no ``tool/call``), and the call's seq as its provenance when
         it has a ``tool/call``.
         """
-        # The step's own events, read in place: a step of many chunks is not copied.
-        step = itertools.islice(self._session._events, self.start_event.seq + 1, None)
-        for call in unanswered_calls(step):
+        events = self._session._events
+        since = self.start_event.seq + 1
+        if not self._open_ids and len(events) - since == self._own + len(self._chunk_seqs):
+            return  # every event since step/start is the step's own, and no call is open
+        # The step's events only: a slice (pointers, once per step) rather than an
+        # islice, which would step over the whole log before them at each step's end.
+        for call in unanswered_calls(events[since:]):
             data: dict[str, Any] = {
                 "turn": self._turn_number, "step": self.number, "callId": call.call_id,
                 "content": [{"type": "text", "text": text}], "isError": True,

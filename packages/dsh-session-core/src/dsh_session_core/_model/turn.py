@@ -13,11 +13,22 @@ from __future__ import annotations
 
 __all__ = ["Turn", "inject", "start_turn"]
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-from ..events import Event, OpaqueEvent, TurnEnd, TurnStart
+from ..events import (
+    ContextMessageData,
+    Event,
+    OpaqueEvent,
+    SteeringMessageData,
+    StepData,
+    TurnEnd,
+    TurnEndData,
+    TurnStart,
+    TurnStartData,
+    UserMessageData,
+)
 from ..vocabulary import (
     AbortedFinish,
     AbortedReason,
@@ -43,10 +54,19 @@ from .builders import (
     content_wire,
     source_wire,
 )
+from .built import COMPLETED_REASON, MESSAGE_TRIGGER, built_entries, content_blocks
+from .built import message_source as source_of
 from .step import Step
 
 if TYPE_CHECKING:
+    from .._schema.registry import RegisteredEvent
     from .session import Session
+
+#: The payload of each message type, for its fast path (:mod:`.built`).
+_MESSAGE_DATA: Final[Mapping[str, Callable[..., Any]]] = {
+    "user/message": UserMessageData, "context/message": ContextMessageData,
+    "steering/message": SteeringMessageData,
+}
 
 
 def _open_turn_and_last(events: list[Event]) -> tuple[Event | None, Event | None]:
@@ -105,6 +125,11 @@ def start_turn(
                 )
                 raise TurnStateError(msg)
             number = last_number + 1
+    fast = built_entries(session)
+    entry = fast.get("turn/start")
+    if trigger is None and entry is not None and number.__class__ is int:
+        start = session._append_built(entry, TurnStartData(turn=number, trigger=MESSAGE_TRIGGER))
+        return Turn(session, number, start, fast)
     if trigger is None:
         wire_trigger: Any = {"kind": "message", "source": USER}
     else:
@@ -113,7 +138,7 @@ def start_turn(
                       "dict ({\"kind\": \"message\", \"source\": {\"kind\": \"user\"}})")
         wire_trigger = as_wire(trigger)
     start = session.append("turn/start", {"turn": number, "trigger": wire_trigger})
-    return Turn(session, number, start)
+    return Turn(session, number, start, fast)
 
 
 def inject(
@@ -139,11 +164,15 @@ class Turn:
     keeps its own steps and its ``turn/end``.
     """
 
-    __slots__ = ("_failed_step", "_finish", "_open_step", "_session", "_step_count",
+    __slots__ = ("_failed_step", "_fast", "_finish", "_open_step", "_session", "_step_count",
                  "end_event", "number", "start_event")
 
-    def __init__(self, session: Session, number: int, start: Event) -> None:
+    def __init__(self, session: Session, number: int, start: Event,
+                 fast: Mapping[str, RegisteredEvent]) -> None:
         self._session = session
+        # The types its builders may log fast (:mod:`.built`): none unless its number is
+        # an int, which each of its events carries.
+        self._fast = fast if number.__class__ is int else {}
         #: The turn number (``data.turn`` of each of its events).
         self.number = number
         #: The logged ``turn/start``.
@@ -204,7 +233,17 @@ class Turn:
                  data: dict[str, Any]) -> Event:
         """Append one of the three message types: ``data`` (its other fields, first on
         the wire), then the content and the source (the user unless given)."""
-        self._check_open(f"append a {type}")
+        if self.end_event is not None:
+            self._check_open(f"append a {type}")
+        entry = self._fast.get(type)
+        if entry is not None:
+            blocks = content_blocks(content)
+            message_source = source_of(source)
+            if blocks is not None and message_source is not None:
+                payload: Any = (
+                    _MESSAGE_DATA[type](content=blocks, source=message_source, **data)
+                )
+                return self._session._append_built(entry, payload, "append")
         method = f"turn.{METHODS[type]}()"
         check_content(self._session, type, method, content)
         if source is not None:
@@ -229,7 +268,11 @@ class Turn:
             )
             raise TurnStateError(msg)
         number = self._step_count + 1
-        start = self._session.append("step/start", {"turn": self.number, "step": number})
+        entry = self._fast.get("step/start")
+        if entry is not None:
+            start = self._session._append_built(entry, StepData(turn=self.number, step=number))
+        else:
+            start = self._session.append("step/start", {"turn": self.number, "step": number})
         self._step_count = number
         self._failed_step = None  # a failure caught inside the turn is behind it
         step = Step(self, number, start)
@@ -269,6 +312,12 @@ class Turn:
                           "wire dict ({\"kind\": \"completed\"})")
         if self._open_step is not None:
             self._open_step.end()
+        entry = self._fast.get("turn/end")
+        if reason is None and self._finish is None and entry is not None:
+            event = self._session._append_built(
+                entry, TurnEndData(turn=self.number, reason=COMPLETED_REASON))
+            self.end_event = event
+            return event
         if reason is None:
             wire_reason: Any = COMPLETED if self._finish is None else as_wire(self.reason())
         else:

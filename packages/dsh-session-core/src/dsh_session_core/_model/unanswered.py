@@ -16,7 +16,7 @@ of those three types only.
 
 from __future__ import annotations
 
-__all__ = ["UNANSWERED_TOOL_TEXT", "UnansweredCall", "describe_unanswered",
+__all__ = ["UNANSWERED_TOOL_TEXT", "UnansweredCall", "announced_calls", "describe_unanswered",
            "unanswered_calls"]
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -75,7 +75,7 @@ def _get(data: Any, name: str, wire: str) -> Any:
     return getattr(data, name, None)
 
 
-def _announced(data: Any) -> Iterable[tuple[str, str]]:
+def announced_calls(data: Any) -> Iterable[tuple[str, str]]:
     """The ``(id, name)`` of each ``tool-call`` block of an assistant message's data."""
     content = _get(data, "content", "content")
     if not isinstance(content, Sequence) or isinstance(content, str):
@@ -121,7 +121,7 @@ def unanswered_calls(events: Iterable[Event]) -> list[UnansweredCall]:
             continue
         data = event.data
         if t == "assistant/message":
-            for call_id, name in _announced(data):
+            for call_id, name in announced_calls(data):
                 entry = pending.get(call_id)
                 if entry is None:
                     pending[call_id] = [name, event.seq, event.seq]
