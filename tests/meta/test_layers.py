@@ -41,6 +41,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("_persistence.backends",),
     ("_persistence.projections",),
     ("_persistence.encryption",),
+    # A root module, above the rooms whose rows a copy rebuilds, below the retention
+    # that archives with it.
+    ("_persistence.copy",),
     ("_persistence.retention",),
     ("_persistence.store",),
     ("_persistence.opening",),

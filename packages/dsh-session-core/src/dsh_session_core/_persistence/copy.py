@@ -54,6 +54,7 @@ from .._schema.registry import EventRegistry
 from ..errors import DshSessionError, SessionLockedError, UnstorableError
 from ..jscompat import json_parse
 from .base import Backend, StoredLog, stored_lines
+from .capabilities import capabilities_of
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -387,6 +388,12 @@ class _Copier:
             materialized = True
             out.copied += stop - start
             self._report(out.session_id, index, count, stop, total)
+        if out.copied or out.cut_destination_tail:
+            # The destination's projection rows, where it keeps them, folded from the
+            # whole copy (under its lock): readers need not fold it until a write.
+            from .projections.rebuild import rebuild_rows
+
+            rebuild_rows(capabilities_of(dst), self.registry, stored.header, stored.events)
         out.status = _done_status(out)
 
     def _report(self, session_id: str, index: int, count: int, done: int, total: int) -> None:

@@ -10,14 +10,14 @@ written here (:class:`_Model`), not from core's own fold.
 
 from __future__ import annotations
 
-__all__ = ["ProjectionContract", "contract_projection"]
+__all__ = ["ContractPlugin", "ProjectionContract", "contract_projection", "expected_rows"]
 
 from collections.abc import Iterator
 from typing import Any
 
 import msgspec
 
-from .. import Event, PersistencePlugin, core_registry
+from .. import Event, PersistencePlugin, core_registry, hookimpl
 from .._persistence.capabilities import Capabilities
 from .._persistence.projections.read import ProjectionView, open_view
 from .._plugins.core_plugin import CORE_EVENT_SPECS
@@ -75,6 +75,24 @@ def registry() -> EventRegistry:
     """Core's event types, and the contract's projection."""
     return EventRegistry((("core", s) for s in CORE_EVENT_SPECS), (),
                          [("contract", contract_projection)])
+
+
+class ContractPlugin:
+    """A plugin declaring :data:`contract_projection`, to register on a plugin manager
+    (``pm.register(ContractPlugin(), "contract")``)."""
+
+    @hookimpl
+    def register_projections(self) -> list[Projection]:
+        return [contract_projection]
+
+
+def expected_rows(log: list[dict[str, Any]]) -> tuple[dict[str, str], tuple[int, str] | None]:
+    """What :data:`contract_projection` holds of ``log`` (wire events, from seq 0), by
+    :class:`_Model`: its rows' texts by key, and its summary's ``(seq, text)``."""
+    model = _Model()
+    for wire in log:
+        model.see(wire)
+    return model.rows, model.summary
 
 
 class _Model:
