@@ -290,12 +290,10 @@ def test_an_append_folds_only_what_it_appended_when_kept_open(
     assert log > 30 * len(ITEMS) * 2
     if keep_open:
         assert max(folded) < 10, folded  # a turn of one user message, then the pop
-    else:  # the same for the append and the pop; the read, the view's events alone
+    else:
         # The append and the pop fold a few events each (in steps of their own); the read
-        # folds the view's events alone, once.
-        small = [n for n in folded if n < 10]
-        large = [n for n in folded if n >= 10]
-        assert (sum(small) < 20, len(large), large[0] < log - 10) == (True, 1, True), folded
+        # folds nothing: it reads the item view's rows (the agents/items projection).
+        assert sum(folded) < 20, folded
 
 
 @pytest.mark.parametrize("keep_open", [True, False])

@@ -42,11 +42,12 @@ from dsh_session_core import (
     SessionLockedError,
     open_store,
 )
-from dsh_session_core.errors import SessionNotStoredError
+from dsh_session_core.errors import SessionNotStoredError, UnknownProjectionError
 
 from ._hold import RunHold
 from ._locks import _settled, _taking_turns, _taking_turns_now, run_holds
 from ._mapping import Runs, _record, _Run, end_open_turn, record_clear, record_items, record_pop
+from ._projection import ITEMS
 from ._view import VIEW_TYPES, _items, _LogIndex, fold_items, stored_view, tail_view
 
 _T = TypeVar("_T")
@@ -279,22 +280,44 @@ class DshSession(SessionABC):
             # threads outlive a store: a fresh store starts no thread of its own).
             return await asyncio.to_thread(self._read_view)
 
-    def _read_view(self) -> list[Any] | None:
+    def _read_view(self, limit: int | None = None) -> list[Any] | None:
+        """The stored item view (its last ``limit`` items): read from the rows of the
+        ``agents/items`` projection, which the store keeps beside the log (or folds
+        from it where it keeps none); from the view's lines where the store does not
+        know the projection (a plugin manager without this plugin)."""
         try:
-            lines = self.store.read_lines(self.session_id, types=VIEW_TYPES)
+            view = self.store.projection(self.session_id, ITEMS.name)
+        except UnknownProjectionError:
+            if limit is not None:
+                return None
+            try:
+                lines = self.store.read_lines(self.session_id, types=VIEW_TYPES)
+            except PersistenceError:
+                return []  # nothing stored: an empty view, as the load gives
+            return stored_view(lines)
         except PersistenceError:
             return []  # nothing stored: an empty view, as the load gives
-        return stored_view(lines)
+        if limit is None:
+            return [row.item for _, row in view.rows()]
+        items = [row.item for _, row in view.rows(newest_first=True, limit=limit)]
+        items.reverse()
+        return items
 
     async def _stored_tail(self, limit: int) -> list[Any] | None:
-        """The default mode's read of the last ``limit`` items: from the last events of
-        what is stored (:meth:`DurableStore.atail`, read from the end of the log), a
-        window of ``4 * limit + 16`` events grown fourfold until it holds them
-        (:func:`._view.tail_view`), so what it reads is proportional to ``limit``, not
-        to the log. ``None`` when the session must be read otherwise (live here)."""
+        """The default mode's read of the last ``limit`` items, proportional to
+        ``limit``, not to the log: the newest rows of the ``agents/items`` projection
+        where the store keeps its rows; elsewhere from the last events of what is
+        stored (:meth:`DurableStore.atail`, read from the end of the log), a window of
+        ``4 * limit + 16`` events grown fourfold until it holds them
+        (:func:`._view.tail_view`). ``None`` when the session must be read otherwise
+        (live here)."""
         async with _taking_turns(self._key()):
             if self.store.get(self.session_id) is not None:
                 return None
+            if self.store.capabilities.projecting is not None:
+                found = await asyncio.to_thread(self._read_view, limit)
+                if found is not None:
+                    return found
             window = 4 * limit + 16
             while True:
                 try:

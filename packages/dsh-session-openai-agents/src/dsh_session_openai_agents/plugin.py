@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from dsh_session_core import EventSpec, hookimpl
+from dsh_session_core.projections import Projection
 
 from .events import AgentsClear, AgentsItem, AgentsPop
 
@@ -17,3 +18,14 @@ def register_event_types() -> Iterable[EventSpec]:
     :returns: the three event specs of this plugin.
     """
     return (EventSpec(AgentsItem), EventSpec(AgentsPop), EventSpec(AgentsClear))
+
+
+@hookimpl
+def register_projections() -> Iterable[Projection]:
+    """Declare ``agents/items``, the item view kept beside the log.
+
+    :returns: the plugin's one projection.
+    """
+    from ._projection import ITEMS
+
+    return (ITEMS,)

@@ -53,8 +53,8 @@ class Mark(msgspec.Struct, array_like=True, frozen=True, gc=False):
     time: Any = None
 
 
-_MARK_ENCODER: Final = msgspec.msgpack.Encoder()
-_MARK_DECODER: Final = msgspec.msgpack.Decoder(Mark)
+_MARK_ENCODER: Final = msgspec.json.Encoder()
+_MARK_DECODER: Final = msgspec.json.Decoder(Mark)
 
 
 def encode_mark(mark: Mark) -> bytes:

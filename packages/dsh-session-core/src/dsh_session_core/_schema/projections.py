@@ -99,8 +99,8 @@ class Projection:
     def __post_init__(self) -> None:
         object.__setattr__(self, "types", frozenset(self.types))
         try:
-            decoders = (msgspec.msgpack.Decoder(self.row),
-                        msgspec.msgpack.Decoder(self.summary) if self.summary else None)
+            decoders = (msgspec.json.Decoder(self.row),
+                        msgspec.json.Decoder(self.summary) if self.summary else None)
         except TypeError:  # not a type msgspec decodes: check_projections says so
             return
         object.__setattr__(self, "_codecs", decoders)

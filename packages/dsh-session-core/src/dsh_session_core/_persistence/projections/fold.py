@@ -13,6 +13,7 @@ from typing import Final
 
 import msgspec
 
+from ..._base.json_values import enc_hook
 from ..._schema.projections import Clear, Delete, Projection, Put, Summary
 from ...errors import PluginError
 from ...events import Event
@@ -20,8 +21,10 @@ from ..rows import Mark, RowChanges, encode_mark
 
 __all__ = ["ROW_ENCODER", "fold_changes", "mark_after"]
 
-#: Rows are stored as MessagePack: compact, and decoded straight into their Struct.
-ROW_ENCODER: Final = msgspec.msgpack.Encoder()
+#: Rows are stored as JSON, as the log is: every value an event holds fits (an int past
+#: 64 bits too, which MessagePack refuses), and it decodes straight into the row's
+#: Struct. A row may hold a value of a decoded event as it is (its read-only forms).
+ROW_ENCODER: Final = msgspec.json.Encoder(enc_hook=enc_hook)
 
 
 def mark_after(projection: Projection, last: Event | None) -> Mark:
