@@ -12,7 +12,14 @@ from typing import Any
 
 import msgspec
 
-from dsh_session_core import Event, PersistencePlugin, core_registry
+from dsh_session_core import (
+    Event,
+    PersistencePlugin,
+    PluginManager,
+    core_registry,
+    create_plugin_manager,
+    hookimpl,
+)
 from dsh_session_core._persistence.backends.jsonl.backend import JsonlBackend
 from dsh_session_core._persistence.capabilities import Capabilities
 from dsh_session_core._persistence.projections.read import ProjectionView, open_view
@@ -29,9 +36,11 @@ from dsh_session_core.testing.events import (
     wire_event,
 )
 
-__all__ = ["KINDS", "NOTES", "PLAIN", "REGISTRY", "Answer", "Last", "Model", "Text",
-           "answer", "backend_of", "log", "opened", "sidecar_path", "stored_wires", "turn",
-           "write"]
+__all__ = [
+    "KINDS", "NOTES", "PLAIN", "REGISTRY", "Answer", "Last", "Model", "NotesPlugin", "Text",
+    "answer", "backend_of", "log", "opened", "plugins", "sidecar_path", "stored_wires",
+    "turn", "write",
+]
 
 #: The stores that keep rows in a sidecar.
 KINDS = ("jsonl", "jsonl+zstd")
@@ -129,6 +138,21 @@ def log(*turns: dict[str, Any], first: int = 1, seq: int = 0, time: int = 0
     for number, kw in enumerate(turns, first):
         out += turn(seq + len(out), number, time=time, **kw)
     return out
+
+
+class NotesPlugin:
+    """A plugin declaring :data:`NOTES` (for a store opened with a plugin manager)."""
+
+    @hookimpl
+    def register_projections(self) -> list[Projection]:
+        return [NOTES]
+
+
+def plugins() -> PluginManager:
+    """A plugin manager with core and :class:`NotesPlugin` only."""
+    pm = create_plugin_manager(autoload=False)
+    pm.register(NotesPlugin(), "test-notes")
+    return pm
 
 
 def backend_of(kind: str, root: Path | str) -> JsonlBackend:

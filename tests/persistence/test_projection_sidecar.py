@@ -38,6 +38,7 @@ from sidecar_support import (
     backend_of,
     log,
     opened,
+    plugins,
     sidecar_path,
     stored_wires,
     write,
@@ -411,6 +412,39 @@ def test_a_batch_whose_rows_were_not_written_is_never_skipped_over(
         _equal_to_the_fold(got, Model(events))
     finally:
         p.close()
+
+
+@pytest.mark.usefixtures("no_pause")
+def test_rows_left_behind_are_caught_up_when_the_session_is_taken_again(
+        kind: str, root: Path, make: Factory) -> None:
+    # In one process: a flush whose rows were refused, the session released and taken
+    # again by the same store: its writer reads the marks anew and adds what the rows
+    # miss (the log's events past them) to its next batch's.
+    from dsh_session_core import open_store
+
+    url = str(root) if kind == "jsonl" else f"jsonl+zstd:///{root}"
+    with open_store(url, plugin_manager=plugins()) as store:
+        s = store.create("s")
+        with s.turn() as t:
+            t.user("question 1")
+        store.flush(s)  # its rows written: the sidecar is made
+        with s.turn() as t:
+            t.user("question 2")
+        with _locked(root):
+            store.flush(s)  # the second turn's rows refused
+        store.release(s)
+        got = answer(make, "s")
+        assert got.folded > 0
+        _equal_to_the_fold(got, _expected(make, "s"))
+        s = store.open("s")
+        with s.turn() as t:
+            t.user("question 3")
+        store.flush(s)
+        got = answer(make, "s")
+        assert got.folded == 0
+        _equal_to_the_fold(got, _expected(make, "s"))
+        assert got.rows["t:question 2"] == "question 2"
+        store.release(s)
 
 
 @pytest.mark.usefixtures("no_pause")

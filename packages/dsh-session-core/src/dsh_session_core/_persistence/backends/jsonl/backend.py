@@ -506,8 +506,10 @@ class JsonlBackend(JsonlDelete, SidecarRows):
 
         :raises SessionLockedError: another writer holds it.
         """
-        return self._locks.acquire(header.id, lock_path(self.root, cwd_of(header), header.id),
+        lock = self._locks.acquire(header.id, lock_path(self.root, cwd_of(header), header.id),
                                    self.location(header))
+        self._sidecar.forget(header.id)  # its writer reads its rows' marks anew
+        return lock
 
     def close(self) -> None:
         """Close the append descriptors and the lock files', release the locks still

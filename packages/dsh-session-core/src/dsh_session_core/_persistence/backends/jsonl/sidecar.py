@@ -20,8 +20,9 @@ trust it (each projection's mark: :mod:`~.._persistence.projections.read`). So:
   database locked past the busy timeout, a newer release's sidecar): the rows are left
   behind. What this backend could not write it remembers (``Sidecar._failed``): it
   never adds a later batch to those rows, which would make them look current while
-  they miss a batch; it drops them instead (readers then fold the log, and the
-  session's next writer rebuilds them).
+  they miss a batch; it drops them instead (readers then fold the log). When the
+  session's writer lock is taken again, its writer reads the marks anew, and catches
+  the rows up (or rebuilds them).
 - **A damaged sidecar is replaced**: a file that is no SQLite database, a malformed one,
   another database, is removed by the next writer that meets it and made anew, empty;
   readers fold meanwhile. A sidecar replaced under a running writer (removed, repaired
@@ -61,6 +62,9 @@ __all__ = ["Sidecar", "SidecarRows"]
 _BUSY_PAUSE: Final = 30.0
 #: Keys or session ids per ``IN (...)`` (below SQLite's oldest limit of variables).
 _CHUNK: Final = 500
+#: How many sessions' written projections a backend remembers (what it no longer adds
+#: to when the file is replaced under it): a bound on a long-lived writer's memory.
+_WRITTEN_KEPT: Final = 10_000
 
 
 def _key(key: str) -> bytes:
@@ -91,11 +95,13 @@ class Sidecar:
         self._file: tuple[int, int] | None = None
         self._pid = 0
         self._writable = False
-        #: (session, projection) whose rows this backend could not write: behind what
-        #: its writer believes, so never added to (dropped at the next chance).
-        self._failed: set[tuple[str, str]] = set()
-        #: (session, projection) whose rows this backend wrote to the open database.
-        self._written: set[tuple[str, str]] = set()
+        #: The projections, by session, whose rows this backend could not write: behind
+        #: what the session's writer believes, so never added to (dropped at the next
+        #: chance), until the session's writer lock is taken anew (:meth:`forget`).
+        self._failed: dict[str, set[str]] = {}
+        #: The projections, by session, whose rows this backend wrote to the open
+        #: database (the most recent :data:`_WRITTEN_KEPT` sessions).
+        self._written: dict[str, set[str]] = {}
         self._busy_until = 0.0
 
     # -- the connection --
@@ -125,8 +131,12 @@ class Sidecar:
 
     def _lost(self) -> None:
         """The rows this backend wrote are not in the file at the path (any more)."""
-        self._failed |= self._written
+        for sid, names in self._written.items():
+            self._failed.setdefault(sid, set()).update(names)
         self._written.clear()
+
+    def _fail(self, sid: str, names: Iterable[str]) -> None:
+        self._failed.setdefault(sid, set()).update(names)
 
     def _replace_damaged(self) -> None:
         """Close and remove the damaged database (:func:`~.sidecar_file.remove_damaged`).
@@ -177,7 +187,7 @@ class Sidecar:
                     if attempt == 1 and damaged(exc):
                         self._replace_damaged()
                         continue
-                    self._failed.update((session_id, c.name) for c in changes)
+                    self._fail(session_id, (c.name for c in changes))
                     if code(exc) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                         self._busy_until = time.monotonic() + _BUSY_PAUSE
                     if strict:
@@ -188,27 +198,33 @@ class Sidecar:
     def _apply(self, conn: sqlite3.Connection, sid: str, changes: Sequence[RowChanges]
                ) -> None:
         conn.execute("BEGIN IMMEDIATE")
-        written: list[tuple[str, str]] = []
+        failed = self._failed.get(sid, ())
+        written: list[str] = []
         try:
             for c in changes:
-                name = (sid, c.name)
                 if not c.rebuild:
-                    if name in self._failed:
+                    if c.name in failed:
                         self._drop(conn, sid, c.name)
                         continue
                     if conn.execute("SELECT 1 FROM marks WHERE session_id = ? AND "
-                                    "projection = ?", name).fetchone() is None:
+                                    "projection = ?", (sid, c.name)).fetchone() is None:
                         continue  # no rows to add to: readers fold, a rebuild makes them
                 self._change(conn, sid, c)
-                written.append(name)
+                written.append(c.name)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 with contextlib.suppress(Exception):
                     conn.execute("ROLLBACK")
             raise
-        self._failed.difference_update((sid, c.name) for c in changes)
-        self._written.update(written)
+        if failed:
+            failed.difference_update(c.name for c in changes)
+            if not failed:
+                del self._failed[sid]
+        if written:  # the most recently written last
+            self._written[sid] = self._written.pop(sid, set()) | set(written)
+            if len(self._written) > _WRITTEN_KEPT:
+                del self._written[next(iter(self._written))]
 
     @staticmethod
     def _change(conn: sqlite3.Connection, sid: str, c: RowChanges) -> None:
@@ -281,7 +297,16 @@ class Sidecar:
             if session_id is None:
                 kept.clear()
             else:
-                kept.difference_update([n for n in kept if n[0] == session_id])
+                kept.pop(session_id, None)
+
+    def forget(self, session_id: str) -> None:
+        """What this backend remembers of the session's rows, forgotten: its writer lock
+        was just taken, so no writer of this process holds a belief about them (a
+        writer reads the marks when it takes a session: rows left behind are then
+        caught up, not dropped)."""
+        if session_id in self._failed or session_id in self._written:
+            with self._lock:
+                self._forget(session_id)
 
     def _error(self, session_id: str | None, done: str, exc: BaseException
                ) -> PersistenceError:
@@ -311,7 +336,7 @@ class Sidecar:
         import sqlite3
 
         with self._lock:
-            behind = {n for s, n in self._failed if s == session_id}
+            behind = set(self._failed.get(session_id, ()))
             # Dropped first, but not waiting for a database found locked a moment ago.
             paused = time.monotonic() < self._busy_until
             for name in [] if paused else sorted(behind):
@@ -326,7 +351,9 @@ class Sidecar:
                         with contextlib.suppress(Exception):
                             conn.execute("ROLLBACK")
                         raise
-                    self._failed.discard((session_id, name))
+                    self._failed[session_id].discard(name)
+                    if not self._failed[session_id]:
+                        del self._failed[session_id]
                     behind.discard(name)
             conn = self._reading()
             if conn is None:
@@ -399,7 +426,7 @@ class Sidecar:
         sql = ("SELECT session_id, mark, summary FROM marks WHERE projection = ? AND "
                "summary IS NOT NULL")
         with self._lock:
-            behind = {s for s, n in self._failed if n == name}
+            behind = {s for s, names in self._failed.items() if name in names}
             conn = self._reading()
             if conn is None:
                 return []
