@@ -79,7 +79,7 @@ class Sidecar:
     """The sidecar of the store at ``root`` (see the module): one connection, opened on
     demand, shared by the backend's threads under a lock, closed by :meth:`close`.
 
-    :ivar folder: :data:`SIDECAR_DIR` in the root.
+    :ivar folder: :data:`~.sidecar_file.SIDECAR_DIR` in the root.
     :ivar path: the database.
     """
 
