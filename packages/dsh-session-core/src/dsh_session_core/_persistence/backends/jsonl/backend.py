@@ -26,7 +26,7 @@ durable without ever rewriting a committed byte:
   cut.
 
 This module is the backend class: its file-format methods and its reads; its deletes
-are :mod:`.jsonl.delete`'s.
+are :mod:`.jsonl.delete`'s, its projection rows :mod:`.sidecar`'s.
 The writes are :mod:`.write`'s, the writer lock :mod:`.jsonl.lock`'s, the append
 descriptors and the ends of the logs written :mod:`.ends`'; the bytes are read by
 :mod:`~dsh_session_core._logformat.logfile` (and, from their end,
@@ -68,6 +68,7 @@ from .delete import JsonlDelete, cwd_of
 from .ends import MAX_TAIL, OpenLogs
 from .lock import WriterLocks
 from .paths import encode_segment, lock_path, log_path
+from .sidecar import Sidecar, SidecarRows
 from .write import LogWriter, WriteFormat
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ if TYPE_CHECKING:
 __all__ = ["JsonlBackend"]
 
 
-class JsonlBackend(JsonlDelete):
+class JsonlBackend(JsonlDelete, SidecarRows):
     """Sessions as JSONL files under ``root`` (see the module docstring).
 
     Methods may be called from several threads, never twice at once for one session
@@ -102,6 +103,8 @@ class JsonlBackend(JsonlDelete):
             self.suffix, self._prepare_root, self._encode, self._end_of, self._seq_before,
             self._read_plain))
         self._locks = WriterLocks(self.root, self._logs, self._prepare_root)
+        # The projections' rows (the Projecting capability: SidecarRows).
+        self._sidecar = Sidecar(self.root)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.root!r})"
@@ -475,7 +478,12 @@ class JsonlBackend(JsonlDelete):
 
     def rewrite(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes) -> None:
         """Replace the session's log with ``jsonl``, atomically (a temp file renamed over
-        it: :meth:`~.write.LogWriter.replace`); the caller holds the writer lock."""
+        it: :meth:`~.write.LogWriter.replace`); the caller holds the writer lock. Its
+        projection rows are dropped first (the store folds the new log).
+
+        :raises PersistenceError: its rows cannot be dropped (nothing was changed).
+        """
+        self._sidecar.drop(header.id)
         self._writer.replace(header, self.location(header), jsonl)
 
     # -- the writer lock --
@@ -498,11 +506,15 @@ class JsonlBackend(JsonlDelete):
 
         :raises SessionLockedError: another writer holds it.
         """
-        return self._locks.acquire(header.id, lock_path(self.root, cwd_of(header), header.id),
+        lock = self._locks.acquire(header.id, lock_path(self.root, cwd_of(header), header.id),
                                    self.location(header))
+        self._sidecar.forget(header.id)  # its writer reads its rows' marks anew
+        return lock
 
     def close(self) -> None:
-        """Close the append descriptors and the lock files', and release the locks still
-        held. The backend stays usable (descriptors reopen on demand)."""
+        """Close the append descriptors and the lock files', release the locks still
+        held, and close the projection sidecar. The backend stays usable (descriptors
+        reopen on demand)."""
         self._locks.close()
         self._logs.close()
+        self._sidecar.close()

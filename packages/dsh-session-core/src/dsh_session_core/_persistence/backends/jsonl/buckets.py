@@ -94,15 +94,17 @@ def foreign_entries(root: str) -> list[str]:
     sorted: ``[]`` when it is one. A store's folder holds a bucket (``_no-cwd``, or
     ``cwd-`` and 12 hex digits: a session was written to it) or the compact mark (a
     compact store made before its first session); a folder that is missing, or holds
-    nothing (a header cache aside, which listings of older versions left), is an empty
-    store, which its first session's write makes. Any other folder holds something else
-    (a project, the user's own logs): a reader is told it is no store, rather than take
-    its folders for buckets, its files for corrupt logs, and leave a header cache in it.
+    nothing (a header cache aside, which listings of older versions left, or a
+    projection sidecar), is an empty store, which its first session's write makes. Any
+    other folder holds something else (a project, the user's own logs): a reader is told
+    it is no store, rather than take its folders for buckets, its files for corrupt
+    logs, and leave a header cache in it.
     Only names are read: nothing is written.
 
     :raises OSError: the folder cannot be listed (but is there).
     """
     from .header_cache import CACHE_DIR
+    from .sidecar_file import SIDECAR_DIR
 
     try:
         entries = os.scandir(root)
@@ -113,7 +115,7 @@ def foreign_entries(root: str) -> list[str]:
         for entry in entries:
             if entry.name == COMPACT_MARK or _BUCKET_NAME.fullmatch(entry.name):
                 return []
-            if entry.name != CACHE_DIR:
+            if entry.name not in (CACHE_DIR, SIDECAR_DIR):
                 names.append(entry.name)
     return sorted(names)
 

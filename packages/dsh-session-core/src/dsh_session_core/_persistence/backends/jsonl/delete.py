@@ -1,7 +1,8 @@
 """The JSONL backend's deleting: a session's files removed under its writer lock.
 
 A session's log, its lock file and the temp files of its killed first writes removed
-under its writer lock, then the removal made durable. A mixin of
+under its writer lock (its projection rows first: :mod:`.sidecar`), then the removal
+made durable. A mixin of
 :class:`~.jsonl.backend.JsonlBackend`, which owns the files and the locks.
 """
 
@@ -24,6 +25,7 @@ from .paths import encode_segment, lock_path
 
 if TYPE_CHECKING:
     from .ends import OpenLogs
+    from .sidecar import Sidecar
     from .write import LogWriter
 
 __all__ = ["JsonlDelete", "cwd_of"]
@@ -44,6 +46,7 @@ class JsonlDelete:
     _url_scheme: ClassVar[str | None] = None
     _logs: OpenLogs
     _writer: LogWriter
+    _sidecar: Sidecar
 
     if TYPE_CHECKING:
         def acquire(self, header: SessionHeader) -> WriterLock: ...
@@ -109,6 +112,10 @@ class JsonlDelete:
         if not files.exists(path):  # deleted meanwhile, by another store
             raise not_found(session_id, self._store_url())
         report = self._report(header, path, lock_file, temps, "deleted")
+        # Its projection rows first: a session whose rows (its content, in part) cannot
+        # be removed is not deleted; a crash after this leaves a log without rows,
+        # which readers fold.
+        self._sidecar.drop(header.id)
         self._forget(path)
         os.unlink(path)
         for temp in temps:
