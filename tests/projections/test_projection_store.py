@@ -79,7 +79,7 @@ def test_an_unknown_projection_or_session_is_refused_naming_it() -> None:
         sid = _write(store, ["a"])
         with pytest.raises(UnknownProjectionError, match="test/nope") as caught:
             store.projection(sid, "test/nope")
-        assert caught.value.known == ("test/said",)
+        assert "test/said" in caught.value.known
         with pytest.raises(SessionNotStoredError):
             store.projection("missing", "test/said")
 
