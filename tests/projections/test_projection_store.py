@@ -155,3 +155,41 @@ def test_a_rekey_seals_the_rows_anew() -> None:
         view = store.projection(sid, "test/said")
         assert view.folded == 0
         assert [r.text for _, r in view.rows()] == ["secret"]
+
+
+def test_a_view_folding_a_tail_reads_the_rows_anew_once_a_writer_caught_them_up() -> None:
+    # Rows behind the log (a writer without projections appended), a view opened on
+    # them (the tail folded on top), then a writer catches the rows up and clears them:
+    # the view's tail must not be laid over rows that already hold it.
+    from dsh_session_core.testing import assistant, step_end, step_start, turn_end
+    from dsh_session_core.testing.projection_contract import (
+        ContractPlugin,
+        contract_projection,
+    )
+
+    backend = MemoryBackend()
+
+    def keeping() -> Any:
+        pm = create_plugin_manager(autoload=False)
+        pm.register(ContractPlugin(), "contract")
+        return pm
+
+    def turn(store: DurableStore, n: int, interrupted: bool = False) -> None:
+        session = store.open("s") if store.stored() else store.create("s")
+        user_turn(session, n, f"ask {n}", end=False)
+        step_start(session, n, 1)
+        assistant(session, n, 1, f"answer {n}")
+        step_end(session, n, 1)
+        turn_end(session, n, {"kind": "interrupted"} if interrupted else None)
+        store.flush(session)
+        store.release(session)
+
+    with DurableStore(backend, keeping()) as store:
+        turn(store, 1)
+    with DurableStore(backend, create_plugin_manager(autoload=False)) as older:
+        turn(older, 2)
+    with DurableStore(backend, keeping()) as store:
+        view = store.projection("s", contract_projection.name)
+        assert view.folded > 0  # the second turn, folded on top of the rows
+        turn(store, 3, interrupted=True)  # catches the rows up, then clears them all
+        assert view.rows() == []

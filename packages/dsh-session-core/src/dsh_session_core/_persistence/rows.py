@@ -141,6 +141,14 @@ class RowTable:
         self._keys: list[str] | None = []
         self.summary: bytes | None = None
 
+    @classmethod
+    def of(cls, rows: dict[str, bytes]) -> RowTable:
+        """A table holding ``rows`` (taken, not copied)."""
+        table = cls()
+        table.rows = rows
+        table._keys = None
+        return table
+
     def apply(self, changes: RowChanges) -> None:
         if changes.rebuild:
             self.summary = None

@@ -58,10 +58,11 @@ class ProjectionView(Generic[R]):
         the stored rows were current): what its opening cost beyond the rows.
     """
 
-    __slots__ = ("_fetch", "_overlay", "covers", "folded", "projection", "session_id")
+    __slots__ = ("_fetch", "_moved", "_overlay", "covers", "folded", "projection",
+                 "session_id")
 
     def __init__(self, projection: Projection, session_id: str, covers: int, folded: int,
-                 fetch: Any, overlay: RowChanges | None) -> None:
+                 fetch: Any, overlay: RowChanges | None, moved: Any = None) -> None:
         self.projection = projection
         self.session_id = session_id
         self.covers = covers
@@ -69,6 +70,10 @@ class ProjectionView(Generic[R]):
         #: ``fetch(query)`` -> stored rows, ``(key, bytes)``; ``None``: none are stored.
         self._fetch = fetch
         self._overlay = overlay
+        #: ``moved()`` -> a view opened anew when the stored rows moved on since this one
+        #: was opened with a tail folded on top (their changes and its would mix), else
+        #: ``None``.
+        self._moved = moved
 
     def get(self, key: str) -> R | None:
         """The row under ``key``, or ``None``."""
@@ -115,6 +120,10 @@ class ProjectionView(Generic[R]):
                 wider = RowQuery(query.keys, query.start, query.stop, query.newest_first,
                                  query.limit + len(overlay.rows))
             merged.update(self._fetch(wider))
+            anew: ProjectionView[Any] | None = (self._moved() if self._moved is not None
+                                                else None)
+            if anew is not None:  # a writer caught the rows up meanwhile: read them
+                return anew._select(query)
         for key, row in overlay.rows.items():
             if not query.admits(key):
                 continue
@@ -122,9 +131,7 @@ class ProjectionView(Generic[R]):
                 merged.pop(key, None)
             else:
                 merged[key] = row
-        table = RowTable()
-        table.rows = merged
-        table._keys = None  # its own module's twin: rebuilt sorted
+        table = RowTable.of(merged)
         return [(k, decode(v)) for k, v in table.select(query)]
 
 
@@ -184,8 +191,14 @@ def open_view(caps: Capabilities, registry: EventRegistry, projection: Projectio
             return found[0][2] if found else None
         return rows.projection_rows(session_id, name, query)  # type: ignore[arg-type]
 
+    def moved() -> ProjectionView[Any] | None:
+        now = rows.projection_marks(session_id).get(name)
+        if now == stored:
+            return None
+        return open_view(caps, registry, projection, session_id)
+
     return ProjectionView(projection, session_id, mark.covers + len(lines), folded, fetch,
-                          overlay)
+                          overlay, moved if overlay is not None else None)
 
 
 def summaries(caps: Capabilities, registry: EventRegistry, projection: Projection,
