@@ -29,6 +29,10 @@ __all__ = ["lines_after", "lines_in", "lines_of_types", "lines_of_types_in"]
 _HEAD: Final = 256
 #: Blocks read forwards to find a newline, and to collect the lines returned.
 _BLOCK: Final = 65536
+#: The first read looking for a line's end (most lines are far shorter than a block).
+_PEEK: Final = 4096
+#: The span the bisection narrows to before the lines in it are walked (in memory).
+_WALK: Final = 8192
 _SEQ = re.compile(rb'\{"type":"[^"\\]{0,200}","seq":(\d{1,19})[,}]')
 
 
@@ -37,8 +41,10 @@ def _line_start(f: BinaryIO, pos: int, end: int) -> int:
     is a newline), or ``end`` when no line starts in ``[pos, end)``."""
     f.seek(pos - 1)
     at = pos - 1
+    size = _PEEK
     while at < end:
-        block = f.read(min(_BLOCK, end - at))
+        block = f.read(min(size, end - at))
+        size = _BLOCK
         if not block:
             return end
         nl = block.find(b"\n")
@@ -96,7 +102,7 @@ def _find(f: BinaryIO, target: int, lo: int, end: int) -> int | None:
             return None
         if seq >= target:
             return lo if seq == target else None  # past it at the start: not contiguous
-        if hi - lo <= _BLOCK:
+        if hi - lo <= _WALK:
             break
         half = (lo + hi) // 2
         mid = _line_start(f, half, hi)
@@ -112,8 +118,10 @@ def _find(f: BinaryIO, target: int, lo: int, end: int) -> int | None:
                 return lo
         else:
             hi = mid
-    # A block or less is left: walk its lines.
-    at = lo
+    # A block or less is left: walk its lines, in memory where they fit one read.
+    found, at = _walk_read(f, target, lo, hi, end)
+    if found is not _GO_ON:
+        return found  # type: ignore[return-value]  # an int or None: the sentinel is out
     while at < hi:
         nxt = _line_start(f, at + 1, end)
         if nxt >= end:
@@ -126,6 +134,38 @@ def _find(f: BinaryIO, target: int, lo: int, end: int) -> int | None:
         at = nxt
     # Walked past hi without meeting the target: only a log that is not contiguous.
     return end if hi >= end else None
+
+
+#: :func:`_walk_read` did not settle it: walk on by reads.
+_GO_ON: Final = object()
+
+
+def _walk_read(f: BinaryIO, target: int, lo: int, hi: int, end: int
+               ) -> tuple[object, int]:
+    """:func:`_find`'s last walk over ``[lo, hi)`` from one read of the block (and the
+    head of the line after it): ``(the answer, _)``, or ``(_GO_ON, where to walk on
+    from)`` when a line runs past what was read."""
+    f.seek(lo)
+    chunk = f.read(min(end, hi + _BLOCK + _HEAD) - lo)
+    at = 0
+    while lo + at < hi:
+        nl = chunk.find(b"\n", at)
+        if nl < 0:
+            return _GO_ON, lo + at
+        nxt = nl + 1
+        if lo + nxt >= end:
+            return end, 0
+        found = _SEQ.match(chunk, nxt, nxt + _HEAD)
+        if found is None:
+            if nxt + _HEAD > len(chunk) and lo + len(chunk) < end:
+                return _GO_ON, lo + at  # its head was cut off by the read
+            return None, 0
+        seq = int(found[1])
+        if seq >= target:
+            return (lo + nxt if seq == target else None), 0
+        at = nxt
+    # Walked past hi without meeting the target: only a log that is not contiguous.
+    return (end if hi >= end else None), 0
 
 
 def _collect(f: BinaryIO, start: int, end: int, first: int, limit: int | None
