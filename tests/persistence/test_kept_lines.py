@@ -381,9 +381,9 @@ def test_an_older_sqlite_database_is_migrated_and_its_closers_come_back_as_writt
         backend.close()
     # user_version stays the reference's: it reads and writes the database as before.
     now = [("odd-now", seq) for seq in range(4)]
-    assert _sqlite_state(db) == (4, [(1,)], now)
+    assert _sqlite_state(db) == (4, [(2,)], now)
     SqliteBackend(db).close()  # again: nothing more to do
-    assert _sqlite_state(db) == (4, [(1,)], now)
+    assert _sqlite_state(db) == (4, [(2,)], now)
 
 
 _OPEN = """
@@ -416,7 +416,7 @@ def test_processes_opening_an_older_sqlite_database_at_once_migrate_it_once(
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err.decode()
         assert out == jsonl
-    assert _sqlite_state(db) == (4, [(1,)], [])
+    assert _sqlite_state(db) == (4, [(2,)], [])
 
 
 _READ = """
@@ -457,7 +457,7 @@ def test_an_older_sqlite_database_that_cannot_be_written_is_read_until_it_can_be
             assert stored_bytes(backend, "odd") == log_bytes(*odd()[::2])
         finally:
             backend.close()
-        assert _sqlite_state(db)[:2] == (4, [(1,)])
+        assert _sqlite_state(db)[:2] == (4, [(2,)])
     finally:
         shutil.rmtree(folder)
 
@@ -468,17 +468,17 @@ def test_own_tables_of_a_newer_version_are_refused_and_left_as_they_are(
     db = tmp_path / "s.db"
     SqliteBackend(db).close()
     conn = sqlite3.connect(db, isolation_level=None)
-    conn.execute("UPDATE dsh_session_schema SET version = 2")
+    conn.execute("UPDATE dsh_session_schema SET version = 3")
     conn.close()
-    message = (f'session database at "{db}" has schema version 2, incompatible with this '
-               "build (1): the version of dsh-session's own tables (dsh_session_schema), "
+    message = (f'session database at "{db}" has schema version 3, incompatible with this '
+               "build (2): the version of dsh-session's own tables (dsh_session_schema), "
                "which a newer dsh-session wrote: open the database with that one")
     with pytest.raises(SchemaVersionError) as caught:
         SqliteBackend(db)
     assert str(caught.value) == message
-    assert (caught.value.version, caught.value.expected) == (2, 1)
+    assert (caught.value.version, caught.value.expected) == (3, 2)
     conn = sqlite3.connect(db)
-    assert conn.execute("SELECT version FROM dsh_session_schema").fetchall() == [(2,)]
+    assert conn.execute("SELECT version FROM dsh_session_schema").fetchall() == [(3,)]
     conn.close()
 
 
@@ -522,10 +522,10 @@ def test_an_older_postgresql_database_is_migrated_and_its_closers_come_back_as_w
         backend.close()
     kept = "SELECT session_id, seq FROM events WHERE line IS NOT NULL ORDER BY 1, 2"
     now = [("odd-now", seq) for seq in range(4)]
-    assert _pg(url, "SELECT version FROM dsh_session_schema") == [(3,)]
+    assert _pg(url, "SELECT version FROM dsh_session_schema") == [(4,)]
     assert _pg(url, kept) == now
     PostgresBackend(url).close()  # again: nothing more to do
-    assert _pg(url, "SELECT version FROM dsh_session_schema") == [(3,)]
+    assert _pg(url, "SELECT version FROM dsh_session_schema") == [(4,)]
     assert _pg(url, kept) == now
 
 
@@ -554,7 +554,7 @@ def test_connections_opening_an_older_postgresql_database_at_once_migrate_it_onc
         t.join()
     assert errors == []
     assert loaded == [log_bytes(header, jsonl)] * 6
-    assert _pg(postgresql_url, "SELECT version FROM dsh_session_schema") == [(3,)]
+    assert _pg(postgresql_url, "SELECT version FROM dsh_session_schema") == [(4,)]
 
 
 def test_an_older_postgresql_database_a_connection_may_not_change_is_refused(
@@ -564,7 +564,7 @@ def test_an_older_postgresql_database_a_connection_may_not_change_is_refused(
     read_only = postgresql_url + (
         ("&" if "?" in postgresql_url else "?") + "options=-cdefault_transaction_read_only%3Don")
     with pytest.raises(SchemaVersionError, match=(
-            r"has schema version 2, incompatible with this build \(3\): this connection may "
+            r"has schema version 2, incompatible with this build \(4\): this connection may "
             r"not migrate it \(a read-only role or a standby\); open it once with a role "
             r"that may change its tables, and it is migrated in place$")):
         PostgresBackend(read_only)

@@ -478,8 +478,9 @@ def test_postgres_a_version_1_database_is_upgraded(postgresql_url: str) -> None:
     _pg_insert(url, "ref2", [user("alpha"), start(5), user("beta")], 0)
     backend = PostgresBackend(url)
     try:
-        # Migrated through version 2 (the index) to 3 (the kept lines).
-        assert _pg(url, "SELECT version FROM dsh_session_schema") == [(PG_VERSION,)] == [(3,)]
+        # Migrated through version 2 (the index) and 3 (the kept lines) to 4 (the
+        # projections' tables).
+        assert _pg(url, "SELECT version FROM dsh_session_schema") == [(PG_VERSION,)] == [(4,)]
         assert _pg(url, "SELECT count(*) FROM search_state") == [(0,)]
         check_all(backend)  # caught up by the first search
         assert sorted(_pg(url, "SELECT session_id, next_seq FROM search_state")) == [
@@ -498,9 +499,9 @@ def test_postgres_a_version_1_database_is_upgraded(postgresql_url: str) -> None:
                 if h.session_id == "ref"][-4:] == [(7, 2), (8, 2), (10, None), (12, 3)]
     finally:
         backend.close()
-    # Opened again: already version 3.
+    # Opened again: already version 4.
     PostgresBackend(url).close()
-    assert _pg(url, "SELECT version FROM dsh_session_schema") == [(3,)]
+    assert _pg(url, "SELECT version FROM dsh_session_schema") == [(4,)]
 
 
 def test_postgres_index_rows_dropped_or_cut_by_another_writer(postgresql_url: str) -> None:

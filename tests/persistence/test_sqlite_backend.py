@@ -226,12 +226,14 @@ def test_the_tables_are_exactly_the_reference_schema(db: Path, opened: list[Sqli
     assert execute(db, "SELECT name FROM sqlite_master WHERE type = 'index' AND "
                        f"tbl_name IN {reference}") == [
         ("sqlite_autoindex_sessions_1",), ("sqlite_autoindex_events_1",)]
-    # Every other table is dsh-session's own (its version, the kept lines) or the search
-    # index's (docs/search.md), which the reference does not know and never needs.
+    # Every other table is dsh-session's own (its version, the kept lines, the
+    # projections' rows) or the search index's (docs/search.md), which the reference does
+    # not know and never needs.
     others = {name for (name,) in execute(
         db, f"SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN {reference}")}
     assert {name for name in others if not name.startswith("dsh_search")} == {
-        "dsh_session_schema", "dsh_event_lines"}
+        "dsh_session_schema", "dsh_event_lines", "dsh_projection_rows",
+        "dsh_projection_marks"}
 
 
 # --- 67: journal mode -----------------------------------------------------------------------

@@ -262,8 +262,8 @@ def test_a_database_with_its_schema_opens_without_creating_anything(
     path = tmp_path / "s.db"
     first = _opening_statements(monkeypatch, path)
     # A new file: every table (the reference's two, dsh-session's own two and their two
-    # triggers, the index's three).
-    assert sum(s.startswith("CREATE") for s in first) == 9
+    # triggers, the projections' two with their index and trigger, the index's three).
+    assert sum(s.startswith("CREATE") for s in first) == 13
     again = _opening_statements(monkeypatch, path)
     assert not [s for s in again if s.startswith(("CREATE", "BEGIN"))]
     assert len(again) <= 4  # two pragmas, the versions and the tables, the own version

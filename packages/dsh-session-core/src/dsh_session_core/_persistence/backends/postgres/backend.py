@@ -4,8 +4,8 @@ This module is the backend class, its writer, its loads and its lease; the schem
 statements are :mod:`.postgres.schema`'s, the search index's :mod:`.postgres.index`'s
 (run by :mod:`.sql.index`, the engine shared with SQLite), the reads that never write
 :mod:`.postgres.reads`' (the tail and the NOTIFY follower :mod:`.follow`'s),
-the deleting :mod:`.delete`'s, and the asyncio methods
-:mod:`.postgres.aio`'s.
+the deleting :mod:`.delete`'s, the projections' rows :mod:`.postgres.projections`', and
+the asyncio methods :mod:`.postgres.aio`'s.
 The tables and columns are the reference's, plus ``events.line`` and a schema version
 table (:mod:`.postgres.open`). Each batch, and each repair, is one transaction; the scan
 and repair rules are the SQLite backend's (:func:`scan_rows`).
@@ -53,13 +53,16 @@ from ...._schema.registry import EventRegistry
 from ....errors import SessionIdError
 from ....events import Event
 from ...base import COMMON_ID_RULE, SessionLockedError, StoredLog, WriterLock, check_common_id
+from ...rows import RowChanges
 from ..sql import index as sql_index
+from ..sql.projection_rows import check_changes, drop
 from ..sql.rows import header_of, load_chunks, scanned
 from ..sql.search_index import index_lines, lines_of
 from .aio import PostgresAsync
 from .delete import PostgresDelete
 from .index import APPEND_INDEXED, INDEX_SQL, SEARCH_LOCK_KEY, index_columns
 from .open import open_schema
+from .projections import PROJECTION_SQL, PostgresProjections, projected, row_columns
 from .reads import PostgresReads
 from .schema import (
     APPEND,
@@ -136,7 +139,7 @@ def _chunk_fetcher(
     return fetch
 
 
-class PostgresBackend(PostgresReads, PostgresDelete, PostgresAsync):
+class PostgresBackend(PostgresReads, PostgresDelete, PostgresAsync, PostgresProjections):
     """Sessions in one PostgreSQL database, shared by every host that connects to it.
 
     :param url: a libpq connection string or ``postgresql://`` URL.
@@ -299,22 +302,34 @@ class PostgresBackend(PostgresReads, PostgresDelete, PostgresAsync):
         :raises PersistenceError: the stored log does not end right before the batch
             (another writer wrote the session); nothing is written.
         """
+        self._append_to(header, events, jsonl, materialized, ())
+
+    def _append_to(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes,
+                   materialized: bool, changes: Sequence[RowChanges]) -> None:
+        """The one write of a batch: its events, and projection rows' ``changes``
+        (:meth:`append_projected`) in the same statement."""
         if not events:
-            return
+            return self.write_rows(header, changes) if changes else None
         columns, before = batch_columns(header.id, events, jsonl)
         columns["before"] = before
         if self._indexed:
             index_columns(columns, events, jsonl)
+        statement = self._append
+        if changes:
+            check_changes(PROJECTION_SQL, header.id, changes)
+            shape, rows = row_columns(changes)
+            columns.update(rows)
+            statement = projected(statement, shape)
         head = None if materialized else checked_header(header)
         lease = self._leases.get(header.id)
         if lease is None:
             with self._lock:
-                self._write(self._conn, header.id, columns, head)
-            return
+                self._write(self._conn, header.id, columns, head, statement)
+            return None
         if lease.conn.closed:  # lost at an earlier flush, and not taken back then
             self._retake(lease)
         try:
-            self._write(lease.conn, header.id, columns, head)
+            self._write(lease.conn, header.id, columns, head, statement)
         except self._errors().OperationalError:
             if not lease.conn.broken:
                 raise
@@ -322,7 +337,8 @@ class PostgresBackend(PostgresReads, PostgresDelete, PostgresAsync):
             # Take the lease again and retry: the checked insert makes the retry safe
             # (a batch that did commit is recognised; a newer writer's log refuses it).
             self._retake(lease)
-            self._write(lease.conn, header.id, columns, head)
+            self._write(lease.conn, header.id, columns, head, statement)
+        return None
 
     @property
     def _append(self) -> str:
@@ -342,16 +358,17 @@ class PostgresBackend(PostgresReads, PostgresDelete, PostgresAsync):
         session_id: str,
         columns: Columns,
         head: tuple[Any, ...] | None,
+        statement: str,
     ) -> None:
         seqs = columns["seqs"]
         try:
             if head is None:  # the usual case: one statement, committed on its own
-                if conn.execute(self._append, columns).fetchone() is not None:
+                if conn.execute(statement, columns).fetchone() is not None:
                     return
                 raise Refused
             with conn.transaction():  # the first batch brings the session's row
                 conn.execute(UPSERT_SESSION, head)
-                if conn.execute(self._append, columns).fetchone() is None:
+                if conn.execute(statement, columns).fetchone() is None:
                     raise Refused  # rolls the session's row back too
                 return
         except Refused:
@@ -369,7 +386,8 @@ class PostgresBackend(PostgresReads, PostgresDelete, PostgresAsync):
         raise conflict(session_id, last, seqs[0])
 
     def rewrite(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes) -> None:
-        """Replace the rows with ``events``, the session's row with ``header``, at once."""
+        """Replace the rows with ``events``, the session's row with ``header``, at once;
+        the projections' rows of the old log go (the store folds the new one's)."""
         self._replace(header, 0, events, jsonl, checked_header(header))
 
     def commit_repair(self, header: SessionHeader, torn: object | None,
@@ -386,32 +404,38 @@ class PostgresBackend(PostgresReads, PostgresDelete, PostgresAsync):
         columns = batch_columns(header.id, closers, jsonl)[0] if closers else None
         if torn is None and columns is None:
             return
-        lease = self._leases.get(header.id)
+        with self._writer(header.id) as conn, conn.transaction():
+            if self._indexed:  # taken first, as every catch-up takes it
+                conn.execute(_SEARCH_LOCK, (SEARCH_LOCK_KEY,))
+            if head is not None:  # a rewrite
+                conn.execute(UPSERT_SESSION, head)
+                drop(PROJECTION_SQL, conn, header.id)
+            if torn is not None:
+                conn.execute(DELETE_TAIL, (header.id, torn))
+            if columns is not None:
+                conn.execute(INSERT_ROWS, columns)
+            if self._indexed:
+                # The index is cut back with the rows (sql_index.sync: a state past
+                # the first closer), and the closers indexed after what is left.
+                seqs = columns["seqs"] if columns is not None else []
+                lines = lines_of(jsonl, len(seqs))
+                if lines is None:
+                    lines = builtins.list(sql_index.lines_from(
+                        INDEX_SQL, conn, header.id, seqs[0], seqs[-1] + 1)) if seqs else []
+                first = seqs[0] if seqs else torn
+                end = seqs[-1] + 1 if seqs else torn
+                sql_index.index(INDEX_SQL, conn, header.id, first,  # type: ignore[arg-type]
+                                functools.partial(index_lines, lines), end,  # type: ignore[arg-type]
+                                cut=torn is not None)
+            conn.execute(NOTIFY, (channel_of(header.id), "repair"))
+
+    @contextlib.contextmanager
+    def _writer(self, session_id: str) -> Iterator[psycopg.Connection[Any]]:
+        """The connection that writes the session besides its batches: its lease's when
+        this backend holds it, else the shared one (under its lock)."""
+        lease = self._leases.get(session_id)
         with self._lock if lease is None else contextlib.nullcontext():
-            conn = self._conn if lease is None else lease.conn
-            with conn.transaction():
-                if self._indexed:  # taken first, as every catch-up takes it
-                    conn.execute(_SEARCH_LOCK, (SEARCH_LOCK_KEY,))
-                if head is not None:
-                    conn.execute(UPSERT_SESSION, head)
-                if torn is not None:
-                    conn.execute(DELETE_TAIL, (header.id, torn))
-                if columns is not None:
-                    conn.execute(INSERT_ROWS, columns)
-                if self._indexed:
-                    # The index is cut back with the rows (sql_index.sync: a state past
-                    # the first closer), and the closers indexed after what is left.
-                    seqs = columns["seqs"] if columns is not None else []
-                    lines = lines_of(jsonl, len(seqs))
-                    if lines is None:
-                        lines = builtins.list(sql_index.lines_from(
-                            INDEX_SQL, conn, header.id, seqs[0], seqs[-1] + 1)) if seqs else []
-                    first = seqs[0] if seqs else torn
-                    end = seqs[-1] + 1 if seqs else torn
-                    sql_index.index(INDEX_SQL, conn, header.id, first,  # type: ignore[arg-type]
-                                    functools.partial(index_lines, lines), end,  # type: ignore[arg-type]
-                                    cut=torn is not None)
-                conn.execute(NOTIFY, (channel_of(header.id), "repair"))
+            yield self._conn if lease is None else lease.conn
 
     # --- the lease ----------------------------------------------------------------------
 

@@ -12,12 +12,16 @@ and the migrations an older version takes when it is opened.
   crash-repair closers among them, which come back as the reference writes them,
   ``surfaceOp`` before ``sourceEventSeqs`` (the one key order of old rows that is
   known: :func:`~.rows.closer_row`).
+- **3 to 4**: the projections' tables, their index and the trigger that deletes a
+  session's rows with it (:data:`~.postgres.schema.PROJECTION_SCHEMA`); empty: the
+  write path folds each session's rows from its log when it next writes it, and until
+  then a read folds the log.
 
 Every open takes a transaction-level advisory lock, and a migration re-reads the version
 under it: two processes opening a database at once create or migrate it once, the
 second waiting for the first. A database of an older version that this connection may
 not change (a read-only role, a standby) is refused, saying so: this build reads
-``events.line``, which it lacks.
+tables and columns it lacks.
 """
 
 from __future__ import annotations
@@ -25,7 +29,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from ....errors import PersistenceError, SchemaVersionError, StoreNotFoundError
-from .schema import CREATE_LINE_TRIGGER, INDEX_SCHEMA, SCHEMA, SCHEMA_VERSION
+from .schema import (
+    CREATE_LINE_TRIGGER,
+    INDEX_SCHEMA,
+    PROJECTION_SCHEMA,
+    SCHEMA,
+    SCHEMA_VERSION,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -38,12 +48,13 @@ _SCHEMA_LOCK_KEY: Final = 0x6473_685F_7363_6831  # "dsh_sch1"
 _MIGRATIONS: Final = {
     1: INDEX_SCHEMA,
     2: ("ALTER TABLE events ADD COLUMN IF NOT EXISTS line text", *CREATE_LINE_TRIGGER),
+    3: PROJECTION_SCHEMA,
 }
 
 
 def open_schema(conn: psycopg.Connection[Any], create: bool, location: str) -> bool:
     """Check the schema version of the database ``conn`` is on, or (``create``) make the
-    tables in a database that has none; migrate a database of version 1 or 2 in place
+    tables in a database that has none; migrate a database of version 1 to 3 in place
     (see the module). Serialized between processes by an advisory transaction lock.
     Returns whether the search index is there (it always is, now).
 
@@ -69,7 +80,8 @@ def open_schema(conn: psycopg.Connection[Any], create: bool, location: str) -> b
                     f"with options=-csearch_path=NAME in the URL)"
                 )
                 raise PersistenceError(msg, session_id="")
-            for statement in (*SCHEMA, *CREATE_LINE_TRIGGER, *INDEX_SCHEMA):
+            for statement in (*SCHEMA, *CREATE_LINE_TRIGGER, *INDEX_SCHEMA,
+                              *PROJECTION_SCHEMA):
                 conn.execute(statement)
             conn.execute(
                 "INSERT INTO dsh_session_schema (version) VALUES (%s)", (SCHEMA_VERSION,)

@@ -11,7 +11,9 @@ key order), so every log survives a round trip byte for byte; a
 one-row ``dsh_session_schema`` table that holds the schema version, checked (and an
 older one migrated) on open (:mod:`.postgres.open`); and the full-text search index's
 (``search_docs``: each searched event's words as a ``tsvector``; ``search_state``: how
-far each session is indexed), whose statements are :mod:`.postgres.index`'s.
+far each session is indexed), whose statements are :mod:`.postgres.index`'s; and the
+projections' (``dsh_projection_rows``, ``dsh_projection_marks``: :mod:`.sql.projection_rows`),
+written by :mod:`.postgres.projections`.
 A batch becomes one array per column (:func:`batch_columns`), checked before any
 transaction; a connection string names a database (:func:`database_of`) and is shown
 without its password (:func:`redacted`).
@@ -40,6 +42,7 @@ __all__ = [
     "INDEX_SCHEMA",
     "INSERT_ROWS",
     "NOTIFY",
+    "PROJECTION_SCHEMA",
     "SCHEMA",
     "SCHEMA_VERSION",
     "SELECT_AFTER",
@@ -72,12 +75,14 @@ __all__ = [
 ]
 
 #: The version in ``dsh_session_schema``; a database of another version is refused,
-#: except versions 1 and 2, which are upgraded in place when opened
+#: except versions 1 to 3, which are upgraded in place when opened
 #: (:mod:`.postgres.open`). Version 2 added the search index; version 3 ``events.line``
-#: (the lines the columns would not give back). Each bump makes the builds before it
-#: refuse the database: a version-1 build's deletes would leave index rows behind, and a
-#: version-2 build would write closers whose lines nothing keeps.
-SCHEMA_VERSION: Final = 3
+#: (the lines the columns would not give back); version 4 the projections' tables
+#: (:data:`PROJECTION_SCHEMA`). Each bump makes the builds before it refuse the
+#: database: a version-1 build's deletes would leave index rows behind, a version-2
+#: build would write closers whose lines nothing keeps, and a version-3 build's rekey
+#: would leave rows sealed under the old key beside a log resealed under the new one.
+SCHEMA_VERSION: Final = 4
 
 SCHEMA: Final = (
     """CREATE TABLE dsh_session_schema (
@@ -142,6 +147,41 @@ INDEX_SCHEMA: Final = (
         next_seq bigint NOT NULL,
         turn integer
     )""",
+)
+
+# The projections' tables, added by version 4. Keys compare by code point (``COLLATE
+# "C"``: UTF-8 bytes), the order a projection's reads promise, so a key range is a range
+# of the primary key; the summaries are listed from their partial index alone. A
+# session's rows go with its sessions row, whoever deletes it (this backend's delete and
+# prune, a hand edit), in the same transaction: the trigger's function deletes from the
+# tables of the deleted row's schema, whatever the deleting connection's search_path.
+PROJECTION_SCHEMA: Final = (
+    """CREATE TABLE IF NOT EXISTS dsh_projection_rows (
+        session_id text NOT NULL,
+        projection text NOT NULL,
+        key text COLLATE "C" NOT NULL,
+        row bytea NOT NULL,
+        PRIMARY KEY (session_id, projection, key)
+    )""",
+    """CREATE TABLE IF NOT EXISTS dsh_projection_marks (
+        session_id text NOT NULL,
+        projection text NOT NULL,
+        mark bytea NOT NULL,
+        summary bytea,
+        PRIMARY KEY (session_id, projection)
+    )""",
+    "CREATE INDEX IF NOT EXISTS dsh_projection_summaries ON dsh_projection_marks"
+    " (projection, session_id) WHERE summary IS NOT NULL",
+    """CREATE OR REPLACE FUNCTION dsh_session_forget_projections() RETURNS trigger
+    LANGUAGE plpgsql AS $$ BEGIN
+        EXECUTE format('DELETE FROM %I.dsh_projection_rows WHERE session_id = $1',
+                       TG_TABLE_SCHEMA) USING OLD.id;
+        EXECUTE format('DELETE FROM %I.dsh_projection_marks WHERE session_id = $1',
+                       TG_TABLE_SCHEMA) USING OLD.id;
+        RETURN NULL;
+    END $$""",
+    """CREATE TRIGGER dsh_session_forget_projections AFTER DELETE ON sessions
+    FOR EACH ROW EXECUTE PROCEDURE dsh_session_forget_projections()""",
 )
 
 UPSERT_SESSION: Final = """

@@ -3,11 +3,11 @@
 This module is the backend class: its writer, loads and writer lock; the tables and
 statements are :mod:`.sqlite.schema`'s, opening a database (its versions and
 migrations) :mod:`.sqlite.open`'s, the reads that never write (lines, tails, listing,
-following) :mod:`.sqlite.reads`', the writer locks :mod:`.sqlite.lock`'s, and the search
-index's engine :mod:`.sql.index`'s (shared with PostgreSQL), which runs the statements
-of :mod:`.sqlite.index`. The reference's tables are exactly its own (schema version 4),
-so a database written by one implementation is read by the other; dsh-session's own
-tables sit beside them.
+following) :mod:`.sqlite.reads`', the projections' rows :mod:`.sqlite.projections`', the
+writer locks :mod:`.sqlite.lock`'s, and the search index's engine :mod:`.sql.index`'s
+(shared with PostgreSQL), which runs the statements of :mod:`.sqlite.index`. The
+reference's tables are exactly its own (schema version 4), so a database written by one
+implementation is read by the other; dsh-session's own tables sit beside them.
 
 A ``sessions`` row exists iff the session has an event: the first batch writes it in
 the same transaction as its events. Each batch, and each repair, is one transaction,
@@ -51,7 +51,9 @@ from ....errors import SchemaVersionError, StoreNotFoundError, UnstorableError
 from ....events import Event
 from ...base import Deleted, SessionLockedError, StoredLog, WriterLock, check_common_id, not_found
 from ...file_locks import lock_is_free, lock_or_close, same_file
+from ...rows import RowChanges
 from ..sql import index as sql_index
+from ..sql.projection_rows import check_changes, drop
 from ..sql.rows import (
     PARAMS_PER_ROW,
     Row,
@@ -69,6 +71,7 @@ from ..sql.search_index import Behind, index_batch, index_lines
 from .index import INDEX_SQL
 from .lock import LOCK_ATTEMPTS, FileLock, MemoryLock, clash, lock_path
 from .open import open_database
+from .projections import PROJECTION_SQL, SqliteProjections, apply_changes
 from .reads import SqliteReads
 from .schema import (
     DELETE_EVENTS,
@@ -116,7 +119,7 @@ _CLASHES: Final = frozenset({"SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_
 # --- the backend ----------------------------------------------------------------------
 
 
-class SqliteBackend(SqliteReads):
+class SqliteBackend(SqliteReads, SqliteProjections):
     """Sessions in one SQLite database (the reference's ``dsh-session-persistence-sqlite``).
 
     :param path: the database file (made absolute; its parent is created with mode
@@ -315,19 +318,27 @@ class SqliteBackend(SqliteReads):
             not ``materialized``; the transaction is rolled back, nothing is written
             (the driver's ``IntegrityError`` is its cause).
         """
-        if not events:
-            return  # a session row only ever comes with an event
+        self._append(header, events, jsonl, materialized, ())
+
+    def _append(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes,
+                materialized: bool, changes: Sequence[RowChanges]) -> None:
+        """The one write of a batch: its events, and projection rows' ``changes``
+        (:meth:`append_projected`), in one transaction."""
+        if not events:  # a session row only ever comes with an event
+            return self.write_rows(header, changes) if changes else None
         params, kept = batch_rows(header.id, events, jsonl)
         head = None if materialized else header_row(header)
+        check_changes(PROJECTION_SQL, header.id, changes)
         try:
-            self._append_rows(header, events, jsonl, params, kept, head)
+            self._append_rows(header, events, jsonl, params, kept, head, changes)
         except sqlite3.IntegrityError as exc:
             if exc.sqlite_errorname not in _CLASHES:
                 raise  # not a clash of seqs (a session row missing: a caller's bug)
             raise clash(header.id, events[0].seq, materialized) from exc
 
     def _append_rows(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes,
-                     params: list[object], kept: list[tuple[int, str]], head: Any) -> None:
+                     params: list[object], kept: list[tuple[int, str]], head: Any,
+                     changes: Sequence[RowChanges]) -> None:
         with self._lock:
             # Taken out first: a batch that fails leaves no state believed.
             known = self._states.pop(header.id, None)
@@ -343,6 +354,8 @@ class SqliteBackend(SqliteReads):
                         INDEX_SQL, conn, header.id, params[0], rows_from,  # type: ignore[arg-type]
                         params[-PARAMS_PER_ROW] + 1,  # type: ignore[operator]
                         known=known)
+                if changes:
+                    apply_changes(conn, header.id, changes)
             if self._indexed:
                 self._states[header.id] = state
             self._written.add(header.id)
@@ -350,7 +363,8 @@ class SqliteBackend(SqliteReads):
     def rewrite(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes) -> None:
         """Replace the session's rows with ``events``, and its ``sessions`` row with
         ``header`` (as a JSONL rewrite writes the header given): a repair that cuts from
-        seq 0, one transaction (:meth:`commit_repair`)."""
+        seq 0, one transaction (:meth:`commit_repair`), which drops the projections' rows
+        of the old log (the store folds the new one's)."""
         self._replace(header, 0, events, jsonl, header_row(header))
 
     def commit_repair(self, header: SessionHeader, torn: object | None,
@@ -370,8 +384,9 @@ class SqliteBackend(SqliteReads):
         lines = batch_lines(params, jsonl) if self._indexed else None
         with self._lock, self._transaction() as conn:
             self._states.pop(header.id, None)
-            if head is not None:
+            if head is not None:  # a rewrite
                 conn.execute(UPSERT_SESSION, head)
+                drop(PROJECTION_SQL, conn, header.id)
             if torn is not None:
                 conn.execute(DELETE_TAIL, (header.id, torn))
             insert_rows(conn, header.id, params)

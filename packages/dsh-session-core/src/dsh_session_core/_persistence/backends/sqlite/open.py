@@ -17,12 +17,16 @@ connection that may write it opens it:
   for the crash-repair closers among them, which come back as the reference writes
   them, ``surfaceOp`` before ``sourceEventSeqs`` (the one key order of old rows that is
   known: :data:`~.sqlite.schema.CLOSER`, whoever wrote the row).
+- **1 to 2**: the projections' tables, their index and the trigger that deletes a
+  session's rows with it (:data:`~.sqlite.schema.PROJECTION_SCHEMA`); empty: the
+  write path folds each session's rows from its log when it next writes it, and until
+  then a read folds the log.
 
 A migration is one short write transaction that reads the version again under the write
-lock: two processes opening the database at once migrate it once. A database of
-version 0 that this connection cannot write is read as it stands: an empty temporary
-``dsh_event_lines`` stands in for the missing one (no line is kept there yet), until a
-connection that may write opens it.
+lock: two processes opening the database at once migrate it once. A database of an
+older own version that this connection cannot write is read as it stands: empty
+temporary tables stand in for the missing ones (no line is kept there yet, no
+projection row), until a connection that may write opens it.
 """
 
 from __future__ import annotations
@@ -37,20 +41,27 @@ from .schema import (
     ALL_TABLES,
     INDEX_SCHEMA,
     INDEX_TABLES,
+    LINES_SCHEMA,
     OWN_SCHEMA,
     OWN_VERSION,
+    PROJECTION_SCHEMA,
     SCHEMA,
     SCHEMA_VERSION,
     SELECT_INDEX_TABLES,
     SELECT_OWN_VERSION,
     STAMP_OWN,
     TEMP_KEPT,
+    TEMP_PROJECTIONS,
     read_only,
 )
 
 __all__ = ["open_database", "own_version"]
 
 Transaction: TypeAlias = Callable[[], AbstractContextManager[sqlite3.Connection]]
+
+#: What a database of each older own version is given, in order, up to
+#: :data:`OWN_VERSION`.
+_MIGRATIONS: Final = {0: LINES_SCHEMA, 1: PROJECTION_SCHEMA}
 
 # The reference's version, how many of the tables there are, and whether the own
 # version's table is: one statement.
@@ -134,14 +145,19 @@ def _migrate(conn: sqlite3.Connection, path: str, transaction: Transaction) -> N
     try:
         with transaction():
             own = own_version(conn)  # again, under the write lock
-            if own == 0:
-                for statement in OWN_SCHEMA:
-                    conn.execute(statement)
+            if own in _MIGRATIONS:
+                for step in range(own, OWN_VERSION):
+                    for statement in _MIGRATIONS[step]:
+                        conn.execute(statement)
                 conn.execute(STAMP_OWN, (OWN_VERSION,))
     except sqlite3.OperationalError as exc:
         if not read_only(exc):
             raise
-        conn.execute(TEMP_KEPT)
+        own = own_version(conn)
+        if own > OWN_VERSION:
+            raise _too_new(path, own) from None
+        for statement in (*((TEMP_KEPT,) if own == 0 else ()), *TEMP_PROJECTIONS):
+            conn.execute(statement)
         return
     own = own_version(conn)
     if own != OWN_VERSION:

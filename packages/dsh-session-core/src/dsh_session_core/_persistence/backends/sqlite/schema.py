@@ -16,6 +16,8 @@ but 4, and must keep reading what this build writes)::
 
     dsh_session_schema(version, only_row)   the version of these tables (:data:`OWN_VERSION`)
     dsh_event_lines(session_id, seq, line)  a log line its row would not give back
+    dsh_projection_rows(session_id, projection, key, row)        a projection's rows
+    dsh_projection_marks(session_id, projection, mark, summary)  how far they go
 
 An event's line is rebuilt from its row in the reference's key order and spelling (a
 crash-repair closer's with its ``surfaceOp`` first, as the reference writes it: the
@@ -23,7 +25,8 @@ crash-repair closer's with its ``surfaceOp`` first, as the reference writes it: 
 event's own key order) is kept in ``dsh_event_lines`` as it was appended, and read back
 instead (:func:`~.rows.kept_lines`). Triggers drop a kept line when its row is deleted or
 changed, by any writer (the reference, an older build, a hand edit): the row then
-speaks for itself again.
+speaks for itself again. The projections' rows (:mod:`.sql.projection_rows`, written by
+:mod:`.sqlite.projections`) go with their session's ``sessions`` row, by a trigger too.
 
 The full-text search index (beyond the reference, so in tables of its own, which the
 reference never reads)::
@@ -56,9 +59,11 @@ __all__ = [
     "LINE",
     "LINES_AFTER",
     "LINES_OF_TYPES",
+    "LINES_SCHEMA",
     "LINES_SINCE",
     "OWN_SCHEMA",
     "OWN_VERSION",
+    "PROJECTION_SCHEMA",
     "REBUILT",
     "ROWS_PER_INSERT",
     "SCHEMA",
@@ -83,6 +88,7 @@ __all__ = [
     "SELECT_TYPES",
     "STAMP_OWN",
     "TEMP_KEPT",
+    "TEMP_PROJECTIONS",
     "TOKENIZE",
     "UPSERT_SESSION",
     "JournalMode",
@@ -128,9 +134,9 @@ SCHEMA: Final = (
 #: The version of dsh-session's own tables (``dsh_session_schema``), beside the
 #: reference's ``user_version`` 4, which stays as it is. 0 (no such table): a database
 #: the reference, or a build before them, wrote; 1: ``dsh_event_lines`` and its
-#: triggers. A database of a higher version is refused; a lower one is migrated when
-#: opened (:mod:`.sqlite.open`).
-OWN_VERSION: Final = 1
+#: triggers; 2: the projections' tables (:data:`PROJECTION_SCHEMA`). A database of a
+#: higher version is refused; a lower one is migrated when opened (:mod:`.sqlite.open`).
+OWN_VERSION: Final = 2
 
 _KEPT_TABLE: Final = """dsh_event_lines (
         session_id TEXT NOT NULL,
@@ -139,7 +145,8 @@ _KEPT_TABLE: Final = """dsh_event_lines (
         PRIMARY KEY (session_id, seq)
     ) STRICT, WITHOUT ROWID"""
 
-OWN_SCHEMA: Final = (
+#: Own version 1: the version's table, the kept lines and their triggers.
+LINES_SCHEMA: Final = (
     """CREATE TABLE IF NOT EXISTS dsh_session_schema (
         version INTEGER NOT NULL,
         only_row INTEGER PRIMARY KEY CHECK (only_row = 1)
@@ -158,6 +165,48 @@ OWN_SCHEMA: Final = (
         DELETE FROM dsh_event_lines WHERE session_id = old.session_id AND seq = old.seq;
     END""",
 )
+
+_ROWS_TABLE: Final = """dsh_projection_rows (
+        session_id TEXT NOT NULL,
+        projection TEXT NOT NULL,
+        key TEXT NOT NULL,
+        row BLOB NOT NULL,
+        PRIMARY KEY (session_id, projection, key)
+    ) STRICT, WITHOUT ROWID"""
+_MARKS_TABLE: Final = """dsh_projection_marks (
+        session_id TEXT NOT NULL,
+        projection TEXT NOT NULL,
+        mark BLOB NOT NULL,
+        summary BLOB,
+        PRIMARY KEY (session_id, projection)
+    ) STRICT, WITHOUT ROWID"""
+
+#: The projections' tables (own version 2; :mod:`.sql.projection_rows`). Keys compare
+#: as ``BINARY`` (UTF-8 bytes: code point order), so a key range is a range of the
+#: primary key. Without a rowid: a row is found, and a range read, in the one B-tree
+#: (a rowid table would add its primary key's index, a second B-tree to write and to
+#: look each row up from).
+PROJECTION_SCHEMA: Final = (
+    f"CREATE TABLE IF NOT EXISTS {_ROWS_TABLE}",
+    f"CREATE TABLE IF NOT EXISTS {_MARKS_TABLE}",
+    # A projection's summaries are listed from this index alone: only the marks with
+    # a summary are in it.
+    "CREATE INDEX IF NOT EXISTS dsh_projection_summaries ON dsh_projection_marks"
+    " (projection, session_id) WHERE summary IS NOT NULL",
+    # A session's rows go with its sessions row, whoever deletes it (the reference, a
+    # hand edit; this backend's delete and prune too), in the same transaction: a
+    # session made again under the id never finds another log's rows.
+    """CREATE TRIGGER IF NOT EXISTS dsh_projections_deleted AFTER DELETE ON sessions BEGIN
+        DELETE FROM dsh_projection_rows WHERE session_id = old.id;
+        DELETE FROM dsh_projection_marks WHERE session_id = old.id;
+    END""",
+)
+#: Every table of dsh-session's own, as a fresh database gets them.
+OWN_SCHEMA: Final = (*LINES_SCHEMA, *PROJECTION_SCHEMA)
+#: Empty stand-ins for the projections' tables where a database of an older own version
+#: cannot be written (migrated): no mark is found, and every read folds the log.
+TEMP_PROJECTIONS: Final = (f"CREATE TEMP TABLE IF NOT EXISTS {_ROWS_TABLE}",
+                           f"CREATE TEMP TABLE IF NOT EXISTS {_MARKS_TABLE}")
 STAMP_OWN: Final = "INSERT OR REPLACE INTO dsh_session_schema (version, only_row) VALUES (?, 1)"
 SELECT_OWN_VERSION: Final = "SELECT version FROM dsh_session_schema"
 #: An empty stand-in for ``dsh_event_lines`` where a database of version 0 cannot be
@@ -166,6 +215,7 @@ TEMP_KEPT: Final = f"CREATE TEMP TABLE IF NOT EXISTS {_KEPT_TABLE}"
 #: Every table the backend uses, the index's included: a database with all of them at
 #: :data:`OWN_VERSION` needs nothing done when opened.
 ALL_TABLES: Final = ("sessions", "events", "dsh_session_schema", "dsh_event_lines",
+                     "dsh_projection_rows", "dsh_projection_marks",
                      "dsh_search_docs", "dsh_search", "dsh_search_state")
 
 # An upsert, never INSERT OR REPLACE: REPLACE deletes the old row first, and the

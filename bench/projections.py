@@ -1,0 +1,146 @@
+"""Benchmark of what a projection adds to a small flush on SQLite (issue 39).
+
+Two SQLite stores, one opened with a plugin that declares a projection (a row per
+message, keyed by its seq, and a summary row: the shape of a conversation view), the
+other without. Each round appends one small turn (turn/start, the user's message, a
+step with the assistant's answer, turn/end: 6 events) to a session of each store and
+times its flush (``store.flush``: the batch's one transaction), the two stores' order
+alternating from round to round. The medians of each store's flushes, and their
+difference: the fold of the batch, the rows' upserts and the mark's in the batch's
+transaction, and the pages they add to its commit. Twice: on database files (each
+commit synced: the figure a host sees, where the sync's own jitter is as large as the
+difference), and on in-memory databases (no I/O: what the projection costs the
+process)::
+
+    python bench/projections.py            # a table
+    python bench/projections.py --json     # one JSON object
+
+A benchmark, not a test: it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from dsh_session_core import (
+    DurableStore,
+    Event,
+    Session,
+    create_plugin_manager,
+    hookimpl,
+    open_store,
+)
+from dsh_session_core.projections import Projection, Put, Summary
+from dsh_session_core.testing import assistant, step_end, step_start, turn_end, turn_start, user
+from run import Target, cli
+
+#: Rounds timed (each flushes one turn in each store), after the warm-up ones.
+ROUNDS = 400
+WARM_UP = 40
+
+
+class Message(msgspec.Struct):
+    role: str
+    text: str
+
+
+class Last(msgspec.Struct):
+    seq: int
+
+
+def _fold(event: Event) -> Iterator[Any]:
+    role = "user" if event.type == "user/message" else "assistant"
+    text = event.data.content[0].text
+    yield Put(f"{event.seq:012d}", Message(role, text))
+    yield Summary(Last(event.seq))
+
+
+MESSAGES = Projection("bench/messages", 1, frozenset({"user/message", "assistant/message"}),
+                      Message, _fold, summary=Last)
+
+
+class _Plugin:
+    @hookimpl
+    def register_projections(self) -> list[Projection]:
+        return [MESSAGES]
+
+
+def _turn(session: Session, turn: int) -> None:
+    turn_start(session, turn)
+    user(session, f"question {turn}: what does the log say about this?")
+    step_start(session, turn, 1)
+    assistant(session, turn, 1, f"answer {turn}: it says what it said, every word of it.")
+    step_end(session, turn, 1)
+    turn_end(session, turn)
+
+
+def _timed_flush(store: DurableStore, session: Session, turn: int) -> float:
+    _turn(session, turn)
+    start = time.perf_counter_ns()
+    store.flush(session)
+    return (time.perf_counter_ns() - start) / 1e6
+
+
+def _rounds(with_url: str, without_url: str) -> tuple[float, float]:
+    """The median flush of each store, with the projection and without (ms)."""
+    with_pm = create_plugin_manager(autoload=False)
+    with_pm.register(_Plugin(), "bench-projections")
+    plain_pm = create_plugin_manager(autoload=False)
+    with open_store(with_url, plugin_manager=with_pm) as projected, \
+            open_store(without_url, plugin_manager=plain_pm) as plain:
+        sessions = {"with": (projected, projected.create()),
+                    "without": (plain, plain.create())}
+        times: dict[str, list[float]] = {"with": [], "without": []}
+        for turn in range(1, WARM_UP + ROUNDS + 1):
+            order = ("with", "without") if turn % 2 else ("without", "with")
+            for name in order:
+                store, session = sessions[name]
+                ms = _timed_flush(store, session, turn)
+                if turn > WARM_UP:
+                    times[name].append(ms)
+        # The rows are the stored ones, and all there.
+        view = projected.projection(sessions["with"][1].id, MESSAGES.name)
+        assert view.folded == 0
+        assert len(view.rows()) == 2 * (WARM_UP + ROUNDS)
+        for store, session in sessions.values():
+            store.release(session)
+    return statistics.median(times["with"]), statistics.median(times["without"])
+
+
+def run() -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="dsh-bench-projections-") as folder:
+        with_ms, without_ms = _rounds(f"sqlite:///{folder}/with.db",
+                                      f"sqlite:///{folder}/without.db")
+    mem_with, mem_without = _rounds("sqlite:///:memory:", "sqlite:///:memory:")
+    return {
+        "flush_without_projection_ms": without_ms,
+        "flush_with_projection_ms": with_ms,
+        "projection_adds_ms": with_ms - without_ms,
+        "projection_adds_ratio": with_ms / without_ms,
+        "memory_flush_without_projection_ms": mem_without,
+        "memory_flush_with_projection_ms": mem_with,
+        "memory_projection_adds_ms": mem_with - mem_without,
+        "memory_projection_adds_ratio": mem_with / mem_without,
+        "rounds": float(ROUNDS),
+    }
+
+
+TARGETS: dict[str, Target] = {}
+
+
+def main() -> None:
+    cli(__doc__ or "", run, TARGETS)
+
+
+if __name__ == "__main__":
+    main()
