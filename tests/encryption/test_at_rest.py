@@ -179,3 +179,28 @@ def test_every_payload_comes_back_byte_for_byte(
                              create_plugin_manager(autoload=False))
         with again:
             assert again.read_session(sid).jsonl() == written
+
+
+@pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+@pytest.mark.parametrize("keys", [None, KEYS], ids=["plain", "sealed"])
+def test_no_plaintext_at_rest_in_projection_rows(store_url: str, keys: Keyring | None
+                                                 ) -> None:
+    # A projection whose rows and summary hold the text (the contract's): its rows, the
+    # JSONL sidecar or the database's tables, are sealed like the events.
+    from dsh_session_core.testing.projection_contract import ContractPlugin, contract_projection
+
+    pm = create_plugin_manager(autoload=False)
+    pm.register(ContractPlugin(), "contract")
+    backend = backend_for(store_url, create=True)
+    with DurableStore(backend if keys is None else SealedBackend(backend, Sealer(keys)),
+                      pm) as store:
+        s = store.create("a", cwd="/crypt")
+        start_turn(s, 1, f"my password is {SECRET}")
+        end_turn(s, 1, f"noted: {SECRET}")
+        store.flush(s)
+        store.release(s)
+        view = store.projection("a", contract_projection.name)
+        assert view.folded == 0  # read from the rows: they are there to be searched
+        assert SECRET in view.summary().text
+    # The control (a plain store) shows the grep finds the secret where it is.
+    assert (SECRET.encode() in Records(store_url).stored_bytes()) is (keys is None)
