@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import msgspec
+import pytest
 
 from .. import Event, PersistencePlugin, core_registry, hookimpl
 from .._persistence.capabilities import Capabilities
@@ -147,14 +148,20 @@ class ProjectionContract:
     def _coordinator(self, make_backend: BackendFactory) -> PersistencePlugin:
         return PersistencePlugin(make_backend(), registry())
 
-    @staticmethod
-    def _view(make_backend: BackendFactory, sid: str) -> ProjectionView[Any] | None:
+    @pytest.fixture(autouse=True)
+    def _readers(self) -> Iterator[None]:
+        """The backends :meth:`_view` opens, closed once the test is done with its views
+        (a view reads its rows when asked, not when opened)."""
+        self._opened: list[Any] = []
+        yield
+        for backend in self._opened:
+            backend.close()
+
+    def _view(self, make_backend: BackendFactory, sid: str) -> ProjectionView[Any] | None:
         """The projection of ``sid`` read by a fresh backend (as another process)."""
         backend = make_backend()
-        try:
-            return open_view(Capabilities.of(backend), registry(), contract_projection, sid)
-        finally:
-            backend.close()
+        self._opened.append(backend)
+        return open_view(Capabilities.of(backend), registry(), contract_projection, sid)
 
     @staticmethod
     def _rows(view: ProjectionView[Any] | None) -> dict[str, str]:

@@ -40,6 +40,7 @@ from ...errors import PersistenceError, SessionExistsError, SessionLockedError
 from ...events import Event
 from ..base import Deleted, StoredLog, WriterLock, cannot_delete
 from .write_path import (
+    RELEASED_KEPT,
     NamedWriteErrors,
     SessionState,
     WritePath,
@@ -300,6 +301,12 @@ class PersistencePlugin(WritePath):
                 if state.lock is not None:
                     state.lock.release()
                 del self._states[sid]
+                if state.projected is not None:  # a resume without news reuses it
+                    kept = self._projected_at_release
+                    kept.pop(sid, None)
+                    kept[sid] = (session, state.cursor, state.projected)
+                    if len(kept) > RELEASED_KEPT:
+                        del kept[next(iter(kept))]
             self._buffers.pop(session, None)
             self._inited.discard(id(session))
 
@@ -349,6 +356,11 @@ class PersistencePlugin(WritePath):
                 state.owner = session
                 self._buffers[session] = []
                 self._inited.add(id(session))
+                # No writer wrote since: how far its rows go is as it was at release
+                # (no read of the marks before the next batch).
+                kept = self._projected_at_release.pop(sid, None)
+                if kept is not None and kept[0] is session and kept[1] == state.cursor:
+                    state.projected = kept[2]
             else:
                 state.cursor, state.loaded = len(log), log
             self._states[sid] = state

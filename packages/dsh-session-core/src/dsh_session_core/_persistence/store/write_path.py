@@ -49,6 +49,9 @@ __all__ = [
     "same_objects",
 ]
 
+#: How many released sessions' projection covers a store keeps for their resume.
+RELEASED_KEPT = 256
+
 #: An event's seq (the key the buffers are sorted by).
 SEQ_OF = operator.attrgetter("seq")
 
@@ -159,6 +162,11 @@ class WritePath:
             weakref.WeakKeyDictionary()
         )
         self._closed = False
+        #: Per session id, the session last released, its cursor and how far its
+        #: projection rows went then (:meth:`~.coordinator.PersistencePlugin.resume`
+        #: reuses them when it takes that very session back). A cache: the oldest go
+        #: past :data:`RELEASED_KEPT` (and a resume then reads the marks).
+        self._projected_at_release: dict[str, tuple[Session, int, dict[str, int]]] = {}
 
     # --- per-session serialization ------------------------------------------------------
 
