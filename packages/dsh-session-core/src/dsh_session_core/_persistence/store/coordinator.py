@@ -265,8 +265,15 @@ class PersistencePlugin(WritePath):
                     return
                 batch = list(buffer)
                 check_follows(sid, state.cursor, batch)
+                # Rows to write with the batch: the synchronous path writes them in its
+                # transaction (the native asyncio append writes events only).
+                rows = (self.keeper is not None
+                        and bool(self._row_changes(sid, state, batch)))
                 lines = session.jsonl(batch[0].seq, batch[-1].seq + 1)
                 header, materialized = state.header, state.materialized
+            if rows:
+                await asyncio.to_thread(self.flush, session)
+                return
             with NamedWriteErrors(sid, self.backend, header, "flushing"):
                 await aappend.aappend_batch(header, batch, lines, materialized)
             with self._serial(sid):
