@@ -223,3 +223,15 @@ def test_an_asyncio_flush_keeps_the_rows(store_url: str) -> None:
             return str([r.text for _, r in view.rows()])
 
     assert asyncio.run(main()) == "['said 1', 'said 2']"
+
+
+def test_a_session_stored_before_its_projection_gains_rows_at_its_first_open() -> None:
+    backend = MemoryBackend()
+    with DurableStore(backend, create_plugin_manager(autoload=False)) as before:
+        sid = _write(before, ["old", "older"])  # no projection known: no rows
+    with DurableStore(backend, _plugins(SAID)) as store:
+        assert store.projection(sid, "test/said").folded > 0  # read by folding the log
+        store.release(store.open(sid))  # a writer opens it, and writes nothing
+        view = store.projection(sid, "test/said")
+        assert view.folded == 0
+        assert [r.text for _, r in view.rows()] == ["old", "older"]
