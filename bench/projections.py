@@ -10,7 +10,9 @@ difference: the fold of the batch, the rows' upserts and the mark's in the batch
 transaction, and the pages they add to its commit. Twice: on database files (each
 commit synced: the figure a host sees, where the sync's own jitter is as large as the
 difference), and on in-memory databases (no I/O: what the projection costs the
-process)::
+process). Then what an existing store pays to gain a projection: the first writer's open
+of a 12,000-event session written before it existed (its rows folded and written), a
+second open (rows current), and an open without the projection, on SQLite and JSONL::
 
     python bench/projections.py            # a table
     python bench/projections.py --json     # one JSON object
@@ -117,10 +119,48 @@ def _rounds(with_url: str, without_url: str) -> tuple[float, float]:
     return statistics.median(times["with"]), statistics.median(times["without"])
 
 
+#: Turns of the session a store written before the projection holds (6 events each).
+FIRST_OPEN_TURNS = 2000
+
+
+def _first_open(url: str) -> tuple[float, float, float]:
+    """An existing store gaining its projection: a session of ``FIRST_OPEN_TURNS``
+    turns written by a store that knows no projection; then the time (ms) of a writer's
+    open and release with the projection (the first: its rows folded from the log and
+    written), of the same again (the rows current: one read of the marks), and of an
+    open and release without the projection."""
+    plain_pm = create_plugin_manager(autoload=False)
+    with open_store(url, plugin_manager=plain_pm) as plain:
+        session = plain.create("long")
+        for turn in range(1, FIRST_OPEN_TURNS + 1):
+            _turn(session, turn)
+        plain.flush(session)
+        plain.release(session)
+    timed: list[float] = []
+    for projecting in (True, True, False):
+        pm = create_plugin_manager(autoload=False)
+        if projecting:
+            pm.register(_Plugin(), "bench-projections")
+        with open_store(url, plugin_manager=pm) as store:
+            start = time.perf_counter_ns()
+            store.release(store.open("long"))
+            timed.append((time.perf_counter_ns() - start) / 1e6)
+            if projecting:
+                assert store.projection("long", MESSAGES.name).folded == 0
+    return timed[0], timed[1], timed[2]
+
+
 def run() -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="dsh-bench-projections-") as folder:
         with_ms, without_ms = _rounds(f"sqlite:///{folder}/with.db",
                                       f"sqlite:///{folder}/without.db")
+        first: dict[str, float] = {}
+        for kind, url in (("sqlite", f"sqlite:///{folder}/old.db"),
+                          ("jsonl", f"{folder}/old-jsonl")):
+            gain, again, plain_open = _first_open(url)
+            first[f"{kind}_first_open_gaining_rows_ms"] = gain
+            first[f"{kind}_open_rows_current_ms"] = again
+            first[f"{kind}_open_without_projection_ms"] = plain_open
     mem_with, mem_without = _rounds("sqlite:///:memory:", "sqlite:///:memory:")
     return {
         "flush_without_projection_ms": without_ms,
@@ -132,6 +172,7 @@ def run() -> dict[str, float]:
         "memory_projection_adds_ms": mem_with - mem_without,
         "memory_projection_adds_ratio": mem_with / mem_without,
         "rounds": float(ROUNDS),
+        **first,
     }
 
 

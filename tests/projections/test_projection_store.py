@@ -193,3 +193,45 @@ def test_a_view_folding_a_tail_reads_the_rows_anew_once_a_writer_caught_them_up(
         assert view.folded > 0  # the second turn, folded on top of the rows
         turn(store, 3, interrupted=True)  # catches the rows up, then clears them all
         assert view.rows() == []
+
+
+def test_a_key_no_backend_can_store_fails_its_projection_not_the_write() -> None:
+    def surrogate(event: Event) -> Iterator[Any]:
+        yield Put("\udc80", Said("x"))
+
+    bad = Projection("test/surrogate", 1, frozenset({"user/message"}), Said, surrogate)
+    with open_store("memory:", plugin_manager=_plugins(bad, SAID)) as store:
+        sid = _write(store, ["kept"])
+        assert [r.text for _, r in store.projection(sid, "test/said").rows()] == ["kept"]
+        with pytest.raises(PluginError, match="no lone surrogate"):
+            store.projection(sid, "test/surrogate")
+
+
+@pytest.mark.store_kinds("sqlite", "postgresql", "jsonl")
+def test_an_asyncio_flush_keeps_the_rows(store_url: str) -> None:
+    import asyncio
+
+    async def main() -> str:
+        async with open_store(store_url, plugin_manager=_plugins(SAID)) as store:
+            session = await store.acreate()
+            for turn in (1, 2):
+                user_turn(session, turn, f"said {turn}")
+                await store.aflush(session)
+            await store.arelease(session)
+            view = await store.aprojection(session.id, "test/said")
+            assert view.folded == 0  # the rows were written with each flush
+            return str([r.text for _, r in view.rows()])
+
+    assert asyncio.run(main()) == "['said 1', 'said 2']"
+
+
+def test_a_session_stored_before_its_projection_gains_rows_at_its_first_open() -> None:
+    backend = MemoryBackend()
+    with DurableStore(backend, create_plugin_manager(autoload=False)) as before:
+        sid = _write(before, ["old", "older"])  # no projection known: no rows
+    with DurableStore(backend, _plugins(SAID)) as store:
+        assert store.projection(sid, "test/said").folded > 0  # read by folding the log
+        store.release(store.open(sid))  # a writer opens it, and writes nothing
+        view = store.projection(sid, "test/said")
+        assert view.folded == 0
+        assert [r.text for _, r in view.rows()] == ["old", "older"]

@@ -36,8 +36,9 @@ __all__ = [
 
 
 class Put(msgspec.Struct, frozen=True, gc=False):
-    """Set the row under ``key`` (a string; rows sort by code point, so a fold writes
-    numbers zero-padded when their order matters) to ``row``."""
+    """Set the row under ``key`` to ``row``. A key is text every backend stores (no NUL,
+    no lone surrogate); rows sort by its code points, so a fold writes numbers
+    zero-padded when their order matters."""
 
     key: str
     row: msgspec.Struct

@@ -57,11 +57,14 @@ def fold_changes(projection: Projection, events: Iterable[Event], mark: Mark, *,
                 cls = change.__class__
                 if cls is Put:
                     assert isinstance(change, Put)
-                    if change.row.__class__ is not row_type or change.key.__class__ is not str:
+                    if (change.row.__class__ is not row_type
+                            or not _storable(change.key)):
                         raise _bad(projection, event, change)
                     rows[change.key] = encode(change.row)
                 elif cls is Delete:
                     assert isinstance(change, Delete)
+                    if not _storable(change.key):
+                        raise _bad(projection, event, change)
                     rows[change.key] = None
                 elif cls is Clear:
                     out.clear = True
@@ -83,8 +86,22 @@ def fold_changes(projection: Projection, events: Iterable[Event], mark: Mark, *,
     return out
 
 
+def _storable(key: object) -> bool:
+    """Whether every backend can store ``key``: a str with a UTF-8 form and no NUL."""
+    if key.__class__ is not str:
+        return False
+    assert isinstance(key, str)
+    if "\x00" in key:
+        return False
+    try:
+        key.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _bad(projection: Projection, event: Event, change: object) -> PluginError:
     return PluginError(
         f'projection "{projection.name}" folded event {event.seq} ("{event.type}") into '
-        f"{change!r}: a fold makes Put (a str key and a {projection.row.__name__}), "
-        f"Delete, Clear or Summary changes")
+        f"{change!r}: a fold makes Put (a key and a {projection.row.__name__}), Delete, "
+        f"Clear or Summary changes, each key a str of text (no NUL, no lone surrogate)")

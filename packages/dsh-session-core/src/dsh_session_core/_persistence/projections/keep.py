@@ -99,6 +99,39 @@ class Keeper:
                 out.append(RowChanges(p.name, encode_mark(Mark(0, 0)), rebuild=True))
         return out
 
+    def stale(self, covers: dict[str, int], events: Sequence[Event]) -> list[RowChanges]:
+        """The changes that bring every projection's rows up to ``events`` (the whole
+        log, its writer lock held) where they are behind it or missing while it holds
+        events of the projection's types: what a store written before a projection
+        existed (or by a release without projections) gains when a writer opens a
+        session. ``covers`` as :meth:`trusted` gave it (updated by :meth:`written`)."""
+        cursor = len(events)
+        if not cursor or all(covers.get(p.name) in (cursor, BROKEN)
+                             for p in self._projections):
+            return []
+        present: set[str] | None = None
+        out: list[RowChanges] = []
+        for p in self._projections:
+            had = covers.get(p.name)
+            if had in (cursor, BROKEN):
+                continue
+            if had is None:
+                if present is None:
+                    present = {e.type for e in events}
+                if present.isdisjoint(p.types):
+                    continue
+            mark = mark_after(p, events[-1])
+            try:
+                if had is not None and had < cursor:
+                    out.append(fold_changes(p, itertools.islice(events, had, cursor), mark))
+                else:
+                    out.append(fold_changes(p, events, mark, rebuild=True))
+            except PluginError as exc:
+                _log.warning("%s", exc)
+                covers[p.name] = BROKEN
+                out.append(RowChanges(p.name, encode_mark(Mark(0, 0)), rebuild=True))
+        return out
+
     @staticmethod
     def written(covers: dict[str, int], changes: Sequence[RowChanges], cursor: int) -> None:
         """Note that the backend took ``changes`` with the batch (the log now holds

@@ -39,6 +39,7 @@ from ..._schema.header import SessionHeader
 from ...errors import PersistenceError, SessionExistsError, SessionLockedError
 from ...events import Event
 from ..base import Deleted, StoredLog, WriterLock, cannot_delete
+from ..projections.keep import Keeper
 from .write_path import (
     RELEASED_KEPT,
     NamedWriteErrors,
@@ -266,8 +267,15 @@ class PersistencePlugin(WritePath):
                     return
                 batch = list(buffer)
                 check_follows(sid, state.cursor, batch)
+                # Rows to write with the batch: the synchronous path writes them in its
+                # transaction (the native asyncio append writes events only).
+                rows = (self.keeper is not None
+                        and bool(self._row_changes(sid, state, batch)))
                 lines = session.jsonl(batch[0].seq, batch[-1].seq + 1)
                 header, materialized = state.header, state.materialized
+            if rows:
+                await asyncio.to_thread(self.flush, session)
+                return
             with NamedWriteErrors(sid, self.backend, header, "flushing"):
                 await aappend.aappend_batch(header, batch, lines, materialized)
             with self._serial(sid):
@@ -495,9 +503,33 @@ class PersistencePlugin(WritePath):
         self._own(state)
         if taken and last is not None:
             self._check_unchanged(state, last)
+        if self.keeper is not None and state.materialized:
+            self._gain_rows(sid, state, seed)
         if len(seed) > state.cursor:
             rest = session.jsonl(state.cursor, len(seed))
             self._append_core(sid, seed[state.cursor :], rest)
+
+    def _gain_rows(self, sid: str, state: SessionState, events: builtins.list[Event]
+                   ) -> None:
+        """Bring the session's projection rows up to its stored log, now that its writer
+        holds it (``events``: the log, from its start): a store written before a
+        projection existed gains its rows at the first open of each session. A failure
+        to write them leaves them as they were: the next flush tries again."""
+        assert self.keeper is not None
+        assert self.capabilities.projecting is not None
+        stored = events[: state.cursor]
+        if state.projected is None:
+            state.projected = self.keeper.trusted(sid, stored)
+        changes = self.keeper.stale(state.projected, stored)
+        if not changes:
+            return
+        try:
+            with NamedWriteErrors(sid, self.backend, state.header, "indexing"):
+                self.capabilities.projecting.write_rows(state.header, changes)
+        except Exception:
+            state.projected = None  # read again at the next flush
+            return
+        Keeper.written(state.projected, changes, state.cursor)
 
     def _check_unchanged(self, state: SessionState, last: Event) -> None:
         """After taking the writer lock on a log read without it (``open``): refuse if
