@@ -175,14 +175,16 @@ def test_the_compact_backend_keeps_rows_as_the_plain_one_does(tmp_path: Path) ->
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(texts=st.lists(st.text(st.characters(exclude_categories=["Cs"]), max_size=6),
+@given(texts=st.lists(st.text(st.characters(exclude_categories=["Cs"],
+                                            exclude_characters="\x00"), max_size=6),
                       min_size=1, max_size=8),
        bounds=st.tuples(st.text(max_size=3), st.text(max_size=3)),
        newest_first=st.booleans(), limit=st.none() | st.integers(1, 5))
 def test_keys_are_read_in_code_point_order(texts: list[str], bounds: tuple[str, str],
                                            newest_first: bool, limit: int | None) -> None:
-    # Keys of any text (astral characters, U+E000-U+FFFF, NUL...) are stored as bytes
-    # and read back in code-point order, the order a fold's rows have in memory.
+    # Keys of any text a key may hold (astral characters, U+E000-U+FFFF...; no NUL, no
+    # lone surrogate: a fold refuses those) are stored as bytes and read back in
+    # code-point order, the order a fold's rows have in memory.
     with tempfile.TemporaryDirectory() as folder:
         make = functools.partial(backend_of, "jsonl", Path(folder) / "store")
         events = log(*({"text": t} for t in texts))
