@@ -3,7 +3,8 @@ flushed and leaves the store, but its writer lock is kept for the window, so tha
 ``open(id, resume=session)`` within it takes the session back without locking or
 reading; another process's writer is refused meanwhile and gets in once the window has
 passed (a timer thread releases it), or at once after ``end_idle`` or ``close``; another
-store object of this process ends the window rather than wait for it."""
+store object of this process ends the window rather than wait for it; a writer that
+never goes idle lets go after ``MAX_HOLD``."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import contextlib
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 
-from dsh_session_core import open_store
+from dsh_session_core import SessionLockedError, open_store
+from dsh_session_core._persistence.store import idle as idle_module
 from dsh_session_core.errors import SessionExistsError
 from lifecycle_support import user_texts
 
@@ -219,3 +222,41 @@ def test_the_timer_ends_windows_in_order_and_then_stops(store_url: str) -> None:
             time.sleep(0.01)
         with open_store(store_url) as other:
             other.release(other.open("a"))
+
+
+def test_a_writer_that_never_goes_idle_lets_go_after_max_hold(
+        store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer writing within each window would keep the lock for good: past MAX_HOLD
+    its release lets go, and another process's writer, polling, gets in between two of
+    its calls."""
+    monkeypatch.setattr(idle_module, "MAX_HOLD", 0.5)
+    _written(store_url, "one")
+    with _other(store_url) as other, open_store(store_url) as store:
+        assert other.stdin is not None
+        assert other.stdout is not None
+        other.stdin.write("wait\n")  # it polls from now on
+        other.stdin.flush()
+        session = store.open("s")
+        t0 = time.monotonic()
+        answered = threading.Event()
+        answer: list[str] = []
+
+        def read() -> None:
+            answer.append(other.stdout.readline().strip())  # type: ignore[union-attr]
+            answered.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        while not answered.is_set():
+            assert time.monotonic() - t0 < 30, "the other writer never got in"
+            with session.turn() as turn:
+                turn.user("more")
+            store.release(session, idle=0.2)  # a window each call, the next within it
+            time.sleep(0.05)
+            while True:
+                try:
+                    session = store.open("s", resume=session)
+                    break
+                except SessionLockedError:  # the other writer's turn
+                    time.sleep(0.01)
+        store.release(session)
+        assert answer[0].startswith("opened after "), answer

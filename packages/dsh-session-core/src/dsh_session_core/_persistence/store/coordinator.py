@@ -328,7 +328,7 @@ class PersistencePlugin(IdleWindows):
         if session.read_only or not session.seq or id(session) in self._inited:
             return None
         with self._serial(sid):
-            kept = self.idle.take(sid)
+            kept = self.idle.take(sid, back=True)
             state = self._states.get(sid)
             if state is not None and state.owner is not None:
                 return None  # live here

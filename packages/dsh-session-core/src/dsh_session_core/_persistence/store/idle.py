@@ -14,6 +14,10 @@ gets in. The lock also goes when the store is closed (with the process, as every
 Another store object of this process over the same store (two ``DshSession`` opened
 from one URL each open their own) does not wait for the window: it ends it
 (:meth:`IdleLocks.end_elsewhere`), since the window's holder is between two operations.
+A writer that goes on writing within each window would keep the lock for good: once it
+has kept it across windows for :data:`MAX_HOLD` seconds, its next release lets it go (a
+writer of another process polling for it gets in between two calls, as without
+windows), and the windows start again from its next take.
 
 The windows and their timer are :class:`IdleLocks`; :class:`IdleWindows`, a base of the
 coordinator (:mod:`.coordinator`), opens one at a release (:meth:`~IdleWindows.linger`)
@@ -37,6 +41,11 @@ if TYPE_CHECKING:
 
 __all__ = ["IdleLocks", "IdleWindows", "Kept"]
 
+#: How long a writer keeps a session's lock across idle windows (taken back within each)
+#: before a release lets it go all the same: far below the lock timeouts writers wait
+#: (30 s by default in the integrations).
+MAX_HOLD = 5.0
+
 #: The windows open in this process, by store identity and session id (one at most: a
 #: window holds the session's writer lock), for another store object over the same
 #: store to end rather than wait for (:meth:`IdleLocks.end_elsewhere`).
@@ -46,16 +55,18 @@ _OPEN_GUARD = threading.Lock()
 
 class Kept:
     """One open window: the session released with it, the coordinator's state of that
-    session (its lock held), and when the window ends (``time.monotonic()``). A new
-    release makes a new one: the timer lets go of a window only if it is still the one
-    it found due."""
+    session (its lock held), when the window ends and since when the lock has been kept
+    across windows (``time.monotonic()``). A new release makes a new one: the timer lets
+    go of a window only if it is still the one it found due."""
 
-    __slots__ = ("deadline", "session", "state")
+    __slots__ = ("deadline", "session", "since", "state")
 
-    def __init__(self, session: Session, state: SessionState, deadline: float) -> None:
+    def __init__(self, session: Session, state: SessionState, deadline: float,
+                 since: float) -> None:
         self.session = session
         self.state = state
         self.deadline = deadline
+        self.since = since
 
 
 class IdleLocks:
@@ -80,6 +91,9 @@ class IdleLocks:
         self._ident_known = False
         self._cond = threading.Condition(threading.Lock())
         self._windows: dict[str, Kept] = {}
+        #: The windows taken back by their sessions (``resume``), until those sessions'
+        #: next release: how long their lock has been kept so far.
+        self._taken: dict[str, Kept] = {}
         self._thread: threading.Thread | None = None
         #: When the timer wakes next (``time.monotonic()``; infinity when it is not
         #: waiting): a window ending before that wakes it now.
@@ -87,14 +101,21 @@ class IdleLocks:
         self._closed = False
 
     def keep(self, session_id: str, session: Session, state: SessionState,
-             seconds: float) -> None:
-        """Open (or open anew) the window of ``session_id``; call it under ``serial``."""
+             seconds: float) -> bool:
+        """Open (or open anew) the window of ``session_id``; ``False`` (none opened) when
+        the lock has been kept across windows for :data:`MAX_HOLD` already. Call it
+        under ``serial``."""
         with self._cond:
             if self._closed:
                 msg = "keep() on a closed store"  # the coordinator checks before
                 raise RuntimeError(msg)
-            deadline = time.monotonic() + seconds
-            self._windows[session_id] = Kept(session, state, deadline)
+            now = time.monotonic()
+            taken = self._taken.pop(session_id, None)
+            since = taken.since if taken is not None and taken.state is state else now
+            if now - since >= MAX_HOLD:
+                return False
+            deadline = now + seconds
+            self._windows[session_id] = Kept(session, state, deadline, since)
             self._publish(session_id, True)
             if self._thread is None:
                 # A thread of its own for the store's windows, gone once none is open:
@@ -105,16 +126,23 @@ class IdleLocks:
             elif deadline < self._wake:
                 # (A window ending later than the timer's wake is found when it wakes.)
                 self._cond.notify()
+            return True
 
-    def take(self, session_id: str, session: Session | None = None) -> Kept | None:
+    def take(self, session_id: str, session: Session | None = None, *,
+             back: bool = False) -> Kept | None:
         """The window of ``session_id``, closed here (no timer lets it go); only if it
-        holds ``session`` when that is given. Call it under ``serial``."""
+        holds ``session`` when that is given. ``back``: its session takes it back (its
+        next release counts the lock kept since the window's start). Call it under
+        ``serial``."""
         with self._cond:
+            self._taken.pop(session_id, None)
             kept = self._windows.get(session_id)
             if kept is None or (session is not None and kept.session is not session):
                 return None
             del self._windows[session_id]
             self._publish(session_id, False)
+            if back:
+                self._taken[session_id] = kept
             return kept
 
     def end(self, session_id: str) -> None:
@@ -168,6 +196,7 @@ class IdleLocks:
             for session_id in self._windows:
                 self._publish(session_id, False)
             self._windows.clear()
+            self._taken.clear()
             self._cond.notify_all()
 
     def _run(self) -> None:
@@ -222,10 +251,11 @@ class IdleWindows(WritePath):
                     or state.lock is None or not state.materialized
                     or self._buffers.get(session)):
                 return False
+            if not self.idle.keep(sid, session, state, idle):
+                return False  # kept across windows long enough: released below
             state.owner = None
             self._buffers.pop(session, None)
             self._inited.discard(id(session))
-            self.idle.keep(sid, session, state, idle)
             return True
 
     def end_idle(self, session_id: str, session: Session | None = None) -> None:
