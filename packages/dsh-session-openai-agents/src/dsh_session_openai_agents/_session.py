@@ -98,10 +98,10 @@ class DshSession(SessionABC):
     on, not the whole log), writes, flushes and releases it after an idle window (a
     write within it finds the lock still held, and the log as it left it), so
     instances on one store and id, in one process or many, share its history and take
-    turns writing; but
-    while a run's turn is open (from the run's first saved items to the batch that ends
-    its turn, or until the run is seen to stop) the session stays held by this
-    instance between the run's calls, and the others' writes wait for the run's end;
+    turns writing; but while a run's turn is open (from the run's first saved items to
+    the batch that ends its turn, or until the run is seen to stop) the session stays
+    held by this instance between the run's calls, and the others' writes wait for the
+    run's end;
     :meth:`get_items` reads the item view from what is stored, without opening the
     session (it waits for no writer). With ``keep_open``, the first operation opens
     the session (or creates it) and keeps it; instances on the same store object
@@ -182,6 +182,7 @@ class DshSession(SessionABC):
             stored = await self._stored_items()
             if stored is not None:
                 return cast(list[TResponseInputItem], last(stored))
+
         def few(index: _LogIndex) -> bool:
             count = len(index.items)
             if session_limit is not None and session_limit >= 0:

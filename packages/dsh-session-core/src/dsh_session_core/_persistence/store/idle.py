@@ -92,8 +92,8 @@ class IdleLocks:
         self._cond = threading.Condition(threading.Lock())
         self._windows: dict[str, Kept] = {}
         #: The windows taken back by their sessions (``resume``), until those sessions'
-        #: next release: how long their lock has been kept so far.
-        self._taken: dict[str, Kept] = {}
+        #: next release: the state they kept and since when its lock has been kept.
+        self._taken: dict[str, tuple[SessionState, float]] = {}
         self._thread: threading.Thread | None = None
         #: When the timer wakes next (``time.monotonic()``; infinity when it is not
         #: waiting): a window ending before that wakes it now.
@@ -111,7 +111,7 @@ class IdleLocks:
                 raise RuntimeError(msg)
             now = time.monotonic()
             taken = self._taken.pop(session_id, None)
-            since = taken.since if taken is not None and taken.state is state else now
+            since = taken[1] if taken is not None and taken[0] is state else now
             if now - since >= MAX_HOLD:
                 return False
             deadline = now + seconds
@@ -142,7 +142,7 @@ class IdleLocks:
             del self._windows[session_id]
             self._publish(session_id, False)
             if back:
-                self._taken[session_id] = kept
+                self._taken[session_id] = (kept.state, kept.since)
             return kept
 
     def end(self, session_id: str) -> None:
