@@ -156,3 +156,18 @@ def test_instances_on_store_objects_of_their_own_take_turns_without_waiting(
         await second.aclose()
 
     asyncio.run(main())
+
+
+def test_a_kept_open_read_of_a_few_items_stays_on_the_loop(store_url: str) -> None:
+    """No hop to a thread for a read of a few items of a session held open."""
+
+    async def main() -> None:
+        session = DshSession("s", store=store_url, keep_open=True)
+        await session.add_items([{"role": "user", "content": "one"}])
+        read = session.get_items()
+        with pytest.raises(StopIteration) as done:  # ended at its first step
+            read.send(None)
+        assert _contents(done.value.value) == ["one"]
+        await session.aclose()
+
+    asyncio.run(main())

@@ -8,13 +8,15 @@ never goes idle lets go after ``MAX_HOLD``."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import subprocess
 import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
+from typing import Any
 
 import pytest
 
@@ -260,3 +262,32 @@ def test_a_writer_that_never_goes_idle_lets_go_after_max_hold(
                     time.sleep(0.01)
         store.release(session)
         assert answer[0].startswith("opened after "), answer
+
+
+def _completes_without_suspending(coro: Coroutine[Any, Any, Any]) -> bool:
+    """Whether ``coro`` runs to its end at its first step: it never awaited anything
+    that suspends (no hop to a thread, no sleep)."""
+    try:
+        coro.send(None)
+    except StopIteration:
+        return True
+    coro.close()
+    return False
+
+
+def test_aflush_of_nothing_and_a_windowed_arelease_stay_on_the_loop(store_url: str) -> None:
+    """No hop to a thread for work of a few microseconds: an ``aflush`` with nothing
+    buffered, and an ``arelease`` that opens a window (no I/O once flushed)."""
+
+    async def main() -> None:
+        with open_store(store_url) as store:
+            session = store.create("s")
+            with session.turn() as turn:
+                turn.user("one")
+            await store.aflush(session)  # something to write: off the loop
+            assert _completes_without_suspending(store.aflush(session))
+            assert _completes_without_suspending(store.arelease(session, idle=600))
+            assert store.get("s") is None
+            assert store.open("s", resume=session) is session
+
+    asyncio.run(main())
