@@ -2,7 +2,10 @@
 ``SqliteSaver`` (langgraph-checkpoint-sqlite), measured in one run on the same
 checkpoints: a graph's loop of ``put`` (the step counter and the state's scratch value
 new at every step, the graph's configuration once) each followed by a ``put_writes``
-of the next task, on one thread; then, from a fresh saver on the stored thread,
+of the next task, on one thread, the savers taking turns by chunks of the loop (each
+chunk on each saver, the order rotated chunk by chunk, so that the machine's drift
+falls on all alike; each saver's rate is its checkpoints over the time of its own
+chunks); then, from a fresh saver on the stored thread,
 ``get_tuple`` of the latest checkpoint and of a random one, and ``list`` (the newest 10,
 and all), the median of alternating rounds in milliseconds; then the bytes on disk. Each
 answer is checked equal to the peer's. The dsh saver is measured on its SQLite and its
@@ -69,15 +72,19 @@ def _steps(n: int) -> Iterator[tuple[Checkpoint, dict[str, Any], dict[str, Any]]
 Steps = list[tuple[Checkpoint, dict[str, Any], dict[str, Any]]]
 
 
-def _fill(saver: BaseCheckpointSaver[Any], steps: Steps) -> tuple[float, list[str]]:
-    """Put the checkpoints (each with its writes); the seconds taken and the ids."""
-    config, ids = ROOT, []
+#: How many chunks the loop of puts is cut into, the savers taking turns chunk by chunk.
+CHUNKS = 20
+
+
+def _fill(saver: BaseCheckpointSaver[Any], steps: Steps, config: RunnableConfig = ROOT
+          ) -> tuple[float, RunnableConfig]:
+    """Put the checkpoints (each with its writes) after ``config``'s; the seconds taken
+    and the config of the last one."""
     t0 = time.perf_counter()
     for checkpoint, metadata, new in steps:
         config = saver.put(config, checkpoint, metadata, new)  # type: ignore[arg-type]
         saver.put_writes(config, [("scratch", {"next": checkpoint["id"]})], task_id="t")
-        ids.append(checkpoint["id"])
-    return time.perf_counter() - t0, ids
+    return time.perf_counter() - t0, config
 
 
 def _size(path: Path) -> int:
@@ -132,13 +139,21 @@ def run(n: int, rounds: int) -> dict[str, float]:
             "dsh_sqlite": lambda: _dsh(f"sqlite:///{places['dsh_sqlite'] / 'g.db'}"),
             "dsh_jsonl": lambda: _dsh(str(places["dsh_jsonl"])),
         }
-        ids: list[str] = []
         steps = list(_steps(n))  # the same checkpoints, ids included, for every saver
-        for name, make in makers.items():
-            saver = make()
-            elapsed, ids = _fill(saver, steps)
+        ids = [checkpoint["id"] for checkpoint, _, _ in steps]
+        savers = {name: make() for name, make in makers.items()}
+        elapsed = dict.fromkeys(makers, 0.0)
+        configs = dict.fromkeys(makers, ROOT)
+        size = max(1, -(-n // CHUNKS))
+        for k, start in enumerate(range(0, n, size)):
+            order = list(makers)[k % len(makers):] + list(makers)[:k % len(makers)]
+            for name in order:
+                seconds, configs[name] = _fill(savers[name], steps[start:start + size],
+                                               configs[name])
+                elapsed[name] += seconds
+        for name, saver in savers.items():
             _close(saver)
-            results[f"{name}_put_per_s"] = n / elapsed
+            results[f"{name}_put_per_s"] = n / elapsed[name]
             results[f"{name}_bytes"] = _size(places[name])
         samples: dict[str, dict[str, list[float]]] = {name: {} for name in makers}
         answers: dict[str, dict[str, Any]] = {name: {} for name in makers}

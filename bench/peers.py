@@ -14,19 +14,23 @@ whole list, checked against the items given (or the figures mean nothing).
 
 The sides: ``SQLiteSession`` (the peer), and ``DshSession`` on a JSONL folder and on
 ``sqlite:///...``, each in the DEFAULT mode (no ``keep_open``: every call takes the
-writer lock and releases it, so other processes can write between calls) and with
+writer lock, or finds it kept from the call before within the idle window, and releases
+it after that window, so other processes can write between calls) and with
 ``keep_open=True``. Every side runs in every round, the order rotated round by round so
 that the machine's drift falls on all alike; each figure is the MEDIAN of its rounds.
+Every side is durable when ``add_items`` returns, each by its own fsync policy (printed
+beside its figures, the SQLite pragmas as measured on the connections): one fsync a call.
 
-Targets (ratios of figures of this run), on JSONL and SQLite, in the default mode:
+Targets (ratios of figures of this run), on JSONL and SQLite, in the default mode, at
+each size (2,000 and 20,000 items unless ``--sizes`` says otherwise):
 
 - reload: the peer's reload time over ours, at least 2;
 - adds: our items a second over the peer's, at least 1, for both ways of adding.
 
 ::
 
-    python bench/peers.py                      # figures, ratios, target verdicts
-    python bench/peers.py --items 2000 --rounds 3
+    python bench/peers.py                      # both sizes: figures, ratios, verdicts
+    python bench/peers.py --sizes 2000 --rounds 3
     python bench/peers.py --json
 
 A benchmark, not a test: it asserts nothing and is never run by the test suite.
@@ -50,10 +54,11 @@ from typing import Any
 import msgspec
 from agents import SQLiteSession
 
+from dsh_session_core import open_store
 from dsh_session_openai_agents import DshSession
 from openai_agents import conversation, sqlite_session_pragmas
 
-ITEMS = 2000
+SIZES = (2000, 20000)
 ROUNDS = 5
 RELOADS = 3
 #: Items a call when adding as a run adds them (a user message, a call, its output, the
@@ -70,6 +75,15 @@ SIDES: dict[str, Callable[[Path, bool], Any]] = {
         "dsh", store=str(folder / "logs"), keep_open=not reload),
     "sqlite_keep": lambda folder, reload: DshSession(
         "dsh", store=f"sqlite:///{folder}/dsh.db", keep_open=not reload),
+}
+
+#: Each side's fsync policy: what makes an ``add_items`` durable when it returns.
+DURABILITY = {
+    "peer": "WAL commit/call, synchronous={peer_sync}",
+    "jsonl": "write+fsync/call",
+    "sqlite": "WAL commit/call, synchronous={dsh_sync}",
+    "jsonl_keep": "write+fsync/call",
+    "sqlite_keep": "WAL commit/call, synchronous={dsh_sync}",
 }
 
 #: Each target: its name, the figure (ours over the peer's) and its limit.
@@ -172,6 +186,18 @@ async def run(n: int, rounds: int) -> dict[str, float]:
     return results
 
 
+def dsh_sqlite_pragmas() -> dict[str, Any]:
+    """``journal_mode`` and ``synchronous`` of a dsh SQLite store's own connection."""
+    folder = Path(tempfile.mkdtemp(prefix="bench-peers-"))
+    try:
+        with open_store(f"sqlite:///{folder}/probe.db") as store:
+            conn = store.backend._conn  # type: ignore[attr-defined]  # its connection
+            return {"journal_mode": conn.execute("PRAGMA journal_mode").fetchone()[0],
+                    "synchronous": conn.execute("PRAGMA synchronous").fetchone()[0]}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def ratios(results: dict[str, float]) -> dict[str, float]:
     """Ours over the peer's: reload speed, and adds a second for each way."""
     found = {}
@@ -183,36 +209,25 @@ def ratios(results: dict[str, float]) -> dict[str, float]:
     return found
 
 
-def main() -> None:
-    """Run once; print the figures and each target's verdict, or ``--json``."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--items", type=int, default=ITEMS)
-    parser.add_argument("--rounds", type=int, default=ROUNDS,
-                        help=f"rounds, the median of each figure kept (default {ROUNDS})")
-    args = parser.parse_args()
-    results = asyncio.run(run(args.items, args.rounds))
+LABELS = {"peer": "SQLiteSession", "jsonl": "dsh jsonl (default)",
+          "sqlite": "dsh sqlite (default)", "jsonl_keep": "dsh jsonl keep_open",
+          "sqlite_keep": "dsh sqlite keep_open"}
+
+
+def report(n: int, rounds: int, results: dict[str, float], durability: dict[str, str]) -> None:
+    """Print one size's figures (each side's fsync policy beside them), the bytes, and
+    each ratio with its target and verdict."""
     found = ratios(results)
-    targets = {name: {"value": found[name], "limit": limit, "op": ">="}
-               for name, limit in TARGETS.items()}
-    if args.json:
-        sys.stdout.write(json.dumps({"results": results, "ratios": found, "targets": targets,
-                                     "sqlite_session": sqlite_session_pragmas()}) + "\n")
-        return
-    pragmas = sqlite_session_pragmas()
-    print(f"{args.items:,} items of {results['item_chars']:.0f} characters; median of "
-          f"{args.rounds} rounds (reloads: median of {RELOADS} a round); SQLiteSession: "
-          f"journal_mode={pragmas['journal_mode']}, synchronous={pragmas['synchronous']}")
-    print(f"{'':22} {'run adds/s':>11} {'one adds/s':>11} {'reload ms':>10}")
-    labels = {"peer": "SQLiteSession", "jsonl": "dsh jsonl (default)",
-              "sqlite": "dsh sqlite (default)", "jsonl_keep": "dsh jsonl keep_open",
-              "sqlite_keep": "dsh sqlite keep_open"}
-    for side, label in labels.items():
+    print(f"{n:,} items of {results['item_chars']:.0f} characters; median of {rounds} "
+          f"rounds (reloads: median of {RELOADS} a round)")
+    print(f"{'':22} {'run adds/s':>11} {'one adds/s':>11} {'reload ms':>10}  fsync policy")
+    for side, label in LABELS.items():
         print(f"{label:22} {results[f'{side}_run_adds_per_s']:11,.0f} "
-              f"{results[f'{side}_one_adds_per_s']:11,.0f} {results[f'{side}_reload_ms']:10,.1f}")
+              f"{results[f'{side}_one_adds_per_s']:11,.0f} "
+              f"{results[f'{side}_reload_ms']:10,.1f}  {durability[side]}")
     print()
     print("bytes stored an item (the run way's log): "
-          + ", ".join(f"{labels[side]} {results[f'{side}_bytes']:,.0f}"
+          + ", ".join(f"{LABELS[side]} {results[f'{side}_bytes']:,.0f}"
                       for side in ("peer", "jsonl", "sqlite")))
     print(f"  the JSONL log's lines: the items verbatim (agents/item) "
           f"{results['jsonl_bytes_items']:,.0f}, the typed conversation "
@@ -225,7 +240,46 @@ def main() -> None:
         if name in TARGETS:
             limit = TARGETS[name]
             line += f"  target >= {limit:<4} {'ok' if value >= limit else 'MISS'}"
+        side = name.split("_run_")[0].split("_one_")[0].split("_reload_")[0]
+        if "_adds_" in name:
+            line += f"  fsync: {durability[side]} | peer: {durability['peer']}"
         print(line)
+
+
+def main() -> None:
+    """Run once at each size; print the figures and each target's verdict, or
+    ``--json``."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES),
+                        help="items added at each size (default: 2000 20000)")
+    parser.add_argument("--items", type=int, help="one size only (as --sizes N)")
+    parser.add_argument("--rounds", type=int, default=ROUNDS,
+                        help=f"rounds, the median of each figure kept (default {ROUNDS})")
+    args = parser.parse_args()
+    sizes = [args.items] if args.items is not None else args.sizes
+    peer, dsh = sqlite_session_pragmas(), dsh_sqlite_pragmas()
+    durability = {side: text.format(peer_sync=peer["synchronous"], dsh_sync=dsh["synchronous"])
+                  for side, text in DURABILITY.items()}
+    every: dict[str, Any] = {}
+    for n in sizes:
+        results = asyncio.run(run(n, args.rounds))
+        if args.json:
+            found = ratios(results)
+            every[str(n)] = {
+                "results": results, "ratios": found,
+                "targets": {name: {"value": found[name], "limit": limit, "op": ">="}
+                            for name, limit in TARGETS.items()}}
+        else:
+            report(n, args.rounds, results, durability)
+            print()
+    if args.json:
+        sys.stdout.write(json.dumps({"sizes": every, "durability": durability,
+                                     "sqlite_session": peer, "dsh_sqlite": dsh}) + "\n")
+        return
+    print(f"SQLiteSession: journal_mode={peer['journal_mode']}, synchronous="
+          f"{peer['synchronous']}; dsh SQLite store: journal_mode={dsh['journal_mode']}, "
+          f"synchronous={dsh['synchronous']} (2 = FULL: the WAL fsynced at each commit)")
 
 
 if __name__ == "__main__":

@@ -129,15 +129,24 @@ def test_two_instances_share_one_history(store_url: str) -> None:
 def test_a_writer_in_another_process_is_waited_for_then_refused(tmp_path: Path) -> None:
     """The one-writer rule: while another process holds the session, a write waits up to
     ``lock_timeout``, then raises ``SessionLockedError``; once it lets go, the write goes
-    through. A read never waits: it reads what is stored."""
+    through. A read never waits: it reads what is stored. (The holder waits for the
+    lock itself: the first instance, never closed, keeps it for its idle window.)"""
     logs = str(tmp_path / "logs")
     asyncio.run(DshSession("held", store=logs).add_items(ITEMS[:1]))
     with subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
-            import sys
-            from dsh_session_core import open_store
+            import sys, time
+            from dsh_session_core import SessionLockedError, open_store
             with open_store({logs!r}) as store:
-                store.open("held")
+                deadline = time.monotonic() + 30
+                while True:
+                    try:
+                        store.open("held")
+                        break
+                    except SessionLockedError:
+                        if time.monotonic() > deadline:
+                            raise
+                        time.sleep(0.01)
                 print("held", flush=True)
                 sys.stdin.readline()
         """)],

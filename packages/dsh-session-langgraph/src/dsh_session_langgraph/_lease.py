@@ -3,7 +3,10 @@ thread's index, and the session each write takes and releases.
 
 A write takes the thread's writer lock (the store's: across processes and hosts, one
 writer at a time), brings the index up to date with what other writers stored since
-(``store.open(id, resume=...)`` reads only that), appends, flushes and releases. A
+(``store.open(id, resume=...)`` reads only that), appends, flushes and releases it with
+an idle window (``store.release(session, idle=...)``): the lock is kept that long, and
+the next write within it (a ``put_writes`` after its ``put``, the graph's next step)
+takes the session back at once, without locking or reading. A
 read takes no writer lock: it folds the events stored after the last one it knows
 (``store.read(id, after=...)``). A write that fails drops what it appended: the log is
 left as it was (``store.discard``), and the index is rebuilt at the next call.
@@ -37,9 +40,11 @@ class Writing:
 class Threads:
     """The threads of one saver (see the module's docstring)."""
 
-    def __init__(self, store: DurableStore, lock_timeout: float) -> None:
+    def __init__(self, store: DurableStore, lock_timeout: float,
+                 idle_window: float = 0.0) -> None:
         self.store = store
         self.lock_timeout = lock_timeout
+        self.idle_window = idle_window
         self._guard = threading.Lock()
         self._locks: dict[str, threading.RLock] = {}
         self._indexes: dict[str, ThreadIndex] = {}
@@ -123,7 +128,7 @@ class Threads:
                 self._keep(thread_id, session, index)
             raise
         try:
-            self.store.release(session)
+            self.store.release(session, idle=self.idle_window)
         except BaseException:
             self.forget(thread_id)
             with contextlib.suppress(Exception):
@@ -131,6 +136,14 @@ class Threads:
             raise
         self._released[thread_id] = session
         self._indexes[thread_id] = index
+
+    def end_idle(self) -> None:
+        """End the idle windows of the sessions the writes released (at the saver's
+        close: another writer need not wait for them)."""
+        if self.store.persistence.closed:
+            return
+        for session in list(self._released.values()):
+            self.store.end_idle(session)
 
     def _fold(self, thread_id: str, session: Session) -> ThreadIndex:
         """The thread's index brought up to ``session``'s events (folded anew when the

@@ -47,6 +47,8 @@ from .events import (
 
 #: How long a write waits for another writer of the thread before it gives up.
 DEFAULT_LOCK_TIMEOUT = 30.0
+#: How long a write keeps the thread's writer lock for the next one (docs/langgraph.md).
+DEFAULT_IDLE_WINDOW = 0.25
 
 _Candidate = tuple[ThreadIndex, LanggraphCheckpointData, list[StoredWrite]]
 
@@ -65,6 +67,10 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
     :param serde: LangGraph's serializer (``JsonPlusSerializer`` by default).
     :param lock_timeout: seconds a write waits for another writer of the thread (another
         process, another store object) before raising ``SessionLockedError``.
+    :param idle_window: seconds a write keeps the thread's writer lock after it returns
+        (durable), so that the next write within the window neither takes the lock nor
+        looks at the log; another process's writer waits that long at most (and its
+        polling step) once this saver is idle. ``0`` releases it at each write's end.
 
     Every write takes the thread's writer lock, so one writer at a time writes a
     thread, across processes; a ``put`` that does not continue what another writer
@@ -77,12 +83,13 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
 
     def __init__(self, store: DurableStore | str | None = None, *,
                  serde: SerializerProtocol | None = None,
-                 lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
+                 lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+                 idle_window: float = DEFAULT_IDLE_WINDOW) -> None:
         super().__init__(serde=serde)
         self._owns_store = not isinstance(store, DurableStore)
         self.store: DurableStore = store if isinstance(store, DurableStore) else open_store(store)
         self._codec = Codec(self.serde)
-        self._threads = Threads(self.store, lock_timeout)
+        self._threads = Threads(self.store, lock_timeout, idle_window)
 
     # --- writes ---------------------------------------------------------------------
 
@@ -301,13 +308,19 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
     # --- the store ------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the store if this saver opened it from a URL (safe to call again)."""
+        """End the idle windows of the threads this saver wrote (their writer locks go
+        now), and close the store if this saver opened it from a URL (safe to call
+        again)."""
         if self._owns_store:
             self.store.close()
+        else:
+            self._threads.end_idle()
 
     async def aclose(self) -> None:
         if self._owns_store:
             await self.store.aclose()
+        else:
+            await asyncio.to_thread(self._threads.end_idle)
 
     def __enter__(self) -> DshCheckpointSaver:
         return self

@@ -121,14 +121,24 @@ def _kind(item: Any) -> str:
 _MODEL = frozenset({"assistant", "reasoning", "call"})
 
 
-def _check_items(session: Session, items: Sequence[Any]) -> None:
+#: How many batches one scratch session checks before a new one is made (it keeps what
+#: it checked: a copy of the items).
+_SCRATCH_CHECKS = 32
+
+
+def _check_items(index: _LogIndex, items: Sequence[Any]) -> None:
     """Refuse a batch holding an item the log cannot keep (a value JSON cannot carry,
     nesting too deep) before any of it is appended: each item is appended as
     ``agents/item`` to a scratch session with the same event types and rules, which
     raises what the real append would (:class:`~dsh_session_core.errors.NotJsonError`,
-    ``TooDeepError``)."""
-    scratch = Session(session.id, registry=session.registry, strict=session.strict,
-                      foreign_types=session.foreign_types)
+    ``TooDeepError``). The index's scratch session serves several batches (making
+    one costs as much as a third of checking one item)."""
+    scratch = index.scratch
+    if scratch is None or len(scratch.events) >= _SCRATCH_CHECKS:
+        session = index.session
+        scratch = index.scratch = Session(
+            session.id, registry=session.registry, strict=session.strict,
+            foreign_types=session.foreign_types)
     try:  # the batch in one append: each item one level deeper than its own
         scratch.append("agents/item", {"item": list(items)})
     except AppendError:
@@ -256,8 +266,7 @@ def _record(index: _LogIndex, items: Sequence[Any], wrapper: Any, runs: Runs) ->
     """:func:`record_items` on an up-to-date index of the session's log, which it
     leaves up to date; with ``wrapper``, the batch joins its run's turn (see the module
     docstring), and ``runs`` says whether that turn is still open."""
-    session = index.session
-    _check_items(session, items)  # refused here, the session and index are untouched
+    _check_items(index, items)  # refused here, the session and index are untouched
     try:
         if runs.stale(index, wrapper):
             end_open_turn(index, runs)

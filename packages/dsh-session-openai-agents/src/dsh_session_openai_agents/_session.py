@@ -1,10 +1,12 @@
 """``DshSession``: the OpenAI Agents SDK's ``Session`` protocol on a dsh-session store.
 
-By default each operation takes the session, writes, flushes and releases it: the
-session object it released is kept, and the next operation takes it back with
-``store.open(id, resume=...)``, which retakes the writer lock and reads only what other
-writers stored since (nothing, usually), so an operation costs what it appends, not the
-length of the log. With ``keep_open`` the first operation opens it and keeps it until
+By default each operation takes the session, writes, flushes and releases it with an
+idle window (``store.release(session, idle=...)``: the writer lock is kept for
+``idle_window`` seconds): the session object it released is kept, and the next
+operation takes it back with ``store.open(id, resume=...)``, at once within the window
+(the lock was kept), else retaking the writer lock and reading only what other writers
+stored since (nothing, usually), so an operation costs what it appends, not the length
+of the log. With ``keep_open`` the first operation opens it and keeps it until
 ``close()``. Either way, while a run's turn is open (from its first saved batch to the
 one that ends it, or until it is seen to have stopped: :mod:`._watch`) the session is
 held: its writer lock is kept between the run's calls, and the writes of every other
@@ -45,7 +47,7 @@ from dsh_session_core import (
 from dsh_session_core.errors import SessionNotStoredError, UnknownProjectionError
 
 from ._hold import RunHold
-from ._locks import _settled, _taking_turns, _taking_turns_now, run_holds
+from ._locks import _off_loop, _settled, _taking_turns, _taking_turns_now, run_holds
 from ._mapping import Runs, _record, _Run, end_open_turn, record_clear, record_items, record_pop
 from ._projection import ITEMS
 from ._view import VIEW_TYPES, _items, _LogIndex, fold_items, stored_view, tail_view
@@ -55,6 +57,13 @@ _T = TypeVar("_T")
 #: How long an operation waits for another writer (another instance on another store
 #: object, or another process) to release the session before it gives up.
 DEFAULT_LOCK_TIMEOUT = 30.0
+#: How long the default mode keeps the writer lock after an operation, for the next one
+#: to skip taking it (and looking at the log's end): what another process's writer waits
+#: at most, beyond its polling step, once this one goes idle (docs/openai-agents.md).
+DEFAULT_IDLE_WINDOW = 0.25
+#: A read of at most this many items of a session held open (``keep_open``) runs on the
+#: event loop: copying them out costs a few microseconds, less than a hop to a thread.
+_INLINE_ITEMS = 16
 
 
 class _Busy(Exception):
@@ -80,14 +89,20 @@ class DshSession(SessionABC):
         not the length of the log, and every other store object and process is refused
         writing the session meanwhile (``SessionLockedError`` after their
         ``lock_timeout``).
+    :param idle_window: the default mode: seconds the writer lock is kept after a write
+        (the idle window), so that the next write within it neither takes the lock nor
+        looks at the log; another writer waits at most that long (and its polling step)
+        once this instance is idle. ``0`` releases it at the end of each write.
 
     By default each write takes the session's writer lock, brings the session up to
     date with what other writers stored since its last call (read from its last event
-    on, not the whole log), writes, flushes and releases it, so instances on one store
-    and id, in one process or many, share its history and take turns writing; but
-    while a run's turn is open (from the run's first saved items to the batch that ends
-    its turn, or until the run is seen to stop) the session stays held by this
-    instance between the run's calls, and the others' writes wait for the run's end;
+    on, not the whole log), writes, flushes and releases it after an idle window (a
+    write within it finds the lock still held, and the log as it left it), so
+    instances on one store and id, in one process or many, share its history and take
+    turns writing; but while a run's turn is open (from the run's first saved items to
+    the batch that ends its turn, or until the run is seen to stop) the session stays
+    held by this instance between the run's calls, and the others' writes wait for the
+    run's end;
     :meth:`get_items` reads the item view from what is stored, without opening the
     session (it waits for no writer). With ``keep_open``, the first operation opens
     the session (or creates it) and keeps it; instances on the same store object
@@ -108,6 +123,7 @@ class DshSession(SessionABC):
         *,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         keep_open: bool = False,
+        idle_window: float = DEFAULT_IDLE_WINDOW,
     ) -> None:
         self.session_id = session_id
         self.session_settings = (
@@ -119,13 +135,15 @@ class DshSession(SessionABC):
         self.store: DurableStore = store if isinstance(store, DurableStore) else open_store(store)
         self.lock_timeout = lock_timeout
         self.keep_open = keep_open
+        self.idle_window = idle_window
         #: keep_open: the session this instance opened and holds; either mode: the
         #: index of its log the last operation left.
         self._held: Session | None = None
         self._index: _LogIndex | None = None
         self._turns_key: tuple[object, str] | None = None
         #: The default mode: the session the last operation released, clean (all of it
-        #: stored), taken back by the next one without loading the log.
+        #: stored), taken back by the next one without loading the log (at once, within
+        #: its idle window).
         self._cached: Session | None = None
         #: The run this instance records (:mod:`._mapping`): its turn may stay open in
         #: the log between operations, and the session stays held meanwhile: kept
@@ -165,8 +183,15 @@ class DshSession(SessionABC):
             stored = await self._stored_items()
             if stored is not None:
                 return cast(list[TResponseInputItem], last(stored))
+
+        def few(index: _LogIndex) -> bool:
+            count = len(index.items)
+            if session_limit is not None and session_limit >= 0:
+                count = min(count, session_limit)
+            return count <= _INLINE_ITEMS
+
         return cast(list[TResponseInputItem], await self._run(
-            lambda index: _items(last(index.items)), False, write=False))
+            lambda index: _items(last(index.items)), False, write=False, inline=few))
 
     async def add_items(
         self, items: list[TResponseInputItem], *, wrapper: RunContextWrapper[Any] | None = None
@@ -212,6 +237,9 @@ class DshSession(SessionABC):
                     if held is not None and self._live() is held:
                         self._end_held(held, index)
                         self.store.release(held)
+            cached = self._cached
+            if cached is not None and not self.store.persistence.closed:
+                self.store.end_idle(cached)  # its idle window ends with the instance
         finally:
             self._run_hold.let_go()
             if self._owns_store and not self._store_closed:
@@ -230,6 +258,9 @@ class DshSession(SessionABC):
                     if held is not None and self._live() is held:
                         self._end_held(held, index)
                         await _settled(self.store.arelease(held))
+            cached = self._cached
+            if cached is not None and not self.store.persistence.closed:
+                await self.store.aend_idle(cached)  # its idle window ends with it
         finally:
             self._run_hold.let_go()
             if self._owns_store and not self._store_closed:
@@ -376,7 +407,8 @@ class DshSession(SessionABC):
         self._held = session
 
     async def _run(self, operation: Callable[[_LogIndex], _T], create: bool,
-                   *, write: bool = True) -> _T:
+                   *, write: bool = True,
+                   inline: Callable[[_LogIndex], bool] | None = None) -> _T:
         """Run ``operation`` on the index of the live session, then flush (and release
         what it opened, unless ``keep_open`` or its run's turn is still open). With
         nothing stored and ``create`` false, run it on an empty session (``keep_open``
@@ -385,7 +417,10 @@ class DshSession(SessionABC):
         (:meth:`_forget`). A ``write`` waits, up to ``lock_timeout``, while the run of
         another instance of this process holds the session; any operation waits as
         long for another writer's lock, without its turn on the session meanwhile
-        (that writer may be an instance of this process, which needs it to let go)."""
+        (that writer may be an instance of this process, which needs it to let go).
+        ``inline``: ``operation`` only reads, and, when this is true of the index of a
+        session held open (``keep_open``), costs a few microseconds: it runs on the
+        event loop, with no hop to a thread."""
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.005
         while True:
@@ -394,11 +429,11 @@ class DshSession(SessionABC):
                                          deadline if write else None, self._refusal):
                     try:
                         if self.keep_open:
-                            return await self._run_held(operation, deadline)
+                            return await self._run_held(operation, deadline, inline)
                         # One hop off the loop: open, run, flush and release in one
                         # worker thread (run to its end when cancelled: the turn lasts
                         # as long).
-                        return await _settled(asyncio.to_thread(
+                        return await _settled(_off_loop(
                             self._run_once, operation, create, deadline, True))
                     finally:
                         self._run_hold.settle(on_loop=True)
@@ -457,7 +492,7 @@ class DshSession(SessionABC):
             self._holding, self._index = session, index
             return
         self._holding = None
-        self.store.release(session)
+        self.store.release(session, idle=self.idle_window)
         self._cached, self._index = session, index
 
     def _acquire_now(self, create: bool, deadline: float, busy: bool = False
@@ -520,17 +555,22 @@ class DshSession(SessionABC):
         if self._live() is session:
             self.store.discard(session)
 
-    async def _run_held(self, operation: Callable[[_LogIndex], _T], deadline: float) -> _T:
+    async def _run_held(self, operation: Callable[[_LogIndex], _T], deadline: float,
+                        inline: Callable[[_LogIndex], bool] | None = None) -> _T:
         """``keep_open``: the live session (opened, or created, and held at the first
         operation; shared with the other instances of this store object), its index
         kept from one operation to the next. The operation and the flush run in one
-        worker thread: one hop off the loop per operation, where ``aflush`` takes two."""
+        worker thread: one hop off the loop per operation, where ``aflush`` takes two;
+        none for a read that ``inline`` says is small (it appends nothing, so there is
+        nothing to flush, and the index is in memory)."""
         session, _ = await self._acquire(True, deadline, hold=True)
         assert session is not None
         index = self._index
         if index is None or index.session is not session:
             index = self._index = _LogIndex(session)
-        return await _settled(asyncio.to_thread(self._apply, operation, index))
+        if inline is not None and inline(index.update()):
+            return operation(index)
+        return await _settled(_off_loop(self._apply, operation, index))
 
     def _apply(self, operation: Callable[[_LogIndex], _T], index: _LogIndex) -> _T:
         """Run ``operation`` on ``index`` brought up to date, then flush its session; when

@@ -126,11 +126,13 @@ class _LogIndex:
     (:meth:`update`): on a session kept open, an operation costs what it appends, not
     the length of the log."""
 
-    __slots__ = ("calls", "items", "last_turn", "scanned", "session", "step", "steps",
-                 "turn", "turn_seq")
+    __slots__ = ("calls", "items", "last_turn", "scanned", "scratch", "session", "step",
+                 "steps", "turn", "turn_seq")
 
     def __init__(self, session: Session) -> None:
         self.session = session
+        #: Where the mapping checks a batch before appending it (:mod:`._mapping`).
+        self.scratch: Session | None = None
         self.reset()
 
     def reset(self) -> None:

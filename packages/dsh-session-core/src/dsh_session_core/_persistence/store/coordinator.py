@@ -40,11 +40,11 @@ from ...errors import PersistenceError, SessionExistsError, SessionLockedError
 from ...events import Event
 from ..base import Deleted, StoredLog, WriterLock, cannot_delete
 from ..projections.keep import Keeper
+from .idle import IdleWindows
 from .write_path import (
     RELEASED_KEPT,
     NamedWriteErrors,
     SessionState,
-    WritePath,
     check_follows,
     covers,
     cwd_of,
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 __all__ = ["PersistenceError", "PersistencePlugin"]
 
 
-class PersistencePlugin(WritePath):
+class PersistencePlugin(IdleWindows):
     """Make a store's sessions durable through ``backend``.
 
     :param backend: where logs are stored (JSONL files, SQLite, ...).
@@ -250,6 +250,8 @@ class PersistencePlugin(WritePath):
         the flush runs in a worker thread. Flushes of one session never overlap."""
         import asyncio
 
+        if id(session) in self._inited and not self._buffers.get(session):
+            return  # nothing to write: no hop to a thread for it
         aappend = self.capabilities.async_append
         sid = session.id
         async with self._alock(sid):
@@ -298,10 +300,14 @@ class PersistencePlugin(WritePath):
                 lock = locks[sid] = asyncio.Lock()
             return lock
 
-    def release(self, session: Session) -> None:
+    def release(self, session: Session, idle: float = 0.0) -> None:
         """Flush ``session``, then stop writing it: drop its buffer and state and release
-        its writer lock, so another writer (another process) may take it over."""
+        its writer lock, so another writer (another process) may take it over. With
+        ``idle`` seconds (:mod:`.idle`), the state and the lock are kept that long
+        (:meth:`linger`), for :meth:`resume` to take them back."""
         self.flush(session)
+        if idle > 0 and self.linger(session, idle):
+            return
         sid = session.id
         with self._serial(sid):
             state = self._states.get(sid)
@@ -328,19 +334,34 @@ class PersistencePlugin(WritePath):
         (:meth:`init` claims it, with the lock). ``None`` when the log cannot be
         continued so (cut back, rewritten, a torn tail or an interrupted turn to
         repair, a session live here): nothing is held, and the caller loads it whole.
+        Within ``session``'s idle window (:meth:`linger`) it is bound again at once: its
+        lock was held throughout, nothing is read.
 
         :raises SessionLockedError: another writer holds the session.
         """
-        from ..._schema.decode import decode_lines
-        from ..capabilities import lines_since_of
-
         sid = session.id
         if session.read_only or not session.seq or id(session) in self._inited:
             return None
         with self._serial(sid):
-            if sid in self._states:
-                return None
-            state = SessionState(session.header, session.seq, True)
+            kept = self.idle.take(sid, back=True)
+            state = self._states.get(sid)
+            if state is not None and state.owner is not None:
+                return None  # live here
+            if (kept is not None and kept.session is session and kept.state is state
+                    and state is not None and state.lock is not None
+                    and state.cursor == session.seq):
+                # Its idle window: the lock held since its release, nothing written.
+                state.owner = session
+                self._buffers[session] = []
+                self._inited.add(id(session))
+                return [], []
+            from ..._schema.decode import decode_lines
+            from ..capabilities import lines_since_of
+
+            # A state kept without a live session (another session's idle window, an
+            # append's adoption) is the log as stored: read on from ``session``'s end.
+            if state is None:
+                state = SessionState(session.header, session.seq, True)
             self._own(state)
             events = session.events
             try:
@@ -356,12 +377,16 @@ class PersistencePlugin(WritePath):
                 lines = None
                 raise
             finally:
-                if lines is None and state.lock is not None:
-                    state.lock.release()
+                if lines is None:
+                    if self._states.get(sid) is state:
+                        del self._states[sid]
+                    lock, state.lock = state.lock, None
+                    if lock is not None:
+                        lock.release()
             if lines is None:
                 return None
             if not news:
-                state.owner = session
+                state.owner, state.cursor, state.loaded = session, session.seq, None
                 self._buffers[session] = []
                 self._inited.add(id(session))
                 # No writer wrote since: how far its rows go is as it was at release
@@ -409,6 +434,7 @@ class PersistencePlugin(WritePath):
         writer locks; the coordinator is closed. Returns the failures, for
         :meth:`raise_dispose` (the backend is left open)."""
         errors: builtins.list[Exception] = []
+        self.idle.close()  # the timer lets go of no more windows: their locks go below
         for session, buffer in list(self._buffers.items()):
             if buffer:
                 try:

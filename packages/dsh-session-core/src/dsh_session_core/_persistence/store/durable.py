@@ -76,6 +76,7 @@ class DurableStore(StoredReads, StoredProjections, StoreRetention):
                           created_at=created_at, seed_length=seed_length)
         session_id = id if id is not None else self._mint_id()
         self.backend.check_id(session_id)
+        self._end_idle(session_id)  # refused as stored, as without the window
         return super().create(
             session_id, seed=seed, cwd=cwd, parent_session=parent_session,
             created_at=created_at, seed_length=seed_length, seed_jsonl=seed_jsonl,
@@ -95,13 +96,18 @@ class DurableStore(StoredReads, StoredProjections, StoreRetention):
             the new lines are read and decoded). When the log no longer continues
             ``resume``'s (cut back, deleted, rewritten) or needs a repair, it is loaded
             whole, as without ``resume``. A session that ``discard`` dropped must not be
-            given (it holds events the log does not).
+            given (it holds events the log does not). Within the idle window of its
+            release (:meth:`release`'s ``idle``), ``resume`` is taken back at once: its
+            writer lock was kept, nothing is read.
         :raises SessionNotStoredError: nothing is stored under this id.
         :raises SessionLockedError: another writer holds it.
         """
         check_id("store.open()", session_id)
         if resume is not None:
             check_session("store.open(resume=)", resume)
+        # Another store object of this process keeping the session in an idle window
+        # lets go of it now rather than at the window's end.
+        self.persistence.idle.end_elsewhere(session_id)
         if resume is not None and resume.id == session_id and self.get(session_id) is None:
             resumed = self._resume(resume)
             if resumed is not None:
@@ -357,14 +363,26 @@ class DurableStore(StoredReads, StoredProjections, StoreRetention):
         flushes of different sessions run at once, each session's one at a time."""
         check_session("store.aflush()", session)
         await self.persistence.aflush(session)
+        impls = self.plugin_manager.hook.session_flush.get_hookimpls()
+        if len(impls) == 1 and impls[0].plugin is self.persistence:
+            return  # the usual store: no other implementation to run (and no hop for it)
         await super().aflush(session)  # the persistence hook finds nothing left to write
 
-    async def arelease(self, session: Session) -> None:
+    async def arelease(self, session: Session, *, idle: float = 0.0) -> None:
         """:meth:`release` for asyncio hosts: the flush as :meth:`aflush` does it, then
-        the writer lock is released in the store's worker thread."""
+        the writer lock is released in the store's worker thread (with ``idle``, kept
+        for the window on the event loop: that is no I/O)."""
         check_session("store.arelease()", session)
         await self.persistence.aflush(session)
+        if idle > 0 and self.persistence.linger(session, idle):
+            self.detach(session)
+            return
         await self._worker().run(self.release, session)
+
+    async def aend_idle(self, session: Session) -> None:
+        """:meth:`end_idle` for asyncio hosts, in the store's worker thread (releasing a
+        writer lock may be a round trip: PostgreSQL)."""
+        await self._worker().run(self.end_idle, session)
 
     def astored(self) -> StoredHeaders:
         """:meth:`stored` for asyncio hosts: ``await store.astored()`` for the list, or
@@ -392,12 +410,39 @@ class DurableStore(StoredReads, StoredProjections, StoreRetention):
         not live here is looked for in the stored ones)."""
         return await self._worker().run(self.location, session_id)
 
-    def release(self, session: Session) -> None:
+    def release(self, session: Session, *, idle: float = 0.0) -> None:
         """Flush ``session`` and hand it back: it leaves the store and its writer lock is
-        released, so another process may open and write it."""
+        released, so another process may open and write it.
+
+        :param idle: an idle window, in seconds: the session is flushed and leaves the
+            store all the same, but its writer lock is kept that long, so that
+            ``open(id, resume=session)`` within the window takes it back at once (no
+            lock to take, nothing to read). Once the window passes without that, the
+            lock is released by a timer thread of this store; at once by
+            :meth:`end_idle`, :meth:`close`, an ``open`` of the id without this
+            ``resume``, a ``create``, ``delete`` or ``rekey`` of it, by this store or
+            another store object of this process over the same store; with the
+            process.
+            Meanwhile another process's writer finds the session locked (and waits for
+            it, as for any writer, within its lock timeout): keep the window far below
+            that timeout. ``0``: released at once.
+        """
         check_session("store.release()", session)
-        self.persistence.release(session)
+        self.persistence.release(session, idle)
         self.detach(session)
+
+    def end_idle(self, session: Session) -> None:
+        """End the idle window of a session released with one (:meth:`release`'s
+        ``idle``): its writer lock is released now. Nothing when it has none (taken
+        back, ended, never opened)."""
+        check_session("store.end_idle()", session)
+        self.persistence.end_idle(session.id, session)
+
+    def _end_idle(self, session_id: str) -> None:
+        """End the idle window of whichever session of ``session_id`` has one, in this
+        store or in another store object of this process over the same store."""
+        self.persistence.idle.end_elsewhere(session_id)
+        self.persistence.end_idle(session_id)
 
     def rekey(self, session_id: str) -> Rekeyed:
         """Reseal a stored session's records under this encrypted store's current key,
@@ -409,6 +454,7 @@ class DurableStore(StoredReads, StoredProjections, StoreRetention):
         from ..encryption.rekey import rekey
 
         check_id("store.rekey()", session_id)
+        self._end_idle(session_id)  # rekeyed under the lock it takes
         return rekey(self, session_id)
 
     def location(self, session_id: str) -> str:

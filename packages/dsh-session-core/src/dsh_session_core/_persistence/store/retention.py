@@ -67,6 +67,7 @@ class StoreRetention(StoreBase):
         if self.get(session_id) is not None:
             raise SessionLockedError(session_id, "a live session of this store: release "
                                                  "it first (store.release)")
+        self.persistence.idle.end_elsewhere(session_id)  # (this store's: dropped below)
         if dry_run or rule is None or session_id == LEDGER_ID:
             return self.persistence.delete(session_id, dry_run=dry_run)
         planned = self.persistence.delete(session_id, dry_run=True)  # refused: untouched
