@@ -316,11 +316,11 @@ class PersistencePlugin(IdleWindows):
                     state.lock.release()
                 del self._states[sid]
                 if state.projected is not None:  # a resume without news reuses it
-                    kept = self._projected_at_release
-                    kept.pop(sid, None)
-                    kept[sid] = (session, state.cursor, state.projected)
-                    if len(kept) > RELEASED_KEPT:
-                        del kept[next(iter(kept))]
+                    saved = self._projected_at_release
+                    saved.pop(sid, None)
+                    saved[sid] = (session, state.cursor, state.projected)
+                    if len(saved) > RELEASED_KEPT:
+                        del saved[next(iter(saved))]
             self._buffers.pop(session, None)
             self._inited.discard(id(session))
 
@@ -391,9 +391,9 @@ class PersistencePlugin(IdleWindows):
                 self._inited.add(id(session))
                 # No writer wrote since: how far its rows go is as it was at release
                 # (no read of the marks before the next batch).
-                kept = self._projected_at_release.pop(sid, None)
-                if kept is not None and kept[0] is session and kept[1] == state.cursor:
-                    state.projected = kept[2]
+                saved = self._projected_at_release.pop(sid, None)
+                if saved is not None and saved[0] is session and saved[1] == state.cursor:
+                    state.projected = saved[2]
             else:
                 state.cursor, state.loaded = len(log), log
             self._states[sid] = state
