@@ -225,6 +225,15 @@ class IdleLocks:
                     self._let_go(sid, kept)
 
 
+def _identity_of(backend: Backend) -> Hashable | None:
+    """The store's identity (:meth:`~..base.Backend.store_identity`); ``None`` for a
+    backend written before the protocol had it: its windows stay its own."""
+    try:
+        return backend.store_identity()
+    except AttributeError:
+        return None
+
+
 class IdleWindows(WritePath):
     """The coordinator's idle windows (see the module's docstring): a base of
     :class:`~.coordinator.PersistencePlugin`, whose ``release`` opens one and whose
@@ -233,10 +242,8 @@ class IdleWindows(WritePath):
     def __init__(self, backend: Backend, registry: EventRegistry) -> None:
         super().__init__(backend, registry)
         #: The writer locks kept after a release with an idle window.
-        # (A backend of the protocol alone has no identity: its windows stay its own.)
-        identity = getattr(backend, "store_identity", None)
         self.idle = IdleLocks(self._serial, self._idle_over,
-                              identity if callable(identity) else lambda: None)
+                              lambda: _identity_of(backend))
 
     def linger(self, session: Session, idle: float) -> bool:
         """``release`` a flushed ``session`` but keep its writer lock for ``idle``
