@@ -13,6 +13,7 @@ on). The final state's messages are checked equal between the peer and each dsh 
 
     python bench/langgraph_chat.py                 # 100 turns, 3 rounds, a table
     python bench/langgraph_chat.py --turns 40 --rounds 1 --json
+    python bench/langgraph_chat.py --pieces 8   # dsh's K: a read joins <= 8 pieces
 
 A benchmark, not a test: it asserts nothing of its figures and is never run by the test
 suite.
@@ -45,7 +46,6 @@ from langchain_core.messages import (  # noqa: E402
     AnyMessage,
     BaseMessage,
     HumanMessage,
-    ToolMessage,
 )
 from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
 from langchain_core.runnables import RunnableConfig  # noqa: E402
@@ -57,7 +57,7 @@ from langgraph.graph.message import add_messages  # noqa: E402
 from langgraph.graph.state import CompiledStateGraph  # noqa: E402
 from langgraph.prebuilt import ToolNode  # noqa: E402
 
-from dsh_session_langgraph import DshCheckpointSaver  # noqa: E402
+from dsh_session_langgraph import DshCheckpointSaver, _codec  # noqa: E402
 
 THREAD = "chat"
 CONFIG: RunnableConfig = {"configurable": {"thread_id": THREAD}}
@@ -116,11 +116,11 @@ class ScriptedChatModel(BaseChatModel):
                 content=_text(f"pre {n}", 80, 200), id=f"ai-{n}",
                 tool_calls=[{"name": "forecast", "id": f"call-{n}", "type": "tool_call",
                              "args": {"city": f"City {humans}", "days": 1 + n % 7}}],
-                usage_metadata=usage,  # type: ignore[arg-type]
+                usage_metadata=usage,
                 response_metadata={**meta, "finish_reason": "tool_calls"})
         else:
             message = AIMessage(content=_text(f"answer {n}", 600, 3000), id=f"ai-{n}",
-                                usage_metadata=usage,  # type: ignore[arg-type]
+                                usage_metadata=usage,
                                 response_metadata=meta)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
@@ -228,6 +228,7 @@ def run(turns: int, rounds: int) -> dict[str, Any]:
                 msg = f"round {r}: {name}'s final messages differ from the peer's"
                 raise SystemExit(msg)
     results: dict[str, Any] = {"turns": turns, "rounds": rounds, "marks": marks,
+                               "pieces": _codec.PIECES,
                                "messages": len(answers["peer"])}
     for name in SAVERS:
         results[f"{name}_turns_s"] = statistics.median(took[name])
@@ -251,7 +252,7 @@ def _verdict(ok: bool) -> str:
 def report(results: dict[str, Any], out: Callable[[str], None] = print) -> None:
     turns, marks = results["turns"], results["marks"]
     out(f"{turns} turns, {results['messages']} messages at the end, "
-        f"median of {results['rounds']} round(s)")
+        f"median of {results['rounds']} round(s); dsh's K: {results['pieces']} pieces")
     out(f"{'':22}" + "".join(f"{name:>14}" for name in SAVERS))
     out(f"{'turns (s)':22}" + "".join(f"{results[f'{n}_turns_s']:>14.2f}" for n in SAVERS))
     out(f"{'resume (ms)':22}"
@@ -279,7 +280,12 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--pieces", type=int, default=_codec.PIECES,
+                        help="at most how many pieces a read of a list channel joins "
+                             "(the saver's K, as docs/decisions.md chose it by this "
+                             "bench); default %(default)s")
     args = parser.parse_args()
+    _codec.PIECES = args.pieces
     results = run(args.turns, args.rounds)
     if args.json:
         print(json.dumps(results, indent=2))

@@ -3,6 +3,19 @@ its new channel values into :class:`~.events.LanggraphCheckpointData`; a stored
 checkpoint back into a ``CheckpointTuple``; a write's value into a
 :class:`~.events.TypedBlob` and back. Values go through the saver's serializer
 (``dumps_typed``/``loads_typed``), their bytes in base64 (a JSON log line holds text).
+
+A list channel's new value that extends its previous one (the ``messages`` list under
+``add_messages`` grows by a message or two a step) is stored as a delta: the elements
+it adds, and the version it extends (``TypedBlob.base``). Otherwise a conversation's
+log would hold its whole list again at every step, growing with the square of its
+length, as the peers' tables do. Which elements are new is told without serializing the
+old ones: the saver keeps the last value it stored or read of each list channel
+(:class:`~._index.Tail`), and the new value extends it when it starts with the very
+same objects (``is``; equal ``str``, ``bytes``, ``int``, ``bool`` or ``None`` also do,
+whose equality is their serialization's). A value mutated in place after it was stored
+is not seen as changed, as LangGraph does not see it either (its channels are updated
+by the values nodes return). A read joins a value's pieces, at most :data:`PIECES`: a
+chain that long ends with a full value.
 """
 
 from __future__ import annotations
@@ -10,9 +23,11 @@ from __future__ import annotations
 __all__ = ["Codec"]
 
 import base64
-from collections.abc import Iterable, Mapping
+import operator
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
+import msgspec
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     ChannelVersions,
@@ -24,12 +39,45 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from ._index import StoredWrite, ThreadIndex
+from ._index import StoredWrite, Tail, ThreadIndex
 from .events import LanggraphCheckpointData, TypedBlob
 
 #: The checkpoint's keys that have fields of their own in the payload.
 _FIELDS = frozenset({"v", "id", "ts", "channel_values", "channel_versions",
                      "versions_seen", "updated_channels"})
+
+#: At most how many pieces a read of a list channel's value joins: its full value and
+#: up to ``PIECES - 1`` deltas (chosen by measurement: docs/decisions.md, issue 39).
+PIECES = 32
+
+#: The types whose equal values serialize alike (``1 == 1.0 == True`` do not).
+_PLAIN = frozenset({str, bytes, int, bool, type(None)})
+
+
+_ENCODE = msgspec.json.Encoder().encode
+
+
+def _b64(data: bytes) -> str:
+    """``data`` in base64, as ``base64.b64encode`` gives it (msgspec's, a few times
+    faster: a conversation's value is read and written at every step)."""
+    return _ENCODE(data)[1:-1].decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    try:
+        return msgspec.convert(text, bytes)
+    except msgspec.ValidationError:  # not canonical base64: read as base64 reads it
+        return base64.b64decode(text)
+
+
+def _extends(new: list[Any], old: Sequence[Any]) -> bool:
+    """Whether ``new`` starts with ``old``'s elements (see the module's docstring)."""
+    if len(new) < len(old):
+        return False
+    if all(map(operator.is_, old, new)):  # the usual case, in C
+        return True
+    return all(a is b or (a.__class__ is b.__class__ and a.__class__ in _PLAIN and a == b)
+               for a, b in zip(old, new, strict=False))
 
 
 def config_of(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
@@ -55,21 +103,27 @@ class Codec:
 
     def blob(self, value: Any, version: Any = None) -> TypedBlob:
         kind, data = self.serde.dumps_typed(value)
-        return TypedBlob(type=kind, data=base64.b64encode(data).decode("ascii"),
-                         version=version)
+        return TypedBlob(type=kind, data=_b64(data), version=version)
 
     def value(self, blob: TypedBlob) -> Any:
-        return self.serde.loads_typed((blob.type, base64.b64decode(blob.data)))
+        return self.serde.loads_typed((blob.type, _unb64(blob.data)))
 
-    def checkpoint_data(self, ns: str, parent_id: str | None, checkpoint: Checkpoint,
-                        metadata: CheckpointMetadata,
+    def checkpoint_data(self, index: ThreadIndex, ns: str, parent_id: str | None,
+                        checkpoint: Checkpoint, metadata: CheckpointMetadata,
                         new_versions: ChannelVersions) -> LanggraphCheckpointData:
-        """The payload of a ``put``: blobs for the channels of ``new_versions`` that hold
-        a value (a channel emptied at a new version has none: it is not restored)."""
+        """The payload of a ``put`` after checkpoint ``parent_id`` of ``index``'s
+        thread: blobs for the channels of ``new_versions`` that hold a value (a channel
+        emptied at a new version has none: it is not restored), a list that extends
+        the parent's value of its channel as a delta."""
         values = checkpoint["channel_values"]
         versions = checkpoint["channel_versions"]
-        blobs = {ch: self.blob(values[ch], versions.get(ch, version))
-                 for ch, version in new_versions.items() if ch in values}
+        parent = index.checkpoints.get((ns, parent_id)) if parent_id is not None else None
+        blobs = {}
+        for ch, new in new_versions.items():
+            if ch in values:
+                version = versions.get(ch, new)
+                blobs[ch] = (self._delta(index, parent, ch, values[ch], version)
+                             or self.blob(values[ch], version))
         extra = {k: v for k, v in checkpoint.items() if k not in _FIELDS and v}
         return LanggraphCheckpointData(
             ns=ns, id=checkpoint["id"], parent_id=parent_id, v=checkpoint["v"],
@@ -79,16 +133,61 @@ class Codec:
             metadata=cast(dict[str, Any], dict(metadata)), blobs=blobs,
             extra=self.blob(extra) if extra else None)
 
-    def channel_values(self, index: ThreadIndex, d: LanggraphCheckpointData
-                       ) -> dict[str, Any]:
-        """The values of ``d``'s channels, each from the blob of its version."""
+    def _delta(self, index: ThreadIndex, parent: LanggraphCheckpointData | None,
+               channel: str, value: Any, version: Any) -> TypedBlob | None:
+        """``value`` as a delta on the parent's value of ``channel``, when it is a list
+        extending the channel's tail and the chain has room; else ``None``."""
+        if parent is None or value.__class__ is not list:
+            return None
+        tail = index.tails.get((parent.ns, channel))
+        base = parent.channel_versions.get(channel)
+        if (tail is None or tail.depth + 1 >= PIECES or base is None or base == version
+                or index.blob(parent.ns, channel, base, parent) is not tail.blob
+                or not _extends(value, tail.elements)):
+            return None
+        kind, data = self.serde.dumps_typed(value[len(tail.elements):])
+        return TypedBlob(type=kind, data=_b64(data), version=version, base=base)
+
+    def keep_tails(self, index: ThreadIndex, ns: str, checkpoint: Checkpoint) -> None:
+        """After a put of ``checkpoint`` (folded into ``index``): its new list values
+        are their channels' tails."""
+        stored = index.checkpoints.get((ns, checkpoint["id"]))
+        if stored is None:
+            return
+        values = checkpoint["channel_values"]
+        for channel, blob in stored.blobs.items():
+            value = values.get(channel)
+            if value.__class__ is list:
+                tail = index.tails.get((ns, channel))
+                depth = tail.depth + 1 if blob.base is not None and tail is not None else 0
+                index.tails[(ns, channel)] = Tail(blob, tuple(value), depth)
+
+    def channel_values(self, index: ThreadIndex, d: LanggraphCheckpointData,
+                       tails: bool = False) -> dict[str, Any]:
+        """The values of ``d``'s channels, each from the blob of its version (joined
+        with its chain's when it is a delta); with ``tails``, its list values become
+        their channels' tails (``d`` is the checkpoint a graph goes on from)."""
         values: dict[str, Any] = {}
-        blobs = index.blobs
-        for channel, version in d.channel_versions.items():
-            blob = blobs.get((d.ns, channel, version))
-            if blob is not None and blob.type != "empty":
-                values[channel] = self.value(blob)
+        for channel in d.channel_versions:
+            pieces = index.chain(d, channel)
+            if not pieces or pieces[0].type == "empty":
+                continue
+            value = self.joined(pieces)
+            values[channel] = value
+            if tails and value.__class__ is list:
+                index.tails[(d.ns, channel)] = Tail(pieces[0], tuple(value),
+                                                    len(pieces) - 1)
         return values
+
+    def joined(self, pieces: Sequence[TypedBlob]) -> Any:
+        """The value of a chain (:meth:`ThreadIndex.chain`): its full value, followed by
+        the elements each delta adds."""
+        if len(pieces) == 1:
+            return self.value(pieces[0])
+        value = list(self.value(pieces[-1]))
+        for piece in reversed(pieces[:-1]):
+            value.extend(self.value(piece))
+        return value
 
     def pending(self, writes: Iterable[StoredWrite]) -> list[PendingWrite]:
         """The writes in ``writes_sort_key`` order, as ``(task_id, channel, value)``."""
@@ -96,10 +195,11 @@ class Codec:
         return [(task, channel, self.value(value)) for task, channel, value, _, _ in ordered]
 
     def checkpoint_tuple(self, index: ThreadIndex, d: LanggraphCheckpointData,
-                         writes: Iterable[StoredWrite]) -> CheckpointTuple:
+                         writes: Iterable[StoredWrite], tails: bool = False
+                         ) -> CheckpointTuple:
         checkpoint: dict[str, Any] = {
             "v": d.v, "id": d.id, "ts": d.ts,
-            "channel_values": self.channel_values(index, d),
+            "channel_values": self.channel_values(index, d, tails),
             "channel_versions": dict(d.channel_versions),
             "versions_seen": {k: dict(v) for k, v in d.versions_seen.items()},
             "updated_channels": (list(d.updated_channels)

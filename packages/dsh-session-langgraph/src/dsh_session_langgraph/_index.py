@@ -6,6 +6,15 @@ that ``get_tuple`` and ``list`` cost what they return, not the length of the log
 holds the checkpoints by namespace (their ids in order: LangGraph's ids sort as they
 were made), each channel's blob by version, each checkpoint's pending writes, and what
 the message recorder needs (the turn, the messages and tool calls already recorded).
+
+A channel's version is not always unique in a thread: the saver's versions are
+LangGraph's default integers, and a fork (a run or ``update_state`` from an older
+checkpoint) makes versions its parent's successors made on the other branch (with
+another value, or none). In a namespace that forked, a checkpoint's value of a channel is
+therefore found by its ancestry: the blob its nearest ancestor (or itself) holding that
+version wrote, none if the one that made the version wrote none (it emptied the
+channel); that is what the peers' unique versions find. A namespace that never forked
+(the usual thread: one chain) finds it by version alone.
 """
 
 from __future__ import annotations
@@ -15,8 +24,9 @@ __all__ = ["ThreadIndex"]
 import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from dsh_session_core import Event
+from dsh_session_core import Event, PersistenceError
 
 from .events import (
     LanggraphCheckpoint,
@@ -28,6 +38,21 @@ from .events import (
 
 #: A pending write as the index keeps it: (task_id, channel, value, task_path, idx).
 StoredWrite = tuple[str, str, TypedBlob, str, int]
+#: A channel's value at a version: (ns, channel, version).
+BlobKey = tuple[str, str, object]
+
+
+@dataclass(frozen=True)
+class Tail:
+    """The last value of a list channel the saver stored or read, kept to store the
+    channel's next value as what it adds: the blob holding it (the index's own object:
+    the next value extends it only if its parent's blob of the channel is this one), the
+    value's elements (the very objects, compared by identity) and how many deltas its
+    chain holds before its full value."""
+
+    blob: TypedBlob
+    elements: tuple[Any, ...]
+    depth: int
 
 
 @dataclass
@@ -45,8 +70,15 @@ class ThreadIndex:
     checkpoints: dict[tuple[str, str], LanggraphCheckpointData] = field(default_factory=dict)
     #: ns -> its checkpoint ids, oldest first.
     ids: dict[str, list[str]] = field(default_factory=dict)
-    #: (ns, channel, version) -> the blob of that channel's value at that version.
-    blobs: dict[tuple[str, str, object], TypedBlob] = field(default_factory=dict)
+    #: (ns, channel, version) -> the blob of that channel's value at that version (the
+    #: last stored, when branches made the same version).
+    blobs: dict[BlobKey, TypedBlob] = field(default_factory=dict)
+    #: The namespaces whose checkpoints do not form one chain (see the module's
+    #: docstring): a checkpoint stored whose parent was not the namespace's latest.
+    forked: set[str] = field(default_factory=set)
+    #: (ns, channel) -> the channel's :class:`Tail`. Not the log's: what this saver
+    #: stored or read last, dropped with the index.
+    tails: dict[tuple[str, str], Tail] = field(default_factory=dict)
     #: (ns, checkpoint id) -> (task id, idx) -> the write.
     writes: dict[tuple[str, str], dict[tuple[str, int], StoredWrite]] = field(
         default_factory=dict)
@@ -88,12 +120,74 @@ class ThreadIndex:
     def namespaces(self) -> list[str]:
         return [ns for ns, ids in self.ids.items() if ids]
 
+    def blob(self, ns: str, channel: str, version: object,
+             holder: LanggraphCheckpointData | None) -> TypedBlob | None:
+        """The blob of ``channel``'s value at ``version``, the version checkpoint
+        ``holder`` holds (see the module's docstring); ``None``: no value."""
+        return self.held(ns, channel, version, holder)[0]
+
+    def held(self, ns: str, channel: str, version: object,
+             holder: LanggraphCheckpointData | None
+             ) -> tuple[TypedBlob | None, LanggraphCheckpointData | None]:
+        """:meth:`blob`, and the checkpoint that wrote it when it was found by
+        ``holder``'s ancestry (``None`` when found by version alone)."""
+        key = (ns, channel, version)
+        if holder is None or ns not in self.forked:
+            return self.blobs.get(key), None
+        d = holder
+        for _ in range(len(self.checkpoints)):
+            own = d.blobs.get(channel)
+            if own is not None and own.version == version:
+                return own, d
+            if d.parent_id is None:
+                break  # the chain's start: nothing before it wrote the version
+            parent = self.checkpoints.get((ns, d.parent_id))
+            if parent is None:  # a parent removed (a rewrite): by version alone
+                return self.blobs.get(key), None
+            if parent.channel_versions.get(channel) != version:
+                break  # ``d`` made the version, writing no value
+            d = parent
+        return None, None
+
+    def chain(self, d: LanggraphCheckpointData, channel: str) -> list[TypedBlob]:
+        """The blobs that make ``d``'s value of ``channel``: its own, then, while it is a
+        delta, the base's (each found from the checkpoint the delta extends), ending
+        with a full value; ``[]`` when ``d`` holds no value of it.
+
+        :raises PersistenceError: a base is missing (a damaged log).
+        """
+        version = d.channel_versions.get(channel)
+        blob, writer = self.held(d.ns, channel, version, d)
+        if blob is None:
+            return []
+        pieces = [blob]
+        while (base := pieces[-1].base) is not None:
+            start = (self.checkpoints.get((d.ns, writer.parent_id))
+                     if writer is not None and writer.parent_id is not None else None)
+            found, writer = self.held(d.ns, channel, base, start)
+            if found is None or len(pieces) > len(self.blobs):
+                what = "is not stored" if found is None else "closes a loop"
+                msg = (f'thread "{self.thread_id}": the value of channel "{channel}" '
+                       f'(namespace "{d.ns}") at version {pieces[-1].version!r}, read for '
+                       f'checkpoint "{d.id}", extends version {base!r}, which {what}: '
+                       f"the thread's log was damaged; restore it from a copy, or "
+                       f"delete the thread (delete_thread) to start it anew")
+                raise PersistenceError(msg, session_id=self.thread_id)
+            pieces.append(found)
+        return pieces
+
     def _see(self, event: Event) -> None:
         if isinstance(event, LanggraphCheckpoint):
             d = event.data
             key = (d.ns, d.id)
-            if key not in self.checkpoints:
-                bisect.insort(self.ids.setdefault(d.ns, []), d.id)
+            before = self.checkpoints.get(key)
+            if before is None:
+                ids = self.ids.setdefault(d.ns, [])
+                if ids and (d.parent_id != ids[-1] or d.id < ids[-1]):
+                    self.forked.add(d.ns)  # not the next link of one chain
+                bisect.insort(ids, d.id)
+            elif before.parent_id != d.parent_id:
+                self.forked.add(d.ns)
             self.checkpoints[key] = d
             for channel, blob in d.blobs.items():
                 self.blobs[(d.ns, channel, blob.version)] = blob
