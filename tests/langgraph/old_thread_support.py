@@ -1,9 +1,9 @@
-"""Writes ``tests/langgraph/old_thread/``: a thread stored by ``DshCheckpointSaver`` as it
-was before channel values were stored as deltas (run at commit efe64e2 of main, issue 39),
-and the state history a saver must read from it (``history.json``). Kept to show how the
-fixture was made; running it again with today's saver would store deltas.
+"""The graph of ``tests/langgraph/old_thread/``, and how it was made: a thread stored by
+``DshCheckpointSaver`` as it was before channel values were stored as deltas (run at
+commit efe64e2 of main, issue 39), and the state history a saver must read from it
+(``history.json``). Running it again with today's saver would store deltas::
 
-    python tests/langgraph/old_thread/make.py
+    python tests/langgraph/old_thread_support.py
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ from typing import Annotated, Any, TypedDict
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent / "old_thread"
 THREAD = "old"
 
 
@@ -84,7 +85,7 @@ def plain(value: Any) -> Any:
 
 
 def history(graph: CompiledStateGraph[Any, Any, Any, Any]) -> list[Any]:
-    config = {"configurable": {"thread_id": THREAD}}
+    config: RunnableConfig = {"configurable": {"thread_id": THREAD}}
     return [plain({"values": s.values, "next": s.next, "config": s.config,
                    "parent_config": s.parent_config, "metadata": s.metadata,
                    "created_at": s.created_at,
@@ -97,7 +98,7 @@ def main() -> None:
 
     store = HERE / "store"
     shutil.rmtree(store, ignore_errors=True)
-    config = {"configurable": {"thread_id": THREAD}}
+    config: RunnableConfig = {"configurable": {"thread_id": THREAD}}
     with DshCheckpointSaver(str(store)) as saver:
         graph = build(saver, [call("Paris", 1), answer("Sunny in Paris.", 1),
                               answer("You are welcome.", 2), call("Rome", 3)])
@@ -110,5 +111,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE.parent]
     main()
