@@ -13,7 +13,7 @@ on). The final state's messages are checked equal between the peer and each dsh 
 
     python bench/langgraph_chat.py                 # 100 turns, 3 rounds, a table
     python bench/langgraph_chat.py --turns 40 --rounds 1 --json
-    python bench/langgraph_chat.py --pieces 8   # dsh's K: a read joins <= 8 pieces
+    python bench/langgraph_chat.py --radix 4 --pieces 16   # dsh's delta chains
 
 A benchmark, not a test: it asserts nothing of its figures and is never run by the test
 suite.
@@ -57,7 +57,7 @@ from langgraph.graph.message import add_messages  # noqa: E402
 from langgraph.graph.state import CompiledStateGraph  # noqa: E402
 from langgraph.prebuilt import ToolNode  # noqa: E402
 
-from dsh_session_langgraph import DshCheckpointSaver, _codec  # noqa: E402
+from dsh_session_langgraph import DshCheckpointSaver, _deltas  # noqa: E402
 
 THREAD = "chat"
 CONFIG: RunnableConfig = {"configurable": {"thread_id": THREAD}}
@@ -228,7 +228,7 @@ def run(turns: int, rounds: int) -> dict[str, Any]:
                 msg = f"round {r}: {name}'s final messages differ from the peer's"
                 raise SystemExit(msg)
     results: dict[str, Any] = {"turns": turns, "rounds": rounds, "marks": marks,
-                               "pieces": _codec.PIECES,
+                               "radix": _deltas.RADIX, "pieces": _deltas.PIECES,
                                "messages": len(answers["peer"])}
     for name in SAVERS:
         results[f"{name}_turns_s"] = statistics.median(took[name])
@@ -252,7 +252,8 @@ def _verdict(ok: bool) -> str:
 def report(results: dict[str, Any], out: Callable[[str], None] = print) -> None:
     turns, marks = results["turns"], results["marks"]
     out(f"{turns} turns, {results['messages']} messages at the end, "
-        f"median of {results['rounds']} round(s); dsh's K: {results['pieces']} pieces")
+        f"median of {results['rounds']} round(s); dsh's deltas: radix {results['radix']}, "
+        f"at most {results['pieces']} pieces")
     out(f"{'':22}" + "".join(f"{name:>14}" for name in SAVERS))
     out(f"{'turns (s)':22}" + "".join(f"{results[f'{n}_turns_s']:>14.2f}" for n in SAVERS))
     out(f"{'resume (ms)':22}"
@@ -280,12 +281,15 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--pieces", type=int, default=_codec.PIECES,
+    parser.add_argument("--radix", type=int, default=_deltas.RADIX,
+                        help="the base of dsh's skip-deltas (a delta extends the value "
+                             "at its place less its lowest digit's unit); default "
+                             "%(default)s, as docs/decisions.md chose it by this bench")
+    parser.add_argument("--pieces", type=int, default=_deltas.PIECES,
                         help="at most how many pieces a read of a list channel joins "
-                             "(the saver's K, as docs/decisions.md chose it by this "
-                             "bench); default %(default)s")
+                             "(the saver's K); default %(default)s")
     args = parser.parse_args()
-    _codec.PIECES = args.pieces
+    _deltas.RADIX, _deltas.PIECES = args.radix, args.pieces
     results = run(args.turns, args.rounds)
     if args.json:
         print(json.dumps(results, indent=2))

@@ -22,7 +22,7 @@ from old_thread_support import build as build_old
 from saver_support import checkpoint, checkpoint_events, config, put, stored
 
 from dsh_session_core import PersistenceError, open_store
-from dsh_session_langgraph import DshCheckpointSaver, _codec
+from dsh_session_langgraph import DshCheckpointSaver, _codec, _deltas
 from dsh_session_langgraph._messages import write_turn
 
 pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
@@ -54,21 +54,32 @@ def _values(saver: DshCheckpointSaver, thread: str = "chat") -> dict[str, Any]:
 
 def test_a_conversation_is_stored_as_what_each_step_adds(
         store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_codec, "PIECES", 4)
+    monkeypatch.setattr(_deltas, "PIECES", 4)
     with DshCheckpointSaver(store_url) as saver:
         _chat(saver, 5)
         written = _values(saver)
     events = [e.data for e in checkpoint_events(store_url, "chat")]
     blobs = [d.blobs["messages"] for d in events if "messages" in d.blobs]
-    assert len(blobs) == 20  # a version a step: four a turn
-    # Full values at the first version and after each three deltas (a read joins <= 4).
-    assert [b.base is None for b in blobs] == [i % 4 == 0 for i in range(20)]
+    assert len(blobs) == 20  # a version a step (adding one message): four a turn
+    # Skip-deltas: the delta at place p extends the value at p with its lowest set bit
+    # cleared; the place whose read would join more than 4 pieces (15: 8 + 4 + 2 + 1)
+    # starts the chain again with a full value.
+    places = [*range(15), *range(5)]
+    assert [b.position for b in blobs] == places
+    start = [0] * 15 + [15] * 5  # where each one's chain starts
+    for i, (blob, p) in enumerate(zip(blobs, places, strict=True)):
+        if p == 0:
+            assert blob.base is None
+        else:
+            assert blob.base == blobs[start[i] + (p & (p - 1))].version
     with DshCheckpointSaver(store_url) as fresh:
         codec = _codec.Codec(fresh.serde)
-        for blob in blobs:
-            piece = codec.value(blob)
-            # A delta holds the one message its step added; a full value the list.
-            assert len(piece) == (1 if blob.base is not None else blobs.index(blob) + 1)
+        for i, (blob, p) in enumerate(zip(blobs, places, strict=True)):
+            # A delta holds the messages of the p & -p steps since its base; a full
+            # value the whole list.
+            assert len(codec.value(blob)) == (p & -p if p else i + 1)
+        for d in events:  # no read joins more than 4 pieces
+            assert len(fresh._threads.read("chat").chain(d, "messages")) <= 4  # type: ignore[union-attr]
         assert _values(fresh) == written  # a fresh saver joins them back alike
         state = build(fresh, []).get_state({"configurable": {"thread_id": "chat"}})
         assert [m.type for m in state.values["messages"]] == ["human", "ai", "tool", "ai"] * 5

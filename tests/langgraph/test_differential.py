@@ -36,7 +36,7 @@ from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, interrupt
 
-from dsh_session_langgraph import DshCheckpointSaver, _codec
+from dsh_session_langgraph import DshCheckpointSaver, _deltas
 
 THREAD = "t"
 CONFIG: RunnableConfig = {"configurable": {"thread_id": THREAD}}
@@ -238,8 +238,9 @@ _OPS = st.lists(st.tuples(st.sampled_from(["send", "send", "resume", "resume", "
 def test_the_saver_answers_as_sqlite_saver_on_random_graphs_and_runs(
         kinds: list[str], before: list[int], ops: list[Op], store: str, pieces: int,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    # Short chains too (K of 2 and 3): full values among the deltas within a few steps.
-    monkeypatch.setattr(_codec, "PIECES", pieces)
+    # Short chains too (2 and 3 pieces at most): full values among the deltas within a
+    # few steps.
+    monkeypatch.setattr(_deltas, "PIECES", pieces)
     with tempfile.TemporaryDirectory(prefix="dsh-lg-diff-") as tmp:
         base = Path(tmp)
         url = f"sqlite:///{base / 'dsh.db'}" if store == "sqlite" else str(base / "dsh")

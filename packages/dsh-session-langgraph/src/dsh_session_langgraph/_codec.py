@@ -3,19 +3,8 @@ its new channel values into :class:`~.events.LanggraphCheckpointData`; a stored
 checkpoint back into a ``CheckpointTuple``; a write's value into a
 :class:`~.events.TypedBlob` and back. Values go through the saver's serializer
 (``dumps_typed``/``loads_typed``), their bytes in base64 (a JSON log line holds text).
-
-A list channel's new value that extends its previous one (the ``messages`` list under
-``add_messages`` grows by a message or two a step) is stored as a delta: the elements
-it adds, and the version it extends (``TypedBlob.base``). Otherwise a conversation's
-log would hold its whole list again at every step, growing with the square of its
-length, as the peers' tables do. Which elements are new is told without serializing the
-old ones: the saver keeps the last value it stored or read of each list channel
-(:class:`~._index.Tail`), and the new value extends it when it starts with the very
-same objects (``is``; equal ``str``, ``bytes``, ``int``, ``bool`` or ``None`` also do,
-whose equality is their serialization's). A value mutated in place after it was stored
-is not seen as changed, as LangGraph does not see it either (its channels are updated
-by the values nodes return). A read joins a value's pieces, at most :data:`PIECES`: a
-chain that long ends with a full value.
+A list value that extends its parent's is stored as a delta (:mod:`._deltas` chooses
+when, and on which base); a read joins a delta's chain back.
 """
 
 from __future__ import annotations
@@ -23,7 +12,6 @@ from __future__ import annotations
 __all__ = ["Codec"]
 
 import base64
-import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
@@ -39,19 +27,13 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from ._index import StoredWrite, Tail, ThreadIndex
+from ._deltas import full_tail, read_tail
+from ._index import StoredWrite, ThreadIndex
 from .events import LanggraphCheckpointData, TypedBlob
 
 #: The checkpoint's keys that have fields of their own in the payload.
 _FIELDS = frozenset({"v", "id", "ts", "channel_values", "channel_versions",
                      "versions_seen", "updated_channels"})
-
-#: At most how many pieces a read of a list channel's value joins: its full value and
-#: up to ``PIECES - 1`` deltas (chosen by measurement: docs/decisions.md, issue 39).
-PIECES = 32
-
-#: The types whose equal values serialize alike (``1 == 1.0 == True`` do not).
-_PLAIN = frozenset({str, bytes, int, bool, type(None)})
 
 
 _ENCODE = msgspec.json.Encoder().encode
@@ -68,16 +50,6 @@ def _unb64(text: str) -> bytes:
         return msgspec.convert(text, bytes)
     except msgspec.ValidationError:  # not canonical base64: read as base64 reads it
         return base64.b64decode(text)
-
-
-def _extends(new: list[Any], old: Sequence[Any]) -> bool:
-    """Whether ``new`` starts with ``old``'s elements (see the module's docstring)."""
-    if len(new) < len(old):
-        return False
-    if all(map(operator.is_, old, new)):  # the usual case, in C
-        return True
-    return all(a is b or (a.__class__ is b.__class__ and a.__class__ in _PLAIN and a == b)
-               for a, b in zip(old, new, strict=False))
 
 
 def config_of(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
@@ -135,18 +107,22 @@ class Codec:
 
     def _delta(self, index: ThreadIndex, parent: LanggraphCheckpointData | None,
                channel: str, value: Any, version: Any) -> TypedBlob | None:
-        """``value`` as a delta on the parent's value of ``channel``, when it is a list
-        extending the channel's tail and the chain has room; else ``None``."""
+        """``value`` as a delta on a value of ``channel``'s chain, when it is a list
+        extending the parent's, the channel's tail (:mod:`._deltas`); else ``None``."""
         if parent is None or value.__class__ is not list:
             return None
         tail = index.tails.get((parent.ns, channel))
-        base = parent.channel_versions.get(channel)
-        if (tail is None or tail.depth + 1 >= PIECES or base is None or base == version
-                or index.blob(parent.ns, channel, base, parent) is not tail.blob
-                or not _extends(value, tail.elements)):
+        current = parent.channel_versions.get(channel)
+        if (tail is None or current is None or current == version
+                or index.blob(parent.ns, channel, current, parent) is not tail.blob):
             return None
-        kind, data = self.serde.dumps_typed(value[len(tail.elements):])
-        return TypedBlob(type=kind, data=_b64(data), version=version, base=base)
+        plan = tail.plan(value)
+        if plan is None:
+            return None
+        (_, base, count), position = plan
+        kind, data = self.serde.dumps_typed(value[count:])
+        return TypedBlob(type=kind, data=_b64(data), version=version, base=base,
+                         position=position)
 
     def keep_tails(self, index: ThreadIndex, ns: str, checkpoint: Checkpoint) -> None:
         """After a put of ``checkpoint`` (folded into ``index``): its new list values
@@ -159,8 +135,8 @@ class Codec:
             value = values.get(channel)
             if value.__class__ is list:
                 tail = index.tails.get((ns, channel))
-                depth = tail.depth + 1 if blob.base is not None and tail is not None else 0
-                index.tails[(ns, channel)] = Tail(blob, tuple(value), depth)
+                index.tails[(ns, channel)] = (tail.then(blob, value) if tail is not None
+                                              else full_tail(blob, value))
 
     def channel_values(self, index: ThreadIndex, d: LanggraphCheckpointData,
                        tails: bool = False) -> dict[str, Any]:
@@ -172,22 +148,33 @@ class Codec:
             pieces = index.chain(d, channel)
             if not pieces or pieces[0].type == "empty":
                 continue
-            value = self.joined(pieces)
+            value, counts = self._joined(pieces)
             values[channel] = value
             if tails and value.__class__ is list:
-                index.tails[(d.ns, channel)] = Tail(pieces[0], tuple(value),
-                                                    len(pieces) - 1)
+                tail = read_tail(pieces, counts, value)
+                if tail is None:
+                    index.tails.pop((d.ns, channel), None)
+                else:
+                    index.tails[(d.ns, channel)] = tail
         return values
 
     def joined(self, pieces: Sequence[TypedBlob]) -> Any:
         """The value of a chain (:meth:`ThreadIndex.chain`): its full value, followed by
         the elements each delta adds."""
+        return self._joined(pieces)[0]
+
+    def _joined(self, pieces: Sequence[TypedBlob]) -> tuple[Any, list[int]]:
+        """:meth:`joined`, and how many elements each piece holds (head first)."""
         if len(pieces) == 1:
-            return self.value(pieces[0])
+            value = self.value(pieces[0])
+            return value, [len(value) if value.__class__ is list else 0]
         value = list(self.value(pieces[-1]))
+        counts = [len(value)]
         for piece in reversed(pieces[:-1]):
-            value.extend(self.value(piece))
-        return value
+            added = self.value(piece)
+            value.extend(added)
+            counts.append(len(added))
+        return value, counts[::-1]
 
     def pending(self, writes: Iterable[StoredWrite]) -> list[PendingWrite]:
         """The writes in ``writes_sort_key`` order, as ``(task_id, channel, value)``."""

@@ -24,10 +24,10 @@ __all__ = ["ThreadIndex"]
 import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from dsh_session_core import Event, PersistenceError
 
+from ._deltas import Tail
 from .events import (
     LanggraphCheckpoint,
     LanggraphCheckpointData,
@@ -42,17 +42,13 @@ StoredWrite = tuple[str, str, TypedBlob, str, int]
 BlobKey = tuple[str, str, object]
 
 
-@dataclass(frozen=True)
-class Tail:
-    """The last value of a list channel the saver stored or read, kept to store the
-    channel's next value as what it adds: the blob holding it (the index's own object:
-    the next value extends it only if its parent's blob of the channel is this one), the
-    value's elements (the very objects, compared by identity) and how many deltas its
-    chain holds before its full value."""
-
-    blob: TypedBlob
-    elements: tuple[Any, ...]
-    depth: int
+def _before(held: object, version: object) -> bool:
+    """Whether a checkpoint holding ``held`` of a channel comes before ``version`` was
+    made (versions grow along a chain); ``False`` when they do not compare."""
+    try:
+        return held is None or bool(held < version)  # type: ignore[operator]
+    except TypeError:
+        return False
 
 
 @dataclass
@@ -121,31 +117,29 @@ class ThreadIndex:
         return [ns for ns, ids in self.ids.items() if ids]
 
     def blob(self, ns: str, channel: str, version: object,
-             holder: LanggraphCheckpointData | None) -> TypedBlob | None:
-        """The blob of ``channel``'s value at ``version``, the version checkpoint
-        ``holder`` holds (see the module's docstring); ``None``: no value."""
-        return self.held(ns, channel, version, holder)[0]
+             start: LanggraphCheckpointData | None) -> TypedBlob | None:
+        """The blob of ``channel``'s value at ``version`` in the ancestry of checkpoint
+        ``start`` (see the module's docstring); ``None``: no value."""
+        return self.held(ns, channel, version, start)[0]
 
     def held(self, ns: str, channel: str, version: object,
-             holder: LanggraphCheckpointData | None
+             start: LanggraphCheckpointData | None
              ) -> tuple[TypedBlob | None, LanggraphCheckpointData | None]:
         """:meth:`blob`, and the checkpoint that wrote it when it was found by
-        ``holder``'s ancestry (``None`` when found by version alone)."""
+        ``start``'s ancestry (``None`` when found by version alone)."""
         key = (ns, channel, version)
-        if holder is None or ns not in self.forked:
+        if start is None or ns not in self.forked:
             return self.blobs.get(key), None
-        d = holder
+        d = start
         for _ in range(len(self.checkpoints)):
             own = d.blobs.get(channel)
             if own is not None and own.version == version:
                 return own, d
-            if d.parent_id is None:
-                break  # the chain's start: nothing before it wrote the version
+            if _before(d.channel_versions.get(channel), version) or d.parent_id is None:
+                break  # made before the version, or the chain's start: no value
             parent = self.checkpoints.get((ns, d.parent_id))
             if parent is None:  # a parent removed (a rewrite): by version alone
                 return self.blobs.get(key), None
-            if parent.channel_versions.get(channel) != version:
-                break  # ``d`` made the version, writing no value
             d = parent
         return None, None
 

@@ -11,8 +11,8 @@ is written once, at the version that made it); each ``put_writes`` is a
 naming a checkpoint made before it is refused (a deleted thread is left holding only that event).
 Values are what the saver's serializer gives (``serde.dumps_typed``): its type tag and
 its bytes, in base64. A list channel whose new value extends its previous one (the
-``messages`` list under ``add_messages``) is stored as the elements it adds and the
-version it extends (``TypedBlob.base``), with a full value at least every few versions.
+``messages`` list under ``add_messages``) is stored as the elements it adds to an earlier
+value of the channel and that value's version (``TypedBlob.base``).
 """
 
 from __future__ import annotations
@@ -48,13 +48,16 @@ class TypedBlob(_Payload, kw_only=True, frozen=True):
     ``base``, when set, makes the blob a delta: the channel's value at ``version`` is
     a list, the list the same channel (of the same namespace) held at version ``base``
     followed by the elements serialized here (a list of them). The base is found as the
-    value itself is, by (namespace, channel, version) from the checkpoint read, and may
-    be a delta in turn; a full value ends each chain."""
+    value itself is, by (namespace, channel, version) from the checkpoint that made the
+    delta's parent, and may be a delta in turn; a full value ends each chain.
+    ``position`` is a delta's place in its chain (the full value's is 0), by which the
+    saver chooses the base of the chain's next deltas."""
 
     type: str
     data: str
     version: Version | None = None
     base: Version | None = None
+    position: int = 0
 
 
 class LanggraphCheckpointData(_Payload, kw_only=True, frozen=True):
