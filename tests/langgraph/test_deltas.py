@@ -54,6 +54,7 @@ def _values(saver: DshCheckpointSaver, thread: str = "chat") -> dict[str, Any]:
 
 def test_a_conversation_is_stored_as_what_each_step_adds(
         store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_deltas, "RADIX", 2)  # a small chain, its places in binary
     monkeypatch.setattr(_deltas, "PIECES", 4)
     with DshCheckpointSaver(store_url) as saver:
         _chat(saver, 5)

@@ -234,12 +234,14 @@ _OPS = st.lists(st.tuples(st.sampled_from(["send", "send", "resume", "resume", "
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(kinds=st.lists(st.sampled_from(sorted(NODES)), min_size=1, max_size=3),
        before=st.lists(st.integers(0, 2), max_size=1), ops=_OPS,
-       store=st.sampled_from(["sqlite", "jsonl"]), pieces=st.sampled_from([2, 3, 32]))
+       store=st.sampled_from(["sqlite", "jsonl"]), radix=st.sampled_from([2, 8]),
+       pieces=st.sampled_from([2, 3, 32]))
 def test_the_saver_answers_as_sqlite_saver_on_random_graphs_and_runs(
-        kinds: list[str], before: list[int], ops: list[Op], store: str, pieces: int,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        kinds: list[str], before: list[int], ops: list[Op], store: str, radix: int,
+        pieces: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # Short chains too (2 and 3 pieces at most): full values among the deltas within a
-    # few steps.
+    # few steps; in base 2, deltas on earlier values than the last within a few steps.
+    monkeypatch.setattr(_deltas, "RADIX", radix)
     monkeypatch.setattr(_deltas, "PIECES", pieces)
     with tempfile.TemporaryDirectory(prefix="dsh-lg-diff-") as tmp:
         base = Path(tmp)
