@@ -161,8 +161,8 @@ def test_a_delta_whose_base_is_gone_is_named(store_url: str) -> None:
                     {"items": 1})
         # A checkpoint extending version 7, which the thread never held (hand-made).
         made = checkpoint({"items": ["a", "b"]}, {"items": 8})
-        good = saver._codec.checkpoint_data(saver._threads.read("t"),  # type: ignore[arg-type]
-                                            "", first, made, {}, {"items": 8})
+        good, _ = saver._codec.checkpoint_data(
+            saver._threads.read("t"), "", first, made, {}, {"items": 8})  # type: ignore[arg-type]
         blob = msgspec.structs.replace(saver._codec.blob(["b"], 8), base=7)
         data = msgspec.structs.replace(good, blobs={"items": blob})
         with open_store(store_url) as store:

@@ -27,7 +27,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from ._deltas import full_tail, read_tail
+from ._deltas import Tail, full_tail, read_tail
 from ._index import StoredWrite, ThreadIndex
 from .events import LanggraphCheckpointData, TypedBlob
 
@@ -82,20 +82,26 @@ class Codec:
 
     def checkpoint_data(self, index: ThreadIndex, ns: str, parent_id: str | None,
                         checkpoint: Checkpoint, metadata: CheckpointMetadata,
-                        new_versions: ChannelVersions) -> LanggraphCheckpointData:
+                        new_versions: ChannelVersions
+                        ) -> tuple[LanggraphCheckpointData, dict[str, Tail]]:
         """The payload of a ``put`` after checkpoint ``parent_id`` of ``index``'s
         thread: blobs for the channels of ``new_versions`` that hold a value (a channel
         emptied at a new version has none: it is not restored), a list that extends
-        the parent's value of its channel as a delta."""
+        the parent's value of its channel as a delta; and the tails those deltas were
+        made on (for :meth:`keep_tails`)."""
         values = checkpoint["channel_values"]
         versions = checkpoint["channel_versions"]
         parent = index.checkpoints.get((ns, parent_id)) if parent_id is not None else None
         blobs = {}
+        planned: dict[str, Tail] = {}
         for ch, new in new_versions.items():
             if ch in values:
                 version = versions.get(ch, new)
-                blobs[ch] = (self._delta(index, parent, ch, values[ch], version)
-                             or self.blob(values[ch], version))
+                delta = self._delta(index, parent, ch, values[ch], version)
+                if delta is None:
+                    blobs[ch] = self.blob(values[ch], version)
+                else:
+                    blobs[ch], planned[ch] = delta
         extra = {k: v for k, v in checkpoint.items() if k not in _FIELDS and v}
         return LanggraphCheckpointData(
             ns=ns, id=checkpoint["id"], parent_id=parent_id, v=checkpoint["v"],
@@ -103,12 +109,13 @@ class Codec:
             versions_seen={k: dict(v) for k, v in checkpoint["versions_seen"].items()},
             updated_channels=checkpoint.get("updated_channels"),
             metadata=cast(dict[str, Any], dict(metadata)), blobs=blobs,
-            extra=self.blob(extra) if extra else None)
+            extra=self.blob(extra) if extra else None), planned
 
     def _delta(self, index: ThreadIndex, parent: LanggraphCheckpointData | None,
-               channel: str, value: Any, version: Any) -> TypedBlob | None:
+               channel: str, value: Any, version: Any) -> tuple[TypedBlob, Tail] | None:
         """``value`` as a delta on a value of ``channel``'s chain, when it is a list
-        extending the parent's, the channel's tail (:mod:`._deltas`); else ``None``."""
+        extending the parent's, the channel's tail (:mod:`._deltas`), and that tail;
+        else ``None``."""
         if parent is None or value.__class__ is not list:
             return None
         tail = index.tails.get((parent.ns, channel))
@@ -122,11 +129,14 @@ class Codec:
         (_, base, count), position = plan
         kind, data = self.serde.dumps_typed(value[count:])
         return TypedBlob(type=kind, data=_b64(data), version=version, base=base,
-                         position=position)
+                         position=position), tail
 
-    def keep_tails(self, index: ThreadIndex, ns: str, checkpoint: Checkpoint) -> None:
+    def keep_tails(self, index: ThreadIndex, ns: str, checkpoint: Checkpoint,
+                   planned: dict[str, Tail]) -> None:
         """After a put of ``checkpoint`` (folded into ``index``): its new list values
-        are their channels' tails."""
+        are their channels' tails, a delta's made from the tail it was planned on
+        (``planned``, from :meth:`checkpoint_data`: a read may have replaced it
+        meanwhile)."""
         stored = index.checkpoints.get((ns, checkpoint["id"]))
         if stored is None:
             return
@@ -134,9 +144,10 @@ class Codec:
         for channel, blob in stored.blobs.items():
             value = values.get(channel)
             if value.__class__ is list:
-                tail = index.tails.get((ns, channel))
-                index.tails[(ns, channel)] = (tail.then(blob, value) if tail is not None
-                                              else full_tail(blob, value))
+                tail = planned.get(channel)
+                index.tails[(ns, channel)] = (
+                    tail.then(blob, value) if tail is not None and blob.base is not None
+                    else full_tail(blob, value))
 
     def channel_values(self, index: ThreadIndex, d: LanggraphCheckpointData,
                        tails: bool = False) -> dict[str, Any]:

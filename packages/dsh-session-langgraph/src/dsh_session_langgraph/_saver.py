@@ -99,13 +99,13 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
             _check_parent(w, tid, ns, parent, checkpoint["id"])
             # Encoded here, on the index as the log holds it: a list value extending
             # the parent's is stored as what it adds (._codec).
-            data = self._codec.checkpoint_data(w.index, ns, parent, checkpoint,
-                                               serializable, new_versions)
+            data, planned = self._codec.checkpoint_data(w.index, ns, parent, checkpoint,
+                                                        serializable, new_versions)
             found = new_messages(w.index, messages) if messages is not None else []
             if found:
                 data = msgspec.structs.replace(data, recorded=[m.id for m in found])
             write_turn(w.session, w.index, "langgraph/checkpoint", data, found)
-            self._codec.keep_tails(w.index, ns, checkpoint)
+            self._codec.keep_tails(w.index, ns, checkpoint, planned)
         return config_of(tid, ns, checkpoint["id"])
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],

@@ -47,9 +47,9 @@ class TypedBlob(_Payload, kw_only=True, frozen=True):
 
     ``base``, when set, makes the blob a delta: the channel's value at ``version`` is
     a list, the list the same channel (of the same namespace) held at version ``base``
-    followed by the elements serialized here (a list of them). The base is found as the
-    value itself is, by (namespace, channel, version) from the checkpoint that made the
-    delta's parent, and may be a delta in turn; a full value ends each chain.
+    followed by the elements serialized here (a list of them). The base is found as a
+    value is, by (namespace, channel, version), in the ancestry of the checkpoint that
+    wrote the delta, and may be a delta in turn; a full value ends each chain.
     ``position`` is a delta's place in its chain (the full value's is 0), by which the
     saver chooses the base of the chain's next deltas."""
 
