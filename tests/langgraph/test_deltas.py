@@ -1,8 +1,8 @@
 """Channel values stored as deltas: a list that extends its parent's value is stored as
-the elements it adds and the version it extends, with a full value at least every
-``PIECES`` versions; reads join the pieces back; rewrites (``delete_for_runs``,
-``prune``) keep every kept value whole; a thread stored before deltas existed reads and
-goes on; a damaged chain is named."""
+the elements it adds to an earlier value of its chain (skip-deltas) and that value's
+version, a read joining at most ``PIECES`` pieces; reads join them back; rewrites
+(``delete_for_runs``, ``prune``) keep every kept value whole; a thread stored before
+deltas existed reads and goes on; a damaged chain is named."""
 
 from __future__ import annotations
 
