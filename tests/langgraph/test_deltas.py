@@ -180,3 +180,31 @@ def test_a_delta_whose_base_is_gone_is_named(store_url: str) -> None:
         assert 'channel "items"' in message
         assert "extends version 7, which is not stored" in message
         assert stored(store_url, "t")  # nothing was changed
+
+
+def test_a_forked_thread_finds_each_checkpoint_value_once(store_url: str) -> None:
+    """After a fork, values are found through each checkpoint's ancestry; a channel
+    written once before the fork is found from each checkpoint without walking the whole
+    chain again at each one (a read of every checkpoint would cost the square)."""
+    with DshCheckpointSaver(store_url) as saver:
+        root = put(saver, "t", None, checkpoint({"config": "c", "n": 0}, {"config": 1, "n": 1}),
+                   {"config": 1, "n": 1})
+        put(saver, "t", root, checkpoint({"config": "c", "n": -1}, {"config": 1, "n": 2}),
+            {"n": 2})  # a first child: the next one forks the namespace
+        parent = root
+        for i in range(1, 200):
+            parent = put(saver, "t", parent, checkpoint({"config": "c", "n": i},
+                                                        {"config": 1, "n": i + 1}),
+                         {"n": i + 1})
+    with DshCheckpointSaver(store_url) as fresh:
+        got = [t.checkpoint["channel_values"] for t in fresh.list(config("t"))]
+        assert got == [{"config": "c", "n": i} for i in range(199, 0, -1)] + [
+            {"config": "c", "n": -1}, {"config": "c", "n": 0}]
+        index = fresh._threads.read("t")
+        assert index is not None
+        assert "" in index.forked
+        # Each checkpoint's value of each channel found once, then known.
+        assert len(index.found) <= 2 * len(index.checkpoints)
+        before = dict(index.found)
+        list(fresh.list(config("t")))
+        assert index.found == before

@@ -40,6 +40,8 @@ from .events import (
 StoredWrite = tuple[str, str, TypedBlob, str, int]
 #: A channel's value at a version: (ns, channel, version).
 BlobKey = tuple[str, str, object]
+#: A blob found, and the checkpoint that wrote it (``None``: found by version alone).
+Found = tuple[TypedBlob | None, LanggraphCheckpointData | None]
 
 
 def _before(held: object, version: object) -> bool:
@@ -72,6 +74,10 @@ class ThreadIndex:
     #: The namespaces whose checkpoints do not form one chain (see the module's
     #: docstring): a checkpoint stored whose parent was not the namespace's latest.
     forked: set[str] = field(default_factory=set)
+    #: In those: (ns, checkpoint id, channel) -> the blob of the channel's value at the
+    #: checkpoint's version and the checkpoint that wrote it, as found (each checkpoint
+    #: once: a long chain after a fork is not walked again at each read).
+    found: dict[tuple[str, str, str], Found] = field(default_factory=dict)
     #: (ns, channel) -> the channel's :class:`Tail`. Not the log's: what this saver
     #: stored or read last, dropped with the index.
     tails: dict[tuple[str, str], Tail] = field(default_factory=dict)
@@ -123,25 +129,48 @@ class ThreadIndex:
         return self.held(ns, channel, version, start)[0]
 
     def held(self, ns: str, channel: str, version: object,
-             start: LanggraphCheckpointData | None
-             ) -> tuple[TypedBlob | None, LanggraphCheckpointData | None]:
+             start: LanggraphCheckpointData | None) -> Found:
         """:meth:`blob`, and the checkpoint that wrote it when it was found by
         ``start``'s ancestry (``None`` when found by version alone)."""
         key = (ns, channel, version)
         if start is None or ns not in self.forked:
             return self.blobs.get(key), None
-        d = start
-        for _ in range(len(self.checkpoints)):
-            own = d.blobs.get(channel)
-            if own is not None and own.version == version:
-                return own, d
+        d = start  # up to the checkpoint holding ``version`` (a delta's base: not far)
+        while d.channel_versions.get(channel) != version:
             if _before(d.channel_versions.get(channel), version) or d.parent_id is None:
-                break  # made before the version, or the chain's start: no value
+                return None, None  # made before the version, or the chain's start
             parent = self.checkpoints.get((ns, d.parent_id))
             if parent is None:  # a parent removed (a rewrite): by version alone
                 return self.blobs.get(key), None
             d = parent
-        return None, None
+        return self._own(d, channel)
+
+    def _own(self, d: LanggraphCheckpointData, channel: str) -> Found:
+        """The blob of ``channel`` at ``d``'s own version, by its ancestry: written by
+        ``d``, or by the ancestor that made the version (none if it wrote none)."""
+        version = d.channel_versions.get(channel)
+        walked: list[LanggraphCheckpointData] = []
+        result: Found = (None, None)
+        while (known := self.found.get((d.ns, d.id, channel))) is None:
+            walked.append(d)
+            own = d.blobs.get(channel)
+            if own is not None and own.version == version:
+                result = (own, d)
+                break
+            if d.parent_id is None or len(walked) > len(self.checkpoints):
+                break  # the chain's start: nothing wrote the version
+            parent = self.checkpoints.get((d.ns, d.parent_id))
+            if parent is None:  # a parent removed (a rewrite): by version alone
+                result = (self.blobs.get((d.ns, channel, version)), None)
+                break
+            if parent.channel_versions.get(channel) != version:
+                break  # ``d`` made the version, writing no value
+            d = parent
+        else:
+            result = known
+        for w in walked:
+            self.found[(w.ns, w.id, channel)] = result
+        return result
 
     def chain(self, d: LanggraphCheckpointData, channel: str) -> list[TypedBlob]:
         """The blobs that make ``d``'s value of ``channel``: its own, then, while it is a
@@ -175,13 +204,15 @@ class ThreadIndex:
             d = event.data
             key = (d.ns, d.id)
             before = self.checkpoints.get(key)
-            if before is None:
-                ids = self.ids.setdefault(d.ns, [])
-                if ids and (d.parent_id != ids[-1] or d.id < ids[-1]):
-                    self.forked.add(d.ns)  # not the next link of one chain
-                bisect.insort(ids, d.id)
-            elif before.parent_id != d.parent_id:
+            ids = self.ids.setdefault(d.ns, [])
+            if before is None and ids and (d.parent_id != ids[-1] or d.id < ids[-1]):
+                self.forked.add(d.ns)  # not the next link of one chain
+            elif before is not None and before.parent_id != d.parent_id:
                 self.forked.add(d.ns)
+            if before is not None or (ids and d.id < ids[-1]):
+                self.found.clear()  # stored again, or among the others: found anew
+            if before is None:
+                bisect.insort(ids, d.id)
             self.checkpoints[key] = d
             for channel, blob in d.blobs.items():
                 self.blobs[(d.ns, channel, blob.version)] = blob
