@@ -29,10 +29,12 @@ pytestmark = pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresq
 
 #: Another process: opens the store, says "ready", and at each line on stdin tries to
 #: open session "s": once without waiting ("refused" or "opened": it then releases it),
-#: or, given "wait", retrying until it gets in ("opened after <seconds>").
+#: or, given "wait", retrying until it gets in ("opened after <seconds>"). (An open that
+#: read the log while a writer appended to it is refused as "removed or rewritten while
+#: it was being opened": it is tried again, as its message says.)
 OTHER = textwrap.dedent("""
     import sys, time
-    from dsh_session_core import SessionLockedError, open_store
+    from dsh_session_core import PersistenceError, SessionLockedError, open_store
     with open_store(sys.argv[1]) as store:
         print("ready", flush=True)
         for line in sys.stdin:
@@ -40,7 +42,7 @@ OTHER = textwrap.dedent("""
             while True:
                 try:
                     store.release(store.open("s"))
-                except SessionLockedError:
+                except (SessionLockedError, PersistenceError):
                     if line.strip() != "wait":
                         print("refused", flush=True)
                         break
@@ -236,9 +238,9 @@ def test_a_writer_that_never_goes_idle_lets_go_after_max_hold(
     with _other(store_url) as other, open_store(store_url) as store:
         assert other.stdin is not None
         assert other.stdout is not None
+        session = store.open("s")
         other.stdin.write("wait\n")  # it polls from now on
         other.stdin.flush()
-        session = store.open("s")
         t0 = time.monotonic()
         answered = threading.Event()
         answer: list[str] = []

@@ -9,8 +9,9 @@ coordinator keeps its state and its writer lock: ``open(id, resume=session)`` wi
 the window takes it back without locking or reading anything (nothing can have been
 written: the lock was held throughout). Once the window has passed without that, the
 lock is released by a timer thread (:class:`IdleLocks`: one per store, running only while
-a window is open), so that another writer, waiting for the lock in its ``lock_timeout``,
-gets in. The lock also goes when the store is closed (with the process, as every lock).
+windows are open, and a few seconds after), so that another writer, waiting for the lock
+in its ``lock_timeout``, gets in. The lock also goes when the store is closed (with the
+process, as every lock).
 Another store object of this process over the same store (two ``DshSession`` opened
 from one URL each open their own) does not wait for the window: it ends it
 (:meth:`IdleLocks.end_elsewhere`), since the window's holder is between two operations.
@@ -45,6 +46,12 @@ __all__ = ["IdleLocks", "IdleWindows", "Kept"]
 #: before a release lets it go all the same: far below the lock timeouts writers wait
 #: (30 s by default in the integrations).
 MAX_HOLD = 5.0
+
+#: How long the timer thread waits, no window open, before it ends. A writer's window
+#: is taken back at each of its calls, so the timer often finds none open for an
+#: instant: ending then, it would be started again at the call's release (a thread
+#: start, measured: about 0.4 ms on a loaded machine, at one call in five).
+_TIMER_LINGER = 5.0
 
 #: The windows open in this process, by store identity and session id (one at most: a
 #: window holds the session's writer lock), for another store object over the same
@@ -98,6 +105,9 @@ class IdleLocks:
         #: When the timer wakes next (``time.monotonic()``; infinity when it is not
         #: waiting): a window ending before that wakes it now.
         self._wake = float("inf")
+        #: The shortest window opened so far: how long the timer waits when it finds
+        #: none open (a window opened meanwhile ends no sooner than it wakes).
+        self._shortest = float("inf")
         self._closed = False
 
     def keep(self, session_id: str, session: Session, state: SessionState,
@@ -115,11 +125,12 @@ class IdleLocks:
             if now - since >= MAX_HOLD:
                 return False
             deadline = now + seconds
+            self._shortest = min(self._shortest, seconds)
             self._windows[session_id] = Kept(session, state, deadline, since)
             self._publish(session_id, True)
             if self._thread is None:
-                # A thread of its own for the store's windows, gone once none is open:
-                # an idle store (or process) runs none.
+                # A thread of its own for the store's windows, gone a while after none
+                # is open: an idle store (or process) runs none.
                 self._thread = threading.Thread(
                     target=self._run, name="dsh-session: idle writer locks", daemon=True)
                 self._thread.start()
@@ -200,12 +211,25 @@ class IdleLocks:
             self._cond.notify_all()
 
     def _run(self) -> None:
+        empty_since: float | None = None
         while True:
             with self._cond:
+                now = time.monotonic()
+                if not self._windows and not self._closed:
+                    # None open, often for an instant only (a call took its window
+                    # back): wait as long as the shortest window lasts, so that a window
+                    # opened meanwhile is seen in time without waking the timer (a
+                    # shorter one wakes it); end after a while of none.
+                    empty_since = now if empty_since is None else empty_since
+                    if now - empty_since < _TIMER_LINGER:
+                        self._wake = min(now + self._shortest, empty_since + _TIMER_LINGER)
+                        self._cond.wait(self._wake - now)
+                        self._wake = float("inf")
+                        continue
                 if self._closed or not self._windows:
                     self._thread = None
                     return
-                now = time.monotonic()
+                empty_since = None
                 due = [(sid, kept) for sid, kept in self._windows.items()
                        if kept.deadline <= now]
                 if not due:
