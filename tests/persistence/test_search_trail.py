@@ -111,7 +111,7 @@ def _pg_raw(urls: dict[str, str]) -> Callable[[str, str, tuple[Any, ...]],
                                               list[tuple[Any, ...]]]:
     def raw(which: str, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         with psycopg.connect(urls[which], autocommit=True) as conn:
-            cur = conn.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
+            cur = conn.execute(sql.replace("?", "%s"), params)
             return cur.fetchall() if cur.description else []
     return raw
 
@@ -241,15 +241,16 @@ def _run(pair: Pair, ops: list[tuple[Any, ...]]) -> None:
             if not logs[sid]:
                 continue
             for one in log(sid):
+                writer: Any = one.backend
                 if kind == "rewrite":
                     events = events_of(op[2], 0)
-                    one.backend.rewrite(meta(sid, "/w"), events, encode_events(events))
+                    writer.rewrite(meta(sid, "/w"), events, encode_events(events))
                     one.next = len(events)
                 else:
                     torn = op[2] if op[2] < one.next else None
                     closers = events_of(op[3], one.next if torn is None else torn)
-                    one.backend.commit_repair(meta(sid, "/w"), torn, closers,
-                                              encode_events(closers))
+                    writer.commit_repair(meta(sid, "/w"), torn, closers,
+                                         encode_events(closers))
                     one.next = (one.next if torn is None else torn) + len(closers)
         elif kind == "damage":
             # A row cut in place, once both indexes hold it (damage to a row the index
@@ -433,7 +434,7 @@ def test_a_pruned_session_leaves_no_hit(kind: str, tmp_path: Path,
         assert _state(store.backend, "old") is None
         clock["now"] = 1_700_000_000_000
         removed = store.prune(datetime.timedelta(days=30), now=datetime.datetime.fromtimestamp(
-            1_700_000_000, tz=datetime.timezone.utc))
+            1_700_000_000, tz=datetime.UTC))
         assert [d.session_id for d in removed] == ["old"]
         assert [h.session_id for h in store.search("needle")] == ["new"]
 
@@ -475,9 +476,13 @@ def _kill_mid_catch_up(kind: str, where: str) -> None:
                              stderr=subprocess.PIPE, env={**os.environ})
     try:
         assert child.stdout is not None
+        assert child.stderr is not None
         ready, _, _ = select.select([child.stdout], [], [], 120)
         line = child.stdout.readline() if ready else b""
-        assert line == b"inserted\n", (line, child.stderr.read() if not ready else b"")
+        if line != b"inserted\n":
+            child.kill()
+            pytest.fail(f"the child did not reach the catch-up: {line!r}, "
+                        f"{child.stderr.read().decode(errors='replace')}")
         child.send_signal(signal.SIGKILL)
         child.wait(30)
     finally:
