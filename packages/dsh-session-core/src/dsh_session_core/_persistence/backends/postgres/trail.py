@@ -30,6 +30,8 @@ __all__ = ["SEARCH_LOCK", "PostgresTrail"]
 
 #: Takes the lock of :data:`~.postgres.index.SEARCH_LOCK_KEY` until the transaction ends.
 SEARCH_LOCK: Final = "SELECT pg_advisory_xact_lock(%s)"
+#: This transaction's commit does not wait for its WAL to reach the disk.
+_ASYNC_COMMIT: Final = "SET LOCAL synchronous_commit = off"
 
 
 class PostgresTrail:
@@ -83,7 +85,11 @@ class PostgresTrail:
     @contextlib.contextmanager
     def _catching_up(conn: psycopg.Connection[Any]) -> Iterator[None]:
         """A catch-up's transaction, under the lock that serializes catch-ups (and
-        repairs) between processes."""
+        repairs) between processes, committed without waiting for the server's WAL
+        flush: the index is derived from the rows, so a catch-up lost to a crash of
+        the server is done again by the next search (an asynchronous commit is lost
+        whole, or kept whole: never in part)."""
         with conn.transaction():
+            conn.execute(_ASYNC_COMMIT)
             conn.execute(SEARCH_LOCK, (SEARCH_LOCK_KEY,))
             yield

@@ -15,7 +15,9 @@ written (it would be indexed all the same by the search, from its rows read back
 
 The count is this backend's own: another process's writer keeps its own, and rows
 written by a writer without the index (the reference) are found by the search as
-before. So a search faces at most :data:`TRAIL_LIMIT` events per writer.
+before. A backend's close catches up what it left, so a search faces at most
+:data:`TRAIL_LIMIT` events per writer still running (and what writers that died left).
+No count is shared between writers: a row every flush updated would serialize them.
 """
 
 from __future__ import annotations
@@ -27,11 +29,13 @@ from typing import Final
 __all__ = ["TRAIL_LIMIT", "Trail"]
 
 #: Events a backend may leave unindexed, across its sessions, before a batch catches
-#: them up. Measured (``bench/search_trail.py``): a search catches up 1,024 events of
-#: small flushes in about 25 ms on SQLite and 60 ms on PostgreSQL (a tenth to a fifth of
-#: what indexing them at write cost those flushes), and the flush that reaches the
-#: limit pays that once per 170 flushes of 6 events.
-TRAIL_LIMIT: Final = 512
+#: them up. Catching an event up costs about what indexing it at write did (its row is
+#: read back and its line decoded, where the batch had its typed event), so the bound
+#: buys nothing in throughput: it caps the pause of the flush that reaches it, and what
+#: the first search after a run of small flushes indexes, at a few milliseconds
+#: (``bench/search_trail.py``: 256 events, 42 flushes of 6, cost that search 5 to 16
+#: ms more on SQLite and PostgreSQL, on a loaded two-core machine).
+TRAIL_LIMIT: Final = 256
 
 
 class Trail:

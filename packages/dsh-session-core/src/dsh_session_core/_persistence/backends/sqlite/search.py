@@ -108,15 +108,28 @@ class SqliteSearch:
     @contextlib.contextmanager
     def _catching_up(self) -> Iterator[sqlite3.Connection]:
         """The catch-up's write transaction, waiting :data:`CATCH_UP_WAIT_MS` at most
-        for the write lock (the connection's own wait restored after)."""
+        for the write lock, and in WAL mode committed without a sync (the connection's
+        own settings restored after).
+
+        The index is derived from the rows, so its catch-up need not be durable: lost
+        to a power cut, it is done again by the next search. WAL keeps the database
+        consistent with ``synchronous=NORMAL`` (SQLite's documentation), and the next
+        synced commit syncs the catch-up's pages with its own, as the WAL is written
+        in order; in the other journal modes a commit without a sync could corrupt
+        the file on a power cut, so they sync it as any other."""
         conn = self._conn
         (wait,) = conn.execute("PRAGMA busy_timeout").fetchone()
+        (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
+        (synchronous,) = conn.execute("PRAGMA synchronous").fetchone()
         conn.execute(f"PRAGMA busy_timeout = {min(int(wait), CATCH_UP_WAIT_MS)}")
+        if str(mode).lower() == "wal":
+            conn.execute("PRAGMA synchronous = NORMAL")
         try:
             with self._transaction() as held:
                 yield held
         finally:
             conn.execute(f"PRAGMA busy_timeout = {int(wait)}")
+            conn.execute(f"PRAGMA synchronous = {int(synchronous)}")
 
     def _catch_up_left(self) -> None:
         """Catch up the sessions this backend left unindexed (at most the trail's
