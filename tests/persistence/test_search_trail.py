@@ -337,6 +337,12 @@ def test_a_search_right_after_a_flush_sees_its_events(opener: Opener) -> None:
         assert [h.seq for h in searched(backend, query)] == list(range(1, n + 1))
         assert searched(backend, query) == scanned(backend, query)
     assert _state(backend, "s") == (6, 1)
+    if isinstance(backend, SqliteBackend):
+        # The catch-up's own settings (a short wait, no sync) end with it: the batches
+        # still wait 5 s for the lock and sync each commit.
+        with backend._lock:
+            assert backend._conn.execute("PRAGMA synchronous").fetchone() == (2,)
+            assert backend._conn.execute("PRAGMA busy_timeout").fetchone() == (5000,)
 
 
 def test_the_batch_at_the_bound_catches_up_what_the_writer_left(opener: Opener) -> None:
