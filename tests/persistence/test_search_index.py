@@ -31,6 +31,7 @@ from dsh_session_core._persistence.backends.sql.search_index import (
     index_lines,
     tsquery_text,
 )
+from dsh_session_core._persistence.backends.sql.trail import Trail
 from dsh_session_core._persistence.backends.sqlite.backend import SqliteBackend
 from dsh_session_core._persistence.base import Backend, stored_lines
 from dsh_session_core._persistence.search import lines_hits
@@ -310,23 +311,41 @@ def test_sqlite_a_reference_database_is_caught_up_by_the_search(tmp_path: Path) 
     try:
         assert {"dsh_search", "dsh_search_docs", "dsh_search_state"} <= _tables(db)
         check_all(backend)
-        # The reference writes on; our next batch catches the index up first.
+        # The reference writes on, and so do we: a small batch leaves the index where
+        # it was (it trails the batches, sql/trail.py), and the search catches it up.
         _sqlite_insert(db, "ref", [user("alpha late"), assistant("alpha later")], 8)
         log = Log(backend, "ref")
         log.next = 10
         log.flush(user("alpha ours"), end(2))
-        conn = sqlite3.connect(db)
-        state = conn.execute("SELECT next_seq, turn FROM dsh_search_state"
-                             " WHERE session_id = 'ref'").fetchone()
-        conn.close()
-        assert state == (12, None)
+        assert _sqlite_state(db, "ref") == (8, 2)
+        check_all(backend)
+        assert _sqlite_state(db, "ref") == (12, None)
+        # A batch that indexes itself (one at the trail's bound: every one, at a bound
+        # of 0) catches the rows before it up first.
+        _sqlite_insert(db, "ref", [start(3), user("alpha theirs")], 12)
+        backend._trail = Trail(0)
+        log.next = 14
+        log.flush(user("alpha ours again"), end(3))
+        assert _sqlite_state(db, "ref") == (16, None)
         check_all(backend)
         query = SearchQuery.parse("alpha")
         assert [(h.seq, h.turn) for h in searched(backend, query)
                 if h.session_id == "ref"] == [(1, 1), (3, 1), (5, None), (7, 2), (8, 2),
-                                              (9, 2), (10, 2)]
+                                              (9, 2), (10, 2), (13, 3), (14, 3)]
     finally:
         backend.close()
+
+
+def _sqlite_state(db: Path, sid: str) -> tuple[Any, ...] | None:
+    """The session's index state: ``(next_seq, turn)``."""
+    conn = sqlite3.connect(db)
+    try:
+        found: tuple[Any, ...] | None = conn.execute(
+            "SELECT next_seq, turn FROM dsh_search_state WHERE session_id = ?", (sid,)
+        ).fetchone()
+        return found
+    finally:
+        conn.close()
 
 
 def test_sqlite_index_rows_dropped_or_cut_by_another_writer(tmp_path: Path) -> None:
@@ -525,7 +544,10 @@ def test_postgres_index_rows_dropped_or_cut_by_another_writer(postgresql_url: st
 
 
 def test_postgres_batches_index_in_their_statement(postgresql_url: str) -> None:
+    # Every batch indexes itself at a trail's bound of 0 (sql/trail.py): at the bound,
+    # in the statement that inserts it; small batches leave it to the search (below).
     backend = PostgresBackend(postgresql_url)
+    backend._trail = Trail(0)
     try:
         log = Log(backend, "p")
         log.flush(start(1), user("alpha"), step(1))
@@ -649,22 +671,32 @@ def test_words_fts5_does_not_take_for_letters(opener: Opener) -> None:
     assert [h.seq for h in searched(backend, SearchQuery.parse(odd))] == [0, 1]
 
 
-def test_postgres_async_batches_are_indexed(postgresql_url: str) -> None:
+@pytest.mark.parametrize("bound", [0, 3, None])
+def test_postgres_async_batches_are_indexed(postgresql_url: str, bound: int | None) -> None:
+    """Asyncio batches follow the trail as the others do (sql/trail.py): at a bound of
+    0 each is indexed in its statement; at 3 the second batch reaches the bound and
+    catches the first up after it (in a thread: the event loop runs); under the
+    default bound both are left for the search, and ``aclose`` indexes them."""
     import asyncio
 
     backend = PostgresBackend(postgresql_url)
+    if bound is not None:
+        backend._trail = Trail(bound)
+    states: list[list[tuple[Any, ...]]] = []
 
     async def write() -> None:
         first = events_of([start(1), user("alpha")], 0)
         await backend.aappend_batch(meta("a", "/w"), first, encode_events(first), False)
         more = events_of([assistant("alpha beta"), end(1)], 2)
         await backend.aappend_batch(meta("a", "/w"), more, encode_events(more), True)
+        states.append(_pg(postgresql_url, "SELECT next_seq, turn FROM search_state"))
         await backend.aclose()
 
     try:
         asyncio.run(write())
-        backend = PostgresBackend(postgresql_url)
+        assert states == [[] if bound is None else [(4, None)]]
         assert _pg(postgresql_url, "SELECT next_seq, turn FROM search_state") == [(4, None)]
+        backend = PostgresBackend(postgresql_url)
         check_all(backend)
         assert [(h.seq, h.turn) for h in searched(backend, SearchQuery.parse("alpha"))] == [
             (1, 1), (2, 1)]

@@ -19,7 +19,6 @@ from ....events import Event
 from ...base import LogNews, LogTail
 from ..sql.rows import header_of
 from . import follow as postgres_follow
-from .index import index_columns
 from .schema import (
     SELECT_HEADERS,
     SELECT_LAST,
@@ -48,8 +47,12 @@ class PostgresAsync:
     _aidle: weakref.WeakKeyDictionary[Any, builtins.list[psycopg.AsyncConnection[Any]]]
 
     if TYPE_CHECKING:
-        @property
-        def _append(self) -> str: ...
+        def _plan(self, session_id: str, columns: Columns, events: Sequence[Event],
+                  jsonl: bytes) -> tuple[str, dict[str, int] | None]: ...
+
+        def _catch_up_due(self, due: dict[str, int]) -> None: ...
+
+        def _catch_up_left(self) -> None: ...
 
         @staticmethod
         def _errors() -> Any: ...
@@ -74,14 +77,17 @@ class PostgresAsync:
             return
         columns, before = batch_columns(header.id, events, jsonl)
         columns["before"] = before
-        if self._indexed:
-            index_columns(columns, events, jsonl)
+        statement, due = self._plan(header.id, columns, events, jsonl)
         head = None if materialized else checked_header(header)
         conn = await self._atake()
         try:
-            await self._awrite(conn, header.id, columns, head)
+            await self._awrite(conn, header.id, columns, head, statement)
         finally:
             self._agive(conn)
+        if due is not None:  # on the backend's own connection, off the event loop
+            import asyncio
+
+            await asyncio.to_thread(self._catch_up_due, due)
 
     # The twin of PostgresBackend._write, on psycopg's async API: keep the two in step.
     async def _awrite(
@@ -90,16 +96,17 @@ class PostgresAsync:
         session_id: str,
         columns: Columns,
         head: tuple[Any, ...] | None,
+        statement: str,
     ) -> None:
         seqs = columns["seqs"]
         try:
             if head is None:
-                if await (await conn.execute(self._append, columns)).fetchone() is not None:
+                if await (await conn.execute(statement, columns)).fetchone() is not None:
                     return
                 raise Refused
             async with conn.transaction():
                 await conn.execute(UPSERT_SESSION, head)
-                if await (await conn.execute(self._append, columns)).fetchone() is None:
+                if await (await conn.execute(statement, columns)).fetchone() is None:
                     raise Refused
                 return
         except Refused:
@@ -178,4 +185,5 @@ class PostgresAsync:
 
         for conn in self._aidle.pop(asyncio.get_running_loop(), []):
             await conn.close()
+        await asyncio.to_thread(self._catch_up_left)  # off the event loop: see close
         self.close()

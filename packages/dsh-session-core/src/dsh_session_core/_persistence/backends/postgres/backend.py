@@ -30,10 +30,12 @@ when told something changed.
 Loading builds each row's log line in SQL (or takes the one kept) and decodes a chunk
 of lines in one msgspec call, like the SQLite backend.
 
-Search: each batch writes its events' index entries (``search_docs``, a ``tsvector`` of
-their words, GIN-indexed) in the statement that inserts it, and a repair or a delete
-rewrites them in its transaction; sessions whose rows another writer stored are
-indexed by the next search (:meth:`PostgresBackend.search`).
+Search: the index (``search_docs``, a ``tsvector`` of each searched event's words,
+GIN-indexed) trails the batches: a small batch leaves its entries for the next search
+to write, a larger one writes them in the statement that inserts it
+(:mod:`.postgres.trail`), and a repair or a delete rewrites them in its transaction;
+sessions whose rows another writer stored are indexed by the next search
+(:meth:`PostgresBackend.search`).
 """
 
 from __future__ import annotations
@@ -58,14 +60,14 @@ from ..sql import index as sql_index
 from ..sql.projection_rows import check_changes, drop
 from ..sql.rows import header_of, load_chunks, scanned
 from ..sql.search_index import index_lines, lines_of
+from ..sql.trail import Trail
 from .aio import PostgresAsync
 from .delete import PostgresDelete
-from .index import APPEND_INDEXED, INDEX_SQL, SEARCH_LOCK_KEY, index_columns
+from .index import INDEX_SQL, SEARCH_LOCK_KEY
 from .open import open_schema
 from .projections import PROJECTION_SQL, PostgresProjections, projected, row_columns
 from .reads import PostgresReads
 from .schema import (
-    APPEND,
     DELETE_TAIL,
     INSERT_ROWS,
     NOTIFY,
@@ -88,6 +90,7 @@ from .schema import (
     storable_text,
     text_ok,
 )
+from .trail import SEARCH_LOCK, PostgresTrail
 
 if TYPE_CHECKING:
     import psycopg
@@ -98,8 +101,6 @@ __all__ = ["ID_RULE", "MAX_ID_BYTES", "SCHEMA_VERSION", "PostgresBackend", "chan
 
 #: Rows per chunk of the fast load.
 _CHUNK: Final = 16384
-#: Takes the lock of :data:`~.postgres.index.SEARCH_LOCK_KEY` until the transaction ends.
-_SEARCH_LOCK: Final = "SELECT pg_advisory_xact_lock(%s)"
 
 #: The longest session id, in UTF-8 bytes: well under what a B-tree index entry holds
 #: (2704 bytes, less the entry's header and the ``seq`` beside the id in ``events``).
@@ -139,7 +140,8 @@ def _chunk_fetcher(
     return fetch
 
 
-class PostgresBackend(PostgresReads, PostgresDelete, PostgresAsync, PostgresProjections):
+class PostgresBackend(PostgresReads, PostgresDelete, PostgresAsync, PostgresProjections,
+                      PostgresTrail):
     """Sessions in one PostgreSQL database, shared by every host that connects to it.
 
     :param url: a libpq connection string or ``postgresql://`` URL.
@@ -171,6 +173,7 @@ class PostgresBackend(PostgresReads, PostgresDelete, PostgresAsync, PostgresProj
         self._leases: dict[str, _Lease] = {}
         self._aidle: weakref.WeakKeyDictionary[Any, builtins.list[psycopg.AsyncConnection[Any]]]
         self._aidle = weakref.WeakKeyDictionary()  # event loop -> its idle connections
+        self._trail = Trail()  # the batches left for the search to index (sql/trail.py)
         self._conn = self._connect()
         try:
             self._indexed = open_schema(self._conn, create, self.location_url)
@@ -312,9 +315,7 @@ class PostgresBackend(PostgresReads, PostgresDelete, PostgresAsync, PostgresProj
             return self.write_rows(header, changes) if changes else None
         columns, before = batch_columns(header.id, events, jsonl)
         columns["before"] = before
-        if self._indexed:
-            index_columns(columns, events, jsonl)
-        statement = self._append
+        statement, due = self._plan(header.id, columns, events, jsonl)
         if changes:
             check_changes(PROJECTION_SQL, header.id, changes)
             shape, rows = row_columns(changes)
@@ -325,26 +326,23 @@ class PostgresBackend(PostgresReads, PostgresDelete, PostgresAsync, PostgresProj
         if lease is None:
             with self._lock:
                 self._write(self._conn, header.id, columns, head, statement)
-            return None
-        if lease.conn.closed:  # lost at an earlier flush, and not taken back then
-            self._retake(lease)
-        try:
-            self._write(lease.conn, header.id, columns, head, statement)
-        except self._errors().OperationalError:
-            if not lease.conn.broken:
-                raise
-            # The lease's connection is gone, and the server released the lock with it.
-            # Take the lease again and retry: the checked insert makes the retry safe
-            # (a batch that did commit is recognised; a newer writer's log refuses it).
-            self._retake(lease)
-            self._write(lease.conn, header.id, columns, head, statement)
+        else:
+            if lease.conn.closed:  # lost at an earlier flush, and not taken back then
+                self._retake(lease)
+            try:
+                self._write(lease.conn, header.id, columns, head, statement)
+            except self._errors().OperationalError:
+                if not lease.conn.broken:
+                    raise
+                # The lease's connection is gone, and the server released the lock with
+                # it. Take the lease again and retry: the checked insert makes the retry
+                # safe (a batch that did commit is recognised; a newer writer's log
+                # refuses it).
+                self._retake(lease)
+                self._write(lease.conn, header.id, columns, head, statement)
+        if due is not None:
+            self._catch_up_due(due)
         return None
-
-    @property
-    def _append(self) -> str:
-        """The batch's statement: with its index entries, when the database has the
-        index."""
-        return APPEND_INDEXED if self._indexed else APPEND
 
     @staticmethod
     def _errors() -> Any:
@@ -406,7 +404,7 @@ class PostgresBackend(PostgresReads, PostgresDelete, PostgresAsync, PostgresProj
             return
         with self._writer(header.id) as conn, conn.transaction():
             if self._indexed:  # taken first, as every catch-up takes it
-                conn.execute(_SEARCH_LOCK, (SEARCH_LOCK_KEY,))
+                conn.execute(SEARCH_LOCK, (SEARCH_LOCK_KEY,))
             if head is not None:  # a rewrite
                 conn.execute(UPSERT_SESSION, head)
                 drop(PROJECTION_SQL, conn, header.id)
@@ -517,8 +515,9 @@ class PostgresBackend(PostgresReads, PostgresDelete, PostgresAsync, PostgresProj
         """Every hit of ``query``, in no order, from the ``tsvector`` index
         (:mod:`.sql.index`).
 
-        Sessions the index lags behind (rows stored by a writer without it, or a batch
-        that found the index behind) are indexed first, in one transaction; when this
+        Sessions the index lags behind (batches left for the search to index,
+        :mod:`.postgres.trail`; rows stored by a writer without it, or a batch that
+        found the index behind) are indexed first, in one transaction; when this
         connection may not write, their rows past the index are checked one by one
         instead, so the answer is complete either way. Every candidate is checked by
         :func:`~.._search.hit_of`.
@@ -529,24 +528,17 @@ class PostgresBackend(PostgresReads, PostgresDelete, PostgresAsync, PostgresProj
         with self._lock:
             conn = self._conn
             if self._indexed:
-                sql_index.catch_up(INDEX_SQL, conn, query, read=contextlib.nullcontext,
-                                   write=functools.partial(self._catching_up, conn),
-                                   refused=self._refused)
+                taken = self._trail.taken(query.sessions)
+                if sql_index.catch_up(INDEX_SQL, conn, query, read=contextlib.nullcontext,
+                                      write=functools.partial(self._catching_up, conn),
+                                      refused=self._refused):
+                    self._trail.settle(taken)
             with conn.transaction():  # one snapshot for every query
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 behind = sql_index.behind(INDEX_SQL, conn, query, self._indexed, True)
                 found = (sql_index.candidates(INDEX_SQL, conn, query, types)
                          if self._indexed else [])
                 return sql_index.hits(INDEX_SQL, conn, found, behind, query)
-
-    @staticmethod
-    @contextlib.contextmanager
-    def _catching_up(conn: psycopg.Connection[Any]) -> Iterator[None]:
-        """A catch-up's transaction, under the lock that serializes catch-ups (and
-        repairs) between processes."""
-        with conn.transaction():
-            conn.execute(_SEARCH_LOCK, (SEARCH_LOCK_KEY,))
-            yield
 
     def _refused(self, exc: Exception) -> bool:
         """Whether the server refused a write: a read-only transaction (a standby) or
@@ -557,8 +549,10 @@ class PostgresBackend(PostgresReads, PostgresDelete, PostgresAsync, PostgresProj
     # --- lifetime -----------------------------------------------------------------------
 
     def close(self) -> None:
-        """Release every lease still held and close the connections (asyncio ones too,
-        without waiting for their event loops: :meth:`aclose` closes them politely)."""
+        """Index what this backend left for the search (:meth:`_catch_up_left`), release
+        every lease still held and close the connections (asyncio ones too, without
+        waiting for their event loops: :meth:`aclose` closes them politely)."""
+        self._catch_up_left()
         for lease in builtins.list(self._leases.values()):
             lease.release()
         for idle in builtins.list(self._aidle.values()):

@@ -22,6 +22,7 @@ from ..sql.search_index import (
     IndexRow,
     index_batch,
     lines_of,
+    read_types,
     stored_turn,
     tsquery_text,
 )
@@ -102,7 +103,8 @@ DELETE_DOCS_FROM: Final = "DELETE FROM search_docs WHERE session_id = %s AND seq
 DELETE_STATE: Final = "DELETE FROM search_state WHERE session_id = %s"
 SELECT_ROWS_FROM: Final = (
     "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
-    " WHERE session_id = %s AND seq >= %s AND seq < %s ORDER BY seq LIMIT %s"
+    f" WHERE session_id = %s AND seq >= %s AND seq < %s AND {read_types()}"
+    " ORDER BY seq LIMIT %s"
 )
 SELECT_TURN_CHANGES: Final = (
     "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 from .rows import row_line
-from .search_index import Behind, IndexRow, answer, bindable, index_lines, stored_turn
+from .search_index import Behind, IndexRow, answer, bindable, index_rows, stored_turn
 
 if TYPE_CHECKING:
     from ...._search import SearchQuery, SearchResults
@@ -41,12 +41,14 @@ __all__ = [
     "behind",
     "candidates",
     "catch_up",
+    "catch_up_sessions",
     "delete_from",
     "forget",
     "hits",
     "index",
     "lines_from",
     "progress",
+    "progress_of",
     "sync",
     "turn_before",
 ]
@@ -89,7 +91,8 @@ class IndexSql:
         ``(session id, seq)`` each, run in order.
     :ivar delete_state: ``(session id)``.
     :ivar select_rows_from: ``(session id, start, end, limit)``: rows ``start <= seq <
-        end`` in seq order.
+        end`` in seq order, of the types an index reads
+        (:data:`~.search_index.READ_TYPES`: no other changes what it gives).
     :ivar select_turn_changes: ``(session id, seq, limit)``: the turn changes before
         ``seq``, newest first.
     :ivar select_progress: every stored session's :data:`Progress` (``FROM sessions AS
@@ -128,7 +131,8 @@ class IndexSql:
 
 def lines_from(sql: IndexSql, conn: Connection, session_id: str, start: int, end: int
                ) -> Iterator[bytes]:
-    """The log lines of the rows ``start <= seq < end``, a page at a time."""
+    """The log lines of the rows ``start <= seq < end`` an index or a search reads
+    (:attr:`IndexSql.select_rows_from`), a page at a time."""
     while start < end:
         rows = conn.execute(sql.select_rows_from, (session_id, start, end, PAGE)).fetchall()
         for row in rows:
@@ -195,7 +199,8 @@ def sync(sql: IndexSql, conn: Connection, session_id: str, end: int, cut: bool =
     # fetched before its rows are written, so no read cursor is open across an insert.
     while start < end:
         page = conn.execute(sql.select_rows_from, (session_id, start, end, PAGE)).fetchall()
-        rows, turn, _ = index_lines([row_line(row) for row in page], turn)
+        rows, turn, _ = index_rows([row_line(row) for row in page], [r[0] for r in page],
+                                   turn)
         sql.insert(conn, session_id, rows)
         if len(page) < PAGE:
             break
@@ -231,11 +236,17 @@ def progress(sql: IndexSql, conn: Connection, query: SearchQuery, indexed: bool
              ) -> list[Progress]:
     """The :data:`Progress` of each stored session the query reads that has an event
     (the state ``None`` when it has none, or there is no index)."""
+    return progress_of(sql, conn, query.sessions, indexed)
+
+
+def progress_of(sql: IndexSql, conn: Connection, sessions: Collection[str], indexed: bool
+                ) -> list[Progress]:
+    """:func:`progress` of the stored ``sessions`` (none given: of every one)."""
     statement = sql.select_progress if indexed else sql.select_tops
     params: tuple[object, ...] = ()
-    if query.sessions:
+    if sessions:
         statement += f" WHERE s.id {sql.in_list}"
-        params = (sql.bind_list(_storable(sql, query.sessions)),)
+        params = (sql.bind_list(_storable(sql, sessions)),)
     return [(sid, None if n is None else int(n), turn, int(top))
             for sid, n, turn, top in conn.execute(statement, params).fetchall()
             if top is not None]
@@ -245,26 +256,41 @@ def _storable(sql: IndexSql, ids: Collection[str]) -> list[str]:
     return sorted(i for i in ids if sql.storable(i))  # another id has no row
 
 
+def catch_up_sessions(sql: IndexSql, conn: Connection, sessions: Collection[str] | None
+                      ) -> None:
+    """Index the rows of the stored ``sessions`` (``None``: of every one) the index
+    lags behind, and store their states, in the caller's write transaction."""
+    if sessions is not None and not sessions:
+        return
+    for sid, next_seq, _, top in progress_of(sql, conn, sessions or (), True):
+        if next_seq != top + 1:
+            turn = sync(sql, conn, sid, top + 1)
+            conn.execute(sql.upsert_state, (sid, top + 1, turn))
+
+
 def catch_up(sql: IndexSql, conn: Connection, query: SearchQuery, *,
              read: Callable[[], AbstractContextManager[object]],
              write: Callable[[], AbstractContextManager[object]],
-             refused: Callable[[Exception], bool]) -> None:
+             refused: Callable[[Exception], bool]) -> bool:
     """Index the rows of the sessions (that the query reads) the index lags behind, in
     one ``write`` transaction (the backend's, with whatever lock serializes catch-ups);
     nothing when the index is in step (read in a ``read`` transaction), or the
-    database refuses the write (``refused``: read-only, or not allowed)."""
+    database refuses the write (``refused``: read-only, not allowed, or busy).
+
+    :returns: whether the index is in step with those sessions' rows as of the
+        transaction (``False``: the write was refused, the search checks the rows).
+    """
     with read():
         if all(row[1] == row[3] + 1 for row in progress(sql, conn, query, True)):
-            return
+            return True
     try:
         with write():
-            for sid, next_seq, _, top in progress(sql, conn, query, True):
-                if next_seq != top + 1:
-                    turn = sync(sql, conn, sid, top + 1)
-                    conn.execute(sql.upsert_state, (sid, top + 1, turn))
+            catch_up_sessions(sql, conn, query.sessions or None)
     except Exception as exc:
         if not refused(exc):
             raise
+        return False
+    return True
 
 
 def behind(sql: IndexSql, conn: Connection, query: SearchQuery, indexed: bool,

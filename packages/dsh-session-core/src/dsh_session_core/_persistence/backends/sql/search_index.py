@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, NamedTuple
 
 from ...._search import (
+    SEARCHED_TYPES,
     Extracted,
     SearchHit,
     SearchQuery,
@@ -41,6 +42,7 @@ from ...search import scan_hits, where_damaged
 
 __all__ = [
     "MAX_TSVECTOR_BYTES",
+    "READ_TYPES",
     "TURN_UNKNOWN",
     "Behind",
     "IndexRow",
@@ -50,7 +52,9 @@ __all__ = [
     "fts_trusted",
     "index_batch",
     "index_lines",
+    "index_rows",
     "lines_of",
+    "read_types",
     "stored_turn",
     "tsquery_text",
 ]
@@ -59,6 +63,21 @@ __all__ = [
 #: and an ``INTEGER`` column (32 bits on PostgreSQL, 64 on SQLite) does not hold them all;
 #: a genuine turn of this value is looked up too, which costs a query, not an error.
 TURN_UNKNOWN: Final = -(2**31)
+#: The types of the rows an index, or a scan of rows it lags behind, reads: the searched
+#: ones and the turn changes. A row's log line starts with its ``type`` column
+#: (:func:`~.row_lines.rebuilt_line`), and :func:`~.._search.walk` skips a line of any
+#: other type undecoded: leaving those rows in the database changes nothing but the
+#: time (a model's streamed chunks are most of an agent's log).
+READ_TYPES: Final = ("turn/start", "turn/end", *SEARCHED_TYPES)
+
+
+def read_types(column: str = "type") -> str:
+    """The SQL condition that ``column`` is one of :data:`READ_TYPES` (constants, plain
+    ASCII without quotes: written into the statement)."""
+    assert all(t.isascii() and "'" not in t for t in READ_TYPES)
+    return f"{column} IN ({', '.join(repr(t) for t in READ_TYPES)})"
+
+
 #: PostgreSQL caps a ``tsvector`` at 1 MiB: an event whose words take more than this is
 #: stored without them (NULL) and is a candidate of every search.
 MAX_TSVECTOR_BYTES: Final = 512 * 1024
@@ -96,6 +115,24 @@ def index_lines(lines: Iterable[bytes], turn: int | None
     with ``turn`` open; and the turn open after them, with whether it is still the
     starting one."""
     return _rows_of(walk(lines, turn), turn)
+
+
+def index_rows(lines: Sequence[bytes], seqs: Sequence[int], turn: int | None
+               ) -> tuple[list[IndexRow], int | None, bool]:
+    """:func:`index_lines` of stored rows (``seqs``, their lines ``lines``), a damaged
+    one among them (not JSON: edited in place) indexed by the words its bytes still
+    hold: a search whose words it may hold then meets it among its candidates and
+    names its session, as a scan of the rows does (:func:`answer`). Indexed as it was
+    written, the row had its event's words; a catch-up only has what is left."""
+    damaged: list[bytes] = []
+    rows, after, still = _rows_of(walk(lines, turn, damaged_lines=damaged), turn)
+    if damaged:
+        where = {id(line): seq for line, seq in zip(lines, seqs, strict=True)}
+        for line in damaged:
+            words = index_words(line.decode(errors="replace"))
+            if words:
+                rows.append(IndexRow(where[id(line)], None, words, False))
+    return rows, after, still
 
 
 def index_batch(events: Sequence[Event], jsonl: bytes, lines: Callable[[], Sequence[bytes]],

@@ -24,11 +24,13 @@ decode or its seqs are not the expected ones. Every log comes back byte for byte
 The writer lock (beyond the reference) is an ``flock`` on a file beside the database,
 which the kernel releases when the holding process dies.
 
-Each batch and repair indexes its events in its own transaction (the full-text
-index's tables are beside the reference's, which never reads them). Rows another
-writer stored (the reference, or a build without the index) are indexed when a batch
-or a search next meets the session; a database that cannot be written is searched as
-completely, those rows checked one by one.
+The full-text index's tables are beside the reference's, which never reads them. A
+small batch leaves its events unindexed, and the next search indexes them first
+(:mod:`.sql.trail`, :mod:`.sqlite.search`); a larger one, a repair and a delete change
+the index in their own transaction. Rows another writer stored (the reference, or a
+build without the index) are indexed when a batch or a search next meets the session;
+a database that cannot be written is searched as completely, those rows checked one by
+one.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 
 from ...._base.url_for import url_for
 from ...._schema.codec import ENCODER
@@ -67,7 +69,8 @@ from ..sql.rows import (
     unencodable,
     utf8_ok,
 )
-from ..sql.search_index import Behind, index_batch, index_lines
+from ..sql.search_index import index_batch, index_lines
+from ..sql.trail import Trail
 from .index import INDEX_SQL
 from .lock import LOCK_ATTEMPTS, FileLock, MemoryLock, clash, lock_path
 from .open import open_database
@@ -79,7 +82,6 @@ from .schema import (
     DELETE_TAIL,
     JOURNAL_MODES,
     SCHEMA_VERSION,
-    SELECT_ANY,
     SELECT_CHUNK,
     SELECT_FOUND,
     SELECT_HEADER,
@@ -91,11 +93,8 @@ from .schema import (
     batch_lines,
     insert_kept,
     insert_rows,
-    read_only,
 )
-
-if TYPE_CHECKING:
-    from ...._search import SearchHit, SearchQuery
+from .search import SqliteSearch
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -119,7 +118,7 @@ _CLASHES: Final = frozenset({"SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_
 # --- the backend ----------------------------------------------------------------------
 
 
-class SqliteBackend(SqliteReads, SqliteProjections):
+class SqliteBackend(SqliteReads, SqliteProjections, SqliteSearch):
     """Sessions in one SQLite database (the reference's ``dsh-session-persistence-sqlite``).
 
     :param path: the database file (made absolute; its parent is created with mode
@@ -188,8 +187,11 @@ class SqliteBackend(SqliteReads, SqliteProjections):
         # The sessions whose writer lock (a file's) this backend holds.
         self._held: set[str] = set()
         # The data_version at which a search last found the index in step with every
-        # row (None: not yet): until another connection commits, it still is.
+        # row (None: not yet): until another connection commits, or this backend
+        # leaves a batch unindexed (_trail), it still is.
         self._in_step_at: int | None = None
+        # The batches this backend left for the search to index (sql/trail.py).
+        self._trail = Trail()
         # Autocommit (isolation_level=None): the module then opens no transaction
         # behind our back, and BEGIN/COMMIT make one batch exactly one transaction.
         # check_same_thread=False because the coordinator calls from several threads;
@@ -339,26 +341,33 @@ class SqliteBackend(SqliteReads, SqliteProjections):
     def _append_rows(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes,
                      params: list[object], kept: list[tuple[int, str]], head: Any,
                      changes: Sequence[RowChanges]) -> None:
+        sid = header.id
         with self._lock:
             # Taken out first: a batch that fails leaves no state believed.
-            known = self._states.pop(header.id, None)
+            known = self._states.pop(sid, None)
+            # A small batch leaves its events for the search to index (sql/trail.py);
+            # the one that reaches the trail's bound indexes itself and catches up
+            # every session this backend left behind, in its transaction.
+            due = self._trail.due(sid, len(events)) if self._indexed else None
             with self._transaction() as conn:
                 if head is not None:
                     conn.execute(UPSERT_SESSION, head)
-                insert_rows(conn, header.id, params)
-                insert_kept(conn, header.id, params, kept)
-                if self._indexed:  # the seqs as the rows hold them (checked ints)
+                insert_rows(conn, sid, params)
+                insert_kept(conn, sid, params, kept)
+                if due is not None:  # the seqs as the rows hold them (checked ints)
                     rows_from = functools.partial(
                         index_batch, events, jsonl, functools.partial(batch_lines, params, jsonl))
                     state = sql_index.index(
-                        INDEX_SQL, conn, header.id, params[0], rows_from,  # type: ignore[arg-type]
+                        INDEX_SQL, conn, sid, params[0], rows_from,  # type: ignore[arg-type]
                         params[-PARAMS_PER_ROW] + 1,  # type: ignore[operator]
                         known=known)
+                    sql_index.catch_up_sessions(INDEX_SQL, conn, [s for s in due if s != sid])
                 if changes:
-                    apply_changes(conn, header.id, changes)
-            if self._indexed:
-                self._states[header.id] = state
-            self._written.add(header.id)
+                    apply_changes(conn, sid, changes)
+            if due is not None:
+                self._states[sid] = state
+                self._trail.settle(due)
+            self._written.add(sid)
 
     def rewrite(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes) -> None:
         """Replace the session's rows with ``events``, and its ``sessions`` row with
@@ -548,51 +557,12 @@ class SqliteBackend(SqliteReads, SqliteProjections):
                        last if isinstance(last, int) else None)
 
     def close(self) -> None:
-        """Release every writer lock still held and close the database."""
+        """Index what this backend left for the search (:meth:`_catch_up_left`), release
+        every writer lock still held and close the database."""
+        with self._lock:
+            self._catch_up_left()
         for lock in builtins.list(self._file_locks):
             lock.release()
         self._memory_locks.clear()
         with self._lock:
             self._conn.close()
-
-    # --- search ---------------------------------------------------------------------
-
-    def search(self, query: SearchQuery) -> builtins.list[SearchHit]:
-        """Every hit of ``query``, in no order, from the FTS5 index (:mod:`.sql.index`).
-
-        Sessions the index lags behind (rows stored by a writer without it) are indexed
-        first, in one write transaction; when the database cannot be written, their
-        rows past the index are checked one by one instead, so the answer is complete
-        either way. Every candidate is checked by :func:`~.._search.hit_of`.
-        """
-        types = query.event_types()
-        if not types:
-            return []  # the type and role filters exclude each other
-        trusted = self._indexed and INDEX_SQL.trusted(query)
-        with self._lock:
-            if self._indexed and self._data_version() != self._in_step_at:
-                sql_index.catch_up(INDEX_SQL, self._conn, query,
-                                   read=functools.partial(self._transaction, "BEGIN"),
-                                   write=self._transaction, refused=read_only)
-            with self._transaction("BEGIN") as conn:  # one snapshot for every query
-                # Whatever is still behind (a read-only database, or a writer without
-                # the index that committed since): from where, and in which turn. When
-                # no other connection has committed since the index was last found in
-                # step with every row (this connection's own writes index as they go),
-                # nothing is: checking it costs a lookup per stored session.
-                conn.execute(SELECT_ANY).fetchall()  # the snapshot begins here
-                version = self._data_version()
-                if trusted and version == self._in_step_at:
-                    behind: Behind = {}
-                else:
-                    behind = sql_index.behind(INDEX_SQL, conn, query, self._indexed, trusted)
-                    if trusted and not behind and not query.sessions:
-                        self._in_step_at = version
-                found = sql_index.candidates(INDEX_SQL, conn, query, types) if trusted else []
-                return sql_index.hits(INDEX_SQL, conn, found, behind, query)
-
-    def _data_version(self) -> int:
-        """SQLite's ``data_version``: it changes when another connection commits (within
-        a read transaction, as of its snapshot); this connection's own commits leave it."""
-        (version,) = self._conn.execute("PRAGMA data_version").fetchone()
-        return int(version)

@@ -16,7 +16,7 @@ from msgspec.json import encode
 
 from ..sql.index import IndexSql
 from ..sql.rows import utf8_ok
-from ..sql.search_index import IndexRow, fts_match, fts_trusted, stored_turn
+from ..sql.search_index import IndexRow, fts_match, fts_trusted, read_types, stored_turn
 from .schema import ROWS_PER_INSERT, TOKENIZE
 
 if TYPE_CHECKING:
@@ -48,9 +48,12 @@ DELETE_FTS_FROM: Final = (
 )
 DELETE_DOCS_FROM: Final = "DELETE FROM dsh_search_docs WHERE session_id = ? AND seq >= ?"
 DELETE_STATE: Final = "DELETE FROM dsh_search_state WHERE session_id = ?"
+# The rows an index reads (search_index.READ_TYPES) from a seq to another, by the
+# primary key.
 SELECT_ROWS_FROM: Final = (
     "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events"
-    " WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq LIMIT ?"
+    f" WHERE session_id = ? AND seq >= ? AND seq < ? AND {read_types()}"
+    " ORDER BY seq LIMIT ?"
 )
 # The turn changes before a seq, newest first (the primary key's index, backwards), a
 # page at a time.
