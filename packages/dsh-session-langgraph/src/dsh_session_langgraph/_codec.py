@@ -3,6 +3,8 @@ its new channel values into :class:`~.events.LanggraphCheckpointData`; a stored
 checkpoint back into a ``CheckpointTuple``; a write's value into a
 :class:`~.events.TypedBlob` and back. Values go through the saver's serializer
 (``dumps_typed``/``loads_typed``), their bytes in base64 (a JSON log line holds text).
+A list value that extends its parent's is stored as a delta (:mod:`._deltas` chooses
+when, and on which base); a read joins a delta's chain back.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ from __future__ import annotations
 __all__ = ["Codec"]
 
 import base64
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
+import msgspec
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     ChannelVersions,
@@ -24,12 +27,29 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from ._deltas import Tail, full_tail, read_tail
 from ._index import StoredWrite, ThreadIndex
 from .events import LanggraphCheckpointData, TypedBlob
 
 #: The checkpoint's keys that have fields of their own in the payload.
 _FIELDS = frozenset({"v", "id", "ts", "channel_values", "channel_versions",
                      "versions_seen", "updated_channels"})
+
+
+_ENCODE = msgspec.json.Encoder().encode
+
+
+def _b64(data: bytes) -> str:
+    """``data`` in base64, as ``base64.b64encode`` gives it (msgspec's, a few times
+    faster: a conversation's value is read and written at every step)."""
+    return _ENCODE(data)[1:-1].decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    try:
+        return msgspec.convert(text, bytes)
+    except msgspec.ValidationError:  # not canonical base64: read as base64 reads it
+        return base64.b64decode(text)
 
 
 def config_of(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
@@ -55,21 +75,33 @@ class Codec:
 
     def blob(self, value: Any, version: Any = None) -> TypedBlob:
         kind, data = self.serde.dumps_typed(value)
-        return TypedBlob(type=kind, data=base64.b64encode(data).decode("ascii"),
-                         version=version)
+        return TypedBlob(type=kind, data=_b64(data), version=version)
 
     def value(self, blob: TypedBlob) -> Any:
-        return self.serde.loads_typed((blob.type, base64.b64decode(blob.data)))
+        return self.serde.loads_typed((blob.type, _unb64(blob.data)))
 
-    def checkpoint_data(self, ns: str, parent_id: str | None, checkpoint: Checkpoint,
-                        metadata: CheckpointMetadata,
-                        new_versions: ChannelVersions) -> LanggraphCheckpointData:
-        """The payload of a ``put``: blobs for the channels of ``new_versions`` that hold
-        a value (a channel emptied at a new version has none: it is not restored)."""
+    def checkpoint_data(self, index: ThreadIndex, ns: str, parent_id: str | None,
+                        checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                        new_versions: ChannelVersions
+                        ) -> tuple[LanggraphCheckpointData, dict[str, Tail]]:
+        """The payload of a ``put`` after checkpoint ``parent_id`` of ``index``'s
+        thread: blobs for the channels of ``new_versions`` that hold a value (a channel
+        emptied at a new version has none: it is not restored), a list that extends
+        the parent's value of its channel as a delta; and the tails those deltas were
+        made on (for :meth:`keep_tails`)."""
         values = checkpoint["channel_values"]
         versions = checkpoint["channel_versions"]
-        blobs = {ch: self.blob(values[ch], versions.get(ch, version))
-                 for ch, version in new_versions.items() if ch in values}
+        parent = index.checkpoints.get((ns, parent_id)) if parent_id is not None else None
+        blobs = {}
+        planned: dict[str, Tail] = {}
+        for ch, new in new_versions.items():
+            if ch in values:
+                version = versions.get(ch, new)
+                delta = self._delta(index, parent, ch, values[ch], version)
+                if delta is None:
+                    blobs[ch] = self.blob(values[ch], version)
+                else:
+                    blobs[ch], planned[ch] = delta
         extra = {k: v for k, v in checkpoint.items() if k not in _FIELDS and v}
         return LanggraphCheckpointData(
             ns=ns, id=checkpoint["id"], parent_id=parent_id, v=checkpoint["v"],
@@ -77,18 +109,83 @@ class Codec:
             versions_seen={k: dict(v) for k, v in checkpoint["versions_seen"].items()},
             updated_channels=checkpoint.get("updated_channels"),
             metadata=cast(dict[str, Any], dict(metadata)), blobs=blobs,
-            extra=self.blob(extra) if extra else None)
+            extra=self.blob(extra) if extra else None), planned
 
-    def channel_values(self, index: ThreadIndex, d: LanggraphCheckpointData
-                       ) -> dict[str, Any]:
-        """The values of ``d``'s channels, each from the blob of its version."""
+    def _delta(self, index: ThreadIndex, parent: LanggraphCheckpointData | None,
+               channel: str, value: Any, version: Any) -> tuple[TypedBlob, Tail] | None:
+        """``value`` as a delta on a value of ``channel``'s chain, when it is a list
+        extending the parent's, the channel's tail (:mod:`._deltas`), and that tail;
+        else ``None``."""
+        if parent is None or value.__class__ is not list:
+            return None
+        tail = index.tails.get((parent.ns, channel))
+        current = parent.channel_versions.get(channel)
+        if (tail is None or current is None or current == version
+                or index.blob(parent.ns, channel, current, parent) is not tail.blob):
+            return None
+        plan = tail.plan(value)
+        if plan is None:
+            return None
+        (_, base, count), position = plan
+        kind, data = self.serde.dumps_typed(value[count:])
+        return TypedBlob(type=kind, data=_b64(data), version=version, base=base,
+                         position=position), tail
+
+    def keep_tails(self, index: ThreadIndex, ns: str, checkpoint: Checkpoint,
+                   planned: dict[str, Tail]) -> None:
+        """After a put of ``checkpoint`` (folded into ``index``): its new list values
+        are their channels' tails, a delta's made from the tail it was planned on
+        (``planned``, from :meth:`checkpoint_data`: a read may have replaced it
+        meanwhile)."""
+        stored = index.checkpoints.get((ns, checkpoint["id"]))
+        if stored is None:
+            return
+        values = checkpoint["channel_values"]
+        for channel, blob in stored.blobs.items():
+            value = values.get(channel)
+            if value.__class__ is list:
+                tail = planned.get(channel)
+                index.tails[(ns, channel)] = (
+                    tail.then(blob, value) if tail is not None and blob.base is not None
+                    else full_tail(blob, value))
+
+    def channel_values(self, index: ThreadIndex, d: LanggraphCheckpointData,
+                       tails: bool = False) -> dict[str, Any]:
+        """The values of ``d``'s channels, each from the blob of its version (joined
+        with its chain's when it is a delta); with ``tails``, its list values become
+        their channels' tails (``d`` is the checkpoint a graph goes on from)."""
         values: dict[str, Any] = {}
-        blobs = index.blobs
-        for channel, version in d.channel_versions.items():
-            blob = blobs.get((d.ns, channel, version))
-            if blob is not None and blob.type != "empty":
-                values[channel] = self.value(blob)
+        for channel in d.channel_versions:
+            pieces = index.chain(d, channel)
+            if not pieces or pieces[0].type == "empty":
+                continue
+            value, counts = self._joined(pieces)
+            values[channel] = value
+            if tails and value.__class__ is list:
+                tail = read_tail(pieces, counts, value)
+                if tail is None:
+                    index.tails.pop((d.ns, channel), None)
+                else:
+                    index.tails[(d.ns, channel)] = tail
         return values
+
+    def joined(self, pieces: Sequence[TypedBlob]) -> Any:
+        """The value of a chain (:meth:`ThreadIndex.chain`): its full value, followed by
+        the elements each delta adds."""
+        return self._joined(pieces)[0]
+
+    def _joined(self, pieces: Sequence[TypedBlob]) -> tuple[Any, list[int]]:
+        """:meth:`joined`, and how many elements each piece holds (head first)."""
+        if len(pieces) == 1:
+            value = self.value(pieces[0])
+            return value, [len(value) if value.__class__ is list else 0]
+        value = list(self.value(pieces[-1]))
+        counts = [len(value)]
+        for piece in reversed(pieces[:-1]):
+            added = self.value(piece)
+            value.extend(added)
+            counts.append(len(added))
+        return value, counts[::-1]
 
     def pending(self, writes: Iterable[StoredWrite]) -> list[PendingWrite]:
         """The writes in ``writes_sort_key`` order, as ``(task_id, channel, value)``."""
@@ -96,10 +193,11 @@ class Codec:
         return [(task, channel, self.value(value)) for task, channel, value, _, _ in ordered]
 
     def checkpoint_tuple(self, index: ThreadIndex, d: LanggraphCheckpointData,
-                         writes: Iterable[StoredWrite]) -> CheckpointTuple:
+                         writes: Iterable[StoredWrite], tails: bool = False
+                         ) -> CheckpointTuple:
         checkpoint: dict[str, Any] = {
             "v": d.v, "id": d.id, "ts": d.ts,
-            "channel_values": self.channel_values(index, d),
+            "channel_values": self.channel_values(index, d, tails),
             "channel_versions": dict(d.channel_versions),
             "versions_seen": {k: dict(v) for k, v in d.versions_seen.items()},
             "updated_channels": (list(d.updated_channels)

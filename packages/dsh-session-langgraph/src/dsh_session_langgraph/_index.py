@@ -6,6 +6,15 @@ that ``get_tuple`` and ``list`` cost what they return, not the length of the log
 holds the checkpoints by namespace (their ids in order: LangGraph's ids sort as they
 were made), each channel's blob by version, each checkpoint's pending writes, and what
 the message recorder needs (the turn, the messages and tool calls already recorded).
+
+A channel's version is not always unique in a thread: the saver's versions are
+LangGraph's default integers, and a fork (a run or ``update_state`` from an older
+checkpoint) makes versions its parent's successors made on the other branch (with
+another value, or none). In a namespace that forked, a checkpoint's value of a channel is
+therefore found by its ancestry: the blob its nearest ancestor (or itself) holding that
+version wrote, none if the one that made the version wrote none (it emptied the
+channel); that is what the peers' unique versions find. A namespace that never forked
+(the usual thread: one chain) finds it by version alone.
 """
 
 from __future__ import annotations
@@ -16,8 +25,9 @@ import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from dsh_session_core import Event
+from dsh_session_core import Event, PersistenceError
 
+from ._deltas import Tail
 from .events import (
     LanggraphCheckpoint,
     LanggraphCheckpointData,
@@ -28,6 +38,19 @@ from .events import (
 
 #: A pending write as the index keeps it: (task_id, channel, value, task_path, idx).
 StoredWrite = tuple[str, str, TypedBlob, str, int]
+#: A channel's value at a version: (ns, channel, version).
+BlobKey = tuple[str, str, object]
+#: A blob found, and the checkpoint that wrote it (``None``: found by version alone).
+Found = tuple[TypedBlob | None, LanggraphCheckpointData | None]
+
+
+def _before(held: object, version: object) -> bool:
+    """Whether a checkpoint holding ``held`` of a channel comes before ``version`` was
+    made (versions grow along a chain); ``False`` when they do not compare."""
+    try:
+        return held is None or bool(held < version)  # type: ignore[operator]
+    except TypeError:
+        return False
 
 
 @dataclass
@@ -45,8 +68,19 @@ class ThreadIndex:
     checkpoints: dict[tuple[str, str], LanggraphCheckpointData] = field(default_factory=dict)
     #: ns -> its checkpoint ids, oldest first.
     ids: dict[str, list[str]] = field(default_factory=dict)
-    #: (ns, channel, version) -> the blob of that channel's value at that version.
-    blobs: dict[tuple[str, str, object], TypedBlob] = field(default_factory=dict)
+    #: (ns, channel, version) -> the blob of that channel's value at that version (the
+    #: last stored, when branches made the same version).
+    blobs: dict[BlobKey, TypedBlob] = field(default_factory=dict)
+    #: The namespaces whose checkpoints do not form one chain (see the module's
+    #: docstring): a checkpoint stored whose parent was not the namespace's latest.
+    forked: set[str] = field(default_factory=set)
+    #: In those: (ns, checkpoint id, channel) -> the blob of the channel's value at the
+    #: checkpoint's version and the checkpoint that wrote it, as found (each checkpoint
+    #: once: a long chain after a fork is not walked again at each read).
+    found: dict[tuple[str, str, str], Found] = field(default_factory=dict)
+    #: (ns, channel) -> the channel's :class:`Tail`. Not the log's: what this saver
+    #: stored or read last, dropped with the index.
+    tails: dict[tuple[str, str], Tail] = field(default_factory=dict)
     #: (ns, checkpoint id) -> (task id, idx) -> the write.
     writes: dict[tuple[str, str], dict[tuple[str, int], StoredWrite]] = field(
         default_factory=dict)
@@ -88,12 +122,97 @@ class ThreadIndex:
     def namespaces(self) -> list[str]:
         return [ns for ns, ids in self.ids.items() if ids]
 
+    def blob(self, ns: str, channel: str, version: object,
+             start: LanggraphCheckpointData | None) -> TypedBlob | None:
+        """The blob of ``channel``'s value at ``version`` in the ancestry of checkpoint
+        ``start`` (see the module's docstring); ``None``: no value."""
+        return self.held(ns, channel, version, start)[0]
+
+    def held(self, ns: str, channel: str, version: object,
+             start: LanggraphCheckpointData | None) -> Found:
+        """:meth:`blob`, and the checkpoint that wrote it when it was found by
+        ``start``'s ancestry (``None`` when found by version alone)."""
+        key = (ns, channel, version)
+        if start is None or ns not in self.forked:
+            return self.blobs.get(key), None
+        d = start  # up to the checkpoint holding ``version`` (a delta's base: not far)
+        while d.channel_versions.get(channel) != version:
+            if _before(d.channel_versions.get(channel), version) or d.parent_id is None:
+                return None, None  # made before the version, or the chain's start
+            parent = self.checkpoints.get((ns, d.parent_id))
+            if parent is None:  # a parent removed (a rewrite): by version alone
+                return self.blobs.get(key), None
+            d = parent
+        return self._own(d, channel)
+
+    def _own(self, d: LanggraphCheckpointData, channel: str) -> Found:
+        """The blob of ``channel`` at ``d``'s own version, by its ancestry: written by
+        ``d``, or by the ancestor that made the version (none if it wrote none)."""
+        version = d.channel_versions.get(channel)
+        walked: list[LanggraphCheckpointData] = []
+        result: Found = (None, None)
+        while (known := self.found.get((d.ns, d.id, channel))) is None:
+            walked.append(d)
+            own = d.blobs.get(channel)
+            if own is not None and own.version == version:
+                result = (own, d)
+                break
+            if d.parent_id is None or len(walked) > len(self.checkpoints):
+                break  # the chain's start: nothing wrote the version
+            parent = self.checkpoints.get((d.ns, d.parent_id))
+            if parent is None:  # a parent removed (a rewrite): by version alone
+                result = (self.blobs.get((d.ns, channel, version)), None)
+                break
+            if parent.channel_versions.get(channel) != version:
+                break  # ``d`` made the version, writing no value
+            d = parent
+        else:
+            result = known
+        for w in walked:
+            self.found[(w.ns, w.id, channel)] = result
+        return result
+
+    def chain(self, d: LanggraphCheckpointData, channel: str) -> list[TypedBlob]:
+        """The blobs that make ``d``'s value of ``channel``: its own, then, while it is a
+        delta, the base's (each found from the checkpoint the delta extends), ending
+        with a full value; ``[]`` when ``d`` holds no value of it.
+
+        :raises PersistenceError: a base is missing (a damaged log).
+        """
+        version = d.channel_versions.get(channel)
+        blob, writer = self.held(d.ns, channel, version, d)
+        if blob is None:
+            return []
+        pieces = [blob]
+        while (base := pieces[-1].base) is not None:
+            start = (self.checkpoints.get((d.ns, writer.parent_id))
+                     if writer is not None and writer.parent_id is not None else None)
+            found, writer = self.held(d.ns, channel, base, start)
+            if found is None or len(pieces) > len(self.blobs):
+                what = "is not stored" if found is None else "closes a loop"
+                msg = (f'thread "{self.thread_id}": the value of channel "{channel}" '
+                       f'(namespace "{d.ns}") at version {pieces[-1].version!r}, read for '
+                       f'checkpoint "{d.id}", extends version {base!r}, which {what}: '
+                       f"the thread's log was damaged; restore it from a copy, or "
+                       f"delete the thread (delete_thread) to start it anew")
+                raise PersistenceError(msg, session_id=self.thread_id)
+            pieces.append(found)
+        return pieces
+
     def _see(self, event: Event) -> None:
         if isinstance(event, LanggraphCheckpoint):
             d = event.data
             key = (d.ns, d.id)
-            if key not in self.checkpoints:
-                bisect.insort(self.ids.setdefault(d.ns, []), d.id)
+            before = self.checkpoints.get(key)
+            ids = self.ids.setdefault(d.ns, [])
+            if before is None and ids and (d.parent_id != ids[-1] or d.id < ids[-1]):
+                self.forked.add(d.ns)  # not the next link of one chain
+            elif before is not None and before.parent_id != d.parent_id:
+                self.forked.add(d.ns)
+            if before is not None or (ids and d.id < ids[-1]):
+                self.found.clear()  # stored again, or among the others: found anew
+            if before is None:
+                bisect.insort(ids, d.id)
             self.checkpoints[key] = d
             for channel, blob in d.blobs.items():
                 self.blobs[(d.ns, channel, blob.version)] = blob

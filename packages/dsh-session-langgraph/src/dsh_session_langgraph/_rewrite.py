@@ -44,6 +44,7 @@ from .events import (
     LanggraphRemovedData,
     LanggraphWrite,
     LanggraphWritesData,
+    TypedBlob,
 )
 
 #: Whether a rewrite keeps a checkpoint, asked with the thread's index as it is under the
@@ -88,20 +89,37 @@ def rewrite(threads: Threads, codec: Codec, thread_id: str,
     with threads.writing(thread_id, create=True) as w:
         assert w is not None
         write_turn(w.session, w.index, "langgraph/removed", removed)
+        copies: dict[int, TypedBlob] = {}
         for d in kept:
-            _write_kept(w.session, w.index, old, codec, d)
+            _write_kept(w.session, w.index, old, codec, d, copies)
 
 
 def _write_kept(session: Session, new: ThreadIndex, old: ThreadIndex, codec: Codec,
-                d: LanggraphCheckpointData) -> None:
+                d: LanggraphCheckpointData, copies: dict[int, TypedBlob]) -> None:
     """Append a kept checkpoint to the new log, with the blobs it needs that the new log
-    does not hold yet, its messages not recorded yet, then its writes (one turn a task)."""
-    blobs = {ch: old.blobs[(d.ns, ch, v)] for ch, v in d.channel_versions.items()
-             if (d.ns, ch, v) not in new.blobs and (d.ns, ch, v) in old.blobs}
-    found = (new_messages(new, codec.value(blobs["messages"]))
+    does not hold yet (as ``d`` would find them there), its messages not recorded yet,
+    then its writes (one turn a task). ``copies`` maps each old blob carried (by
+    ``id``) to its copy in the new log; a delta is carried as it is when the new log
+    holds its base as ``d`` finds it, else as the full value."""
+    parent = new.checkpoints.get((d.ns, d.parent_id)) if d.parent_id else None
+    blobs: dict[str, TypedBlob] = {}
+    carried: dict[str, TypedBlob] = {}
+    for ch, v in d.channel_versions.items():
+        pieces = old.chain(d, ch)
+        if not pieces or new.blob(d.ns, ch, v, parent) is copies.get(id(pieces[0]), False):
+            continue  # no value, or the new log gives ``d`` this one already
+        blob = pieces[0]
+        if blob.base is not None and new.blob(d.ns, ch, blob.base, parent) is not copies.get(
+                id(pieces[1]), False):
+            blob = codec.blob(codec.joined(pieces), v)  # its base is not there: in full
+        blobs[ch], carried[ch] = blob, pieces[0]
+    found = (new_messages(new, codec.joined(old.chain(d, "messages")))
              if d.ns == "" and "messages" in blobs else [])
     data = msgspec.structs.replace(d, blobs=blobs, recorded=[m.id for m in found])
     write_turn(session, new, "langgraph/checkpoint", data, found)
+    written = new.checkpoints[(d.ns, d.id)].blobs
+    for ch, held in carried.items():
+        copies[id(held)] = written[ch]
     tasks: dict[tuple[str, str], list[StoredWrite]] = {}
     for w in old.writes.get((d.ns, d.id), {}).values():
         tasks.setdefault((w[0], w[3]), []).append(w)

@@ -91,18 +91,21 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
         """Store a checkpoint, the blobs of ``new_versions`` only, and record the new
         messages of the root namespace's ``messages`` channel as core events."""
         tid, ns, parent = _ids(config)
-        data = self._codec.checkpoint_data(
-            ns, parent, checkpoint, get_serializable_checkpoint_metadata(config, metadata),
-            new_versions)
+        serializable = get_serializable_checkpoint_metadata(config, metadata)
         messages = checkpoint["channel_values"].get("messages") if (
             ns == "" and "messages" in new_versions) else None
         with self._threads.locked(tid), self._threads.writing(tid, create=True) as w:
             assert w is not None
             _check_parent(w, tid, ns, parent, checkpoint["id"])
+            # Encoded here, on the index as the log holds it: a list value extending
+            # the parent's is stored as what it adds (._codec).
+            data, planned = self._codec.checkpoint_data(w.index, ns, parent, checkpoint,
+                                                        serializable, new_versions)
             found = new_messages(w.index, messages) if messages is not None else []
             if found:
                 data = msgspec.structs.replace(data, recorded=[m.id for m in found])
             write_turn(w.session, w.index, "langgraph/checkpoint", data, found)
+            self._codec.keep_tails(w.index, ns, checkpoint, planned)
         return config_of(tid, ns, checkpoint["id"])
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
@@ -147,7 +150,9 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
             if d is None:
                 return None
             writes = list(index.writes.get((ns, d.id), {}).values())
-        return self._codec.checkpoint_tuple(index, d, writes)
+        # The checkpoint a graph goes on from: its lists are the tails its next put
+        # extends.
+        return self._codec.checkpoint_tuple(index, d, writes, tails=True)
 
     def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
              before: RunnableConfig | None = None, limit: int | None = None

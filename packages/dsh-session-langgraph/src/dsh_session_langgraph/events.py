@@ -10,7 +10,9 @@ is written once, at the version that made it); each ``put_writes`` is a
 ``langgraph/removed``: the rewrite's moment as a checkpoint id, so that a late write
 naming a checkpoint made before it is refused (a deleted thread is left holding only that event).
 Values are what the saver's serializer gives (``serde.dumps_typed``): its type tag and
-its bytes, in base64.
+its bytes, in base64. A list channel whose new value extends its previous one (the
+``messages`` list under ``add_messages``) is stored as the elements it adds to an earlier
+value of the channel and that value's version (``TypedBlob.base``).
 """
 
 from __future__ import annotations
@@ -41,11 +43,21 @@ class _Payload(Struct, frozen=True, kw_only=True, rename="camel", gc=False,
 
 class TypedBlob(_Payload, kw_only=True, frozen=True):
     """One serialized value: the serializer's type tag (``msgpack``, ``json``, ``bytes``,
-    ``null``...) and its bytes in base64; ``version`` when it is a channel's value."""
+    ``null``...) and its bytes in base64; ``version`` when it is a channel's value.
+
+    ``base``, when set, makes the blob a delta: the channel's value at ``version`` is
+    a list, the list the same channel (of the same namespace) held at version ``base``
+    followed by the elements serialized here (a list of them). The base is found as a
+    value is, by (namespace, channel, version), in the ancestry of the checkpoint that
+    wrote the delta, and may be a delta in turn; a full value ends each chain.
+    ``position`` is a delta's place in its chain (the full value's is 0), by which the
+    saver chooses the base of the chain's next deltas."""
 
     type: str
     data: str
     version: Version | None = None
+    base: Version | None = None
+    position: int = 0
 
 
 class LanggraphCheckpointData(_Payload, kw_only=True, frozen=True):
