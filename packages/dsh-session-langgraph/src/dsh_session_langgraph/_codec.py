@@ -13,7 +13,7 @@ __all__ = ["Codec"]
 
 import base64
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import msgspec
 from langchain_core.runnables import RunnableConfig
@@ -30,6 +30,20 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from ._deltas import Tail, full_tail, read_tail
 from ._index import StoredWrite, ThreadIndex
 from .events import LanggraphCheckpointData, TypedBlob
+
+
+class Chains(Protocol):
+    """What a read of a thread's checkpoints decodes from: the saver's
+    :class:`~._index.ThreadIndex`, or a :class:`~._rows.RowReader` of its rows."""
+
+    thread_id: str
+    #: (namespace, channel) -> the channel's tail, for a read that sets them.
+    tails: dict[tuple[str, str], Tail]
+
+    def chain(self, d: LanggraphCheckpointData, channel: str) -> list[TypedBlob]:
+        """The blobs that make ``d``'s value of ``channel``, head first."""
+        ...
+
 
 #: The checkpoint's keys that have fields of their own in the payload.
 _FIELDS = frozenset({"v", "id", "ts", "channel_values", "channel_versions",
@@ -149,7 +163,7 @@ class Codec:
                     tail.then(blob, value) if tail is not None and blob.base is not None
                     else full_tail(blob, value))
 
-    def channel_values(self, index: ThreadIndex, d: LanggraphCheckpointData,
+    def channel_values(self, index: Chains, d: LanggraphCheckpointData,
                        tails: bool = False) -> dict[str, Any]:
         """The values of ``d``'s channels, each from the blob of its version (joined
         with its chain's when it is a delta); with ``tails``, its list values become
@@ -192,7 +206,7 @@ class Codec:
         ordered = sorted(writes, key=lambda w: writes_sort_key(w[3], w[0], w[4]))
         return [(task, channel, self.value(value)) for task, channel, value, _, _ in ordered]
 
-    def checkpoint_tuple(self, index: ThreadIndex, d: LanggraphCheckpointData,
+    def checkpoint_tuple(self, index: Chains, d: LanggraphCheckpointData,
                          writes: Iterable[StoredWrite], tails: bool = False
                          ) -> CheckpointTuple:
         checkpoint: dict[str, Any] = {
