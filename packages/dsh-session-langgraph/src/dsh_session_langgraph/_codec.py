@@ -45,6 +45,12 @@ class Chains(Protocol):
         ...
 
 
+#: The list pieces one read decoded, by the piece's ``id`` (with the piece, so that the
+#: id stays its own): the checkpoints ``list`` gives share their chains' pieces, and a
+#: piece is decoded once for all of them (their lists share its elements).
+Shared = dict[int, tuple[TypedBlob, list[Any]]]
+
+
 #: The checkpoint's keys that have fields of their own in the payload.
 _FIELDS = frozenset({"v", "id", "ts", "channel_values", "channel_versions",
                      "versions_seen", "updated_channels"})
@@ -164,16 +170,18 @@ class Codec:
                     else full_tail(blob, value))
 
     def channel_values(self, index: Chains, d: LanggraphCheckpointData,
-                       tails: bool = False) -> dict[str, Any]:
+                       tails: bool = False, shared: Shared | None = None
+                       ) -> dict[str, Any]:
         """The values of ``d``'s channels, each from the blob of its version (joined
         with its chain's when it is a delta); with ``tails``, its list values become
-        their channels' tails (``d`` is the checkpoint a graph goes on from)."""
+        their channels' tails (``d`` is the checkpoint a graph goes on from); with
+        ``shared``, the list pieces already decoded there are not decoded again."""
         values: dict[str, Any] = {}
         for channel in d.channel_versions:
             pieces = index.chain(d, channel)
             if not pieces or pieces[0].type == "empty":
                 continue
-            value, counts = self._joined(pieces)
+            value, counts = self._joined(pieces, shared)
             values[channel] = value
             if tails and value.__class__ is list:
                 tail = read_tail(pieces, counts, value)
@@ -188,18 +196,34 @@ class Codec:
         the elements each delta adds."""
         return self._joined(pieces)[0]
 
-    def _joined(self, pieces: Sequence[TypedBlob]) -> tuple[Any, list[int]]:
+    def _joined(self, pieces: Sequence[TypedBlob], shared: Shared | None = None
+                ) -> tuple[Any, list[int]]:
         """:meth:`joined`, and how many elements each piece holds (head first)."""
         if len(pieces) == 1:
-            value = self.value(pieces[0])
-            return value, [len(value) if value.__class__ is list else 0]
-        value = list(self.value(pieces[-1]))
+            value = self._piece(pieces[0], shared)
+            if value.__class__ is not list:
+                return value, [0]
+            return list(value), [len(value)]
+        value = list(self._piece(pieces[-1], shared))
         counts = [len(value)]
         for piece in reversed(pieces[:-1]):
-            added = self.value(piece)
+            added = self._piece(piece, shared)
             value.extend(added)
             counts.append(len(added))
         return value, counts[::-1]
+
+    def _piece(self, piece: TypedBlob, shared: Shared | None) -> Any:
+        """A piece's value, decoded once per ``shared`` when it is a list (the caller
+        copies it: each value has a list of its own, holding the same elements)."""
+        if shared is None:
+            return self.value(piece)
+        found = shared.get(id(piece))
+        if found is not None and found[0] is piece:
+            return found[1]
+        value = self.value(piece)
+        if value.__class__ is list:
+            shared[id(piece)] = (piece, value)
+        return value
 
     def pending(self, writes: Iterable[StoredWrite]) -> list[PendingWrite]:
         """The writes in ``writes_sort_key`` order, as ``(task_id, channel, value)``."""
@@ -207,11 +231,12 @@ class Codec:
         return [(task, channel, self.value(value)) for task, channel, value, _, _ in ordered]
 
     def checkpoint_tuple(self, index: Chains, d: LanggraphCheckpointData,
-                         writes: Iterable[StoredWrite], tails: bool = False
-                         ) -> CheckpointTuple:
+                         writes: Iterable[StoredWrite], tails: bool = False,
+                         shared: Shared | None = None) -> CheckpointTuple:
+        """``d`` as LangGraph reads it; ``shared``: as :meth:`channel_values`."""
         checkpoint: dict[str, Any] = {
             "v": d.v, "id": d.id, "ts": d.ts,
-            "channel_values": self.channel_values(index, d, tails),
+            "channel_values": self.channel_values(index, d, tails, shared),
             "channel_versions": dict(d.channel_versions),
             "versions_seen": {k: dict(v) for k, v in d.versions_seen.items()},
             "updated_channels": (list(d.updated_channels)

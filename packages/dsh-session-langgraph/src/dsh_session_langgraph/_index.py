@@ -44,6 +44,11 @@ BlobKey = tuple[str, str, object]
 Found = tuple[TypedBlob | None, LanggraphCheckpointData | None]
 
 
+#: The event classes and types :meth:`ThreadIndex.fold` reads.
+_PLUGIN = frozenset({LanggraphCheckpoint, LanggraphWrites, LanggraphRemoved})
+_CORE = frozenset({"turn/start", "tool/call"})
+
+
 def _before(held: object, version: object) -> bool:
     """Whether a checkpoint holding ``held`` of a channel comes before ``version`` was
     made (versions grow along a chain); ``False`` when they do not compare."""
@@ -99,10 +104,14 @@ class ThreadIndex:
 
     def fold(self, events: Iterable[Event]) -> None:
         """Fold ``events``, the log's next ones, in order."""
-        for event in events:
-            self._see(event)
-            self.folded = event.seq + 1
-            self.last = event
+        last = None
+        for event in events:  # most events are none of these: passed over cheaply
+            last = event
+            if event.__class__ in _PLUGIN or event.type in _CORE:
+                self._see(event)
+        if last is not None:
+            self.folded = last.seq + 1
+            self.last = last
 
     def continues(self, events: Sequence[Event]) -> bool:
         """Whether ``events`` (a log from its start) still holds what was folded, so

@@ -101,8 +101,8 @@ class RowReader:
         prefix = checkpoints_prefix(ns)
         stop = prefix + part(before) if before is not None else None
         out: builtins.list[LanggraphCheckpointData] = []
+        page: int | None = limit  # the first page as many as wanted (no filter: all)
         while limit is None or len(out) < limit:
-            page = None if limit is None else max(limit - len(out), _PAGE)
             rows = self.view.rows(prefix=prefix, stop=stop, newest_first=True, limit=page)
             for d in self._keep(rows):
                 if admits(d):
@@ -112,6 +112,7 @@ class RowReader:
             if page is None or len(rows) < page:
                 break
             stop = rows[-1][0]
+            page = max(limit - len(out), _PAGE) if limit is not None else None
         return out
 
     def select(self, only_ns: str | None, only_id: str | None, before: str | None,

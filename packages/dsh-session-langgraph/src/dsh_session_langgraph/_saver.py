@@ -33,7 +33,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from dsh_session_core import DurableStore, PersistenceError, open_store
 from dsh_session_core.errors import SessionForkError, UnknownProjectionError
 
-from ._codec import Chains, Codec, config_of
+from ._codec import Chains, Codec, Shared, config_of
 from ._index import StoredWrite, ThreadIndex
 from ._lease import Threads, Writing, retrying
 from ._messages import new_messages, write_turn
@@ -182,8 +182,9 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
         """The checkpoints of the config's thread (every thread's without one), of its
         namespace when it names one, newest first; only those whose metadata holds
         ``filter``'s items, older than ``before``'s checkpoint, at most ``limit``."""
+        shared: Shared = {}  # the pieces a value shares with the others' decoded once
         for index, d, writes in self._candidates(config, filter, before, limit):
-            yield self._codec.checkpoint_tuple(index, d, writes)
+            yield self._codec.checkpoint_tuple(index, d, writes, shared=shared)
 
     def _candidates(self, config: RunnableConfig | None, filter: dict[str, Any] | None,
                     before: RunnableConfig | None, limit: int | None
@@ -305,14 +306,18 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
     def _reader(self, tid: str) -> RowReader | None:
         """A reader of the thread's rows, or ``None`` when the index is read instead:
         this saver holds the thread's index (it wrote it: the index is current after
-        folding what others stored since), the store does not know the projection, or
-        the thread is not stored (the index's read says so). Call it holding
-        ``locked(tid)``."""
-        if self._threads.held(tid):
+        folding what others stored since), the store keeps no rows of the thread (its
+        backend keeps none, or the thread was stored before the projection existed and
+        not written since: the index folds the log once for the calls to come), the
+        store does not know the projection, or the thread is not stored (the index's
+        read says so). Call it holding ``locked(tid)``."""
+        if self._threads.held(tid) or self.store.capabilities.projecting is None:
             return None
         try:
             view = self.store.projection(tid, CHECKPOINTS.name)
         except (UnknownProjectionError, PersistenceError):
+            return None
+        if view.folded and view.folded >= view.covers:  # no rows: the log was folded
             return None
         return RowReader(tid, view)
 
@@ -347,8 +352,10 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
                     filter: dict[str, Any] | None = None, before: RunnableConfig | None = None,
                     limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
         found = await asyncio.to_thread(self._candidates, config, filter, before, limit)
+        shared: Shared = {}
         for index, d, writes in found:
-            yield await asyncio.to_thread(self._codec.checkpoint_tuple, index, d, writes)
+            yield await asyncio.to_thread(self._codec.checkpoint_tuple, index, d, writes,
+                                          False, shared)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await asyncio.to_thread(self.delete_thread, thread_id)
