@@ -40,6 +40,12 @@ class Chains(Protocol):
     #: (namespace, channel) -> the channel's tail, for a read that sets them.
     tails: dict[tuple[str, str], Tail]
 
+    @property
+    def fresh(self) -> bool:
+        """Whether the checkpoints it gives are this read's own, handed out as they are
+        (else their fields are copied: the caller may change what it gets)."""
+        ...
+
     def chain(self, d: LanggraphCheckpointData, channel: str) -> list[TypedBlob]:
         """The blobs that make ``d``'s value of ``channel``, head first."""
         ...
@@ -234,21 +240,29 @@ class Codec:
                          writes: Iterable[StoredWrite], tails: bool = False,
                          shared: Shared | None = None) -> CheckpointTuple:
         """``d`` as LangGraph reads it; ``shared``: as :meth:`channel_values`."""
-        checkpoint: dict[str, Any] = {
-            "v": d.v, "id": d.id, "ts": d.ts,
-            "channel_values": self.channel_values(index, d, tails, shared),
-            "channel_versions": dict(d.channel_versions),
-            "versions_seen": {k: dict(v) for k, v in d.versions_seen.items()},
-            "updated_channels": (list(d.updated_channels)
-                                 if d.updated_channels is not None else None),
-        }
+        values = self.channel_values(index, d, tails, shared)
+        if index.fresh:
+            checkpoint: dict[str, Any] = {
+                "v": d.v, "id": d.id, "ts": d.ts, "channel_values": values,
+                "channel_versions": d.channel_versions, "versions_seen": d.versions_seen,
+                "updated_channels": d.updated_channels}
+            metadata: Any = d.metadata
+        else:
+            checkpoint = {
+                "v": d.v, "id": d.id, "ts": d.ts, "channel_values": values,
+                "channel_versions": dict(d.channel_versions),
+                "versions_seen": {k: dict(v) for k, v in d.versions_seen.items()},
+                "updated_channels": (list(d.updated_channels)
+                                     if d.updated_channels is not None else None),
+            }
+            metadata = _copy(d.metadata)
         if d.extra is not None:
             checkpoint.update(cast(Mapping[str, Any], self.value(d.extra)))
         tid = index.thread_id
         return CheckpointTuple(
             config=config_of(tid, d.ns, d.id),
             checkpoint=cast(Checkpoint, checkpoint),
-            metadata=cast(CheckpointMetadata, _copy(d.metadata)),
+            metadata=cast(CheckpointMetadata, metadata),
             parent_config=config_of(tid, d.ns, d.parent_id) if d.parent_id else None,
             pending_writes=self.pending(writes),
         )

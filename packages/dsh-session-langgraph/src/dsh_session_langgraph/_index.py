@@ -102,6 +102,11 @@ class ThreadIndex:
     #: plugin event (a rewrite under way: writers wait), else None.
     rewriting: float | None = None
 
+    @property
+    def fresh(self) -> bool:
+        """``False``: what a read gives of the index is copied (it outlives the read)."""
+        return False
+
     def fold(self, events: Iterable[Event]) -> None:
         """Fold ``events``, the log's next ones, in order."""
         last = None

@@ -61,6 +61,11 @@ class RowReader:
         self.tails: dict[tuple[str, str], Tail] = {}
         self._rows: dict[tuple[str, str], LanggraphCheckpointData | None] = {}
 
+    @property
+    def fresh(self) -> bool:
+        """``True``: the rows a read decodes are its own, handed out as they are."""
+        return True
+
     # --- checkpoints ----------------------------------------------------------------
 
     def _keep(self, found: Iterable[tuple[str, Row]]) -> builtins.list[LanggraphCheckpointData]:
