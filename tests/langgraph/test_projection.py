@@ -201,7 +201,7 @@ class CountingSerde(JsonPlusSerializer):
         return super().loads_typed(data)
 
 
-def test_list_decodes_each_piece_once_and_gives_each_value_a_list_of_its_own(
+def test_list_deserializes_each_piece_once_and_gives_each_checkpoint_values_of_its_own(
         store_url: str) -> None:
     with DshCheckpointSaver(store_url) as saver:
         for turn in range(3):
@@ -221,10 +221,15 @@ def test_list_decodes_each_piece_once_and_gives_each_value_a_list_of_its_own(
             assert _plain(tuples) == expected
             lists = [t.checkpoint["channel_values"]["messages"] for t in tuples
                      if "messages" in t.checkpoint["channel_values"]]
-            assert len({id(v) for v in lists}) == len(lists) > 2
+            assert len(lists) > 3
+            # No list, and no message, is another checkpoint's.
+            messages = [m for v in lists for m in v]
+            assert len({id(v) for v in lists}) == len(lists)
+            assert len({id(m) for m in messages}) == len(messages)
             before = [[m.content for m in v] for v in lists]
             lists[1].append(HumanMessage("mine"))
             lists[2].clear()
+            lists[0][0].content = "changed"
             assert [[m.content for m in v] for v in lists[3:]] == before[3:]
 
 
