@@ -9,9 +9,11 @@ The rows, by key (each part escaped by :func:`part`, so that ``/`` only separate
   ``langgraph/checkpoint`` event holds it (its own blobs, and ``sources``: where each
   value it does not hold is, by checkpoint id), less the message ids it recorded. A
   namespace's rows sort by id, as LangGraph's ids sort by time: its latest is the last.
-- ``w/<ns>/<checkpoint id>/<task id>/<idx>``: a :class:`WriteRow`, one pending write;
-  a special channel's write (errors, interrupts) stored again replaces its row, as it
-  replaces the write.
+- ``c/<ns>/<checkpoint id>/<task id>/<idx>``: a :class:`WriteRow`, one pending write,
+  just after its checkpoint's row: a read of a checkpoint, or of a namespace's newest,
+  reads its writes in the same key range (newest first, a checkpoint's writes come
+  before it). A special channel's write (errors, interrupts) stored again replaces its
+  row, as it replaces the write.
 - ``n/<ns>``: a :class:`NamespaceRow`, one per namespace holding a checkpoint.
 
 A value is found by following ids: the checkpoint's own blob, else the one of the
@@ -29,7 +31,7 @@ the clear on an encrypted store as event types are), never a value or metadata
 from __future__ import annotations
 
 __all__ = ["CHECKPOINTS", "CheckpointRow", "NamespaceRow", "Row", "WriteRow",
-           "checkpoint_key", "checkpoints_prefix", "part", "writes_prefix"]
+           "checkpoint_key", "checkpoints_prefix", "part"]
 
 import re
 from collections.abc import Iterator
@@ -95,11 +97,6 @@ def checkpoint_key(ns: str, checkpoint_id: str) -> str:
     return f"c/{part(ns)}/{part(checkpoint_id)}"
 
 
-def writes_prefix(ns: str, checkpoint_id: str) -> str:
-    """The prefix of the write rows of one checkpoint."""
-    return f"w/{part(ns)}/{part(checkpoint_id)}/"
-
-
 def _fold(event: Event) -> Iterator[Change]:
     cls = event.__class__
     if cls is LanggraphCheckpoint:
@@ -110,7 +107,7 @@ def _fold(event: Event) -> Iterator[Change]:
         yield Put(checkpoint_key(d.ns, d.id), Row(CheckpointRow(d)))
     elif cls is LanggraphWrites:
         w = event.data
-        prefix = writes_prefix(w.ns, w.checkpoint_id) + part(w.task_id)
+        prefix = f"{checkpoint_key(w.ns, w.checkpoint_id)}/{part(w.task_id)}"
         for write in w.writes:
             yield Put(f"{prefix}/{write.idx}", Row(WriteRow(w.task_id, w.task_path, write)))
 

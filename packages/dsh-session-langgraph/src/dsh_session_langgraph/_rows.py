@@ -3,10 +3,10 @@
 of the thread (a fresh saver, a thread only other savers wrote).
 
 One reader serves one call, on a view of the rows as stored when it was opened: a
-checkpoint by key, a namespace's newest by a descending key range, its writes by
-prefix, and each value by the ids of its ``sources`` (the checkpoint rows that hold
-its blob, and its delta chain's), fetched together level by level and kept for the
-call. A checkpoint stored before ``sources`` existed (``None``) cannot be followed: the
+checkpoint and its writes by a key range, a namespace's newest with theirs by a
+descending one, and each value by the ids of its ``sources`` (the checkpoint rows that
+hold its blob, and its delta chain's), fetched together level by level and kept for
+the call. A checkpoint stored before ``sources`` existed (``None``) cannot be followed: the
 reader raises :class:`Unfollowable` and the saver folds the log instead.
 """
 
@@ -16,7 +16,7 @@ __all__ = ["RowReader", "Stash", "Unfollowable", "adopt", "stash"]
 
 import builtins
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
 from dsh_session_core import PersistenceError
@@ -32,16 +32,14 @@ from ._projection import (
     checkpoint_key,
     checkpoints_prefix,
     part,
-    writes_prefix,
 )
 from .events import LanggraphCheckpointData, TypedBlob
 
-#: Beyond this many checkpoints, their writes are read as one key range, not a prefix each.
-_RANGE = 8
 #: Above every character a key holds: ``prefix + _LAST`` bounds a prefix's keys.
 _LAST = "\U0010ffff"
-#: The rows a page of ``newest`` reads at least (a filter may pass over some).
-_PAGE = 32
+#: The rows a first page of ``newest`` reads for each checkpoint it wants (with its
+#: writes); a page short of them reads four times as many next.
+_PAGE = 4
 
 
 class Unfollowable(Exception):  # a signal to the saver, never raised out
@@ -60,39 +58,40 @@ class RowReader:
         self.view = view
         self.tails: dict[tuple[str, str], Tail] = {}
         self._rows: dict[tuple[str, str], LanggraphCheckpointData | None] = {}
+        #: (namespace, checkpoint id), both escaped as in keys -> the writes read.
+        self._writes: dict[tuple[str, str], builtins.list[StoredWrite]] = {}
 
     @property
     def fresh(self) -> bool:
         """``True``: the rows a read decodes are its own, handed out as they are."""
         return True
 
-    # --- checkpoints ----------------------------------------------------------------
+    # --- checkpoints and their writes -----------------------------------------------
 
-    def _keep(self, found: Iterable[tuple[str, Row]]) -> builtins.list[LanggraphCheckpointData]:
+    def _take(self, found: Iterable[tuple[str, Row]]) -> builtins.list[LanggraphCheckpointData]:
+        """Keep what ``found`` holds: its checkpoints (returned, in its order) and the
+        writes of each (a write row names its checkpoint in its key only, escaped)."""
         out = []
-        for _, row in found:
+        for key, row in found:
             item = row.item
             if item.__class__ is CheckpointRow:
+                assert isinstance(item, CheckpointRow)
                 d = item.data
                 self._rows[(d.ns, d.id)] = d
                 out.append(d)
+            elif item.__class__ is WriteRow:
+                assert isinstance(item, WriteRow)
+                _, ns, cid, _ = key.split("/", 3)
+                w = item.write
+                self._writes.setdefault((ns, cid), []).append(
+                    (item.task_id, w.channel, w.value, item.task_path, w.idx))
         return out
 
     def checkpoint(self, ns: str, checkpoint_id: str) -> LanggraphCheckpointData | None:
-        """Checkpoint ``checkpoint_id`` of ``ns``, or ``None``."""
-        key = (ns, checkpoint_id)
-        if key not in self._rows:
-            row = self.view.get(checkpoint_key(ns, checkpoint_id))
-            self._rows[key] = None
-            if row is not None:
-                self._keep([("", row)])
-        return self._rows[key]
-
-    def latest(self, ns: str) -> LanggraphCheckpointData | None:
-        """The newest checkpoint of ``ns``, or ``None``."""
-        found = self._keep(self.view.rows(prefix=checkpoints_prefix(ns), newest_first=True,
-                                          limit=1))
-        return found[0] if found else None
+        """Checkpoint ``checkpoint_id`` of ``ns`` (with its writes), or ``None``."""
+        key = checkpoint_key(ns, checkpoint_id)
+        self._take(self.view.rows(start=key, stop=f"{key}/{_LAST}"))
+        return self._rows.setdefault((ns, checkpoint_id), None)
 
     def namespaces(self) -> builtins.list[str]:
         return [row.item.ns for _, row in self.view.rows(prefix="n/")
@@ -102,23 +101,23 @@ class RowReader:
                admits: Callable[[LanggraphCheckpointData], bool]
                ) -> builtins.list[LanggraphCheckpointData]:
         """The checkpoints of ``ns`` older than ``before`` that ``admits`` takes, newest
-        first, at most ``limit``: read a page at a time."""
+        first, at most ``limit`` (with their writes, which come before each in the
+        range): read a page of rows at a time."""
         prefix = checkpoints_prefix(ns)
         stop = prefix + part(before) if before is not None else None
         out: builtins.list[LanggraphCheckpointData] = []
-        page: int | None = limit  # the first page as many as wanted (no filter: all)
-        while limit is None or len(out) < limit:
+        page = None if limit is None else _PAGE * limit
+        while True:
             rows = self.view.rows(prefix=prefix, stop=stop, newest_first=True, limit=page)
-            for d in self._keep(rows):
+            for d in self._take(rows):
                 if admits(d):
                     out.append(d)
                     if limit is not None and len(out) >= limit:
-                        break
+                        return out
             if page is None or len(rows) < page:
-                break
+                return out
             stop = rows[-1][0]
-            page = max(limit - len(out), _PAGE) if limit is not None else None
-        return out
+            page *= 4
 
     def select(self, only_ns: str | None, only_id: str | None, before: str | None,
                metadata: dict[str, Any] | None, limit: int | None
@@ -144,41 +143,7 @@ class RowReader:
         if limit is not None:
             del chosen[limit:]
         self.prefetch(chosen)
-        writes = self.writes(chosen)
-        return [(d, writes[(d.ns, d.id)]) for d in chosen]
-
-    # --- writes ---------------------------------------------------------------------
-
-    def writes(self, chosen: Sequence[LanggraphCheckpointData]
-               ) -> dict[tuple[str, str], builtins.list[StoredWrite]]:
-        """The pending writes of each of ``chosen``, by (namespace, id)."""
-        found: dict[tuple[str, str], builtins.list[StoredWrite]] = {
-            (d.ns, d.id): [] for d in chosen}
-        by_ns: dict[str, builtins.list[str]] = {}
-        for d in chosen:
-            by_ns.setdefault(d.ns, []).append(d.id)
-        for ns, ids in by_ns.items():
-            # A write row holds its checkpoint's id in its key only (escaped).
-            lists = {part(cid): found[(ns, cid)] for cid in ids}
-            if len(ids) > _RANGE:  # one key range from the oldest to the newest
-                self._writes(self.view.rows(start=writes_prefix(ns, min(ids)),
-                                            stop=writes_prefix(ns, max(ids)) + _LAST),
-                             lists)
-            else:
-                for cid in ids:
-                    self._writes(self.view.rows(prefix=writes_prefix(ns, cid)), lists)
-        return found
-
-    @staticmethod
-    def _writes(rows: Iterable[tuple[str, Row]],
-                lists: dict[str, builtins.list[StoredWrite]]) -> None:
-        for key, row in rows:
-            item = row.item
-            target = lists.get(key.split("/", 3)[2])
-            if target is not None and item.__class__ is WriteRow:
-                assert isinstance(item, WriteRow)
-                w = item.write
-                target.append((item.task_id, w.channel, w.value, item.task_path, w.idx))
+        return [(d, self._writes.get((part(d.ns), part(d.id)), [])) for d in chosen]
 
     # --- values ---------------------------------------------------------------------
 
@@ -197,7 +162,7 @@ class RowReader:
             missing = {(ns, cid) for ns, _, cid in frontier if (ns, cid) not in self._rows}
             if missing:
                 keys = [checkpoint_key(ns, cid) for ns, cid in missing]
-                self._keep(self.view.get_many(keys).items())
+                self._take(self.view.get_many(keys).items())
                 for key in missing:
                     self._rows.setdefault(key, None)
             following = set()
@@ -252,7 +217,10 @@ class RowReader:
         at ``version``; ``None`` when ``holder_id`` is."""
         if holder_id is None:
             return None
-        holder = self.checkpoint(d.ns, holder_id)
+        holder = self._rows.get((d.ns, holder_id))
+        if holder is None:  # not read yet (prefetch reads them): its row alone
+            row = self.view.get(checkpoint_key(d.ns, holder_id))
+            holder = self._take([("", row)])[0] if row is not None else None
         blob = holder.blobs.get(channel) if holder is not None else None
         if holder is None or blob is None or blob.version != version:
             self._damaged(d, channel, version, None)
