@@ -12,7 +12,9 @@ naming a checkpoint made before it is refused (a deleted thread is left holding 
 Values are what the saver's serializer gives (``serde.dumps_typed``): its type tag and
 its bytes, in base64. A list channel whose new value extends its previous one (the
 ``messages`` list under ``add_messages``) is stored as the elements it adds to an earlier
-value of the channel and that value's version (``TypedBlob.base``).
+value of the channel and that value's version (``TypedBlob.base``). A checkpoint names
+the checkpoints whose blobs hold its other values (``sources``), so that the
+``langgraph/checkpoints`` projection's readers follow ids.
 """
 
 from __future__ import annotations
