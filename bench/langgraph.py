@@ -9,8 +9,9 @@ chunks); then, from a fresh saver on the stored thread,
 ``get_tuple`` of the latest checkpoint and of a random one, and ``list`` (the newest 10,
 and all), the median of alternating rounds in milliseconds; then the bytes on disk. Each
 answer is checked equal to the peer's. The dsh saver is measured on its SQLite and its
-JSONL store; the targets (at least the peer's speed, at most half its size) are printed
-with each figure::
+JSONL store; the targets of issue 39 (at least the peer's speed, at most half its size,
+a fresh saver's first ``get_tuple`` within twice the peer's time) are printed with each
+ratio::
 
     python bench/langgraph.py                  # 10,000 checkpoints, a table
     python bench/langgraph.py --checkpoints 2000 --json
@@ -203,10 +204,13 @@ def main() -> None:
               f"{'ok' if put >= 1 else 'MISS'}")
         print(f"{name} size over the peer's  {size:6.2f}  target <= 0.5  "
               f"{'ok' if size <= 0.5 else 'MISS'}")
-        for what in ("get_tuple_latest", "get_tuple_random", "list_10", "list_all"):
+        for what in ("first_get_tuple", "get_tuple_latest", "get_tuple_random", "list_10",
+                     "list_all"):
             ratio = results[f"peer_{what}_ms"] / results[f"{name}_{what}_ms"]
-            print(f"{name} {what} speed over the peer's {ratio:6.2f}  target >= 1    "
-                  f"{'ok' if ratio >= 1 else 'MISS'}")
+            # A fresh saver's first read may take twice the peer's (it opens a store).
+            target = 0.5 if what == "first_get_tuple" else 1
+            print(f"{name} {what} speed over the peer's {ratio:6.2f}  target >= {target:<4}"
+                  f" {'ok' if ratio >= target else 'MISS'}")
 
 
 if __name__ == "__main__":

@@ -200,9 +200,12 @@ def test_a_forked_thread_finds_each_checkpoint_value_once(store_url: str) -> Non
         got = [t.checkpoint["channel_values"] for t in fresh.list(config("t"))]
         assert got == [{"config": "c", "n": i} for i in range(199, 0, -1)] + [
             {"config": "c", "n": -1}, {"config": "c", "n": 0}]
+        # A fresh saver reads the rows; one that holds the thread's index (a writer's)
+        # reads the index, alike.
         index = fresh._threads.read("t")
         assert index is not None
         assert "" in index.forked
+        assert [t.checkpoint["channel_values"] for t in fresh.list(config("t"))] == got
         # Each checkpoint's value of each channel found once, then known.
         assert len(index.found) <= 2 * len(index.checkpoints)
         before = dict(index.found)

@@ -3,18 +3,23 @@
 messages, ``interrupt()`` and ``interrupt_before`` resumed, forks from older
 checkpoints by ``update_state`` and by replay), the same on both savers; then every
 answer compared: ``get_tuple``, ``list`` and the graph's ``get_state_history`` and
-``get_state``, each from a fresh saver too. What each run mints is normalised: ids
+``get_state``, each from a fresh saver too, which reads the thread's projection rows
+(never folding its log) on every kind of store: JSONL, JSONL with zstd, SQLite,
+PostgreSQL, memory, and an encrypted one. What each run mints is normalised: ids
 (checkpoints, tasks, messages, interrupts: renamed by first appearance), channel
 versions (``SqliteSaver``'s ``"<n>.<random>"`` against the integer ``n``) and times."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import itertools
 import operator
+import os
 import re
 import sqlite3
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -36,6 +41,7 @@ from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, interrupt
 
+from dsh_session_core import DurableStore, Keyring, MemoryBackend, open_store
 from dsh_session_langgraph import DshCheckpointSaver, _deltas
 
 THREAD = "t"
@@ -208,7 +214,8 @@ def _answers(saver: BaseCheckpointSaver[Any], graph: CompiledStateGraph[Any, Any
 
 
 def _on(make: Callable[[], BaseCheckpointSaver[Any]], close: Callable[[Any], None],
-        kinds: list[str], before: list[int], ops: list[Op]) -> Any:
+        kinds: list[str], before: list[int], ops: list[Op],
+        check: Callable[[Any], None] = lambda saver: None) -> Any:
     names: dict[str, str] = {}
     saver = make()
     try:
@@ -220,9 +227,47 @@ def _on(make: Callable[[], BaseCheckpointSaver[Any]], close: Callable[[Any], Non
     fresh = make()  # a new saver reads the stored thread alike
     try:
         again = _answers(fresh, build(fresh, kinds, before))
+        check(fresh)
     finally:
         close(fresh)
     return plain({"outcomes": outcomes, "answers": answers, "fresh": again}, names)
+
+
+def _read_rows(fresh: DshCheckpointSaver) -> None:
+    """The fresh saver read the projection's rows: it folded no log (it holds no index
+    of the thread), and the store kept the rows current (it folds no event of its own)."""
+    assert not fresh._threads.held(THREAD)
+    if fresh.store.stored():
+        view = fresh.store.projection(THREAD, "langgraph/checkpoints")
+        assert view.folded == 0
+        assert view.covers == len(fresh.store.read(THREAD))
+
+
+_KEY = Keyring({"k1": bytes(range(32))})
+_DATABASES = itertools.count()
+
+
+@contextlib.contextmanager
+def _stores(kind: str, base: Path, request: pytest.FixtureRequest
+            ) -> Iterator[Callable[[], DshCheckpointSaver]]:
+    """A maker of savers, each on a store object of its own over one store of ``kind``."""
+    if kind == "memory":
+        backend = MemoryBackend()
+        yield lambda: DshCheckpointSaver(DurableStore(backend))
+    elif kind == "sealed":
+        yield lambda: DshCheckpointSaver(open_store(str(base / "dsh"), keys=_KEY))
+    elif kind == "postgresql":
+        databases = request.getfixturevalue("postgresql_databases")
+        with databases.database(f"lg_diff_{next(_DATABASES)}") as url:
+            yield lambda: DshCheckpointSaver(url)
+    else:
+        url = {"sqlite": f"sqlite:///{base / 'dsh.db'}", "jsonl": str(base / "dsh"),
+               "jsonl+zstd": f"jsonl+zstd:///{base / 'dsh'}"}[kind]
+        yield lambda: DshCheckpointSaver(url)
+
+
+_KINDS = ["sqlite", "jsonl", "jsonl+zstd", "memory", "sealed"] + (
+    ["postgresql"] if os.environ.get("DSH_SESSION_TEST_POSTGRESQL") else [])
 
 
 _OPS = st.lists(st.tuples(st.sampled_from(["send", "send", "resume", "resume", "update",
@@ -230,26 +275,27 @@ _OPS = st.lists(st.tuples(st.sampled_from(["send", "send", "resume", "resume", "
                           st.integers(0, 30)), min_size=1, max_size=7)
 
 
+@pytest.mark.parametrize("store", _KINDS)
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(kinds=st.lists(st.sampled_from(sorted(NODES)), min_size=1, max_size=3),
        before=st.lists(st.integers(0, 2), max_size=1), ops=_OPS,
-       store=st.sampled_from(["sqlite", "jsonl"]), radix=st.sampled_from([2, 8]),
-       pieces=st.sampled_from([2, 3, 32]))
+       radix=st.sampled_from([2, 8]), pieces=st.sampled_from([2, 3, 32]))
 def test_the_saver_answers_as_sqlite_saver_on_random_graphs_and_runs(
         kinds: list[str], before: list[int], ops: list[Op], store: str, radix: int,
-        pieces: int, monkeypatch: pytest.MonkeyPatch) -> None:
+        pieces: int, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+        ) -> None:
     # Short chains too (2 and 3 pieces at most): full values among the deltas within a
     # few steps; in base 2, deltas on earlier values than the last within a few steps.
     monkeypatch.setattr(_deltas, "RADIX", radix)
     monkeypatch.setattr(_deltas, "PIECES", pieces)
     with tempfile.TemporaryDirectory(prefix="dsh-lg-diff-") as tmp:
         base = Path(tmp)
-        url = f"sqlite:///{base / 'dsh.db'}" if store == "sqlite" else str(base / "dsh")
 
         def peer() -> SqliteSaver:
             return SqliteSaver(sqlite3.connect(base / "peer.db", check_same_thread=False))
 
         expected = _on(peer, lambda s: s.conn.close(), kinds, before, ops)
-        got = _on(lambda: DshCheckpointSaver(url), lambda s: s.close(), kinds, before, ops)
+        with _stores(store, base, request) as make:
+            got = _on(make, lambda s: s.store.close(), kinds, before, ops, _read_rows)
         assert got == expected

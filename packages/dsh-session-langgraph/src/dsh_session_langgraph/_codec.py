@@ -12,8 +12,9 @@ from __future__ import annotations
 __all__ = ["Codec"]
 
 import base64
+import pickle
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import msgspec
 from langchain_core.runnables import RunnableConfig
@@ -30,6 +31,34 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from ._deltas import Tail, full_tail, read_tail
 from ._index import StoredWrite, ThreadIndex
 from .events import LanggraphCheckpointData, TypedBlob
+
+
+class Chains(Protocol):
+    """What a read of a thread's checkpoints decodes from: the saver's
+    :class:`~._index.ThreadIndex`, or a :class:`~._rows.RowReader` of its rows."""
+
+    thread_id: str
+    #: (namespace, channel) -> the channel's tail, for a read that sets them.
+    tails: dict[tuple[str, str], Tail]
+
+    @property
+    def fresh(self) -> bool:
+        """Whether the checkpoints it gives are this read's own, handed out as they are
+        (else their fields are copied: the caller may change what it gets)."""
+        ...
+
+    def chain(self, d: LanggraphCheckpointData, channel: str) -> list[TypedBlob]:
+        """The blobs that make ``d``'s value of ``channel``, head first."""
+        ...
+
+
+#: The list pieces one read decoded, by the piece's ``id`` (with the piece, so that the
+#: id stays its own), pickled: the checkpoints ``list`` gives share their chains'
+#: pieces, and a piece is deserialized once for all of them, each of the others given a
+#: copy of its own (unpickled: a few times faster than LangGraph's serializer, and no
+#: value shares an element with another). ``None``: a piece pickle cannot copy.
+Shared = dict[int, tuple[TypedBlob, bytes | None]]
+
 
 #: The checkpoint's keys that have fields of their own in the payload.
 _FIELDS = frozenset({"v", "id", "ts", "channel_values", "channel_versions",
@@ -149,17 +178,19 @@ class Codec:
                     tail.then(blob, value) if tail is not None and blob.base is not None
                     else full_tail(blob, value))
 
-    def channel_values(self, index: ThreadIndex, d: LanggraphCheckpointData,
-                       tails: bool = False) -> dict[str, Any]:
+    def channel_values(self, index: Chains, d: LanggraphCheckpointData,
+                       tails: bool = False, shared: Shared | None = None
+                       ) -> dict[str, Any]:
         """The values of ``d``'s channels, each from the blob of its version (joined
         with its chain's when it is a delta); with ``tails``, its list values become
-        their channels' tails (``d`` is the checkpoint a graph goes on from)."""
+        their channels' tails (``d`` is the checkpoint a graph goes on from); with
+        ``shared``, the list pieces already decoded there are not decoded again."""
         values: dict[str, Any] = {}
         for channel in d.channel_versions:
             pieces = index.chain(d, channel)
             if not pieces or pieces[0].type == "empty":
                 continue
-            value, counts = self._joined(pieces)
+            value, counts = self._joined(pieces, shared)
             values[channel] = value
             if tails and value.__class__ is list:
                 tail = read_tail(pieces, counts, value)
@@ -174,42 +205,69 @@ class Codec:
         the elements each delta adds."""
         return self._joined(pieces)[0]
 
-    def _joined(self, pieces: Sequence[TypedBlob]) -> tuple[Any, list[int]]:
+    def _joined(self, pieces: Sequence[TypedBlob], shared: Shared | None = None
+                ) -> tuple[Any, list[int]]:
         """:meth:`joined`, and how many elements each piece holds (head first)."""
         if len(pieces) == 1:
-            value = self.value(pieces[0])
+            value = self._piece(pieces[0], shared)
             return value, [len(value) if value.__class__ is list else 0]
-        value = list(self.value(pieces[-1]))
+        value = list(self._piece(pieces[-1], shared))
         counts = [len(value)]
         for piece in reversed(pieces[:-1]):
-            added = self.value(piece)
+            added = self._piece(piece, shared)
             value.extend(added)
             counts.append(len(added))
         return value, counts[::-1]
+
+    def _piece(self, piece: TypedBlob, shared: Shared | None) -> Any:
+        """A piece's value, of its own; a list deserialized once per ``shared``, then
+        copied."""
+        if shared is None:
+            return self.value(piece)
+        found = shared.get(id(piece))
+        if found is not None and found[0] is piece and found[1] is not None:
+            return pickle.loads(found[1])  # this read's own pickle
+        value = self.value(piece)
+        if found is None and value.__class__ is list:
+            try:
+                copy: bytes | None = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:  # not picklable: deserialized each time
+                copy = None
+            shared[id(piece)] = (piece, copy)
+        return value
 
     def pending(self, writes: Iterable[StoredWrite]) -> list[PendingWrite]:
         """The writes in ``writes_sort_key`` order, as ``(task_id, channel, value)``."""
         ordered = sorted(writes, key=lambda w: writes_sort_key(w[3], w[0], w[4]))
         return [(task, channel, self.value(value)) for task, channel, value, _, _ in ordered]
 
-    def checkpoint_tuple(self, index: ThreadIndex, d: LanggraphCheckpointData,
-                         writes: Iterable[StoredWrite], tails: bool = False
-                         ) -> CheckpointTuple:
-        checkpoint: dict[str, Any] = {
-            "v": d.v, "id": d.id, "ts": d.ts,
-            "channel_values": self.channel_values(index, d, tails),
-            "channel_versions": dict(d.channel_versions),
-            "versions_seen": {k: dict(v) for k, v in d.versions_seen.items()},
-            "updated_channels": (list(d.updated_channels)
-                                 if d.updated_channels is not None else None),
-        }
+    def checkpoint_tuple(self, index: Chains, d: LanggraphCheckpointData,
+                         writes: Iterable[StoredWrite], tails: bool = False,
+                         shared: Shared | None = None) -> CheckpointTuple:
+        """``d`` as LangGraph reads it; ``shared``: as :meth:`channel_values`."""
+        values = self.channel_values(index, d, tails, shared)
+        if index.fresh:
+            checkpoint: dict[str, Any] = {
+                "v": d.v, "id": d.id, "ts": d.ts, "channel_values": values,
+                "channel_versions": d.channel_versions, "versions_seen": d.versions_seen,
+                "updated_channels": d.updated_channels}
+            metadata: Any = d.metadata
+        else:
+            checkpoint = {
+                "v": d.v, "id": d.id, "ts": d.ts, "channel_values": values,
+                "channel_versions": dict(d.channel_versions),
+                "versions_seen": {k: dict(v) for k, v in d.versions_seen.items()},
+                "updated_channels": (list(d.updated_channels)
+                                     if d.updated_channels is not None else None),
+            }
+            metadata = _copy(d.metadata)
         if d.extra is not None:
             checkpoint.update(cast(Mapping[str, Any], self.value(d.extra)))
         tid = index.thread_id
         return CheckpointTuple(
             config=config_of(tid, d.ns, d.id),
             checkpoint=cast(Checkpoint, checkpoint),
-            metadata=cast(CheckpointMetadata, _copy(d.metadata)),
+            metadata=cast(CheckpointMetadata, metadata),
             parent_config=config_of(tid, d.ns, d.parent_id) if d.parent_id else None,
             pending_writes=self.pending(writes),
         )

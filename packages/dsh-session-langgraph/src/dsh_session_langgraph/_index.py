@@ -44,6 +44,11 @@ BlobKey = tuple[str, str, object]
 Found = tuple[TypedBlob | None, LanggraphCheckpointData | None]
 
 
+#: The event classes and types :meth:`ThreadIndex.fold` reads.
+_PLUGIN = frozenset({LanggraphCheckpoint, LanggraphWrites, LanggraphRemoved})
+_CORE = frozenset({"turn/start", "tool/call"})
+
+
 def _before(held: object, version: object) -> bool:
     """Whether a checkpoint holding ``held`` of a channel comes before ``version`` was
     made (versions grow along a chain); ``False`` when they do not compare."""
@@ -71,6 +76,8 @@ class ThreadIndex:
     #: (ns, channel, version) -> the blob of that channel's value at that version (the
     #: last stored, when branches made the same version).
     blobs: dict[BlobKey, TypedBlob] = field(default_factory=dict)
+    #: (ns, channel, version) -> the id of the checkpoint that wrote ``blobs``' blob.
+    makers: dict[BlobKey, str] = field(default_factory=dict)
     #: The namespaces whose checkpoints do not form one chain (see the module's
     #: docstring): a checkpoint stored whose parent was not the namespace's latest.
     forked: set[str] = field(default_factory=set)
@@ -95,12 +102,21 @@ class ThreadIndex:
     #: plugin event (a rewrite under way: writers wait), else None.
     rewriting: float | None = None
 
+    @property
+    def fresh(self) -> bool:
+        """``False``: what a read gives of the index is copied (it outlives the read)."""
+        return False
+
     def fold(self, events: Iterable[Event]) -> None:
         """Fold ``events``, the log's next ones, in order."""
-        for event in events:
-            self._see(event)
-            self.folded = event.seq + 1
-            self.last = event
+        last = None
+        for event in events:  # most events are none of these: passed over cheaply
+            last = event
+            if event.__class__ in _PLUGIN or event.type in _CORE:
+                self._see(event)
+        if last is not None:
+            self.folded = last.seq + 1
+            self.last = last
 
     def continues(self, events: Sequence[Event]) -> bool:
         """Whether ``events`` (a log from its start) still holds what was folded, so
@@ -134,6 +150,11 @@ class ThreadIndex:
         ``start``'s ancestry (``None`` when found by version alone)."""
         key = (ns, channel, version)
         if start is None or ns not in self.forked:
+            # Its own first: a version stored again (by a caller's put, as LangGraph
+            # does not) names the blob of each checkpoint that wrote it there.
+            own = start.blobs.get(channel) if start is not None else None
+            if own is not None and own.version == version:
+                return own, start
             return self.blobs.get(key), None
         d = start  # up to the checkpoint holding ``version`` (a delta's base: not far)
         while d.channel_versions.get(channel) != version:
@@ -144,6 +165,42 @@ class ThreadIndex:
                 return self.blobs.get(key), None
             d = parent
         return self._own(d, channel)
+
+    def writer(self, ns: str, channel: str, version: object,
+               start: LanggraphCheckpointData | None) -> str | None:
+        """The id of the checkpoint whose blob :meth:`blob` finds; ``None``: no value."""
+        blob, by = self.held(ns, channel, version, start)
+        if blob is None:
+            return None
+        return by.id if by is not None else self.makers.get((ns, channel, version))
+
+    def sources(self, d: LanggraphCheckpointData) -> dict[str, str]:
+        """``d.sources`` (see :class:`~.events.LanggraphCheckpointData`) for ``d``, a
+        checkpoint about to be stored: where this index finds each of its values that
+        ``d``'s blobs do not hold (and each delta's base), by checkpoint id. Found from
+        ``d``'s parent, whose ancestry is ``d``'s: before ``d`` is stored, a namespace
+        that ``d`` forks is still one chain, where a version names one blob."""
+        parent = (self.checkpoints.get((d.ns, d.parent_id)) if d.parent_id is not None
+                  else None)
+        out: dict[str, str] = {}
+        for channel, version in d.channel_versions.items():
+            own = d.blobs.get(channel)
+            if own is not None and own.version == version:
+                if own.base is None:
+                    continue
+                found = self.writer(d.ns, channel, own.base, parent)
+            elif parent is not None:
+                if parent.channel_versions.get(channel) != version:
+                    continue  # made by ``d`` with no value
+                found = self.writer(d.ns, channel, version, parent)
+            elif d.parent_id is not None:  # its parent removed (a rewrite): by version
+                key = (d.ns, channel, version)
+                found = self.makers.get(key) if key in self.blobs else None
+            else:
+                continue
+            if found is not None:
+                out[channel] = found
+        return out
 
     def _own(self, d: LanggraphCheckpointData, channel: str) -> Found:
         """The blob of ``channel`` at ``d``'s own version, by its ancestry: written by
@@ -216,6 +273,7 @@ class ThreadIndex:
             self.checkpoints[key] = d
             for channel, blob in d.blobs.items():
                 self.blobs[(d.ns, channel, blob.version)] = blob
+                self.makers[(d.ns, channel, blob.version)] = d.id
             self.messages.update(d.recorded)
             self.rewriting = None
         elif isinstance(event, LanggraphWrites):

@@ -63,6 +63,10 @@ class Threads:
     def stored(self, thread_id: str) -> bool:
         return self.store.backend.tail_lines(thread_id, 0) is not None
 
+    def held(self, thread_id: str) -> bool:
+        """Whether this saver holds the thread's index (it wrote or folded the thread)."""
+        return thread_id in self._indexes
+
     def forget(self, thread_id: str) -> None:
         """Drop what is known of the thread (its log was deleted or rewritten)."""
         self._indexes.pop(thread_id, None)

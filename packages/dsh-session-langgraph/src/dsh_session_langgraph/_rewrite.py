@@ -116,6 +116,7 @@ def _write_kept(session: Session, new: ThreadIndex, old: ThreadIndex, codec: Cod
     found = (new_messages(new, codec.joined(old.chain(d, "messages")))
              if d.ns == "" and "messages" in blobs else [])
     data = msgspec.structs.replace(d, blobs=blobs, recorded=[m.id for m in found])
+    data = msgspec.structs.replace(data, sources=new.sources(data))
     write_turn(session, new, "langgraph/checkpoint", data, found)
     written = new.checkpoints[(d.ns, d.id)].blobs
     for ch, held in carried.items():

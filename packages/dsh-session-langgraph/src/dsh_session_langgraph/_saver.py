@@ -13,6 +13,7 @@ __all__ = ["DshCheckpointSaver"]
 import asyncio
 import bisect
 import builtins
+import contextlib
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
@@ -30,13 +31,15 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from dsh_session_core import DurableStore, PersistenceError, open_store
-from dsh_session_core.errors import SessionForkError
+from dsh_session_core.errors import SessionForkError, UnknownProjectionError
 
-from ._codec import Codec, config_of
+from ._codec import Chains, Codec, Shared, config_of
 from ._index import StoredWrite, ThreadIndex
 from ._lease import Threads, Writing, retrying
 from ._messages import new_messages, write_turn
+from ._projection import CHECKPOINTS
 from ._rewrite import Keep, rewrite
+from ._rows import RowReader, Stash, Unfollowable, adopt, stash
 from .errors import CheckpointConflictError, UnknownCheckpointError
 from .events import (
     LanggraphCheckpoint,
@@ -50,7 +53,7 @@ DEFAULT_LOCK_TIMEOUT = 30.0
 #: How long a write keeps the thread's writer lock for the next one (docs/langgraph.md).
 DEFAULT_IDLE_WINDOW = 0.25
 
-_Candidate = tuple[ThreadIndex, LanggraphCheckpointData, list[StoredWrite]]
+_Candidate = tuple[Chains, LanggraphCheckpointData, list[StoredWrite]]
 
 
 def _ids(config: RunnableConfig) -> tuple[str, str, str | None]:
@@ -90,6 +93,8 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
         self.store: DurableStore = store if isinstance(store, DurableStore) else open_store(store)
         self._codec = Codec(self.serde)
         self._threads = Threads(self.store, lock_timeout, idle_window)
+        #: The tails row reads made, by thread, until a write's index takes them.
+        self._stashed: dict[str, Stash] = {}
 
     # --- writes ---------------------------------------------------------------------
 
@@ -103,14 +108,15 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
             ns == "" and "messages" in new_versions) else None
         with self._threads.locked(tid), self._threads.writing(tid, create=True) as w:
             assert w is not None
+            self._adopt(tid, w.index)
             _check_parent(w, tid, ns, parent, checkpoint["id"])
             # Encoded here, on the index as the log holds it: a list value extending
             # the parent's is stored as what it adds (._codec).
             data, planned = self._codec.checkpoint_data(w.index, ns, parent, checkpoint,
                                                         serializable, new_versions)
             found = new_messages(w.index, messages) if messages is not None else []
-            if found:
-                data = msgspec.structs.replace(data, recorded=[m.id for m in found])
+            data = msgspec.structs.replace(data, recorded=[m.id for m in found],
+                                           sources=w.index.sources(data))
             write_turn(w.session, w.index, "langgraph/checkpoint", data, found)
             self._codec.keep_tails(w.index, ns, checkpoint, planned)
         return config_of(tid, ns, checkpoint["id"])
@@ -132,6 +138,7 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
         # stored, unless the id is one a rewrite removed (a late write).
         with self._threads.locked(tid), self._threads.writing(tid, create=True) as w:
             assert w is not None
+            self._adopt(tid, w.index)
             if (ns, cid) not in w.index.checkpoints and w.index.removed(cid):
                 raise _unknown(tid, ns, cid, "put_writes")
             table = w.index.writes.get((ns, cid), {})
@@ -148,6 +155,21 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint the config names, or its namespace's latest."""
         tid, ns, cid = _ids(config)
+        with self._threads.locked(tid):
+            reader = self._reader(tid)
+            picked = None
+            if reader is not None:
+                with contextlib.suppress(Unfollowable):
+                    picked = reader.select(ns, cid, None, None, 1)
+        if reader is not None and picked is not None:
+            if not picked:
+                return None
+            row, row_writes = picked[0]
+            # The checkpoint a graph goes on from: its lists are the tails its next put
+            # extends (kept until a write folds the thread).
+            found = self._codec.checkpoint_tuple(reader, row, row_writes, tails=True)
+            stash(self._stashed.setdefault(tid, {}), row, reader.tails)
+            return found
         with self._threads.locked(tid):
             index = self._threads.read(tid)
             if index is None:
@@ -167,8 +189,9 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
         """The checkpoints of the config's thread (every thread's without one), of its
         namespace when it names one, newest first; only those whose metadata holds
         ``filter``'s items, older than ``before``'s checkpoint, at most ``limit``."""
+        shared: Shared = {}  # the pieces a value shares with the others' decoded once
         for index, d, writes in self._candidates(config, filter, before, limit):
-            yield self._codec.checkpoint_tuple(index, d, writes)
+            yield self._codec.checkpoint_tuple(index, d, writes, shared=shared)
 
     def _candidates(self, config: RunnableConfig | None, filter: dict[str, Any] | None,
                     before: RunnableConfig | None, limit: int | None
@@ -184,6 +207,15 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
         found: builtins.list[tuple[str, _Candidate]] = []
         for tid in tids:
             with self._threads.locked(tid):
+                reader = self._reader(tid)
+                if reader is not None:
+                    try:
+                        chosen = reader.select(only_ns, only_id, bound, filter, limit)
+                    except Unfollowable:
+                        pass
+                    else:
+                        found.extend((d.id, (reader, d, writes)) for d, writes in chosen)
+                        continue
                 index = self._threads.read(tid)
                 if index is None:
                     continue
@@ -262,12 +294,45 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
         tids = []
         for header in self.store.stored():
             with self._threads.locked(header.id):
+                reader = self._reader(header.id)
+                if reader is not None:
+                    with contextlib.suppress(Unfollowable):
+                        if any(reader.newest(ns, None, 1, lambda d: d.metadata.get("run_id")
+                                             in runs) for ns in reader.namespaces()):
+                            tids.append(header.id)
+                        continue
                 index = self._threads.read(header.id)
             if index is not None and any(d.metadata.get("run_id") in runs
                                          for d in index.checkpoints.values()):
                 tids.append(header.id)
         self._remove(tids, "delete_for_runs",
                      lambda index, d: d.metadata.get("run_id") not in runs)
+
+    # --- which way a read goes ------------------------------------------------------
+
+    def _reader(self, tid: str) -> RowReader | None:
+        """A reader of the thread's rows, or ``None`` when the index is read instead:
+        this saver holds the thread's index (it wrote it: the index is current after
+        folding what others stored since), the store keeps no rows of the thread (its
+        backend keeps none, or the thread was stored before the projection existed and
+        not written since: the index folds the log once for the calls to come), the
+        store does not know the projection, or the thread is not stored (the index's
+        read says so). Call it holding ``locked(tid)``."""
+        if self._threads.held(tid) or self.store.capabilities.projecting is None:
+            return None
+        try:
+            view = self.store.projection(tid, CHECKPOINTS.name)
+        except (UnknownProjectionError, PersistenceError):
+            return None
+        if view.folded and view.folded >= view.covers:  # no rows: the log was folded
+            return None
+        return RowReader(tid, view)
+
+    def _adopt(self, tid: str, index: ThreadIndex) -> None:
+        """Give a writer's index the tails this saver's row reads of the thread made."""
+        kept = self._stashed.pop(tid, None)
+        if kept:
+            adopt(index, kept)
 
     def _remove(self, tids: builtins.list[str], reason: str, keep: Keep) -> None:
         """Rewrite each thread without the checkpoints ``keep`` is false of (decided
@@ -294,8 +359,10 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
                     filter: dict[str, Any] | None = None, before: RunnableConfig | None = None,
                     limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
         found = await asyncio.to_thread(self._candidates, config, filter, before, limit)
+        shared: Shared = {}
         for index, d, writes in found:
-            yield await asyncio.to_thread(self._codec.checkpoint_tuple, index, d, writes)
+            yield await asyncio.to_thread(self._codec.checkpoint_tuple, index, d, writes,
+                                          False, shared)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await asyncio.to_thread(self.delete_thread, thread_id)

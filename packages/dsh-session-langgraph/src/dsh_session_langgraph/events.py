@@ -12,7 +12,9 @@ naming a checkpoint made before it is refused (a deleted thread is left holding 
 Values are what the saver's serializer gives (``serde.dumps_typed``): its type tag and
 its bytes, in base64. A list channel whose new value extends its previous one (the
 ``messages`` list under ``add_messages``) is stored as the elements it adds to an earlier
-value of the channel and that value's version (``TypedBlob.base``).
+value of the channel and that value's version (``TypedBlob.base``). A checkpoint names
+the checkpoints whose blobs hold its other values (``sources``), so that the
+``langgraph/checkpoints`` projection's readers follow ids.
 """
 
 from __future__ import annotations
@@ -66,7 +68,15 @@ class LanggraphCheckpointData(_Payload, kw_only=True, frozen=True):
     and the blobs of the channels this checkpoint wrote (by channel name). ``extra``
     holds any other key of the checkpoint (serialized), should LangGraph add one;
     ``recorded`` the ids of the LangChain messages of its ``messages`` channel that
-    the core message events after it record (those not recorded before)."""
+    the core message events after it record (those not recorded before).
+
+    ``sources`` says where a reader finds what is not in ``blobs``, by channel: for a
+    channel holding a value this checkpoint does not write, the checkpoint whose blob
+    holds it; for a delta it writes, the checkpoint whose blob holds the delta's base.
+    (LangGraph's integer versions repeat across the branches of a fork: a version alone
+    does not name a blob.) So a checkpoint's value is read by following ids, never by
+    walking its ancestry (the ``langgraph/checkpoints`` projection's readers do). A
+    log written before it existed holds ``None``: its readers fold the log."""
 
     ns: str
     id: str
@@ -80,6 +90,7 @@ class LanggraphCheckpointData(_Payload, kw_only=True, frozen=True):
     blobs: dict[str, TypedBlob]
     extra: TypedBlob | None = None
     recorded: list[str] = []
+    sources: dict[str, str] | None = None
 
 
 class LanggraphCheckpoint(Event, tag="langgraph/checkpoint", frozen=True):

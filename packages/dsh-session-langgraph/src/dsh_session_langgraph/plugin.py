@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from dsh_session_core import EventSpec, hookimpl
+from dsh_session_core.projections import Projection
 
 from .events import LanggraphCheckpoint, LanggraphRemoved, LanggraphWrites
 
@@ -18,3 +19,14 @@ def register_event_types() -> Iterable[EventSpec]:
     """
     return (EventSpec(LanggraphCheckpoint), EventSpec(LanggraphWrites),
             EventSpec(LanggraphRemoved))
+
+
+@hookimpl
+def register_projections() -> Iterable[Projection]:
+    """Declare ``langgraph/checkpoints``, the checkpoints and writes kept beside the log.
+
+    :returns: the plugin's one projection.
+    """
+    from ._projection import CHECKPOINTS
+
+    return (CHECKPOINTS,)
