@@ -181,7 +181,7 @@ ENTRY_POINT_HOOKS = {
     "dsh_session_todo": {"register_event_types"},
     "dsh_session_adk": {"register_event_types", "hide_session", "label_session",
                         "session_labels"},
-    "dsh_session_langgraph": {"register_event_types"},
+    "dsh_session_langgraph": {"register_event_types", "register_projections"},
     "dsh_session_pydantic_ai": {"register_event_types"},
     # The viewer and the demo add commands only (view, export --html; demo).
     "dsh_session_view": {"register_commands"},

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dsh_session_core import Session, open_store
@@ -45,6 +45,11 @@ ops = st.lists(st.one_of(
 
 @settings(max_examples=40, deadline=None)
 @given(ops)
+# Two calls of one id, the second popped: the output answers the first (found by this
+# test: the pop forgot both).
+@example([("add", [2, 2]), ("pop", None), ("add", [3])])
+# An output popped: its call is open again, and the next output answers it.
+@example([("add", [2, 3]), ("pop", None), ("add", [3])])
 def test_derived_messages_are_the_items_conversation(tmp_path_factory: Any,
                                                      steps: list[Any]) -> None:
     url = str(tmp_path_factory.mktemp("h") / "logs")

@@ -7,12 +7,12 @@ checkpoint and its writes by a key range, a namespace's newest with theirs by a
 descending one, and each value by the ids of its ``sources`` (the checkpoint rows that
 hold its blob, and its delta chain's), fetched together level by level and kept for
 the call. A checkpoint stored before ``sources`` existed (``None``) cannot be followed: the
-reader raises :class:`Unfollowable` and the saver folds the log instead.
+reader raises :class:`_Unfollowable` and the saver folds the log instead.
 """
 
 from __future__ import annotations
 
-__all__ = ["RowReader", "Stash", "Unfollowable", "adopt", "stash"]
+__all__ = ["RowReader", "Stash", "_Unfollowable", "adopt", "stash"]
 
 import builtins
 import dataclasses
@@ -43,7 +43,7 @@ _LAST = "\U0010ffff"
 _PAGE = 2
 
 
-class Unfollowable(Exception):  # a signal to the saver, never raised out
+class _Unfollowable(Exception):  # a signal to the saver, never raised out
     """A row the reader cannot follow (stored before ``sources`` existed): fold the log."""
 
 
@@ -127,7 +127,7 @@ class RowReader:
         ``only_id``), older than ``before``, whose metadata holds ``metadata``'s items,
         newest first, at most ``limit``; each with its writes, its values' rows read.
 
-        :raises Unfollowable: a value's rows cannot be followed (fold the log).
+        :raises _Unfollowable: a value's rows cannot be followed (fold the log).
         """
         def admits(d: LanggraphCheckpointData) -> bool:
             return not metadata or all(d.metadata.get(k) == v for k, v in metadata.items())
@@ -172,7 +172,7 @@ class RowReader:
                 blob = holder.blobs.get(channel) if holder is not None else None
                 if holder is not None and blob is not None and blob.base is not None:
                     if holder.sources is None:
-                        raise Unfollowable
+                        raise _Unfollowable
                     src = holder.sources.get(channel)
                     if src is not None and (ns, channel, src) not in seen:
                         following.add((ns, channel, src))
@@ -186,7 +186,7 @@ class RowReader:
         if own is not None and own.version == version:
             return d.id
         if d.sources is None:
-            raise Unfollowable
+            raise _Unfollowable
         return d.sources.get(channel)
 
     def chain(self, d: LanggraphCheckpointData, channel: str) -> builtins.list[TypedBlob]:
@@ -194,7 +194,7 @@ class RowReader:
         :meth:`ThreadIndex.chain <._index.ThreadIndex.chain>` gives them.
 
         :raises PersistenceError: a row the chain needs is missing (a damaged log).
-        :raises Unfollowable: a checkpoint of the chain was stored without ``sources``.
+        :raises _Unfollowable: a checkpoint of the chain was stored without ``sources``.
         """
         version: Any = d.channel_versions.get(channel)
         holder = self._hold(d, channel, self._next(d, channel, version), version)
@@ -204,7 +204,7 @@ class RowReader:
         walked = {holder.id}
         while (base := pieces[-1].base) is not None:
             if holder.sources is None:
-                raise Unfollowable
+                raise _Unfollowable
             holder = self._hold(d, channel, holder.sources.get(channel), base)
             if holder is None or holder.id in walked:  # no base, or a loop
                 self._damaged(d, channel, pieces[-1].version, base)

@@ -39,7 +39,7 @@ from ._lease import Threads, Writing, retrying
 from ._messages import new_messages, write_turn
 from ._projection import CHECKPOINTS
 from ._rewrite import Keep, rewrite
-from ._rows import RowReader, Stash, Unfollowable, adopt, stash
+from ._rows import RowReader, Stash, _Unfollowable, adopt, stash
 from .errors import CheckpointConflictError, UnknownCheckpointError
 from .events import (
     LanggraphCheckpoint,
@@ -159,7 +159,7 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
             reader = self._reader(tid)
             picked = None
             if reader is not None:
-                with contextlib.suppress(Unfollowable):
+                with contextlib.suppress(_Unfollowable):
                     picked = reader.select(ns, cid, None, None, 1)
         if reader is not None and picked is not None:
             if not picked:
@@ -211,7 +211,7 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
                 if reader is not None:
                     try:
                         chosen = reader.select(only_ns, only_id, bound, filter, limit)
-                    except Unfollowable:
+                    except _Unfollowable:
                         pass
                     else:
                         found.extend((d.id, (reader, d, writes)) for d, writes in chosen)
@@ -296,7 +296,7 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
             with self._threads.locked(header.id):
                 reader = self._reader(header.id)
                 if reader is not None:
-                    with contextlib.suppress(Unfollowable):
+                    with contextlib.suppress(_Unfollowable):
                         if any(reader.newest(ns, None, 1, lambda d: d.metadata.get("run_id")
                                              in runs) for ns in reader.namespaces()):
                             tids.append(header.id)

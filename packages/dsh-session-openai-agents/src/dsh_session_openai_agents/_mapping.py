@@ -342,12 +342,13 @@ class _Writer:
             session.append("tool/call", {"turn": self.turn, "step": self.step,
                                          "callId": block.id, "name": block.name,
                                          "arguments": block.arguments})
-            calls[block.id] = session.events[-1].seq
         elif kind == "output":
             call_id = item["call_id"]
-            seq = calls.pop(call_id, None)
-            if seq is None:
+            self.index.update()  # the calls this batch recorded (folded, not set here)
+            open_seqs = calls.open.get(call_id)
+            if not open_seqs:
                 return  # an output of no recorded call: kept as the item only
+            seq = open_seqs[-1]  # the newest (the SDK does not keep call ids unique)
             if self.step is None:
                 self.open_step()
             output = item.get("output")
@@ -444,7 +445,8 @@ def _finish(index: _LogIndex, items: Sequence[Any], wrapper: Any, runs: Runs,
     (max turns, an error) and :func:`end_open_turn` closes it later."""
     index.update()
     session, turn = index.session, writer.turn
-    open_calls = [call_id for call_id, seq in index.calls.items() if seq > index.turn_seq]
+    open_calls = [call_id for call_id, seqs in index.calls.open.items()
+                  if seqs[-1] > index.turn_seq]
     if not open_calls and _kind(items[-1]) == "assistant":
         reason: dict[str, Any] = {"kind": "completed"}
     elif open_calls and _pending_approval(wrapper, open_calls):

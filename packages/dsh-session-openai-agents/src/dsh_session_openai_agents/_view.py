@@ -5,8 +5,9 @@ also follows the open tool calls the mapping answers)."""
 
 from __future__ import annotations
 
-__all__ = ["VIEW_TYPES", "fold_items", "stored_view", "tail_view"]
+__all__ = ["VIEW_TYPES", "OpenCalls", "fold_items", "stored_view", "tail_view"]
 
+import bisect
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
@@ -18,24 +19,75 @@ from dsh_session_core.events import StepEnd, StepStart, ToolCall, ToolResult, Tu
 from .events import AgentsClear, AgentsItem, AgentsPop
 
 
-def _advance(events: Iterable[Event], items: list[AgentsItem], calls: dict[str, int]) -> None:
+class OpenCalls:
+    """The tool calls of a log no ``tool/result`` answers yet, as the item view has
+    them. The SDK does not keep call ids unique, and ``pop_item`` may take back a call
+    or an output, so each id keeps a list: ``open``, the seqs of its open ``tool/call``
+    events (oldest first), and ``answered``, (``tool/result`` seq, ``tool/call`` seq)
+    pairs, so that popping an output opens its call again."""
+
+    __slots__ = ("answered", "open")
+
+    def __init__(self) -> None:
+        self.open: dict[str, list[int]] = {}
+        self.answered: dict[str, list[tuple[int, int]]] = {}
+
+    def call(self, call_id: str, seq: int) -> None:
+        self.open.setdefault(call_id, []).append(seq)
+
+    def answer(self, call_id: str, result_seq: int) -> None:
+        """The newest open call of ``call_id`` answered by the result at ``result_seq``."""
+        seqs = self.open.get(call_id)
+        if not seqs:
+            return
+        self.answered.setdefault(call_id, []).append((result_seq, seqs.pop()))
+        if not seqs:
+            del self.open[call_id]
+
+    def withdraw(self, item: Any, item_seq: int) -> None:
+        """Undo what the popped item at ``item_seq`` recorded: a ``function_call``'s
+        call is no longer open (an output added later answers nothing); a
+        ``function_call_output``'s call is open again. Each found as the first of its
+        id recorded after the item (none: the item recorded nothing)."""
+        if not isinstance(item, Mapping) or not isinstance(call_id := item.get("call_id"), str):
+            return
+        kind = item.get("type")
+        if kind == "function_call":
+            seqs = self.open.get(call_id)
+            at = next((i for i, seq in enumerate(seqs or ()) if seq > item_seq), None)
+            if seqs is not None and at is not None:
+                del seqs[at]
+                if not seqs:
+                    del self.open[call_id]
+        elif kind == "function_call_output":
+            pairs = self.answered.get(call_id)
+            at = next((i for i, (result, _) in enumerate(pairs or ()) if result > item_seq),
+                      None)
+            if pairs is not None and at is not None:
+                _, call_seq = pairs.pop(at)
+                bisect.insort(self.open.setdefault(call_id, []), call_seq)
+
+    def clear(self) -> None:
+        self.open.clear()
+        self.answered.clear()
+
+
+def _advance(events: Iterable[Event], items: list[AgentsItem], calls: OpenCalls) -> None:
     """Fold ``events`` into the item view (``items``: the ``agents/item`` events it
-    holds) and the open tool calls (``calls``: the seq of each ``tool/call`` no
-    ``tool/result`` answers yet, by call id)."""
+    holds) and the open tool calls (``calls``)."""
     for event in events:  # by exact class: a reload folds every event of the log
         cls = event.__class__
         if cls is AgentsItem:
             items.append(event)  # type: ignore[arg-type]  # its class says so
         elif cls is ToolCall:
-            calls[event.data.call_id] = event.seq
+            calls.call(event.data.call_id, event.seq)
         elif cls is ToolResult:
-            calls.pop(event.data.call_id, None)
+            calls.answer(event.data.call_id, event.seq)
         elif cls is AgentsPop:
             if items and items[-1].seq == event.data.item_seq:
-                popped = items.pop().data.item
-                if isinstance(popped, Mapping) and popped.get("type") == "function_call":
-                    # Out of the SDK's history: an output added later answers nothing.
-                    calls.pop(popped.get("call_id"), None)  # type: ignore[arg-type]
+                popped = items.pop()
+                # Out of the SDK's history: what the item recorded is taken back.
+                calls.withdraw(popped.data.item, popped.seq)
         elif cls is AgentsClear:
             items.clear()
             calls.clear()
@@ -76,7 +128,7 @@ def stored_view(lines: list[bytes]) -> list[Any] | None:
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         return None
     items: list[AgentsItem] = []
-    _advance(events, items, {})
+    _advance(events, items, OpenCalls())
     return [event.data.item for event in items]
 
 
@@ -116,7 +168,7 @@ def fold_items(events: Iterable[Event]) -> list[tuple[int, Any]]:
     ``agents/item`` in order, less what ``agents/pop`` took off the end and what
     ``agents/clear`` emptied. The items are fresh plain JSON values."""
     items: list[AgentsItem] = []
-    _advance(events, items, {})
+    _advance(events, items, OpenCalls())
     return list(zip([event.seq for event in items], _items(items), strict=True))
 
 
@@ -139,7 +191,7 @@ class _LogIndex:
         """Forget what was folded: the next :meth:`update` folds the whole log."""
         self.scanned = 0
         self.items: list[AgentsItem] = []
-        self.calls: dict[str, int] = {}
+        self.calls = OpenCalls()
         #: The open turn's number (``None`` when the last turn ended), the highest turn
         #: number, the open step's number, how many steps the open turn has, and the
         #: seq of the open turn's ``turn/start``.
