@@ -154,10 +154,11 @@ class LanggraphRemoved(Event, tag="langgraph/removed", frozen=True):
 
 class LanggraphResumeData(_Payload, kw_only=True, frozen=True):
     """The value a ``Command(resume=...)`` gave a paused run (its text: a string as it
-    is, another value as JSON), and the checkpoint it resumed."""
+    is, another value as JSON; first, so that a line of ``show`` holds it), and the
+    checkpoint it resumed."""
 
-    checkpoint_id: str
     value: str
+    checkpoint_id: str
 
 
 class LanggraphResume(Event, tag="langgraph/resume", frozen=True):
