@@ -253,12 +253,19 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """A fork: the target thread is a new session seeded with the source's whole
         log (every checkpoint, write and message); its header names the source. A
-        source with nothing stored copies nothing.
+        source with nothing stored copies nothing. The source's open turn, if any, is
+        ended first (a fork starts after a turn's end).
 
         :raises SessionForkError: the target thread exists already.
         """
         src, dst = str(source_thread_id), str(target_thread_id)
         with self._threads.locked(src, dst):
+            if self._threads.open_turn(src):
+                # A fork is cut at a turn's end: the source's open turn ends first (as
+                # the next run's start would end it).
+                with self._threads.writing(src, create=False) as w:
+                    if w is not None:
+                        close_open(w.session, w.index, self._codec.value)
             try:
                 source = self.store.read_session(src)
             except PersistenceError:
