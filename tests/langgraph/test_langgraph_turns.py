@@ -144,7 +144,8 @@ def test_a_question_with_one_tool_call_is_one_turn_of_two_steps(store_url: str) 
     _valid(store_url, "one", events)
     shown = _show(store_url, "one")
     assert "1 turn(s)" in shown
-    assert "turn 1 · message from user" in shown and "2 step(s) · completed" in shown
+    assert "turn 1 · message from user" in shown
+    assert "2 step(s) · completed" in shown
 
 
 def test_an_interrupt_ends_the_turn_awaiting_input_and_the_resume_is_the_next_input(

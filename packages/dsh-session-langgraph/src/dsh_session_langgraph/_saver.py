@@ -406,21 +406,26 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
         self._opened.clear()
 
     def close(self) -> None:
-        """End the turns the threads this saver wrote left open (see docs/langgraph.md) and
+        """End the turns the threads this saver wrote left open (see docs/langgraph.md),
         the idle windows of those threads (their writer locks go now), and close the
-        store if this saver opened it from a URL (safe to call again)."""
-        self._end_turns()
-        if self._owns_store:
-            self.store.close()
-        else:
-            self._threads.end_idle()
+        store if this saver opened it from a URL (safe to call again; the store is
+        closed even when ending a turn fails)."""
+        try:
+            self._end_turns()
+        finally:
+            if self._owns_store:
+                self.store.close()
+            else:
+                self._threads.end_idle()
 
     async def aclose(self) -> None:
-        await asyncio.to_thread(self._end_turns)
-        if self._owns_store:
-            await self.store.aclose()
-        else:
-            await asyncio.to_thread(self._threads.end_idle)
+        try:
+            await asyncio.to_thread(self._end_turns)
+        finally:
+            if self._owns_store:
+                await self.store.aclose()
+            else:
+                await asyncio.to_thread(self._threads.end_idle)
 
     def __enter__(self) -> DshCheckpointSaver:
         return self
