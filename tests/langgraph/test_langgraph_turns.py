@@ -137,7 +137,10 @@ def test_a_question_with_one_tool_call_is_one_turn_of_two_steps(store_url: str) 
     with DshCheckpointSaver(store_url) as saver:
         _graph(saver, [call(), answer()]).invoke(
             {"messages": [HumanMessage(QUESTION)]}, _config("one"))
+        # Ended when the run's last writes came, not by close().
+        ended = _events(store_url, "one")
     events = _events(store_url, "one")
+    assert ended == events
     assert _turns(events) == [{
         "trigger": _USER, "items": [f"user: {QUESTION}"], "reason": {"kind": "completed"},
         "steps": [["assistant: [calls weather]", *_TOOL_STEP], _ANSWER_STEP]}]
