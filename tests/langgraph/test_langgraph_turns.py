@@ -216,3 +216,24 @@ def test_a_paused_turn_is_not_repaired_as_interrupted(store_url: str) -> None:
             store.release(session)
         assert _events(store_url, tid) == stored
         assert "interrupted" not in _show(store_url, tid)
+
+
+def test_a_node_that_raises_ends_its_turn_with_the_error(store_url: str) -> None:
+    def boom(state: State) -> dict[str, Any]:
+        raise ValueError("boom")
+
+    builder = StateGraph(State)
+    builder.add_node("boom", boom)
+    builder.add_edge(START, "boom")
+    builder.add_edge("boom", END)
+    with DshCheckpointSaver(store_url) as saver:
+        with pytest.raises(ValueError, match="boom"):
+            builder.compile(checkpointer=saver).invoke(
+                {"messages": [HumanMessage(QUESTION)]}, _config("err"))
+        ended = _events(store_url, "err")  # by the error's write, before close()
+    events = _events(store_url, "err")
+    assert ended == events
+    assert _turns(events) == [{
+        "trigger": _USER, "items": [f"user: {QUESTION}"], "steps": [],
+        "reason": {"kind": "error", "step": 0, "message": "ValueError('boom')"}}]
+    _valid(store_url, "err", events)
