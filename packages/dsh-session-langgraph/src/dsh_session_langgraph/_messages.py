@@ -1,7 +1,9 @@
-"""How a saver write becomes a turn of the thread's log, and how the LangChain messages
-of the ``messages`` channel become core message events in it.
+"""The LangChain messages of the ``messages`` channel not recorded yet, their text
+blocks and token usage (which :mod:`._turns` records in a run's turn), and the turn a
+rewritten log gives each of its events (:func:`write_turn`).
 
-Each ``put`` and each ``put_writes`` that stores something is one turn: ``turn/start``,
+In a log ``prune`` or ``delete_for_runs`` rewrites, each kept ``put`` and each task's
+writes is one turn: ``turn/start``,
 the plugin's event, then (for a ``put`` of the root namespace whose ``messages`` channel
 changed) the messages not recorded before, ``turn/end``. A ``HumanMessage`` is a
 ``user/message`` (and makes the turn's trigger a message from the user); an

@@ -1,7 +1,7 @@
 """``DshCheckpointSaver``: LangGraph's ``BaseCheckpointSaver`` on a dsh-session store.
 
-A thread is a session; its checkpoints and writes are the plugin's events, each write
-one turn (:mod:`._messages`), the threads' locks and indexes :mod:`._lease`'s, the
+A thread is a session; its checkpoints and writes are the plugin's events, a run's in
+one turn (:mod:`._turns`), the threads' locks and indexes :mod:`._lease`'s, the
 values' encoding :mod:`._codec`'s, the rewrites of ``prune`` and ``delete_for_runs``
 :mod:`._rewrite`'s. Each async method runs its sync twin in a worker thread.
 """
