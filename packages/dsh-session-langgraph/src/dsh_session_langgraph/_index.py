@@ -25,7 +25,7 @@ import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from dsh_session_core import Event, PersistenceError
+from dsh_session_core import Event, PersistenceError, ToolCallBlock
 
 from ._deltas import Tail
 from .events import (
@@ -46,7 +46,10 @@ Found = tuple[TypedBlob | None, LanggraphCheckpointData | None]
 
 #: The event classes and types :meth:`ThreadIndex.fold` reads.
 _PLUGIN = frozenset({LanggraphCheckpoint, LanggraphWrites, LanggraphRemoved})
-_CORE = frozenset({"turn/start", "tool/call"})
+_CORE = frozenset({"turn/start", "turn/end", "step/start", "step/end", "assistant/message",
+                   "tool/call"})
+#: The special channels whose writes start or end a run's turn (:mod:`._turns`).
+_MARKS = frozenset({"__interrupt__", "__error__", "__resume__"})
 
 
 def _before(held: object, version: object) -> bool:
@@ -98,6 +101,22 @@ class ThreadIndex:
     horizon: str | None = None
     messages: set[str] = field(default_factory=set)
     calls: dict[str, int] = field(default_factory=dict)
+    #: The turn state :mod:`._turns` reads: the open turn (``None``: none), the seq of its
+    #: ``turn/start``, its open step and last step, the calls the open step's assistant
+    #: message announced, the root checkpoints stored in it, and whether its first event
+    #: is a write for a checkpoint not stored yet (a run's write ahead of its put).
+    open_turn: int | None = None
+    turn_seq: int = -1
+    open_step: int | None = None
+    steps: int = 0
+    step_calls: set[str] = field(default_factory=set)
+    turn_checkpoints: set[str] = field(default_factory=set)
+    turn_early: bool = False
+    #: Each tool call's name and arguments, from the assistant message announcing it.
+    call_info: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: Root checkpoint id -> special channel (interrupt, error, resume) -> the seq of
+    #: the last write of it on that checkpoint.
+    marks: dict[str, dict[str, int]] = field(default_factory=dict)
     #: The time (epoch ms) of a rewrite's pending marker when it is the log's last
     #: plugin event (a rewrite under way: writers wait), else None.
     rewriting: float | None = None
@@ -276,9 +295,18 @@ class ThreadIndex:
                 self.makers[(d.ns, channel, blob.version)] = d.id
             self.messages.update(d.recorded)
             self.rewriting = None
+            if d.ns == "" and self.open_turn is not None:
+                self.turn_checkpoints.add(d.id)
         elif isinstance(event, LanggraphWrites):
             self.rewriting = None
             w = event.data
+            if w.ns == "":
+                for write in w.writes:
+                    if write.channel in _MARKS:
+                        self.marks.setdefault(w.checkpoint_id, {})[write.channel] = event.seq
+                if (self.open_turn is not None and event.seq == self.turn_seq + 1
+                        and (w.ns, w.checkpoint_id) not in self.checkpoints):
+                    self.turn_early = True
             table = self.writes.setdefault((w.ns, w.checkpoint_id), {})
             for write in w.writes:
                 table[(w.task_id, write.idx)] = (w.task_id, write.channel, write.value,
@@ -287,7 +315,31 @@ class ThreadIndex:
             through = event.data.through
             self.horizon = through if self.horizon is None else max(self.horizon, through)
             self.rewriting = event.time if event.data.pending else None
-        elif event.type == "turn/start":
-            self.turn = event.data.turn
-        elif event.type == "tool/call":
-            self.calls[event.data.call_id] = event.seq
+        else:
+            self._see_core(event)
+
+    def _see_core(self, event: Event) -> None:
+        t, data = event.type, event.data
+        if t == "turn/start":
+            self.turn = self.open_turn = data.turn
+            self.turn_seq, self.open_step, self.steps = event.seq, None, 0
+            self.step_calls = set()
+            self.turn_checkpoints = set()
+            self.turn_early = False
+        elif t == "turn/end":
+            self.open_turn = self.open_step = None
+            self.step_calls = set()
+        elif t == "step/start":
+            self.open_step = self.steps = data.step
+            self.step_calls = set()
+        elif t == "step/end":
+            self.open_step = None
+            self.step_calls = set()
+        elif t == "assistant/message":
+            for block in getattr(data, "content", ()):
+                if isinstance(block, ToolCallBlock):
+                    self.call_info[block.id] = (block.name, block.arguments)
+                    if self.open_step is not None:
+                        self.step_calls.add(block.id)
+        elif t == "tool/call":
+            self.calls[data.call_id] = event.seq

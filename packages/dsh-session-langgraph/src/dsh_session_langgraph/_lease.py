@@ -67,6 +67,12 @@ class Threads:
         """Whether this saver holds the thread's index (it wrote or folded the thread)."""
         return thread_id in self._indexes
 
+    def open_turn(self, thread_id: str) -> bool:
+        """Whether the thread's log, as this saver last knew it, ends in an open turn
+        (``True`` when this saver holds no index of it: the log says)."""
+        index = self._indexes.get(thread_id)
+        return index is None or index.open_turn is not None
+
     def forget(self, thread_id: str) -> None:
         """Drop what is known of the thread (its log was deleted or rewritten)."""
         self._indexes.pop(thread_id, None)

@@ -1,7 +1,9 @@
-"""How a saver write becomes a turn of the thread's log, and how the LangChain messages
-of the ``messages`` channel become core message events in it.
+"""The LangChain messages of the ``messages`` channel not recorded yet, their text
+blocks and token usage (which :mod:`._turns` records in a run's turn), and the turn a
+rewritten log gives each of its events (:func:`write_turn`).
 
-Each ``put`` and each ``put_writes`` that stores something is one turn: ``turn/start``,
+In a log ``prune`` or ``delete_for_runs`` rewrites, each kept ``put`` and each task's
+writes is one turn: ``turn/start``,
 the plugin's event, then (for a ``put`` of the root namespace whose ``messages`` channel
 changed) the messages not recorded before, ``turn/end``. A ``HumanMessage`` is a
 ``user/message`` (and makes the turn's trigger a message from the user); an
@@ -14,7 +16,7 @@ blob only. So ``derive``, ``show``, search and the viewer read the conversation.
 
 from __future__ import annotations
 
-__all__ = ["new_messages", "write_turn"]
+__all__ = ["blocks", "new_messages", "usage", "write_turn"]
 
 from collections.abc import Sequence
 from typing import Any
@@ -68,7 +70,7 @@ def write_turn(session: Session, index: ThreadIndex, type: str, data: Any,
     _append(session, index, "turn/end", {"turn": turn, "reason": {"kind": "completed"}})
 
 
-def _blocks(content: Any) -> list[dict[str, Any]]:
+def blocks(content: Any) -> list[dict[str, Any]]:
     """The text blocks of a LangChain message's content (a string, or a list of parts
     of which the text ones are kept)."""
     if isinstance(content, str):
@@ -84,7 +86,7 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
     return blocks
 
 
-def _usage(message: Any) -> dict[str, int] | None:
+def usage(message: Any) -> dict[str, int] | None:
     """An AIMessage's ``usage_metadata`` as core's ``TokenUsage`` (its wire form): the
     cached part taken out of the input count, as the vocabulary's counts do not overlap."""
     usage = getattr(message, "usage_metadata", None)
@@ -106,10 +108,10 @@ def _record(session: Session, index: ThreadIndex, turn: int, step: int, message:
     index.messages.add(message.id)
     kind = message.type
     if kind == "human":
-        blocks = _blocks(message.content)
-        if blocks:
+        content = blocks(message.content)
+        if content:
             _append(session, index, "user/message",
-                    {"content": blocks, "source": {"kind": "user"}},
+                    {"content": content, "source": {"kind": "user"}},
                     surface_op="append", source_event_seqs=source)
         return step
     step += 1
@@ -117,16 +119,16 @@ def _record(session: Session, index: ThreadIndex, turn: int, step: int, message:
         calls = [(c.get("id") or c.get("name") or "call", c.get("name") or "",
                   msgspec.json.encode(c.get("args") or {}).decode())
                  for c in getattr(message, "tool_calls", None) or []]
-        content = _blocks(message.content) + [
+        content = blocks(message.content) + [
             {"type": "tool-call", "id": cid, "name": name, "arguments": args}
             for cid, name, args in calls]
         if not content:
             return step - 1
         _append(session, index, "step/start", {"turn": turn, "step": step})
         assistant: dict[str, Any] = {"turn": turn, "step": step, "content": content}
-        usage = _usage(message)
-        if usage is not None:
-            assistant["usage"] = usage
+        found = usage(message)
+        if found is not None:
+            assistant["usage"] = found
         _append(session, index, "assistant/message", assistant, surface_op="append",
                 source_event_seqs=source)
         for cid, name, args in calls:
@@ -139,7 +141,7 @@ def _record(session: Session, index: ThreadIndex, turn: int, step: int, message:
         _append(session, index, "step/start", {"turn": turn, "step": step})
         _append(session, index, "tool/result",
                 {"turn": turn, "step": step, "callId": call_id,
-                 "content": _blocks(message.content) or [{"type": "text", "text": ""}],
+                 "content": blocks(message.content) or [{"type": "text", "text": ""}],
                  "isError": getattr(message, "status", "success") == "error"},
                 surface_op="append",
                 source_event_seqs=(call_seq,) if call_seq is not None else source)

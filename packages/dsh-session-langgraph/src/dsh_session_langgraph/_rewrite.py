@@ -39,6 +39,7 @@ from ._codec import Codec
 from ._index import StoredWrite, ThreadIndex
 from ._lease import Threads, retrying
 from ._messages import new_messages, write_turn
+from ._turns import close_open
 from .events import (
     LanggraphCheckpointData,
     LanggraphRemovedData,
@@ -79,6 +80,7 @@ def rewrite(threads: Threads, codec: Codec, thread_id: str,
             through = max(through, old.horizon)
         removed = LanggraphRemovedData(through=through, checkpoints=len(order) - len(kept),
                                        reason=reason)
+        close_open(w.session, old, codec.value)  # the run's turn ends before the marker
         write_turn(w.session, old, "langgraph/removed",
                    msgspec.structs.replace(removed, pending=True))
     threads.forget(thread_id)
@@ -88,6 +90,7 @@ def rewrite(threads: Threads, codec: Codec, thread_id: str,
     # A writer may have made the thread meanwhile: what it stored is kept, before.
     with threads.writing(thread_id, create=True) as w:
         assert w is not None
+        close_open(w.session, w.index, codec.value)
         write_turn(w.session, w.index, "langgraph/removed", removed)
         copies: dict[int, TypedBlob] = {}
         for d in kept:

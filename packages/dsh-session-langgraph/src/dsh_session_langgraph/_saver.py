@@ -1,7 +1,7 @@
 """``DshCheckpointSaver``: LangGraph's ``BaseCheckpointSaver`` on a dsh-session store.
 
-A thread is a session; its checkpoints and writes are the plugin's events, each write
-one turn (:mod:`._messages`), the threads' locks and indexes :mod:`._lease`'s, the
+A thread is a session; its checkpoints and writes are the plugin's events, a run's in
+one turn (:mod:`._turns`), the threads' locks and indexes :mod:`._lease`'s, the
 values' encoding :mod:`._codec`'s, the rewrites of ``prune`` and ``delete_for_runs``
 :mod:`._rewrite`'s. Each async method runs its sync twin in a worker thread.
 """
@@ -36,10 +36,11 @@ from dsh_session_core.errors import SessionForkError, UnknownProjectionError
 from ._codec import Chains, Codec, Shared, config_of
 from ._index import StoredWrite, ThreadIndex
 from ._lease import Threads, Writing, retrying
-from ._messages import new_messages, write_turn
+from ._messages import new_messages
 from ._projection import CHECKPOINTS
 from ._rewrite import Keep, rewrite
 from ._rows import RowReader, Stash, _Unfollowable, adopt, stash
+from ._turns import RESUME, close_open, record_put, record_writes
 from .errors import CheckpointConflictError, UnknownCheckpointError
 from .events import (
     LanggraphCheckpoint,
@@ -95,6 +96,8 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
         self._threads = Threads(self.store, lock_timeout, idle_window)
         #: The tails row reads made, by thread, until a write's index takes them.
         self._stashed: dict[str, Stash] = {}
+        #: The threads this saver wrote: :meth:`close` ends the turn they left open.
+        self._opened: set[str] = set()
 
     # --- writes ---------------------------------------------------------------------
 
@@ -117,7 +120,9 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
             found = new_messages(w.index, messages) if messages is not None else []
             data = msgspec.structs.replace(data, recorded=[m.id for m in found],
                                            sources=w.index.sources(data))
-            write_turn(w.session, w.index, "langgraph/checkpoint", data, found)
+            record_put(w.session, w.index, data, found, ns == "" and _human(
+                checkpoint["channel_values"].get("__start__")), self._codec.value)
+            self._opened.add(tid)
             self._codec.keep_tails(w.index, ns, checkpoint, planned)
         return config_of(tid, ns, checkpoint["id"])
 
@@ -146,9 +151,12 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
                    for idx, channel, value in items
                    if special or (task_id, idx) not in table]
             if new:
-                write_turn(w.session, w.index, "langgraph/writes", LanggraphWritesData(
+                resume = [value for channel, value in writes if channel == RESUME]
+                record_writes(w.session, w.index, LanggraphWritesData(
                     ns=ns, checkpoint_id=cid, task_id=task_id, task_path=task_path,
-                    writes=new))
+                    writes=new), resume[-1] if resume else None, bool(resume),
+                    self._codec.value)
+                self._opened.add(tid)
 
     # --- reads ----------------------------------------------------------------------
 
@@ -245,12 +253,19 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """A fork: the target thread is a new session seeded with the source's whole
         log (every checkpoint, write and message); its header names the source. A
-        source with nothing stored copies nothing.
+        source with nothing stored copies nothing. The source's open turn, if any, is
+        ended first (a fork starts after a turn's end).
 
         :raises SessionForkError: the target thread exists already.
         """
         src, dst = str(source_thread_id), str(target_thread_id)
         with self._threads.locked(src, dst):
+            if self._threads.open_turn(src):
+                # A fork is cut at a turn's end: the source's open turn ends first (as
+                # the next run's start would end it).
+                with self._threads.writing(src, create=False) as w:
+                    if w is not None:
+                        close_open(w.session, w.index, self._codec.value)
             try:
                 source = self.store.read_session(src)
             except PersistenceError:
@@ -379,20 +394,38 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
 
     # --- the store ------------------------------------------------------------------
 
+    def _end_turns(self) -> None:
+        """End the turn each thread this saver wrote left open (its run paused before
+        its next tasks, or stopped; see docs/langgraph.md)."""
+        for tid in sorted(self._opened):
+            if not self._threads.open_turn(tid):
+                continue
+            with self._threads.locked(tid), self._threads.writing(tid, create=False) as w:
+                if w is not None:
+                    close_open(w.session, w.index, self._codec.value)
+        self._opened.clear()
+
     def close(self) -> None:
-        """End the idle windows of the threads this saver wrote (their writer locks go
-        now), and close the store if this saver opened it from a URL (safe to call
-        again)."""
-        if self._owns_store:
-            self.store.close()
-        else:
-            self._threads.end_idle()
+        """End the turns the threads this saver wrote left open (see docs/langgraph.md),
+        the idle windows of those threads (their writer locks go now), and close the
+        store if this saver opened it from a URL (safe to call again; the store is
+        closed even when ending a turn fails)."""
+        try:
+            self._end_turns()
+        finally:
+            if self._owns_store:
+                self.store.close()
+            else:
+                self._threads.end_idle()
 
     async def aclose(self) -> None:
-        if self._owns_store:
-            await self.store.aclose()
-        else:
-            await asyncio.to_thread(self._threads.end_idle)
+        try:
+            await asyncio.to_thread(self._end_turns)
+        finally:
+            if self._owns_store:
+                await self.store.aclose()
+            else:
+                await asyncio.to_thread(self._threads.end_idle)
 
     def __enter__(self) -> DshCheckpointSaver:
         return self
@@ -405,6 +438,15 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _human(value: Any) -> bool:
+    """Whether a graph's input (the ``__start__`` channel's value) holds a human
+    message: in its ``messages``, or as itself (a list of messages)."""
+    if isinstance(value, dict):
+        value = value.get("messages")
+    items = value if isinstance(value, list | tuple) else [value]
+    return any(getattr(m, "type", None) == "human" for m in items)
 
 
 def _none(index: ThreadIndex, d: LanggraphCheckpointData) -> bool:

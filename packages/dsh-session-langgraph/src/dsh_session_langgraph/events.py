@@ -24,6 +24,8 @@ __all__ = [
     "LanggraphCheckpointData",
     "LanggraphRemoved",
     "LanggraphRemovedData",
+    "LanggraphResume",
+    "LanggraphResumeData",
     "LanggraphWrite",
     "LanggraphWrites",
     "LanggraphWritesData",
@@ -148,3 +150,19 @@ class LanggraphRemoved(Event, tag="langgraph/removed", frozen=True):
     a deleted thread holds only this event). Log-only."""
 
     data: LanggraphRemovedData
+
+
+class LanggraphResumeData(_Payload, kw_only=True, frozen=True):
+    """The value a ``Command(resume=...)`` gave a paused run (its text: a string as it
+    is, another value as JSON; first, so that a line of ``show`` holds it), and the
+    checkpoint it resumed."""
+
+    value: str
+    checkpoint_id: str
+
+
+class LanggraphResume(Event, tag="langgraph/resume", frozen=True):
+    """A run resumed with a value (``Command(resume=...)``): the input of its turn,
+    after the ``langgraph/writes`` that stores it. Log-only."""
+
+    data: LanggraphResumeData

@@ -8,17 +8,18 @@ from collections.abc import Iterable
 from dsh_session_core import EventSpec, hookimpl
 from dsh_session_core.projections import Projection
 
-from .events import LanggraphCheckpoint, LanggraphRemoved, LanggraphWrites
+from .events import LanggraphCheckpoint, LanggraphRemoved, LanggraphResume, LanggraphWrites
 
 
 @hookimpl
 def register_event_types() -> Iterable[EventSpec]:
-    """Declare ``langgraph/checkpoint``, ``langgraph/writes`` and ``langgraph/removed``.
+    """Declare ``langgraph/checkpoint``, ``langgraph/writes``, ``langgraph/removed`` and
+    ``langgraph/resume``.
 
-    :returns: the three event specs of this plugin.
+    :returns: the four event specs of this plugin.
     """
     return (EventSpec(LanggraphCheckpoint), EventSpec(LanggraphWrites),
-            EventSpec(LanggraphRemoved))
+            EventSpec(LanggraphRemoved), EventSpec(LanggraphResume))
 
 
 @hookimpl

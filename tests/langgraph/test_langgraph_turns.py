@@ -1,0 +1,239 @@
+"""A LangGraph run is one turn: offline runs of a real ``StateGraph`` (a scripted model,
+a tool node, an ``interrupt()`` and an ``interrupt_before``) on ``DshCheckpointSaver``
+log one turn a run with a step per model call; a pause ends its turn awaiting input,
+the ``Command(resume=...)`` that continues it is the next turn's input, and a reload's
+crash repair leaves the paused turn as it is. Each log is valid under ``dsh-session
+validate --strict`` (a real subprocess) and under the invariants plugin (turn and step
+enclosure, each tool result in its call's step), and ``show`` reads as the run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from graph_support import State, answer, call, weather
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph.types import Command, interrupt
+
+from dsh_session_core import SessionStore, create_plugin_manager, open_store, to_wire
+from dsh_session_core.invariants import InvariantsPlugin
+from dsh_session_langgraph import DshCheckpointSaver
+
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+
+_CLI = Path(sys.executable).parent / "dsh-session"
+QUESTION = "Weather in Paris?"
+
+
+def _config(thread_id: str) -> Any:
+    return {"configurable": {"thread_id": thread_id}}
+
+
+def _graph(saver: DshCheckpointSaver, responses: Sequence[AIMessage], *,
+           approve: bool = False, before: bool = False) -> Any:
+    """agent -> tools -> agent, the model answering ``responses``; with ``approve``, an
+    ``approve`` node asks ``interrupt()`` before the tools; with ``before``, the graph
+    pauses before the tools (``interrupt_before``)."""
+    model = GenericFakeChatModel(messages=iter(responses))
+
+    def agent(state: State) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    def ask(state: State) -> dict[str, Any]:
+        interrupt({"question": "run the tool?"})
+        return {}
+
+    first = "approve" if approve else "tools"
+
+    def route(state: State) -> str:
+        last = state["messages"][-1]
+        return first if isinstance(last, AIMessage) and last.tool_calls else END
+
+    builder = StateGraph(State)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode([weather]))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", route, [first, END])
+    if approve:
+        builder.add_node("approve", ask)
+        builder.add_edge("approve", "tools")
+    builder.add_edge("tools", "agent")
+    return builder.compile(checkpointer=saver,
+                           interrupt_before=["tools"] if before else None)
+
+
+def _events(store_url: str, tid: str) -> list[dict[str, Any]]:
+    with open_store(store_url) as store:
+        return [to_wire(e) for e in store.read_session(tid).events]
+
+
+def _turns(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each turn: its trigger, its reason, and what it holds, step by step, in the
+    words of a reader (``user: ...``, ``assistant: ...``, ``call weather``,
+    ``result weather: ...``, ``resume: ...``); the plugin's other events left out."""
+    turns: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
+    for e in events:
+        t, d = e["type"], e["data"]
+        if t == "turn/start":
+            turns.append({"trigger": d["trigger"], "steps": [], "items": []})
+            continue
+        assert turns, f"{t} outside a turn"
+        turn = turns[-1]
+        if t == "turn/end":
+            turn["reason"] = d["reason"]
+        elif t == "step/start":
+            turn["steps"].append([])
+        elif t == "user/message":
+            turn["items"].append("user: " + d["content"][0]["text"])
+        elif t == "langgraph/resume":
+            turn["items"].append("resume: " + d["value"])
+        elif t in ("assistant/message", "tool/call", "tool/result"):
+            if t == "assistant/message":
+                text = " ".join(b.get("text") or f"[calls {b['name']}]" for b in d["content"])
+                for b in d["content"]:
+                    if b["type"] == "tool-call":
+                        names[b["id"]] = b["name"]
+                item = "assistant: " + text
+            elif t == "tool/call":
+                item = "call " + d["name"]
+            else:
+                item = f"result {names.get(d['callId'], '?')}: {d['content'][0]['text']}"
+            turn["steps"][-1].append(item)
+    return turns
+
+
+def _valid(store_url: str, tid: str, events: list[dict[str, Any]]) -> None:
+    """Strict validation (the CLI) and the invariants plugin's replay of the log."""
+    done = subprocess.run([str(_CLI), "validate", "--strict", "--store", store_url,
+                           "--id", tid], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    pm = create_plugin_manager()
+    pm.register(InvariantsPlugin(), name="invariants")
+    SessionStore(pm).create(f"replay-{tid}", seed=events)  # raises on a violation
+
+
+def _show(store_url: str, tid: str) -> str:
+    done = subprocess.run([str(_CLI), "show", "--store", store_url, tid],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+_USER = {"kind": "message", "source": {"kind": "user"}}
+_PLUGIN = {"kind": "message", "source": {"kind": "plugin", "plugin": "langgraph"}}
+_TOOL_STEP = ["call weather", "result weather: sunny in Paris"]
+_ANSWER_STEP = ["assistant: Sunny in Paris."]
+
+
+def test_a_question_with_one_tool_call_is_one_turn_of_two_steps(store_url: str) -> None:
+    with DshCheckpointSaver(store_url) as saver:
+        _graph(saver, [call(), answer()]).invoke(
+            {"messages": [HumanMessage(QUESTION)]}, _config("one"))
+        # Ended when the run's last writes came, not by close().
+        ended = _events(store_url, "one")
+    events = _events(store_url, "one")
+    assert ended == events
+    assert _turns(events) == [{
+        "trigger": _USER, "items": [f"user: {QUESTION}"], "reason": {"kind": "completed"},
+        "steps": [["assistant: [calls weather]", *_TOOL_STEP], _ANSWER_STEP]}]
+    _valid(store_url, "one", events)
+    shown = _show(store_url, "one")
+    assert "1 turn(s)" in shown
+    assert "turn 1 · message from user" in shown
+    assert "2 step(s) · completed" in shown
+
+
+def test_an_interrupt_ends_the_turn_awaiting_input_and_the_resume_is_the_next_input(
+        store_url: str) -> None:
+    with DshCheckpointSaver(store_url) as saver:
+        graph = _graph(saver, [call(), answer()], approve=True)
+        graph.invoke({"messages": [HumanMessage(QUESTION)]}, _config("ask"))
+        assert graph.get_state(_config("ask")).next == ("approve",)
+        paused = _events(store_url, "ask")
+        result = graph.invoke(Command(resume="yes, run it"), _config("ask"))
+        assert result["messages"][-1].content == "Sunny in Paris."
+    asked = 'awaiting input: interrupt({"question":"run the tool?"})'
+    first = {"trigger": _USER, "items": [f"user: {QUESTION}"],
+             "steps": [["assistant: [calls weather]"]],
+             "reason": {"kind": "aborted", "reason": asked}}
+    assert _turns(paused) == [first]
+    events = _events(store_url, "ask")
+    assert _turns(events) == [first, {
+        "trigger": _PLUGIN, "items": ["resume: yes, run it"],
+        "steps": [_TOOL_STEP, _ANSWER_STEP], "reason": {"kind": "completed"}}]
+    _valid(store_url, "ask", events)
+    shown = _show(store_url, "ask")
+    assert "end        aborted: awaiting input: interrupt(" in shown
+    assert '"value":"yes, run it"' in shown
+
+
+@pytest.mark.parametrize("reopen", [False, True], ids=["same_saver", "new_saver"])
+def test_interrupt_before_ends_the_turn_awaiting_input(store_url: str, reopen: bool) -> None:
+    saver = DshCheckpointSaver(store_url)
+    try:
+        graph = _graph(saver, [call(), answer()], before=True)
+        graph.invoke({"messages": [HumanMessage(QUESTION)]}, _config("before"))
+        assert graph.get_state(_config("before")).next == ("tools",)
+        if reopen:  # a new saver (another process would be the same) resumes it
+            saver.close()
+            saver = DshCheckpointSaver(store_url)
+            graph = _graph(saver, [answer()], before=True)
+        graph.invoke(None, _config("before"))
+    finally:
+        saver.close()
+    events = _events(store_url, "before")
+    assert _turns(events) == [
+        {"trigger": _USER, "items": [f"user: {QUESTION}"],
+         "steps": [["assistant: [calls weather]"]],
+         "reason": {"kind": "aborted",
+                    "reason": "awaiting input: the run stopped before tools"}},
+        {"trigger": _PLUGIN, "items": [], "steps": [_TOOL_STEP, _ANSWER_STEP],
+         "reason": {"kind": "completed"}}]
+    _valid(store_url, "before", events)
+
+
+def test_a_paused_turn_is_not_repaired_as_interrupted(store_url: str) -> None:
+    with DshCheckpointSaver(store_url) as saver:
+        _graph(saver, [call()], approve=True).invoke(
+            {"messages": [HumanMessage(QUESTION)]}, _config("p1"))
+        _graph(saver, [call()], before=True).invoke(
+            {"messages": [HumanMessage(QUESTION)]}, _config("p2"))
+    for tid in ("p1", "p2"):
+        stored = _events(store_url, tid)
+        assert stored[-1]["type"] == "turn/end"
+        assert stored[-1]["data"]["reason"]["reason"].startswith("awaiting input")
+        with open_store(store_url) as store:  # a writer's load: crash repair runs
+            session = store.open(tid)
+            assert [to_wire(e) for e in session.events] == stored
+            store.release(session)
+        assert _events(store_url, tid) == stored
+        assert "interrupted" not in _show(store_url, tid)
+
+
+def test_a_node_that_raises_ends_its_turn_with_the_error(store_url: str) -> None:
+    def boom(state: State) -> dict[str, Any]:
+        raise ValueError("boom")
+
+    builder = StateGraph(State)
+    builder.add_node("boom", boom)
+    builder.add_edge(START, "boom")
+    builder.add_edge("boom", END)
+    with DshCheckpointSaver(store_url) as saver:
+        with pytest.raises(ValueError, match="boom"):
+            builder.compile(checkpointer=saver).invoke(
+                {"messages": [HumanMessage(QUESTION)]}, _config("err"))
+        ended = _events(store_url, "err")  # by the error's write, before close()
+    events = _events(store_url, "err")
+    assert ended == events
+    assert _turns(events) == [{
+        "trigger": _USER, "items": [f"user: {QUESTION}"], "steps": [],
+        "reason": {"kind": "error", "step": 0, "message": "ValueError('boom')"}}]
+    _valid(store_url, "err", events)
