@@ -24,28 +24,25 @@ from dsh_session_core.lazy import lazy_exports as _lazy_exports
 # CLI command does) must not import the SDK.
 if _typing.TYPE_CHECKING:
     from ._keys import dsh_session_id
-    from ._mapping import rebuild
     from ._store import DshSessionStore
-    from .events import ClaudeEntry, ClaudeEntryData, ClaudeSummary, ClaudeSummaryData
+    from .events import ClaudeEntries, ClaudeEntriesData, ClaudeSummary, ClaudeSummaryData
 
 _LAZY: dict[str, str] = {
-    "ClaudeEntry": ".events",
-    "ClaudeEntryData": ".events",
+    "ClaudeEntries": ".events",
+    "ClaudeEntriesData": ".events",
     "ClaudeSummary": ".events",
     "ClaudeSummaryData": ".events",
     "DshSessionStore": "._store",
     "dsh_session_id": "._keys",
-    "rebuild": "._mapping",
 }
 
 __all__ = [
-    "ClaudeEntry",
-    "ClaudeEntryData",
+    "ClaudeEntries",
+    "ClaudeEntriesData",
     "ClaudeSummary",
     "ClaudeSummaryData",
     "DshSessionStore",
     "dsh_session_id",
-    "rebuild",
 ]
 
 

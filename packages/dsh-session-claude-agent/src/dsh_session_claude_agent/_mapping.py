@@ -1,26 +1,27 @@
 """The mapping from transcript entries to dsh events (:func:`record`), and back
 (:func:`rebuild`).
 
-Each entry is a ``claude-agent/entry`` (what :mod:`._split` leaves of it), followed by
-the typed events holding the rest: a user's text is a ``user/message``, an assistant
-entry's blocks one ``assistant/message`` (``text``, ``reasoning`` for thinking,
-``tool-call`` for a tool use; the model's ``usage`` on the first message of its call),
+Each turn holds one ``claude-agent/entries``, what :mod:`._split` leaves of its entries,
+followed by the typed events holding the rest: a user's text is a ``user/message``; the
+consecutive assistant entries of one model call (the SDK writes one entry a content
+block, all with the call's ``message.id``) one ``assistant/message`` (``text``,
+``reasoning`` for thinking, ``tool-call`` for a tool use; the call's ``usage`` on it);
 a tool result a ``tool/result`` answering its call.
 
 Every event is inside a turn, and each append's events are whole turns (a turn left
 open would be closed as a crash's by the next writer's load): a user's prompt (a user
 entry with text and no tool result) opens a turn, ended by the next prompt or by the
 append's end; entries an append starts with that are no prompt continue the run in a
-turn of their own (triggered by this plugin). Inside a turn each model call (the
-assistant entries of one ``message.id``, the SDK writing one entry a block) is a step,
-and the results of its tool calls are in it. A turn ends ``completed``, or ``aborted``
-when calls of it are still unanswered (their results come in a later append: the SDK's
+turn of their own (triggered by this plugin), unless only whole entries (a snapshot,
+a title) come before the prompt. Inside a turn each model call is a step, and the
+results of its tool calls are in it. A turn ends ``completed``, or ``aborted`` when
+calls of it are still unanswered (their results come in a later append: the SDK's
 ``eager`` flush mode).
 """
 
 from __future__ import annotations
 
-__all__ = ["PLUGIN", "State", "rebuild", "record"]
+__all__ = ["PLUGIN", "REBUILT_FROM", "State", "rebuild", "record"]
 
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -42,20 +43,17 @@ from dsh_session_core import (
     UserSource,
 )
 from dsh_session_core.events import (
-    AssistantMessage,
     AssistantMessageData,
     StepData,
-    ToolResult,
     ToolResultData,
     TurnEndData,
     TurnStart,
     TurnStartData,
-    UserMessage,
     UserMessageData,
 )
 
-from ._split import Group, join, split
-from .events import ClaudeEntry, ClaudeSummary
+from ._split import Group, Split, join, split
+from .events import ClaudeSummary
 
 #: The plugin named as the trigger of a turn no prompt opened.
 PLUGIN = "claude-agent"
@@ -121,93 +119,106 @@ def _assistant_blocks(group: Group) -> tuple[Any, ...]:
     return tuple(blocks)
 
 
+def _prompt(parts: Split) -> bool:
+    """Whether an entry is a user's prompt: user text, and no tool result."""
+    return bool(parts.groups) and all(g.kind == "user" for g in parts.groups)
+
+
+def _turns(splits: Sequence[Split]) -> list[tuple[bool, list[int]]]:
+    """The batch's entries grouped into turns: ``(opened by a prompt, indices)``. A
+    prompt opens a turn, unless the turn so far holds only whole entries (a snapshot,
+    a title before the prompt): it then joins it as its prompt."""
+    turns: list[tuple[bool, list[int]]] = []
+    for index, parts in enumerate(splits):
+        prompt = _prompt(parts)
+        if turns and prompt and not turns[-1][0] and not any(
+                splits[i].groups for i in turns[-1][1]):
+            turns[-1] = (True, [*turns[-1][1], index])
+        elif not turns or prompt:
+            turns.append((prompt, [index]))
+        else:
+            turns[-1][1].append(index)
+    return turns
+
+
 class _Writer:
     """Appends one batch's events into turns and steps (see the module docstring)."""
 
     def __init__(self, session: Session, state: State) -> None:
         self.session = session
         self.state = state
-        self.turn: int | None = None
+        self.turn = 0
         self.step = 0
         self.step_open = False
         self.message_id: Any = None
         self.answered = False
         self.calls: set[str] = set()
+        #: The assistant message being gathered: the consecutive assistant entries of
+        #: one model call (the SDK writes one entry a content block), and its usage.
+        self.blocks: list[Any] = []
+        self.usage: TokenUsage | None = None
 
     def open_turn(self, prompt: bool) -> None:
-        self.close_turn()
         self.turn = self.state.turns + 1
         source = UserSource() if prompt else PluginSource(plugin=PLUGIN)
         self.session.append("turn/start", TurnStartData(
             turn=self.turn, trigger=MessageTrigger(source=source)))
         self.state.turns = self.turn
-        self.step = 0
+        self.step, self.step_open, self.calls = 0, False, set()
 
     def open_step(self) -> None:
-        assert self.turn is not None
         self.close_step()
         self.step += 1
         self.session.append("step/start", StepData(turn=self.turn, step=self.step))
         self.step_open, self.answered, self.message_id = True, False, None
 
     def close_step(self) -> None:
-        if self.step_open and self.turn is not None:
+        self.flush_message()
+        if self.step_open:
             self.session.append("step/end", StepData(turn=self.turn, step=self.step))
             self.step_open = False
 
     def close_turn(self) -> None:
-        if self.turn is None:
-            return
         self.close_step()
-        reason: Any = (AbortedReason(reason=PENDING) if self.calls else CompletedReason())
+        reason: Any = AbortedReason(reason=PENDING) if self.calls else CompletedReason()
         self.session.append("turn/end", TurnEndData(turn=self.turn, reason=reason))
-        self.turn, self.calls = None, set()
 
-    def entry(self, entry: Any) -> None:
-        parts = split(entry)
-        groups = parts.groups
-        prompt = bool(groups) and groups[0].kind == "user" and all(
-            g.kind == "user" for g in groups)
-        if prompt or self.turn is None:
-            self.open_turn(prompt)
-        assert self.turn is not None
-        usage = None
-        if groups and groups[0].kind == "assistant":
-            message = entry.get("message")
-            message_id = message.get("id") if isinstance(message, dict) else None
-            if (not self.step_open or self.answered or message_id is None
-                    or message_id != self.message_id):
+    def flush_message(self) -> None:
+        """Append the assistant message gathered so far, if any."""
+        if not self.blocks:
+            return
+        blocks, self.blocks = tuple(self.blocks), []
+        usage, self.usage = self.usage, None
+        self.session.append("assistant/message", AssistantMessageData(
+            turn=self.turn, step=self.step, content=blocks,
+            usage=usage if usage is not None else UNSET), surface_op="append")
+
+    def entry(self, entry: Any, parts: Split) -> None:
+        """The typed events of one entry (its ``claude-agent/entries`` is written)."""
+        for group in parts.groups:
+            if group.kind == "assistant":
+                message = entry.get("message")
+                message_id = message.get("id") if isinstance(message, dict) else None
+                if (not self.step_open or self.answered or message_id is None
+                        or message_id != self.message_id):
+                    self.open_step()
+                    self.message_id = message_id
+                    self.usage = _usage(message)
+                blocks = _assistant_blocks(group)
+                self.calls.update(b.id for b in blocks if type(b) is ToolCallBlock)
+                self.blocks.extend(blocks)
+                continue
+            self.flush_message()
+            if group.kind == "user":
+                content = tuple(TextBlock(text=t) for t in group.blocks)
+                self.session.append("user/message", UserMessageData(
+                    content=content, source=UserSource()), surface_op="append")
+                continue
+            if not self.step_open:
                 self.open_step()
-                self.message_id = message_id
-                usage = _usage(message)
-        elif any(g.kind == "result" for g in groups) and not self.step_open:
-            self.open_step()
-        data: dict[str, Any] = {"entry": parts.residual}
-        if groups:
-            data["moved"] = parts.count
-        self.session.append("claude-agent/entry", data)
-        for group in groups:
-            self.typed(group, usage)
-
-    def typed(self, group: Group, usage: TokenUsage | None) -> None:
-        session, turn = self.session, self.turn
-        assert turn is not None
-        if group.kind == "user":
-            content = tuple(TextBlock(text=t) for t in group.blocks)
-            session.append("user/message", UserMessageData(content=content, source=UserSource()),
-                           surface_op="append")
-        elif group.kind == "assistant":
-            blocks = _assistant_blocks(group)
-            for block in blocks:
-                if type(block) is ToolCallBlock:
-                    self.calls.add(block.id)
-            session.append("assistant/message", AssistantMessageData(
-                turn=turn, step=self.step, content=blocks,
-                usage=usage if usage is not None else UNSET), surface_op="append")
-        else:
             self.calls.discard(group.call_id)
-            session.append("tool/result", ToolResultData(
-                turn=turn, step=self.step, call_id=group.call_id,
+            self.session.append("tool/result", ToolResultData(
+                turn=self.turn, step=self.step, call_id=group.call_id,
                 content=tuple(TextBlock(text=t) for t in group.blocks),
                 is_error=group.is_error), surface_op="append")
             self.answered = True
@@ -215,62 +226,99 @@ class _Writer:
 
 def record(session: Session, state: State, entries: Sequence[Any],
            summary: dict[str, Any] | None) -> None:
-    """Append ``entries`` to ``session`` as whole turns (see the module docstring); with
-    ``summary`` (a main transcript's), the SDK's folded summary last, in the last turn.
-    ``state`` is brought up to date."""
+    """Append ``entries`` to ``session`` as whole turns (see the module docstring): in
+    each, one ``claude-agent/entries`` with what is left of its entries, then their
+    typed events; with ``summary`` (a main transcript's), the SDK's folded summary in
+    the last turn, when the append changed it. ``state`` is brought up to date."""
     if not entries:
         return
+    splits = [split(entry) for entry in entries]
     writer = _Writer(session, state)
-    for entry in entries:
-        writer.entry(entry)
-    if summary is not None:
-        session.append("claude-agent/summary", {"data": summary})
-        state.summary = summary
-    writer.close_turn()
+    turns = _turns(splits)
+    for number, (prompt, indices) in enumerate(turns, 1):
+        writer.open_turn(prompt)
+        data: dict[str, Any] = {"entries": [splits[i].residual for i in indices]}
+        whole = [n for n, i in enumerate(indices) if not splits[i].groups]
+        if whole:
+            data["whole"] = whole
+        session.append("claude-agent/entries", data)
+        for i in indices:
+            writer.entry(entries[i], splits[i])
+        if number == len(turns) and summary is not None and summary != state.summary:
+            writer.flush_message()
+            session.append("claude-agent/summary", {"data": summary})
+            state.summary = summary
+        writer.close_turn()
 
 
-#: The typed event types whose content an entry's moved values are.
-_TYPED = frozenset({UserMessage, AssistantMessage, ToolResult})
+#: The event types an entry is rebuilt from: itself, and the typed events after it.
+REBUILT_FROM = ("claude-agent/entries", "user/message", "assistant/message", "tool/result")
 
 
-def _values(event: Event, out: list[Any]) -> None:
-    for block in event.data.content:
-        cls = type(block)
-        if cls is TextBlock:
-            out.append(block.text)
-        elif cls is ReasoningBlock:
-            if block.redacted_data is not UNSET:
-                out.append(block.redacted_data)
+class _Line(msgspec.Struct):
+    """A stored event line, its payload as plain JSON (dicts keep their keys' order)."""
+
+    type: str
+    data: Any = None
+
+
+_decode_lines = msgspec.json.Decoder(_Line).decode
+
+
+def _values(data: Any, out: list[Any]) -> None:
+    """The moved values a typed event's payload (its wire form) holds, in order."""
+    if not isinstance(data, dict):
+        return
+    if "callId" in data:  # a tool/result: the call it answers, then its texts
+        out.append(data["callId"])
+    content = data.get("content")
+    for block in content if isinstance(content, list) else ():
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text":
+            out.append(block["text"])
+        elif kind == "reasoning":
+            if "redactedData" in block:
+                out.append(block["redactedData"])
             else:
-                out.append(block.text)
-                if block.signature is not UNSET:
-                    out.append(block.signature)
-        elif cls is ToolCallBlock:
-            out.append(_decode(block.arguments))
+                out.append(block["text"])
+                if "signature" in block:
+                    out.append(block["signature"])
+        elif kind == "tool-call":
+            out += (block["id"], block["name"], _decode(block["arguments"]))
 
 
-def rebuild(events: Iterable[Event]) -> list[Any]:
-    """The entries a log records, each as it was appended.
+def rebuild(lines: Iterable[bytes]) -> list[Any]:
+    """The entries a log records, each as it was appended, from the stored lines of its
+    events of the types :data:`REBUILT_FROM` (``store.read_lines``).
 
-    :raises ValueError: an entry's typed events do not hold its moved values (a log
-        written by something else).
+    :raises ValueError: a turn's typed events do not hold its entries' moved values (a
+        log written by something else).
     """
     entries: list[Any] = []
-    residual: Any = None
-    values: list[Any] | None = None
-
-    def done() -> None:
-        if values is not None:
-            join(residual, values)
-
-    for event in events:
-        cls = type(event)
-        if cls is ClaudeEntry:
-            done()
-            residual = event.data.entry
-            values = [] if event.data.moved is not None else None
-            entries.append(residual)
-        elif values is not None and cls in _TYPED:
-            _values(event, values)
-    done()
+    split_ones: list[Any] = []
+    values: list[Any] = []
+    for raw in lines:
+        line = _decode_lines(raw)
+        if line.type == "claude-agent/entries":
+            _join_all(split_ones, values)
+            data = line.data if isinstance(line.data, dict) else {}
+            batch = data.get("entries")
+            batch = batch if isinstance(batch, list) else []
+            whole = set(data.get("whole") or ())
+            entries.extend(batch)
+            split_ones = [e for n, e in enumerate(batch) if n not in whole]
+            values = []
+        elif split_ones:
+            _values(line.data, values)
+    _join_all(split_ones, values)
     return entries
+
+
+def _join_all(residuals: list[Any], values: list[Any]) -> None:
+    """Put a turn's moved values back into its split entries, in order."""
+    start = 0
+    for residual in residuals:
+        start = join(residual, values, start)
+    if start != len(values):
+        msg = f"a turn's typed events hold {len(values)} moved values, its entries {start}"
+        raise ValueError(msg)

@@ -1,16 +1,18 @@
-"""The sessions' listing as a projection (``claude-agent/sessions``): each main
-transcript's summary row, kept by the store beside the log.
+"""The sessions' listing as a projection (``claude-agent/sessions``): each session's
+last append time as its summary row, and a main transcript's SDK summary as its one row,
+kept by the store beside the log.
 
-``claude-agent/summary`` (the last event of each append to a main transcript) puts the
-row: the SDK's summary ``data`` verbatim, and ``mtime``, the time the store stamped on
-that event (epoch milliseconds, the store's clock: what the append wrote, the same
-clock for ``list_sessions`` and ``list_session_summaries``). So listing a project's
-sessions reads their summary rows, never their logs.
+Each ``claude-agent/entries`` puts the summary row: ``mtime``, the time the store
+stamped on the event (epoch milliseconds, the store's clock), so the last append's
+(every append writes one). ``claude-agent/summary`` (written by an append that changed
+the SDK's fold) puts the row ``summary``: the SDK's ``data`` verbatim. So listing a
+project's sessions reads their summary rows (one call for all of them) and, for the
+SDK's summaries, one row each: never a log.
 """
 
 from __future__ import annotations
 
-__all__ = ["SESSIONS", "SessionRow"]
+__all__ = ["SESSIONS", "SUMMARY_KEY", "LastAppend", "SummaryRow"]
 
 from collections.abc import Iterator
 from typing import Any
@@ -18,26 +20,37 @@ from typing import Any
 from msgspec import Struct
 
 from dsh_session_core import Event
-from dsh_session_core.projections import Change, Projection, Summary
+from dsh_session_core.projections import Change, Projection, Put, Summary
 
-from .events import ClaudeSummary
+from .events import ClaudeEntries, ClaudeSummary
+
+#: The key of the row holding the SDK's summary of a main transcript.
+SUMMARY_KEY = "summary"
 
 
-class SessionRow(Struct, array_like=True, frozen=True, gc=False):
-    """A main transcript's listing: when its last append was stored, and the SDK's
-    summary ``data`` as that append folded it."""
+class LastAppend(Struct, array_like=True, frozen=True, gc=False):
+    """A session's summary row: when its last append was stored (epoch ms)."""
 
     mtime: int
+
+
+class SummaryRow(Struct, array_like=True, frozen=True, gc=False):
+    """A main transcript's SDK summary ``data``, as its last append that changed it
+    folded it."""
+
     data: dict[str, Any]
 
 
 def _fold(event: Event) -> Iterator[Change]:
-    if event.__class__ is ClaudeSummary:
-        yield Summary(SessionRow(int(event.time), event.data.data))
+    cls = event.__class__
+    if cls is ClaudeEntries:
+        yield Summary(LastAppend(int(event.time)))
+    elif cls is ClaudeSummary:
+        yield Put(SUMMARY_KEY, SummaryRow(event.data.data))
 
 
-#: The projection: no rows, one summary row a main transcript.
+#: The projection: the last append's time, and the SDK's summary.
 SESSIONS = Projection(
-    "claude-agent/sessions", 1, frozenset({"claude-agent/summary"}), SessionRow, _fold,
-    summary=SessionRow,
-    doc="the Claude Agent SDK's session listing: each main transcript's summary row")
+    "claude-agent/sessions", 1, frozenset({"claude-agent/entries", "claude-agent/summary"}),
+    SummaryRow, _fold, summary=LastAppend,
+    doc="the Claude Agent SDK's session listing: last append time and SDK summary")

@@ -1,10 +1,10 @@
 """An entry split into what its typed events hold and the rest, and joined back.
 
 A transcript entry's content (a user's text, the assistant's text, thinking and
-signatures, a tool's input, a tool result's text) is held once, by the typed events
-that record it; the ``claude-agent/entry`` event keeps the entry with each of those
-values replaced by ``null`` in its place, so that its keys keep their order and
-:func:`join` puts each value back where it was.
+signatures, a tool use's id, name and input, a tool result's call id and text) is held
+once, by the typed events that record it; the ``claude-agent/entries`` event keeps the
+entry with each of those values replaced by ``null`` in its place, so that its keys
+keep their order and :func:`join` puts each value back where it was.
 
 Which values move is decided by the entry's shape alone (the ``type`` of the entry and
 of each content block, which keys are present), never by the moved values: so the walk
@@ -130,12 +130,10 @@ def _assistant(content: list[Any], residual: bool, slots: list[_Slot],
         elif kind == "redacted_thinking" and "data" in block:
             group.blocks.append(("redacted", _text(block, "data", residual)))
             slots.append((block, "data"))
-        elif kind == "tool_use" and "input" in block:
-            call_id, name = block.get("id"), block.get("name")
-            if not isinstance(call_id, str) or not isinstance(name, str):
-                raise _Ambiguous
+        elif kind == "tool_use" and "input" in block and "id" in block and "name" in block:
+            call_id, name = _text(block, "id", residual), _text(block, "name", residual)
             group.blocks.append(("call", call_id, name, block["input"]))
-            slots.append((block, "input"))
+            slots += [(block, "id"), (block, "name"), (block, "input")]
     if group.blocks:
         groups.append(group)
 
@@ -153,11 +151,10 @@ def _user(content: list[Any], residual: bool, slots: list[_Slot],
                 groups.append(texts)
             texts.blocks.append(_text(block, "text", residual))
             slots.append((block, "text"))
-        elif kind == "tool_result":
+        elif kind == "tool_result" and "tool_use_id" in block:
             texts = None
-            call_id = block.get("tool_use_id")
-            if not isinstance(call_id, str):
-                raise _Ambiguous
+            call_id = _text(block, "tool_use_id", residual)
+            slots.append((block, "tool_use_id"))
             result = Group("result", call_id=call_id, is_error=block.get("is_error") is True)
             groups.append(result)
             if "content" not in block:
@@ -191,16 +188,19 @@ def split(entry: Any) -> Split:
     return Split(copy, len(slots), groups)
 
 
-def join(residual: Any, values: list[Any]) -> Any:
-    """Put ``values`` (in the walk's order) back into ``residual``, in place: the entry
-    as it was split.
+def join(residual: Any, values: list[Any], start: int = 0) -> int:
+    """Put the moved values ``values[start:]`` (in the walk's order) back into
+    ``residual``, in place, as many as it has places: the entry as it was split.
 
-    :raises ValueError: the values are not as many as the residual's places.
+    :returns: the index of the first value left.
+    :raises ValueError: fewer values than the residual has places.
     """
     slots, _ = _walk(residual, residual=True)
-    if len(slots) != len(values):
-        msg = f"the entry has {len(slots)} moved values, its typed events {len(values)}"
+    end = start + len(slots)
+    if end > len(values):
+        left = len(values) - start
+        msg = f"an entry has {len(slots)} moved values, its turn's typed events {left} left"
         raise ValueError(msg)
-    for (container, key), value in zip(slots, values, strict=True):
+    for (container, key), value in zip(slots, values[start:end], strict=True):
         container[key] = value
-    return residual
+    return end

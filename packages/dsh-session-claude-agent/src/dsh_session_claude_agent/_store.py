@@ -9,7 +9,7 @@ the session back at once, and one after it reads only what other writers stored 
 so an append costs what it writes, not the length of the log. An append that fails
 leaves the stored log as it found it (``store.discard``). ``load`` reads the stored
 events and rebuilds each entry (:func:`._mapping.rebuild`); the listings read the
-store's session ids and the ``claude-agent/sessions`` summary rows, never a log.
+store's session ids and the ``claude-agent/sessions`` projection's rows, never a log.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from dsh_session_core import DurableStore, Session, SessionLockedError, open_sto
 from dsh_session_core.errors import PluginError, SessionNotStoredError
 
 from ._keys import dsh_session_id, key_of, project_prefix, session_prefix
-from ._mapping import State, rebuild, record
-from ._projection import SESSIONS
+from ._mapping import REBUILT_FROM, State, rebuild, record
+from ._projection import SESSIONS, SUMMARY_KEY
 
 _T = TypeVar("_T")
 
@@ -80,7 +80,7 @@ class DshSessionStore(SessionStore):
     ) -> None:
         self._owns_store = not isinstance(store, DurableStore)
         self.store: DurableStore = store if isinstance(store, DurableStore) else open_store(store)
-        if "claude-agent/entry" not in self.store.registry:
+        if "claude-agent/entries" not in self.store.registry:
             if self._owns_store:
                 self.store.close()
             msg = ("the store's plugin manager does not know the claude-agent plugin's "
@@ -121,9 +121,7 @@ class DshSessionStore(SessionStore):
     async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
         """The SDK's summary of each main transcript of ``project_key``, as its last
         append folded it, from their summary rows (no log is read)."""
-        rows = await self._off_loop(self._rows, project_key)
-        return [{"session_id": sid, "mtime": row.mtime, "data": row.data}
-                for sid, row in rows]
+        return await self._off_loop(self._summaries, project_key)
 
     async def delete(self, key: SessionKey) -> None:
         """Remove the session (a main transcript's with its subagents'); nothing when
@@ -247,10 +245,10 @@ class DshSessionStore(SessionStore):
         session_id = dsh_session_id(key)
         with self._lock(session_id):
             try:
-                events = self.store.read(session_id)
+                lines = self.store.read_lines(session_id, types=REBUILT_FROM)
             except SessionNotStoredError:
                 return None
-        return cast("list[SessionStoreEntry]", rebuild(events))
+        return cast("list[SessionStoreEntry]", rebuild(lines))
 
     def _ids(self, prefix: str) -> list[str]:
         return [h.id for h in self.store.stored() if h.id.startswith(prefix)]
@@ -263,6 +261,18 @@ class DshSessionStore(SessionStore):
                 mains[sid] = parsed[1]
         rows = self.store.projection_summaries(SESSIONS.name, list(mains))
         return [(mains[sid], row) for sid, row in rows.items() if sid in mains]
+
+    def _summaries(self, project_key: str) -> list[SessionSummaryEntry]:
+        found: list[SessionSummaryEntry] = []
+        for sid, row in self._rows(project_key):
+            main = dsh_session_id({"project_key": project_key, "session_id": sid})
+            try:
+                summary = self.store.projection(main, SESSIONS.name).get(SUMMARY_KEY)
+            except SessionNotStoredError:
+                continue  # deleted since the listing
+            if summary is not None:
+                found.append({"session_id": sid, "mtime": row.mtime, "data": summary.data})
+        return found
 
     def _delete(self, key: SessionKey) -> None:
         session_id = dsh_session_id(key)

@@ -1,11 +1,11 @@
 """The plugin's log-only event types: what of a Claude Agent SDK transcript entry the
 typed events do not hold, and the SDK's session summary.
 
-``claude-agent/entry`` holds one transcript entry as the SDK appended it, less the
-values its typed events (``user/message``, ``assistant/message``, ``tool/result``, which
-follow it) hold: the texts, thinking, signatures and tool inputs, each left as ``null``
-in its place (:mod:`._split`). ``moved`` says how many; an entry without it is whole
-(no typed event holds any of it). ``claude-agent/summary`` holds the SDK's folded
+``claude-agent/entries`` holds the transcript entries of one turn as the SDK appended
+them, less the values the turn's typed events (``user/message``, ``assistant/message``,
+``tool/result``, which follow it) hold: the texts, thinking, signatures and tool inputs,
+each left as ``null`` in its place (:mod:`._split`). ``whole`` names the entries kept
+whole (no typed event holds any of them). ``claude-agent/summary`` holds the SDK's folded
 summary of a main transcript after an append (``fold_session_summary``'s ``data``,
 verbatim), which the ``claude-agent/sessions`` projection keeps as the session's summary
 row.
@@ -13,7 +13,7 @@ row.
 
 from __future__ import annotations
 
-__all__ = ["ClaudeEntry", "ClaudeEntryData", "ClaudeSummary", "ClaudeSummaryData"]
+__all__ = ["ClaudeEntries", "ClaudeEntriesData", "ClaudeSummary", "ClaudeSummaryData"]
 
 from typing import Any
 
@@ -22,24 +22,24 @@ from msgspec import Struct
 from dsh_session_core import Event
 
 
-class ClaudeEntryData(
+class ClaudeEntriesData(
     Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True,
     omit_defaults=True, gc=False
 ):
-    """The payload of ``claude-agent/entry``: ``{"entry": <the entry, its moved values
-    null>, "moved": <how many>}``; ``moved`` absent: the entry is whole."""
+    """The payload of ``claude-agent/entries``: ``{"entries": [<each entry, its moved
+    values null>...], "whole": [<the index of each entry kept whole>...]}``."""
 
-    entry: Any
-    moved: int | None = None
+    entries: Any
+    whole: tuple[int, ...] = ()
 
 
-class ClaudeEntry(Event, tag="claude-agent/entry", frozen=True):
-    """One Claude Agent SDK transcript entry (a line of its JSONL transcript): what the
-    typed events following it do not hold, rebuilt with them, byte for byte, by
-    ``DshSessionStore.load``. Log-only: the conversation is derived from the typed
-    events."""
+class ClaudeEntries(Event, tag="claude-agent/entries", frozen=True):
+    """The Claude Agent SDK transcript entries of one turn (lines of its JSONL
+    transcript): what the typed events following it in the turn do not hold, rebuilt
+    with them, each as it was appended, by ``DshSessionStore.load``. Log-only: the
+    conversation is derived from the typed events."""
 
-    data: ClaudeEntryData
+    data: ClaudeEntriesData
 
 
 class ClaudeSummaryData(

@@ -8,16 +8,16 @@ from collections.abc import Iterable
 from dsh_session_core import EventSpec, hookimpl
 from dsh_session_core.projections import Projection
 
-from .events import ClaudeEntry, ClaudeSummary
+from .events import ClaudeEntries, ClaudeSummary
 
 
 @hookimpl
 def register_event_types() -> Iterable[EventSpec]:
-    """Declare ``claude-agent/entry`` and ``claude-agent/summary``.
+    """Declare ``claude-agent/entries`` and ``claude-agent/summary``.
 
     :returns: the two event specs of this plugin.
     """
-    return (EventSpec(ClaudeEntry), EventSpec(ClaudeSummary))
+    return (EventSpec(ClaudeEntries), EventSpec(ClaudeSummary))
 
 
 @hookimpl
