@@ -16,8 +16,9 @@ import random
 import uuid
 from typing import Any
 
-WORDS = ("the session log keeps every event typed and durable while the agent reads "
-         "files runs commands and answers questions about the project tree").split()
+WORDS = ("the", "session", "log", "keeps", "every", "event", "typed", "and", "durable",
+         "while", "agent", "reads", "files", "runs", "commands", "answers", "questions",
+         "about", "project", "tree")
 
 
 def _words(rng: random.Random, count: int) -> str:

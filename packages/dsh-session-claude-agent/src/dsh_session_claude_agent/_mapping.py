@@ -245,7 +245,7 @@ def record(session: Session, state: State, entries: Sequence[Any],
         for i in indices:
             writer.entry(entries[i], splits[i])
         if number == len(turns) and summary is not None and summary != state.summary:
-            writer.flush_message()
+            writer.close_step()
             session.append("claude-agent/summary", {"data": summary})
             state.summary = summary
         writer.close_turn()
