@@ -48,7 +48,7 @@ DEFAULT_LOCK_TIMEOUT = 30.0
 #: session back without taking the lock or reading the log.
 DEFAULT_IDLE_WINDOW = 0.25
 #: What the retention ledger names as the door a delete came through.
-_RULE = "claude-agent"
+_RULE = "claude-agent-delete"
 
 
 class DshSessionStore(SessionStore):
@@ -126,7 +126,7 @@ class DshSessionStore(SessionStore):
     async def delete(self, key: SessionKey) -> None:
         """Remove the session (a main transcript's with its subagents'); nothing when
         none is stored. Recorded by the store's retention ledger (rule
-        ``claude-agent``)."""
+        ``claude-agent-delete``)."""
         await self._off_loop(self._delete, key)
 
     async def list_subkeys(self, key: SessionListSubkeysKey) -> list[str]:
