@@ -107,8 +107,9 @@ def test_retention_prunes_and_deletes_claude_sessions(tmp_path: Path) -> None:
             async with DshSessionStore(store, idle_window=0) as claude:
                 for key, days_ago in ((old, 90), (gone, 60), (new, 1)):
                     clock["now"] = 1_700_000_000_000 - days_ago * day
-                    await claude.append(key, [{"type": "user", "uuid": "u", "message": {
-                        "role": "user", "content": f"hello {key['session_id']}"}}])
+                    prompt: list[Any] = [{"type": "user", "uuid": "u", "message": {
+                        "role": "user", "content": f"hello {key['session_id']}"}}]
+                    await claude.append(key, prompt)
                     await claude.append({**key, "subpath": "subagents/agent-1"},
                                         [{"type": "x", "uuid": "s"}])
                 await claude.delete(gone)
