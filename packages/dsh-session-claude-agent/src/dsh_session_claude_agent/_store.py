@@ -34,7 +34,7 @@ from claude_agent_sdk.types import (
 )
 
 from dsh_session_core import DurableStore, Session, SessionLockedError, open_store
-from dsh_session_core.errors import PluginError, SessionNotStoredError
+from dsh_session_core.errors import PersistenceError, PluginError, SessionNotStoredError
 
 from ._keys import dsh_session_id, key_of, project_prefix, session_prefix
 from ._mapping import REBUILT_FROM, State, rebuild, record
@@ -232,12 +232,18 @@ class DshSessionStore(SessionStore):
                 if cached is not None and session is cached[0]:
                     return session, cached[1]
                 return session, State.of(session.events)
-            except SessionLockedError:
-                if time.monotonic() >= deadline:
+            except (SessionLockedError, PersistenceError) as exc:
+                # Locked by another writer, or (a plain PersistenceError) created or
+                # rewritten by one between our look and our act: wait, and look again.
+                raced = type(exc) is PersistenceError
+                if time.monotonic() >= deadline or not (
+                        raced or isinstance(exc, SessionLockedError)):
                     if cached is not None:
                         with self._guard:
                             self._cached.setdefault(session_id, cached)
                     raise
+                if raced:
+                    cached = None  # the log changed under it: loaded whole below
                 time.sleep(delay)
                 delay = min(delay * 2, 0.1)
 
