@@ -36,7 +36,7 @@ _RUN = ("import site, sys; site.addsitedir(sys.argv.pop(1)); "
         "from dsh_session_core._cli.main import main; main()")
 #: What the test environment installs beside the batteries (the example third-party
 #: plugin and the integrations), blocked unless a test says otherwise.
-_NOT_BATTERIES = "example,adk,langgraph,openai-agents,pydantic-ai"
+_NOT_BATTERIES = "example,adk,claude-agent,langgraph,openai-agents,pydantic-ai"
 
 
 def _site_without(tmp: Path, *distributions: str) -> Path:

@@ -40,7 +40,7 @@ SEED_CATALOG = {
 #: Plugins the test environment installs beside the batteries' four: the tests' example
 #: third-party plugin, and the framework integrations (workspace members that are not
 #: part of the batteries). The seed catalog is the batteries'.
-NOT_BATTERIES = "example,adk,langgraph,openai-agents,pydantic-ai"
+NOT_BATTERIES = "example,adk,claude-agent,langgraph,openai-agents,pydantic-ai"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

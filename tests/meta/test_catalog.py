@@ -20,11 +20,12 @@ CATALOG = ROOT / "docs" / "persistence-catalog.md"
 
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     # The catalog documents the batteries' packages; the test suite's third-party example
-    # plugin and the framework integrations (dsh-session-adk, dsh-session-langgraph,
-    # dsh-session-openai-agents, dsh-session-pydantic-ai: workspace members outside the
-    # batteries) are installed too, and are blocked here like any plugin can be.
-    env = {**os.environ,
-           "DSH_SESSION_DISABLE_PLUGINS": "example,adk,langgraph,openai-agents,pydantic-ai"}
+    # plugin and the framework integrations (dsh-session-adk, dsh-session-claude-agent,
+    # dsh-session-langgraph, dsh-session-openai-agents, dsh-session-pydantic-ai: workspace
+    # members outside the batteries) are installed too, and are blocked here like any
+    # plugin can be.
+    env = {**os.environ, "DSH_SESSION_DISABLE_PLUGINS":
+           "example,adk,claude-agent,langgraph,openai-agents,pydantic-ai"}
     return subprocess.run([sys.executable, "-m", "dsh_session_core", *args],
                           capture_output=True, text=True, check=False, cwd=cwd, env=env)
 
@@ -107,7 +108,7 @@ def test_the_committed_vocabulary_reference_is_what_the_registry_renders() -> No
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == VOCABULARY.read_text(encoding="utf-8"), (
         "docs/vocabulary.md is stale: run `DSH_SESSION_DISABLE_PLUGINS=example,adk,"
-        "langgraph,openai-agents,pydantic-ai "
+        "claude-agent,langgraph,openai-agents,pydantic-ai "
         "dsh-session events --vocabulary > docs/vocabulary.md`")
 
 

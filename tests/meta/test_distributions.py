@@ -398,8 +398,8 @@ def test_the_readme_demo_environment_holds_no_test_tooling() -> None:
     assert [a for a in demo if a != "-e"] == [str(folder) for folder in [
         *(MEMBERS[d] for d in MEMBERS if d != "dsh-session"), ROOT]]
     integrations = [str(ROOT / m) for m in dev._integrations()]
-    assert {"dsh-session-adk", "dsh-session-langgraph", "dsh-session-openai-agents",
-            "dsh-session-pydantic-ai"} <= {
+    assert {"dsh-session-adk", "dsh-session-claude-agent", "dsh-session-langgraph",
+            "dsh-session-openai-agents", "dsh-session-pydantic-ai"} <= {
         Path(i).name for i in integrations}
     assert not set(integrations) & set(demo)
     editable = [a for a in test if not a.startswith("-") and a not in group]
@@ -413,6 +413,28 @@ def test_the_readme_demo_environment_holds_no_test_tooling() -> None:
 #: from a program that uses the framework through it and reads the result back with
 #: core. Not the batteries: those are checked above, unchanged by the integrations.
 INTEGRATIONS = {
+    "dsh-session-claude-agent": ("""
+import asyncio, sys
+from claude_agent_sdk.testing import run_session_store_conformance
+from dsh_session_core import create_plugin_manager, open_store
+from dsh_session_claude_agent import DshSessionStore, dsh_session_id
+
+async def main():
+    url = "sqlite:///" + sys.argv[1]
+    key = {"project_key": "p", "session_id": "s"}
+    entry = {"type": "user", "message": {"role": "user", "content": "hello"}, "uuid": "u"}
+    async with DshSessionStore(url) as store:
+        await store.append(key, [entry])
+    async with DshSessionStore(url) as store:  # a new store object reads it back
+        print(await store.load(key) == [entry])
+    await run_session_store_conformance(lambda: DshSessionStore("memory:"))
+    with open_store(url) as store:
+        derived = store.read_session(dsh_session_id(key)).derive_messages()
+    print([m.role for m in derived])
+    print(sorted(name for name, _ in create_plugin_manager().list_name_plugin()))
+
+asyncio.run(main())
+""", "True\n['user']\n['claude-agent', 'core']\n"),
     "dsh-session-langgraph": ("""
 import sys
 from langgraph.checkpoint.base import empty_checkpoint

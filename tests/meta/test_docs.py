@@ -65,7 +65,7 @@ def _run_console(body: str, cwd: Path) -> None:
         # blocked.
         env = {**os.environ,
                "DSH_SESSION_DISABLE_PLUGINS":
-                   "example,adk,langgraph,openai-agents,pydantic-ai",
+                   "example,adk,claude-agent,langgraph,openai-agents,pydantic-ai",
                "TZ": "UTC"}
         proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False,
                               env=env)

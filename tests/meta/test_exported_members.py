@@ -32,6 +32,7 @@ PACKAGES = [
     "dsh_session_adk",
     "dsh_session_langgraph",
     "dsh_session_pydantic_ai",
+    "dsh_session_claude_agent",
     "dsh_session_demo",
 ]
 

@@ -11,6 +11,8 @@ from dsh_session_core.testing import check_plugin
 # entry-point name -> (package, the event types it registers), written out by hand
 INTEGRATIONS = {
     "adk": ("dsh_session_adk", ("adk/deleted", "adk/event", "adk/session", "adk/state")),
+    "claude-agent": ("dsh_session_claude_agent", ("claude-agent/entries",
+                                                  "claude-agent/summary")),
     "langgraph": ("dsh_session_langgraph", ("langgraph/checkpoint", "langgraph/removed",
                                             "langgraph/writes")),
     "openai-agents": ("dsh_session_openai_agents",

@@ -183,6 +183,7 @@ ENTRY_POINT_HOOKS = {
                         "session_labels"},
     "dsh_session_langgraph": {"register_event_types", "register_projections"},
     "dsh_session_pydantic_ai": {"register_event_types"},
+    "dsh_session_claude_agent": {"register_event_types", "register_projections"},
     # The viewer and the demo add commands only (view, export --html; demo).
     "dsh_session_view": {"register_commands"},
     "dsh_session_demo": {"register_commands"},

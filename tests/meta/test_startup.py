@@ -140,6 +140,7 @@ def test_loading_every_installed_plugin_imports_no_framework() -> None:
          "print(' '.join(sorted(m.split('.')[0] for m in sys.modules)))"],
         capture_output=True, text=True, check=True)
     plugins, modules = (line.split() for line in out.stdout.splitlines())
-    assert {"openai-agents", "adk", "langgraph", "pydantic-ai"} <= set(plugins), plugins
+    assert {"openai-agents", "adk", "langgraph", "pydantic-ai", "claude-agent"} <= set(
+        plugins), plugins
     assert not {"agents", "openai", "google", "pydantic", "anthropic", "langgraph",
-                 "langchain_core"} & set(modules)
+                 "langchain_core", "claude_agent_sdk"} & set(modules)

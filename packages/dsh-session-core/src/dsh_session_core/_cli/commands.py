@@ -70,6 +70,7 @@ EXAMPLES: dict[str, str] = {
 #: test holds each plugin to its row.
 KNOWN_PLUGINS: dict[str, tuple[str, dict[str, str], tuple[str, ...]]] = {
     "adk": ("dsh-session-adk", {}, ()),
+    "claude-agent": ("dsh-session-claude-agent", {}, ()),
     "compact": ("dsh-session-compact", {}, ()),
     "demo": ("dsh-session", {
         "demo": "run a scripted agent session into a store and show its log"}, ()),
