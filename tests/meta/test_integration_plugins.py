@@ -14,7 +14,7 @@ INTEGRATIONS = {
     "claude-agent": ("dsh_session_claude_agent", ("claude-agent/entries",
                                                   "claude-agent/summary")),
     "langgraph": ("dsh_session_langgraph", ("langgraph/checkpoint", "langgraph/removed",
-                                            "langgraph/writes")),
+                                            "langgraph/resume", "langgraph/writes")),
     "openai-agents": ("dsh_session_openai_agents",
                       ("agents/clear", "agents/item", "agents/pop")),
     "pydantic-ai": ("dsh_session_pydantic_ai",
