@@ -43,9 +43,9 @@ async def _write(url: str) -> list[Any]:
         await session.add_items(items)  # type: ignore[arg-type]
     await session.pop_item()
     await session.add_items(AFTER_POP)  # type: ignore[arg-type]
-    items = await session.get_items()
+    got: list[Any] = list(await session.get_items())
     await session.aclose()
-    return list(items)
+    return got
 
 
 def main() -> None:
