@@ -52,6 +52,7 @@ CORE_TYPES = {
     "retention/removing",
     "retention/removal",
     "retention/abandoned",
+    "retention/forgotten",
 }
 SURFACE = {
     "user/message",
@@ -94,7 +95,7 @@ class PingPlugin:
 
 
 def test_core_registry_has_exactly_the_core_types(pm: PluginManager) -> None:
-    # The reference's fifteen, and the retention ledger's four.
+    # The reference's fifteen, and the retention ledger's five.
     for registry in (core_registry(), SessionStore(pm).registry):
         assert set(registry.types) == CORE_TYPES
         assert len(registry) == 19

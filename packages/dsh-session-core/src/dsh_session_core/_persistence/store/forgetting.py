@@ -123,10 +123,10 @@ class StoreForget(StoreBase):
                                                    archives=archives, rule=rule)
         return done
 
-    async def aforget_all(self, labels: Mapping[str, str], *,
-                          archives: Sequence[str] = (), rule: str = "forget"
-                          ) -> list[Forgotten]:
+    async def aforget_all(self, labels: Mapping[str, str] | None = None, *,
+                          ids: Sequence[str] = (), archives: Sequence[str] = (),
+                          rule: str = "forget") -> list[Forgotten]:
         """:meth:`forget_all` for asyncio hosts, in the store's worker thread."""
-        done: list[Forgotten] = await self._worker().run(self.forget_all, labels,
-                                                         archives=archives, rule=rule)
+        done: list[Forgotten] = await self._worker().run(
+            self.forget_all, labels, ids=ids, archives=archives, rule=rule)
         return done
