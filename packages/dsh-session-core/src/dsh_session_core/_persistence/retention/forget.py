@@ -158,8 +158,16 @@ def forget(store: DurableStore, session_ids: Sequence[str], *, rule: str,
                     raise
         archived: dict[str, list[str]] = {sid: [] for sid in ids}
         left: dict[str, list[str]] = {sid: [] for sid in ids}
+        failure: BaseException | None = None
         with Ledger(store) as ledger:
-            done = {sid: _delete(store, sid, plan) for sid, plan in planned.items()}
+            done: dict[str, Deleted | None] = {}
+            for sid, plan in planned.items():
+                try:
+                    done[sid] = _delete(store, sid, plan)
+                except (DshSessionError, OSError) as exc:  # a writer won the race
+                    failure = exc
+                    break
+            ids = list(done)  # what was removed is recorded; the rest is left as it was
             while opened:
                 url, archive = opened.pop(0)
                 _in_archive(archive_store, url, archive, ids, rule, archived, left)
@@ -192,6 +200,8 @@ def forget(store: DurableStore, session_ids: Sequence[str], *, rule: str,
             for sid in ids:
                 left[sid].append(f"what its delete left could not be scrubbed: "
                                  f"{reason_of(exc)}")
+    if failure is not None:
+        raise failure
     return [Forgotten(sid, digest_of(sid), done[sid], tuple(archived[sid]), dropped[sid],
                       scrubbed, purged, tuple(left[sid])) for sid in ids]
 
