@@ -109,12 +109,12 @@ class StoreForget(StoreBase):
         """A store on an archive's backend (it closes the backend), with plugins of its
         own (a plugin manager registers one store's persistence)."""
         from ..encryption.sealed import SealedBackend
-        from .durable import DurableStore
 
         own = self.backend
         if isinstance(own, SealedBackend) and not isinstance(backend, SealedBackend):
             backend = SealedBackend(backend, own.sealer)
-        return DurableStore(backend)
+        made = cast("DurableStore", type(self)(backend))  # (DurableStore: its mixin)
+        return made
 
     async def aforget(self, session_id: str, *, archives: Sequence[str] = (),
                       rule: str = "forget") -> Forgotten:
