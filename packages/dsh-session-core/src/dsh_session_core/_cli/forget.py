@@ -44,8 +44,7 @@ it. By person: --label app=APP --label user=USER (an ADK user's sessions and
 state). On a terminal, asks first. See docs/erasing.md."""
 
 _EXAMPLE = """\
-examples:
-  dsh-session forget chat-1 --store sqlite:///agent.db --yes
+example:
   dsh-session forget --label app=weather --label user=ada --store ~/sessions --yes"""
 
 
