@@ -344,3 +344,17 @@ def test_the_command_forgets_and_ls_and_search_do_not_show_it(tmp_path: Path) ->
     code, out, _ = run_cli("search", marker, "--store", url)
     assert out.decode().startswith(f"no hits for '{marker}'")
     assert _files_holding(tmp_path, marker.encode()) == []
+
+
+@pytest.mark.parametrize("mode", ["wal", "delete", "truncate", "persist"])
+def test_every_sqlite_journal_mode_is_scrubbed(mode: Any, tmp_path: Path) -> None:
+    from dsh_session_core import SqliteBackend
+
+    marker = f"zq{secrets.token_hex(6)}"
+    with DurableStore(SqliteBackend(tmp_path / "s.db", journal_mode=mode)) as store:
+        _write(store, "chat", marker)
+        _write(store, "other", "nothing")
+        assert list(store.search(marker))  # indexed
+        assert store.forget("chat").complete
+        # Checked while the store is open: a WAL, a persisted journal, are still there.
+        assert _files_holding(tmp_path, marker.encode()) == []
