@@ -52,6 +52,7 @@ CORE_TYPES = {
     "retention/removing",
     "retention/removal",
     "retention/abandoned",
+    "retention/forgotten",
 }
 SURFACE = {
     "user/message",
@@ -94,10 +95,10 @@ class PingPlugin:
 
 
 def test_core_registry_has_exactly_the_core_types(pm: PluginManager) -> None:
-    # The reference's fifteen, and the retention ledger's four.
+    # The reference's fifteen, and the retention ledger's five.
     for registry in (core_registry(), SessionStore(pm).registry):
         assert set(registry.types) == CORE_TYPES
-        assert len(registry) == 19
+        assert len(registry) == 20
         assert list(registry.types) == sorted(CORE_TYPES)  # iterates in sorted order
         assert [entry.type for entry in registry] == sorted(CORE_TYPES)
         assert all(t in registry for t in CORE_TYPES)

@@ -42,12 +42,13 @@ from google.adk.sessions.session import Session as AdkSession
 from google.adk.sessions.state import State
 from typing_extensions import override
 
-from dsh_session_core import DurableStore, Session, SessionHeader, open_store
+from dsh_session_core import DurableStore, Forgotten, Session, SessionHeader, open_store
 from dsh_session_core.errors import (
     EncryptionError,
     LogFormatError,
     PersistenceError,
     SessionLockedError,
+    SessionNotStoredError,
     UnreadableSessionWarning,
 )
 
@@ -416,6 +417,52 @@ class DshSessionService(BaseSessionService):
             end_turn(session, cursor, "disposed")
             enclosed(session, cursor, "adk/deleted", {"time": time.time()}, "disposed")
             await self.store.arelease(session)
+
+    async def forget_session(self, *, app_name: str, user_id: str, session_id: str
+                             ) -> Forgotten | None:
+        """Forget the session for good (``store.forget``, docs/erasing.md): its log,
+        rows, index entries and archived copies, what the deletes left made unreadable,
+        a digest in the store's ledger; ``delete_session`` only tombstones it. A live
+        session of this service is released first. ``None``: nothing is stored under
+        it. (Its user's and app's state, shared with their other sessions, stay:
+        :meth:`forget_user` forgets a user's.)"""
+        session_id = await self._resolve(app_name, user_id, session_id)
+        dsh_id = dsh_session_id(app_name, user_id, session_id)
+        async with self._lock(dsh_id):
+            await self._let_go([dsh_id])
+            try:
+                return await self.store.aforget(dsh_id, rule="adk-forget")
+            except SessionNotStoredError as exc:
+                if exc.session_id != dsh_id:
+                    raise
+                return None
+
+    async def forget_user(self, *, app_name: str, user_id: str) -> list[Forgotten]:
+        """Forget every session of a user of an app, tombstoned ones too, and the user's
+        state (``store.forget_all``, docs/erasing.md): what a person's erasure asks for.
+        The app's state, shared by every user, stays. Sessions of this service are
+        released first.
+
+        :returns: one :class:`~dsh_session_core.Forgotten` per dsh session, by id.
+        """
+        state = dsh_session_id(app_name, user_id)
+        mine = [i for i, live in self._live.items()
+                if (live.view.app_name, live.view.user_id) == (app_name, user_id)]
+        await self._let_go(mine)
+        ids = [state] if state in {h.id for h in await self._headers()} else []
+        done: list[Forgotten] = await self.store.aforget_all(
+            {"app": app_name, "user": user_id}, ids=ids, rule="adk-forget-user")
+        for forgotten in done:
+            self._cold.pop(forgotten.session_id, None)
+        return done
+
+    async def _let_go(self, dsh_ids: list[str]) -> None:
+        """Release these sessions if this service holds them, and forget their views."""
+        for dsh_id in dsh_ids:
+            live = self._live.pop(dsh_id, None)
+            if live is not None:
+                await self.store.arelease(live.session)
+            self._cold.pop(dsh_id, None)
 
     @override
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:

@@ -66,15 +66,26 @@ def session_labels(header: SessionHeader,
                    first_events: Callable[[int], Sequence[Event]]) -> Mapping[str, str] | None:
     """``{"app": APP, "user": USER}`` for an ADK session, from its ``adk/session`` (as
     :func:`label_session` reads it), so that retention keeps the latest sessions of each
-    user or app (``per=("user",)``). A state session is no conversation: ``None``.
+    user or app (``per=("user",)``); the same for a user's state session (``{"app":
+    APP}`` for the app's), from its first ``adk/state``, so that a forget by person
+    (``store.forget_all({"app": ..., "user": ...})``, ``dsh-session forget --label``)
+    takes the user's state with their sessions. (Retention keeps state sessions as
+    hidden before it groups: they never count among a user's latest.)
 
     :returns: the named labels, or ``None`` for a session not of this plugin, or whose
         first events do not say.
     """
-    if not header.id.startswith(_SESSION):
+    if not header.id.startswith((_SESSION, *_STATE)):
         return None
     for event in first_events(2):
         if event.type == "adk/session":
             d = names_in(event, "appName", "userId")
             return None if d is None else {"app": str(d["appName"]), "user": str(d["userId"])}
+        if event.type == "adk/state":
+            d = names_in(event, "appName")
+            if d is None:
+                return None
+            user = d.get("userId")
+            return ({"app": str(d["appName"])} if user is None
+                    else {"app": str(d["appName"]), "user": str(user)})
     return None

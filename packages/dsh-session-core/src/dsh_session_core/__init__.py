@@ -78,6 +78,7 @@ if _TYPE_CHECKING:
         Projecting,
         Resumable,
         Rewritable,
+        Scrubbable,
         Searchable,
         SelectiveSummaries,
         TypedLineReads,
@@ -89,6 +90,7 @@ if _TYPE_CHECKING:
     from ._persistence.listing import is_hidden, label_of, named_labels, stored_label
     from ._persistence.opening import open_store
     from ._persistence.projections.read import ProjectionView
+    from ._persistence.retention.forget import Forgotten
     from ._persistence.retention.plan import PruneDecision, PruneReport
     from ._persistence.retention.policy import RetentionPolicy
     from ._persistence.store.coordinator import PersistenceError, PersistencePlugin
@@ -211,10 +213,12 @@ _LAZY: dict[str, str] = {
     "Resumable": "._persistence.capabilities",
     "Searchable": "._persistence.capabilities",
     "Rewritable": "._persistence.capabilities",
+    "Scrubbable": "._persistence.capabilities",
     "Projecting": "._persistence.capabilities",
     "SelectiveSummaries": "._persistence.capabilities",
     "TypedLineReads": "._persistence.capabilities",
     "Deleted": "._persistence.base",
+    "Forgotten": "._persistence.retention.forget",
     "PruneDecision": "._persistence.retention.plan",
     "PruneReport": "._persistence.retention.plan",
     "RetentionPolicy": "._persistence.retention.policy",
@@ -334,6 +338,7 @@ __all__ = [
     "EventSpec",
     "EventsView",
     "FinishChunk",
+    "Forgotten",
     "HeldDeletable",
     "ImageBlock",
     "InjectionTrigger",
@@ -375,6 +380,7 @@ __all__ = [
     "RetentionRemoval",
     "RetentionRemovalData",
     "Rewritable",
+    "Scrubbable",
     "SealedBackend",
     "SearchHit",
     "SearchResults",

@@ -30,6 +30,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "create a child session seeded with a session's events up to a turn/end"),
     "copy": ("copy", "copy sessions between two stores (resumable, verified)"),
     "rm": ("lifecycle", "remove sessions from a store (refuses one a live writer holds)"),
+    "forget": ("forget", "erase sessions for good: archived copies and what deletes leave "
+                         "too (by id, or a person's: --label)"),
     "prune": ("retention", "remove the sessions a retention policy names (age, latest N, "
                            "size), archived first if asked"),
     "retain": ("retention", "mark sessions never to be pruned (--release: unmark)"),

@@ -54,6 +54,7 @@ __all__ = [
     "Projecting",
     "Resumable",
     "Rewritable",
+    "Scrubbable",
     "Searchable",
     "SelectiveSummaries",
     "TypedLineReads",
@@ -207,6 +208,21 @@ class HeldDeletable(Protocol):
 
 
 @runtime_checkable
+class Scrubbable(Protocol):
+    """A backend that can make what its deletes left behind unreadable, for
+    ``store.forget`` (docs/erasing.md): freed database pages and write-ahead logs
+    (SQLite, a JSONL store's projection sidecar), dead rows (PostgreSQL's VACUUM), caches
+    of headers. Without it, forget is the delete alone, and its record says so (a new
+    backend, Redis's, implements it to say what it does)."""
+
+    def scrub(self) -> str:
+        """Make what earlier deletes left unreadable, store-wide; the caller holds no
+        transaction. Returns, for people, what it did and what it could not reach (a
+        server's own retention: its WAL, replicas, backups)."""
+        ...
+
+
+@runtime_checkable
 class Rewritable(Protocol):
     """A backend that replaces a session's stored events at once (``dsh-session rekey``
     reseals a session in place). Without it, a session cannot be rewritten."""
@@ -312,6 +328,7 @@ class Capabilities:
     deletable: Deletable | None = None
     held_deletable: HeldDeletable | None = None
     rewritable: Rewritable | None = None
+    scrubbable: Scrubbable | None = None
     async_append: AsyncAppend | None = None
     async_list: AsyncList | None = None
     async_tail: AsyncTail | None = None
@@ -344,6 +361,7 @@ class Capabilities:
             held_deletable=(backend if deletable and isinstance(backend, HeldDeletable)
                             else None),
             rewritable=backend if isinstance(backend, Rewritable) else None,
+            scrubbable=backend if isinstance(backend, Scrubbable) else None,
             async_append=backend if isinstance(backend, AsyncAppend) else None,
             async_list=backend if isinstance(backend, AsyncList) else None,
             async_tail=backend if isinstance(backend, AsyncTail) else None,

@@ -3,7 +3,8 @@
 The ledger is the session in which a store keeps its never-prune marks
 (``retention/mark``) and the record of every session removed from it
 (``retention/removing`` before the delete, then ``retention/removal``, or
-``retention/abandoned`` when the delete did not happen).
+``retention/abandoned`` when the delete did not happen), and of every session forgotten
+(``retention/forgotten``: a digest of its id, never the id).
 ``_persistence/retention/ledger.py`` reads and writes it. They are core's, registered by
 core's plugin, and not the reference's: only the ledger session holds them.
 
@@ -22,6 +23,8 @@ from ..events import Event
 __all__ = [
     "RetentionAbandoned",
     "RetentionAbandonedData",
+    "RetentionForgotten",
+    "RetentionForgottenData",
     "RetentionMark",
     "RetentionMarkData",
     "RetentionRemoval",
@@ -145,3 +148,37 @@ class RetentionAbandoned(Event, tag="retention/abandoned", frozen=True):
     """
 
     data: RetentionAbandonedData
+
+
+class RetentionForgottenData(Struct, frozen=True, gc=False, kw_only=True, rename="camel",
+                             forbid_unknown_fields=True):
+    """The payload of ``retention/forgotten``: that a session was forgotten, without a
+    word of it. Its id is not here, only :attr:`digest` (a SHA-256 of it, with a fixed
+    prefix: whoever holds the id can check that it was forgotten; it names no one to a
+    reader who does not).
+
+    :ivar digest: ``sha256:`` and the hex of SHA-256 of ``dsh-session.forget:`` and the
+        id (:func:`~dsh_session_core._persistence.retention.forget.digest_of`).
+    :ivar rule: the door it came through: ``forget`` (``store.forget``), ``forget-cli``
+        (``dsh-session forget``), or an integration's (``adk-forget-user``...).
+    :ivar stored: it was stored here (else only its archives, or its key, held it).
+    :ivar archives: how many archives it was forgotten in too.
+    :ivar key_dropped: the keyring's drop hook dropped its keys (crypto-shredding);
+        ``False``: shared keys (or none), a physical removal only.
+    """
+
+    digest: str
+    rule: str
+    stored: bool = True
+    archives: int = 0
+    key_dropped: bool = False
+
+
+class RetentionForgotten(Event, tag="retention/forgotten", frozen=True):
+    """A session forgotten (``store.forget``, ``dsh-session forget``): its log, rows,
+    index entries and archived copies removed for good, and every earlier record of it
+    in this ledger taken out. The event's time is when; the session is named by a digest
+    only.
+    """
+
+    data: RetentionForgottenData

@@ -167,6 +167,11 @@ class MemoryBackend:
             raise not_found(session_id)
         return self._drop(session_id, log, dry_run=False)
 
+    def scrub(self) -> str:
+        """Nothing to scrub: a deleted log is dropped from this process's memory
+        (:class:`~..capabilities.Scrubbable`)."""
+        return "memory: the log dropped from this process's memory; nothing on disk"
+
     def _drop(self, session_id: str, log: _Log, *, dry_run: bool) -> Deleted:
         jsonl = b"".join(log.lines)
         from ..._schema.codec import ENCODER

@@ -18,6 +18,7 @@ __all__ = [
     "ALGORITHMS",
     "DEFAULT_ALGORITHM",
     "KEYS_VARIABLE",
+    "KeyDrop",
     "KeyLookup",
     "Keyring",
     "aead_classes",
@@ -36,6 +37,10 @@ _KEY_BYTES: Final = 32
 #: (never given, or deleted: the session is then unreadable).
 KeyLookup = Callable[[str, str], "bytes | None"]
 
+#: ``(session_id) -> None``: drop every key of this session where you keep them, for
+#: good (crypto-shredding: ``store.forget`` calls it). It raises when it could not.
+KeyDrop = Callable[[str], None]
+
 
 class Keyring:
     """Where an encrypted store's keys come from, and which key seals new records.
@@ -45,17 +50,26 @@ class Keyring:
     None`` (keys of your own keeping, one per session if you like: deleting a session's
     key makes it unreadable for good, see docs/encryption.md).
 
+    With one key per session, give ``drop`` too: ``store.forget(id)`` (and ``dsh-session
+    forget``) calls ``drop(session_id)`` after removing the session, so that its key
+    goes where you keep it and every copy left elsewhere (backups, replicas, an
+    archive) stays ciphertext for good: crypto-shredding. Keys shared by every session
+    (a mapping, ``DSH_SESSION_KEYS``) cannot be dropped for one session: forget is then
+    a physical removal only, and says so.
+
     :param keys: the keys by id, or the lookup callable.
     :param current: the key id that seals new records (default: a mapping's first id;
         required with a callable). Records sealed under other ids still open while
         their keys are given: that is how keys are rotated.
     :param algorithm: the AEAD new records are sealed with (:data:`ALGORITHMS`).
-    :raises ValueError: no key, a key that is not 32 bytes, an unknown algorithm, or no
-        ``current`` for a callable.
+    :param drop: with a callable, how to drop one session's keys (:data:`KeyDrop`).
+    :raises ValueError: no key, a key that is not 32 bytes, an unknown algorithm, no
+        ``current`` for a callable, or ``drop`` with a mapping (its keys are shared by
+        every session: dropping one would shred them all).
     """
 
     def __init__(self, keys: Mapping[str, bytes] | KeyLookup, *, current: str | None = None,
-                 algorithm: str = DEFAULT_ALGORITHM) -> None:
+                 algorithm: str = DEFAULT_ALGORITHM, drop: KeyDrop | None = None) -> None:
         if algorithm not in ALGORITHMS:
             msg = f"unknown algorithm {algorithm!r}: one of {', '.join(ALGORITHMS)}"
             raise ValueError(msg)
@@ -65,6 +79,10 @@ class Keyring:
                 raise ValueError(msg)
             self._lookup: KeyLookup = keys
         else:
+            if drop is not None:
+                msg = ("drop= is for a key callable with one key per session: a mapping's "
+                       "keys are shared by every session, and dropping one would shred them all")
+                raise ValueError(msg)
             table = dict(keys)
             if not table:
                 msg = "a Keyring needs at least one key"
@@ -81,6 +99,12 @@ class Keyring:
             raise ValueError(msg)
         self.current = current
         self.algorithm = algorithm
+        self._drop = drop
+
+    @property
+    def shreds(self) -> bool:
+        """Whether this keyring can drop one session's keys (it was given ``drop``)."""
+        return self._drop is not None
 
     @classmethod
     def parse(cls, text: str, *, algorithm: str = DEFAULT_ALGORITHM) -> Keyring:
@@ -128,6 +152,17 @@ class Keyring:
     def key(self, session_id: str, key_id: str) -> bytes | None:
         """The key ``key_id`` of ``session_id``, or ``None`` when there is none."""
         return self._lookup(session_id, key_id)
+
+    def drop(self, session_id: str) -> bool:
+        """Drop the keys of ``session_id`` through the ``drop`` hook (crypto-shredding).
+
+        :returns: whether there was a hook to ask (``False``: shared keys, nothing done).
+        :raises Exception: what the hook raises (the key may still be there).
+        """
+        if self._drop is None:
+            return False
+        self._drop(session_id)
+        return True
 
 
 def check_key(kid: object, key: object) -> None:

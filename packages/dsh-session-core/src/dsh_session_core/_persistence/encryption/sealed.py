@@ -297,6 +297,17 @@ class SealedBackend(SealedRows):
             return gone
         return dataclasses.replace(gone, header=self.up(gone.header))
 
+    def scrub(self) -> str:
+        """The wrapped backend's :class:`~..capabilities.Scrubbable` scrub (sealed or
+        not, what a delete leaves is the wrapped backend's to clear)."""
+        scrubbable = self.inner_capabilities.scrubbable
+        if scrubbable is None:
+            from ...errors import PersistenceError
+
+            msg = f"the {self.inner.name} backend cannot scrub what its deletes leave"
+            raise PersistenceError(msg, session_id="")
+        return scrubbable.scrub()
+
     def summaries(self) -> builtins.list[SessionSummary]:
         return [self._summary(s) for s in self.inner.summaries()]
 

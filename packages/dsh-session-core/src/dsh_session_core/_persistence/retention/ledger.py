@@ -3,7 +3,9 @@
 Its id is :data:`LEDGER_ID`; its events are the store's never-prune marks
 (``retention/mark``) and the record of every session removed from it
 (``retention/removing``, then ``retention/removal`` or ``retention/abandoned``:
-:mod:`.retention.removal`).
+:mod:`.retention.removal`), and of every session forgotten (``retention/forgotten``:
+:mod:`.retention.forget`), named there by a digest only (:func:`digest_of`): a forget
+also takes every earlier record of the session out of the ledger (:meth:`Ledger.purge`).
 
 Kept as a session, it is held by every backend, a third party's too, with nothing more
 than the Backend protocol; it is durable as any log is (flushed after each record);
@@ -22,12 +24,13 @@ refuses, for it cannot tell which sessions are marked.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from ..._base.names import RETENTION_LEDGER_ID
 from ..._schema.retention_events import (
     RetentionAbandoned,
+    RetentionForgotten,
     RetentionMark,
     RetentionRemoval,
     RetentionRemoving,
@@ -48,12 +51,47 @@ if TYPE_CHECKING:
     from ..base import Backend
     from ..store.durable import DurableStore
 
-__all__ = ["LEDGER_ID", "Ledger", "LedgerState", "backend_marks", "backend_state", "fold",
-           "ledger_events", "ledger_state", "lister", "note_of",
-           "sealed_by_an_earlier_release"]
+__all__ = [
+    "LEDGER_ID",
+    "Ledger",
+    "LedgerState",
+    "backend_marks",
+    "backend_state",
+    "digest_of",
+    "fold",
+    "ledger_events",
+    "ledger_state",
+    "lister",
+    "names",
+    "note_of",
+    "sealed_by_an_earlier_release",
+]
 
 #: The id of a store's retention ledger session.
 LEDGER_ID: Final = RETENTION_LEDGER_ID
+
+#: What a forget's digest is made of: this prefix, then the id (UTF-8).
+_DIGEST_PREFIX: Final = b"dsh-session.forget:"
+
+
+def digest_of(session_id: str) -> str:
+    """How ``retention/forgotten`` names a session: ``sha256:`` and the hex SHA-256 of
+    a fixed prefix and the id. Whoever holds the id can check it was forgotten; a
+    reader who does not learns nothing from it but what guessing ids would tell."""
+    import hashlib
+
+    raw = _DIGEST_PREFIX + session_id.encode("utf-8", "surrogatepass")
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def names(event: object) -> str | None:
+    """The id of the session a ledger record names in the clear (a mark, an
+    announcement, a removal, an abandonment), or ``None``."""
+    if isinstance(event, RetentionMark | RetentionRemoving | RetentionRemoval
+                  | RetentionAbandoned):
+        return event.data.session_id
+    return None
+
 
 #: Whether a session is stored now: its header, or ``None``.
 Present = Callable[[str], "SessionHeader | None"]
@@ -83,12 +121,14 @@ class LedgerState:
         with whether its session is gone.
     :ivar unreadable: the seqs of the ledger's records that could not be read, and
         whether each is sealed (an earlier release's record, read without keys).
+    :ivar forgotten: the ``retention/forgotten`` records, oldest first.
     """
 
     marks: dict[str, RetentionMarkData] = dataclasses.field(default_factory=dict)
     removals: list[RetentionRemoval] = dataclasses.field(default_factory=list)
     unsettled: list[tuple[RetentionRemoving, bool]] = dataclasses.field(default_factory=list)
     unreadable: list[tuple[object, bool]] = dataclasses.field(default_factory=list)
+    forgotten: list[RetentionForgotten] = dataclasses.field(default_factory=list)
 
     def retained(self) -> dict[str, bool]:
         """Each marked session's mark: ``True`` retained, ``False`` released."""
@@ -151,6 +191,12 @@ def fold(events: Sequence[Any], present: Present | None = None) -> LedgerState:
                 state.removals.append(RetentionRemoval(seq=event.seq, time=event.time,
                                                        data=event.data))
                 state.marks.pop(event.data.session_id, None)
+        elif isinstance(event, RetentionForgotten):
+            state.forgotten.append(event)
+            # A forget takes the session's mark with it (the ledger is purged of its
+            # records too, where the backend rewrites: this is for one that cannot).
+            for sid in [s for s in state.marks if digest_of(s) == event.data.digest]:
+                del state.marks[sid]
         elif not isinstance(event, RetentionAbandoned) and _ledger_type(event.type):
             data = getattr(event, "data", None)
             state.unreadable.append((event.seq, isinstance(data, Mapping) and "sealed" in data))
@@ -364,9 +410,60 @@ class Ledger:
         if self._marks is not None:
             self._marks.pop(data["sessionId"], None)
 
+    def forgotten(self, data: dict[str, Any]) -> None:
+        """Record a forget (the payload of ``retention/forgotten``, wire keys: a digest,
+        never the id); it takes the session's mark with it."""
+        self._append("retention/forgotten", data)
+        self._marks = None
+
+    def purge(self, session_ids: Collection[str]) -> int | None:
+        """Take every record naming one of ``session_ids`` in the clear (marks, their
+        notes, announcements, removals) out of the ledger: the ledger is rewritten
+        without them, its records numbered anew, in one atomic rewrite (as ``rekey``
+        rewrites a session), and taken anew.
+
+        :returns: how many records went; ``None`` when the backend cannot rewrite a
+            session (:class:`~..capabilities.Rewritable`): they stay.
+        """
+        from ..._schema.codec import encode_events
+        from ..capabilities import capabilities_of
+
+        store, session = self._store, self._session
+        assert session is not None, "use the ledger in a with block"
+        wanted = set(session_ids)
+        events = list(session.events)
+        kept = [e for e in events if names(e) not in wanted]
+        if len(kept) == len(events):
+            return 0
+        if capabilities_of(store.backend).rewritable is None or not self._owned:
+            return None
+        renumbered = [_numbered(e, seq) for seq, e in enumerate(kept)]
+        cast_backend: Any = store.backend  # (Rewritable: checked just above)
+        cast_backend.rewrite(session.header, renumbered, encode_events(renumbered))
+        store.release(session)
+        self._session = None
+        self._session = self._open()
+        self._marks = None
+        return len(events) - len(kept)
+
     def abandoned(self, session_id: str, reason: str) -> None:
         """Record that the removal announced last for ``session_id`` did not happen."""
         self._append("retention/abandoned", {"sessionId": session_id, "reason": reason})
+
+
+def _numbered(event: Any, seq: int) -> Any:
+    """``event`` at ``seq`` (an opaque one's verbatim line too)."""
+    import msgspec
+
+    from ..._base.json_values import JsonObject
+    from ...events import OpaqueEvent
+
+    if event.seq == seq:
+        return event
+    if type(event) is OpaqueEvent:
+        return msgspec.structs.replace(event, seq=seq,
+                                       wire=JsonObject({**event.wire, "seq": seq}))
+    return msgspec.structs.replace(event, seq=seq)
 
 
 def _wire(data: Any) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 :class:`DurableStore` is one class made of modules of one concern each: its ground (the
 coordinator, the backend's capabilities, the worker thread, closing: :mod:`.store.base`),
 its live sessions (here: created, opened, resumed, released, with their asyncio twins),
-reading what is stored (:mod:`.store.reads`) and removing it (:mod:`.store.retention`).
+reading what is stored (:mod:`.store.reads`), removing it (:mod:`.store.retention`) and
+forgetting it (:mod:`.store.forgetting`).
 Which URL opens which backend is :mod:`.opening` (:func:`~.opening.open_store`).
 """
 
@@ -18,6 +19,7 @@ from ..._schema.header import SessionHeader
 from ...errors import PersistenceError, SessionExistsError, SessionNotStoredError
 from ...events import Event
 from ..base import not_found
+from .forgetting import StoreForget
 from .projections import StoredProjections
 from .reads import StoredReads
 from .retention import StoreRetention
@@ -33,7 +35,7 @@ __all__ = ["DurableStore"]
 _OPEN_OR_CREATE_ATTEMPTS = 5
 
 
-class DurableStore(StoredReads, StoredProjections, StoreRetention):
+class DurableStore(StoredReads, StoredProjections, StoreRetention, StoreForget):
     """A :class:`SessionStore` whose sessions are durable.
 
     Appends are buffered; :meth:`flush` (call it at every ``turn/end``) makes them

@@ -55,6 +55,8 @@ class JsonlDelete:
 
         def _count(self, path: str) -> LogCounts: ...
 
+        def list(self) -> list[SessionHeader]: ...
+
     def delete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
         """Remove the session's log (from the first bucket holding it, as
         :meth:`load_stored` finds it), its lock file and the temp files of its killed
@@ -100,6 +102,15 @@ class JsonlDelete:
         # Taking the lock may have swept them already (acquire): named all the same.
         temps = {**getattr(lock, "swept", {}), **self._temps(path, header.id)}
         return self._unlink(session_id, path, header, lock_file, temps)
+
+    def scrub(self) -> str:
+        """Make what deletes left unreadable (:class:`~..capabilities.Scrubbable`): a
+        deleted log is unlinked whole, so what is left is in the projection sidecar's
+        database (:meth:`.sidecar.Sidecar.scrub`: vacuumed, its WAL truncated) and in
+        the header cache, written anew without the headers of logs gone (a listing)."""
+        done = self._sidecar.scrub()
+        self.list()  # the header cache, written anew: it holds only the logs there
+        return f"{done}; the header cache rewritten"
 
     def _store_url(self) -> str:
         """The store, as ``--store`` names it (for an error): its folder's path, or the

@@ -292,6 +292,30 @@ class Sidecar:
                     raise self._error(session_id, "removed", exc) from exc
             self._forget(session_id)
 
+    def scrub(self) -> str:
+        """Make the rows earlier drops removed unreadable in the sidecar's files
+        (:func:`~..sqlite.scrub.scrub_database`: vacuumed, freed pages zeroed, its WAL
+        truncated); what was done, for people.
+
+        :raises PersistenceError: it cannot be vacuumed (busy past
+            :data:`BUSY_SECONDS`, read-only).
+        """
+        import sqlite3
+
+        from ..sqlite.scrub import scrub_database
+
+        with self._lock:
+            if self._conn is None and identity(self.path) is None:
+                return "no projection sidecar"
+            try:
+                conn = self._current(write=True)
+                assert conn is not None
+                left = scrub_database(conn)
+            except (sqlite3.Error, OSError, Unusable, Foreign) as exc:
+                raise self._error(None, "scrubbed", exc) from exc
+        return f"{self.path}: vacuumed" + (f"; {left}" if left else
+                                          ", its write-ahead log truncated")
+
     def _forget(self, session_id: str | None) -> None:
         for kept in (self._failed, self._written):
             if session_id is None:

@@ -44,6 +44,8 @@ class PostgresDelete:
 
         def _take(self, session_id: str) -> psycopg.Connection[Any]: ...
 
+        def _connect(self, application: str = ...) -> psycopg.Connection[Any]: ...
+
         @staticmethod
         def _errors() -> Any: ...
 
@@ -79,6 +81,34 @@ class PostgresDelete:
         if conn is None:  # not a lease of this backend's: take one for the delete
             return self.delete(session_id)
         return self._remove(conn, session_id, dry_run=False)
+
+    def scrub(self) -> str:
+        """``VACUUM`` the tables that hold a session (its rows, its index entries, its
+        projection rows), where this role owns them (the server skips the others), on
+        a connection of its own (VACUUM runs in no transaction)
+        (:class:`~..capabilities.Scrubbable`). A DELETE leaves dead tuples, readable
+        in the table's files, until a VACUUM prunes them; what the server keeps beyond
+        it (its WAL until recycled, the free space of a page until reused, replicas,
+        base backups, archived WAL) is the operator's, and the result says so
+        (docs/erasing.md)."""
+        conn = self._connect("dsh-session forget")
+        try:
+            owned = conn.execute(
+                "SELECT c.relname FROM pg_class AS c WHERE c.oid = ANY(ARRAY["
+                "to_regclass('sessions'), to_regclass('events'), to_regclass('search_docs'),"
+                " to_regclass('search_state'), to_regclass('dsh_projection_rows'),"
+                " to_regclass('dsh_projection_marks')]) AND pg_has_role(c.relowner, 'USAGE')"
+                " ORDER BY c.relname").fetchall()
+            names = [str(name) for (name,) in owned]
+            for name in names:  # (a name of the catalog's, of our own fixed tables)
+                conn.execute(f'VACUUM "{name}"')
+        finally:
+            conn.close()
+        done = (f"VACUUM of {', '.join(names)}" if names else
+                "no VACUUM: this role owns none of the tables (ask their owner)")
+        return (f"{self.location_url}: rows deleted; {done}. The server keeps what it "
+                f"keeps: freed space in its pages until reused, its WAL until recycled, "
+                f"replicas, backups and archived WAL (docs/erasing.md)")
 
     def _remove(self, conn: psycopg.Connection[Any], session_id: str, *,
                 dry_run: bool) -> Deleted:

@@ -546,6 +546,19 @@ class SqliteBackend(SqliteReads, SqliteProjections, SqliteSearch):
                 os.unlink(lock_file)
         return self._report(measured, lock_file, "deleted")
 
+    def scrub(self) -> str:
+        """Make what deletes left unreadable (:func:`~.scrub.scrub_database`): the
+        search index merged, the file vacuumed with ``secure_delete`` on, the WAL
+        truncated (:class:`~..capabilities.Scrubbable`)."""
+        from .scrub import scrub_database
+
+        if self.path == ":memory:":
+            return "an in-memory database: nothing on disk"
+        with self._lock:
+            left = scrub_database(self._conn, ("dsh_search",) if self._indexed else ())
+        return f"{self.path}: vacuumed, freed pages zeroed" + (
+            f"; {left}" if left else ", its write-ahead log truncated")
+
     def _report(self, row: tuple[Any, ...], lock_file: str | None, status: Literal[
             "deleted", "would-delete"]) -> Deleted:
         header = header_of(row[:6])
