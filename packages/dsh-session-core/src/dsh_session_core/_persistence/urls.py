@@ -264,7 +264,7 @@ class StorePlace:
     """Where a store URL keeps its sessions, for people (:func:`store_place`).
 
     :ivar kind: the kind of store: ``"jsonl"``, ``"jsonl+zstd"``, ``"sqlite"``,
-        ``"postgresql"``, ``"memory"``, or a plugin's scheme.
+        ``"postgresql"``, ``"redis"``, ``"memory"``, or a plugin's scheme.
     :ivar where: its folder or database file (absolute), its server URL without the
         password, or the URL as given (``memory:``, a plugin's).
     :ivar log_files: whether each session is a file of its own (JSONL: the store's
@@ -292,6 +292,8 @@ def store_place(url: str | os.PathLike[str] | None = None) -> StorePlace:
         return StorePlace("memory", target)
     if scheme in ("postgresql", "postgres"):
         return StorePlace("postgresql", printable_url(target))
+    if scheme in ("redis", "rediss"):
+        return StorePlace("redis", printable_url(target))
     local = local_store(target)
     if local is None:  # a plugin's scheme: only the URL is known here
         return StorePlace(scheme, printable_url(target))
