@@ -33,7 +33,7 @@ from collections.abc import Hashable, Sequence
 from typing import Any, Final
 
 from ...._logformat.logfile import parse_header
-from ...._schema.codec import ENCODER
+from ...._schema.codec import ENCODER, encode_events
 from ...._schema.decode import decode_body
 from ...._schema.header import SessionHeader
 from ...._schema.registry import EventRegistry
@@ -56,8 +56,14 @@ _TURN: Final = b'{"type":"turn/start",'
 _MIN_VERSION: Final = (7, 0)
 
 
-def _lines(jsonl: bytes) -> list[bytes]:
-    return jsonl.split(b"\n")[:-1] if jsonl else []
+def _lines(jsonl: bytes, events: Sequence[Event]) -> tuple[bytes, list[bytes]]:
+    """The batch's block of lines and its lines, encoded from ``events`` when ``jsonl``
+    does not hold one line per event (a caller that gave none)."""
+    lines = jsonl.split(b"\n")[:-1] if jsonl else []
+    if len(lines) != len(events):
+        jsonl = encode_events(events)
+        lines = jsonl.split(b"\n")[:-1]
+    return jsonl, lines
 
 
 class RedisBackend(RedisReads, RedisProjections):
@@ -201,7 +207,7 @@ class RedisBackend(RedisReads, RedisProjections):
                 self.write_rows(header, changes)
             return
         keys = self.keys(header.id)
-        lines = _lines(jsonl)
+        jsonl, lines = _lines(jsonl, events)
         before = events[0].seq - 1
         head = b"" if materialized else ENCODER.encode(header)
         score = header.created_at if isinstance(header.created_at, int | float) else 0
@@ -265,17 +271,18 @@ class RedisBackend(RedisReads, RedisProjections):
         if torn is not None and type(torn) is not int:
             msg = f"a Redis torn marker is a seq (int), got {torn!r}"
             raise TypeError(msg)
-        self._replace(header, "repair", "" if torn is None else str(torn), b"", jsonl)
+        self._replace(header, "repair", "" if torn is None else str(torn), b"", closers,
+                      jsonl)
 
     def rewrite(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes) -> None:
         """Replace the stream with ``events`` and the header with ``header``, and drop
         the projections' rows, in one script (the old log or the new one, whole)."""
-        self._replace(header, "rewrite", "", ENCODER.encode(header), jsonl)
+        self._replace(header, "rewrite", "", ENCODER.encode(header), events, jsonl)
 
     def _replace(self, header: SessionHeader, mode: str, torn: str, head: bytes,
-                 jsonl: bytes) -> None:
+                 events: Sequence[Event], jsonl: bytes) -> None:
         keys = self.keys(header.id)
-        lines = _lines(jsonl)
+        jsonl, lines = _lines(jsonl, events)
         turns = sum(line.startswith(_TURN) for line in lines)
         got = self.script("replace")(
             keys=[keys.log, keys.head, keys.lease, keys.marks, keys.summaries],

@@ -150,8 +150,8 @@ elseif ARGV[4] ~= '' then
   else
     redis.call('XSETID', log, string.format('%d-1', cut - 1))
   end
-  redis.call('HINCRBY', head, 'turns', -turns)
-  redis.call('HINCRBY', head, 'bytes', -bytes)
+  redis.call('HINCRBY', head, 'turns', 0 - turns)
+  redis.call('HINCRBY', head, 'bytes', 0 - bytes)
   redis.call('HINCRBY', head, 'cuts', 1)
   redis.call('HSET', head, 'cut', cut - 1)
   first = cut
