@@ -300,7 +300,9 @@ def test_a_follower_blocked_on_xread_gets_each_batch_and_a_cut(redis_url: str) -
     h = meta("live", "/w")
     writer.append_batch(h, _events(ONE_TURN[:2]), b"", materialized=False)
     tail = reader.tail_lines("live", 5)
-    assert tail is not None and len(tail.lines) == 2 and tail.position == 1
+    assert tail is not None
+    assert len(tail.lines) == 2
+    assert tail.position == 1
     news = reader.follow_lines("live", tail.position, timeout=30)
     try:
         writer.append_batch(h, _events(ONE_TURN[2:4]), b"", True)
@@ -308,7 +310,8 @@ def test_a_follower_blocked_on_xread_gets_each_batch_and_a_cut(redis_url: str) -
         assert (len(got.lines), got.position, got.note) == (2, 3, None)
         writer.commit_repair(h, 2, _events([{**ONE_TURN[2], "time": 70}]), b"")
         got = next(news)
-        assert (got.lines, got.position) == ([], 1) and "cut back" in (got.note or "")
+        assert (got.lines, got.position) == ([], 1)
+        assert "cut back" in (got.note or "")
         got = next(news)
         assert (len(got.lines), got.position) == (1, 2)
     finally:
