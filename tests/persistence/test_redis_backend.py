@@ -44,7 +44,7 @@ def _stored(url: str, sid: str) -> list[dict[str, Any]]:
         backend.close()
 
 
-def _raw(url: str) -> redis.Redis:
+def _raw(url: str) -> Any:  # redis-py is typed loosely: its replies are bytes here
     return redis.Redis.from_url(url.partition("?")[0])
 
 
