@@ -253,7 +253,8 @@ def printable_url(url: str) -> str:
     secret_query = any(k == "password" for k, _ in query)
     if not (at and ":" in user) and not secret_query:
         return url  # nothing to hide: never respelt
-    netloc = f"{user.partition(':')[0]}@{host}" if at else parts.netloc
+    name = user.partition(":")[0]  # none: a password alone (Redis's default user)
+    netloc = (f"{name}@{host}" if name else host) if at else parts.netloc
     if secret_query:
         parts = parts._replace(query=urlencode([(k, v) for k, v in query if k != "password"]))
     return urlunsplit(parts._replace(netloc=netloc))
