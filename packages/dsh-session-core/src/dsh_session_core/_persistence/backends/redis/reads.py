@@ -133,11 +133,15 @@ class RedisReads:
         lines = self.read_lines(session_id, -1, None)
         return None if lines is None else keep_types(lines, types)
 
-    def _cuts(self, keys: SessionKeys) -> tuple[bool, int, int]:
-        """Whether the session is stored, how many times it was cut back, and the seq
-        the last cut kept last."""
-        head, cuts, cut = self._client.hmget(keys.head, "h", "cuts", "cut")
-        return head is not None, int(cuts or 0), int(cut if cut is not None else -1)
+    def _state(self, keys: SessionKeys) -> tuple[bool, int, int, int]:
+        """Whether the session is stored, how many times it was cut back, the seq the
+        last cut kept last, and its last stored seq (``-1``: none), in one read."""
+        pipe = self._client.pipeline(transaction=True)
+        pipe.hmget(keys.head, "h", "cuts", "cut")
+        pipe.xrevrange(keys.log, count=1)
+        (head, cuts, cut), top = pipe.execute()
+        return (head is not None, int(cuts or 0), int(cut if cut is not None else -1),
+                seq_of(top[0][0]) if top else -1)
 
     def follow_lines(self, session_id: str, position: object, *,
                      timeout: float | None = None) -> Iterator[LogNews]:
@@ -149,21 +153,22 @@ class RedisReads:
             raise TypeError(msg)
         keys = self.keys(session_id)
         seen = position
-        stored, cuts, _ = self._cuts(keys)
+        stored, cuts, _, _ = self._state(keys)
         quiet_since = time.monotonic()
         while True:
             wait = BLOCK_SECONDS
             if timeout is not None:
                 wait = min(wait, timeout - (time.monotonic() - quiet_since))
-            got = []
-            if wait > 0:
-                got = self._client.xread({keys.log: f"{seen}-1" if seen >= 0 else "0-0"},
-                                         block=max(1, round(wait * 1000)))
-            now_stored, now_cuts, cut = self._cuts(keys)
-            if now_cuts != cuts or (stored and not now_stored):
-                # Cut back, or removed (the cut count of a re-made session starts again):
-                # what was read may be of the old log; follow from the cut.
-                top = min(seen, cut if now_stored else -1)
+            # Blocks while it may; past the timeout, one read that does not wait.
+            got = self._client.xread({keys.log: f"{seen}-1" if seen >= 0 else "0-0"},
+                                     block=max(1, round(wait * 1000)) if wait > 0 else None)
+            now_stored, now_cuts, cut, last = self._state(keys)
+            if now_cuts != cuts or (stored and not now_stored) or last < seen:
+                # Cut back, or removed (the cut count of a re-made session starts again),
+                # or shorter than the position (cut before this follower started): what
+                # was read may be of the old log; follow from the cut.
+                top = min(seen, cut if now_cuts != cuts else seen,
+                          last if now_stored else -1)
                 stored, cuts, seen = now_stored, now_cuts, top
                 quiet_since = time.monotonic()
                 yield LogNews([], top, cut_note(top))
