@@ -16,8 +16,11 @@ on disk, as SQLite's and PostgreSQL's commits are. PostgreSQL runs when
 ``$DSH_SESSION_TEST_POSTGRESQL`` names a server whose role creates databases. Each
 figure is the best of ``--repeat`` runs::
 
-    python bench/redis.py              # a table
-    python bench/redis.py --json       # one JSON object
+    python bench/redis_backend.py              # a table
+    python bench/redis_backend.py --json       # one JSON object
+
+(Not ``bench/redis.py``: this folder is on the path of the benchmarks, of mypy and of
+ruff, where a module named ``redis`` would stand for the client.)
 
 A benchmark, not a test: it asserts nothing.
 """
@@ -114,9 +117,9 @@ def main() -> None:
             figures[f"{name}_append_events_per_s"] = round(max(r[0] for r in runs))
             figures[f"{name}_cold_load_ms"] = round(min(r[1] for r in runs), 1)
         from agents.extensions.memory.redis_session import RedisSession
-        from openai_agents import conversation
 
         from dsh_session_openai_agents import DshSession
+        from openai_agents import conversation
 
         items = conversation(args.items)
         store_url = server.url + "?prefix=agents:"
