@@ -202,7 +202,7 @@ def _edit_stream(url: str, sid: str, seq: int, change: Any) -> None:
 
     from dsh_session_core._persistence.backends.redis.keys import SessionKeys, entry_id
 
-    client = redis.Redis.from_url(url.partition("?")[0])
+    client: Any = redis.Redis.from_url(url.partition("?")[0])  # replies: bytes
     try:
         log = SessionKeys.of(url.partition("prefix=")[2], sid).log
         entries = client.xrange(log)
