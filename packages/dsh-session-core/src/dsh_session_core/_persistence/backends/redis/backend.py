@@ -97,7 +97,7 @@ class RedisBackend(RedisReads, RedisProjections):
             ("replace", scripts.REPLACE), ("delete", scripts.DELETE),
             ("acquire", scripts.ACQUIRE), ("renew", scripts.RENEW),
             ("release", scripts.RELEASE), ("drop_rows", scripts.DROP_ROWS),
-            ("rows", scripts.ROWS))}
+            ("rows", scripts.ROWS), ("lines", scripts.LINES))}
         try:
             self._check_server()
         except BaseException:
@@ -137,16 +137,13 @@ class RedisBackend(RedisReads, RedisProjections):
     # --- reading ------------------------------------------------------------------------
 
     def load_stored(self, session_id: str, registry: EventRegistry) -> StoredLog | None:
-        """The session, or ``None``: its header and every entry, in one ``MULTI``."""
-        keys = self.keys(session_id)
-        pipe = self._client.pipeline(transaction=True)
-        pipe.hget(keys.head, "h")
-        pipe.xrange(keys.log)
-        head, entries = pipe.execute()
-        if head is None:
+        """The session, or ``None``: its header and every line, in one script's reply
+        (:data:`~.scripts.LINES`), decoded in one msgspec call."""
+        found = self.lines_in(session_id, "-", "+", None)
+        if found is None:
             return None
+        head, lines = found
         header = parse_header(head, path=self.location_url)
-        lines = [fields[b"l"] for _, fields in entries]
         jsonl = b"".join(line + b"\n" for line in lines)
         return StoredLog(header, decode_body(registry, jsonl), None, jsonl)
 

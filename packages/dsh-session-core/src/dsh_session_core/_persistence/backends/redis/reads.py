@@ -60,6 +60,8 @@ class RedisReads:
 
         def keys(self, session_id: str) -> SessionKeys: ...
 
+        def script(self, name: str) -> Any: ...
+
     def summaries(self) -> builtins.list[SessionSummary]:
         """Every session of the index with its counts: per session, the header and the
         count of turns (kept by every write), the stream's length and its last entry
@@ -110,17 +112,25 @@ class RedisReads:
         tail = self.tail_lines(session_id, count)
         return None if tail is None else tail.lines
 
+    def lines_in(self, session_id: str, first: str, last: str, count: int | None
+                 ) -> tuple[bytes, builtins.list[bytes]] | None:
+        """The header and the lines of the entries from id ``first`` to ``last`` (at most
+        ``count``), in one script's reply; ``None`` when the session is not stored."""
+        keys = self.keys(session_id)
+        got = self.script("lines")(keys=[keys.log, keys.head],
+                                   args=[first, last, -1 if count is None else count])
+        if not got[0]:
+            return None
+        blob = got[2]
+        return got[1], blob.split(b"\n") if int(got[3]) else []
+
     def read_lines(self, session_id: str, after: int, limit: int | None
                    ) -> builtins.list[bytes] | None:
         """The entries after seq ``after`` (at most ``limit``): an id range."""
-        keys = self.keys(session_id)
         if limit is not None and limit <= 0:
-            return [] if self._client.exists(keys.head) else None
-        pipe = self._client.pipeline(transaction=True)
-        pipe.exists(keys.head)
-        pipe.xrange(keys.log, f"{max(after + 1, 0)}-0", "+", count=limit)
-        found, entries = pipe.execute()
-        return _lines(entries) if found else None
+            return [] if self._client.exists(self.keys(session_id).head) else None
+        found = self.lines_in(session_id, f"{max(after + 1, 0)}-0", "+", limit)
+        return None if found is None else found[1]
 
     def lines_since(self, header: SessionHeader, last: Event) -> builtins.list[bytes] | None:
         """:meth:`~.base.Backend.lines_since`: the entries from ``last``'s seq on."""

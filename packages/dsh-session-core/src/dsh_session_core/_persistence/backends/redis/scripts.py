@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["ACQUIRE", "APPEND", "DELETE", "DROP_ROWS", "RELEASE", "RENEW", "REPLACE", "ROWS",
-           "WRITE_ROWS"]
+__all__ = ["ACQUIRE", "APPEND", "DELETE", "DROP_ROWS", "LINES", "RELEASE", "RENEW", "REPLACE",
+           "ROWS", "WRITE_ROWS"]
 
 #: What the scripts share: the last seq of a log, the lease check, the rows' changes.
 _COMMON: Final = r"""
@@ -244,4 +244,22 @@ for _, key in ipairs(found) do
   out[#out + 1] = redis.call('HGET', KEYS[2], key) or ''
 end
 return out
+"""
+
+#: A session's header and a range of its lines, joined by ``\n`` into one reply (the
+#: client then parses one string, not an entry and a field per event), in one snapshot.
+#: KEYS: log, head. ARGV: the first id, the last, the count (``-1``: all). Returns
+#: ``{0}`` when the session is not stored, else ``{1, header, lines, count}``.
+LINES: Final = r"""#!lua flags=no-writes
+local head = redis.call('HGET', KEYS[2], 'h')
+if not head then return {0} end
+local entries
+if ARGV[3] == '-1' then
+  entries = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[2])
+else
+  entries = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[2], 'COUNT', ARGV[3])
+end
+local lines = {}
+for i, entry in ipairs(entries) do lines[i] = entry[2][2] end
+return {1, head, table.concat(lines, '\n'), #lines}
 """
