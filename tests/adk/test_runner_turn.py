@@ -69,7 +69,7 @@ def get_weather(city: str) -> dict[str, str]:
 
 
 # Each test runs on a fresh store of each kind (the testing kit's ``store_url``).
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 async def _turn(service: BaseSessionService) -> list[dict[str, Any]]:
     agent = LlmAgent(name="weather_agent", model=ScriptedModel(), tools=[get_weather],

@@ -35,7 +35,7 @@ APP, USER = "weather-app", "ada"
 
 
 # Each test runs on a fresh store of each kind (the testing kit's ``store_url``).
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 def _event(author: str, text: str | None = None, *, ts: float, invocation: str = "inv-1",
            delta: dict[str, Any] | None = None, id: str | None = None,

@@ -34,7 +34,7 @@ from dsh_session_core.errors import (
 )
 from dsh_session_core.testing import run_cli
 
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 APP = "weather"
 KEY1, KEY2 = bytes(range(32)), bytes(range(100, 132))
@@ -186,12 +186,36 @@ def _edit(url: str, sid: str, seq: int, change: Any) -> None:
         lines[seq + 1] = json.dumps(wire, separators=(",", ":"))
         log.write_text("".join(line + "\n" for line in lines))
         return
+    if url.startswith("redis://"):  # a stream's entries cannot change: write it again
+        _edit_stream(url, sid, seq, change)
+        return
     mark = "?" if local is not None else "%s"
     with _sql(url) as conn:
         [data] = conn.execute(f"SELECT data FROM events WHERE session_id = {mark} AND "
                               f"seq = {mark}", (sid, seq)).fetchone()
         conn.execute(f"UPDATE events SET data = {mark} WHERE session_id = {mark} AND "
                      f"seq = {mark}", (json.dumps(change(json.loads(data))), sid, seq))
+
+
+def _edit_stream(url: str, sid: str, seq: int, change: Any) -> None:
+    import redis
+
+    from dsh_session_core._persistence.backends.redis.keys import SessionKeys, entry_id
+
+    client: Any = redis.Redis.from_url(url.partition("?")[0])  # replies: bytes
+    try:
+        log = SessionKeys.of(url.partition("prefix=")[2], sid).log
+        entries = client.xrange(log)
+        client.delete(log)
+        for at, fields in entries:
+            line = fields[b"l"]
+            if at == entry_id(seq).encode():
+                wire = json.loads(line)
+                wire["data"] = change(wire["data"])
+                line = json.dumps(wire, separators=(",", ":")).encode()
+            client.xadd(log, {"l": line}, id=at)
+    finally:
+        client.close()
 
 
 def _flip(data: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import uuid
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from claude_agent_sdk.testing import run_session_store_conformance
 
 from dsh_session_claude_agent import DshSessionStore
 
-pytestmark = pytest.mark.store_kinds("memory", "jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("memory", "jsonl", "sqlite", "postgresql", "redis")
 
 OPTIONAL = ("list_sessions", "list_session_summaries", "delete", "list_subkeys")
 
@@ -35,6 +36,9 @@ def test_the_sdk_conformance_suite_passes_with_every_optional_method(
             return f"sqlite:///{tmp_path}/s{n}.db"
         if store_kind == "memory":
             return "memory:"
+        if store_kind == "redis":  # a fresh key prefix on the run's server
+            server = request.getfixturevalue("redis_server")
+            return f"{server}?prefix=claude{n}-{uuid.uuid4().hex[:8]}:"
         assert databases is not None
         url: str = databases.create(f"claude{n}")
         request.addfinalizer(lambda: databases.drop(url))

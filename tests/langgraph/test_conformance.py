@@ -13,7 +13,7 @@ from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 
 from dsh_session_langgraph import DshCheckpointSaver
 
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 
 def test_the_conformance_suite_reports_full_with_all_eight_capabilities(

@@ -24,7 +24,7 @@ from dsh_session_langgraph import (
     _lease,
 )
 
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 
 @pytest.mark.parametrize("late_saver", ["same", "another store"])

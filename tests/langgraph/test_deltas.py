@@ -25,7 +25,7 @@ from dsh_session_core import PersistenceError, open_store
 from dsh_session_langgraph import DshCheckpointSaver, _codec, _deltas
 from dsh_session_langgraph._messages import write_turn
 
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 OLD = Path(__file__).resolve().parent / "old_thread"
 

@@ -18,7 +18,7 @@ from langchain_core.messages import HumanMessage
 from dsh_session_core import open_store, to_wire
 from dsh_session_langgraph import DshCheckpointSaver
 
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 _HERE = Path(__file__).resolve().parent
 

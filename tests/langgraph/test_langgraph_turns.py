@@ -26,7 +26,7 @@ from dsh_session_core import SessionStore, create_plugin_manager, open_store, to
 from dsh_session_core.invariants import InvariantsPlugin
 from dsh_session_langgraph import DshCheckpointSaver
 
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 _CLI = Path(sys.executable).parent / "dsh-session"
 QUESTION = "Weather in Paris?"

@@ -32,7 +32,7 @@ from dsh_session_langgraph._projection import CheckpointRow, part
 
 # Durable stores: a fresh saver opens the store anew (the differential test runs a
 # memory store's too).
-pytestmark = pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql", "redis")
 
 OLD = Path(__file__).resolve().parent / "old_thread"
 NAME = "langgraph/checkpoints"

@@ -17,7 +17,7 @@ from saver_support import chain, config
 from dsh_session_core import open_store
 from dsh_session_langgraph import DshCheckpointSaver
 
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 #: Another process's saver: at each line on stdin (a lock timeout and a checkpoint id),
 #: ``put_writes`` of one write for that checkpoint of thread "t"; it says

@@ -188,7 +188,7 @@ def test_every_wheel_carries_the_license_and_says_what_it_needs(
 def test_core_depends_on_msgspec_and_pluggy_only(wheels: dict[str, Path]) -> None:
     meta = _metadata(wheels["dsh-session-core"])
     assert _requirement_names(meta) == {"msgspec", "pluggy"}
-    assert meta.get_all("Provides-Extra") == ["encryption", "postgresql", "zstd"]
+    assert meta.get_all("Provides-Extra") == ["encryption", "postgresql", "redis", "zstd"]
     points = _entry_points(wheels["dsh-session-core"])
     assert "dsh_session.plugins" not in points  # core is built in, not an entry point
     assert "dsh-session = dsh_session_core._cli.main:main" in points

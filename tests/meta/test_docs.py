@@ -77,6 +77,8 @@ def _run_console(body: str, cwd: Path) -> None:
 
 #: A page that names it gets a fresh database of the PostgreSQL test server under it.
 PG_EXAMPLE = "DSH_SESSION_EXAMPLE_POSTGRESQL"
+#: A page that names it gets a store of its own on the Redis test server under it.
+REDIS_EXAMPLE = "DSH_SESSION_EXAMPLE_REDIS"
 
 
 @pytest.mark.parametrize("page", _pages(), ids=lambda p: p.name)
@@ -85,6 +87,8 @@ def test_examples_run(
 ) -> None:
     if PG_EXAMPLE in page.read_text():
         monkeypatch.setenv(PG_EXAMPLE, request.getfixturevalue("postgresql_url"))
+    if REDIS_EXAMPLE in page.read_text():
+        monkeypatch.setenv(REDIS_EXAMPLE, request.getfixturevalue("redis_url"))
     namespace: dict[str, object] = {"__name__": f"docs.{page.stem}"}
     for lang, body, file in _blocks(page):
         if file is not None:
@@ -113,3 +117,18 @@ def test_store_examples_run_again_in_the_same_folder(
                 exec(compile(body, page.name, "exec"), namespace)
             elif lang == "console":
                 _run_console(body, sandbox)
+
+
+def test_the_redis_example_runs_twice_as_printed(
+    sandbox: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 41: a new user runs the Redis section's example as printed, twice, on one
+    # server: the second run finds the first one's session there and makes its own.
+    page = (DOCS / "backends.md").read_text()
+    section = page[page.index("\n## Redis"):]
+    section = section[:section.index("\n## ", 1)]
+    blocks = [m["body"] for m in FENCE.finditer(section) if m["lang"] == "python"]
+    assert len(blocks) == 1
+    monkeypatch.setenv(REDIS_EXAMPLE, request.getfixturevalue("redis_url"))
+    for _ in range(2):
+        exec(compile(blocks[0], "backends.md", "exec"), {"__name__": "docs.backends"})

@@ -187,7 +187,7 @@ OTHER = textwrap.dedent("""
 
 
 # Each test taking ``store_url`` (the testing kit's) runs on each of these kinds.
-pytestmark = pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql", "redis")
 
 def test_the_default_mode_sees_another_processs_appends_between_its_calls(store_url: str) -> None:
     """The default mode keeps its session between calls, and takes it back at each

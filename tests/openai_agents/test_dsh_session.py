@@ -37,7 +37,7 @@ ITEMS: list[Any] = [
 
 
 # Each test taking ``store_url`` (the testing kit's) runs on each of these kinds.
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 def _log(store_url: str, session_id: str) -> Any:
     with open_store(store_url) as store:

@@ -43,7 +43,7 @@ ITEMS: list[Any] = [
 
 
 # Each test taking ``store_url`` (the testing kit's) runs on each of these kinds.
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 def _stored(store_url: str, session_id: str) -> list[Event]:
     """The stored log, read without writing (an open would close a turn left open

@@ -33,7 +33,7 @@ from dsh_session_core import SessionLockedError, open_store, to_wire
 from dsh_session_openai_agents import DshSession, _locks
 
 # Each test taking ``store_url`` (the testing kit's) runs on each of these kinds.
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 #: A process running one ``Runner.run`` whose tool call waits for a line on stdin: it
 #: says "in-tool" when the run's first step (its call) is saved and the tool waits.

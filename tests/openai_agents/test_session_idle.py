@@ -21,7 +21,7 @@ from dsh_session_core import open_store
 from dsh_session_openai_agents import DshSession
 from dsh_session_openai_agents._session import DEFAULT_IDLE_WINDOW, DEFAULT_LOCK_TIMEOUT
 
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 #: Another worker: at each line on stdin, ``add_items`` of one user message (the line)
 #: through a new ``DshSession`` whose lock timeout is the line's first word; it says

@@ -226,6 +226,9 @@ def test_a_synchronous_backend_has_no_async_twin() -> None:
     ("jsonl+zstd:////abs/compact", "jsonl+zstd", "/abs/compact", True),
     ("postgresql://ada:secret@db.example/agents", "postgresql", "postgresql://ada@db.example/agents",
      False),
+    ("redis://agent:s3cret@cache.example:6380/2?prefix=a:", "redis",
+     "redis://agent@cache.example:6380/2?prefix=a:", False),
+    ("rediss://:s3cret@cache.example", "redis", "rediss://cache.example", False),
     ("dict:demo", "dict", "dict:demo", False),  # a plugin's scheme: only its URL is known
 ])
 def test_where_a_url_keeps_its_sessions(url: str, kind: str, where: str, log_files: bool,

@@ -29,8 +29,8 @@ from dsh_session_core._persistence.store.durable import DurableStore
 
 #: Kills per backend of the resumed-writer test, and of the first-write test (a quarter
 #: of them on an encrypted store: the same code below the sealing, checked again).
-KILLS = {"jsonl": 200, "jsonl+zstd": 200, "sqlite": 60}
-FIRST_WRITE_KILLS = {"jsonl": 60, "jsonl+zstd": 60, "sqlite": 30}
+KILLS = {"jsonl": 200, "jsonl+zstd": 200, "sqlite": 60, "redis": 60}
+FIRST_WRITE_KILLS = {"jsonl": 60, "jsonl+zstd": 60, "sqlite": 30, "redis": 30}
 SID = "crash"
 
 
@@ -40,11 +40,11 @@ def _kills(table: dict[str, int], store_url: str, keys: Keyring | None) -> int:
 
 def _kind(store_url: str) -> str:
     scheme = store_url.partition(":")[0]
-    return scheme if scheme in ("sqlite", "jsonl+zstd") else "jsonl"
+    return scheme if scheme in ("sqlite", "jsonl+zstd", "redis") else "jsonl"
 
 
 # Each test taking ``store_url`` (the testing kit's) runs on each of these kinds.
-pytestmark = pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite")
+pytestmark = pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "redis")
 
 @pytest.fixture(params=[False, True], ids=["plain", "encrypted"])
 def keys(request: pytest.FixtureRequest) -> Keyring | None:
@@ -208,7 +208,7 @@ def test_writers_killed_in_their_first_write_leave_a_log_that_loads_or_none(
             assert len(events) >= durable
             assert events[-1].type == "turn/end"
         st.close()
-    if _kind(store_url) != "sqlite":  # the temp files of killed first writes were swept
+    if _kind(store_url) in ("jsonl", "jsonl+zstd"):  # killed first writes' temp files swept
         root = Path(store_url.removeprefix("jsonl+zstd:///"))
         assert not [p for p in root.rglob("*") if p.name.endswith(".tmp")]
 

@@ -183,8 +183,9 @@ def test_projection_equals_the_fold_whatever_happens(
     @example(EVERY_STEP)
     def run(steps: list[tuple[Any, ...]]) -> None:
         here = tmp_path_factory.mktemp("diff")
-        # PostgreSQL's factory gives one database per test: its copies go to SQLite.
-        other = "sqlite" if kind == "postgresql" else kind
+        # PostgreSQL's factory gives one database per test, Redis's one key prefix: their
+        # copies go to SQLite.
+        other = "sqlite" if kind in ("postgresql", "redis") else kind
         stores = _Stores(make_backend_factory(kind, request, here / "a"),
                          make_backend_factory(other, request, here / "b"), sealed)
         (here / "a").mkdir()

@@ -30,7 +30,7 @@ from dsh_session_core.errors import TooDeepError
 from dsh_session_core.testing import run_cli
 from dsh_session_pydantic_ai import DshConversationStore, PydanticAiRecord
 
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 
 def _agent() -> Agent[None, str]:

@@ -48,7 +48,7 @@ from pydantic_ai.usage import RequestUsage, RunUsage
 from dsh_session_core import open_store
 from dsh_session_pydantic_ai import DshConversationStore
 
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 CIDS = ("c1", "c2")
 #: What a fork is named: mostly a new id, sometimes one taken (a conflict).

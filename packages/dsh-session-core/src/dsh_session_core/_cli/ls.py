@@ -117,6 +117,9 @@ def run_ls(args: argparse.Namespace) -> int:
     query = _query(args, newest_first=True)
     url = store_url(args)
     backend = _open(url, named=bool(args.store or os.environ.get("DSH_SESSION_STORE")))
+    from .._persistence.urls import printable_url
+
+    url = printable_url(url)  # shown from here on: never with its password
     try:
         picked = select_sessions(backend, query, ids_only=args.quiet and not args.json,
                                  plugins=plugin_manager())

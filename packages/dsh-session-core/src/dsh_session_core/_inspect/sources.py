@@ -418,7 +418,11 @@ def folder_error(exc: StoreFolderError) -> SourceReadError:
 
 def not_found(session_id: str, url: str) -> SessionNotFoundError:
     """The error for a SOURCE that is neither a file nor a session in the store: a
-    directory is named as one (it may be a store), anything else as neither."""
+    directory is named as one (it may be a store), anything else as neither. The store
+    is named without its password."""
+    from .._persistence.urls import printable_url
+
+    url = printable_url(url)
     if os.path.isdir(session_id):
         msg = (f'{session_id} is a directory, not a log file, and no session "{session_id}" '
                f"is in {url}")
@@ -438,6 +442,10 @@ def not_stored(exc: SessionNotStoredError, url: str | None) -> SessionNotFoundEr
     for code; this one is the read model's, with its hint (docs/decisions.md). Raise it
     ``from exc``."""
     where = url if url is not None else exc.location
+    if where is not None:
+        from .._persistence.urls import printable_url
+
+        where = printable_url(where)  # never with its password
     name = printable(exc.session_id)
     if where is None:
         return SessionNotFoundError(f'no session "{name}" in the store',

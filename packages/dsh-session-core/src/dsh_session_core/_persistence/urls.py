@@ -253,7 +253,8 @@ def printable_url(url: str) -> str:
     secret_query = any(k == "password" for k, _ in query)
     if not (at and ":" in user) and not secret_query:
         return url  # nothing to hide: never respelt
-    netloc = f"{user.partition(':')[0]}@{host}" if at else parts.netloc
+    name = user.partition(":")[0]  # none: a password alone (Redis's default user)
+    netloc = (f"{name}@{host}" if name else host) if at else parts.netloc
     if secret_query:
         parts = parts._replace(query=urlencode([(k, v) for k, v in query if k != "password"]))
     return urlunsplit(parts._replace(netloc=netloc))
@@ -264,7 +265,7 @@ class StorePlace:
     """Where a store URL keeps its sessions, for people (:func:`store_place`).
 
     :ivar kind: the kind of store: ``"jsonl"``, ``"jsonl+zstd"``, ``"sqlite"``,
-        ``"postgresql"``, ``"memory"``, or a plugin's scheme.
+        ``"postgresql"``, ``"redis"``, ``"memory"``, or a plugin's scheme.
     :ivar where: its folder or database file (absolute), its server URL without the
         password, or the URL as given (``memory:``, a plugin's).
     :ivar log_files: whether each session is a file of its own (JSONL: the store's
@@ -292,6 +293,8 @@ def store_place(url: str | os.PathLike[str] | None = None) -> StorePlace:
         return StorePlace("memory", target)
     if scheme in ("postgresql", "postgres"):
         return StorePlace("postgresql", printable_url(target))
+    if scheme in ("redis", "rediss"):
+        return StorePlace("redis", printable_url(target))
     local = local_store(target)
     if local is None:  # a plugin's scheme: only the URL is known here
         return StorePlace(scheme, printable_url(target))

@@ -21,7 +21,10 @@ A suite asks for it in its root ``conftest.py``::
   checks); ask for it with ``pytestmark = pytest.mark.usefixtures("plugins_as_installed")``;
 - ``postgresql_server``, ``postgresql_databases``, ``postgresql_url``: the server named
   by ``DSH_SESSION_TEST_POSTGRESQL`` and a brand-new database on it for one test,
-  dropped after it (see :mod:`dsh_session_core.testing.postgresql`).
+  dropped after it (see :mod:`dsh_session_core.testing.postgresql`);
+- ``redis_server``, ``redis_url``: a ``redis-server`` the run starts on a free port
+  (stopped at its end), and a store of its own on it for one test (a key prefix of its
+  own, its keys removed after it; see :mod:`dsh_session_core.testing.redis`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ __all__ = [
     "postgresql_url",
     "pytest_configure",
     "pytest_generate_tests",
+    "redis_server",
+    "redis_url",
     "store",
     "store_kind",
     "store_url",
@@ -153,3 +158,36 @@ def postgresql_url(request: pytest.FixtureRequest,
     connections the test left open)."""
     with postgresql_databases.database(request.node.name) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of the run's Redis server (started here, stopped at the end of the run).
+    Without ``redis-server`` or redis-py: skip, or fail under CI."""
+    _need_driver("redis")
+    from .redis import RedisServer
+
+    server = RedisServer(tmp_path_factory.mktemp("redis-server")).start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_url(request: pytest.FixtureRequest, redis_server: str) -> Iterator[str]:
+    """The URL of a store of its own for this test on the run's server: a fresh key
+    prefix, whose keys are removed after the test."""
+    import uuid
+
+    import redis
+
+    prefix = f"t{uuid.uuid4().hex[:12]}:"
+    yield f"{redis_server}?prefix={prefix}"
+    client = redis.Redis.from_url(redis_server)
+    try:
+        keys = list(client.scan_iter(match=prefix + "*", count=1000))
+        for at in range(0, len(keys), 1000):
+            client.delete(*keys[at:at + 1000])
+    finally:
+        client.close()

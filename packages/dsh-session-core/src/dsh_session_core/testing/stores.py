@@ -29,9 +29,10 @@ if TYPE_CHECKING:
     from .. import Backend
 
 #: Every built-in kind of store, as the fixtures run them (memory among them).
-KINDS: tuple[str, ...] = ("jsonl", "jsonl+zstd", "memory", "sqlite", "postgresql")
+KINDS: tuple[str, ...] = ("jsonl", "jsonl+zstd", "memory", "sqlite", "postgresql", "redis")
 #: The kinds that outlive their process.
-DURABLE_KINDS: tuple[str, ...] = ("jsonl", "jsonl+zstd", "sqlite", "postgresql")
+DURABLE_KINDS: tuple[str, ...] = ("jsonl", "jsonl+zstd", "sqlite", "postgresql",
+                                  "redis")
 
 #: Opens a fresh backend instance over one storage, as a second process would.
 BackendFactory = Callable[[], "Backend"]
@@ -41,6 +42,7 @@ BackendFactory = Callable[[], "Backend"]
 _DRIVERS: dict[str, tuple[str, str]] = {
     "jsonl+zstd": ("zstandard", "zstd"),
     "postgresql": ("psycopg", "postgresql"),
+    "redis": ("redis", "redis"),
 }
 
 
@@ -86,6 +88,9 @@ def make_store_url(kind: str, request: pytest.FixtureRequest, tmp: Path,
     if kind == "postgresql":
         url: str = request.getfixturevalue("postgresql_url")
         return url
+    if kind == "redis":
+        url = request.getfixturevalue("redis_url")
+        return url
     if kind == "memory":
         return "memory:"
     msg = f"unknown kind of store {kind!r}: one of {', '.join(KINDS)}"
@@ -122,6 +127,8 @@ def make_backend_factory(kind: str, request: pytest.FixtureRequest,
         return lambda: SqliteBackend(tmp / "sessions.db")
     if kind == "postgresql":
         return _postgresql_factory(request)
+    if kind == "redis":
+        return _redis_factory(request)
     msg = f"unknown kind of store {kind!r}: one of {', '.join(KINDS)}"
     raise ValueError(msg)
 
@@ -134,6 +141,25 @@ def _postgresql_factory(request: pytest.FixtureRequest) -> BackendFactory:
 
     def factory() -> Backend:
         made.append(PostgresBackend(url))
+        backend: Backend = made[-1]
+        return backend
+
+    def close_all() -> None:
+        for backend in made:
+            backend.close()
+
+    request.addfinalizer(close_all)
+    return factory
+
+
+def _redis_factory(request: pytest.FixtureRequest) -> BackendFactory:
+    from .._persistence.backends.redis.backend import RedisBackend
+
+    url = request.getfixturevalue("redis_url")
+    made: list[Any] = []
+
+    def factory() -> Backend:
+        made.append(RedisBackend(url))
         backend: Backend = made[-1]
         return backend
 

@@ -33,6 +33,9 @@ def backend_for(
       ``sqlite:name.db``, or ``sqlite://`` and ``sqlite::memory:`` (in memory): SQLite;
     - ``postgresql://user@host:port/dbname`` (or ``postgres://``): PostgreSQL, shared by
       many hosts (needs the ``postgresql`` extra: psycopg 3);
+    - ``redis://[[user]:password@]host:port/db?prefix=...`` (or ``rediss://``, TLS): a
+      Redis server shared by many hosts, a stream per session (needs the ``redis``
+      extra: redis-py);
     - ``memory:``: in memory (tests, throwaway sessions);
     - a folder path, ``jsonl:///folder``, ``jsonl:////abs/folder``, ``jsonl:folder``, or
       ``file:///abs/folder`` (RFC 8089: always absolute): JSONL;
@@ -78,6 +81,10 @@ def backend_for(
         from .postgres.backend import PostgresBackend
 
         return PostgresBackend(url, create=create)
+    if scheme in ("redis", "rediss"):
+        from .redis.backend import RedisBackend
+
+        return RedisBackend(url, create=create)
     local = local_store(url)
     if local is not None:  # a SQLite file, a JSONL folder (or a SQLite in memory)
         kind, path = local
@@ -108,6 +115,6 @@ def backend_for(
     msg = (
         f"unknown store URL scheme {scheme!r} in {url!r}: use a folder path, jsonl:///path, "
         f"jsonl+zstd:///path, sqlite:///path.db (relative; sqlite:////abs/path.db is "
-        f"absolute), postgresql://host/dbname or memory:"
+        f"absolute), postgresql://host/dbname, redis://host:6379/0 or memory:"
     )
     raise ValueError(msg)

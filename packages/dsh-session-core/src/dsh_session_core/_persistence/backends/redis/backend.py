@@ -1,0 +1,355 @@
+"""The Redis persistence backend: sessions as streams on one Redis server, shared by
+many hosts.
+
+This module is the backend class, its connections, its loads and its writes; the key
+names are :mod:`.keys`', the scripts :mod:`.scripts`', the lease :mod:`.lease`'s, the
+reads that never write :mod:`.reads`' (the ``XREAD`` follower among them) and the
+projections' rows :mod:`.projections`'.
+
+Many hosts, one session, one writer:
+
+- **The lease** (:mod:`.lease`): a key beside the log, taken without waiting, renewed
+  by its holder, taken over at once when the holder's connection is gone, else when it
+  expires.
+- **Fencing.** Every batch is one script that checks, atomically, that the writer
+  still holds the lease (its token) and that the stored log ends right before the
+  batch; then it adds the batch's entries (their ids the seqs: the server refuses one
+  not above the stream's top), the header and counts, and the projection rows. A
+  writer whose lease was taken over is refused (:class:`SessionLockedError`) and
+  nothing lands; a batch that finds another writer's events is refused
+  (:class:`PersistenceError`). A retry of a batch that did land (its reply lost: the
+  client retries a command whose connection dropped) is recognised and succeeds
+  without writing twice.
+
+Loading reads the header and the whole stream in one ``MULTI`` (one snapshot), and
+decodes the lines in one msgspec call, as the memory backend does.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+from collections.abc import Hashable, Sequence
+from typing import Any, Final
+
+from ...._logformat.logfile import parse_header
+from ...._schema.codec import ENCODER, encode_events
+from ...._schema.decode import decode_body
+from ...._schema.header import SessionHeader
+from ...._schema.registry import EventRegistry
+from ....errors import MissingExtraError, PersistenceError, SessionLockedError
+from ....events import Event
+from ...base import Deleted, StoredLog, WriterLock, check_common_id, not_found
+from ...rows import RowChanges
+from . import scripts
+from .keys import INDEX, SessionKeys
+from .lease import Lease, Leases, holder_text
+from .projections import RedisProjections, change_args
+from .reads import RedisReads, time_of
+from .url import RedisTarget, parse_redis_url
+
+__all__ = ["RedisBackend"]
+
+#: How a log line of a ``turn/start`` begins (every writer writes ``type`` first).
+_TURN: Final = b'{"type":"turn/start",'
+#: The oldest server the scripts run on (``#!lua``, ``XSETID`` to a lower id).
+_MIN_VERSION: Final = (7, 0)
+
+
+def _lines(jsonl: bytes, events: Sequence[Event]) -> tuple[bytes, list[bytes]]:
+    """The batch's block of lines and its lines, encoded from ``events`` when ``jsonl``
+    does not hold one line per event (a caller that gave none)."""
+    lines = jsonl.split(b"\n")[:-1] if jsonl else []
+    if len(lines) != len(events):
+        jsonl = encode_events(events)
+        lines = jsonl.split(b"\n")[:-1]
+    return jsonl, lines
+
+
+class RedisBackend(RedisReads, RedisProjections):
+    """Sessions on one Redis server (a database of it, keys under a prefix), shared by
+    every host that connects to it.
+
+    :param url: a ``redis://`` or ``rediss://`` URL (:mod:`.url`).
+    :param create: unused: a Redis store needs nothing made (a prefix with no key holds
+        no session).
+    :raises StoreUrlError: the URL is not one (:func:`parse_redis_url`).
+    :raises MissingExtraError: redis-py is not installed.
+    :raises PersistenceError: the server is older than Redis 7.0.
+    :raises redis.ConnectionError: the server cannot be reached.
+    """
+
+    name = "session-persistence-redis"
+
+    def __init__(self, url: str, *, create: bool = True) -> None:
+        try:
+            import redis
+        except ImportError as exc:
+            msg = "the Redis backend"
+            raise MissingExtraError(msg, "redis",
+                                    "dsh-session-core[redis]") from exc
+        self.target: RedisTarget = parse_redis_url(url)
+        self.prefix = self.target.prefix
+        self._redis = redis
+        self._client: Any = redis.Redis(**self.target.options)
+        self._registered = {name: self._client.register_script(text) for name, text in (
+            ("append", scripts.APPEND), ("write_rows", scripts.WRITE_ROWS),
+            ("replace", scripts.REPLACE), ("delete", scripts.DELETE),
+            ("acquire", scripts.ACQUIRE), ("renew", scripts.RENEW),
+            ("release", scripts.RELEASE), ("drop_rows", scripts.DROP_ROWS),
+            ("rows", scripts.ROWS), ("lines", scripts.LINES))}
+        try:
+            self._check_server()
+        except BaseException:
+            self._client.close()
+            raise
+        self._leases = Leases(self._lease_connection, self._registered.__getitem__,
+                              self.keys, self.target.lease)
+        self._closed = threading.Event()
+
+    def _check_server(self) -> None:
+        version = str(self._client.info("server").get("redis_version", "0"))
+        numbers = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+        if numbers < _MIN_VERSION:
+            msg = (f"the Redis backend needs Redis 7.0 or later; {self.location_url} runs "
+                   f"{version}")
+            raise PersistenceError(msg, session_id="")
+
+    def _lease_connection(self) -> Any:
+        return self._redis.Redis(**self.target.options, single_connection_client=True)
+
+    @property
+    def location_url(self) -> str:
+        """The URL without its password."""
+        return self.target.shown
+
+    def keys(self, session_id: str) -> SessionKeys:
+        """The names of a session's keys."""
+        return SessionKeys.of(self.prefix, session_id)
+
+    @property
+    def index_key(self) -> str:
+        return self.prefix + INDEX
+
+    def script(self, name: str) -> Any:
+        return self._registered[name]
+
+    # --- reading ------------------------------------------------------------------------
+
+    def load_stored(self, session_id: str, registry: EventRegistry) -> StoredLog | None:
+        """The session, or ``None``: its header and every line, in one script's reply
+        (:data:`~.scripts.LINES`), decoded in one msgspec call."""
+        found = self.lines_in(session_id, "-", "+", None)
+        if found is None:
+            return None
+        head, lines = found
+        header = parse_header(head, path=self.location_url)
+        jsonl = b"".join(line + b"\n" for line in lines)
+        return StoredLog(header, decode_body(registry, jsonl), None, jsonl)
+
+    def load_live(self, session_id: str, cwd: str | None, registry: EventRegistry
+                  ) -> StoredLog | None:
+        """Same as :meth:`load_stored`: ids are global in a store."""
+        return self.load_stored(session_id, registry)
+
+    def list(self) -> builtins.list[SessionHeader]:
+        """Every session's header, oldest first (the index, by ``createdAt``)."""
+        ids = self._client.zrange(self.index_key, 0, -1)
+        headers = []
+        for chunk in range(0, len(ids), 1000):
+            pipe = self._client.pipeline(transaction=False)
+            for sid in ids[chunk:chunk + 1000]:
+                pipe.hget(self.keys(sid.decode("utf-8", "surrogatepass")).head, "h")
+            headers += [parse_header(h) for h in pipe.execute() if h is not None]
+        return headers
+
+    def location(self, header: SessionHeader) -> str:
+        """The store's URL (without password); ids are global in it."""
+        return self.location_url
+
+    def check_id(self, session_id: str) -> None:
+        """The common rule (:func:`~.base.check_common_id`): a Redis key holds any bytes."""
+        check_common_id(session_id, self.name)
+
+    def exists(self) -> bool:
+        """Always: a Redis store needs nothing made."""
+        return True
+
+    def store_identity(self) -> Hashable | None:
+        """The server, the database and the prefix, whatever else the URL says."""
+        return self.target.identity()
+
+    # --- writing ------------------------------------------------------------------------
+
+    def append_batch(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes,
+                     materialized: bool) -> None:
+        """Append a contiguous batch: one script, which checks the lease and the stored
+        log's last seq first (see the module).
+
+        :raises SessionLockedError: another writer took the session's lease over.
+        :raises PersistenceError: the stored log does not end right before the batch.
+        """
+        self._append(header, events, jsonl, materialized, ())
+
+    def append_projected(self, header: SessionHeader, events: Sequence[Event],
+                         jsonl: bytes, materialized: bool,
+                         changes: Sequence[RowChanges]) -> None:
+        """:meth:`append_batch`, and the rows' ``changes`` in the same script."""
+        self._append(header, events, jsonl, materialized, changes)
+
+    def _append(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes,
+                materialized: bool, changes: Sequence[RowChanges]) -> None:
+        if not events:
+            if changes:
+                self.write_rows(header, changes)
+            return
+        keys = self.keys(header.id)
+        jsonl, lines = _lines(jsonl, events)
+        before = events[0].seq - 1
+        head = b"" if materialized else ENCODER.encode(header)
+        score = header.created_at if isinstance(header.created_at, int | float) else 0
+        extra_keys, extra_args = change_args(keys, changes)
+        turns = sum(line.startswith(_TURN) for line in lines)
+        lease = self._leases.held(header.id)
+        for attempt in (1, 2):
+            token = "" if lease is None else lease.token
+            got = self.script("append")(
+                keys=[keys.log, keys.head, keys.lease, keys.marks, keys.summaries,
+                      self.index_key, *extra_keys],
+                args=[token, self._leases.ttl_ms, before, head, header.id, repr(score),
+                      turns, len(jsonl), len(lines), *lines, *extra_args])
+            why = got[0]
+            if why == b"ok":
+                return
+            if why == b"lost" and lease is not None and attempt == 1:
+                # Expired or released, and nobody holds it: take it again and retry;
+                # the script's seq check keeps the retry from skipping anyone's events.
+                self._leases.retake(lease)
+                continue
+            break
+        self._refused(header.id, got, keys, before, lines)
+
+    def _refused(self, session_id: str, got: Sequence[Any], keys: SessionKeys,
+                 before: int, lines: Sequence[bytes]) -> None:
+        why = got[0]
+        if why in (b"locked", b"lost"):
+            holder = holder_text(got[1], got[2]) if why == b"locked" else (
+                "its lease expired and could not be taken back")
+            msg = (f'session "{session_id}": this writer\'s lease was taken over '
+                   f"({holder}); its batch was refused and nothing of it written")
+            raise SessionLockedError(session_id, msg)
+        last = int(got[1])
+        if last >= before + len(lines):
+            # Already there? A retry of a batch whose reply was lost finds its own lines.
+            stored = self._client.xrange(keys.log, f"{before + 1}-1",
+                                         f"{before + len(lines)}-1")
+            if [fields[b"l"] for _, fields in stored] == list(lines):
+                return
+        msg = (f'session "{session_id}" was written by another writer: the stored log ends '
+               f"at seq {last}, but this batch starts at seq {before + 1}; reopen the "
+               f"session to continue from what is stored")
+        raise PersistenceError(msg, session_id=session_id)
+
+    def write_rows(self, header: SessionHeader, changes: Sequence[RowChanges]) -> None:
+        """Apply ``changes`` to the session's rows alone, in one script."""
+        if not changes:
+            return
+        keys = self.keys(header.id)
+        extra_keys, extra_args = change_args(keys, changes)
+        self.script("write_rows")(keys=[keys.marks, keys.summaries, *extra_keys],
+                                  args=extra_args)
+
+    def commit_repair(self, header: SessionHeader, torn: object | None,
+                      closers: Sequence[Event], jsonl: bytes) -> None:
+        """Cut the entries from seq ``torn`` on (iff it is not ``None``: the stream's top
+        goes back with them, so the closers' ids are above it), then add the
+        ``closers``; one script. A batch is one script, so nothing is ever torn: a cut
+        is asked for only by a caller that knows better."""
+        if torn is not None and type(torn) is not int:
+            msg = f"a Redis torn marker is a seq (int), got {torn!r}"
+            raise TypeError(msg)
+        self._replace(header, "repair", "" if torn is None else str(torn), b"", closers,
+                      jsonl)
+
+    def rewrite(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes) -> None:
+        """Replace the stream with ``events`` and the header with ``header``, and drop
+        the projections' rows, in one script (the old log or the new one, whole)."""
+        self._replace(header, "rewrite", "", ENCODER.encode(header), events, jsonl)
+
+    def _replace(self, header: SessionHeader, mode: str, torn: str, head: bytes,
+                 events: Sequence[Event], jsonl: bytes) -> None:
+        keys = self.keys(header.id)
+        jsonl, lines = _lines(jsonl, events)
+        turns = sum(line.startswith(_TURN) for line in lines)
+        got = self.script("replace")(
+            keys=[keys.log, keys.head, keys.lease, keys.marks, keys.summaries],
+            args=[self._leases.token_of(header.id), self._leases.ttl_ms, mode, torn, head,
+                  keys.base, turns, len(jsonl), len(lines), *lines])
+        if got[0] == b"missing":
+            raise not_found(header.id, self.location_url)
+        if got[0] != b"ok":
+            self._refused(header.id, got, keys, -2, [])
+
+    # --- the lease ----------------------------------------------------------------------
+
+    def acquire(self, header: SessionHeader) -> WriterLock:
+        """Take the session's writer lease (:mod:`.lease`), without waiting.
+
+        :raises SessionLockedError: another writer, on any host, holds it.
+        """
+        lease: WriterLock = self._leases.take(header.id)
+        return lease
+
+    # --- deleting -----------------------------------------------------------------------
+
+    def delete(self, session_id: str, *, dry_run: bool = False) -> Deleted:
+        """Remove every key of the session (its log, header, lease, projections' rows)
+        and its index entry in one script, holding its lease (taken and released here).
+
+        :raises SessionLockedError: a writer, on any host, holds the session.
+        :raises SessionNotStoredError: no session of this id.
+        """
+        keys = self.keys(session_id)
+        if not self._client.exists(keys.head):
+            raise not_found(session_id, self.location_url)
+        lease = self._leases.take(session_id)
+        try:
+            return self._remove(session_id, lease, dry_run=dry_run)
+        finally:
+            lease.release()
+
+    def delete_held(self, session_id: str, lock: WriterLock) -> Deleted:
+        """:meth:`delete`, under the lease the caller took (:meth:`acquire`) and
+        releases."""
+        if not isinstance(lock, Lease):
+            return self.delete(session_id)
+        return self._remove(session_id, lock, dry_run=False)
+
+    def _remove(self, session_id: str, lease: Lease, *, dry_run: bool) -> Deleted:
+        keys = self.keys(session_id)
+        got = self.script("delete")(
+            keys=[keys.log, keys.head, keys.lease, keys.epoch, keys.marks, keys.summaries,
+                  self.index_key],
+            args=[lease.token, "1" if dry_run else "0", keys.base, session_id])
+        if got[0] == b"missing":
+            raise not_found(session_id, self.location_url)
+        if got[0] != b"ok":
+            self._refused(session_id, got, keys, -2, [])
+        header = parse_header(got[1])
+        events, size, last = int(got[2]), int(got[3]), got[4]
+        where = self.location_url
+        return Deleted(
+            session_id, "would-delete" if dry_run else "deleted", where,
+            (f"{where}: the keys of {session_id!r} ({events} stream entries)",),
+            len(ENCODER.encode(header)) + 1 + size, events, header,
+            time_of(last) if last else None)
+
+    # --- lifetime -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release every lease still held, and close the connections."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        self._leases.close()
+        self._client.close()

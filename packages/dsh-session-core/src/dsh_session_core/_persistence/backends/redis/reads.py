@@ -1,0 +1,194 @@
+"""The Redis backend's reads that never write, and its follower.
+
+Listing with counts, a session's lines by seq range or by type, its tail, and
+following it: a follower blocks on ``XREAD`` (the server answers the moment an entry is
+added), never polls the log. A cut back (a repair) adds no entry above the follower's
+position, so the follower also reads the session's count of cuts each time ``XREAD``
+returns or a bounded block ends (:data:`BLOCK_SECONDS`), and reports a cut back when it
+changed. A mixin of :class:`~.redis.backend.RedisBackend`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import time
+from collections.abc import Collection, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from ...._logformat.logfile import line_wire, parse_header
+from ...base import LogNews, LogTail, SessionSummary, continued, keep_types
+from .keys import SessionKeys, seq_of
+
+if TYPE_CHECKING:
+    from ...._schema.header import SessionHeader
+    from ....events import Event
+
+__all__ = ["BLOCK_SECONDS", "RedisReads", "cut_note", "time_of"]
+
+#: The longest a follower's ``XREAD`` blocks before it looks for a cut back.
+BLOCK_SECONDS: Final = 2.0
+#: Sessions per pipeline when listing.
+_CHUNK: Final = 500
+
+
+def time_of(line: bytes) -> Any:
+    """The ``time`` of a log line (``None`` when it has none)."""
+    wire = line_wire(line)
+    return None if wire is None else wire.get("time")
+
+
+def cut_note(top: int) -> str:
+    """What a follower tells people when a repair cut the session back to seq ``top``."""
+    return f"the session was cut back to seq {top} (a repair?); following from there"
+
+
+def _lines(entries: Sequence[Any]) -> builtins.list[bytes]:
+    return [fields[b"l"] for _, fields in entries]
+
+
+class RedisReads:
+    """The reads (:class:`~.redis.backend.RedisBackend` sets what is declared here)."""
+
+    _client: Any
+
+    if TYPE_CHECKING:
+        @property
+        def index_key(self) -> str: ...
+
+        @property
+        def location_url(self) -> str: ...
+
+        def keys(self, session_id: str) -> SessionKeys: ...
+
+        def script(self, name: str) -> Any: ...
+
+    def summaries(self) -> builtins.list[SessionSummary]:
+        """Every session of the index with its counts: per session, the header and the
+        count of turns (kept by every write), the stream's length and its last entry
+        (for the last activity), in pipelines; no line but the last is read."""
+        ids = [sid.decode() for sid in self._client.zrange(self.index_key, 0, -1)]
+        return self._summaries(ids)
+
+    def summaries_of(self, headers: Sequence[SessionHeader]
+                     ) -> builtins.list[SessionSummary]:
+        """:meth:`summaries` of just these sessions, in their order."""
+        return self._summaries([h.id for h in headers])
+
+    def _summaries(self, ids: Sequence[str]) -> builtins.list[SessionSummary]:
+        found = []
+        for at in range(0, len(ids), _CHUNK):
+            pipe = self._client.pipeline(transaction=True)  # each session consistent
+            for sid in ids[at:at + _CHUNK]:
+                keys = self.keys(sid)
+                pipe.hmget(keys.head, "h", "turns")
+                pipe.xlen(keys.log)
+                pipe.xrevrange(keys.log, count=1)
+            got = pipe.execute()
+            for i in range(0, len(got), 3):
+                (head, turns), count, top = got[i], got[i + 1], got[i + 2]
+                if head is None:
+                    continue  # removed since it was listed
+                found.append(SessionSummary(parse_header(head), int(count), int(turns or 0),
+                                            time_of(_lines(top)[0]) if top else None))
+        return found
+
+    def tail_lines(self, session_id: str, count: int) -> LogTail | None:
+        """The last ``count`` entries' lines; the position is the last stored seq
+        (``-1`` when none is), from the same read."""
+        keys = self.keys(session_id)
+        pipe = self._client.pipeline(transaction=True)
+        pipe.exists(keys.head)
+        pipe.xrevrange(keys.log, count=max(count, 1))
+        found, top = pipe.execute()
+        if not found:
+            return None
+        last = seq_of(top[0][0]) if top else -1
+        lines = _lines(top)[::-1] if count > 0 else []
+        return LogTail(lines, last)
+
+    def tail(self, session_id: str, count: int) -> builtins.list[bytes] | None:
+        """The last ``count`` events' log lines, oldest first; ``None`` when the session
+        is not stored."""
+        tail = self.tail_lines(session_id, count)
+        return None if tail is None else tail.lines
+
+    def lines_in(self, session_id: str, first: str, last: str, count: int | None
+                 ) -> tuple[bytes, builtins.list[bytes]] | None:
+        """The header and the lines of the entries from id ``first`` to ``last`` (at most
+        ``count``), in one script's reply; ``None`` when the session is not stored."""
+        keys = self.keys(session_id)
+        got = self.script("lines")(keys=[keys.log, keys.head],
+                                   args=[first, last, -1 if count is None else count])
+        if not got[0]:
+            return None
+        blob = got[2]
+        return got[1], blob.split(b"\n") if int(got[3]) else []
+
+    def read_lines(self, session_id: str, after: int, limit: int | None
+                   ) -> builtins.list[bytes] | None:
+        """The entries after seq ``after`` (at most ``limit``): an id range."""
+        if limit is not None and limit <= 0:
+            return [] if self._client.exists(self.keys(session_id).head) else None
+        found = self.lines_in(session_id, f"{max(after + 1, 0)}-0", "+", limit)
+        return None if found is None else found[1]
+
+    def lines_since(self, header: SessionHeader, last: Event) -> builtins.list[bytes] | None:
+        """:meth:`~.base.Backend.lines_since`: the entries from ``last``'s seq on."""
+        lines = self.read_lines(header.id, last.seq - 1, None)
+        return None if lines is None else continued(lines, last)
+
+    def lines_of_types(self, session_id: str, types: Collection[str]
+                       ) -> builtins.list[bytes] | None:
+        """:func:`~.capabilities.lines_of_types_of`: every line read, those kept."""
+        lines = self.read_lines(session_id, -1, None)
+        return None if lines is None else keep_types(lines, types)
+
+    def _state(self, keys: SessionKeys) -> tuple[bool, int, int, int]:
+        """Whether the session is stored, how many times it was cut back, the seq the
+        last cut kept last, and its last stored seq (``-1``: none), in one read."""
+        pipe = self._client.pipeline(transaction=True)
+        pipe.hmget(keys.head, "h", "cuts", "cut")
+        pipe.xrevrange(keys.log, count=1)
+        (head, cuts, cut), top = pipe.execute()
+        return (head is not None, int(cuts or 0), int(cut if cut is not None else -1),
+                seq_of(top[0][0]) if top else -1)
+
+    def follow_lines(self, session_id: str, position: object, *,
+                     timeout: float | None = None) -> Iterator[LogNews]:
+        """Follow a session from ``position`` (a seq): blocks on ``XREAD`` for entries
+        above it, and reports a cut back (a repair, or the session removed) with a
+        note. It ends after ``timeout`` seconds without news (``None``: never)."""
+        if type(position) is not int:
+            msg = f"a Redis position is a seq (int), got {position!r}"
+            raise TypeError(msg)
+        keys = self.keys(session_id)
+        seen = position
+        stored, cuts, _, _ = self._state(keys)
+        quiet_since = time.monotonic()
+        while True:
+            wait = BLOCK_SECONDS
+            if timeout is not None:
+                wait = min(wait, timeout - (time.monotonic() - quiet_since))
+            # Blocks while it may; past the timeout, one read that does not wait.
+            got = self._client.xread({keys.log: f"{seen}-1" if seen >= 0 else "0-0"},
+                                     block=max(1, round(wait * 1000)) if wait > 0 else None)
+            now_stored, now_cuts, cut, last = self._state(keys)
+            if now_cuts != cuts or (stored and not now_stored) or last < seen:
+                # Cut back, or removed (the cut count of a re-made session starts again),
+                # or shorter than the position (cut before this follower started): what
+                # was read may be of the old log; follow from the cut.
+                top = min(seen, cut if now_cuts != cuts else seen,
+                          last if now_stored else -1)
+                stored, cuts, seen = now_stored, now_cuts, top
+                quiet_since = time.monotonic()
+                yield LogNews([], top, cut_note(top))
+                continue
+            stored = now_stored
+            entries = got[0][1] if got else []
+            if entries:
+                seen = seq_of(entries[-1][0])
+                quiet_since = time.monotonic()
+                yield LogNews(_lines(entries), seen)
+                continue
+            if timeout is not None and time.monotonic() - quiet_since >= timeout:
+                return
