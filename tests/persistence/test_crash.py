@@ -6,6 +6,11 @@ closed as interrupted.
 Each test runs on a plain store and on an encrypted one (``keys``): the sealing sits
 above the backend, so the same kills must find the same guarantees below it.
 
+The killed-writer tests also run on stores keeping the contract projection
+(``projecting``, with fewer kills): after each kill, its read by a fresh store (the
+crash as it lies) and, once a writer reopened the session, by the writer and by a fresh
+store again, equals the fold of the log as loaded: never a stale row.
+
 Writers are forked children (no interpreter start-up per crash), killed by the parent the
 moment they report a chosen flush, so the kill lands somewhere in the next turn: between
 appends, inside a flush, or in the middle of a write.
@@ -21,8 +26,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from projection_support import assert_rows_are_the_fold, plugins
 
-from dsh_session_core import Keyring, create_plugin_manager, encode_events
+from dsh_session_core import Keyring, encode_events
 from dsh_session_core._persistence.base import SessionLockedError
 from dsh_session_core._persistence.opening import backend_for, sealed_backend
 from dsh_session_core._persistence.store.durable import DurableStore
@@ -34,8 +40,14 @@ FIRST_WRITE_KILLS = {"jsonl": 60, "jsonl+zstd": 60, "sqlite": 30, "redis": 30}
 SID = "crash"
 
 
-def _kills(table: dict[str, int], store_url: str, keys: Keyring | None) -> int:
-    return table[_kind(store_url)] // (4 if keys is not None else 1)
+#: How many times fewer kills a projecting run makes (its rows checked at each).
+PROJECTING_FEWER = 8
+
+
+def _kills(table: dict[str, int], store_url: str, keys: Keyring | None,
+           projecting: bool = False) -> int:
+    kills = table[_kind(store_url)] // (4 if keys is not None else 1)
+    return max(kills // PROJECTING_FEWER, 3) if projecting else kills
 
 
 def _kind(store_url: str) -> str:
@@ -52,11 +64,17 @@ def keys(request: pytest.FixtureRequest) -> Keyring | None:
     return Keyring({"crash": bytes(range(32))}) if request.param else None
 
 
-def _store(store_url: str, keys: Keyring | None) -> DurableStore:
+@pytest.fixture(params=[False, True], ids=["no-projection", "projecting"])
+def projecting(request: pytest.FixtureRequest) -> bool:
+    """Whether the store keeps the contract projection."""
+    return bool(request.param)
+
+
+def _store(store_url: str, keys: Keyring | None, projecting: bool = False) -> DurableStore:
     backend = backend_for(store_url)
     if keys is not None:
         backend = sealed_backend(backend, keys)
-    return DurableStore(backend, create_plugin_manager(autoload=False))
+    return DurableStore(backend, plugins(projecting))
 
 
 def _turn(store: DurableStore, session_id: str, rng: random.Random) -> int:
@@ -88,11 +106,12 @@ def _turn(store: DurableStore, session_id: str, rng: random.Random) -> int:
     return s.seq
 
 
-def _writer(store_url: str, keys: Keyring | None, seed: int, report: int) -> None:
+def _writer(store_url: str, keys: Keyring | None, seed: int, report: int,
+            projecting: bool = False) -> None:
     """Child: resume (or create) the session and write turns forever, reporting each
     durable length on the pipe."""
     rng = random.Random(seed)
-    store = _store(store_url, keys)
+    store = _store(store_url, keys, projecting)
     try:
         store.open(SID)
     except Exception:  # first run: nothing stored yet
@@ -143,22 +162,30 @@ def _read_lines(fd: int, count: int) -> list[int]:
 
 
 def test_writers_killed_at_random_points_lose_nothing_durable(
-    store_url: str, keys: Keyring | None,
+    store_url: str, keys: Keyring | None, projecting: bool,
     fork: Callable[[Callable[[int], None]], tuple[int, int]],
 ) -> None:
     rng = random.Random(20261130)
     previous = b""
-    for round_ in range(_kills(KILLS, store_url, keys)):
+    fresh = functools.partial(_store, store_url, keys, projecting)
+    for round_ in range(_kills(KILLS, store_url, keys, projecting)):
         wanted = rng.randrange(1, 4)
-        pid, r = fork(functools.partial(_writer, store_url, keys, round_))
+        pid, r = fork(functools.partial(_writer, store_url, keys, round_,
+                                        projecting=projecting))
         reports = _read_lines(r, wanted)
         os.kill(pid, signal.SIGKILL)  # lands somewhere in the next turn
         os.waitpid(pid, 0)
         os.close(r)
         assert len(reports) == wanted, "the writer died before reporting"
         durable = reports[-1]
-        st = _store(store_url, keys)
+        if projecting:  # the crash as it lies, read by another process
+            reader = fresh()
+            assert_rows_are_the_fold(reader, SID, where=f"round {round_}, killed")
+            reader.close()
+        st = _store(store_url, keys, projecting)
         s = st.open(SID)  # must always succeed, repairing what the kill left
+        if projecting:
+            assert_rows_are_the_fold(st, SID, fresh=fresh, where=f"round {round_}, reopened")
         events = list(s.events)
         lines = encode_events(events)
         assert len(events) >= durable
@@ -171,12 +198,12 @@ def test_writers_killed_at_random_points_lose_nothing_durable(
 
 
 def _first_writer(store_url: str, keys: Keyring | None, session_id: str, seed: int,
-                  report: int) -> None:
+                  report: int, projecting: bool = False) -> None:
     """Child: create a session, say so (a report of 0), then write turns forever,
     reporting each durable length: a kill after the first report lands in (or around)
     the session's first write."""
     rng = random.Random(seed)
-    store = _store(store_url, keys)
+    store = _store(store_url, keys, projecting)
     store.create(session_id, cwd="/crash")
     os.write(report, b"0\n")
     while True:
@@ -185,28 +212,35 @@ def _first_writer(store_url: str, keys: Keyring | None, session_id: str, seed: i
 
 
 def test_writers_killed_in_their_first_write_leave_a_log_that_loads_or_none(
-    store_url: str, keys: Keyring | None,
+    store_url: str, keys: Keyring | None, projecting: bool,
     fork: Callable[[Callable[[int], None]], tuple[int, int]],
 ) -> None:
     rng = random.Random(20261201)
-    for round_ in range(_kills(FIRST_WRITE_KILLS, store_url, keys)):
+    fresh = functools.partial(_store, store_url, keys, projecting)
+    for round_ in range(_kills(FIRST_WRITE_KILLS, store_url, keys, projecting)):
         session_id = f"first-{round_}"
         wanted = rng.randrange(1, 3)  # 1: killed during the first flush; 2: after it
-        pid, r = fork(functools.partial(_first_writer, store_url, keys, session_id, round_))
+        pid, r = fork(functools.partial(_first_writer, store_url, keys, session_id, round_,
+                                        projecting=projecting))
         reports = _read_lines(r, wanted)
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         os.close(r)
         assert len(reports) == wanted, "the writer died before reporting"
         durable = reports[-1]  # 0: no flush was reported durable
-        st = _store(store_url, keys)
+        st = _store(store_url, keys, projecting)
         stored = {h.id for h in st.stored()}  # listing never fails on what a kill left
         if durable:
             assert session_id in stored, f"round {round_}: a durable first write was lost"
         if session_id in stored:
+            if projecting:  # the crash as it lies, then reopened
+                assert_rows_are_the_fold(st, session_id, where=f"round {round_}, killed")
             events = list(st.open(session_id).events)  # always loads, repaired
             assert len(events) >= durable
             assert events[-1].type == "turn/end"
+            if projecting:
+                assert_rows_are_the_fold(st, session_id, fresh=fresh,
+                                         where=f"round {round_}, reopened")
         st.close()
     if _kind(store_url) in ("jsonl", "jsonl+zstd"):  # killed first writes' temp files swept
         root = Path(store_url.removeprefix("jsonl+zstd:///"))

@@ -657,3 +657,34 @@ def test_a_json_header_missing_a_field_is_named_as_no_header_not_as_bad_json(
     assert code == 1
     assert "first line is not a session header (Object missing required field `id`)" in err
     assert "not valid JSON" not in err
+
+
+# --- issue 39: a failed write that could mark nothing: its writer's reads stop there --------
+
+
+def test_the_writers_reads_stop_where_its_load_does_when_no_mark_could_be_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The batch is written, then its fsync, the rollback and the durable-end mark all
+    # fail: only this backend knows the history ends before the batch. Its loads stopped
+    # there; its reads (read, tail, and so a projection's tail fold) read the failed
+    # batch's lines as history, and the projection served rows of a batch never written.
+    from projection_support import NAME, assert_rows_are_the_fold, plugins
+
+    st = DurableStore(JsonlBackend(tmp_path), plugins(True), clock=lambda: 1)
+    s = st.create("unmarked", cwd="/w")
+    _turn(s, 1)
+    st.flush(s)
+    _turn(s, 2)
+    for call in ("fsync", "ftruncate", "open", "rename", "link", "unlink", "mkdir"):
+        _fail(monkeypatch, call, times=100)
+    with pytest.raises(StoreWriteError, match="injected fsync EIO"):
+        st.flush(s)
+    monkeypatch.undo()
+    assert [e.seq for e in st.read("unmarked")] == [0, 1, 2]
+    assert [e.seq for e in st.tail("unmarked", 2)] == [1, 2]
+    assert assert_rows_are_the_fold(st, "unmarked") == {"u00000001": "q1"}
+    assert st.projection("unmarked", NAME).covers == 3
+    st.flush(s)  # the retry cuts the failed batch, then writes it once
+    assert list(assert_rows_are_the_fold(st, "unmarked")) == ["u00000001", "u00000004"]
+    st.close()

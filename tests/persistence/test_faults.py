@@ -1,17 +1,21 @@
 """Faults and bad input on real files (JSONL, the embedded default): a failed write or
 fsync leaves the file at its last committed byte and a retry writes no duplicate; bad
 logs give a clear error (naming the line) or a safe encoding, and nothing is lost or
-overwritten."""
+overwritten. Where a store is written, it also runs with the contract projection kept
+(``projecting``): its rows, read by the writer and by a fresh store, are the fold of the
+log as loaded after the fault and after the retry."""
 
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from projection_support import assert_rows_are_the_fold, plugins
 
 from dsh_session_core import JsonlBackend, create_plugin_manager, open_store
 from dsh_session_core._persistence.store.durable import DurableStore
@@ -19,8 +23,14 @@ from dsh_session_core.errors import LogFormatError
 from dsh_session_core.testing import user_turn
 
 
-def _store(root: Path) -> DurableStore:
-    return DurableStore(JsonlBackend(root), create_plugin_manager(autoload=False))
+def _store(root: Path, projecting: bool = False) -> DurableStore:
+    return DurableStore(JsonlBackend(root), plugins(projecting))
+
+
+@pytest.fixture(params=[False, True], ids=["no-projection", "projecting"])
+def projecting(request: pytest.FixtureRequest) -> bool:
+    """Whether the store keeps the contract projection (its rows in the sidecar)."""
+    return bool(request.param)
 
 
 def _log(root: Path, sid: str, cwd: str = "/w") -> Path:
@@ -29,9 +39,9 @@ def _log(root: Path, sid: str, cwd: str = "/w") -> Path:
 
 @pytest.mark.parametrize("call", ["write", "fsync"])
 def test_a_failed_write_leaves_the_last_committed_byte_and_a_retry_no_duplicate(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: str, projecting: bool
 ) -> None:
-    st = _store(tmp_path)
+    st = _store(tmp_path, projecting)
     s = st.create("enospc", cwd="/w")
     user_turn(s, 1)
     st.flush(s)
@@ -52,7 +62,12 @@ def test_a_failed_write_leaves_the_last_committed_byte_and_a_retry_no_duplicate(
         st.flush(s)
     monkeypatch.setattr(os, call, real)
     assert path.read_bytes() == committed
+    fresh = functools.partial(_store, tmp_path, projecting)
+    if projecting:  # the failed batch left no row: turn 1's alone
+        assert list(assert_rows_are_the_fold(st, "enospc", fresh=fresh)) == ["u00000001"]
     st.flush(s)  # the retry: the same seqs, once
+    if projecting:
+        assert len(assert_rows_are_the_fold(st, "enospc", fresh=fresh)) == 2
     st.close()
     events = _store(tmp_path).persistence.load("enospc").events
     assert [e.seq for e in events] == list(range(6))
@@ -87,12 +102,15 @@ def test_committed_corruption_is_a_clear_error_and_changes_nothing(
     assert path.read_bytes() == before
 
 
-def test_invalid_utf8_after_the_last_turn_is_a_torn_tail(tmp_path: Path) -> None:
+def test_invalid_utf8_after_the_last_turn_is_a_torn_tail(tmp_path: Path,
+                                                         projecting: bool) -> None:
     path = _log(tmp_path, "bad")
     _write(path, [HEADER, TS, TE % 1, b'{"type":"turn/start","seq":2,"time":1,\xff}'])
-    st = _store(tmp_path)
+    st = _store(tmp_path, projecting)
     s = st.open("bad")
     assert [e.seq for e in s.events] == [0, 1]
+    if projecting:
+        assert_rows_are_the_fold(st, "bad", fresh=functools.partial(_store, tmp_path, True))
     st.close()
     assert path.read_bytes().endswith((TE % 1) + b"\n")
 

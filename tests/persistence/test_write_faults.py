@@ -20,6 +20,11 @@ backend) sees the same way. In every case:
 Each case takes a few milliseconds; each backend's cases share one subprocess. Every
 backend's cases run on a plain store and on an encrypted one (``sealed``: the sealing
 sits above the faults, which must find the same guarantees below it).
+
+And on a store keeping the contract projection (``projecting``: its rows in the events'
+transaction on SQLite, in the sidecar written after the log on JSONL): after the fault,
+after the retry and at the end, its read by the writing store and by a fresh one equals
+the fold of the log as loaded, and so does the fresh process's read: never a stale row.
 """
 
 from __future__ import annotations
@@ -38,13 +43,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from projection_support import assert_rows_are_the_fold, plugins
 
-from dsh_session_core import JsonlBackend, Keyring, Session, create_plugin_manager
+from dsh_session_core import JsonlBackend, Keyring, Session
 from dsh_session_core._persistence.backends.memory import MemoryBackend
 from dsh_session_core._persistence.backends.sqlite.backend import SqliteBackend
 from dsh_session_core._persistence.opening import sealed_backend
 from dsh_session_core._persistence.store.durable import DurableStore
 from dsh_session_core.errors import DshSessionError, StoreWriteError
+from dsh_session_core.testing.projection_contract import expected_rows
 
 USER = {"kind": "user"}
 SID = "s"
@@ -57,15 +64,32 @@ def _sealed(backend: Any, sealed: bool) -> Any:
     return sealed_backend(backend, Keyring.parse(KEYS_TEXT)) if sealed else backend
 
 
-def _check_env(sealed: bool) -> dict[str, str]:
-    """The checking subprocess's environment: the keys when the store is encrypted."""
-    env = {k: v for k, v in os.environ.items() if k != "DSH_SESSION_KEYS"}
+def _check_env(sealed: bool, projecting: bool = False) -> dict[str, str]:
+    """The checking subprocess's environment: the keys when the store is encrypted;
+    ``CHECK_PROJECTION`` when it reads the contract projection too."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DSH_SESSION_KEYS", "CHECK_PROJECTION")}
+    if projecting:
+        env["CHECK_PROJECTION"] = "1"
     return {**env, "DSH_SESSION_KEYS": KEYS_TEXT} if sealed else env
+
+
+@pytest.fixture(params=[False, True], ids=["no-projection", "projecting"])
+def projecting(request: pytest.FixtureRequest) -> bool:
+    """Whether the store keeps the contract projection."""
+    return bool(request.param)
+
+
+def _projected(got: dict[str, Any]) -> dict[str, Any]:
+    """What the checking subprocess should have read of the projection: the model's fold
+    of the lines it loaded."""
+    rows, summary = expected_rows([json.loads(line) for line in got["lines"]])
+    return {"rows": rows, "summary": None if summary is None else list(summary)}
 CALLS = ("write", "fsync", "ftruncate", "link", "open", "rename", "mkdir", "unlink")
 
 
-def _store(backend: Any) -> DurableStore:
-    return DurableStore(backend, create_plugin_manager(autoload=False), clock=lambda: 7)
+def _store(backend: Any, projecting: bool = False) -> DurableStore:
+    return DurableStore(backend, plugins(projecting), clock=lambda: 7)
 
 
 def _turn(s: Session, turn: int, *, end: bool = True) -> None:
@@ -165,6 +189,12 @@ class FaultyBackend:
     def append_batch(self, *args: Any) -> Any:
         return self._call("append_batch", *args)
 
+    def append_projected(self, *args: Any) -> Any:  # a batch with its rows
+        return self._call("append_projected", *args)
+
+    def write_rows(self, *args: Any) -> Any:  # rows caught up at an open
+        return self._call("write_rows", *args)
+
     def commit_repair(self, *args: Any) -> Any:
         return self._call("commit_repair", *args)
 
@@ -183,8 +213,8 @@ class Case:
     kept: list[bytes] = field(default_factory=list)
 
 
-def _flush_setup(backend: Any) -> Case:
-    st = _store(backend)
+def _flush_setup(backend: Any, projecting: bool) -> Case:
+    st = _store(backend, projecting)
     s = st.create(SID, cwd="/w")
     _turn(s, 1)
     st.flush(s)
@@ -192,15 +222,15 @@ def _flush_setup(backend: Any) -> Case:
     return Case(st, s, s.jsonl(0, 5).splitlines())
 
 
-def _first_setup(backend: Any) -> Case:
-    st = _store(backend)
+def _first_setup(backend: Any, projecting: bool) -> Case:
+    st = _store(backend, projecting)
     s = st.create(SID, cwd="/w")
     _turn(s, 1)
     return Case(st, s)
 
 
-def _create_setup(backend: Any) -> Case:
-    return Case(_store(backend))
+def _create_setup(backend: Any, projecting: bool) -> Case:
+    return Case(_store(backend, projecting))
 
 
 def _flush_op(case: Case) -> None:
@@ -224,7 +254,7 @@ def _repair_op(case: Case) -> None:
 @dataclass(frozen=True)
 class Scenario:
     name: str
-    setup: Callable[[Any], Case]
+    setup: Callable[[Any, bool], Case]
     op: Callable[[Case], None]
     crashed: bool = False  # a crashed log is stored before the setup
 
@@ -237,9 +267,9 @@ SCENARIOS = [
 ]
 
 
-def _crash(backend: Any) -> list[bytes]:
+def _crash(backend: Any, projecting: bool = False) -> list[bytes]:
     """Store a session whose last turn never ended; its lines."""
-    st = _store(backend)
+    st = _store(backend, projecting)
     s = st.create(SID, cwd="/w")
     _turn(s, 1)
     _turn(s, 2, end=False)
@@ -250,15 +280,27 @@ def _crash(backend: Any) -> list[bytes]:
 
 
 def _run(scenario: Scenario, make: Callable[[Injector], Any], plan: Plan | None,
-         injector: Injector, torn: Callable[[], None] | None = None) -> tuple[bytes, list[bytes]]:
+         injector: Injector, torn: Callable[[], None] | None = None,
+         projecting: bool = False) -> tuple[bytes, list[bytes]]:
     """Run one case: the operation under ``plan``, its retries, one more turn; the live
-    session's log lines and the lines that must have been kept."""
+    session's log lines and the lines that must have been kept. ``projecting``: the
+    store keeps the contract projection, whose reads are checked against the log's fold
+    after the fault, after the retry and at the end."""
     kept: list[bytes] = []
     if scenario.crashed:
-        kept = _crash(make(Injector()))
+        kept = _crash(make(Injector()), projecting)
         if torn is not None:
             torn()
-    case = scenario.setup(make(injector))
+    case = scenario.setup(make(injector), projecting)
+
+    def check(when: str) -> None:
+        if not projecting:
+            return
+        if case.store.backend.load_stored(SID, case.store.registry) is None:
+            return  # nothing stored yet (a create that failed): nothing to read
+        assert_rows_are_the_fold(case.store, SID, where=f"{scenario.name} {plan} {when}",
+                                 fresh=lambda: _store(make(Injector()), True))
+
     kept = kept or case.kept
     injector.plan, injector.armed = plan, True
     errors: list[Exception] = []
@@ -274,14 +316,17 @@ def _run(scenario: Scenario, make: Callable[[Injector], Any], plan: Plan | None,
                 break
     finally:
         injector.armed = False
+    check("after the fault")
     assert plan is not None or not errors, errors
     for error in errors:  # ours, naming the session, never a bare OSError
         assert not isinstance(error, OSError) or isinstance(error, StoreWriteError), repr(error)
     scenario.op(case)  # the retry succeeds
+    check("after the retry")
     s = case.session
     assert s is not None
     _turn(s, 9)
     case.store.flush(s)
+    check("at the end")
     case.store.close()
     return s.jsonl(), kept
 
@@ -292,6 +337,18 @@ _CHECK = textwrap.dedent("""
     import json, os, sys
     from dsh_session_core import Keyring, core_registry
     from dsh_session_core._persistence.opening import backend_for, sealed_backend
+    from dsh_session_core import DurableStore, create_plugin_manager
+    from dsh_session_core.testing.projection_contract import ContractPlugin, contract_projection
+
+    def projected(backend):
+        # The contract projection as a fresh process reads it (stored rows, mark checked).
+        pm = create_plugin_manager(autoload=False)
+        pm.register(ContractPlugin(), "contract")
+        view = DurableStore(backend, pm).projection("s", contract_projection.name)
+        got = view.summary()
+        return {"rows": {k: v.text for k, v in view.rows()},
+                "summary": None if got is None else [got.seq, got.text]}
+
     out = {}
     for root in sys.argv[2:]:
         backend = backend_for(sys.argv[1] + root)
@@ -301,9 +358,12 @@ _CHECK = textwrap.dedent("""
             listed = [h.id for h in backend.list()]  # sweeps the temp files too
             stored = backend.load_stored("s", core_registry())
             lines = None if stored is None else stored.jsonl.decode().splitlines()
-            files = sorted(n for d in os.listdir(root) if d != ".headers-cache"
+            files = sorted(n for d in os.listdir(root)
+                           if d not in (".headers-cache", ".projections")
                            for n in os.listdir(os.path.join(root, d)))  # the buckets
             out[root] = {"listed": listed, "lines": lines, "torn": stored.torn, "files": files}
+            if os.environ.get("CHECK_PROJECTION"):
+                out[root]["projection"] = projected(backend)
         except Exception as exc:
             out[root] = {"error": repr(exc)}
     print(json.dumps(out))
@@ -330,7 +390,7 @@ def _torn_writer(root: Path, compact: bool) -> Callable[[], None]:
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_jsonl_survives_a_fault_at_every_system_call(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario: Scenario, kind: str,
-    sealed: bool,
+    sealed: bool, projecting: bool,
 ) -> None:
     injector = Injector()
     _patch_os(monkeypatch, injector)
@@ -345,7 +405,7 @@ def test_jsonl_survives_a_fault_at_every_system_call(
 
     dry = tmp_path / "dry"
     _run(scenario, functools.partial(make, root=dry), None, injector,
-         _torn_writer(dry, compact))
+         _torn_writer(dry, compact), projecting)
     count = len(injector.trace)
     assert count >= (2 if scenario.name == "flush" else 3), injector.trace
     expected: dict[str, tuple[str, bytes, list[bytes]]] = {}
@@ -353,13 +413,14 @@ def test_jsonl_survives_a_fault_at_every_system_call(
         root = tmp_path / f"{plan.kind}-{plan.at}"
         injector.reset()
         lines, kept = _run(scenario, functools.partial(make, root=root), plan, injector,
-                           _torn_writer(root, compact))
+                           _torn_writer(root, compact), projecting)
         assert injector.injected, f"{plan}: no fault was injected"
         expected[str(root)] = (str(plan), lines, kept)
     monkeypatch.undo()
     scheme = "jsonl+zstd:///" if compact else "jsonl:///"
     proc = subprocess.run([sys.executable, "-c", _CHECK, scheme, *expected],
-                          capture_output=True, text=True, check=True, env=_check_env(sealed))
+                          capture_output=True, text=True, check=True,
+                          env=_check_env(sealed, projecting))
     found = json.loads(proc.stdout)
     for where, (plan_name, lines, kept) in expected.items():
         got = found[where]
@@ -371,6 +432,8 @@ def test_jsonl_survives_a_fault_at_every_system_call(
         assert got["listed"] == [SID], plan_name
         log = "s.jsonl.zst" if compact else "s.jsonl"
         assert got["files"] == [log, "s.lock"], f"{scenario.name} {plan_name}"
+        if projecting:  # read from the sidecar, as another process would: the fold
+            assert got["projection"] == _projected(got), f"{scenario.name} {plan_name}"
 
 
 # --- memory and SQLite: the backend seam ----------------------------------------------------
@@ -380,6 +443,18 @@ _CHECK_SQLITE = textwrap.dedent("""
     from dsh_session_core import Keyring, core_registry
     from dsh_session_core._persistence.opening import sealed_backend
     from dsh_session_core._persistence.backends.sqlite.backend import SqliteBackend
+    from dsh_session_core import DurableStore, create_plugin_manager
+    from dsh_session_core.testing.projection_contract import ContractPlugin, contract_projection
+
+    def projected(backend):
+        # The contract projection as a fresh process reads it (stored rows, mark checked).
+        pm = create_plugin_manager(autoload=False)
+        pm.register(ContractPlugin(), "contract")
+        view = DurableStore(backend, pm).projection("s", contract_projection.name)
+        got = view.summary()
+        return {"rows": {k: v.text for k, v in view.rows()},
+                "summary": None if got is None else [got.seq, got.text]}
+
     out = {}
     for path in sys.argv[1:]:
         backend = SqliteBackend(path)
@@ -392,6 +467,8 @@ _CHECK_SQLITE = textwrap.dedent("""
             if stored is not None and stored.jsonl is None:
                 from dsh_session_core import encode_events
                 out[path]["lines"] = encode_events(stored.events).decode().splitlines()
+            if stored is not None and os.environ.get("CHECK_PROJECTION"):
+                out[path]["projection"] = projected(backend)
         except Exception as exc:
             out[path] = {"error": repr(exc)}
         finally:
@@ -404,7 +481,7 @@ _CHECK_SQLITE = textwrap.dedent("""
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_every_backend_survives_a_fault_at_every_write(
-    tmp_path: Path, scenario: Scenario, kind: str, sealed: bool
+    tmp_path: Path, scenario: Scenario, kind: str, sealed: bool, projecting: bool
 ) -> None:
     def make(inj: Injector, *, where: Path, memory: MemoryBackend) -> Any:
         inner: Any = memory if kind == "memory" else SqliteBackend(where)
@@ -413,7 +490,7 @@ def test_every_backend_survives_a_fault_at_every_write(
     injector = Injector()
     dry = MemoryBackend()
     _run(scenario, functools.partial(make, where=tmp_path / "dry.db", memory=dry), None,
-         injector)
+         injector, projecting=projecting)
     count = len(injector.trace)
     assert count >= 1, injector.trace
     expected: dict[str, tuple[str, bytes, list[bytes]]] = {}
@@ -422,7 +499,7 @@ def test_every_backend_survives_a_fault_at_every_write(
         memory = MemoryBackend()
         injector = Injector()
         lines, kept = _run(scenario, functools.partial(make, where=where, memory=memory),
-                           plan, injector)
+                           plan, injector, projecting=projecting)
         assert injector.injected, f"{plan}: no fault was injected"
         if kind == "memory":  # lives in this process: reloaded by a fresh store
             stored = _store(_sealed(memory, sealed)).persistence.load(SID)
@@ -434,13 +511,16 @@ def test_every_backend_survives_a_fault_at_every_write(
     if not expected:
         return
     proc = subprocess.run([sys.executable, "-c", _CHECK_SQLITE, *expected],
-                          capture_output=True, text=True, check=True, env=_check_env(sealed))
+                          capture_output=True, text=True, check=True,
+                          env=_check_env(sealed, projecting))
     found = json.loads(proc.stdout)
     for path, (plan_name, lines, kept) in expected.items():
         got = found[path]
         assert "error" not in got, f"{scenario.name} {plan_name}: {got['error']}"
         assert got["lines"] == lines.decode().splitlines(), f"{scenario.name} {plan_name}"
         assert got["lines"][: len(kept)] == [k.decode() for k in kept], plan_name
+        if projecting:  # read from the rows, as another process would: the fold
+            assert got["projection"] == _projected(got), f"{scenario.name} {plan_name}"
 
 
 # --- dsh-session repair: system calls ------------------------------------------------------

@@ -28,7 +28,7 @@ from typing import Final
 
 from ..errors import LogFormatError
 
-__all__ = ["SUFFIX", "durable_end", "mark_of", "within"]
+__all__ = ["SUFFIX", "durable_end", "history_end", "mark_of", "within"]
 
 #: How a log's mark is named: the log's file name and this.
 SUFFIX: Final = ".durable"
@@ -62,6 +62,16 @@ def durable_end(path: str) -> int | None:
                f"know was written, then remove {mark}")
         raise LogFormatError(msg, path=mark, line=1)
     return int(digits)
+
+
+def history_end(path: str, known: int | None = None) -> int | None:
+    """:func:`durable_end`, or ``known`` when it is earlier: where a writer knows the
+    history ends without a mark (its failed write could mark it neither), its own
+    reads stop there too, as its loads do."""
+    end = durable_end(path)
+    if known is None:
+        return end
+    return known if end is None else min(end, known)
 
 
 def within(size: int, end: int | None) -> int:

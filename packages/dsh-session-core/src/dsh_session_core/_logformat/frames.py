@@ -23,7 +23,7 @@ import os
 from typing import Any, BinaryIO, Final
 
 from ..errors import MissingExtraError
-from .end import durable_end
+from .end import history_end
 from .tail import Framing
 
 __all__ = [
@@ -173,11 +173,11 @@ def read_plain(path: str) -> bytes:
     return decode_file(path).plain
 
 
-def decode_file(path: str) -> Frames:
+def decode_file(path: str, known_end: int | None = None) -> Frames:
     """The frames of a compact log file, up to its durable-end mark (:mod:`.end`,
-    read first): the frames of a failed batch that could not be rolled back, whole or
-    torn, are not the log's."""
-    end = durable_end(path)
+    read first), or ``known_end`` (:func:`~.end.history_end`): the frames of a failed
+    batch that could not be rolled back, whole or torn, are not the log's."""
+    end = history_end(path, known_end)
     with open(path, "rb") as f:
         return decode_frames(f.read() if end is None else f.read(end))
 

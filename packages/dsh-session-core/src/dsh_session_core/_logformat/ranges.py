@@ -20,7 +20,7 @@ from typing import BinaryIO, Final
 
 import msgspec
 
-from .end import durable_end, within
+from .end import history_end, within
 from .logfile import complete_end
 
 __all__ = ["lines_after", "lines_in", "lines_of_types", "lines_of_types_in"]
@@ -60,16 +60,17 @@ def _seq_at(f: BinaryIO, start: int) -> int | None:
     return None if found is None else int(found[1])
 
 
-def lines_after(path: str, after: int, limit: int | None) -> list[bytes] | None:
+def lines_after(path: str, after: int, limit: int | None, known_end: int | None = None
+                ) -> list[bytes] | None:
     """The complete event lines (without their newline) of the log at ``path`` whose
     seq is greater than ``after``, at most ``limit`` of them (``None``: all), oldest
     first; a torn last line is never returned. ``None`` when the log cannot be read this
     way (the caller then reads it whole). Nothing after the log's durable-end mark
-    (:mod:`.end`) is read.
+    (:mod:`.end`) is read, nor after ``known_end`` (:func:`~.end.history_end`).
 
     :raises FileNotFoundError: there is no file at ``path``.
     """
-    end = durable_end(path)
+    end = history_end(path, known_end)
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     with os.fdopen(fd, "rb", buffering=0) as f:
         return lines_in(f, within(os.fstat(fd).st_size, end), after, limit)
@@ -193,7 +194,8 @@ def _collect(f: BinaryIO, start: int, end: int, first: int, limit: int | None
 
 
 
-def lines_of_types(path: str, types: Collection[str]) -> list[bytes] | None:
+def lines_of_types(path: str, types: Collection[str], known_end: int | None = None
+                   ) -> list[bytes] | None:
     """The complete event lines (without their newline) of the log at ``path`` whose
     type is one of ``types``, oldest first; a torn last line is never returned. ``None``
     when the log may hold a line of those types that this search does not see (written
@@ -205,11 +207,12 @@ def lines_of_types(path: str, types: Collection[str]) -> list[bytes] | None:
     types may be written some other way (or a string of the data merely starts so, and
     the caller's full read costs more, that is all). The other lines are never split
     out: the cost is the read and the lines returned, not the count of lines. Nothing
-    after the log's durable-end mark (:mod:`.end`) is read.
+    after the log's durable-end mark (:mod:`.end`) is read, nor after ``known_end``
+    (:func:`~.end.history_end`).
 
     :raises FileNotFoundError: there is no file at ``path``.
     """
-    end = durable_end(path)
+    end = history_end(path, known_end)
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     with os.fdopen(fd, "rb", buffering=0) as f:
         return lines_of_types_in(f.read() if end is None else f.read(end), types)

@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator
 from typing import BinaryIO, Final, Protocol
 
-from .end import durable_end, within
+from .end import durable_end, history_end, within
 from .logfile import complete_end, last_lines
 
 __all__ = [
@@ -83,15 +83,16 @@ class FilePosition:
     offset: int
 
 
-def tail_file(path: str, count: int) -> LogTail:
+def tail_file(path: str, count: int, known_end: int | None = None) -> LogTail:
     """The last ``count`` complete event lines of a log file, read from its end; a torn
     last line is left for the follower. A log's history ends at its durable-end mark,
-    when it has one (:mod:`.end`, read first).
+    when it has one (:mod:`.end`, read first), or at ``known_end``
+    (:func:`~.end.history_end`).
 
     :raises OSError: the file cannot be read.
     :raises LogFormatError: its mark holds no byte count.
     """
-    end = durable_end(path)
+    end = history_end(path, known_end)
     with open(path, "rb") as f:
         offset = complete_end(f, within(os.fstat(f.fileno()).st_size, end))
         lines = last_lines(f, offset, count)

@@ -167,21 +167,23 @@ class JsonlBackend(JsonlDelete, SidecarRows):
 
     def _tail(self, path: str, count: int) -> LogTail:
         """The log's last ``count`` lines (:func:`~._logformat.tail.tail_file`)."""
-        return tail_file(path, count)
+        # Where this backend's failed write could not mark the end, its reads stop
+        # there as its loads do (a projection read would fold that batch's lines).
+        return tail_file(path, count, self._writer.unmarked_end(path))
 
     def _lines_after(self, path: str, after: int, limit: int | None
                      ) -> builtins.list[bytes] | None:
         """The log's lines after seq ``after`` (:func:`~.ranges.lines_after`)."""
         from ...._logformat.ranges import lines_after
 
-        return lines_after(path, after, limit)
+        return lines_after(path, after, limit, self._writer.unmarked_end(path))
 
     def _lines_of_types(self, path: str, types: Collection[str]
                         ) -> builtins.list[bytes] | None:
         """The log's lines of those types (:func:`~.ranges.lines_of_types`)."""
         from ...._logformat.ranges import lines_of_types
 
-        return lines_of_types(path, types)
+        return lines_of_types(path, types, self._writer.unmarked_end(path))
 
     # -- reading --
 

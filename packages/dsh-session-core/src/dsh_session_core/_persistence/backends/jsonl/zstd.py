@@ -256,7 +256,7 @@ class JsonlZstdBackend(JsonlBackend):
     def _tail(self, path: str, count: int) -> LogTail:
         """The last ``count`` complete lines: the log decoded whole, then read from its
         end; the position is the end of the last whole frame read."""
-        frames = decode_file(path)
+        frames = decode_file(path, self._writer.unmarked_end(path))
         file_end, plain_end = frames.line_end()
         lines = last_lines(io.BytesIO(frames.plain), plain_end, count)
         return LogTail(lines, FilePosition(path, file_end))
@@ -267,7 +267,7 @@ class JsonlZstdBackend(JsonlBackend):
         log is (:func:`~.ranges.lines_of_types_in`)."""
         from ...._logformat.ranges import lines_of_types_in
 
-        return lines_of_types_in(decode_file(path).plain, types)
+        return lines_of_types_in(decode_file(path, self._writer.unmarked_end(path)).plain, types)
 
     def _lines_after(self, path: str, after: int, limit: int | None
                      ) -> builtins.list[bytes] | None:
@@ -275,7 +275,7 @@ class JsonlZstdBackend(JsonlBackend):
         plain log is (:func:`~.ranges.lines_in`)."""
         from ...._logformat.ranges import lines_in
 
-        frames = decode_file(path)
+        frames = decode_file(path, self._writer.unmarked_end(path))
         return lines_in(io.BytesIO(frames.plain), len(frames.plain), after, limit)
 
     def follow_lines(
