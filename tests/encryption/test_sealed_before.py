@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from crypt_support import KEY1, Records, open_sealed, say, tamper
+from crypt_support import KEY1, open_sealed, say, tamper
 
 from dsh_session_core import Keyring, copy_sessions
 from dsh_session_core.errors import SealedRecordError
