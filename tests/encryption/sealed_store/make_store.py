@@ -1,6 +1,7 @@
 """How ``store/`` and ``expected/`` beside this file were made: an encrypted JSONL store
 sealed by the code of commit efe64e2 (each record its own AEAD ciphertext, as
-this release still seals them), and each session's plaintext log as that code reads it with the keys.
+this release still seals them), and each session's plaintext log as that code reads
+it with the keys.
 
 Run with that commit's core first on the path, never by the suite (the fixture is its
 output, kept as bytes)::
