@@ -5,9 +5,14 @@ surface that one with core's ``resurface`` when the conversation branched).
 A ``ModelRequest``'s ``UserPromptPart`` is a ``user/message`` (its text and images), a
 ``ToolReturnPart`` (or a ``RetryPromptPart`` naming a tool) the ``tool/result`` of its
 call; a ``ModelResponse`` is one step: an ``assistant/message`` of its text, tool calls
-and thinking (with the response's token usage), then a ``tool/call`` per call. What has
-no typed event (system prompts, files other than images, built-in tool parts) stays in
-the entry only, which keeps every message whole. The events are appended by hand, not
+and thinking (with the response's token usage), then a ``tool/call`` per call. The
+system prompt a request carries (its ``SystemPromptPart``s, then its ``instructions``,
+as pydantic-ai's models send them) is the ``system`` of the request header the next
+response's step records first (core's ``record_request_header``: a ``request/header``,
+or a delta when it changed; nothing when it did not), with the response's model: so
+``show`` prints it, and a provider conversion of the session sends it as its system
+prompt. What has no typed event (files other than images, built-in tool parts) stays
+in the entry only, which keeps every message whole. The events are appended by hand, not
 with the builders: a step may end with calls whose results a later save brings (a run
 paused on deferred tools), which the builders would answer with an error result.
 """
@@ -26,6 +31,7 @@ from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
     RetryPromptPart,
+    SystemPromptPart,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -33,7 +39,13 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from dsh_session_core import Message, Session, TokenUsage, to_wire
+from dsh_session_core import (
+    Message,
+    Session,
+    TokenUsage,
+    record_request_header,
+    to_wire,
+)
 
 #: The plugin named as the source of a turn whose first message is no user prompt.
 PLUGIN = "pydantic-ai"
@@ -99,12 +111,20 @@ class MessageWriter:
         self.step: int | None = None
         self.steps = 0
         self.complete = True
+        #: The system prompt of the latest request that carried one, which the next
+        #: response's request header records.
+        self.system: str | None = None
 
     def write(self, message: ModelMessage) -> None:
         """Append the events of one message."""
         if isinstance(message, ModelResponse):
             self._response(message)
             return
+        system = [p.content for p in message.parts if isinstance(p, SystemPromptPart)]
+        if message.instructions:
+            system.append(message.instructions)
+        if system:
+            self.system = "\n\n".join(system)
         for part in message.parts:
             if isinstance(part, UserPromptPart):
                 blocks = _user_blocks(part)
@@ -134,6 +154,12 @@ class MessageWriter:
             elif isinstance(part, ThinkingPart):
                 blocks.append({"type": "reasoning", "text": part.content})
         self.open_step()
+        if self.system is not None:
+            # The header the request was built under, recorded when it differs from the
+            # log's (the first one, a changed prompt or model).
+            record_request_header(self.session, {
+                "config": {"model": response.model_name or "unknown"},
+                "system": self.system}, first=False)
         data: dict[str, Any] = {"turn": self.turn, "step": self.step, "content": blocks}
         usage = _usage(response)
         if usage is not None:

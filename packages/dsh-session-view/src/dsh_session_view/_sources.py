@@ -178,10 +178,10 @@ class Viewed:
             if not backend.exists():
                 return []
             pm = self._plugins()
-            summaries = select_sessions(backend, query, plugins=pm).summaries
+            page = select_sessions(backend, query, plugins=pm, registry=self.reg)
             rows = []
-            for s in summaries:
-                row = session_row(s)
+            for s in page.summaries:
+                row = session_row(s, page.names.get(s.header.id))
                 label = stored_label(backend, s.header, self.reg, plugins=pm)
                 if label is not None:
                     row["label"] = label

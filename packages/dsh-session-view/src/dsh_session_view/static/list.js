@@ -85,7 +85,9 @@ export function renderList(app) {
 function row(r) {
   return el("tr", { "data-testid": "session-row", "data-session-id": str(r.id) },
     el("td", { class: "mono" }, el("a", { href: sessionLink(str(r.id)), title: str(r.id) },
-      r.label === undefined ? str(r.id) : str(r.label)), retainedBadge(r.retained)),
+      r.name !== undefined ? str(r.name) : r.label === undefined ? str(r.id) : str(r.label)),
+      r.deleted === true ? el("span", { class: "badge", "data-testid": "deleted" }, "deleted") : null,
+      retainedBadge(r.retained)),
     el("td", { class: "mono", title: r.cwd === undefined ? null : str(r.cwd) }, r.cwd === undefined ? "-" : str(r.cwd)),
     el("td", {}, when(r.createdAt)), el("td", {}, when(r.lastActivity)),
     el("td", { class: "num" }, num(r.events), r.torn ? " +torn" : ""),
