@@ -98,8 +98,8 @@ def find_session(backend: Backend, text: str, url: str, *, registry: EventRegist
     if len(starting) == 1:
         return starting[0]
     if starting:
-        msg = (f'the id prefix "{printable(text)}" is ambiguous in {url}: it starts '
-               f"{len(starting)} ids, {_shown(starting, names)}")
+        msg = (f'the id prefix "{printable(text)}" is ambiguous in {url}: '
+               f"{len(starting)} ids start with it: {_shown(starting, names)}")
         raise AmbiguousSessionError(msg, session_id=text, location=url,
                                     candidates=tuple(starting),
                                     hint="give more of the id, or the whole id")
