@@ -6,12 +6,12 @@ A ``ModelRequest``'s ``UserPromptPart`` is a ``user/message`` (its text and imag
 ``ToolReturnPart`` (or a ``RetryPromptPart`` naming a tool) the ``tool/result`` of its
 call; a ``ModelResponse`` is one step: an ``assistant/message`` of its text, tool calls
 and thinking (with the response's token usage), then a ``tool/call`` per call. The
-system prompt a request carries (its ``SystemPromptPart``s, then its ``instructions``,
-as pydantic-ai's models send them) is the ``system`` of the request header the next
-response's step records first (core's ``record_request_header``: a ``request/header``,
-or a delta when it changed; nothing when it did not), with the response's model: so
-``show`` prints it, and a provider conversion of the session sends it as its system
-prompt. What has no typed event (files other than images, built-in tool parts) stays
+system prompt a request is sent with, as pydantic-ai's models compose it (every
+``SystemPromptPart`` of the history so far, then the request's ``instructions``), is
+the ``system`` of the request header the next response's step records first (core's
+``record_request_header``: a ``request/header``, or a delta when it changed; nothing
+when it did not), with the response's model: so ``show`` prints it, and a provider
+conversion of the session sends it as its system prompt. What has no typed event (files other than images, built-in tool parts) stays
 in the entry only, which keeps every message whole. The events are appended by hand, not
 with the builders: a step may end with calls whose results a later save brings (a run
 paused on deferred tools), which the builders would answer with an error result.
@@ -19,7 +19,7 @@ paused on deferred tools), which the builders would answer with an error result.
 
 from __future__ import annotations
 
-__all__ = ["MessageWriter", "history_messages", "pending_calls"]
+__all__ = ["MessageWriter", "history_messages", "pending_calls", "system_prompts"]
 
 import base64
 from collections.abc import Iterable
@@ -64,6 +64,15 @@ def pending_calls(session: Session) -> dict[str, int]:
     return calls
 
 
+def system_prompts(messages: Iterable[Any]) -> list[str]:
+    """The contents of the ``SystemPromptPart``s of ``messages``, each a message as
+    pydantic-ai's ``ModelMessagesTypeAdapter`` dumps it to JSON, in order."""
+    return [part["content"] for message in messages if message.get("kind") == "request"
+            for part in message.get("parts") or ()
+            if isinstance(part, dict) and part.get("part_kind") == "system-prompt"
+            and isinstance(part.get("content"), str)]
+
+
 def _text(text: str) -> dict[str, Any]:
     # Wire dicts, not blocks: the append checks them (a block's own encoding would
     # raise on text the log keeps, a lone surrogate).
@@ -104,15 +113,20 @@ class MessageWriter:
     caller then makes the surface the history's (core's ``resurface``).
     """
 
-    def __init__(self, session: Session, turn: int, calls: dict[str, int]) -> None:
+    def __init__(self, session: Session, turn: int, calls: dict[str, int],
+                 prompts: Iterable[str] = ()) -> None:
         self.session = session
         self.turn = turn
         self.calls = calls
         self.step: int | None = None
         self.steps = 0
         self.complete = True
-        #: The system prompt of the latest request that carried one, which the next
-        #: response's request header records.
+        #: The system prompt parts of the history so far (``prompts``: those of the
+        #: messages written before these), and the latest request's instructions.
+        self.prompts = list(prompts)
+        self.instructions: str | None = None
+        #: The system prompt the next response's request was sent with (``None``: no
+        #: request of these messages said, the log's header stands).
         self.system: str | None = None
 
     def write(self, message: ModelMessage) -> None:
@@ -120,11 +134,11 @@ class MessageWriter:
         if isinstance(message, ModelResponse):
             self._response(message)
             return
-        system = [p.content for p in message.parts if isinstance(p, SystemPromptPart)]
-        if message.instructions:
-            system.append(message.instructions)
-        if system:
-            self.system = "\n\n".join(system)
+        self.prompts.extend(p.content for p in message.parts
+                            if isinstance(p, SystemPromptPart))
+        self.instructions = message.instructions or None
+        parts = [*self.prompts, *([self.instructions] if self.instructions else [])]
+        self.system = "\n\n".join(parts) if parts else None
         for part in message.parts:
             if isinstance(part, UserPromptPart):
                 blocks = _user_blocks(part)
