@@ -12,7 +12,6 @@ import asyncio
 import base64
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -55,7 +54,7 @@ async def _say(service: DshSessionService, app: str, user: str, sid: str) -> Non
 
 
 @pytest.fixture
-def store(store_url: str, keys: Keyring | None) -> Iterator[str]:
+def store(store_url: str, keys: Keyring | None) -> str:
     """A store holding the ADK session weather/ada/chat-1, and weather/ada/chat-2,
     deleted."""
 
@@ -69,7 +68,7 @@ def store(store_url: str, keys: Keyring | None) -> Iterator[str]:
             await service.close()
 
     asyncio.run(fill())
-    yield store_url
+    return store_url
 
 
 def _ok(*argv: str) -> str:
@@ -168,7 +167,8 @@ def test_a_sealed_store_keeps_the_names_sealed(store: str, keys: Keyring | None,
     assert files
     for path in files:
         data = path.read_bytes()
-        assert b"weather" not in data and b"chat-1" not in data, path
+        assert b"weather" not in data, path
+        assert b"chat-1" not in data, path
     # Without the keys, no name is read (nor resolved): the sessions list by their ids.
     monkeypatch.delenv("DSH_SESSION_KEYS")
     rows = json.loads(_ok("ls", "--json", "--all", "--store", store))

@@ -11,10 +11,11 @@ system prompt a request is sent with, as pydantic-ai's models compose it (every
 the ``system`` of the request header the next response's step records first (core's
 ``record_request_header``: a ``request/header``, or a delta when it changed; nothing
 when it did not), with the response's model: so ``show`` prints it, and a provider
-conversion of the session sends it as its system prompt. What has no typed event (files other than images, built-in tool parts) stays
-in the entry only, which keeps every message whole. The events are appended by hand, not
-with the builders: a step may end with calls whose results a later save brings (a run
-paused on deferred tools), which the builders would answer with an error result.
+conversion of the session sends it as its system prompt. What has no typed event
+(files other than images, built-in tool parts) stays in the entry only, which keeps
+every message whole. The events are appended by hand, not with the builders: a step
+may end with calls whose results a later save brings (a run paused on deferred tools),
+which the builders would answer with an error result.
 """
 
 from __future__ import annotations
