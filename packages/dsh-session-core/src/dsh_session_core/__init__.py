@@ -93,9 +93,9 @@ if _TYPE_CHECKING:
         name_of,
         named_labels,
         stored_label,
-        stored_name,
     )
     from ._persistence.opening import open_store
+    from ._persistence.projections.naming import stored_name
     from ._persistence.projections.read import ProjectionView
     from ._persistence.retention.plan import PruneDecision, PruneReport
     from ._persistence.retention.policy import RetentionPolicy
@@ -255,7 +255,7 @@ _LAZY: dict[str, str] = {
     "normalize_tool_arguments": "._model.code_dispatch",
     "summarize_tool_result": "._model.code_dispatch",
     "stored_label": "._persistence.listing",
-    "stored_name": "._persistence.listing",
+    "stored_name": "._persistence.projections.naming",
     "SessionName": "._persistence.listing",
     "name_of": "._persistence.listing",
     "ENTRY_POINT_GROUP": "._base.names",

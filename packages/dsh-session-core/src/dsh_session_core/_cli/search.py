@@ -167,7 +167,7 @@ def _unreadable(found: SearchResults) -> int:
 
 def _names(backend: Backend, page: list[SearchHit]) -> dict[str, str]:
     """The names plugins give the sessions of the hits shown (``name_session``), by id."""
-    from .._persistence.listing import stored_names
+    from .._persistence.projections.naming import stored_names
     from .support import plugin_manager, registry
 
     ids = {hit.session_id for hit in page}

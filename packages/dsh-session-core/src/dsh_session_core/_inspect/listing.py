@@ -349,7 +349,7 @@ def _names(backend: Backend, headers: list[SessionHeader], query: SessionQuery,
            plugins: PluginManager | None, registry: EventRegistry | None) -> _Names:
     """The names plugins give ``headers``' sessions (``name_session``: summary rows, no
     log), read only when a plugin names sessions."""
-    from .._persistence.listing import stored_names
+    from .._persistence.projections.naming import stored_names
     from .sources import installed_plugins
 
     pm = plugins if plugins is not None else installed_plugins()

@@ -72,17 +72,17 @@ def find_session(backend: Backend, text: str, url: str, *, registry: EventRegist
     ``None`` when it names none.
 
     :param url: the store, as the user named it (for messages).
+    :param plugins: the plugins that name sessions (default: the installed ones, loaded
+        for this call).
     :param prefixes: an unambiguous id prefix names its session too.
     :raises AmbiguousSessionError: the name, or the prefix, names several sessions.
     """
     if _stored(backend, text):
         return text
-    from .._persistence.listing import stored_names
-    from .sources import installed_plugins
+    from .._persistence.projections.naming import stored_names
 
-    pm = plugins if plugins is not None else installed_plugins()
     headers = backend.list()
-    names = stored_names(backend, headers, registry, plugins=pm)
+    names = stored_names(backend, headers, registry, plugins=plugins)
     named = sorted(sid for sid, n in names.items() if n.name == text)
     if len(named) == 1:
         return named[0]

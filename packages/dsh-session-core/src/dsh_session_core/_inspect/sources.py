@@ -487,7 +487,7 @@ def _read_stored(text: str, url: str, reg: EventRegistry, prefixes: bool) -> Sou
     """The session ``text`` names in the store at ``url`` (:mod:`.lookup`'s rule), its
     name, and whether the store marks it never to be pruned: all read from one opening
     of the store."""
-    from .._persistence.listing import stored_name
+    from .._persistence.projections.naming import stored_name
     from ..errors import EncryptionError, LogFormatError
     from .lookup import find_session
     from .marks import session_mark

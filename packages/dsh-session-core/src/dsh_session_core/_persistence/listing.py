@@ -3,8 +3,9 @@
 Whether lists hide it, and the label shown for it, as the installed plugins say (the
 ``hide_session`` and ``label_session`` hooks; core hides its retention ledger), the name
 a person types for it and whether it is deleted in its framework's eyes
-(``name_session``, from summary rows: :class:`SessionName`), and its named labels
-(``session_labels``: retention's groups). The public functions here are
+(``name_session``, from summary rows: :class:`SessionName`; read from a store by
+``projections/naming.py``), and its named labels (``session_labels``: retention's
+groups). The public functions here are
 what ``dsh-session ls``, ``show`` and the viewer ask, so that none of them knows a
 plugin's sessions.
 
@@ -15,7 +16,7 @@ record) is listed by its header, and never takes the listing down."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from .._base.names import RETENTION_LEDGER_ID
@@ -27,24 +28,22 @@ if TYPE_CHECKING:
     from .._schema.registry import EventRegistry
     from ..events import Event
     from .base import Backend
-    from .projections.read import ProjectionView
 
 __all__ = [
     "SessionName",
     "StoredEvents",
-    "StoredProjections",
     "is_hidden",
     "label_of",
     "labels_of",
+    "manager_of",
     "name_of",
     "named_labels",
     "stored_label",
-    "stored_name",
-    "stored_names",
 ]
 
 
-def _manager(plugins: PluginManager | None) -> PluginManager:
+def manager_of(plugins: PluginManager | None) -> PluginManager:
+    """``plugins``, or the installed plugins, loaded for this call."""
     if plugins is not None:
         return plugins
     from .._plugins.manager import create_plugin_manager
@@ -61,7 +60,7 @@ def is_hidden(header: SessionHeader, *, plugins: PluginManager | None = None) ->
     """
     if header.id == RETENTION_LEDGER_ID:  # core's own bookkeeping: the retention ledger
         return True
-    return bool(_manager(plugins).hook.hide_session(header=header))
+    return bool(manager_of(plugins).hook.hide_session(header=header))
 
 
 def label_of(header: SessionHeader, first_events: Callable[[int], Sequence[Event]], *,
@@ -72,7 +71,7 @@ def label_of(header: SessionHeader, first_events: Callable[[int], Sequence[Event
         that needs them).
     :param plugins: as for :func:`is_hidden`.
     """
-    pm = _manager(plugins)
+    pm = manager_of(plugins)
     if not pm.hook.label_session.get_hookimpls():
         return None
     read: dict[int, Sequence[Event]] = {}
@@ -97,7 +96,7 @@ def named_labels(backend: Backend, header: SessionHeader, registry: EventRegistr
 def labels_of(header: SessionHeader, first_events: Callable[[int], Sequence[Event]], *,
               plugins: PluginManager | None = None) -> dict[str, str]:
     """:func:`named_labels`, its first events read by ``first_events``."""
-    pm = _manager(plugins)
+    pm = manager_of(plugins)
     if not pm.hook.session_labels.get_hookimpls():
         return {}
     merged: dict[str, str] = {}
@@ -179,85 +178,6 @@ class SessionName:
     deleted: bool = False
 
 
-class StoredProjections:
-    """What a ``name_session`` hook's ``projection`` reads of a stored session: the view
-    of one of its projections (:class:`~.projections.read.ProjectionView`: its summary
-    row, its rows by key), or ``None`` when the reader cannot read it: an encrypted
-    session read without keys, a record whose key is not in the keyring, one that does
-    not read, a projection no installed plugin declares. So one session never takes a
-    listing down, and a plugin never gets a sealed box as a row.
-
-    :ivar problem: why a projection was not read, once one was not (else ``None``).
-    """
-
-    def __init__(self, backend: Backend, header: SessionHeader,
-                 registry: EventRegistry) -> None:
-        self._backend = backend
-        self._header = header
-        self._registry = registry
-        self._read: dict[str, ProjectionView[Any] | None] = {}
-        self.problem: Exception | None = None
-
-    def __call__(self, name: str) -> ProjectionView[Any] | None:
-        import msgspec
-
-        from .._schema.header import SEALED_FORMAT_VERSION
-        from ..errors import EncryptedSessionError, EncryptionError, LogFormatError
-        from .capabilities import capabilities_of
-        from .projections.read import open_view
-
-        if name in self._read:
-            return self._read[name]
-        if self._header.version == SEALED_FORMAT_VERSION:  # listed by a store without keys
-            self.problem = EncryptedSessionError(self._header.id)
-            return None
-        projection = next((p for p in self._registry.projections if p.name == name), None)
-        view = None
-        if projection is not None:
-            try:
-                opened = open_view(capabilities_of(self._backend), self._registry,
-                                   projection, self._header.id)
-                view = None if opened is None else cast("ProjectionView[Any]",
-                                                        _SafeView(opened))
-            except (EncryptionError, LogFormatError, msgspec.DecodeError,
-                    msgspec.ValidationError) as exc:
-                self.problem = exc
-        self._read[name] = view
-        return view
-
-
-class _SafeView:
-    """A :class:`~.projections.read.ProjectionView` whose ``summary`` and ``get`` give
-    ``None`` on a row that does not read (its key gone, damaged)."""
-
-    __slots__ = ("_view",)
-
-    def __init__(self, view: ProjectionView[Any]) -> None:
-        self._view = view
-
-    def summary(self) -> Any:
-        return self._guard(self._view.summary)
-
-    def get(self, key: str) -> Any:
-        return self._guard(lambda: self._view.get(key))
-
-    def rows(self, **query: Any) -> list[tuple[str, Any]]:
-        found = self._guard(lambda: self._view.rows(**query))
-        return [] if found is None else list(found)
-
-    @staticmethod
-    def _guard(read: Callable[[], Any]) -> Any:
-        import msgspec
-
-        from ..errors import EncryptionError, LogFormatError
-
-        try:
-            return read()
-        except (EncryptionError, LogFormatError, msgspec.DecodeError,
-                msgspec.ValidationError):
-            return None
-
-
 def name_of(header: SessionHeader, projection: Callable[[str], Any], *,
             plugins: PluginManager | None = None) -> SessionName | None:
     """The name a plugin gives this session (``name_session``), or ``None``.
@@ -266,34 +186,10 @@ def name_of(header: SessionHeader, projection: Callable[[str], Any], *,
         plugin that needs it).
     :param plugins: as for :func:`is_hidden`.
     """
-    pm = _manager(plugins)
+    pm = manager_of(plugins)
     if not pm.hook.name_session.get_hookimpls():
         return None
     found = pm.hook.name_session(header=header, projection=projection)
     if isinstance(found, SessionName) and isinstance(found.name, str) and found.name:
         return found
     return None
-
-
-def stored_name(backend: Backend, header: SessionHeader, registry: EventRegistry, *,
-                plugins: PluginManager | None = None) -> SessionName | None:
-    """:func:`name_of` a session stored in ``backend``: its projections are read (their
-    summary rows, sealed on an encrypted store: opened only with keys) when a plugin
-    asks for them."""
-    return name_of(header, StoredProjections(backend, header, registry), plugins=plugins)
-
-
-def stored_names(backend: Backend, headers: Iterable[SessionHeader],
-                 registry: EventRegistry, *, plugins: PluginManager | None = None
-                 ) -> dict[str, SessionName]:
-    """The names of the sessions of ``headers`` that a plugin names, by session id
-    (nothing is read when no plugin names sessions)."""
-    pm = _manager(plugins)
-    if not pm.hook.name_session.get_hookimpls():
-        return {}
-    named: dict[str, SessionName] = {}
-    for header in headers:
-        found = stored_name(backend, header, registry, plugins=pm)
-        if found is not None:
-            named[header.id] = found
-    return named
