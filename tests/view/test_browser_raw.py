@@ -2,8 +2,8 @@
 tests/view/test_browser.py drives it: an adapter's raw records (here ADK's
 ``adk/event``, registered ``EventSpec(raw=True)``) are folded away until the page's
 "raw records" toggle shows them, and back; ``dsh-session view NAME`` opens the ADK
-session of that name, which its page and the list show, a deleted one left out of
-the list."""
+session of that name, which its page, the list and the search hits show, a deleted one
+left out of the list."""
 
 from __future__ import annotations
 
@@ -100,3 +100,22 @@ def test_the_list_shows_names_and_leaves_the_deleted_session_out(
         "return Array.from(document.querySelectorAll('[data-testid=session-row]'),"
         " e => [e.dataset.sessionId, e.querySelector('a').textContent]);")
     assert rows == [[session, NAME]]
+
+
+def test_a_search_hit_names_its_session(
+    driver: WebDriver, serve: Callable[..., ViewProcess], tmp_path: Path,
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    store, session = _adk_store(tmp_path)
+    server = serve("--store", store)
+    open_page(driver, server.page("/"))
+    driver.find_element(By.CSS_SELECTOR, "[data-testid=search-input]").send_keys(
+        "hi", Keys.ENTER)
+    wait_for(driver, lambda d: marked(d, "search-hit"), message="no search-hit for 'hi'")
+    hits = driver.execute_script(
+        "return Array.from(document.querySelectorAll('[data-testid=search-hit]'),"
+        " e => [e.dataset.sessionId, e.querySelector('a').textContent]);")
+    assert [session, NAME] in hits
+    assert all(text.startswith("weather/ada/") for _, text in hits)

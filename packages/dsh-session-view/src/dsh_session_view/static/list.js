@@ -121,7 +121,8 @@ function snippet(text, highlights) {
 function hit(h) {
   const id = str(h.session);
   return el("li", { "data-testid": "search-hit", "data-session-id": id, "data-seq": str(h.seq) },
-    el("a", { href: sessionLink(id) + "#seq-" + str(h.seq), class: "mono" }, id), " ",
+    el("a", { href: sessionLink(id) + "#seq-" + str(h.seq), class: "mono", title: id },
+      h.sessionName === undefined ? id : str(h.sessionName)), " ",
     el("span", { class: "dim" }, "#" + str(h.seq) + " · turn " + (h.turn === null ? "-" : str(h.turn)) +
       " · " + str(h.type) + " · " + when(h.time)),
     el("div", {}, snippet(str(h.snippet), h.highlights)));
