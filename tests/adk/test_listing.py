@@ -93,7 +93,12 @@ def test_ls_labels_adk_sessions_and_hides_the_state_sessions(store: str, sort: s
     table = _cli("ls", "--store", store, "--sort", sort).splitlines()
     assert table[0].split()[:2] == ["ID", "NAME"]
     row = next(line for line in table if line.startswith(SESSION))
-    assert LABEL in row
+    # The NAME column shows the name one types for it (show, rm...: issue 40), a state
+    # session its label.
+    assert row.split()[1] == "weather/ada/chat-1"
+    state = _cli("ls", "--store", store, "--sort", sort, "--all").splitlines()
+    assert "app weather · state" in next(line for line in state
+                                         if line.startswith(dsh_session_id(APP)))
     assert table[-1].startswith("2 session(s)")
 
 

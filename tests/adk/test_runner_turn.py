@@ -143,8 +143,9 @@ def _cli_json(*args: str) -> Any:
 
 def _check_show_and_stats(log: Path) -> None:
     """``show`` reads as the run: the service's record, then one turn of the user's
-    message with its two steps (the call and its answer, the answer), with their usage;
-    ``stats`` sums the usage."""
+    message with its two steps (the call and its answer, the answer), with their usage,
+    ADK's own records (``adk/event``, their typed twins' raw form) folded away unless
+    ``--raw``; ``stats`` sums the usage."""
     total = {"inputTokens": 200, "outputTokens": 53, "cacheReadTokens": 100,
              "reasoningTokens": 30}  # EXPECTED_USAGE summed
     timeline = _cli_json("show", "--file", str(log))
@@ -157,9 +158,18 @@ def _check_show_and_stats(log: Path) -> None:
     assert run["usage"] == total
     assert [i["usage"] for i in run["items"] if i["type"] == "assistant/message"] \
         == EXPECTED_USAGE
-    assert [i["type"] for i in run["items"] if i["type"] != "adk/event"] == [
-        "user/message", "step/start", "assistant/message", "tool/call", "tool/result",
-        "step/start", "assistant/message"]
+    assert [(i["type"], i["inStep"]) for i in run["items"]] == [
+        ("user/message", False), ("step/start", False), ("assistant/message", True),
+        ("tool/call", True), ("tool/result", True), ("step/start", False),
+        ("assistant/message", True)]
+    assert timeline["rawFolded"] == 4
+    raw = _cli_json("show", "--raw", "--file", str(log))
+    assert "rawFolded" not in raw
+    assert [(i["type"], i.get("raw", False)) for i in raw["timeline"][1]["items"]] == [
+        ("adk/event", True), ("user/message", False), ("step/start", False),
+        ("adk/event", True), ("assistant/message", False), ("tool/call", False),
+        ("adk/event", True), ("tool/result", False), ("step/start", False),
+        ("adk/event", True), ("assistant/message", False)]
     stats = _cli_json("stats", "--file", str(log))
     assert stats["tokens"] == total
     assert (stats["steps"], stats["toolCalls"], stats["toolResults"]) == (2, 1, 1)

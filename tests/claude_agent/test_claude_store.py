@@ -151,6 +151,14 @@ def test_the_log_validates_strictly_and_show_reads_the_run(tmp_path: Path) -> No
     assert "[calls Read]" in out
     assert "user       Turn 1:" in out
     assert "user       Turn 2:" in out
+    # The SDK's transcript entries (the typed events' raw form) fold away unless --raw.
+    assert "claude-agent/entries" not in out
+    assert "2 raw record(s) folded away (--raw shows them)" in out
+    raw = _cli("show", sid, "--store", url, "--raw", "--json")
+    assert raw.returncode == 0, raw.stderr
+    kept = [(i["type"], i.get("raw", False)) for block in json.loads(raw.stdout)["timeline"]
+            for i in block["items"] if i["type"] == "claude-agent/entries"]
+    assert kept == [("claude-agent/entries", True)] * 2
     with open_store(url) as store:
         messages = store.read_session(sid).derive_messages()
     assert [m.role for m in messages] == ["user", "assistant", "user", "assistant"] * 2

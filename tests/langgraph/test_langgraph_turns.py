@@ -127,6 +127,18 @@ def _show(store_url: str, tid: str) -> str:
     return done.stdout
 
 
+def _shown_items(store_url: str, tid: str, *flags: str) -> list[list[tuple[str, bool]]]:
+    """``show --json``'s items, turn by turn: each item's type, and whether it is a raw
+    record (``raw: true``, kept by ``--raw``)."""
+    import json
+
+    done = subprocess.run([str(_CLI), "show", "--json", *flags, "--store", store_url, tid],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return [[(i["type"], i.get("raw", False)) for i in block["items"]]
+            for block in json.loads(done.stdout)["timeline"]]
+
+
 _USER = {"kind": "message", "source": {"kind": "user"}}
 _PLUGIN = {"kind": "message", "source": {"kind": "plugin", "plugin": "langgraph"}}
 _TOOL_STEP = ["call weather", "result weather: sunny in Paris"]
@@ -149,6 +161,15 @@ def test_a_question_with_one_tool_call_is_one_turn_of_two_steps(store_url: str) 
     assert "1 turn(s)" in shown
     assert "turn 1 · message from user" in shown
     assert "2 step(s) · completed" in shown
+    # LangGraph's own records (checkpoints, writes) are folded away unless --raw.
+    assert _shown_items(store_url, "one") == [[
+        ("user/message", False), ("step/start", False), ("assistant/message", False),
+        ("tool/call", False), ("tool/result", False), ("step/start", False),
+        ("assistant/message", False)]]
+    raw = [item for block in _shown_items(store_url, "one", "--raw") for item in block]
+    assert {t for t, is_raw in raw if is_raw} == {"langgraph/checkpoint", "langgraph/writes"}
+    assert all(t.startswith("langgraph/") for t, is_raw in raw if is_raw)
+    assert [item for item in raw if not item[1]] == _shown_items(store_url, "one")[0]
 
 
 def test_an_interrupt_ends_the_turn_awaiting_input_and_the_resume_is_the_next_input(

@@ -110,7 +110,8 @@ DOORS = {
     "dsh_session_core.inspect": [
         "SORTS", "SearchHit", "SearchQuery", "SessionPage", "SessionQuery", "Source",
         "SourceSpec", "UnansweredCall", "build_timeline", "check_session_id",
-        "encode_json", "event_line", "is_log_file", "line_wire", "load_source",
+        "encode_json", "event_line", "find_session", "is_log_file", "line_wire",
+        "load_source",
         "not_found", "one_line", "open_listed_store", "open_store", "parse_when",
         "render_timeline", "resolve_source", "search_lines", "search_page", "search_store",
         "select_sessions", "session_row", "store_url", "timeline_blocks",

@@ -125,6 +125,33 @@ def test_one_run_with_two_tools_is_one_turn(store_url: str, keep_open: bool) -> 
     assert [e["type"] for e in events if e["type"] == "agents/item"] == ["agents/item"] * 7
     assert len(items) == 7
     _validate(store_url)
+    _check_show(store_url)
+
+
+def _check_show(store_url: str) -> None:
+    """``show`` reads as the run: the SDK's items (``agents/item``, the raw form of the
+    typed events) folded away unless ``--raw``, which marks them."""
+    cli = Path(sys.executable).parent / "dsh-session"
+
+    def items(*flags: str) -> list[tuple[str, bool]]:
+        done = subprocess.run([str(cli), "show", "--json", *flags, "--store", store_url,
+                               "run"], capture_output=True, text=True, check=True)
+        doc = json.loads(done.stdout)
+        return [(i["type"], i.get("raw", False))
+                for block in doc["timeline"] for i in block["items"]]
+
+    assert items() == [
+        ("user/message", False), ("step/start", False), ("assistant/message", False),
+        ("assistant/message", False), ("tool/call", False), ("assistant/message", False),
+        ("tool/call", False), ("tool/result", False), ("tool/result", False),
+        ("step/start", False), ("assistant/message", False)]
+    raw = items("--raw")
+    assert [t for t, is_raw in raw if is_raw] == ["agents/item"] * 7
+    assert [item for item in raw if not item[1]] == items()
+    done = subprocess.run([str(cli), "show", "--store", store_url, "run"],
+                          capture_output=True, text=True, check=True)
+    assert "7 raw record(s) folded away (--raw shows them)" in done.stdout
+    assert "agents/item" not in done.stdout
 
 
 def test_two_runs_are_two_turns_and_stats_count_the_usage(store_url: str) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from dsh_session_core import Event, EventSpec, SessionHeader, hookimpl
+from dsh_session_core import Event, EventSpec, SessionHeader, SessionName, hookimpl
+from dsh_session_core.projections import Projection, ProjectionView
 
 from ._payload import names_in
 from .events import AdkDeleted, AdkEvent, AdkSession, AdkState
@@ -20,8 +21,38 @@ def register_event_types() -> Iterable[EventSpec]:
 
     :returns: the event specs of this plugin.
     """
-    return (EventSpec(AdkSession), EventSpec(AdkEvent), EventSpec(AdkState),
+    return (EventSpec(AdkSession), EventSpec(AdkEvent, raw=True), EventSpec(AdkState),
             EventSpec(AdkDeleted))
+
+
+@hookimpl
+def register_projections() -> Iterable[Projection]:
+    """Declare ``adk/sessions``: each ADK session's names (its summary row) and whether
+    it is deleted, which listings and name lookups read without opening the log.
+
+    :returns: the plugin's one projection.
+    """
+    from ._names import SESSIONS
+
+    return (SESSIONS,)
+
+
+@hookimpl
+def name_session(header: SessionHeader,
+                 projection: Callable[[str], ProjectionView[object] | None]
+                 ) -> SessionName | None:
+    """``app/user/session`` for an ADK session, and whether it is deleted, from its
+    ``adk/sessions`` summary row (sealed on an encrypted store: read with keys only).
+
+    :returns: the name, or ``None`` for a session not of this plugin, or whose summary
+        does not read.
+    """
+    if not header.id.startswith(_SESSION):
+        return None
+    from ._names import name_of_view
+
+    view = projection("adk/sessions")
+    return None if view is None else name_of_view(view)
 
 
 @hookimpl

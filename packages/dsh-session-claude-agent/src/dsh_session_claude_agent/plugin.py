@@ -17,7 +17,7 @@ def register_event_types() -> Iterable[EventSpec]:
 
     :returns: the two event specs of this plugin.
     """
-    return (EventSpec(ClaudeEntries), EventSpec(ClaudeSummary))
+    return (EventSpec(ClaudeEntries, raw=True), EventSpec(ClaudeSummary))
 
 
 @hookimpl

@@ -87,8 +87,16 @@ if _TYPE_CHECKING:
     from ._persistence.encryption.keyring import Keyring
     from ._persistence.encryption.rekey import Rekeyed
     from ._persistence.encryption.sealed import SealedBackend
-    from ._persistence.listing import is_hidden, label_of, named_labels, stored_label
+    from ._persistence.listing import (
+        SessionName,
+        is_hidden,
+        label_of,
+        name_of,
+        named_labels,
+        stored_label,
+    )
     from ._persistence.opening import open_store
+    from ._persistence.projections.naming import stored_name
     from ._persistence.projections.read import ProjectionView
     from ._persistence.retention.forget import Forgotten
     from ._persistence.retention.plan import PruneDecision, PruneReport
@@ -251,6 +259,9 @@ _LAZY: dict[str, str] = {
     "normalize_tool_arguments": "._model.code_dispatch",
     "summarize_tool_result": "._model.code_dispatch",
     "stored_label": "._persistence.listing",
+    "stored_name": "._persistence.projections.naming",
+    "SessionName": "._persistence.listing",
+    "name_of": "._persistence.listing",
     "ENTRY_POINT_GROUP": "._base.names",
     "Event": ".events",
     "EventRegistry": "._schema.registry",
@@ -390,6 +401,7 @@ __all__ = [
     "SessionCopy",
     "SessionHeader",
     "SessionLockedError",
+    "SessionName",
     "SessionStore",
     "SqliteBackend",
     "Step",
@@ -440,6 +452,7 @@ __all__ = [
     "is_surface_event",
     "is_tool_pairing_balanced",
     "label_of",
+    "name_of",
     "named_labels",
     "normalize_tool_arguments",
     "open_store",
@@ -448,6 +461,7 @@ __all__ = [
     "resurface",
     "store_place",
     "stored_label",
+    "stored_name",
     "summarize_tool_result",
     "to_wire",
     "vocabulary",

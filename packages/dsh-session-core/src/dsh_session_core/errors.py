@@ -38,6 +38,7 @@ as attributes, and its message says what went wrong and what to do about it::
     ├── InspectError                       the read model cannot answer (a message and a hint)
     │   ├── InspectUsageError (ValueError) it was asked wrongly: a bad id, filter or URL
     │   ├── SessionNotFoundError (LookupError)  no such session (and no such file)
+    │   │   └── AmbiguousSessionError      a name or id prefix that names several sessions
     │   └── SourceReadError                a log or a store that cannot be read
     ├── UnstorableError (ValueError)       a value the SQLite schema cannot store losslessly
     │   └── SessionIdError                 a session id the backend's id rule refuses
@@ -73,7 +74,13 @@ from ._errors.crypt import (
     KeyUnavailableError,
     SealedRecordError,
 )
-from ._errors.inspect import InspectError, InspectUsageError, SessionNotFoundError, SourceReadError
+from ._errors.inspect import (
+    AmbiguousSessionError,
+    InspectError,
+    InspectUsageError,
+    SessionNotFoundError,
+    SourceReadError,
+)
 from ._errors.log import (
     InvariantError,
     LogFormatError,
@@ -120,6 +127,7 @@ if TYPE_CHECKING:
     from ._errors.log import ForkErrorCode as ForkErrorCode
 
 __all__ = [
+    "AmbiguousSessionError",
     "AppendError",
     "DshSessionError",
     "DuplicateEventTypeError",

@@ -14,7 +14,7 @@ already scopes them, since pluggy only matches implementations marked with the
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from ._cli.plugin_commands import CommandLine
     from ._model.session import Session
     from ._persistence.base import Backend
+    from ._persistence.listing import SessionName
+    from ._persistence.projections.read import ProjectionView
     from ._plugins.manager import PluginManager
     from ._schema.header import SessionHeader
     from ._schema.projections import Projection
@@ -35,6 +37,7 @@ __all__ = [
     "add_hookspecs",
     "hide_session",
     "label_session",
+    "name_session",
     "register_commands",
     "register_event_types",
     "register_projections",
@@ -248,6 +251,36 @@ def label_session(header: SessionHeader,
     :returns: the label, or ``None`` when not yours (the first answer wins).
 
     .. versionadded:: 0.3
+    """
+
+
+@_spec(firstresult=True)
+def name_session(header: SessionHeader,
+                 projection: Callable[[str], ProjectionView[Any] | None]
+                 ) -> SessionName | None:
+    """The name a person types for a stored session whose id says nothing (the ADK
+    adapter's ids are digests: its name is ``app/user/session``), and whether its
+    framework deleted it: the command line's ``show``, ``view``, ``tail``, ``rm`` and
+    ``search`` take the name for the id, ``ls``, ``search`` and ``show`` print it, and
+    ``ls`` marks a deleted session and leaves it out unless ``--all``.
+
+    Asked for every session a listing picks from (``ls`` hides the deleted ones before
+    it pages), and for every session of the store when a name is looked up: read
+    summary rows, which a store keeps beside the log (docs/projections.md), never the
+    log. ``projection(name)`` opens one of the session's projections (its
+    ``summary()``, its rows by key), and only when called; it gives ``None`` when the
+    reader cannot read it (an encrypted session listed without keys, a key not in the
+    keyring, a projection no plugin declares), and its reads give ``None`` for a row
+    that does not read: answer ``None`` then. Decide from the header first (the id's
+    form) to read nothing for a session not yours. Read through
+    :func:`dsh_session_core.name_of`.
+
+    :param header: the session's header.
+    :param projection: opens a projection of the session by name.
+    :returns: a :class:`dsh_session_core.SessionName`, or ``None`` when not yours (the
+        first answer wins).
+
+    .. versionadded:: 0.6
     """
 
 

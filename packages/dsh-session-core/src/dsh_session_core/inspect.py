@@ -9,7 +9,9 @@ viewer (``dsh-session view``) are views over it; an application may be one too:
   :func:`session_row` is a row of ``ls --json``;
 - **a SOURCE**: a :class:`SourceSpec` (a log file's path or a session id, and the store)
   is read by one rule (:func:`resolve_source`, :func:`load_source`) into a
-  :class:`Source`: the header, the events, where they came from, the warnings;
+  :class:`Source`: the header, the events, where they came from, the warnings; which
+  stored session an id, a name (a plugin's ``name_session``) or an id prefix names is
+  :func:`find_session`'s rule;
 - **listing** rows and **the timeline** say whether the store marks a session never to
   be pruned (``retained``: its retention ledger's, read by the read model);
 - **the timeline**: :func:`build_timeline`, turn by turn, as one JSON-ready document
@@ -39,6 +41,7 @@ from ._inspect.listing import (
     select_sessions,
     session_row,
 )
+from ._inspect.lookup import find_session
 from ._inspect.render import render_timeline
 from ._inspect.sources import (
     Source,
@@ -73,6 +76,7 @@ __all__ = [
     "check_session_id",
     "encode_json",
     "event_line",
+    "find_session",
     "is_log_file",
     "line_wire",
     "load_source",

@@ -18,7 +18,7 @@ def register_event_types() -> Iterable[EventSpec]:
 
     :returns: the four event specs of this plugin.
     """
-    return (EventSpec(LanggraphCheckpoint), EventSpec(LanggraphWrites),
+    return (EventSpec(LanggraphCheckpoint, raw=True), EventSpec(LanggraphWrites, raw=True),
             EventSpec(LanggraphRemoved), EventSpec(LanggraphResume))
 
 

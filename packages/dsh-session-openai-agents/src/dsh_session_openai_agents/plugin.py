@@ -17,7 +17,7 @@ def register_event_types() -> Iterable[EventSpec]:
 
     :returns: the three event specs of this plugin.
     """
-    return (EventSpec(AgentsItem), EventSpec(AgentsPop), EventSpec(AgentsClear))
+    return (EventSpec(AgentsItem, raw=True), EventSpec(AgentsPop), EventSpec(AgentsClear))
 
 
 @hookimpl

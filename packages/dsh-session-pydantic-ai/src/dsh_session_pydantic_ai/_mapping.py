@@ -5,16 +5,22 @@ surface that one with core's ``resurface`` when the conversation branched).
 A ``ModelRequest``'s ``UserPromptPart`` is a ``user/message`` (its text and images), a
 ``ToolReturnPart`` (or a ``RetryPromptPart`` naming a tool) the ``tool/result`` of its
 call; a ``ModelResponse`` is one step: an ``assistant/message`` of its text, tool calls
-and thinking (with the response's token usage), then a ``tool/call`` per call. What has
-no typed event (system prompts, files other than images, built-in tool parts) stays in
-the entry only, which keeps every message whole. The events are appended by hand, not
-with the builders: a step may end with calls whose results a later save brings (a run
-paused on deferred tools), which the builders would answer with an error result.
+and thinking (with the response's token usage), then a ``tool/call`` per call. The
+system prompt a request is sent with, as pydantic-ai's models compose it (every
+``SystemPromptPart`` of the history so far, then the request's ``instructions``), is
+the ``system`` of the request header the next response's step records first (core's
+``record_request_header``: a ``request/header``, or a delta when it changed; nothing
+when it did not), with the response's model: so ``show`` prints it, and a provider
+conversion of the session sends it as its system prompt. What has no typed event
+(files other than images, built-in tool parts) stays in the entry only, which keeps
+every message whole. The events are appended by hand, not with the builders: a step
+may end with calls whose results a later save brings (a run paused on deferred tools),
+which the builders would answer with an error result.
 """
 
 from __future__ import annotations
 
-__all__ = ["MessageWriter", "history_messages", "pending_calls"]
+__all__ = ["MessageWriter", "history_messages", "pending_calls", "system_prompts"]
 
 import base64
 from collections.abc import Iterable
@@ -26,6 +32,7 @@ from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
     RetryPromptPart,
+    SystemPromptPart,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -33,7 +40,13 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from dsh_session_core import Message, Session, TokenUsage, to_wire
+from dsh_session_core import (
+    Message,
+    Session,
+    TokenUsage,
+    record_request_header,
+    to_wire,
+)
 
 #: The plugin named as the source of a turn whose first message is no user prompt.
 PLUGIN = "pydantic-ai"
@@ -50,6 +63,15 @@ def pending_calls(session: Session) -> dict[str, int]:
         elif event.type == "tool/result":
             calls.pop(event.data.call_id, None)
     return calls
+
+
+def system_prompts(messages: Iterable[Any]) -> list[str]:
+    """The contents of the ``SystemPromptPart``s of ``messages``, each a message as
+    pydantic-ai's ``ModelMessagesTypeAdapter`` dumps it to JSON, in order."""
+    return [part["content"] for message in messages if message.get("kind") == "request"
+            for part in message.get("parts") or ()
+            if isinstance(part, dict) and part.get("part_kind") == "system-prompt"
+            and isinstance(part.get("content"), str)]
 
 
 def _text(text: str) -> dict[str, Any]:
@@ -92,19 +114,32 @@ class MessageWriter:
     caller then makes the surface the history's (core's ``resurface``).
     """
 
-    def __init__(self, session: Session, turn: int, calls: dict[str, int]) -> None:
+    def __init__(self, session: Session, turn: int, calls: dict[str, int],
+                 prompts: Iterable[str] = ()) -> None:
         self.session = session
         self.turn = turn
         self.calls = calls
         self.step: int | None = None
         self.steps = 0
         self.complete = True
+        #: The system prompt parts of the history so far (``prompts``: those of the
+        #: messages written before these), and the latest request's instructions.
+        self.prompts = list(prompts)
+        self.instructions: str | None = None
+        #: The system prompt the next response's request was sent with (``None``: no
+        #: request of these messages said, the log's header stands).
+        self.system: str | None = None
 
     def write(self, message: ModelMessage) -> None:
         """Append the events of one message."""
         if isinstance(message, ModelResponse):
             self._response(message)
             return
+        self.prompts.extend(p.content for p in message.parts
+                            if isinstance(p, SystemPromptPart))
+        self.instructions = message.instructions or None
+        parts = [*self.prompts, *([self.instructions] if self.instructions else [])]
+        self.system = "\n\n".join(parts) if parts else None
         for part in message.parts:
             if isinstance(part, UserPromptPart):
                 blocks = _user_blocks(part)
@@ -134,6 +169,12 @@ class MessageWriter:
             elif isinstance(part, ThinkingPart):
                 blocks.append({"type": "reasoning", "text": part.content})
         self.open_step()
+        if self.system is not None:
+            # The header the request was built under, recorded when it differs from the
+            # log's (the first one, a changed prompt or model).
+            record_request_header(self.session, {
+                "config": {"model": response.model_name or "unknown"},
+                "system": self.system}, first=False)
         data: dict[str, Any] = {"turn": self.turn, "step": self.step, "content": blocks}
         usage = _usage(response)
         if usage is not None:

@@ -45,7 +45,7 @@ from ._log import (
     plain,
     read_log,
 )
-from ._mapping import PLUGIN, MessageWriter, history_messages, pending_calls
+from ._mapping import PLUGIN, MessageWriter, history_messages, pending_calls, system_prompts
 from .errors import ConversationRevisionConflict, EntryNotFoundError
 
 #: How long a write waits for another writer of the conversation before it gives up.
@@ -270,7 +270,11 @@ class DshConversationStore(ConversationStore):
             else {"kind": "plugin", "plugin": PLUGIN})
         session.append("turn/start", {"turn": turn,
                                       "trigger": {"kind": "message", "source": source}})
-        writer = MessageWriter(session, turn, pending_calls(session))
+        # The system prompt parts of the history these entries continue (pydantic-ai
+        # sends every one of them with each request).
+        before = log.chain(new_entries[0].parent_id) if new_entries else []
+        prompts = system_prompts(plain(log.entries[i][1]) for i in before)
+        writer = MessageWriter(session, turn, pending_calls(session), prompts)
         for entry in new_entries:
             session.append(ENTRY, {"entryId": entry.id, "parentId": entry.parent_id,
                                    "message": dump_message(entry.message)})

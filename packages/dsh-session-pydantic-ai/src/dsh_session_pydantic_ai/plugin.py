@@ -16,5 +16,5 @@ def register_event_types() -> Iterable[EventSpec]:
 
     :returns: the three event specs of this plugin.
     """
-    return (EventSpec(PydanticAiEntry), EventSpec(PydanticAiRecord),
+    return (EventSpec(PydanticAiEntry, raw=True), EventSpec(PydanticAiRecord),
             EventSpec(PydanticAiDeleted))

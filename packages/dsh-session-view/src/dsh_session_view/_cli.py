@@ -89,7 +89,13 @@ def run_view(args: argparse.Namespace) -> int:
         warn,
     )
     from dsh_session_core.errors import InspectError
-    from dsh_session_core.inspect import load_source, open_listed_store, resolve_source, store_url
+    from dsh_session_core.inspect import (
+        find_session,
+        load_source,
+        open_listed_store,
+        resolve_source,
+        store_url,
+    )
 
     from ._errors import ViewError
     from ._server import make_server
@@ -114,7 +120,13 @@ def run_view(args: argparse.Namespace) -> int:
             import os
 
             named = bool(args.store or os.environ.get("DSH_SESSION_STORE"))
-            open_listed_store(url, named=named).close()
+            backend = open_listed_store(url, named=named)
+            try:
+                if session_id is not None:  # its id, its name, or an id prefix
+                    session_id = find_session(backend, session_id, url, registry=reg,
+                                              prefixes=True) or session_id
+            finally:
+                backend.close()
     except InspectError as exc:
         raise failure_of(exc) from exc.__cause__ or exc
     try:

@@ -40,9 +40,11 @@ def view_arguments(parser: argparse.ArgumentParser) -> None:
     to listen."""
     from dsh_session_core.cli import add_source_arguments
 
-    add_source_arguments(parser, recover=False,
+    add_source_arguments(parser, recover=False, prefixes=True,
                          optional="open on this session: a log file (.jsonl, shown alone) "
-                                  "or the id of a session in the store")
+                                  "or a session in the store: its id, its name (an ADK "
+                                  "session's app/user/session), or an unambiguous prefix "
+                                  "of its id")
     parser.add_argument("--host", metavar="HOST",
                         help="the address to listen on (default 127.0.0.1: this machine "
                              "only)")

@@ -193,7 +193,9 @@ class SessionDocument:
     def __init__(self, source: Source, reg: EventRegistry, *, charts: bool = True) -> None:
         from dsh_session_core.inspect import build_timeline, timeline_blocks, wire_of
 
-        doc = build_timeline(source, reg)
+        # The raw records of adapters kept, marked: the page folds them away until its
+        # toggle shows them (as `show` does until --raw).
+        doc = build_timeline(source, reg, raw=True)
         timeline: list[dict[str, Any]] = doc["timeline"]
         _blocks(timeline, open_interrupted=bool(source.closers))
         messages, problem = _messages(source, reg)
@@ -213,7 +215,7 @@ class SessionDocument:
             "session": source.header.id,
             "source": doc["source"],
             "header": doc["header"],
-            **({"label": doc["label"]} if "label" in doc else {}),
+            **{k: doc[k] for k in ("label", "name", "deleted") if k in doc},
             "events": doc["events"],
             "lastSeq": last,
             "turns": doc["turns"],

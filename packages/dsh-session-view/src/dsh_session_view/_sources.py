@@ -178,10 +178,10 @@ class Viewed:
             if not backend.exists():
                 return []
             pm = self._plugins()
-            summaries = select_sessions(backend, query, plugins=pm).summaries
+            page = select_sessions(backend, query, plugins=pm, registry=self.reg)
             rows = []
-            for s in summaries:
-                row = session_row(s)
+            for s in page.summaries:
+                row = session_row(s, page.names.get(s.header.id))
                 label = stored_label(backend, s.header, self.reg, plugins=pm)
                 if label is not None:
                     row["label"] = label
@@ -215,14 +215,25 @@ class Viewed:
             doc = self.document(source.header.id)
             found = search_lines(source.header.id, doc.lines, query)
         else:
+            from dsh_session_core import stored_name
+
             backend = self._backend()
             try:
                 found = search_store(backend, query)
+                page = search_page(found, "newest", limit, 0)
+                # Each hit's session by the name a plugin gives it (an ADK session's
+                # app/user/session), as `dsh-session search` prints it.
+                ids = {hit.session_id for hit in page}
+                names = {h.id: stored_name(backend, h, self.reg, plugins=self._plugins())
+                         for h in backend.list() if h.id in ids} if ids else {}
             except OSError as exc:
                 raise ViewError(422, f"cannot search the store {self.url}: "
                                      f"{exc.strerror or exc}") from exc
             finally:
                 backend.close()
+            return [{**hit.to_dict(), "sessionName": named.name}
+                    if (named := names.get(hit.session_id)) is not None else hit.to_dict()
+                    for hit in page]
         return [hit.to_dict() for hit in search_page(found, "newest", limit, 0)]
 
     def _entry(self, session_id: str) -> _Entry:

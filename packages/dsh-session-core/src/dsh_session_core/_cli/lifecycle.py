@@ -163,11 +163,11 @@ def _rm(args: argparse.Namespace) -> int:
 
     _must_be_able_to_ask(args, "remove sessions",
                          "pass --yes to remove them without being asked")
-    ids = list(dict.fromkeys(args.ids))
     problems: list[tuple[str, str, str | None]] = []
     removed: list[Deleted] = []
     store, shown = _open(args)
     with store:
+        ids = list(dict.fromkeys(_named_ids(store, args.ids, shown, problems)))
         marked = _marked(store, ids)
         planned: list[Deleted] = []
         for session_id in ids:  # first what can go, and what cannot
@@ -210,6 +210,39 @@ def _rm(args: argparse.Namespace) -> int:
     if removed or not problems:
         out_text(f"removed {len(removed)} session(s), {_total(removed):,} bytes freed\n")
     return EXIT_REJECTED if problems else EXIT_OK
+
+
+def _named_ids(store: DurableStore, texts: list[str], shown: str,
+               problems: list[tuple[str, str, str | None]]) -> list[str]:
+    """The ids ``texts`` name: each an id, or a session's name (never an id prefix: what
+    names one session today may name another tomorrow, and rm cannot be undone). A name
+    several sessions bear, and a prefix, are problems (nothing of theirs is removed);
+    anything else is kept as it is, for the removal to say it is not there."""
+    from .._inspect.lookup import find_session, prefix_candidates
+    from ..errors import AmbiguousSessionError
+    from .support import plugin_manager, registry
+    from .term import printable
+
+    ids: list[str] = []
+    headers = None
+    for text in texts:
+        try:
+            found = find_session(store.backend, text, shown, registry=registry(),
+                                 plugins=plugin_manager())
+        except AmbiguousSessionError as exc:
+            problems.append((text, exc.message, exc.hint))
+            continue
+        if found is None and text:
+            headers = store.backend.list() if headers is None else headers
+            starting = prefix_candidates(headers, text)
+            if starting:
+                many = f" and {len(starting) - 3} more" if len(starting) > 3 else ""
+                problems.append((text, f'no session "{printable(text)}" in {shown}',
+                                 "rm takes a whole id or a name, never an id prefix: "
+                                 f"ids starting so are {', '.join(starting[:3])}{many}"))
+                continue
+        ids.append(found or text)
+    return ids
 
 
 def _marked(store: DurableStore, ids: list[str]) -> set[str]:
@@ -291,7 +324,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     # Only argparse here: `dsh-session --help` must not import what the commands use.
     rm = sub.add_parser("rm", help=HELP["rm"], description=_RM_DESCRIPTION,
                         epilog=_RM_EXAMPLE, formatter_class=_Formatter)
-    rm.add_argument("ids", nargs="+", metavar="ID", help="the id of a session to remove")
+    rm.add_argument("ids", nargs="+", metavar="ID",
+                    help="a session to remove: its id, or its name (an ADK session's "
+                         "app/user/session; never an id prefix)")
     rm.add_argument("--store", metavar="URL", help=_STORE_HELP)
     rm.add_argument("--yes", "-y", action="store_true",
                     help="remove without asking (needed when stdin is not a terminal)")

@@ -20,9 +20,12 @@ and plain ``ls`` order); ``--reverse`` the other way round (oldest first).
 Paging: ``--offset N`` rows skipped, then ``--limit N`` rows shown; the last line says
 which rows of how many are shown. ``-q`` prints the ids only, ``--json`` the rows
 (``--offset``/``--limit`` apply to both). Sessions a plugin hides (its ``hide_session``
-hook, from the header alone: the ADK adapter's state sessions) are left out unless
-``-a``/``--all``; a row a plugin labels (``label_session``, from the first events of the
-logs shown only) gets a NAME column and a ``label`` in ``--json``.
+hook, from the header alone: the ADK adapter's state sessions), and those its
+``name_session`` says are deleted (from summary rows: a deleted ADK session), are left
+out unless ``-a``/``--all``, which marks a deleted one so; a row a plugin names
+(``name_session``) or labels (``label_session``, from the first events of the logs
+shown only) gets a NAME column (the name, else the label), and ``name`` (``deleted``)
+and ``label`` in ``--json``.
 
 What each costs:
 
@@ -122,9 +125,9 @@ def run_ls(args: argparse.Namespace) -> int:
     url = printable_url(url)  # shown from here on: never with its password
     try:
         picked = select_sessions(backend, query, ids_only=args.quiet and not args.json,
-                                 plugins=plugin_manager())
+                                 plugins=plugin_manager(), registry=registry())
         summaries, total = picked.summaries, picked.total
-        rows = [session_row(s) for s in summaries]
+        rows = [session_row(s, picked.names.get(s.header.id)) for s in summaries]
         if not (args.quiet and not args.json):
             _labelled(backend, rows, summaries)
     except OSError as exc:
@@ -146,14 +149,15 @@ def run_ls(args: argparse.Namespace) -> int:
                      else f"no sessions match in {url}\n")
         return EXIT_OK
     style = Style.for_stream(sys.stdout)
-    # A NAME column only when a plugin labels a row shown (docker ps's NAMES).
-    named = any("label" in r for r in rows)
+    # A NAME column only when a plugin names or labels a row shown (docker ps's NAMES):
+    # the name one types for it (show, rm...), else the label.
+    named = any("label" in r or "name" in r for r in rows)
     kept = any("retained" in r for r in rows)  # a RETAINED column only when one is
     table = [["ID", *(["NAME"] if named else []), "CREATED", "LAST ACTIVITY", "EVENTS",
               "TURNS", "CWD", "PARENT", *(["RETAINED"] if kept else [])]]
     for r in rows:
         table.append([
-            r["id"], *([r.get("label", "-")] if named else []),
+            r["id"], *([_name(r)] if named else []),
             when(r.get("createdAt")), when(r["lastActivity"]),
             str(r["events"]) + (" +torn" if r["torn"] else ""), str(r["turns"]),
             field(r["cwd"]) if "cwd" in r else "-",
@@ -165,6 +169,14 @@ def run_ls(args: argparse.Namespace) -> int:
     lines[0] = style(lines[0], "bold")
     out_text("\n".join(lines) + "\n" + _footer(len(rows), total, query.offset, url))
     return EXIT_OK
+
+
+def _name(row: dict[str, Any]) -> str:
+    """The NAME column: the session's name (``(deleted)`` when its framework deleted
+    it: ``ls --all`` shows it), else its label, else ``-``."""
+    if "name" in row:
+        return str(row["name"]) + (" (deleted)" if row.get("deleted") else "")
+    return str(row.get("label", "-"))
 
 
 def _footer(shown: int, total: int, offset: int, url: str) -> str:

@@ -31,6 +31,7 @@ from .support import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, Failure
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from .._persistence.base import Backend
     from .._search import SearchHit, SearchResults
     from .term import Style
 
@@ -63,7 +64,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                         choices=("user", "assistant", "tool"),
                         help="only what this role said (repeatable)")
     search.add_argument("--session", dest="sessions", action="append", default=[],
-                        metavar="ID", help="only this session (repeatable)")
+                        metavar="ID", help="only this session: its id, its name or an "
+                        "unambiguous id prefix (repeatable)")
     search.add_argument("--since", metavar="WHEN",
                         help="only events at or after WHEN: an ISO date or time, or a "
                              "duration back from now (7d, 12h)")
@@ -81,7 +83,7 @@ def run_search(args: argparse.Namespace) -> int:
     from .._persistence.search import search_backend, search_page
     from .._search import SearchQuery
     from .ls import _count, _open, parse_when
-    from .source import out_json, out_text, store_url
+    from .source import find_stored, out_json, out_text, store_url
 
     since = None if args.since is None else parse_when("--since", args.since)
     until = None if args.until is None else parse_when("--until", args.until)
@@ -96,12 +98,18 @@ def run_search(args: argparse.Namespace) -> int:
     offset = 0 if args.offset is None else _count("--offset", args.offset)
     text = " ".join(args.query)
     # A query that does not read is the read model's usage error: main shows it.
-    query = SearchQuery.parse(text, types=args.types, roles=args.roles,
-                              sessions=args.sessions, since=since, until=until)
+    SearchQuery.parse(text, types=args.types, roles=args.roles, sessions=args.sessions,
+                      since=since, until=until)
     url = store_url(args)
     backend = _open(url, named=bool(args.store or os.environ.get("DSH_SESSION_STORE")))
     try:
+        # Each --session is a session's id, its name, or an unambiguous id prefix.
+        sessions = [find_stored(backend, sid, url, prefixes=True) for sid in args.sessions]
+        query = SearchQuery.parse(text, types=args.types, roles=args.roles,
+                                  sessions=sessions, since=since, until=until)
         found = search_backend(backend, query)
+        page = search_page(found, args.sort, limit or None, offset)
+        names = _names(backend, page)
     except OSError as exc:
         msg = f"cannot search the store {url}: {exc.strerror or exc}"
         raise Failure(msg) from exc
@@ -111,10 +119,9 @@ def run_search(args: argparse.Namespace) -> int:
                                 "--type search less)") from None
     finally:
         backend.close()
-    page = search_page(found, args.sort, limit or None, offset)
     if args.json:
         try:
-            out_json([hit.to_dict() for hit in page])
+            out_json([_with_name(hit.to_dict(), names) for hit in page])
             sys.stdout.flush()
         except KeyboardInterrupt:
             msg = f"interrupted: the JSON array of the {len(page)} hit(s) is cut short"
@@ -127,7 +134,7 @@ def run_search(args: argparse.Namespace) -> int:
         return _unreadable(found)
     printed = 0
     try:
-        for lines in _rendered(page, sys.stdout):
+        for lines in _rendered(page, sys.stdout, names):
             out_text(lines)
             sys.stdout.flush()
             printed += 1
@@ -158,16 +165,35 @@ def _unreadable(found: SearchResults) -> int:
     return EXIT_PARTIAL if found.unreadable else EXIT_OK
 
 
-def _rendered(hits: list[SearchHit], stream: object) -> Iterator[str]:
-    """Each hit's two lines."""
+def _names(backend: Backend, page: list[SearchHit]) -> dict[str, str]:
+    """The names plugins give the sessions of the hits shown (``name_session``), by id."""
+    from .._persistence.projections.naming import stored_names
+    from .support import plugin_manager, registry
+
+    ids = {hit.session_id for hit in page}
+    headers = [h for h in backend.list() if h.id in ids] if ids else []
+    named = stored_names(backend, headers, registry(), plugins=plugin_manager())
+    return {sid: n.name for sid, n in named.items()}
+
+
+def _with_name(row: dict[str, object], names: dict[str, str]) -> dict[str, object]:
+    """A hit of ``--json``, with ``sessionName`` when its session has a name."""
+    name = names.get(str(row["session"]))
+    return row if name is None else {**row, "sessionName": name}
+
+
+def _rendered(hits: list[SearchHit], stream: object, names: dict[str, str]
+              ) -> Iterator[str]:
+    """Each hit's two lines (its session's name after its id, when it has one)."""
     from .._inspect.describe import when
     from .term import Style, printable
 
     style = Style.for_stream(stream)
     for hit in hits:
         turn = "-" if hit.turn is None else str(hit.turn)
-        head = (f"{printable(hit.session_id)}  #{hit.seq}  turn {turn}  {hit.type}  "
-                f"{when(hit.time)}")
+        name = names.get(hit.session_id)
+        who = printable(hit.session_id) + ("" if name is None else f" ({printable(name)})")
+        head = f"{who}  #{hit.seq}  turn {turn}  {hit.type}  {when(hit.time)}"
         yield style(head, "bold") + "\n" + "    " + _highlight(hit, style) + "\n"
 
 

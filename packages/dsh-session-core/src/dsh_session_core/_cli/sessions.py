@@ -315,14 +315,17 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     ls.add_argument("--offset", metavar="N", help="skip the first N rows")
     ls.add_argument("-a", "--all", action="store_true",
                     help="list the sessions plugins hide too (the ADK adapter's app and "
-                         "user state, say)")
+                         "user state, say), and those deleted (marked so)")
     ls.add_argument("-q", "--quiet", action="store_true", help="print the ids only, one a line")
     ls.add_argument("--json", action="store_true", help="print JSON")
     ls.set_defaults(run=_run_ls)
 
     show = sub.add_parser("show", help=HELP["show"])
-    add_source_arguments(show)
+    add_source_arguments(show, prefixes=True)
     show.add_argument("--json", action="store_true", help="print the timeline as JSON")
+    show.add_argument("--raw", action="store_true",
+                      help="show the raw adapter events too (agents/item, adk/event...), "
+                           "which their typed twins tell already")
     show.set_defaults(run=_run_show)
 
     stats = sub.add_parser("stats", help=HELP["stats"])
@@ -333,7 +336,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     tail = sub.add_parser(
         "tail", help=HELP["tail"]
     )
-    add_source_arguments(tail, recover=False)
+    add_source_arguments(tail, recover=False, prefixes=True)
     tail.add_argument("-f", "--follow", action="store_true",
                       help="keep printing events as they are appended (Ctrl-C stops)")
     tail.add_argument("-F", dest="retry", action="store_true",

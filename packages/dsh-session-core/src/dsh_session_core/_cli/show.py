@@ -33,7 +33,8 @@ def _json_ready(doc: dict[str, Any]) -> dict[str, Any]:
 
 def run_show(args: argparse.Namespace) -> int:
     reg = registry()
-    doc = build_timeline(load_source(args, reg), reg, plugins=plugin_manager())
+    doc = build_timeline(load_source(args, reg), reg, plugins=plugin_manager(),
+                         raw=bool(getattr(args, "raw", False)))
     if args.json:
         out_json(_json_ready(doc))
         return EXIT_OK

@@ -30,6 +30,7 @@ __all__ = [
     "add_key_argument",
     "add_source_arguments",
     "check_session_id",
+    "find_stored",
     "folder_failure",
     "is_log_file",
     "load_source",
@@ -102,7 +103,8 @@ def spec_of(args: argparse.Namespace, source: str | None = None) -> SourceSpec:
                       store=getattr(args, "store", None),
                       as_file=bool(getattr(args, "as_file", False)),
                       as_id=bool(getattr(args, "as_id", False)),
-                      recover=bool(getattr(args, "recover", False)))
+                      recover=bool(getattr(args, "recover", False)),
+                      prefixes=bool(getattr(args, "prefixes", False)))
 
 
 def store_url(args: argparse.Namespace) -> str:
@@ -174,6 +176,24 @@ def check_session_id(backend: Backend, session_id: str) -> None:
         raise failure_of(exc) from None
 
 
+def find_stored(backend: Backend, text: str, url: str, *, prefixes: bool = False) -> str:
+    """The id of the session ``text`` names in ``backend``: its id, its name, or (with
+    ``prefixes``) an unambiguous id prefix (:mod:`.._inspect.lookup`'s rule); ``text``
+    itself when it names none (the caller says it is not there).
+
+    :raises Failure: a name or a prefix that names several sessions.
+    """
+    from .._inspect.lookup import find_session
+    from ..errors import InspectError
+    from .support import plugin_manager, registry
+
+    try:
+        return find_session(backend, text, url, registry=registry(), plugins=plugin_manager(),
+                            prefixes=prefixes) or text
+    except InspectError as exc:
+        raise failure_of(exc) from None
+
+
 def resolve(source: str, args: argparse.Namespace) -> str:
     """How SOURCE is read: ``"file"`` or ``"id"``
     (:func:`~.._inspect.sources.resolve_source`).
@@ -224,14 +244,26 @@ def add_key_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key-env", metavar="NAME", help=KEY_ENV_HELP)
 
 
+#: The SOURCE help of a read command that takes an id prefix (show, tail, view).
+PREFIX_SOURCE_HELP = ("a log file (.jsonl), or a session in the store: its id, its name "
+                      "(an ADK session's app/user/session), or an unambiguous prefix of "
+                      "its id")
+
+
 def add_source_arguments(parser: argparse.ArgumentParser, *, many: bool = False,
-                         recover: bool = True, optional: str | None = None) -> None:
+                         recover: bool = True, optional: str | None = None,
+                         prefixes: bool = False) -> None:
     """SOURCE (one, or with ``many`` one or more), ``--store``, ``--file``/``--id``, and
     ``--recover``: the same arguments, with the same meaning, on every command that
     reads sessions.
 
     :param optional: SOURCE may be left out; this says what it does when given.
+    :param prefixes: SOURCE may be an unambiguous prefix of a stored session's id, as
+        git takes a short object id: for the commands that only read and show (never
+        for one that writes or removes).
     """
+    if prefixes:
+        parser.set_defaults(prefixes=True)
     if many:
         parser.add_argument("sources", nargs="+", metavar="SOURCE",
                             help="log files (.jsonl) or ids of sessions in the store")
@@ -239,7 +271,8 @@ def add_source_arguments(parser: argparse.ArgumentParser, *, many: bool = False,
         parser.add_argument("source", nargs="?", metavar="SOURCE", help=optional)
     else:
         parser.add_argument("source", metavar="SOURCE",
-                            help="a log file (.jsonl), or the id of a session in the store")
+                            help=PREFIX_SOURCE_HELP if prefixes else
+                            "a log file (.jsonl), or the id of a session in the store")
     parser.add_argument("--store", metavar="URL", help=STORE_HELP)
     add_key_argument(parser)
     how = parser.add_mutually_exclusive_group()

@@ -37,6 +37,7 @@ from .._persistence.base import POLL_SECONDS
 from ..errors import StoreNotFoundError
 from .source import (
     check_session_id,
+    find_stored,
     is_log_file,
     not_found,
     open_backend,
@@ -118,6 +119,8 @@ def _tail_stored(session_id: str, url: str, n: int, follow: bool, retry: bool,
                  emit: Emit) -> int:
     backend, waited = _wait_for_store(url) if retry else (open_backend(url), False)
     try:
+        # Its id, its name or an id prefix (-F waits for the text as an id when none is).
+        session_id = find_stored(backend, session_id, url, prefixes=True)
         check_session_id(backend, session_id)
         # All of it once waited for: a session that appeared (with its store, or after
         # it) may already hold more than -n, and all of it is new to the reader.

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from .base import DshSessionError, publish
 
-__all__ = ["InspectError", "InspectUsageError", "SessionNotFoundError", "SourceReadError"]
+__all__ = [
+    "AmbiguousSessionError",
+    "InspectError",
+    "InspectUsageError",
+    "SessionNotFoundError",
+    "SourceReadError",
+]
 
 
 class InspectError(DshSessionError):
@@ -45,6 +51,22 @@ class SessionNotFoundError(InspectError, LookupError):
         super().__init__(message, hint=hint)
         self.session_id = session_id
         self.location = location
+
+
+class AmbiguousSessionError(SessionNotFoundError):
+    """What names a session names more than one: a session name two sessions bear, or
+    an id prefix (the command line's read commands take one, as git takes a short
+    object id) that more than one id starts with. No session is picked.
+
+    :ivar session_id: what was looked for (the name, or the prefix).
+    :ivar location: the store's URL.
+    :ivar candidates: the ids it could be, in order.
+    """
+
+    def __init__(self, message: str, *, session_id: str, location: str,
+                 candidates: tuple[str, ...], hint: str | None = None) -> None:
+        super().__init__(message, session_id=session_id, location=location, hint=hint)
+        self.candidates = candidates
 
 
 class SourceReadError(InspectError):

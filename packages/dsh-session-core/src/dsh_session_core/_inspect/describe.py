@@ -250,7 +250,11 @@ def _request(kind: str, data: dict[str, Any]) -> str:
         tools = header.get("tools")
         text = (f"{field(data.get('reason'))} header · model "
                 f"{field(obj(header.get('config')).get('model'))}")
-        return text + (f" · {len(tools)} tool(s)" if isinstance(tools, list) else "")
+        text += f" · {len(tools)} tool(s)" if isinstance(tools, list) else ""
+        system = header.get("system")  # last: a long prompt is what a line cuts
+        if isinstance(system, str) and system:
+            text += f" · system: {' '.join(system.split())}"
+        return text
     changed = [k for k in ("system", "tools", "config", "messagePrefix") if k in data]
     return f"header delta: {', '.join(changed) or 'nothing'}"
 

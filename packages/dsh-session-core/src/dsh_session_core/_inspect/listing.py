@@ -8,7 +8,9 @@ Selecting: ``cwd`` (that working directory), ``parent`` (the forks of a session)
 event counts its creation time). Ordering: ``sort`` ``created|activity|events|id``, each
 falling back to the id so that an order is total, ascending unless ``descending``.
 Paging: ``offset`` rows skipped, then ``limit`` rows. Sessions a plugin hides (its
-``hide_session`` hook, from the header alone) are left out unless ``all``.
+``hide_session`` hook, from the header alone), and those a plugin's ``name_session``
+says their framework deleted (the ADK adapter's, from summary rows), are left out
+unless ``all``; each row a plugin names carries its name.
 
 What each costs:
 
@@ -28,7 +30,7 @@ Nothing is decoded into events, no session is written, no lock is taken.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import InspectUsageError, SourceReadError
@@ -38,8 +40,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from .._persistence.base import Backend, SessionSummary
+    from .._persistence.listing import SessionName
     from .._plugins.manager import PluginManager
     from .._schema.header import SessionHeader
+    from .._schema.registry import EventRegistry
 
 __all__ = [
     "SORTS",
@@ -257,10 +261,12 @@ class SessionPage:
 
     :ivar summaries: the rows, in order (with ``ids_only``, counts are zeros).
     :ivar total: how many sessions match in all (the page aside).
+    :ivar names: the names plugins give the sessions picked, by id (``name_session``).
     """
 
     summaries: list[SessionSummary]
     total: int
+    names: dict[str, SessionName] = field(default_factory=dict)
 
 
 def _header_key(sort: str) -> Callable[[SessionHeader], Any]:
@@ -280,7 +286,8 @@ def _summary_key(sort: str) -> Callable[[SessionSummary], Any]:
 
 
 def select_sessions(backend: Backend, query: SessionQuery, *, ids_only: bool = False,
-                    plugins: PluginManager | None = None) -> SessionPage:
+                    plugins: PluginManager | None = None,
+                    registry: EventRegistry | None = None) -> SessionPage:
     """The sessions of the store ``query`` picks. Without a counting sort or time
     filter, the page is picked from the headers alone (``Backend.list``) and only its
     rows are summarized (``Backend.summaries_of``).
@@ -290,7 +297,10 @@ def select_sessions(backend: Backend, query: SessionQuery, *, ids_only: bool = F
 
     :param ids_only: the counts are not needed (zeros), unless the query needs them, nor
         the marks (none read).
-    :param plugins: the plugins that hide sessions (default: the installed ones).
+    :param plugins: the plugins that hide and name sessions (default: the installed
+        ones).
+    :param registry: the event registry the names' summary rows are read with
+        (default: the plugins').
     :raises OSError: the store cannot be read.
     """
     from .._persistence.base import SessionSummary
@@ -304,15 +314,52 @@ def select_sessions(backend: Backend, query: SessionQuery, *, ids_only: bool = F
             headers = [h for h in headers if query.header_matches(h)]
         if shown_to is not None:
             headers = [h for h in headers if shown_to(h)]
+        names = _names(backend, headers, query, plugins, registry)
+        headers = [h for h in headers if h.id not in names.gone]
         total = len(headers)
         shown = query.page(headers, key)
         if ids_only:
-            return SessionPage([SessionSummary(h, 0, 0) for h in shown], total)
-        return SessionPage(_marked(backend, summaries_of(backend, shown)), total)
+            return SessionPage([SessionSummary(h, 0, 0) for h in shown], total,
+                               names.of(shown))
+        return SessionPage(_marked(backend, summaries_of(backend, shown)), total,
+                           names.of(shown))
     found = [s for s in backend.summaries() if query.summary_matches(s)
              and (shown_to is None or shown_to(s.header))]
-    return SessionPage(_marked(backend, query.page(found, _summary_key(query.sort))),
-                       len(found))
+    names = _names(backend, [s.header for s in found], query, plugins, registry)
+    found = [s for s in found if s.header.id not in names.gone]
+    picked = query.page(found, _summary_key(query.sort))
+    return SessionPage(_marked(backend, picked), len(found),
+                       names.of([s.header for s in picked]))
+
+
+class _Names:
+    """The names of the sessions a listing picks from, and those deleted that it leaves
+    out (none, for ``all``)."""
+
+    def __init__(self, names: dict[str, SessionName], show_deleted: bool) -> None:
+        self.names = names
+        self.gone = frozenset() if show_deleted else frozenset(
+            sid for sid, n in names.items() if n.deleted)
+
+    def of(self, headers: list[SessionHeader]) -> dict[str, SessionName]:
+        return {h.id: self.names[h.id] for h in headers if h.id in self.names}
+
+
+def _names(backend: Backend, headers: list[SessionHeader], query: SessionQuery,
+           plugins: PluginManager | None, registry: EventRegistry | None) -> _Names:
+    """The names plugins give ``headers``' sessions (``name_session``: summary rows, no
+    log), read only when a plugin names sessions."""
+    from .._persistence.projections.naming import stored_names
+    from .sources import installed_plugins
+
+    pm = plugins if plugins is not None else installed_plugins()
+    if not pm.hook.name_session.get_hookimpls():
+        return _Names({}, query.all)
+    if registry is None:
+        from .._plugins.manager import PluginHooks
+
+        registry = PluginHooks(pm).build_registry()
+    return _Names(stored_names(backend, headers, registry, plugins=pm), query.all)
 
 
 def _marked(backend: Backend, summaries: list[SessionSummary]) -> list[SessionSummary]:
@@ -344,10 +391,12 @@ def _visible(query: SessionQuery, plugins: PluginManager | None
     return lambda h: not is_hidden(h, plugins=pm)
 
 
-def session_row(summary: SessionSummary) -> dict[str, Any]:
+def session_row(summary: SessionSummary, name: SessionName | None = None
+                ) -> dict[str, Any]:
     """A session as a row of ``dsh-session ls --json``: its header's wire fields (without
-    ``type``), ``events``, ``turns``, ``lastActivity``, ``torn``, and ``retained: true``
-    when the store marks it never to be pruned."""
+    ``type``), ``events``, ``turns``, ``lastActivity``, ``torn``, ``retained: true``
+    when the store marks it never to be pruned, and its ``name`` (a plugin's, with
+    ``deleted: true`` when its framework deleted it) when it has one."""
     from .describe import wire_of
 
     row: dict[str, Any] = wire_of(summary.header)
@@ -356,6 +405,10 @@ def session_row(summary: SessionSummary) -> dict[str, Any]:
                lastActivity=summary.last_activity, torn=summary.torn)
     if summary.retained:
         row["retained"] = True
+    if name is not None:
+        row["name"] = name.name
+        if name.deleted:
+            row["deleted"] = True
     return row
 
 

@@ -62,15 +62,21 @@ def _render_head(doc: dict[str, Any], style: Paint) -> list[str]:
     folded = ("messages cannot be derived" if "error" in surface else
               f"surface {surface['nodes']} node(s) → {surface['messages']} message(s)")
     label = [f"  {printable(doc['label'])}"] if "label" in doc else []
+    if "name" in doc:
+        label.append(f"  name {printable(field(doc['name']))}"
+                     + (" (deleted)" if doc.get("deleted") else ""))
     if doc.get("retained"):
         label.append("  retained: never pruned (dsh-session retain --release to unmark)")
         if "retainedNote" in doc:
             label.append(f"  note: {printable(doc['retainedNote'])}")
+    counts = f"  {doc['events']} event(s) · {doc['turns']} turn(s) · {folded}"
+    if doc.get("rawFolded"):
+        counts += f" · {doc['rawFolded']} raw record(s) folded away (--raw shows them)"
     return [
         f"{style('session', 'bold')} {style(printable(field(h.get('id'))), 'bold')}",
         *label,
         "  " + " · ".join(facts),
-        f"  {doc['events']} event(s) · {doc['turns']} turn(s) · {folded}",
+        counts,
     ]
 
 

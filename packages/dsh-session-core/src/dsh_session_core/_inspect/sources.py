@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from .._persistence.base import Backend
+    from .._persistence.listing import SessionName
     from .._plugins.manager import PluginManager
     from .._schema.header import SessionHeader
     from .._schema.registry import EventRegistry
@@ -78,6 +79,8 @@ class SourceSpec:
     :ivar as_id: read ``source`` as a session id, even when a file has its name.
     :ivar recover: read a file as a durable backend loads it (a torn tail dropped, a
         hole before the last ``turn/end`` an error).
+    :ivar prefixes: an unambiguous id prefix names its session too (the command line's
+        read commands; a session's name always does: :mod:`.lookup`).
     """
 
     source: str
@@ -85,6 +88,7 @@ class SourceSpec:
     as_file: bool = False
     as_id: bool = False
     recover: bool = False
+    prefixes: bool = False
 
 
 class Source:
@@ -97,10 +101,11 @@ class Source:
     :ivar closers: what a durable load would append to close its last turn.
     :ivar retained: its store marks it never to be pruned (``retain``): a session read
         by id from a store; a log file is never marked.
+    :ivar name: the name a plugin gives it (``name_session``), read from its store.
     """
 
-    __slots__ = ("_retained_note", "closers", "events", "header", "origin", "retained",
-                 "warnings")
+    __slots__ = ("_retained_note", "closers", "events", "header", "name", "origin",
+                 "retained", "warnings")
 
     def __init__(self, header: SessionHeader, events: list[Event], origin: str) -> None:
         self.header = header
@@ -109,6 +114,7 @@ class Source:
         self.warnings: list[str] = []
         self.closers: list[Event] = []
         self.retained = False
+        self.name: SessionName | None = None
         # The mark's note as people read it (the timeline's ``retainedNote``): set with
         # ``retained`` by the store's read, which alone has the keys to open a sealed one.
         self._retained_note: str | None = None
@@ -485,19 +491,26 @@ def check_session_id(backend: Backend | None, session_id: str) -> None:
             msg, hint=f"the {exc.backend} backend's session ids are {exc.rule}") from None
 
 
-def _read_stored(session_id: str, url: str, reg: EventRegistry) -> Source:
-    """The session ``session_id`` of the store at ``url``, and whether the store marks it
-    never to be pruned: both read from one opening of the store."""
+def _read_stored(text: str, url: str, reg: EventRegistry, prefixes: bool) -> Source:
+    """The session ``text`` names in the store at ``url`` (:mod:`.lookup`'s rule), its
+    name, and whether the store marks it never to be pruned: all read from one opening
+    of the store."""
+    from .._persistence.projections.naming import stored_name
     from ..errors import EncryptionError, LogFormatError
+    from .lookup import find_session
     from .marks import session_mark
 
     backend = open_store(url)
+    session_id = text
     try:
+        session_id = find_session(backend, text, url, registry=reg,
+                                  prefixes=prefixes) or text
         check_session_id(backend, session_id)
         stored = backend.load_stored(session_id, reg)
         if stored is None:
             raise not_found(session_id, url)
         mark = session_mark(backend, session_id)
+        name = stored_name(backend, stored.header, reg, plugins=installed_plugins())
     except LogFormatError as exc:
         path = getattr(exc, "path", None)
         where = f" ({path})" if path else ""
@@ -520,6 +533,7 @@ def _read_stored(session_id: str, url: str, reg: EventRegistry) -> Source:
     _check_header(source)
     _check_closers(source)
     source.retained, source._retained_note = mark.retained, mark.note
+    source.name = name
     if mark.problem is not None:
         source.warnings.append(f"the store's retention ledger does not read ({mark.problem}): "
                                f"whether the session is marked never to be pruned is not known")
@@ -589,4 +603,4 @@ def load_source(spec: SourceSpec, registry: EventRegistry, *,
     """
     if resolve_source(spec) == "file":
         return _read_file(spec.source, registry, spec.recover, progress, report)
-    return _read_stored(spec.source, store_url(spec.store), registry)
+    return _read_stored(spec.source, store_url(spec.store), registry, spec.prefixes)

@@ -94,9 +94,14 @@ class _Walk:
 
     def __init__(
         self, wires: list[dict[str, Any]], opaque: list[bool], warnings: list[str],
-        blocks: list[range],
+        blocks: list[range], raw: frozenset[str], keep_raw: bool,
     ) -> None:
         self.wires = wires
+        # The raw records of adapters (EventSpec.raw): items marked ``raw``, or, unless
+        # kept, folded away and counted.
+        self.raw = raw
+        self.keep_raw = keep_raw
+        self.folded = 0
         self.opaque = opaque
         self.warnings = warnings
         self.starts = frozenset(b.start for b in blocks)
@@ -164,7 +169,12 @@ class _Walk:
             if self.step is not None:
                 self.step["chunks"] += 1
             return
+        if kind in self.raw and not self.keep_raw:
+            self.folded += 1
+            return
         item = self._item(w, kind, seq, data, block)
+        if item is not None and kind in self.raw:
+            item["raw"] = True
         if item is not None:
             if opaque and field(kind) in LABELS:
                 # A known type whose payload fits no schema: show what it holds.
@@ -258,14 +268,22 @@ def _fits(reg: EventRegistry, event: Event) -> bool:
 
 
 def build_timeline(source: Source, reg: EventRegistry, *,
-                   plugins: PluginManager | None = None) -> dict[str, Any]:
+                   plugins: PluginManager | None = None, raw: bool = False
+                   ) -> dict[str, Any]:
     """The timeline of a session, as a JSON-ready document: its ``source``, ``header``,
-    ``label`` (a plugin's name for it), counts, ``surface``, ``warnings``, ``closers``,
-    ``unanswered`` calls, the ``timeline``'s blocks, and ``retained: true`` (with its
-    ``retainedNote``) when its store marks it never to be pruned.
+    ``label`` (a plugin's label for it), ``name`` (the name a plugin gives it, with
+    ``deleted: true`` when its framework deleted it), counts, ``surface``, ``warnings``,
+    ``closers``, ``unanswered`` calls, the ``timeline``'s blocks, ``rawFolded`` (how
+    many raw records of adapters were folded away, when some were), and
+    ``retained: true`` (with its ``retainedNote``) when its store marks it never to be
+    pruned.
 
     :param plugins: the plugins that label a session (``label_session``); default: the
         installed ones, loaded once per process.
+    :param raw: keep the raw records of adapters (the types registered with
+        ``EventSpec(raw=True)``: ``agents/item``, ``adk/event``...), each item marked
+        ``raw: true``; by default they are folded away, since their typed twins tell
+        what they hold.
     """
     warnings = list(source.warnings)
     surface = _surface(source, reg, warnings)
@@ -273,7 +291,8 @@ def build_timeline(source: Source, reg: EventRegistry, *,
 
     opaque = [type(e) is OpaqueEvent and not _fits(reg, e) for e in source.events]
     wires = wire_events(source.events, bare=frozenset({"assistant/chunk"}))
-    blocks = _Walk(wires, opaque, warnings, timeline_blocks(source.events)).run()
+    walk = _Walk(wires, opaque, warnings, timeline_blocks(source.events), reg.raw_types, raw)
+    blocks = walk.run()
     for block in blocks:
         if block["turn"] is not None and block["end"] is None:
             block["end"] = {"seq": None, "reason": None, "text": "open (no turn/end)"}
@@ -286,6 +305,7 @@ def build_timeline(source: Source, reg: EventRegistry, *,
         "source": source.origin,
         "header": wire_of(source.header),
         **({"label": label} if label is not None else {}),
+        **_named(source),
         "events": len(source.events),
         "turns": sum(b["turn"] is not None for b in blocks),
         "surface": surface,
@@ -293,8 +313,17 @@ def build_timeline(source: Source, reg: EventRegistry, *,
         "closers": [wire_of(e) for e in source.closers],
         "unanswered": unanswered,
         "timeline": blocks,
+        **({"rawFolded": walk.folded} if walk.folded else {}),
         **_retained(source),
     }
+
+
+def _named(source: Source) -> dict[str, Any]:
+    """``name`` (and ``deleted: true``) when a plugin names the session."""
+    named = source.name
+    if named is None:
+        return {}
+    return {"name": named.name, **({"deleted": True} if named.deleted else {})}
 
 
 def _retained(source: Source) -> dict[str, Any]:

@@ -1,8 +1,11 @@
-"""How a stored session is listed: hidden or not, its label, its named labels.
+"""How a stored session is listed: hidden or not, its label, its name, its named labels.
 
 Whether lists hide it, and the label shown for it, as the installed plugins say (the
-``hide_session`` and ``label_session`` hooks; core hides its retention ledger), and its
-named labels (``session_labels``: retention's groups). The public functions here are
+``hide_session`` and ``label_session`` hooks; core hides its retention ledger), the name
+a person types for it and whether it is deleted in its framework's eyes
+(``name_session``, from summary rows: :class:`SessionName`; read from a store by
+``projections/naming.py``), and its named labels (``session_labels``: retention's
+groups). The public functions here are
 what ``dsh-session ls``, ``show`` and the viewer ask, so that none of them knows a
 plugin's sessions.
 
@@ -12,8 +15,9 @@ record) is listed by its header, and never takes the listing down."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .._base.names import RETENTION_LEDGER_ID
 
@@ -25,10 +29,21 @@ if TYPE_CHECKING:
     from ..events import Event
     from .base import Backend
 
-__all__ = ["StoredEvents", "is_hidden", "label_of", "labels_of", "named_labels", "stored_label"]
+__all__ = [
+    "SessionName",
+    "StoredEvents",
+    "is_hidden",
+    "label_of",
+    "labels_of",
+    "manager_of",
+    "name_of",
+    "named_labels",
+    "stored_label",
+]
 
 
-def _manager(plugins: PluginManager | None) -> PluginManager:
+def manager_of(plugins: PluginManager | None) -> PluginManager:
+    """``plugins``, or the installed plugins, loaded for this call."""
     if plugins is not None:
         return plugins
     from .._plugins.manager import create_plugin_manager
@@ -45,7 +60,7 @@ def is_hidden(header: SessionHeader, *, plugins: PluginManager | None = None) ->
     """
     if header.id == RETENTION_LEDGER_ID:  # core's own bookkeeping: the retention ledger
         return True
-    return bool(_manager(plugins).hook.hide_session(header=header))
+    return bool(manager_of(plugins).hook.hide_session(header=header))
 
 
 def label_of(header: SessionHeader, first_events: Callable[[int], Sequence[Event]], *,
@@ -56,7 +71,7 @@ def label_of(header: SessionHeader, first_events: Callable[[int], Sequence[Event
         that needs them).
     :param plugins: as for :func:`is_hidden`.
     """
-    pm = _manager(plugins)
+    pm = manager_of(plugins)
     if not pm.hook.label_session.get_hookimpls():
         return None
     read: dict[int, Sequence[Event]] = {}
@@ -81,7 +96,7 @@ def named_labels(backend: Backend, header: SessionHeader, registry: EventRegistr
 def labels_of(header: SessionHeader, first_events: Callable[[int], Sequence[Event]], *,
               plugins: PluginManager | None = None) -> dict[str, str]:
     """:func:`named_labels`, its first events read by ``first_events``."""
-    pm = _manager(plugins)
+    pm = manager_of(plugins)
     if not pm.hook.session_labels.get_hookimpls():
         return {}
     merged: dict[str, str] = {}
@@ -142,3 +157,39 @@ def stored_label(backend: Backend, header: SessionHeader, registry: EventRegistr
     those: a JSONL log's first lines, a database's first keys) and decoded with
     ``registry`` when a plugin asks for them."""
     return label_of(header, StoredEvents(backend, header, registry), plugins=plugins)
+
+
+# --- names --------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SessionName:
+    """The name a person knows a stored session by, when its id says nothing (the ADK
+    adapter's ``app/user/session``), as a plugin's ``name_session`` gives it: the
+    command line's ``show``, ``tail``, ``rm``, ``search`` and ``view`` take it for the
+    id, listings and hits print it.
+
+    :ivar name: the name, as typed on the command line.
+    :ivar deleted: the framework deleted the session (its log stays): ``ls`` marks it,
+        and hides it unless ``--all``.
+    """
+
+    name: str
+    deleted: bool = False
+
+
+def name_of(header: SessionHeader, projection: Callable[[str], Any], *,
+            plugins: PluginManager | None = None) -> SessionName | None:
+    """The name a plugin gives this session (``name_session``), or ``None``.
+
+    :param projection: reads one of the session's projections by name (called only by a
+        plugin that needs it).
+    :param plugins: as for :func:`is_hidden`.
+    """
+    pm = manager_of(plugins)
+    if not pm.hook.name_session.get_hookimpls():
+        return None
+    found = pm.hook.name_session(header=header, projection=projection)
+    if isinstance(found, SessionName) and isinstance(found.name, str) and found.name:
+        return found
+    return None

@@ -37,10 +37,17 @@ class EventSpec:
         ``tag`` is the type string and whose ``data`` annotation is the payload Struct.
     :param doc: one line for the catalog; defaults to the first paragraph of the event
         class's docstring.
+    :param raw: a raw record of an adapter: the framework's own record, kept whole so
+        that the framework reads back exactly what it stored, whose content the typed
+        events written with it tell (its typed twins: ``user/message``,
+        ``assistant/message``, ``tool/call``...). Readers that show a session as the
+        conversation (``dsh-session show``, the viewer) fold it away unless asked for
+        it (``show --raw``, the viewer's toggle); nothing else treats it otherwise.
     """
 
     event: type[Event]
     doc: str = ""
+    raw: bool = False
 
 
 @final
@@ -60,6 +67,9 @@ class RegisteredEvent:
     #: limit: ``2 * (MAX_JSON_DEPTH + 1)`` (a shorter line cannot nest that deep) when the
     #: typed schema itself nests without bound (a block holding blocks), else never.
     deep_line: int = sys.maxsize
+    #: A raw record of an adapter, folded away by readers of the conversation
+    #: (:attr:`EventSpec.raw`).
+    raw: bool = False
 
 
 def _event_type_of(cls: type[Event]) -> str:
@@ -163,7 +173,7 @@ class EventRegistry:
     """The frozen set of known event types. Iterates in sorted type order."""
 
     __slots__ = ("_by_type", "_line_decoder", "_list_decoder", "_lookup", "_members",
-                 "_projections", "_surface_types")
+                 "_projections", "_raw_types", "_surface_types")
 
     def __init__(
         self,
@@ -207,6 +217,7 @@ class EventRegistry:
                 plugin=plugin,
                 untyped_fields=untyped,
                 deep_line=deep,
+                raw=spec.raw is True,
             )
         # A plain dict for the append path (a mapping proxy's get costs a call more).
         self._lookup: dict[str, RegisteredEvent] = dict(sorted(by_type.items()))
@@ -220,6 +231,7 @@ class EventRegistry:
             )
             raise PluginError(msg)
         self._surface_types = frozenset(t for t, r in by_type.items() if r.surface)
+        self._raw_types = frozenset(t for t, r in by_type.items() if r.raw)
         classes: tuple[type[Event], ...] = tuple(r.event for r in by_type.values())
         union: Any = Union[classes] if classes else OpaqueEvent  # noqa: UP007  # runtime tuple
         self._line_decoder = msgspec.json.Decoder(union)
@@ -265,6 +277,12 @@ class EventRegistry:
     def surface_types(self) -> frozenset[str]:
         """The registered types that produce messages."""
         return self._surface_types
+
+    @property
+    def raw_types(self) -> frozenset[str]:
+        """The registered types that are raw records of an adapter
+        (:attr:`EventSpec.raw`): what ``show`` and the viewer fold away by default."""
+        return self._raw_types
 
     # --- decoding (used by the log reader) ----------------------------------------------
 

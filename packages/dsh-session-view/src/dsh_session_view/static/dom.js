@@ -14,7 +14,7 @@ const SAFE_ATTRIBUTES = new Set([
   "aria-pressed", "aria-label", "aria-live", "colspan", "autocomplete", "spellcheck",
   "data-testid", "data-session-id", "data-seq", "data-turn", "data-end-reason",
   "data-interrupted", "data-kind", "data-sources", "data-state", "data-role",
-  "data-index", "data-unanswered", "viewBox", "width", "height", "x", "y", "x1", "x2",
+  "data-index", "data-unanswered", "data-raw", "viewBox", "width", "height", "x", "y", "x1", "x2",
   "y1", "y2", "fill", "stroke", "preserveAspectRatio", "font-size", "text-anchor", "href",
 ]);
 

@@ -85,7 +85,9 @@ export function renderList(app) {
 function row(r) {
   return el("tr", { "data-testid": "session-row", "data-session-id": str(r.id) },
     el("td", { class: "mono" }, el("a", { href: sessionLink(str(r.id)), title: str(r.id) },
-      r.label === undefined ? str(r.id) : str(r.label)), retainedBadge(r.retained)),
+      r.name !== undefined ? str(r.name) : r.label === undefined ? str(r.id) : str(r.label)),
+      r.deleted === true ? el("span", { class: "badge", "data-testid": "deleted" }, "deleted") : null,
+      retainedBadge(r.retained)),
     el("td", { class: "mono", title: r.cwd === undefined ? null : str(r.cwd) }, r.cwd === undefined ? "-" : str(r.cwd)),
     el("td", {}, when(r.createdAt)), el("td", {}, when(r.lastActivity)),
     el("td", { class: "num" }, num(r.events), r.torn ? " +torn" : ""),
@@ -119,7 +121,8 @@ function snippet(text, highlights) {
 function hit(h) {
   const id = str(h.session);
   return el("li", { "data-testid": "search-hit", "data-session-id": id, "data-seq": str(h.seq) },
-    el("a", { href: sessionLink(id) + "#seq-" + str(h.seq), class: "mono" }, id), " ",
+    el("a", { href: sessionLink(id) + "#seq-" + str(h.seq), class: "mono", title: id },
+      h.sessionName === undefined ? id : str(h.sessionName)), " ",
     el("span", { class: "dim" }, "#" + str(h.seq) + " · turn " + (h.turn === null ? "-" : str(h.turn)) +
       " · " + str(h.type) + " · " + when(h.time)),
     el("div", {}, snippet(str(h.snippet), h.highlights)));

@@ -19,10 +19,14 @@ export function renderSession(app, id) {
   const head = el("section", { class: "head-card", "data-testid": "session-header" });
   const tokensChart = el("div", { class: "chart" });
   const typesChart = el("div", { class: "chart" });
-  const timeline = el("div", { class: "timeline" });
+  const timeline = el("div", { class: "timeline hide-raw" });
   const sentinel = el("div", { class: "sentinel" }, "");
   const toggle = el("button", { type: "button", "data-testid": "toggle-sources", "aria-pressed": "false",
     title: "highlight the events a message came from" }, "sources");
+  // The raw records of adapters, which their typed twins tell: folded away until asked.
+  const rawToggle = el("button", { type: "button", "data-testid": "toggle-raw", "aria-pressed": "false",
+    title: "show the raw records of adapters (agents/item, adk/event...), which their typed events tell" },
+    "raw records");
   const messageList = el("div", {});
   const messages = el("aside", { class: "messages" },
     el("h2", {}, "derived messages", toggle), messageList);
@@ -30,11 +34,17 @@ export function renderSession(app, id) {
     topBar([el("span", { class: "mono" }, id), el("span", { class: "dim" }, el("span", {}, eventCount), " event(s)"),
       exported ? null : live], !exported),
     el("main", {}, errors, head, el("div", { class: "charts" }, tokensChart, typesChart),
-      el("div", { class: "columns" }, el("div", {}, timeline, sentinel), messages)));
+      el("div", { class: "columns" }, el("div", {}, el("div", { class: "timeline-tools" }, rawToggle),
+        timeline, sentinel), messages)));
 
   const pages = sessionPages(id);
   // What the turn blocks tell this page: their items by seq, and how to show a raw event.
   const seen = { bySeq: state.bySeq, raw: exported ? null : rawEvent };
+
+  rawToggle.addEventListener("click", () => {
+    const shown = timeline.classList.toggle("hide-raw") === false;
+    setAttr(rawToggle, "aria-pressed", shown ? "true" : "false");
+  });
 
   toggle.addEventListener("click", () => {
     state.highlight = !state.highlight;
@@ -71,7 +81,8 @@ export function renderSession(app, id) {
   function renderHead(doc) {
     const h = doc.header || {};
     const facts = [
-      ...(doc.label === undefined ? [] : [["name", str(doc.label)]]),
+      ...(doc.name !== undefined ? [["name", str(doc.name) + (doc.deleted === true ? " (deleted)" : "")]]
+        : doc.label === undefined ? [] : [["name", str(doc.label)]]),
       ["id", str(h.id)], ["created", when(h.createdAt)],
       ["cwd", h.cwd === undefined ? "-" : str(h.cwd)],
       ["format", h.version === undefined ? "no format version" : "v" + str(h.version)],

@@ -59,8 +59,12 @@ function compaction() {
 
 function renderItem(item, seen) {
   const isError = item.error === true || (item.result && item.result.isError === true);
-  const node = el("div", { class: "item" + (item.inStep ? " in-step" : "") + (isError ? " is-error" : ""),
-    "data-testid": "item", "data-kind": str(item.kind), "data-seq": str(item.seq) });
+  // A raw record of an adapter (its typed twins tell it): hidden until the page's
+  // "raw records" toggle shows it.
+  const node = el("div", { class: "item" + (item.inStep ? " in-step" : "") + (isError ? " is-error" : "") +
+    (item.raw === true ? " raw-record" : ""),
+    "data-testid": "item", "data-kind": str(item.kind), "data-seq": str(item.seq),
+    "data-raw": item.raw === true ? "true" : null });
   let text = item.text;
   if (item.kind === "step") {
     text = (item.text || "step") + (item.endSeq !== null && item.endSeq !== undefined ? " · seq " + str(item.seq) + "-" + str(item.endSeq) : " · not ended") +
