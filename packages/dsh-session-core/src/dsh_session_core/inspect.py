@@ -50,10 +50,9 @@ from ._inspect.sources import (
     is_log_file,
     load_source,
     not_found,
-    open_store,
     resolve_source,
-    store_url,
 )
+from ._inspect.stores import open_store, store_url
 from ._inspect.text import one_line
 from ._inspect.timeline import build_timeline, timeline_blocks
 from ._inspect.wire import encode_json, event_line, line_wire

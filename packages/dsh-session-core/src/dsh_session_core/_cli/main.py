@@ -129,7 +129,7 @@ def _run(args: argparse.Namespace) -> int:
     key_env = getattr(args, "key_env", None)
     keys: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
     if key_env is not None:  # else the read model's default (DSH_SESSION_KEYS)
-        from .._inspect.sources import key_variable
+        from .._inspect.stores import key_variable
 
         keys = key_variable(key_env)
     with warnings.catch_warnings(), keys:

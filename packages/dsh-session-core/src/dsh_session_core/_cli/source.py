@@ -112,7 +112,7 @@ def store_url(args: argparse.Namespace) -> str:
 
     :raises Failure: ``--store ""`` (usage).
     """
-    from .._inspect.sources import store_url as url_of
+    from .._inspect.stores import store_url as url_of
     from ..errors import InspectError
 
     try:
@@ -123,11 +123,11 @@ def store_url(args: argparse.Namespace) -> str:
 
 def open_backend(url: str, *, must_exist: bool = True, empty_if_missing: bool = False
                  ) -> Backend:
-    """The backend of a store, for reading (:func:`~.._inspect.sources.open_store`).
+    """The backend of a store, for reading (:func:`~.._inspect.stores.open_store`).
 
     :raises Failure: what the read model refuses.
     """
-    from .._inspect.sources import open_store
+    from .._inspect.stores import open_store
     from ..errors import InspectError
 
     try:
@@ -152,7 +152,7 @@ def refuse_sealed(backend: Backend, session_id: str) -> None:
 
 def folder_failure(exc: StoreFolderError) -> Failure:
     """The failure for a store that would be created in a folder that does not exist."""
-    from .._inspect.sources import folder_error
+    from .._inspect.stores import folder_error
 
     return failure_of(folder_error(exc))
 

@@ -135,7 +135,7 @@ def warn(message: str) -> None:
 
 def plugin_manager() -> PluginManager:
     """The installed plugins, loaded once per process (the read model's)."""
-    from .._inspect.sources import installed_plugins
+    from .._inspect.stores import installed_plugins
 
     return installed_plugins()
 

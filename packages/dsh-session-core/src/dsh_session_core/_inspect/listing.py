@@ -350,7 +350,7 @@ def _names(backend: Backend, headers: list[SessionHeader], query: SessionQuery,
     """The names plugins give ``headers``' sessions (``name_session``: summary rows, no
     log), read only when a plugin names sessions."""
     from .._persistence.projections.naming import stored_names
-    from .sources import installed_plugins
+    from .stores import installed_plugins
 
     pm = plugins if plugins is not None else installed_plugins()
     if not pm.hook.name_session.get_hookimpls():
@@ -383,7 +383,7 @@ def _visible(query: SessionQuery, plugins: PluginManager | None
         return None
     from .._base.names import RETENTION_LEDGER_ID
     from .._persistence.listing import is_hidden
-    from .sources import installed_plugins
+    from .stores import installed_plugins
 
     pm = plugins if plugins is not None else installed_plugins()
     if not pm.hook.hide_session.get_hookimpls():
@@ -417,10 +417,10 @@ def open_listed_store(url: str, *, named: bool) -> Backend:
     (``--store``, ``$DSH_SESSION_STORE``) must exist, the default one lists nothing until
     written.
 
-    :raises InspectError: what :func:`~.sources.open_store` refuses, or a named store
+    :raises InspectError: what :func:`~.stores.open_store` refuses, or a named store
         that does not exist (:class:`~..errors.SourceReadError`).
     """
-    from .sources import open_store
+    from .stores import open_store
 
     backend = open_store(url)  # a path naming a database is refused there, with its URL
     if named and not backend.exists():

@@ -36,7 +36,7 @@ from .describe import (
     wire_events,
     wire_of,
 )
-from .sources import installed_plugins
+from .stores import installed_plugins
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
