@@ -107,7 +107,13 @@ def _turns(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             else:
                 item = f"result {names.get(d['callId'], '?')}: {d['content'][0]['text']}"
             turn["steps"][-1].append(item)
-    return turns
+    # A task's write LangGraph stores after its run was seen to end makes a turn of its
+    # own: the plugin's trigger, nothing in it (docs/langgraph.md, "Turns"). Whether one
+    # comes is the machine's timing (CI caught one under load), so such a turn is left
+    # out; any other extra turn still fails.
+    return [t for t in turns if not (t["trigger"] == _PLUGIN and not t["steps"]
+                                     and not t["items"]
+                                     and t.get("reason") == {"kind": "completed"})]
 
 
 def _valid(store_url: str, tid: str, events: list[dict[str, Any]]) -> None:
