@@ -344,3 +344,23 @@ def test_tail_F_waits_for_a_log_file(tmp_path: Path) -> None:
         assert [json.loads(out.until(b"\n"))["type"] for _ in range(3)] == [
             "turn/start", "user/message", "turn/end"]
         assert _interrupt(proc) == 130
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_what_a_driver_logs_while_unwinding_is_shown_only_with_debug(debug: bool) -> None:
+    # psycopg logs "error ignored in rollback" when a Ctrl-C lands mid-query (CI caught
+    # it printed beside the one-line message): the CLI gives its logger a handler of its
+    # own, so logging's last resort stays quiet, except with --debug.
+    code = textwrap.dedent("""
+        import logging, sys
+        from dsh_session_core._cli import main
+        try:
+            main.main([*sys.argv[1:], "ls", "--store", "/nonexistent/store"])
+        except BaseException:  # --debug lets the store's error through
+            pass
+        logging.getLogger("psycopg").warning("error ignored in rollback")
+    """)
+    args = ["--debug"] if debug else []
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                          text=True, check=False)
+    assert ("error ignored in rollback" in done.stderr) is debug

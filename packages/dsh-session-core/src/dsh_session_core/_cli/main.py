@@ -76,6 +76,8 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     if args.command is None:
         parser.print_help()
         raise SystemExit(EXIT_USAGE)
+    if not args.debug:
+        _quiet_drivers()
     try:
         status = _run(args)
         # What stdout still holds is written here, not at the interpreter's exit: a
@@ -99,6 +101,16 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
             raise
         raise SystemExit(EXIT_INTERRUPTED) from None
     raise SystemExit(status)
+
+
+def _quiet_drivers() -> None:
+    """Keep what database drivers log while unwinding off the user's screen: psycopg logs
+    "error ignored in rollback" when a Ctrl-C lands mid-query, and with no handler of
+    the program's, logging's last resort would print it beside our one-line message
+    (CI caught it). ``--debug`` leaves it shown."""
+    import logging
+
+    logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 
 def _interrupted(exc: BaseException) -> bool:
