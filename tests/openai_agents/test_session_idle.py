@@ -7,12 +7,8 @@ instances of this process on other store objects do not wait for it."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import subprocess
-import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,6 +16,7 @@ import pytest
 from dsh_session_core import open_store
 from dsh_session_openai_agents import DshSession
 from dsh_session_openai_agents._session import DEFAULT_IDLE_WINDOW, DEFAULT_LOCK_TIMEOUT
+from process_support import ask, line_worker
 
 pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
@@ -49,28 +46,6 @@ WORKER = textwrap.dedent("""
 """)
 
 
-@contextlib.contextmanager
-def _worker(store_url: str) -> Iterator[subprocess.Popen[str]]:
-    with subprocess.Popen([sys.executable, "-c", WORKER, store_url], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True) as proc:
-        assert proc.stdout is not None
-        try:
-            assert proc.stdout.readline() == "ready\n"
-            yield proc
-        finally:
-            _, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
-
-
-def _ask(proc: subprocess.Popen[str], timeout: float, text: str) -> str:
-    assert proc.stdin is not None
-    assert proc.stdout is not None
-    proc.stdin.write(f"{timeout} {text}\n")
-    proc.stdin.flush()
-    return proc.stdout.readline().strip()
-
-
 def _contents(items: list[Any]) -> list[str]:
     return [item["content"] for item in items]
 
@@ -87,16 +62,16 @@ def test_the_window_is_far_below_the_lock_timeout() -> None:
 
 def test_a_waiting_writer_of_another_process_gets_in_once_the_instance_is_idle(
         store_url: str) -> None:
-    with _worker(store_url) as worker:
+    with line_worker(WORKER, store_url) as worker:
         async def main() -> None:
             session = DshSession("s", store=store_url, idle_window=2.0)
             await session.add_items([{"role": "user", "content": "one"}])
-            assert _ask(worker, 0, "hasty") == "refused"  # the lock is kept
+            assert ask(worker, "0 hasty") == "refused"  # the lock is kept
             t0 = time.monotonic()
             await session.add_items([{"role": "user", "content": "two"}])  # no wait
             assert time.monotonic() - t0 < 2.0
             # The instance left open and idle: the timer lets go after its window.
-            answer = _ask(worker, 30, "patient")
+            answer = ask(worker, "30 patient")
             assert answer.startswith("added "), answer
             assert float(answer.split()[1]) < 30
             # Its next write takes the session back with the worker's item before it.
@@ -110,30 +85,30 @@ def test_a_waiting_writer_of_another_process_gets_in_once_the_instance_is_idle(
 
 
 def test_aclose_and_close_end_the_window(store_url: str) -> None:
-    with _worker(store_url) as worker:
+    with line_worker(WORKER, store_url) as worker:
         async def main() -> None:
             session = DshSession("s", store=store_url, idle_window=600)
             await session.add_items([{"role": "user", "content": "one"}])
-            assert _ask(worker, 0, "hasty") == "refused"
+            assert ask(worker, "0 hasty") == "refused"
             await session.aclose()
-            assert _ask(worker, 0, "after-aclose").startswith("added")
+            assert ask(worker, "0 after-aclose").startswith("added")
 
         asyncio.run(main())
         with open_store(store_url) as store:  # a store of the caller's, left open
             session = DshSession("s", store=store, idle_window=600)
             asyncio.run(session.add_items([{"role": "user", "content": "two"}]))
-            assert _ask(worker, 0, "hasty") == "refused"
+            assert ask(worker, "0 hasty") == "refused"
             session.close()
-            assert _ask(worker, 0, "after-close").startswith("added")
+            assert ask(worker, "0 after-close").startswith("added")
     assert _texts(store_url) == ["one", "after-aclose", "two", "after-close"]
 
 
 def test_idle_window_zero_releases_at_each_write(store_url: str) -> None:
-    with _worker(store_url) as worker:
+    with line_worker(WORKER, store_url) as worker:
         async def main() -> None:
             session = DshSession("s", store=store_url, idle_window=0)
             await session.add_items([{"role": "user", "content": "one"}])
-            assert _ask(worker, 0, "at-once").startswith("added")
+            assert ask(worker, "0 at-once").startswith("added")
             await session.aclose()
 
         asyncio.run(main())

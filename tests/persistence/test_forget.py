@@ -35,6 +35,7 @@ from dsh_session_core.errors import SessionLockedError, SessionNotStoredError
 from dsh_session_core.inspect import SearchQuery, SessionQuery, search_store, select_sessions
 from dsh_session_core.testing import make_backend_factory, run_cli
 from dsh_session_core.testing.projection_contract import ContractPlugin, contract_projection
+from erasing_support import files_holding
 
 NAME = contract_projection.name
 
@@ -45,26 +46,6 @@ def _plugins() -> Any:
     pm = create_plugin_manager(autoload=False)
     pm.register(ContractPlugin(), "contract")
     return pm
-
-
-def _files_holding(root: Path, needle: bytes) -> list[str]:
-    """Every file under ``root`` whose bytes hold ``needle`` (compressed logs too: a
-    compact store's frames are searched decompressed as well)."""
-    found = []
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        raw = path.read_bytes()
-        if needle in raw or (path.suffix == ".zst" and needle in _unzstd(raw)):
-            found.append(str(path.relative_to(root)))
-    return found
-
-
-def _unzstd(raw: bytes) -> bytes:
-    import zstandard
-
-    try:
-        return zstandard.ZstdDecompressor().decompressobj().decompress(raw)
-    except zstandard.ZstdError:
-        return b""
 
 
 def _write(store: DurableStore, sid: str, marker: str, cwd: str | None = None) -> None:
@@ -114,7 +95,7 @@ def test_a_forgotten_session_leaves_no_byte_of_it_in_any_file(
         store.retain(sid, note=f"keep {marker} for the audit")
         assert [h.session_id for h in store.search(marker)] != []
         assert marker in store.projection_summaries(NAME)[sid].text  # rows were kept
-        assert _files_holding(tmp_path, marker.encode())  # it was there
+        assert files_holding(tmp_path, marker)  # it was there
         done = store.forget(sid)
         assert done.complete, done.left
         assert done.deleted is not None
@@ -124,8 +105,8 @@ def test_a_forgotten_session_leaves_no_byte_of_it_in_any_file(
         assert store.retained() == []
         assert [h.id for h in store.stored()] == ["other"] or set(
             h.id for h in store.stored()) == {"other", LEDGER_ID}
-    assert _files_holding(tmp_path, marker.encode()) == []
-    assert _files_holding(tmp_path, sid.encode()) == []
+    assert files_holding(tmp_path, marker) == []
+    assert files_holding(tmp_path, sid) == []
     # The ledger says a forget happened, by a digest of the id.
     with DurableStore(make(), _plugins()) as store:
         [record] = [e for e in store.read(LEDGER_ID) if e.type == "retention/forgotten"]
@@ -143,7 +124,7 @@ def test_a_delete_leaves_the_marker_in_sqlite_files(tmp_path: Path) -> None:
         _write(store, "chat", marker)
         assert list(store.search(marker))  # indexed
         store.delete("chat", rule=None)
-    assert _files_holding(tmp_path, marker.encode()) != []
+    assert files_holding(tmp_path, marker) != []
 
 
 def test_memory_forgets_and_reports_nothing_left() -> None:
@@ -178,13 +159,13 @@ def test_the_archive_loses_it_too(tmp_path: Path) -> None:
                              now=datetime.datetime.fromtimestamp(clock["now"] / 1000,
                                                                  datetime.UTC))
         assert [d.session_id for d in report.removed] == [sid]
-        assert _files_holding(tmp_path / "archive", marker.encode())  # archived
+        assert files_holding(tmp_path / "archive", marker)  # archived
         done = store.forget(sid)  # not in the store any more: in its archive
         assert done.deleted is None
         assert done.archives == (archive,)
         assert done.complete, done.left
-    assert _files_holding(tmp_path, marker.encode()) == []
-    assert _files_holding(tmp_path, sid.encode()) == []  # its removal record went too
+    assert files_holding(tmp_path, marker) == []
+    assert files_holding(tmp_path, sid) == []  # its removal record went too
     with open_store(archive) as kept:
         assert [h.id for h in kept.stored() if h.id != LEDGER_ID] == []
 
@@ -251,7 +232,7 @@ def test_per_session_keys_are_dropped(kind: str, request: pytest.FixtureRequest,
         assert record.data.key_dropped
         assert store.read("bob")
     if kind != "memory":
-        assert _files_holding(tmp_path, b"ada") == []
+        assert files_holding(tmp_path, "ada") == []
 
 
 def test_a_failing_drop_hook_is_reported(tmp_path: Path) -> None:
@@ -324,7 +305,7 @@ def test_postgresql_rows_are_gone_and_vacuum_full_reaches_the_files(pg_url: str)
     base = Path(data) / "base" / str(oid)
     if not os.access(base, os.R_OK | os.X_OK):
         pytest.skip(f"the server's data directory {data} is not readable here")
-    assert _files_holding(base, marker.encode()) == []
+    assert files_holding(base, marker) == []
 
 
 # --- the command line ------------------------------------------------------------------------
@@ -343,7 +324,7 @@ def test_the_command_forgets_and_ls_and_search_do_not_show_it(tmp_path: Path) ->
     assert (code, out.decode()) == (0, f"{LEDGER_ID}\n")
     code, out, _ = run_cli("search", marker, "--store", url)
     assert out.decode().startswith(f"no hits for '{marker}'")
-    assert _files_holding(tmp_path, marker.encode()) == []
+    assert files_holding(tmp_path, marker) == []
 
 
 @pytest.mark.parametrize("mode", ["wal", "delete", "truncate", "persist"])
@@ -357,4 +338,4 @@ def test_every_sqlite_journal_mode_is_scrubbed(mode: Any, tmp_path: Path) -> Non
         assert list(store.search(marker))  # indexed
         assert store.forget("chat").complete
         # Checked while the store is open: a WAL, a persisted journal, are still there.
-        assert _files_holding(tmp_path, marker.encode()) == []
+        assert files_holding(tmp_path, marker) == []

@@ -9,13 +9,10 @@ never goes idle lets go after ``MAX_HOLD``."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import subprocess
-import sys
 import textwrap
 import threading
 import time
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine
 from typing import Any
 
 import pytest
@@ -24,6 +21,7 @@ from dsh_session_core import SessionLockedError, open_store
 from dsh_session_core._persistence.store import idle as idle_module
 from dsh_session_core.errors import SessionExistsError
 from lifecycle_support import user_texts
+from process_support import ask, line_worker
 
 pytestmark = pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql")
 
@@ -55,30 +53,6 @@ OTHER = textwrap.dedent("""
 """)
 
 
-@contextlib.contextmanager
-def _other(store_url: str) -> Iterator[subprocess.Popen[str]]:
-    """:data:`OTHER` running, ready; ended (its stdin closed) after the block."""
-    with subprocess.Popen([sys.executable, "-c", OTHER, store_url], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True) as proc:
-        assert proc.stdout is not None
-        assert proc.stdin is not None
-        try:
-            assert proc.stdout.readline() == "ready\n"
-            yield proc
-        finally:
-            _, err = proc.communicate(timeout=60)  # (its stdin closed: it ends)
-        assert proc.returncode == 0, err
-
-
-def _ask(proc: subprocess.Popen[str], line: str) -> str:
-    assert proc.stdin is not None
-    assert proc.stdout is not None
-    proc.stdin.write(line + "\n")
-    proc.stdin.flush()
-    return proc.stdout.readline().strip()
-
-
 def _written(store_url: str, text: str) -> None:
     with open_store(store_url) as store:
         session = store.create("s")
@@ -90,7 +64,7 @@ def _written(store_url: str, text: str) -> None:
 def test_another_process_is_refused_in_the_window_and_gets_in_once_it_ends(
         store_url: str) -> None:
     _written(store_url, "one")
-    with _other(store_url) as other, open_store(store_url) as store:
+    with line_worker(OTHER, store_url, timeout=60) as other, open_store(store_url) as store:
         session = store.open("s")
         with session.turn() as turn:
             turn.user("two")
@@ -99,8 +73,8 @@ def test_another_process_is_refused_in_the_window_and_gets_in_once_it_ends(
         # Durable at the release, as without a window: another reader sees it.
         with open_store(store_url) as reader:
             assert user_texts(reader.read_session("s")) == ["one", "two"]
-        assert _ask(other, "once") == "refused"  # the lock is kept
-        answer = _ask(other, "wait")  # the timer lets go of it, store left open
+        assert ask(other, "once") == "refused"  # the lock is kept
+        answer = ask(other, "wait")  # the timer lets go of it, store left open
         assert answer.startswith("opened after "), answer
         assert float(answer.split()[-1]) < 30
         assert store.persistence.idle.open_windows() == 0
@@ -113,18 +87,18 @@ def test_another_process_is_refused_in_the_window_and_gets_in_once_it_ends(
 
 def test_end_idle_and_close_let_go_at_once(store_url: str) -> None:
     _written(store_url, "one")
-    with _other(store_url) as other:
+    with line_worker(OTHER, store_url, timeout=60) as other:
         with open_store(store_url) as store:
             session = store.open("s")
             store.release(session, idle=600)
-            assert _ask(other, "once") == "refused"
+            assert ask(other, "once") == "refused"
             store.end_idle(session)
-            assert _ask(other, "once").startswith("opened")
+            assert ask(other, "once").startswith("opened")
             session = store.open("s", resume=session)
             store.release(session, idle=600)
-            assert _ask(other, "once") == "refused"
+            assert ask(other, "once") == "refused"
         # The store closed with the window open: its lock went with the close.
-        assert _ask(other, "once").startswith("opened")
+        assert ask(other, "once").startswith("opened")
 
 
 def test_open_within_the_window_takes_the_session_back_as_it_was(store_url: str) -> None:
@@ -235,7 +209,7 @@ def test_a_writer_that_never_goes_idle_lets_go_after_max_hold(
     its calls."""
     monkeypatch.setattr(idle_module, "MAX_HOLD", 0.5)
     _written(store_url, "one")
-    with _other(store_url) as other, open_store(store_url) as store:
+    with line_worker(OTHER, store_url, timeout=60) as other, open_store(store_url) as store:
         assert other.stdin is not None
         assert other.stdout is not None
         session = store.open("s")

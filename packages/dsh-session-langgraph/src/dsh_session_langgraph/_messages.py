@@ -16,7 +16,7 @@ blob only. So ``derive``, ``show``, search and the viewer read the conversation.
 
 from __future__ import annotations
 
-__all__ = ["blocks", "new_messages", "usage", "write_turn"]
+__all__ = ["ai_content", "blocks", "new_messages", "usage", "write_turn"]
 
 from collections.abc import Sequence
 from typing import Any
@@ -102,6 +102,18 @@ def usage(message: Any) -> dict[str, int] | None:
     return out
 
 
+def ai_content(message: Any) -> tuple[list[dict[str, Any]], list[tuple[str, str, str]]]:
+    """An ``AIMessage``'s blocks for ``assistant/message`` (its text, then a
+    ``tool-call`` block a call) and its calls as (id, name, JSON arguments)."""
+    calls = [(c.get("id") or c.get("name") or "call", c.get("name") or "",
+              msgspec.json.encode(c.get("args") or {}).decode())
+             for c in getattr(message, "tool_calls", None) or []]
+    content = blocks(message.content) + [
+        {"type": "tool-call", "id": cid, "name": name, "arguments": args}
+        for cid, name, args in calls]
+    return content, calls
+
+
 def _record(session: Session, index: ThreadIndex, turn: int, step: int, message: Any,
             source: tuple[int, ...]) -> int:
     """Append the events of one message; return the turn's last step number."""
@@ -116,12 +128,7 @@ def _record(session: Session, index: ThreadIndex, turn: int, step: int, message:
         return step
     step += 1
     if kind == "ai":
-        calls = [(c.get("id") or c.get("name") or "call", c.get("name") or "",
-                  msgspec.json.encode(c.get("args") or {}).decode())
-                 for c in getattr(message, "tool_calls", None) or []]
-        content = blocks(message.content) + [
-            {"type": "tool-call", "id": cid, "name": name, "arguments": args}
-            for cid, name, args in calls]
+        content, calls = ai_content(message)
         if not content:
             return step - 1
         _append(session, index, "step/start", {"turn": turn, "step": step})

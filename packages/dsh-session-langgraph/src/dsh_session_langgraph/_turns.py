@@ -43,7 +43,7 @@ import msgspec
 from dsh_session_core import Event, Session
 
 from ._index import ThreadIndex
-from ._messages import blocks, usage
+from ._messages import ai_content, blocks, usage
 from .events import LanggraphCheckpointData, LanggraphResumeData, LanggraphWritesData, TypedBlob
 
 INTERRUPT, ERROR, RESUME = "__interrupt__", "__error__", "__resume__"
@@ -260,12 +260,7 @@ def _record(session: Session, index: ThreadIndex, message: Any,
                     surface_op="append", source_event_seqs=source)
         return
     if kind == "ai":
-        calls = [(c.get("id") or c.get("name") or "call", c.get("name") or "",
-                  msgspec.json.encode(c.get("args") or {}).decode())
-                 for c in getattr(message, "tool_calls", None) or []]
-        content = blocks(message.content) + [
-            {"type": "tool-call", "id": cid, "name": name, "arguments": args}
-            for cid, name, args in calls]
+        content, _ = ai_content(message)
         if not content:
             return
         step = _step(session, index)

@@ -21,7 +21,7 @@ __all__ = ["DURABLE_KINDS", "KINDS", "BackendFactory", "make_backend_factory",
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pytest
@@ -136,32 +136,24 @@ def make_backend_factory(kind: str, request: pytest.FixtureRequest,
 def _postgresql_factory(request: pytest.FixtureRequest) -> BackendFactory:
     from .. import PostgresBackend
 
-    url = request.getfixturevalue("postgresql_url")
-    made: list[Any] = []
-
-    def factory() -> Backend:
-        made.append(PostgresBackend(url))
-        backend: Backend = made[-1]
-        return backend
-
-    def close_all() -> None:
-        for backend in made:
-            backend.close()
-
-    request.addfinalizer(close_all)
-    return factory
+    return _server_factory(request, "postgresql_url", PostgresBackend)
 
 
 def _redis_factory(request: pytest.FixtureRequest) -> BackendFactory:
     from .._persistence.backends.redis.backend import RedisBackend
 
-    url = request.getfixturevalue("redis_url")
-    made: list[Any] = []
+    return _server_factory(request, "redis_url", RedisBackend)
+
+
+def _server_factory(request: pytest.FixtureRequest, fixture: str,
+                    make: Callable[[str], Backend]) -> BackendFactory:
+    """Backends of the server the ``fixture`` URL names, each closed at the test's end."""
+    url = request.getfixturevalue(fixture)
+    made: list[Backend] = []
 
     def factory() -> Backend:
-        made.append(RedisBackend(url))
-        backend: Backend = made[-1]
-        return backend
+        made.append(make(url))
+        return made[-1]
 
     def close_all() -> None:
         for backend in made:
