@@ -29,6 +29,7 @@ SEED_CATALOG = {
     "request/header": ("core", False), "request/header-delta": ("core", False),
     "retention/abandoned": ("core", False), "retention/mark": ("core", False),
     "retention/removal": ("core", False), "retention/removing": ("core", False),
+    "retention/forgetting": ("core", False),
     "retention/forgotten": ("core", False),
     "steering/message": ("core", True), "step/end": ("core", False),
     "step/start": ("core", False), "todo/write": ("todo", False),

@@ -41,6 +41,7 @@ CORE_TYPES = {
     "request/header", "request/header-delta",
     # core's own: the retention ledger's
     "retention/mark", "retention/removing", "retention/removal", "retention/abandoned",
+    "retention/forgetting",
     "retention/forgotten",
 }
 

@@ -55,17 +55,17 @@ def test_delete_removes_the_session_and_leaves_what_a_delete_leaves(store_url: s
     if store_url.startswith("sqlite:"):
         assert files_holding(root, marker)  # the freed pages still hold it
     with open_store(store_url) as store:
-        # Deleted, it is no longer stored: forget cannot name it ...
-        with pytest.raises(SessionNotStoredError):
-            store.forget(CID)
-        # ... but any forget's scrub makes what the delete left unreadable.
+        # Deleted, it is no longer stored, but the ledger names it: forget finds what
+        # the delete left, and takes it (the ledger's records too).
         other = store.create("other")
         with other.turn() as turn:
             turn.user("someone else")
         store.release(other)
-        assert store.forget("other").complete
+        done = store.forget(CID)
+        assert done.complete, done.left
+        assert done.deleted is None
     assert files_holding(root, marker) == []
-    assert files_holding(root, CID)  # the ledger's removal record stays
+    assert files_holding(root, CID) == []
 
 
 def test_forget_leaves_no_byte_of_the_conversation(store_url: str) -> None:

@@ -11,6 +11,7 @@ from .._base.names import PROJECT_NAME
 from .._schema.registry import EventRegistry, EventSpec
 from .._schema.retention_events import (
     RetentionAbandoned,
+    RetentionForgetting,
     RetentionForgotten,
     RetentionMark,
     RetentionRemoval,
@@ -58,6 +59,7 @@ CORE_EVENT_SPECS: tuple[EventSpec, ...] = (
     EventSpec(RetentionRemoving),
     EventSpec(RetentionRemoval),
     EventSpec(RetentionAbandoned),
+    EventSpec(RetentionForgetting),
     EventSpec(RetentionForgotten),
 )
 

@@ -23,6 +23,8 @@ from ..events import Event
 __all__ = [
     "RetentionAbandoned",
     "RetentionAbandonedData",
+    "RetentionForgetting",
+    "RetentionForgettingData",
     "RetentionForgotten",
     "RetentionForgottenData",
     "RetentionMark",
@@ -148,6 +150,29 @@ class RetentionAbandoned(Event, tag="retention/abandoned", frozen=True):
     """
 
     data: RetentionAbandonedData
+
+
+class RetentionForgettingData(Struct, frozen=True, gc=False, kw_only=True, rename="camel",
+                              forbid_unknown_fields=True):
+    """The payload of ``retention/forgetting``: a forget is under way, without a word of
+    the session (its digest, as :class:`RetentionForgottenData` names it).
+
+    :ivar digest: as :attr:`RetentionForgottenData.digest`.
+    :ivar rule: as :attr:`RetentionForgottenData.rule`.
+    """
+
+    digest: str
+    rule: str
+
+
+class RetentionForgetting(Event, tag="retention/forgetting", frozen=True):
+    """A forget announced, before anything of the session is removed: what a run killed
+    midway leaves, so the same forget again finishes it (the session may then be stored
+    nowhere, but the ledger says a forget of it was begun). ``retention/forgotten`` of the
+    same digest settles it.
+    """
+
+    data: RetentionForgettingData
 
 
 class RetentionForgottenData(Struct, frozen=True, gc=False, kw_only=True, rename="camel",

@@ -12,10 +12,14 @@ retention ledger records that a forget happened (``retention/forgotten``: a dige
 the id, the door, what was done), and every earlier record naming the session in the
 clear (its marks and their notes, its removal records) is taken out of it.
 
-Not record-first, as a removal is: its record names no session, so it could not settle
-an announcement. A forget killed midway leaves the session partly removed; the same
-forget again finishes it (what is already gone is not an error, as long as some store
-held it).
+Record-first, as a removal is, without naming the session: ``retention/forgetting``
+(the digest) is durable before anything is removed. A forget killed midway leaves the
+session partly removed and its announcement unsettled; the same forget again finishes
+it, though the session may then be stored nowhere. So does a forget of a session an
+earlier delete removed (``rm``, prune, an integration's delete): the ledger's records
+naming it are taken out and what the delete left is scrubbed. An id that no store
+holds and the ledger never named is refused (:class:`SessionNotStoredError`: a typo
+must not pass for a forget).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import DshSessionError, SessionLockedError, SessionNotStoredError
 from ..base import Deleted
-from .ledger import LEDGER_ID, Ledger, digest_of, ledger_events
+from .ledger import LEDGER_ID, Ledger, digest_of, fold, ledger_events, names
 from .removal import reason_of
 
 if TYPE_CHECKING:
@@ -130,8 +134,8 @@ def forget(store: DurableStore, session_ids: Sequence[str], *, rule: str,
     :raises SessionLockedError: a live session of this store, or a writer elsewhere,
         holds one (nothing is removed); another prune, rm, retain or forget writes the
         ledger.
-    :raises SessionNotStoredError: an id neither the store nor an archive holds
-        (nothing is removed).
+    :raises SessionNotStoredError: an id neither the store nor an archive holds, and
+        the ledger never named (nothing is removed).
     """
     ids = list(dict.fromkeys(session_ids))
     for sid in ids:
@@ -146,6 +150,7 @@ def forget(store: DurableStore, session_ids: Sequence[str], *, rule: str,
     opened, missed = _open_archives(store, urls)
     try:
         planned: dict[str, Deleted | None] = {}
+        named = _named_by_ledger(store)
         for sid in ids:  # first, what is where: a refusal changes nothing
             persistence.idle.end_elsewhere(sid)
             try:
@@ -154,12 +159,14 @@ def forget(store: DurableStore, session_ids: Sequence[str], *, rule: str,
                 if exc.session_id != sid:
                     raise
                 planned[sid] = None
-                if not any(_holds(a, sid) for _, a in opened) and not missed:
+                if not any(_holds(a, sid) for _, a in opened) and not missed and (
+                        not named(sid)):
                     raise
         archived: dict[str, list[str]] = {sid: [] for sid in ids}
         left: dict[str, list[str]] = {sid: [] for sid in ids}
         failure: BaseException | None = None
         with Ledger(store) as ledger:
+            ledger.forgetting([{"digest": digest_of(sid), "rule": rule} for sid in ids])
             done: dict[str, Deleted | None] = {}
             for sid, plan in planned.items():
                 try:
@@ -204,6 +211,23 @@ def forget(store: DurableStore, session_ids: Sequence[str], *, rule: str,
         raise failure
     return [Forgotten(sid, digest_of(sid), done[sid], tuple(archived[sid]), dropped[sid],
                       scrubbed, purged, tuple(left[sid])) for sid in ids]
+
+
+def _named_by_ledger(store: DurableStore) -> Callable[[str], bool]:
+    """Whether the ledger names a session: a record of it in the clear (a mark, a
+    removal: an earlier delete's), or a forget of it begun and never finished. The
+    ledger is read at the first look."""
+    seen: tuple[set[str], set[str]] | None = None
+
+    def named(session_id: str) -> bool:
+        nonlocal seen
+        if seen is None:
+            events = ledger_events(store)
+            seen = ({n for n in map(names, events) if n is not None},
+                    fold(events).forgetting)
+        return session_id in seen[0] or digest_of(session_id) in seen[1]
+
+    return named
 
 
 def _delete(store: DurableStore, session_id: str, planned: Deleted | None

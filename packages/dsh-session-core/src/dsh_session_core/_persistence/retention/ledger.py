@@ -3,9 +3,10 @@
 Its id is :data:`LEDGER_ID`; its events are the store's never-prune marks
 (``retention/mark``) and the record of every session removed from it
 (``retention/removing``, then ``retention/removal`` or ``retention/abandoned``:
-:mod:`.retention.removal`), and of every session forgotten (``retention/forgotten``:
-:mod:`.retention.forget`), named there by a digest only (:func:`digest_of`): a forget
-also takes every earlier record of the session out of the ledger (:meth:`Ledger.purge`).
+:mod:`.retention.removal`), and of every session forgotten (``retention/forgetting``
+before, ``retention/forgotten`` after: :mod:`.retention.forget`), named there by a
+digest only (:func:`digest_of`): a forget also takes every earlier record of the session
+out of the ledger (:meth:`Ledger.purge`).
 
 Kept as a session, it is held by every backend, a third party's too, with nothing more
 than the Backend protocol; it is durable as any log is (flushed after each record);
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..._base.names import RETENTION_LEDGER_ID
 from ..._schema.retention_events import (
     RetentionAbandoned,
+    RetentionForgetting,
     RetentionForgotten,
     RetentionMark,
     RetentionRemoval,
@@ -122,6 +124,9 @@ class LedgerState:
     :ivar unreadable: the seqs of the ledger's records that could not be read, and
         whether each is sealed (an earlier release's record, read without keys).
     :ivar forgotten: the ``retention/forgotten`` records, oldest first.
+    :ivar forgetting: the digests of the forgets begun (``retention/forgetting``) that no
+        ``retention/forgotten`` settled (their run was killed): the same forget again
+        finishes them.
     """
 
     marks: dict[str, RetentionMarkData] = dataclasses.field(default_factory=dict)
@@ -129,6 +134,7 @@ class LedgerState:
     unsettled: list[tuple[RetentionRemoving, bool]] = dataclasses.field(default_factory=list)
     unreadable: list[tuple[object, bool]] = dataclasses.field(default_factory=list)
     forgotten: list[RetentionForgotten] = dataclasses.field(default_factory=list)
+    forgetting: set[str] = dataclasses.field(default_factory=set)
 
     def retained(self) -> dict[str, bool]:
         """Each marked session's mark: ``True`` retained, ``False`` released."""
@@ -191,8 +197,11 @@ def fold(events: Sequence[Any], present: Present | None = None) -> LedgerState:
                 state.removals.append(RetentionRemoval(seq=event.seq, time=event.time,
                                                        data=event.data))
                 state.marks.pop(event.data.session_id, None)
+        elif isinstance(event, RetentionForgetting):
+            state.forgetting.add(event.data.digest)
         elif isinstance(event, RetentionForgotten):
             state.forgotten.append(event)
+            state.forgetting.discard(event.data.digest)
             # A forget takes the session's mark with it (the ledger is purged of its
             # records too, where the backend rewrites: this is for one that cannot).
             for sid in [s for s in state.marks if digest_of(s) == event.data.digest]:
@@ -409,6 +418,14 @@ class Ledger:
         self._append("retention/removal", data)
         if self._marks is not None:
             self._marks.pop(data["sessionId"], None)
+
+    def forgetting(self, records: Sequence[dict[str, Any]]) -> None:
+        """Announce forgets, before anything is removed (payloads of
+        ``retention/forgetting``, wire keys: a digest, never the id), in one flush."""
+        assert self._session is not None, "use the ledger in a with block"
+        for data in records:
+            self._session.append("retention/forgetting", data)
+        self._store.flush(self._session)
 
     def forgotten(self, data: dict[str, Any]) -> None:
         """Record a forget (the payload of ``retention/forgotten``, wire keys: a digest,
