@@ -71,3 +71,17 @@ def test_an_archive_it_cannot_open_is_named_and_exits_1(tmp_path: Path) -> None:
     assert out.decode().startswith("forgot a: 3 event(s)")
     assert f"the archive {missing} could not be opened" in err
     assert "Traceback" not in err
+
+
+def test_a_session_removed_by_rm_is_forgotten_by_its_id(tmp_path: Path) -> None:
+    url = _store(tmp_path, "a", "b")
+    assert run_cli("rm", "a", "--store", url, "--yes")[0] == 0
+    code, out, err = run_cli("forget", "a", "--store", url, "--yes")
+    assert (code, err) == (0, "")
+    assert out.decode().splitlines() == [
+        "forgot a: what an earlier delete or forget left",
+        f"forgot 1 session(s) in {url}; the ledger records each by a digest"]
+    # Forgotten, the ledger no longer names it: a second forget finds nothing.
+    code, _, err = run_cli("forget", "a", "--store", url, "--yes")
+    assert code == 1
+    assert err.splitlines()[0] == f'dsh-session: no session "a" in {url}'

@@ -111,22 +111,18 @@ def _forget(args: argparse.Namespace) -> int:
 
 
 def _check(store: DurableStore, session_id: str, archives: list[str]) -> None:
-    """Refuse, before anything is done, an id the store and its archives do not hold,
-    and a session a writer holds (``store.forget`` refuses them the same way)."""
+    """Refuse, before anything is done, an id that neither the store, its archives nor
+    its ledger (an earlier delete's record, a forget begun) knows, and a session a
+    writer holds (``store.forget`` refuses them the same way)."""
+    from .._persistence.retention.forget import named_by_ledger
     from ..errors import SessionNotStoredError
 
     try:
         store.delete(session_id, dry_run=True)
     except SessionNotStoredError as exc:
         if exc.session_id != session_id or not (
-                archives or _archived(store, session_id)):
+                archives or named_by_ledger(store)(session_id)):
             raise
-
-
-def _archived(store: DurableStore, session_id: str) -> bool:
-    from .._persistence.retention.forget import archives_of
-
-    return bool(archives_of(store, [session_id]))
 
 
 def _report(args: argparse.Namespace, shown: str, done: list[Forgotten],
@@ -149,8 +145,10 @@ def _report(args: argparse.Namespace, shown: str, done: list[Forgotten],
             where.append(f"{d.deleted.events or 0:,} event(s), {d.deleted.bytes or 0:,} "
                          f"bytes")
         if d.archives:
-            where.append(f"and from {len(d.archives)} archive(s)")
-        out_text(f"forgot {printable(d.session_id)}: {' '.join(where) or 'its archives'}\n")
+            where.append(f"{'and ' if where else ''}from {len(d.archives)} archive(s)")
+        if not where:
+            where.append("what an earlier delete or forget left")
+        out_text(f"forgot {printable(d.session_id)}: {' '.join(where)}\n")
     _report_problems(problems)
     if done or not problems:
         out_text(f"forgot {len(done)} session(s) in {shown}; the ledger records each by "

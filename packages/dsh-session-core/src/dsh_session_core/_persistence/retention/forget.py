@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from ..base import Backend
     from ..store.durable import DurableStore
 
-__all__ = ["ArchiveStore", "Forgotten", "archives_of", "forget", "matching", "wire"]
+__all__ = ["ArchiveStore", "Forgotten", "archives_of", "forget", "matching", "named_by_ledger",
+           "wire"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -150,7 +151,7 @@ def forget(store: DurableStore, session_ids: Sequence[str], *, rule: str,
     opened, missed = _open_archives(store, urls)
     try:
         planned: dict[str, Deleted | None] = {}
-        named = _named_by_ledger(store)
+        named = named_by_ledger(store)
         for sid in ids:  # first, what is where: a refusal changes nothing
             persistence.idle.end_elsewhere(sid)
             try:
@@ -213,7 +214,7 @@ def forget(store: DurableStore, session_ids: Sequence[str], *, rule: str,
                       scrubbed, purged, tuple(left[sid])) for sid in ids]
 
 
-def _named_by_ledger(store: DurableStore) -> Callable[[str], bool]:
+def named_by_ledger(store: DurableStore) -> Callable[[str], bool]:
     """Whether the ledger names a session: a record of it in the clear (a mark, a
     removal: an earlier delete's), or a forget of it begun and never finished. The
     ledger is read at the first look."""
