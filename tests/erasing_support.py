@@ -38,3 +38,17 @@ def _unzstd(raw: bytes) -> bytes:
         return zstandard.ZstdDecompressor().decompressobj().decompress(raw)
     except zstandard.ZstdError:
         return b""
+
+
+def pg_tables_holding(url: str, needle: str) -> list[str]:
+    """The tables of the current schema of the PostgreSQL database at ``url`` with a
+    row whose text holds ``needle`` (a server's files are not a test's to read: its
+    rows are searched through SQL)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        tables = [r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
+        return [t for t in tables if conn.execute(
+            f'SELECT count(*) FROM "{t}" AS t WHERE t::text LIKE %s',
+            (f"%{needle}%",)).fetchone() != (0,)]

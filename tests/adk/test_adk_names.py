@@ -21,6 +21,7 @@ from google.genai import types
 from dsh_session_adk import DshSessionService, dsh_session_id
 from dsh_session_core import DurableStore, Keyring, open_store
 from dsh_session_core.testing import run_cli
+from erasing_support import pg_tables_holding
 
 NAME = "weather/ada/chat-1"
 SESSION = dsh_session_id("weather", "ada", "chat-1")
@@ -158,8 +159,23 @@ def test_a_name_two_sessions_bear_is_refused(store_url: str, keys: Keyring | Non
 @pytest.mark.parametrize("keys", ["sealed"], indirect=True)
 def test_a_sealed_store_keeps_the_names_sealed(store: str, keys: Keyring | None,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    if store.startswith("postgresql"):
-        pytest.skip("the files of a database server are not this test's to read")
+    if store.startswith("postgresql"):  # the server's files are its own: its rows
+        assert pg_tables_holding(store, SESSION) != []  # (the id is in the clear)
+        assert pg_tables_holding(store, "weather") == []
+        assert pg_tables_holding(store, "chat-1") == []
+    else:
+        _no_file_holds_the_names(store)
+    # Without the keys, no name is read (nor resolved): the sessions list by their ids.
+    monkeypatch.delenv("DSH_SESSION_KEYS")
+    rows = json.loads(_ok("ls", "--json", "--all", "--store", store))
+    assert SESSION in {r["id"] for r in rows}
+    assert not any("name" in r for r in rows)
+    code, _, err = run_cli("show", "--store", store, NAME)
+    assert code == 1
+    assert err.startswith(f'dsh-session: no session "{NAME}" in ')
+
+
+def _no_file_holds_the_names(store: str) -> None:
     root = Path(store.removeprefix("sqlite:///")) if store.startswith("sqlite") else Path(store)
     files = [root] if root.is_file() else [p for p in root.rglob("*") if p.is_file()]
     files += [Path(f"{root}{suffix}") for suffix in ("-wal", "-journal")
@@ -169,11 +185,3 @@ def test_a_sealed_store_keeps_the_names_sealed(store: str, keys: Keyring | None,
         data = path.read_bytes()
         assert b"weather" not in data, path
         assert b"chat-1" not in data, path
-    # Without the keys, no name is read (nor resolved): the sessions list by their ids.
-    monkeypatch.delenv("DSH_SESSION_KEYS")
-    rows = json.loads(_ok("ls", "--json", "--all", "--store", store))
-    assert SESSION in {r["id"] for r in rows}
-    assert not any("name" in r for r in rows)
-    code, _, err = run_cli("show", "--store", store, NAME)
-    assert code == 1
-    assert err.startswith(f'dsh-session: no session "{NAME}" in ')

@@ -35,7 +35,7 @@ from dsh_session_core.errors import SessionLockedError, SessionNotStoredError
 from dsh_session_core.inspect import SearchQuery, SessionQuery, search_store, select_sessions
 from dsh_session_core.testing import make_backend_factory, run_cli
 from dsh_session_core.testing.projection_contract import ContractPlugin, contract_projection
-from erasing_support import files_holding
+from erasing_support import files_holding, pg_tables_holding
 
 NAME = contract_projection.name
 
@@ -266,17 +266,6 @@ def pg_url(request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue("postgresql_url"))
 
 
-def _pg_tables_holding(url: str, marker: str) -> list[str]:
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        tables = [r[0] for r in conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
-        return [t for t in tables if conn.execute(
-            f'SELECT count(*) FROM "{t}" AS t WHERE t::text LIKE %s',
-            (f"%{marker}%",)).fetchone() != (0,)]
-
-
 def test_postgresql_rows_are_gone_and_vacuum_full_reaches_the_files(pg_url: str) -> None:
     import psycopg
 
@@ -285,13 +274,13 @@ def test_postgresql_rows_are_gone_and_vacuum_full_reaches_the_files(pg_url: str)
     with open_store(pg_url, plugin_manager=_plugins()) as store:
         _write(store, sid, marker)
         store.retain(sid, note=f"keep {marker}")
-        assert _pg_tables_holding(pg_url, marker) != []
+        assert pg_tables_holding(pg_url, marker) != []
         done = store.forget(sid)
         assert done.complete, done.left
         assert done.scrubbed is not None
         assert "VACUUM of" in done.scrubbed
         _check_gone(store, sid, marker)
-    assert _pg_tables_holding(pg_url, marker) == []
+    assert pg_tables_holding(pg_url, marker) == []
     # The data directory is the server's; where this test can read it, the operator's
     # VACUUM FULL (docs/erasing.md) leaves no table file with the marker.
     with psycopg.connect(pg_url, autocommit=True) as conn:
