@@ -6,9 +6,10 @@ Agents workload against the SDK's own ``RedisSession`` on the same server.
   turn, end to end, in events per second; each store fresh.
 - **Cold load**: ``open_store(url).read_session(id)`` of what the appends wrote, in ms.
 - **The Agents workload** (bench/openai_agents.py's conversation, four items a turn):
-  ``add_items`` once a turn, and a fresh instance's ``get_items()``, for ``DshSession``
-  on the Redis store (kept open) and for ``agents.extensions.memory.RedisSession``, on
-  the same server. Targets: >= 1x the SDK's adds, >= 2x its reloads.
+  ``add_items`` once a turn, and a fresh instance's ``get_items()``, for the default
+  ``DshSession`` on the Redis store (the store kept open) and for
+  ``agents.extensions.memory.RedisSession``, on the same server, with the same redis-py
+  reply parser (printed). Targets: >= 1x the SDK's adds, >= 2x its reloads.
 
 The Redis server is a throwaway one on a free port (the testing kit's ``RedisServer``),
 with ``appendonly yes`` and ``appendfsync always`` (printed), so an acknowledged write is
@@ -106,6 +107,10 @@ def main() -> None:
         config = raw.config_get("append*")
         figures["redis_fsync"] = (f"appendonly {config['appendonly']}, appendfsync "
                                   f"{config['appendfsync']}")
+        # Both sides use redis-py, with the parser it picks (hiredis when installed:
+        # core's redis extra brings it).
+        figures["redis_py_parser"] = ("hiredis" if redis_py.utils.HIREDIS_AVAILABLE
+                                      else "python")
         raw.close()
         stores = {"redis": server.url + "?prefix=bench:",
                   "sqlite": f"sqlite:///{folder}/bench.db"}
@@ -123,13 +128,14 @@ def main() -> None:
 
         items = conversation(args.items)
         store_url = server.url + "?prefix=agents:"
+        ours: list[tuple[float, float]] = []
+        theirs: list[tuple[float, float]] = []
         with open_store(store_url) as store:
-            ours = [asyncio.run(agents_side(
-                lambda sid: DshSession(sid, store=store, keep_open=True), items))
-                for _ in range(args.repeat)]
-        theirs = [asyncio.run(agents_side(
-            lambda sid: RedisSession.from_url(sid, url=server.url), items))
-            for _ in range(args.repeat)]
+            for _ in range(args.repeat):  # the sides alternate, round by round
+                ours.append(asyncio.run(agents_side(
+                    lambda sid: DshSession(sid, store=store), items)))
+                theirs.append(asyncio.run(agents_side(
+                    lambda sid: RedisSession.from_url(sid, url=server.url), items)))
         figures["agents_dsh_add_items_per_s"] = round(max(r[0] for r in ours))
         figures["agents_sdk_add_items_per_s"] = round(max(r[0] for r in theirs))
         figures["agents_dsh_reload_ms"] = round(min(r[1] for r in ours), 1)

@@ -110,7 +110,9 @@ class ProjectionView(Generic[R]):
         decode = self.projection.decode_row
         overlay = self._overlay
         if overlay is None or (not overlay.rows and not (overlay.clear or overlay.rebuild)):
-            return [(k, decode(v)) for k, v in self._fetch(query)]
+            fetched = self._fetch(query)
+            rows = self.projection.decode_rows([v for _, v in fetched])
+            return [(k, row) for (k, _), row in zip(fetched, rows, strict=True)]
         # Stored rows, with the tail's changes on top: read enough stored rows that those
         # the tail replaced or removed cannot leave the answer short.
         merged: dict[str, bytes] = {}
