@@ -1,5 +1,5 @@
 """A copy keeps every event's bytes: a log copied through every ordered pair of kinds of
-store (JSONL, compact JSONL, SQLite, PostgreSQL, memory; a kind to itself too, between
+store (JSONL, compact JSONL, SQLite, PostgreSQL, Redis, memory; a kind to itself too, between
 two stores) is stored, byte for byte, as it was written, at every step, and ``export``
 prints the same log from each. Over the reference's own logs and over random logs: in
 the reference's spelling (crash-repair closers with ``surfaceOp`` before
@@ -9,12 +9,14 @@ escapes, numbers spelt otherwise, keys no column holds, lone surrogates)."""
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
+import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from persist_support import meta
@@ -30,13 +32,14 @@ from dsh_session_core import (
 from dsh_session_core._logformat.logfile import dump_log, parse_header
 from dsh_session_core._persistence.backends.jsonl.paths import log_path
 from dsh_session_core._persistence.backends.jsonl.zstd import JsonlZstdBackend
+from dsh_session_core._persistence.backends.redis.backend import RedisBackend
 from dsh_session_core._persistence.base import Backend
 from dsh_session_core._persistence.copy import copy_sessions
 from dsh_session_core._schema.codec import ENCODER
 from dsh_session_core.errors import DshSessionError
 
 REG = core_registry()
-KINDS = ("jsonl", "jsonl+zstd", "sqlite", "postgresql", "memory")
+KINDS = ("jsonl", "jsonl+zstd", "sqlite", "postgresql", "redis", "memory")
 
 
 def every_pair(kinds: tuple[str, ...]) -> list[str]:
@@ -66,10 +69,13 @@ class Stores:
     """The stores of one test, opened in the order of a walk (each a new one: a folder,
     a database file, a PostgreSQL database, a memory backend), closed at the end."""
 
-    def __init__(self, tmp: Path, databases: Callable[[], Any]) -> None:
+    def __init__(self, tmp: Path, databases: Callable[[], Any],
+                 redis_server: Callable[[], str]) -> None:
         self.tmp = tmp
         self._databases = databases
+        self._redis_server = redis_server
         self._made: list[str] = []
+        self._prefixes: list[str] = []
         self.opened: list[Backend] = []
 
     def open(self, kind: str) -> Backend:
@@ -84,6 +90,9 @@ class Stores:
         elif kind == "postgresql":
             self._made.append(self._databases().create("bytes"))
             backend = PostgresBackend(self._made[-1])
+        elif kind == "redis":  # a key prefix of its own on the run's server
+            self._prefixes.append(f"b{uuid.uuid4().hex[:12]}:")
+            backend = RedisBackend(f"{self._redis_server()}?prefix={self._prefixes[-1]}")
         else:
             backend = MemoryBackend()
         self.opened.append(backend)
@@ -94,12 +103,22 @@ class Stores:
             backend.close()
         for url in self._made:
             self._databases().drop(url)
+        if self._prefixes:
+            client = redis.Redis.from_url(self._redis_server())
+            try:
+                for prefix in self._prefixes:
+                    keys = list(client.scan_iter(match=prefix + "*", count=1000))
+                    if keys:
+                        client.delete(*keys)
+            finally:
+                client.close()
 
 
 @pytest.fixture
 def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stores]:
     pytest.importorskip("zstandard")
-    made = Stores(tmp_path, lambda: request.getfixturevalue("postgresql_databases"))
+    made = Stores(tmp_path, lambda: request.getfixturevalue("postgresql_databases"),
+                  lambda: str(request.getfixturevalue("redis_server")))
     try:
         yield made
     finally:
@@ -190,7 +209,7 @@ def test_every_reference_log_goes_through_every_pair_of_stores_byte_for_byte(
 ) -> None:
     walk = every_pair(KINDS)
     assert sorted(itertools.pairwise(walk)) == sorted(itertools.product(KINDS, KINDS))
-    assert (walk[0], walk[-1], len(walk)) == ("jsonl", "jsonl", 26)
+    assert (walk[0], walk[-1], len(walk)) == ("jsonl", "jsonl", 37)  # 6 * 6 steps
     first = stores.open("jsonl")
     assert isinstance(first, JsonlBackend)
     logs = _reference_logs()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import tempfile
+import uuid
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -33,6 +34,7 @@ from dsh_session_core import (
 )
 from dsh_session_core._persistence.backends.jsonl.paths import log_path
 from dsh_session_core._persistence.backends.jsonl.zstd import JsonlZstdBackend
+from dsh_session_core._persistence.backends.redis.backend import RedisBackend
 from dsh_session_core._persistence.base import Backend
 from dsh_session_core._persistence.copy import (
     DEFAULT_BATCH_SIZE,
@@ -57,10 +59,13 @@ class Places:
     backends the openers made, closed by :meth:`close` (a psycopg connection left open
     would end the test with an unraisable warning)."""
 
-    def __init__(self, tmp: Path, make_database: Callable[[str], str]) -> None:
+    def __init__(self, tmp: Path, make_database: Callable[[str], str],
+                 make_redis: Callable[[str], str]) -> None:
         self.tmp = tmp
         self._make_database = make_database
+        self.make_redis = make_redis
         self._databases: dict[str, str] = {}
+        self._redis: dict[str, str] = {}
         self._memories: dict[str, MemoryBackend] = {}
         self._opened: list[Backend] = []
 
@@ -69,6 +74,13 @@ class Places:
         if name not in self._databases:
             self._databases[name] = self._make_database(name)
         return self._databases[name]
+
+    def redis(self, name: str) -> str:
+        """The URL of Redis store ``name``: a key prefix of its own on the run's
+        server, the same each time."""
+        if name not in self._redis:
+            self._redis[name] = self.make_redis(name)
+        return self._redis[name]
 
     def memory(self, name: str) -> MemoryBackend:
         """The memory store ``name``: it lives in one backend object."""
@@ -94,6 +106,7 @@ STORES: dict[str, Opener] = {
     "sqlite": lambda at, name: at.opened(SqliteBackend(at.tmp / f"{name}.db")),
     "memory": lambda at, name: at.memory(name),
     "postgresql": lambda at, name: at.opened(PostgresBackend(at.database(name))),
+    "redis": lambda at, name: at.opened(RedisBackend(at.redis(name))),
 }
 
 
@@ -109,15 +122,37 @@ def places(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Places]:
         made.append(databases.create(f"copy {name}"))
         return made[-1]
 
-    at = Places(tmp_path, make_database)
+    prefixes: list[str] = []
+
+    def make_redis(name: str) -> str:
+        server: str = request.getfixturevalue("redis_server")
+        prefixes.append(f"c{uuid.uuid4().hex[:12]}:")
+        return f"{server}?prefix={prefixes[-1]}"
+
+    at = Places(tmp_path, make_database, make_redis)
     try:
         yield at
     finally:
         at.close()
+        if prefixes:
+            _drop_prefixes(request.getfixturevalue("redis_server"), prefixes)
         if made:
             dropping: Databases = request.getfixturevalue("postgresql_databases")
             for url in made:
                 dropping.drop(url)
+
+
+def _drop_prefixes(server: str, prefixes: list[str]) -> None:
+    import redis
+
+    client = redis.Redis.from_url(server)
+    try:
+        for prefix in prefixes:
+            keys = list(client.scan_iter(match=prefix + "*", count=1000))
+            if keys:
+                client.delete(*keys)
+    finally:
+        client.close()
 
 
 PAIRS = [pytest.param(a, b, id=f"{a}-to-{b}") for a, b in itertools.product(STORES, STORES)]
@@ -341,7 +376,7 @@ def test_any_stored_prefix_is_completed(
     header, events = _log(sid, turns, open_turn=open_turn)
     k = int(cut * len(events))
     with tempfile.TemporaryDirectory() as tmp:
-        at = Places(Path(tmp), places.database)
+        at = Places(Path(tmp), places.database, places.make_redis)
         try:
             src, dst = MemoryBackend(), STORES[kind](at, "dst")
             assert dst.load_stored(sid, REG) is None
