@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,15 +33,23 @@ class Places:
     """Where one test's stores live: files under ``tmp``, and one PostgreSQL database
     per name, made on first use (by ``make_database``), the same one after that."""
 
-    def __init__(self, tmp: Path, make_database: Callable[[str], str]) -> None:
+    def __init__(self, tmp: Path, make_database: Callable[[str], str],
+                 redis_server: Callable[[], str]) -> None:
         self.tmp = tmp
         self._make_database = make_database
+        self._redis_server = redis_server
         self._databases: dict[str, str] = {}
+        self.prefixes: dict[str, str] = {}
 
     def database(self, name: str) -> str:
         if name not in self._databases:
             self._databases[name] = self._make_database(name)
         return self._databases[name]
+
+    def redis(self, name: str) -> str:
+        """Store ``name`` on the run's Redis server: a key prefix of its own."""
+        prefix = self.prefixes.setdefault(name, f"cli{uuid.uuid4().hex[:10]}:")
+        return f"{self._redis_server()}?prefix={prefix}"
 
 
 #: The kinds of store a copy goes between: the URL of store ``name`` of a test.
@@ -49,6 +58,7 @@ STORE_URLS: dict[str, Callable[[Places, str], str]] = {
     "jsonl+zstd": lambda at, name: f"jsonl+zstd:///{at.tmp / name}",
     "sqlite": lambda at, name: f"sqlite:///{at.tmp / name}.db",
     "postgresql": lambda at, name: at.database(name),
+    "redis": lambda at, name: at.redis(name),
 }
 
 
@@ -73,7 +83,20 @@ def places(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Places]:
         made.append(databases.create(f"cli copy {name}"))
         return made[-1]
 
-    yield Places(tmp_path, make_database)
+    at = Places(tmp_path, make_database,
+                lambda: str(request.getfixturevalue("redis_server")))
+    yield at
+    if at.prefixes:
+        import redis
+
+        client = redis.Redis.from_url(request.getfixturevalue("redis_server"))
+        try:
+            for prefix in at.prefixes.values():
+                keys = list(client.scan_iter(match=prefix + "*", count=1000))
+                if keys:
+                    client.delete(*keys)
+        finally:
+            client.close()
     if made:
         databases: Databases = request.getfixturevalue("postgresql_databases")
         for url in made:
@@ -244,7 +267,7 @@ def test_a_copy_into_postgresql_interrupted_is_completed_by_running_it_again(
         assert _lines_of(_export(sid, pg)) == _lines_of(_export(sid, demo))
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql", "redis"])
 def test_a_second_copy_finds_everything_up_to_date(demo: str, places: Places,
                                                    kind: str) -> None:
     db = STORE_URLS[kind](places, "copy")

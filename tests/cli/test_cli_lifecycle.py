@@ -32,7 +32,7 @@ class _Terminal(io.StringIO):
 
 
 # Each test taking ``store_url`` (the testing kit's) runs on each of these kinds.
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 def _fill(store_url: str) -> dict[str, bytes]:
     """Sessions "a", "ab" (old, /p), "b" (old, /q), "new" (just now, /p)."""

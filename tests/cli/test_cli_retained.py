@@ -35,7 +35,7 @@ def _plain(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
 
 
-@pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql")
+@pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql", "redis")
 def test_show_reads_the_session_and_its_mark_from_one_opening_of_the_store(
         store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     _fill(store_url)

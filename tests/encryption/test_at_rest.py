@@ -44,7 +44,7 @@ def _at_rest(url: str) -> bytes:
     return records.stored_bytes()
 
 
-@pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql")
+@pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql", "redis")
 @pytest.mark.parametrize("keys", [None, KEYS], ids=["plain", "sealed"])
 def test_no_plaintext_at_rest_and_search_still_finds_it(store_url: str, keys: object) -> None:
     with open_sealed(store_url, keys) as store:  # type: ignore[arg-type]
@@ -181,7 +181,7 @@ def test_every_payload_comes_back_byte_for_byte(
             assert again.read_session(sid).jsonl() == written
 
 
-@pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+@pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 @pytest.mark.parametrize("keys", [None, KEYS], ids=["plain", "sealed"])
 def test_no_plaintext_at_rest_in_projection_rows(store_url: str, keys: Keyring | None
                                                  ) -> None:

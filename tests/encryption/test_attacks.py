@@ -14,7 +14,7 @@ from crypt_support import KEYS, Records, open_sealed, say, sealer, write_session
 from dsh_session_core import encode_event
 from dsh_session_core.errors import SealedRecordError
 
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 
 @pytest.fixture(params=["ours", "weak"])

@@ -18,7 +18,7 @@ from dsh_session_core.errors import (
     SealedRecordError,
 )
 
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 
 def _texts(url: str, sid: str, keys: Keyring) -> list[str]:

@@ -22,7 +22,7 @@ from dsh_session_core._schema.codec import encode_events
 from dsh_session_core._schema.retention_events import RetentionMark, RetentionMarkData
 from dsh_session_core.testing import run_cli
 
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 LEDGER = "dsh-session.retention"
 KEYS_TEXT = f"k1:{base64.b64encode(KEY1).decode()}"

@@ -35,7 +35,7 @@ from dsh_session_core.testing import run_cli
 if TYPE_CHECKING:
     from dsh_session_core import SearchResults
 
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 
 def _keys(shredded: frozenset[str] = frozenset()) -> Keyring:

@@ -45,7 +45,7 @@ def _kids(url: str, sid: str, count: int) -> set[str]:
     return {records.get(sid, i)["data"]["sealed"]["kid"] for i in range(count)}
 
 
-@pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql")
+@pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql", "redis")
 def test_rekey_reseals_every_record_under_the_current_key(store_url: str) -> None:
     written = _write(store_url)
     n = written.count(b"\n")
@@ -192,7 +192,7 @@ def _write_plain(url: str, sid: str = "p", *, open_turn: bool = False) -> bytes:
         return s.jsonl()
 
 
-@pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql")
+@pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql", "redis")
 def test_rekey_seals_a_plaintext_session_in_place(store_url: str) -> None:
     written = _write_plain(store_url)
     n = written.count(b"\n")

@@ -19,7 +19,7 @@ from crypt_support import KEY1, KEYS, Records, tamper, write_session
 from dsh_session_core import RetentionPolicy, open_store
 from dsh_session_core.testing import run_cli
 
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 KEYS_TEXT = f"k1:{base64.b64encode(KEY1).decode()}"
 NOTE = "kept-for-the-audit-41f9"

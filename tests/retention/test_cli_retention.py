@@ -14,7 +14,7 @@ import pytest
 from dsh_session_core.testing import run_cli
 from lifecycle_support import Clock, opened, snapshot, write
 
-pytestmark = pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql", "redis")
 
 T0 = 1_600_000_000_000  # long ago: every session is old
 DAY = 86_400_000

@@ -128,7 +128,7 @@ def test_a_marked_session_is_never_pruned_and_its_mark_lasts(store_url: str) -> 
             again.close()
 
 
-@pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql")
+@pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql", "redis")
 def test_a_session_a_writer_holds_is_kept_and_can_be_marked(store_url: str) -> None:
     clock = Clock()
     with opened(store_url, clock) as store:
@@ -286,7 +286,7 @@ def test_the_asyncio_twins(tmp_path: Path) -> None:
         assert _ids(store) == {"a"}
 
 
-@pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+@pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 def test_a_ledger_another_writer_holds_stops_a_mark_and_a_prune_before_anything(
         store_url: str) -> None:
     clock = Clock()

@@ -23,7 +23,7 @@ from dsh_session_core.errors import SessionLockedError
 from dsh_session_core.testing import run_cli
 from lifecycle_support import LEDGER, Clock, opened, sessions, write
 
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 T0 = 1_600_000_000_000  # long ago: every session is old
 DAY = 86_400_000
