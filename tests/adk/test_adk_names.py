@@ -22,13 +22,14 @@ from dsh_session_adk import DshSessionService, dsh_session_id
 from dsh_session_core import DurableStore, Keyring, open_store
 from dsh_session_core.testing import run_cli
 from erasing_support import pg_tables_holding
+from redis_support import stored_values
 
 NAME = "weather/ada/chat-1"
 SESSION = dsh_session_id("weather", "ada", "chat-1")
 GONE = dsh_session_id("weather", "ada", "chat-2")
 KEY = bytes(range(32))
 
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 
 @pytest.fixture(params=["plain", "sealed"])
@@ -159,7 +160,12 @@ def test_a_name_two_sessions_bear_is_refused(store_url: str, keys: Keyring | Non
 @pytest.mark.parametrize("keys", ["sealed"], indirect=True)
 def test_a_sealed_store_keeps_the_names_sealed(store: str, keys: Keyring | None,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    if store.startswith("postgresql"):  # the server's files are its own: its rows
+    if store.startswith("redis"):  # the server's files are its own: its keys' values
+        held = stored_values(store)
+        assert SESSION.encode() in held  # (the id is in the clear)
+        assert b"weather" not in held
+        assert b"chat-1" not in held
+    elif store.startswith("postgresql"):  # the server's files are its own: its rows
         assert pg_tables_holding(store, SESSION) != []  # (the id is in the clear)
         assert pg_tables_holding(store, "weather") == []
         assert pg_tables_holding(store, "chat-1") == []

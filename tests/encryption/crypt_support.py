@@ -18,6 +18,7 @@ from dsh_session_core._persistence.encryption.sealed import SealedBackend
 from dsh_session_core._persistence.encryption.sealing import Sealer
 from dsh_session_core._persistence.opening import backend_for
 from dsh_session_core._persistence.urls import local_store
+from redis_support import entry_line, rewrite_entry, stored_values
 
 KEY1 = bytes(range(32))
 KEY2 = bytes(range(100, 132))
@@ -82,53 +83,6 @@ class Records:
             else local[0]
         self.path = "" if local is None else local[1]
 
-    @contextlib.contextmanager
-    def _redis(self) -> Iterator[Any]:
-        """The store's Redis backend (its client, its keys' names), closed after."""
-        backend: Any = backend_for(self.url)
-        try:
-            yield backend
-        finally:
-            backend.close()
-
-    def _redis_get(self, sid: str, seq: int) -> dict[str, Any]:
-        with self._redis() as backend:
-            [(_, fields)] = backend._client.xrange(backend.keys(sid).log, f"{seq}-1",
-                                                   f"{seq}-1")
-        wire: dict[str, Any] = json.loads(fields[b"l"])
-        return wire
-
-    def _redis_put(self, sid: str, seq: int, line: bytes) -> None:
-        """Line ``seq`` of the stream replaced: the stream written anew (an entry
-        cannot be rewritten in place), its ids kept, in one transaction."""
-        with self._redis() as backend:
-            client, log = backend._client, backend.keys(sid).log
-            entries = client.xrange(log)
-            pipe = client.pipeline(transaction=True)
-            pipe.delete(log)
-            for entry, fields in entries:
-                at = int(entry.decode().partition("-")[0])
-                pipe.xadd(log, {"l": line if at == seq else fields[b"l"]}, id=entry)
-            pipe.execute()
-
-    def _redis_bytes(self) -> bytes:
-        """Every key of the store's prefix, its values as bytes; not the writer leases'
-        keys (a lease and its epoch counter: lock state, as a JSONL store's lock files)."""
-        with self._redis() as backend:
-            client = backend._client
-            prefix = backend.index_key.removesuffix("sessions")
-            out = []
-            for key in sorted(client.scan_iter(match=prefix + "*", count=1000)):
-                if key.endswith((b":lease", b":epoch")):
-                    continue
-                kind = client.type(key)
-                value: Any = {b"stream": lambda k: client.xrange(k),
-                              b"hash": lambda k: client.hgetall(k),
-                              b"zset": lambda k: client.zrange(k, 0, -1),
-                              b"string": lambda k: client.get(k)}[kind](key)
-                out.append(key + b"=" + str(value).encode())
-            return b"".join(out)
-
     def _log(self, sid: str) -> Path:
         [log] = Path(self.path).glob(f"*/{sid}.jsonl")
         return log
@@ -146,7 +100,8 @@ class Records:
 
     def get(self, sid: str, seq: int) -> dict[str, Any]:
         if self.kind == "redis":
-            return self._redis_get(sid, seq)
+            found: dict[str, Any] = json.loads(entry_line(self.url, sid, seq))
+            return found
         if self.kind == "jsonl":
             wire: dict[str, Any] = json.loads(self._log(sid).read_text().splitlines()[seq + 1])
             return wire
@@ -159,7 +114,7 @@ class Records:
     def put(self, sid: str, seq: int, wire: dict[str, Any]) -> None:
         """Store ``wire`` (its type, time and data) as record ``seq`` of ``sid``."""
         if self.kind == "redis":
-            self._redis_put(sid, seq, json.dumps({**wire, "seq": seq},
+            rewrite_entry(self.url, sid, seq, json.dumps({**wire, "seq": seq},
                                                  separators=(",", ":")).encode())
             return
         if self.kind == "jsonl":
@@ -181,7 +136,7 @@ class Records:
         """Everything the store holds, as bytes (files, or every table's rows, or
         every key's values)."""
         if self.kind == "redis":
-            return self._redis_bytes()
+            return stored_values(self.url)
         if self.kind in ("jsonl", "sqlite"):
             root = Path(self.path)
             files = [root] if root.is_file() else sorted(root.rglob("*"))

@@ -23,7 +23,7 @@ from dsh_session_core import Session, open_store
 from dsh_session_core.errors import SessionExistsError
 
 # Each test taking ``store_url`` (the testing kit's) runs on each of these kinds.
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 def _first_turn_is(store: Any, text: str) -> None:
     stored = store.open("x")

@@ -66,7 +66,7 @@ TRICKY_IDS = (
 
 
 # Each test taking ``store_url`` (the testing kit's) runs on each of these kinds.
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 def _root(store_url: str) -> Path | None:
     """The folder whose files are the store's (JSONL: the root; SQLite: the folder of

@@ -23,7 +23,7 @@ from dsh_session_core.errors import SessionExistsError
 from lifecycle_support import user_texts
 from process_support import ask, line_worker
 
-pytestmark = pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql", "redis")
 
 #: Another process: opens the store, says "ready", and at each line on stdin tries to
 #: open session "s": once without waiting ("refused" or "opened": it then releases it),

@@ -13,7 +13,7 @@ import pytest
 from dsh_session_core.errors import SessionLockedError
 from lifecycle_support import Clock, opened, sessions, write
 
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 
 def test_an_open_that_loses_the_lock_after_its_load_leaves_nothing_bound(

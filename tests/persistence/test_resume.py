@@ -11,7 +11,7 @@ from dsh_session_core import open_store
 from lifecycle_support import user_texts
 
 # Each test taking ``store_url`` (the testing kit's) runs on each of these kinds.
-pytestmark = pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "postgresql", "redis")
 
 def test_a_released_session_is_taken_back_with_what_others_stored(store_url: str) -> None:
     with open_store(store_url) as store, open_store(store_url) as other:

@@ -22,8 +22,9 @@ from dsh_session_core import open_store
 from dsh_session_core._persistence.urls import local_store
 from dsh_session_core.errors import LogFormatError
 from dsh_session_core.testing import run_cli
+from redis_support import entry_line, rewrite_entry
 
-pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql")
+pytestmark = pytest.mark.store_kinds("jsonl", "sqlite", "postgresql", "redis")
 
 
 def _fill(url: str) -> None:
@@ -49,6 +50,10 @@ def _cut(url: str, sid: str, seq: int, after: bytes) -> None:
         line = lines[seq + 1]
         lines[seq + 1] = line[:line.index(after) + len(after)]
         log.write_bytes(b"\n".join(lines))
+        return
+    if url.startswith("redis"):
+        line = entry_line(url, sid, seq)
+        rewrite_entry(url, sid, seq, line[:line.index(after) + len(after)])
         return
     statement = ("UPDATE events SET data = substr(data, 1, strpos(data, {m}) + {n}) "
                  "WHERE session_id = {m} AND seq = {m}")
@@ -85,7 +90,7 @@ def test_a_damaged_record_is_named_and_the_rest_is_answered(store_url: str) -> N
     assert sid == "b"
     assert "seq 1" in str(error)
     assert "restore the log from a backup" in str(error)
-    if store_url.startswith(("sqlite:", "postgresql:")):
+    if store_url.startswith(("sqlite:", "postgresql:", "redis:")):
         return
     assert (Path(str(error.path)).name, error.line) == ("b.jsonl", 3)  # the header is 1
 

@@ -93,23 +93,37 @@ def _asked(backend: Backend, query: SearchQuery) -> list[SessionHeader]:
 
 def _scan_backend(backend: Backend, headers: list[SessionHeader], query: SearchQuery
                   ) -> SearchResults:
-    """The protocol's scan: each session of ``headers`` loaded, its lines checked; a
-    session whose load is refused (a record that does not read, or fails its
-    authentication, a key not in the keyring...) is unreadable, the others searched."""
+    """The protocol's scan: each session of ``headers`` read, its lines checked. A
+    backend that reads a session's lines as stored (:class:`~.capabilities.LineReads`:
+    Redis) gives them undecoded, so a damaged line costs its own hits only (the session
+    is named among the unreadable, the rest of it searched, as the JSONL scan and the
+    SQL indexes do); any other backend's session is loaded, and a session whose load is
+    refused (a record that does not read, or fails its authentication, a key not in the
+    keyring...) is unreadable whole, the others searched."""
+    from .._search import damaged_records
     from ..errors import EncryptionError, LogFormatError
 
     registry = EventRegistry([])
     hits: list[SearchHit] = []
     unreadable: list[UnreadableSession] = []
+    line_reads = capabilities_of(backend).line_reads
     for header in headers:
         try:
-            stored = backend.load_stored(header.id, registry)
+            if line_reads is not None:
+                lines = line_reads.read_lines(header.id, -1, None)
+            else:
+                stored = backend.load_stored(header.id, registry)
+                lines = None if stored is None else stored_lines(stored)
         except (EncryptionError, LogFormatError) as exc:
             unreadable.append(UnreadableSession(header.id, exc))
             continue
-        if stored is None:  # removed since it was listed
+        if lines is None:  # removed since it was listed
             continue
-        hits.extend(lines_hits(header.id, stored_lines(stored), query))
+        damaged: list[bytes] = []
+        hits.extend(scan_hits(header.id, lines, None, query, damaged))
+        if damaged:
+            unreadable.append(UnreadableSession(header.id, damaged_records(
+                header.id, [where_damaged(line) for line in damaged])))
     return SearchResults(hits, unreadable)
 
 

@@ -45,8 +45,18 @@ _ENTRY_SUFFIX: Final = "-1"
 
 
 def escape_id(session_id: str) -> str:
-    """The id as it stands in the hash tag: ``%``, ``{``, ``}`` percent-escaped."""
-    return session_id.replace("%", "%25").replace("{", "%7B").replace("}", "%7D")
+    """The id as it stands in the hash tag: ``%``, ``{``, ``}`` percent-escaped; a lone
+    surrogate as ``%uXXXX`` (no session holds such an id: ``check_id`` refuses it, but
+    a look for one must find nothing rather than fail to spell the key)."""
+    escaped = session_id.replace("%", "%25").replace("{", "%7B").replace("}", "%7D")
+    if escaped.isascii():
+        return escaped
+    try:
+        escaped.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join(f"%u{ord(c):04X}" if 0xD800 <= ord(c) <= 0xDFFF else c
+                       for c in escaped)
+    return escaped
 
 
 def entry_id(seq: int) -> str:
