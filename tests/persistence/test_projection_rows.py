@@ -527,7 +527,7 @@ def _table_rows(store_url: str, store_kind: str, sid: str) -> list[Any]:
         from dsh_session_core._persistence.backends.redis.url import parse_redis_url
 
         base = SessionKeys.of(parse_redis_url(store_url).prefix, sid).base
-        client = redis.Redis.from_url(store_url.partition("?")[0])
+        client: Any = redis.Redis.from_url(store_url.partition("?")[0])
         try:
             found: list[Any] = [("mark", m.decode()) for m in client.hkeys(base + "pmarks")]
             for key in client.scan_iter(match=base.replace("{", "[{]").replace(
