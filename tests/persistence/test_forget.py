@@ -486,6 +486,25 @@ def test_a_redis_server_refusing_the_scrub_leaves_it_said(
             "BGSAVE" in refusing)
 
 
+def test_redis_snapshots_it_cannot_see_are_said(tmp_path: Path) -> None:
+    # Without CONFIG, the server's save rules are unknown; it saved nothing since it
+    # started: the scrub makes no snapshot, and says one may keep the keys.
+    marker = f"zq{secrets.token_hex(6)}"
+    with _redis_server(tmp_path / "redis", *_REDIS_FILES, "--user", "default", "off",
+                       "--user", "agent", "on", ">pw", "~*", "&*", "+@all",
+                       "-config") as server:
+        url = server.url.replace("redis://", "redis://agent:pw@")
+        with open_store(url, plugin_manager=_plugins()) as store:
+            _write(store, f"ada-{marker}", marker)
+            done = store.forget(f"ada-{marker}")
+        [line] = done.left
+        assert "its append-only file rewritten (BGREWRITEAOF)" in line
+        assert ("whether it makes snapshots could not be read (CONFIG GET refused: this "
+                "user has no permissions to run the 'config|get' command): if it does, its "
+                "last snapshot keeps the deleted keys until its next save") in line
+        assert files_holding(server.folder, marker) == []  # (it made none yet)
+
+
 def test_a_redis_server_keeping_no_file_has_nothing_to_scrub(tmp_path: Path) -> None:
     marker = f"zq{secrets.token_hex(6)}"
     with _redis_server(tmp_path / "redis", durable=False) as server:
