@@ -352,9 +352,10 @@ _REDIS_FILES = ("--save", "3600 1")
 
 
 def _redis_server(folder: Path, *args: str, durable: bool = True) -> Any:
+    """A server of the test's own (not started); without ``redis-server`` the test
+    skips, or fails under CI (the testing kit's rule)."""
     from dsh_session_core.testing.redis import RedisServer
 
-    pytest.importorskip("redis")
     return RedisServer(folder, durable=durable, args=args)
 
 
