@@ -9,6 +9,9 @@ reads no longer show it; the ledger holds a digest of the id, never the id. A de
 by contrast, leaves the marker in a SQLite store's files (what forget is for).
 PostgreSQL's files are the server's: its tables are searched through SQL, and the
 operator's ``VACUUM FULL`` the docs name is checked to leave no table file with it.
+Redis's are searched on servers of the tests' own, which keep an append-only file and a
+snapshot: after a forget neither holds it (a delete leaves it in both); a server that
+refuses the scrub's commands, and its replicas, keep it, and the forget says so.
 """
 
 from __future__ import annotations
@@ -328,3 +331,244 @@ def test_every_sqlite_journal_mode_is_scrubbed(mode: Any, tmp_path: Path) -> Non
         assert store.forget("chat").complete
         # Checked while the store is open: a WAL, a persisted journal, are still there.
         assert files_holding(tmp_path, marker) == []
+
+
+# --- Redis ---------------------------------------------------------------------------------
+
+#: A server of the test's own keeps both files a deleted key lingers in: its append-only
+#: file (every write fsynced) and a snapshot (a ``save`` rule).
+_REDIS_FILES = ("--save", "3600 1")
+
+
+def _redis_server(folder: Path, *args: str, durable: bool = True) -> Any:
+    """A server of the test's own (not started); without ``redis-server`` the test
+    skips, or fails under CI (the testing kit's rule)."""
+    from dsh_session_core.testing.redis import RedisServer
+
+    return RedisServer(folder, durable=durable, args=args)
+
+
+def _redis_written(url: str, marker: str) -> str:
+    """A session holding ``marker``, marked with a note, beside another one kept, and
+    the server's snapshot saved: both its files hold the marker. Its id."""
+    import redis
+
+    sid = f"ada-{marker}"
+    with open_store(url, plugin_manager=_plugins()) as store:
+        _write(store, sid, marker, cwd=f"/home/{marker}")
+        _write(store, "other", "nothing-here")
+        store.retain(sid, note=f"keep {marker} for the audit")
+    with redis.Redis.from_url(url.partition("?")[0]) as client:
+        client.save()
+    return sid
+
+
+def _redis_info(url: str, section: str) -> dict[str, Any]:
+    import redis
+
+    with redis.Redis.from_url(url) as client:
+        found: dict[str, Any] = client.info(section)
+        return found
+
+
+def test_redis_forget_rewrites_its_append_only_file_and_snapshot(tmp_path: Path) -> None:
+    marker = f"zq{secrets.token_hex(6)}"
+    server = _redis_server(tmp_path / "redis", *_REDIS_FILES).start()
+    try:
+        sid = _redis_written(server.url, marker)
+        assert sorted(files_holding(server.folder, marker)) == [
+            "appendonlydir/appendonly.aof.1.incr.aof", "dump.rdb"]
+        with open_store(server.url, plugin_manager=_plugins()) as store:
+            done = store.forget(sid)
+            assert done.complete, done.left
+            assert done.deleted is not None
+            assert done.deleted.events == 11
+            assert done.scrubbed is not None
+            assert "append-only file rewritten (BGREWRITEAOF)" in done.scrubbed
+            assert "snapshot saved anew (BGSAVE)" in done.scrubbed
+            assert "replicas keep their own files" in done.scrubbed
+            _check_gone(store, sid, marker)
+            # Checked while the server runs: the old AOF files are deleted already.
+            assert files_holding(server.folder, marker) == []
+            assert files_holding(server.folder, sid) == []
+        server.stop()  # started again from the rewritten files: the rest is whole
+        server.start()
+        with open_store(server.url, plugin_manager=_plugins()) as store:
+            assert [h.id for h in store.stored() if h.id != LEDGER_ID] == ["other"]
+            assert len(store.read("other")) == 11
+            [record] = [e for e in store.read(LEDGER_ID) if e.type == "retention/forgotten"]
+            assert record.data.digest == digest_of(sid)
+    finally:
+        server.stop()
+    assert files_holding(server.folder, marker) == []
+
+
+def test_a_redis_delete_alone_leaves_it_in_the_server_files(tmp_path: Path) -> None:
+    # What the scrub is for: the commands that wrote it stay in the append-only file,
+    # its value in the snapshot.
+    marker = f"zq{secrets.token_hex(6)}"
+    with _redis_server(tmp_path / "redis", *_REDIS_FILES) as server:
+        sid = _redis_written(server.url, marker)
+        with open_store(server.url) as store:
+            store.delete(sid, rule=None)
+            assert [h.id for h in store.stored() if h.id != LEDGER_ID] == ["other"]
+        assert sorted(files_holding(server.folder, marker)) == [
+            "appendonlydir/appendonly.aof.1.incr.aof", "dump.rdb"]
+
+
+def test_a_redis_rewrite_running_before_the_forget_is_followed_by_its_own(
+        tmp_path: Path) -> None:
+    import redis
+
+    marker = f"zq{secrets.token_hex(6)}"
+    with _redis_server(tmp_path / "redis", *_REDIS_FILES) as server:
+        sid = _redis_written(server.url, marker)
+        with redis.Redis.from_url(server.url) as client:
+            # A rewrite forked before the delete, slowed down (the delay is read by its
+            # child at the fork: the scrub's own rewrite runs at full speed).
+            client.config_set("rdb-key-save-delay", 100_000)
+            client.bgrewriteaof()
+            client.config_set("rdb-key-save-delay", 0)
+            before = client.info("persistence")
+            assert before["aof_rewrite_in_progress"] == 1
+            with open_store(server.url, plugin_manager=_plugins()) as store:
+                done = store.forget(sid)
+            assert done.complete, done.left
+            assert files_holding(server.folder, marker) == []
+            # The one running, then the scrub's.
+            assert client.info("persistence")["aof_rewrites"] == before["aof_rewrites"] + 1
+
+
+@pytest.mark.parametrize(("refusing", "said"), [
+    # An ACL user without the commands: NOPERM.
+    (("--user", "default", "off", "--user", "agent", "on", ">pw", "~*", "&*", "+@all",
+      "-config", "-bgrewriteaof"),
+     ["BGREWRITEAOF refused (this user has no permissions to run the 'bgrewriteaof'"]),
+    # A managed server's way: the commands renamed away (unknown commands).
+    (("--rename-command", "CONFIG", "", "--rename-command", "BGREWRITEAOF", "",
+      "--rename-command", "BGSAVE", ""),
+     ["BGREWRITEAOF refused (unknown command 'BGREWRITEAOF'",
+      "BGSAVE refused (unknown command 'BGSAVE'"]),
+], ids=["acl", "renamed"])
+def test_a_redis_server_refusing_the_scrub_leaves_it_said(
+        refusing: tuple[str, ...], said: list[str], tmp_path: Path) -> None:
+    marker = f"zq{secrets.token_hex(6)}"
+    with _redis_server(tmp_path / "redis", *_REDIS_FILES, *refusing) as server:
+        url = server.url.replace("redis://", "redis://agent:pw@") if (
+            "--user" in refusing) else server.url
+        sid = _redis_written(url, marker)
+        with open_store(url, plugin_manager=_plugins()) as store:
+            done = store.forget(sid)
+            assert done.deleted is not None  # the delete was done all the same
+            _check_gone(store, sid, marker)
+        [line] = done.left
+        shown = url.replace(":pw@", "@")  # (never the password)
+        assert line.startswith(f"what its delete left could not be scrubbed: {shown}: "
+                               f"keys deleted; ")
+        for text in said:
+            assert text in line
+        assert "its append-only file keeps the deleted keys until its next rewrite" in line
+        assert "replicas keep their own files" in line  # what the server keeps, said
+        # What it says is so: the append-only file still holds it.
+        assert "appendonlydir/appendonly.aof.1.incr.aof" in files_holding(
+            server.folder, marker)
+        assert ("dump.rdb" in files_holding(server.folder, marker)) == (
+            "BGSAVE" in refusing)
+
+
+def test_redis_snapshots_it_cannot_see_are_said(tmp_path: Path) -> None:
+    # Without CONFIG, the server's save rules are unknown; it saved nothing since it
+    # started: the scrub makes no snapshot, and says one may keep the keys.
+    marker = f"zq{secrets.token_hex(6)}"
+    with _redis_server(tmp_path / "redis", *_REDIS_FILES, "--user", "default", "off",
+                       "--user", "agent", "on", ">pw", "~*", "&*", "+@all",
+                       "-config") as server:
+        url = server.url.replace("redis://", "redis://agent:pw@")
+        with open_store(url, plugin_manager=_plugins()) as store:
+            _write(store, f"ada-{marker}", marker)
+            done = store.forget(f"ada-{marker}")
+        [line] = done.left
+        assert "its append-only file rewritten (BGREWRITEAOF)" in line
+        assert ("whether it makes snapshots could not be read (CONFIG GET refused: this "
+                "user has no permissions to run the 'config|get' command): if it does, its "
+                "last snapshot keeps the deleted keys until its next save") in line
+        assert files_holding(server.folder, marker) == []  # (it made none yet)
+
+
+def test_a_redis_server_keeping_no_file_has_nothing_to_scrub(tmp_path: Path) -> None:
+    marker = f"zq{secrets.token_hex(6)}"
+    with _redis_server(tmp_path / "redis", durable=False) as server:
+        with open_store(server.url, plugin_manager=_plugins()) as store:
+            _write(store, f"ada-{marker}", marker)
+            done = store.forget(f"ada-{marker}")
+        assert done.complete, done.left
+        assert done.scrubbed is not None
+        assert "it keeps no append-only file" in done.scrubbed
+        assert "it makes no snapshots" in done.scrubbed
+        assert _redis_info(server.url, "persistence")["aof_rewrites"] == 0
+        assert files_holding(server.folder, marker) == []
+
+
+def test_redis_replicas_keep_their_files_and_are_scrubbed_on_each(tmp_path: Path) -> None:
+    import redis
+
+    marker = f"zq{secrets.token_hex(6)}"
+    # (A replica's first sync at once, not after the default 5 s.)
+    with _redis_server(tmp_path / "primary", *_REDIS_FILES,
+                       "--repl-diskless-sync-delay", "0") as primary, \
+            redis.Redis.from_url(primary.url) as client:
+        sid = _redis_written(primary.url, marker)
+        # The replica copies what was written (its first sync comes after the SAVE,
+        # which is refused while the sync's child runs), then what is done.
+        with _redis_server(tmp_path / "replica", "--replicaof", "127.0.0.1",
+                           str(primary.port)) as replica, \
+                redis.Redis.from_url(replica.url) as copy:
+            _caught_up(client, copy)
+            _check_replica(primary, replica, client, copy, sid, marker)
+
+
+def _check_replica(primary: Any, replica: Any, client: Any, copy: Any, sid: str,
+                   marker: str) -> None:
+    """Forget on the primary: its files hold none of it, its replica's still do, as the
+    scrub says, until the replica is rewritten and saved."""
+    with open_store(primary.url, plugin_manager=_plugins()) as store:
+        done = store.forget(sid)
+    assert done.complete, done.left
+    assert done.scrubbed is not None
+    assert "its 1 replica(s) keep their own files until each is rewritten and saved " \
+           "(BGREWRITEAOF, BGSAVE on each)" in done.scrubbed
+    _caught_up(client, copy)
+    assert files_holding(primary.folder, marker) == []
+    assert files_holding(replica.folder, marker) != []  # as it says
+    # What the docs say to do on each replica: its files then hold none of it.
+    for command, count in ((copy.bgrewriteaof, "aof_rewrites"),
+                           (copy.bgsave, "rdb_saves")):
+        _replica_settled(copy)
+        before = copy.info("persistence")[count]
+        command()
+        _replica_settled(copy, lambda i, c=count, b=before: i[c] > b)
+    assert files_holding(replica.folder, marker) == []
+
+
+def _replica_settled(client: Any, also: Any = None) -> None:
+    """Wait until the server runs no rewrite nor save (and ``also`` holds of its INFO)."""
+    _polled(lambda: client.info("persistence"), lambda info: not (
+        info["aof_rewrite_in_progress"] or info["aof_rewrite_scheduled"]
+        or info["rdb_bgsave_in_progress"]) and (also is None or also(info)))
+
+
+def _caught_up(client: Any, copy: Any) -> None:
+    """Wait until the replica ``copy`` applied everything its primary ``client`` did
+    (``WAIT`` would wait only for the writes of its own connection)."""
+    top = client.info("replication")["master_repl_offset"]
+    _polled(lambda: copy.info("replication"), lambda info: info.get(
+        "master_link_status") == "up" and info["slave_repl_offset"] >= top)
+
+
+def _polled(look: Any, condition: Any) -> None:
+    import time
+
+    deadline = time.monotonic() + 60
+    while not condition(seen := look()):
+        assert time.monotonic() < deadline, seen
+        time.sleep(0.01)  # polling the server's state, not a race

@@ -212,13 +212,15 @@ class Scrubbable(Protocol):
     """A backend that can make what its deletes left behind unreadable, for
     ``store.forget`` (docs/erasing.md): freed database pages and write-ahead logs
     (SQLite, a JSONL store's projection sidecar), dead rows (PostgreSQL's VACUUM), caches
-    of headers. Without it, forget is the delete alone, and its record says so (a new
-    backend, Redis's, implements it to say what it does)."""
+    of headers, a Redis server's append-only file and snapshot. Without it, forget is
+    the delete alone, and its record says so."""
 
     def scrub(self) -> str:
         """Make what earlier deletes left unreadable, store-wide; the caller holds no
         transaction. Returns, for people, what it did and what it could not reach (a
-        server's own retention: its WAL, replicas, backups)."""
+        server's own retention: its WAL, replicas, backups); raises, saying what it did
+        and what it could not do, when part of it failed or was refused (forget puts
+        that in ``Forgotten.left``)."""
         ...
 
 

@@ -6,7 +6,8 @@ rows and summaries, search index entries: the backend's delete), and also from e
 archive a ``prune --archive`` copied it into (the ledger's removal records name them)
 and every archive given; then the backend makes what its deletes left unreadable (its
 :class:`~..capabilities.Scrubbable` scrub: SQLite's freed pages and WAL, a JSONL
-store's sidecar and header cache, PostgreSQL's VACUUM); with a keyring that drops one
+store's sidecar and header cache, PostgreSQL's VACUUM, a Redis server's append-only
+file rewritten and snapshot saved anew); with a keyring that drops one
 session's keys (``Keyring(..., drop=)``), its keys are dropped (crypto-shredding). The
 retention ledger records that a forget happened (``retention/forgotten``: a digest of
 the id, the door, what was done), and every earlier record naming the session in the
@@ -53,7 +54,8 @@ class Forgotten:
     :ivar archives: the archives (URLs) it was removed from.
     :ivar key_dropped: the keyring's ``drop`` hook dropped its keys (crypto-shredding).
     :ivar scrubbed: what the backend's scrub did (for people), or ``None`` when it has
-        none (its delete alone).
+        none (its delete alone) or when part of it failed (:attr:`left` then says what
+        it did and what it could not).
     :ivar ledger_records: the earlier ledger records of it taken out (``None``: the
         backend cannot rewrite the ledger, and they stay).
     :ivar left: what could not be done, one line each (an archive that cannot be

@@ -55,7 +55,8 @@ class StoreForget(StoreBase):
         in (the ledger names them) and in ``archives``; then what the deletes left is
         made unreadable (the backend's scrub: SQLite vacuumed with its freed pages
         zeroed and its write-ahead log truncated, a JSONL store's projection sidecar
-        the same and its header cache rewritten, PostgreSQL's tables vacuumed); with a
+        the same and its header cache rewritten, PostgreSQL's tables vacuumed, a Redis
+        server's append-only file rewritten and its snapshot saved anew); with a
         keyring given ``drop=``, the session's keys are dropped (crypto-shredding).
         The retention ledger records that a forget happened (``retention/forgotten``:
         a digest of the id, never the id), and every earlier record naming the session

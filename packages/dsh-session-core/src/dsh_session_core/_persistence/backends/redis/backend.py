@@ -3,8 +3,8 @@ many hosts.
 
 This module is the backend class, its connections, its loads and its writes; the key
 names are :mod:`.keys`', the scripts :mod:`.scripts`', the lease :mod:`.lease`'s, the
-reads that never write :mod:`.reads`' (the ``XREAD`` follower among them) and the
-projections' rows :mod:`.projections`'.
+reads that never write :mod:`.reads`' (the ``XREAD`` follower among them), the
+projections' rows :mod:`.projections`' and the scrub after a forget :mod:`.scrub`'s.
 
 Many hosts, one session, one writer:
 
@@ -343,6 +343,19 @@ class RedisBackend(RedisReads, RedisProjections):
             (f"{where}: the keys of {session_id!r} ({events} stream entries)",),
             len(ENCODER.encode(header)) + 1 + size, events, header,
             time_of(last) if last else None)
+
+    def scrub(self) -> str:
+        """Make what deletes left in the server's files unreadable
+        (:class:`~..capabilities.Scrubbable`, :func:`~.scrub.scrub_server`): its
+        append-only file rewritten and its snapshot saved anew, as far as it keeps them,
+        each waited for; what the server keeps beyond them is said.
+
+        :raises PersistenceError: the server refused a step, or a step failed: the
+            message says what was done and what was not.
+        """
+        from .scrub import scrub_server
+
+        return scrub_server(self._client, self.location_url)
 
     # --- lifetime -----------------------------------------------------------------------
 
