@@ -130,3 +130,29 @@ def test_a_deleted_session_is_forgotten_by_its_id(kind: str, tmp_path: Path) -> 
         assert [h.id for h in store.stored() if h.id != LEDGER_ID] == ["other"]
     assert files_holding(tmp_path, marker) == []
     assert files_holding(tmp_path, sid) == []
+
+
+def test_a_reader_keeping_the_wal_makes_forget_say_so(tmp_path: Path) -> None:
+    # A connection reading the database keeps SQLite's write-ahead log from being
+    # truncated: its old frames may hold the session; forget is not complete, and says
+    # why in its left.
+    import sqlite3
+
+    marker = new_marker()
+    url = _url("sqlite", tmp_path)
+    _write(url, "ada", marker, sealed=False)
+    reader = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM events").fetchone()  # a snapshot held
+        with open_store(url) as store:
+            done = store.forget("ada")
+        assert not done.complete
+        [line] = done.left
+        assert "write-ahead log could not be truncated" in line
+        assert done.scrubbed is None
+        assert done.deleted is not None  # the rest was done
+    finally:
+        reader.close()
+    with open_store(url) as store:
+        assert "ada" not in [h.id for h in store.stored()]

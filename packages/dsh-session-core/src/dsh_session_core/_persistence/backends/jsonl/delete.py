@@ -108,8 +108,10 @@ class JsonlDelete:
         deleted log is unlinked whole, so what is left is in the projection sidecar's
         database (:meth:`.sidecar.Sidecar.scrub`: vacuumed, its WAL truncated) and in
         the header cache, written anew without the headers of logs gone (a listing)."""
-        done = self._sidecar.scrub()
-        self.list()  # the header cache, written anew: it holds only the logs there
+        try:
+            done = self._sidecar.scrub()
+        finally:  # (a sidecar scrub done in part raises: the cache is rewritten all the same)
+            self.list()  # the header cache, written anew: it holds only the logs there
         return f"{done}; the header cache rewritten"
 
     def _store_url(self) -> str:

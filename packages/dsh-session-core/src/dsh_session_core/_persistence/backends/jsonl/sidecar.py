@@ -298,7 +298,8 @@ class Sidecar:
         truncated); what was done, for people.
 
         :raises PersistenceError: it cannot be vacuumed (busy past
-            :data:`BUSY_SECONDS`, read-only).
+            :data:`BUSY_SECONDS`, read-only), or its WAL could not be truncated
+            (another connection reads: the rest was done).
         """
         import sqlite3
 
@@ -313,8 +314,10 @@ class Sidecar:
                 left = scrub_database(conn)
             except (sqlite3.Error, OSError, Unusable, Foreign) as exc:
                 raise self._error(None, "scrubbed", exc) from exc
-        return f"{self.path}: vacuumed" + (f"; {left}" if left else
-                                          ", its write-ahead log truncated")
+        if left:  # part of it not done: forget says so in its left
+            msg = f"{self.path}: vacuumed; but {left}"
+            raise PersistenceError(msg, session_id="")
+        return f"{self.path}: vacuumed, its write-ahead log truncated"
 
     def _forget(self, session_id: str | None) -> None:
         for kept in (self._failed, self._written):

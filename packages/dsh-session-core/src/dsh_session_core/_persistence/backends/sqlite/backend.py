@@ -49,7 +49,12 @@ from ...._base.url_for import url_for
 from ...._schema.codec import ENCODER
 from ...._schema.header import SessionHeader
 from ...._schema.registry import EventRegistry
-from ....errors import SchemaVersionError, StoreNotFoundError, UnstorableError
+from ....errors import (
+    PersistenceError,
+    SchemaVersionError,
+    StoreNotFoundError,
+    UnstorableError,
+)
 from ....events import Event
 from ...base import Deleted, SessionLockedError, StoredLog, WriterLock, check_common_id, not_found
 from ...file_locks import lock_is_free, lock_or_close, same_file
@@ -549,15 +554,21 @@ class SqliteBackend(SqliteReads, SqliteProjections, SqliteSearch):
     def scrub(self) -> str:
         """Make what deletes left unreadable (:func:`~.scrub.scrub_database`): the
         search index merged, the file vacuumed with ``secure_delete`` on, the WAL
-        truncated (:class:`~..capabilities.Scrubbable`)."""
+        truncated (:class:`~..capabilities.Scrubbable`).
+
+        :raises PersistenceError: the WAL could not be truncated (another connection
+            reads): it may still hold what was deleted; the rest was done.
+        """
         from .scrub import scrub_database
 
         if self.path == ":memory:":
             return "an in-memory database: nothing on disk"
         with self._lock:
             left = scrub_database(self._conn, ("dsh_search",) if self._indexed else ())
-        return f"{self.path}: vacuumed, freed pages zeroed" + (
-            f"; {left}" if left else ", its write-ahead log truncated")
+        done = f"{self.path}: vacuumed, freed pages zeroed"
+        if left:  # part of it not done: forget says so in its left
+            raise PersistenceError(f"{done}; but {left}", session_id="")
+        return done + ", its write-ahead log truncated"
 
     def _report(self, row: tuple[Any, ...], lock_file: str | None, status: Literal[
             "deleted", "would-delete"]) -> Deleted:
