@@ -567,7 +567,8 @@ class SqliteBackend(SqliteReads, SqliteProjections, SqliteSearch):
             left = scrub_database(self._conn, ("dsh_search",) if self._indexed else ())
         done = f"{self.path}: vacuumed, freed pages zeroed"
         if left:  # part of it not done: forget says so in its left
-            raise PersistenceError(f"{done}; but {left}", session_id="")
+            msg = f"{done}; but {left}"
+            raise PersistenceError(msg, session_id="")
         return done + ", its write-ahead log truncated"
 
     def _report(self, row: tuple[Any, ...], lock_file: str | None, status: Literal[
