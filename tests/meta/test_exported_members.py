@@ -119,8 +119,8 @@ DOORS = {
     ],
     "dsh_session_core.cli": [
         "EXIT_OK", "EXIT_REJECTED", "EXIT_USAGE", "CommandLine", "Failure", "Progress",
-        "add_source_arguments", "failure_of", "plugin_manager", "registry", "source_spec",
-        "warn", "write",
+        "add_source_arguments", "failure_of", "plugin_manager", "printable_url", "registry",
+        "source_spec", "warn", "write",
     ],
 }
 

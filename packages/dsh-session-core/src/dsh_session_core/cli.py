@@ -12,7 +12,8 @@ A command raises :class:`Failure` to stop with one line, a hint and an exit stat
 (:data:`EXIT_USAGE` for a wrong command line, :data:`EXIT_REJECTED` for input read and
 refused); the read model's errors become failures by :func:`failure_of`. The top level
 of the command line stays core's: how commands are listed, parsed and dispatched, and
-how their failures are shown.
+how their failures are shown. A store is named to people by :func:`printable_url`:
+without the password its URL may hold.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ._cli.support import (
     write,
 )
 from ._cli.term import Progress
+from ._persistence.urls import printable_url
 
 __all__ = [
     "EXIT_OK",
@@ -43,6 +45,7 @@ __all__ = [
     "add_source_arguments",
     "failure_of",
     "plugin_manager",
+    "printable_url",
     "registry",
     "source_spec",
     "warn",

@@ -20,6 +20,8 @@ from collections import OrderedDict
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
+from dsh_session_core.cli import printable_url
+
 from ._errors import ViewError, from_error
 from ._model import PAGE_TURNS, SessionDocument, quick_page
 from ._params import read_limit, read_offset
@@ -67,7 +69,8 @@ class Viewed:
         self.reg = reg
         self.url = url
         self.file = file
-        self.label = url if url is not None else str(file)
+        # Said to people (the command's banner, the page): never the URL's password.
+        self.label = printable_url(url) if url is not None else str(file)
         self._cache: OrderedDict[str, _Entry] = OrderedDict()
         self._lock = threading.Lock()
         self._file_source: Source | None = None

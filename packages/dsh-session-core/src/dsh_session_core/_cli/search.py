@@ -81,6 +81,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 def run_search(args: argparse.Namespace) -> int:
     from .._persistence.search import search_backend, search_page
+    from .._persistence.urls import printable_url
     from .._search import SearchQuery
     from .ls import _count, _open, parse_when
     from .source import find_stored, out_json, out_text, store_url
@@ -101,20 +102,21 @@ def run_search(args: argparse.Namespace) -> int:
     SearchQuery.parse(text, types=args.types, roles=args.roles, sessions=args.sessions,
                       since=since, until=until)
     url = store_url(args)
+    shown = printable_url(url)  # in every line printed: never its password
     backend = _open(url, named=bool(args.store or os.environ.get("DSH_SESSION_STORE")))
     try:
         # Each --session is a session's id, its name, or an unambiguous id prefix.
-        sessions = [find_stored(backend, sid, url, prefixes=True) for sid in args.sessions]
+        sessions = [find_stored(backend, sid, shown, prefixes=True) for sid in args.sessions]
         query = SearchQuery.parse(text, types=args.types, roles=args.roles,
                                   sessions=sessions, since=since, until=until)
         found = search_backend(backend, query)
         page = search_page(found, args.sort, limit or None, offset)
         names = _names(backend, page)
     except OSError as exc:
-        msg = f"cannot search the store {url}: {exc.strerror or exc}"
+        msg = f"cannot search the store {shown}: {exc.strerror or exc}"
         raise Failure(msg) from exc
     except KeyboardInterrupt:
-        msg = f"interrupted while searching {url}: no hit was printed"
+        msg = f"interrupted while searching {shown}: no hit was printed"
         raise Failure(msg, hint="search only reads: run it again (--session, --since or "
                                 "--type search less)") from None
     finally:
@@ -128,8 +130,8 @@ def run_search(args: argparse.Namespace) -> int:
             raise Failure(msg, hint="run it again (search only reads)") from None
         return _unreadable(found)
     if not page:
-        out_text((f"no hits for {text!r} in {url}" if not found else
-                  f"no hits past the first {offset} of {len(found)} in {url}")
+        out_text((f"no hits for {text!r} in {shown}" if not found else
+                  f"no hits past the first {offset} of {len(found)} in {shown}")
                  + _missing(found) + "\n")
         return _unreadable(found)
     printed = 0
@@ -144,7 +146,7 @@ def run_search(args: argparse.Namespace) -> int:
                f"the next, whole or in part): the output above is partial")
         raise Failure(msg, hint=f"--offset {offset + printed} (with the same query) prints "
                                 f"the rest") from None
-    out_text(_footer(len(page), len(found), offset, url, _missing(found)))
+    out_text(_footer(len(page), len(found), offset, shown, _missing(found)))
     return _unreadable(found)
 
 

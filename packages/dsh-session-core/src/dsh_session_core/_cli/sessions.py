@@ -228,6 +228,7 @@ def _fork(args: argparse.Namespace) -> int:
     from .._inspect.describe import wire_of
     from .._model.session import Session
     from .._persistence.store.durable import DurableStore
+    from .._persistence.urls import printable_url
     from ..errors import DshSessionError, SessionForkError
     from .source import (
         check_session_id,
@@ -240,6 +241,7 @@ def _fork(args: argparse.Namespace) -> int:
     )
 
     url = store_url(args)
+    shown = printable_url(url)  # in what it prints: never its password
     # The store is opened as every command opens it (a bad URL or database is one
     # line), except that a SQLite file is created when missing: the fork goes there.
     with DurableStore(open_backend(url, must_exist=False)) as store:
@@ -250,7 +252,7 @@ def _fork(args: argparse.Namespace) -> int:
         if args.child_id is not None:
             check_session_id(store.backend, args.child_id)
             if any(h.id == args.child_id for h in store.stored()):
-                msg = f'a session "{args.child_id}" is already stored in {url}'
+                msg = f'a session "{args.child_id}" is already stored in {shown}'
                 raise Failure(msg, hint="pick another --as, or leave it out for a new UUID")
         try:
             # The parent is made live in this store only, never announced: the
@@ -270,17 +272,17 @@ def _fork(args: argparse.Namespace) -> int:
             msg = f"cannot fork {source.origin}: {one_line(exc)}"
             raise Failure(msg) from exc
         except OSError as exc:
-            msg = f"cannot write the fork to {url}: {exc.strerror or exc}"
+            msg = f"cannot write the fork to {shown}: {exc.strerror or exc}"
             raise Failure(msg) from exc
         lineage = _lineage([*store.stored(), source.header], child.id)
     header = wire_of(child.header)
     if args.json:
-        out_json({"id": child.id, "store": url, "header": header, "lineage": lineage})
+        out_json({"id": child.id, "store": shown, "header": header, "lineage": lineage})
         return EXIT_OK
     out_text(f"{child.id}\n")
     at = f"seq {boundary}" if boundary is not None else "its start (it is empty)"
     sys.stderr.write(f"forked {source.origin} at {at} into {child.id} "
-                     f"({len(child.events)} events) in {url}\nlineage: {' ← '.join(lineage)}\n")
+                     f"({len(child.events)} events) in {shown}\nlineage: {' ← '.join(lineage)}\n")
     return EXIT_OK
 
 

@@ -313,35 +313,37 @@ def _read_stored(text: str, url: str, reg: EventRegistry, prefixes: bool) -> Sou
     name, and whether the store marks it never to be pruned: all read from one opening
     of the store."""
     from .._persistence.projections.naming import stored_name
+    from .._persistence.urls import printable_url
     from ..errors import EncryptionError, LogFormatError
     from .lookup import find_session
     from .marks import session_mark
 
     backend = open_store(url)
+    shown = printable_url(url)  # in every message and description: never its password
     session_id = text
     try:
-        session_id = find_session(backend, text, url, registry=reg,
+        session_id = find_session(backend, text, shown, registry=reg,
                                   prefixes=prefixes) or text
         check_session_id(backend, session_id)
         stored = backend.load_stored(session_id, reg)
         if stored is None:
-            raise not_found(session_id, url)
+            raise not_found(session_id, shown)
         mark = session_mark(backend, session_id)
         name = stored_name(backend, stored.header, reg, plugins=installed_plugins())
     except LogFormatError as exc:
         path = getattr(exc, "path", None)
         where = f" ({path})" if path else ""
-        msg = f'session "{session_id}" in {url}{where}: {one_line(exc)}'
+        msg = f'session "{session_id}" in {shown}{where}: {one_line(exc)}'
         hint = "show the file itself to see what can be read" if where else None
         raise SourceReadError(msg, hint=hint, path=path or None) from exc
     except EncryptionError as exc:
         raise SourceReadError(one_line(exc)) from exc
     except OSError as exc:
-        msg = f"cannot read the store {url}: {exc.strerror or exc}"
+        msg = f"cannot read the store {shown}: {exc.strerror or exc}"
         raise SourceReadError(msg) from exc
     finally:
         backend.close()
-    source = Source(stored.header, stored.events, f'session "{session_id}" in {url}')
+    source = Source(stored.header, stored.events, f'session "{session_id}" in {shown}')
     if stored.torn is not None:
         source.warnings.append(
             f"a torn tail after event seq {len(stored.events) - 1} is ignored "
