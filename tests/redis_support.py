@@ -59,3 +59,18 @@ def stored_values(url: str, *, locks: bool = False) -> bytes:
                 continue
             out.append(key + b"=" + repr(readers[client.type(key)](key)).encode())
         return b"".join(out)
+
+
+@contextlib.contextmanager
+def acl_store(folder: Any, password: str, prefix: str) -> Iterator[str]:
+    """A store on a server of its own whose only user is ``agent``, with ``password``:
+    its URL (the password in it), the server stopped after."""
+    from dsh_session_core.testing.redis import RedisServer
+
+    server = RedisServer(folder, args=(
+        "--user", "default", "off", "--user", "agent", "on", f">{password}", "~*", "&*",
+        "+@all")).start()
+    try:
+        yield f"redis://agent:{password}@127.0.0.1:{server.port}/0?prefix={prefix}"
+    finally:
+        server.stop()

@@ -14,7 +14,7 @@ from dsh_session_core import open_store
 from dsh_session_core._persistence.backends.redis.url import parse_redis_url
 from dsh_session_core.errors import SessionNotStoredError, StoreUrlError
 from dsh_session_core.testing import run_cli
-from dsh_session_core.testing.redis import RedisServer
+from redis_support import acl_store
 
 SECRET = "s3cret-Pw"
 
@@ -75,13 +75,8 @@ def test_a_refused_url_never_shows_its_password() -> None:
 @pytest.fixture
 def acl_url(tmp_path: Path) -> Iterator[str]:
     """A store on a server of its own whose only user is ``agent``, with a password."""
-    server = RedisServer(tmp_path / "server", args=(
-        "--user", "default", "off", "--user", "agent", "on", f">{SECRET}", "~*", "&*",
-        "+@all")).start()
-    try:
-        yield f"redis://agent:{SECRET}@127.0.0.1:{server.port}/0?prefix=acl:"
-    finally:
-        server.stop()
+    with acl_store(tmp_path / "server", SECRET, "acl:") as url:
+        yield url
 
 
 def test_an_acl_user_writes_and_no_command_prints_the_password(

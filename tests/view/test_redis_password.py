@@ -18,8 +18,8 @@ from server_support import running
 
 from dsh_session_core import open_store
 from dsh_session_core._cli.support import registry
-from dsh_session_core.testing.redis import RedisServer
 from dsh_session_view import make_server
+from redis_support import acl_store
 
 SECRET = "pw-zq7viewer"
 
@@ -27,13 +27,8 @@ SECRET = "pw-zq7viewer"
 @pytest.fixture
 def acl_url(tmp_path: Path) -> Iterator[str]:
     pytest.importorskip("redis")
-    server = RedisServer(tmp_path / "server", args=(
-        "--user", "default", "off", "--user", "agent", "on", f">{SECRET}", "~*", "&*",
-        "+@all")).start()
-    try:
-        yield f"redis://agent:{SECRET}@127.0.0.1:{server.port}/0?prefix=v:"
-    finally:
-        server.stop()
+    with acl_store(tmp_path / "server", SECRET, "v:") as url:
+        yield url
 
 
 def _read(base: str, path: str) -> bytes:
