@@ -374,3 +374,61 @@ def test_a_resume_stored_after_the_resumed_run_is_in_its_turn(store_url: str) ->
         {"trigger": _PLUGIN, "items": ["resume: yes, run it"],
          "steps": [_TOOL_STEP, _ANSWER_STEP], "reason": {"kind": "completed"}}]
     _valid(store_url, "resume", events)
+
+
+_REMOVED = {"trigger": {"kind": "injection", "source": {"kind": "plugin",
+                                                         "plugin": "langgraph"}},
+            "items": [], "steps": [], "reason": {"kind": "completed"}}
+
+
+def test_a_rewritten_log_reads_as_the_runs_it_keeps(store_url: str) -> None:
+    """``delete_for_runs`` and ``prune`` write the log anew as the saver records what
+    they keep: a turn a run (after the turn of their ``langgraph/removed``), a step a
+    model call, a pause's end, a resume."""
+    runs = {tid: [f"{tid}-{n}" for n in range(3)] for tid in ("rw-last", "rw-middle")}
+
+    def config(tid: str, n: int) -> Any:
+        return {"configurable": {"thread_id": tid, "run_id": runs[tid][n]}}
+
+    with DshCheckpointSaver(store_url) as saver:
+        for tid in runs:  # a paused run, its resume, then another question
+            graph = _graph(saver, [call(), answer()], approve=True)
+            graph.invoke({"messages": [HumanMessage(QUESTION)]}, config(tid, 0))
+            graph.invoke(Command(resume="yes, run it"), config(tid, 1))
+            _graph(saver, [AIMessage("Bye.")]).invoke(
+                {"messages": [HumanMessage("Thanks")]}, config(tid, 2))
+        live = _turns(_events(store_url, "rw-last"))
+        paused, resumed, thanks = live
+        assert paused["reason"]["reason"].startswith("awaiting input: interrupt(")
+        assert resumed["items"] == ["resume: yes, run it"]
+        assert thanks["steps"] == [["assistant: Bye."]]
+        assert _turns(_events(store_url, "rw-middle")) == live
+
+        saver.delete_for_runs([runs["rw-last"][2], runs["rw-middle"][1]])
+        # The last run gone: the others read as they were written.
+        assert _turns(_events(store_url, "rw-last")) == [_REMOVED, paused, resumed]
+        # The resumed run gone: its resume (a write on the paused checkpoint, kept) is
+        # a turn that ends where the thread was left; the next run's input checkpoint
+        # records the messages the resumed run added, then its own.
+        assert _turns(_events(store_url, "rw-middle")) == [_REMOVED, paused, {
+            "trigger": _PLUGIN, "items": ["resume: yes, run it"], "steps": [],
+            "reason": {"kind": "aborted",
+                       "reason": "awaiting input: the run stopped before approve"}}, {
+            "trigger": _USER, "items": ["user: Thanks"],
+            "steps": [_TOOL_STEP, _ANSWER_STEP, ["assistant: Bye."]],
+            "reason": {"kind": "completed"}}]
+
+        # Only the latest checkpoint kept: one turn, the conversation it holds.
+        saver.prune(["rw-last"], strategy="keep_latest")
+        pruned = {"trigger": _PLUGIN, "items": [f"user: {QUESTION}"],
+                  "steps": [["assistant: [calls weather]", *_TOOL_STEP], _ANSWER_STEP],
+                  "reason": {"kind": "completed"}}
+        assert _turns(_events(store_url, "rw-last")) == [_REMOVED, pruned]
+        # And the thread goes on, a turn a run.
+        _graph(saver, [AIMessage("Bye.")]).invoke(
+            {"messages": [HumanMessage("Thanks")]}, _config("rw-last"))
+    events = _events(store_url, "rw-last")
+    assert _turns(events) == [_REMOVED, pruned, thanks]
+    _valid(store_url, "rw-last", events)
+    assert "3 turn(s)" in _show(store_url, "rw-last")
+    _valid(store_url, "rw-middle", _events(store_url, "rw-middle"))

@@ -41,7 +41,7 @@ resumed before its tools) opens a step of its own.
 
 from __future__ import annotations
 
-__all__ = ["close_open", "record_put", "record_writes", "stop_reason"]
+__all__ = ["AWAITING", "RESUME", "close_open", "record_put", "record_writes", "stop_reason"]
 
 from collections.abc import Callable, Sequence
 from typing import Any
