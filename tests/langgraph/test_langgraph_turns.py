@@ -4,7 +4,10 @@ log one turn a run with a step per model call; a pause ends its turn awaiting in
 the ``Command(resume=...)`` that continues it is the next turn's input, and a reload's
 crash repair leaves the paused turn as it is. Each log is valid under ``dsh-session
 validate --strict`` (a real subprocess) and under the invariants plugin (turn and step
-enclosure, each tool result in its call's step), and ``show`` reads as the run."""
+enclosure, each tool result in its call's step), and ``show`` reads as the run. A task's
+write (or a resume's) stored after the rest of its run, kept back by the test and made
+after it, is in the run's turn; a log ``prune`` or ``delete_for_runs`` rewrites reads as
+the runs it keeps."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, interrupt
+from saver_support import checkpoint, put
 
 from dsh_session_core import SessionStore, create_plugin_manager, open_store, to_wire
 from dsh_session_core.invariants import InvariantsPlugin
@@ -432,3 +436,24 @@ def test_a_rewritten_log_reads_as_the_runs_it_keeps(store_url: str) -> None:
     _valid(store_url, "rw-last", events)
     assert "3 turn(s)" in _show(store_url, "rw-last")
     _valid(store_url, "rw-middle", _events(store_url, "rw-middle"))
+
+
+def test_a_rewrite_ends_a_turn_where_the_old_log_ended_a_stopped_run(
+        store_url: str) -> None:
+    """A turn ``close()`` ended (its run stopped, not seen to end: the data cannot tell
+    where), then a run that goes on from it with no start: the rewritten log still
+    ends the first turn there."""
+    with DshCheckpointSaver(store_url) as saver:
+        c1 = put(saver, "stop", None, checkpoint({"n": 1}, {"n": 1}), {"n": 1}, run_id="a")
+    with DshCheckpointSaver(store_url) as saver:
+        c2 = put(saver, "stop", c1, checkpoint({"n": 2}, {"n": 2}), {"n": 2}, run_id="a")
+        put(saver, "stop", c2, checkpoint({"n": 3}, {"n": 3}), {"n": 3}, run_id="b")
+    stopped = {"kind": "aborted", "reason": "awaiting input: the run stopped before its "
+                                            "next tasks"}
+    turn = {"trigger": _PLUGIN, "items": [], "steps": [], "reason": stopped}
+    assert _turns(_events(store_url, "stop")) == [turn, turn]
+    with DshCheckpointSaver(store_url) as saver:
+        saver.delete_for_runs(["b"])
+    events = _events(store_url, "stop")
+    assert _turns(events) == [_REMOVED, turn, turn]
+    _valid(store_url, "stop", events)
