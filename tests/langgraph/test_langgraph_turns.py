@@ -457,3 +457,24 @@ def test_a_rewrite_ends_a_turn_where_the_old_log_ended_a_stopped_run(
     events = _events(store_url, "stop")
     assert _turns(events) == [_REMOVED, turn, turn]
     _valid(store_url, "stop", events)
+
+
+def test_the_input_write_stored_before_its_checkpoint_opens_the_user_turn(
+        store_url: str) -> None:
+    """The ``__start__`` task's write (the input, applied) stored before the input
+    checkpoint's ``put``, as LangGraph's background worker may store it: it opens the
+    run's turn, a message from the user."""
+    question = HumanMessage(QUESTION, id="q-1")
+    made = checkpoint({"__start__": {"messages": [question]}}, {"__start__": 1})
+    with DshCheckpointSaver(store_url) as saver:
+        saver.put_writes(
+            {"configurable": {"thread_id": "early", "checkpoint_ns": "",
+                              "checkpoint_id": made["id"]}},
+            [("messages", [question]), ("branch:to:agent", None)], "task-start",
+            "~__pregel_pull, __start__")
+        saver.put(_config("early"), made, {"source": "input", "step": -1}, {"__start__": 1})
+    events = _events(store_url, "early")
+    assert [e["type"] for e in events[:3]] == [
+        "turn/start", "langgraph/writes", "langgraph/checkpoint"]
+    assert [t["trigger"] for t in _turns(events)] == [_USER]
+    _valid(store_url, "early", events)

@@ -33,7 +33,8 @@ A checkpointer sees ``put`` and ``put_writes`` only, so a run (one ``invoke`` or
   :meth:`~._saver.DshCheckpointSaver.close`, ends it with :func:`stop_reason`.
 
 Any other write goes into the open turn, or opens one (its trigger a message from this
-plugin). Messages (``._messages``) make the steps: a step per model call (an
+plugin, or from the user for the input's write stored ahead of its checkpoint, see
+:func:`_trigger`). Messages (``._messages``) make the steps: a step per model call (an
 ``AIMessage``), holding the ``tool/call`` and ``tool/result`` of each call it made whose
 ``ToolMessage`` comes while it is open; a result for a call of an earlier step (a run
 resumed before its tools) opens a step of its own.
@@ -51,7 +52,7 @@ import msgspec
 from dsh_session_core import Event, Session
 
 from ._index import NULL_TASK_ID, ThreadIndex, makers, node_of
-from ._messages import ai_content, blocks, usage
+from ._messages import ai_content, blocks, human_input, usage
 from .events import LanggraphCheckpointData, LanggraphResumeData, LanggraphWritesData, TypedBlob
 
 INTERRUPT, ERROR, RESUME = "__interrupt__", "__error__", "__resume__"
@@ -265,13 +266,28 @@ def record_writes(session: Session, index: ThreadIndex, data: LanggraphWritesDat
     the one it starts. A write of ``__resume__`` starts a run: the null task's, or that
     of a task the resume ran again, which may be stored first."""
     start = resumed and data.ns == ""
-    _begin(session, index, start, _PLUGIN, decode, data.checkpoint_id if start else None)
+    _begin(session, index, start, _trigger(index, data, decode), decode,
+           data.checkpoint_id if start else None)
     _append(session, index, "langgraph/writes", data)
     if start and data.task_id == NULL_TASK_ID:
         _append(session, index, "langgraph/resume", LanggraphResumeData(
             checkpoint_id=data.checkpoint_id, value=_shown(resume)))
     if data.ns == "":
         _end(session, index, decode)
+
+
+def _trigger(index: ThreadIndex, data: LanggraphWritesData, decode: Decode
+             ) -> dict[str, Any]:
+    """The trigger of the turn a write opens: a message from the user when it is the
+    input's, written by the ``__start__`` task on an input checkpoint not stored yet
+    (LangGraph may store it before the checkpoint), and the input holds a human
+    message; else a message from the plugin."""
+    if (index.open_turn is None and data.ns == "" and node_of(data.task_path) == "__start__"
+            and ("", data.checkpoint_id) not in index.checkpoints
+            and any(w.channel == "messages" and human_input(decode(w.value))
+                    for w in data.writes)):
+        return _USER
+    return _PLUGIN
 
 
 def _step(session: Session, index: ThreadIndex) -> int:
