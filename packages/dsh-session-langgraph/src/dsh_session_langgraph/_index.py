@@ -19,7 +19,7 @@ channel); that is what the peers' unique versions find. A namespace that never f
 
 from __future__ import annotations
 
-__all__ = ["ThreadIndex"]
+__all__ = ["NULL_TASK_ID", "ThreadIndex", "makers", "node_of"]
 
 import bisect
 from collections.abc import Iterable, Sequence
@@ -48,8 +48,24 @@ Found = tuple[TypedBlob | None, LanggraphCheckpointData | None]
 _PLUGIN = frozenset({LanggraphCheckpoint, LanggraphWrites, LanggraphRemoved})
 _CORE = frozenset({"turn/start", "turn/end", "step/start", "step/end", "assistant/message",
                    "tool/call"})
-#: The special channels whose writes start or end a run's turn (:mod:`._turns`).
+#: The special channels whose writes start or end a run's turn (:mod:`._turns`); a
+#: task's write of only these does not say it finished (it paused, or failed).
 _MARKS = frozenset({"__interrupt__", "__error__", "__resume__"})
+INTERRUPT, RESUME = "__interrupt__", "__resume__"
+#: The task id of the writes a graph's input ``Command`` makes (LangGraph's).
+NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
+
+
+def node_of(task_path: str) -> str:
+    """The node a task's path names last (``"~__pregel_pull, agent"``: ``agent``)."""
+    return task_path.rsplit(", ", 1)[-1]
+
+
+def makers(d: LanggraphCheckpointData, parent: LanggraphCheckpointData) -> list[str]:
+    """The nodes whose tasks, run on ``parent``, made ``d``: those whose
+    ``versions_seen`` changed."""
+    return [node for node, seen in d.versions_seen.items()
+            if node != INTERRUPT and parent.versions_seen.get(node) != seen]
 
 
 def _before(held: object, version: object) -> bool:
@@ -112,6 +128,14 @@ class ThreadIndex:
     step_calls: set[str] = field(default_factory=set)
     turn_checkpoints: set[str] = field(default_factory=set)
     turn_early: bool = False
+    #: (root checkpoint id, node) for each task that made a root checkpoint stored in
+    #: the open turn and has not stored its writes (:meth:`finished`) on that checkpoint's
+    #: parent yet: the open turn's run is not over while one is awaited. A resume whose
+    #: first write stored is a task's awaits the null task's (``(checkpoint id,
+    #: NULL_TASK_ID)``), which LangGraph stores beside it.
+    awaited: set[tuple[str, str]] = field(default_factory=set)
+    #: Root checkpoint id -> the seq of the null task's last ``__resume__`` write on it.
+    null_resumes: dict[str, int] = field(default_factory=dict)
     #: Each tool call's name and arguments, from the assistant message announcing it.
     call_info: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: Root checkpoint id -> special channel (interrupt, error, resume) -> the seq of
@@ -153,6 +177,14 @@ class ThreadIndex:
         """Whether a write naming ``checkpoint_id`` is a late one: the thread does not
         hold it, and it was made no later than the last rewrite."""
         return self.horizon is not None and checkpoint_id <= self.horizon
+
+    def finished(self, checkpoint_id: str, node: str) -> bool:
+        """Whether a task of ``node`` stored on root checkpoint ``checkpoint_id`` a write
+        saying it finished: of a channel other than an interrupt's, an error's or a
+        resume's (LangGraph has a task that finished with no output write
+        ``__no_writes__``)."""
+        return any(channel not in _MARKS and node_of(path) == node for _, channel, _, path, _
+                   in self.writes.get(("", checkpoint_id), {}).values())
 
     def namespaces(self) -> list[str]:
         return [ns for ns, ids in self.ids.items() if ids]
@@ -297,6 +329,10 @@ class ThreadIndex:
             self.rewriting = None
             if d.ns == "" and self.open_turn is not None:
                 self.turn_checkpoints.add(d.id)
+                parent = self.checkpoints.get(("", d.parent_id)) if d.parent_id else None
+                if parent is not None:
+                    self.awaited.update((parent.id, node) for node in makers(d, parent)
+                                        if not self.finished(parent.id, node))
         elif isinstance(event, LanggraphWrites):
             self.rewriting = None
             w = event.data
@@ -307,6 +343,10 @@ class ThreadIndex:
                 if (self.open_turn is not None and event.seq == self.turn_seq + 1
                         and (w.ns, w.checkpoint_id) not in self.checkpoints):
                     self.turn_early = True
+                if self.awaited and any(x.channel not in _MARKS for x in w.writes):
+                    self.awaited.discard((w.checkpoint_id, node_of(w.task_path)))
+                if any(x.channel == RESUME for x in w.writes):
+                    self._resumed(w.checkpoint_id, w.task_id, event.seq)
             table = self.writes.setdefault((w.ns, w.checkpoint_id), {})
             for write in w.writes:
                 table[(w.task_id, write.idx)] = (w.task_id, write.channel, write.value,
@@ -318,6 +358,17 @@ class ThreadIndex:
         else:
             self._see_core(event)
 
+    def _resumed(self, checkpoint_id: str, task_id: str, seq: int) -> None:
+        """A ``__resume__`` write on root checkpoint ``checkpoint_id`` (see
+        :attr:`awaited`)."""
+        key = (checkpoint_id, NULL_TASK_ID)
+        if task_id == NULL_TASK_ID:
+            self.null_resumes[checkpoint_id] = seq
+            self.awaited.discard(key)
+        elif (self.open_turn is not None
+              and self.null_resumes.get(checkpoint_id, -1) <= self.turn_seq):
+            self.awaited.add(key)
+
     def _see_core(self, event: Event) -> None:
         t, data = event.type, event.data
         if t == "turn/start":
@@ -326,6 +377,7 @@ class ThreadIndex:
             self.step_calls = set()
             self.turn_checkpoints = set()
             self.turn_early = False
+            self.awaited = set()
         elif t == "turn/end":
             self.open_turn = self.open_step = None
             self.step_calls = set()

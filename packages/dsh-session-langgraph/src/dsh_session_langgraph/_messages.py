@@ -1,24 +1,19 @@
 """The LangChain messages of the ``messages`` channel not recorded yet, their text
-blocks and token usage (which :mod:`._turns` records in a run's turn), and the turn a
-rewritten log gives each of its events (:func:`write_turn`).
+blocks and token usage, whether a graph's input holds a human message (which
+:mod:`._turns` records in a run's turn), and the turn of a rewrite's marker
+(:func:`write_turn`).
 
-In a log ``prune`` or ``delete_for_runs`` rewrites, each kept ``put`` and each task's
-writes is one turn: ``turn/start``,
-the plugin's event, then (for a ``put`` of the root namespace whose ``messages`` channel
-changed) the messages not recorded before, ``turn/end``. A ``HumanMessage`` is a
-``user/message`` (and makes the turn's trigger a message from the user); an
-``AIMessage`` a step holding its ``assistant/message`` (text and tool-call blocks, its
-token usage) and a ``tool/call`` per call; a ``ToolMessage`` a step holding the
-``tool/result`` that answers its call, by the call's seq even when the call was made in
-an earlier turn. Other messages (system, function, chat) are kept in the checkpoint's
-blob only. So ``derive``, ``show``, search and the viewer read the conversation.
+A ``HumanMessage`` is a ``user/message``; an ``AIMessage`` a step holding its
+``assistant/message`` (text and tool-call blocks, its token usage); a ``ToolMessage``
+the ``tool/call`` and ``tool/result`` of its call. Other messages (system, function,
+chat) are kept in the checkpoint's blob only. So ``derive``, ``show``, search and the
+viewer read the conversation.
 """
 
 from __future__ import annotations
 
-__all__ = ["ai_content", "blocks", "new_messages", "usage", "write_turn"]
+__all__ = ["ai_content", "blocks", "human_input", "new_messages", "usage", "write_turn"]
 
-from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -27,7 +22,6 @@ from dsh_session_core import Event, Session
 
 from ._index import ThreadIndex
 
-_USER = {"kind": "message", "source": {"kind": "user"}}
 _PLUGIN = {"kind": "injection", "source": {"kind": "plugin", "plugin": "langgraph"}}
 _RECORDED_TYPES = frozenset({"human", "ai", "tool"})
 
@@ -55,19 +49,22 @@ def _append(session: Session, index: ThreadIndex, type: str, data: Any,
     return event
 
 
-def write_turn(session: Session, index: ThreadIndex, type: str, data: Any,
-               messages: Sequence[Any] = ()) -> None:
-    """Append one turn: ``type``'s event (``data``), then the events of ``messages``
-    (see the module's docstring); ``index`` follows each event appended."""
-    first_user = bool(messages) and getattr(messages[0], "type", None) == "human"
+def write_turn(session: Session, index: ThreadIndex, type: str, data: Any) -> None:
+    """Append one turn holding ``type``'s event (``data``), an injection from the plugin
+    (a rewrite's ``langgraph/removed``); ``index`` follows each event appended."""
     turn = index.turn + 1
-    _append(session, index, "turn/start",
-            {"turn": turn, "trigger": _USER if first_user else _PLUGIN})
-    source = (_append(session, index, type, data).seq,)
-    step = 0
-    for message in messages:
-        step = _record(session, index, turn, step, message, source)
+    _append(session, index, "turn/start", {"turn": turn, "trigger": _PLUGIN})
+    _append(session, index, type, data)
     _append(session, index, "turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+
+
+def human_input(value: Any) -> bool:
+    """Whether a graph's input (the ``__start__`` channel's value) holds a human
+    message: in its ``messages``, or as itself (a list of messages)."""
+    if isinstance(value, dict):
+        value = value.get("messages")
+    items = value if isinstance(value, list | tuple) else [value]
+    return any(getattr(m, "type", None) == "human" for m in items)
 
 
 def blocks(content: Any) -> list[dict[str, Any]]:
@@ -112,45 +109,3 @@ def ai_content(message: Any) -> tuple[list[dict[str, Any]], list[tuple[str, str,
         {"type": "tool-call", "id": cid, "name": name, "arguments": args}
         for cid, name, args in calls]
     return content, calls
-
-
-def _record(session: Session, index: ThreadIndex, turn: int, step: int, message: Any,
-            source: tuple[int, ...]) -> int:
-    """Append the events of one message; return the turn's last step number."""
-    index.messages.add(message.id)
-    kind = message.type
-    if kind == "human":
-        content = blocks(message.content)
-        if content:
-            _append(session, index, "user/message",
-                    {"content": content, "source": {"kind": "user"}},
-                    surface_op="append", source_event_seqs=source)
-        return step
-    step += 1
-    if kind == "ai":
-        content, calls = ai_content(message)
-        if not content:
-            return step - 1
-        _append(session, index, "step/start", {"turn": turn, "step": step})
-        assistant: dict[str, Any] = {"turn": turn, "step": step, "content": content}
-        found = usage(message)
-        if found is not None:
-            assistant["usage"] = found
-        _append(session, index, "assistant/message", assistant, surface_op="append",
-                source_event_seqs=source)
-        for cid, name, args in calls:
-            _append(session, index, "tool/call", {"turn": turn, "step": step,
-                                                  "callId": cid, "name": name,
-                                                  "arguments": args})
-    else:  # a tool message answering a call
-        call_id = getattr(message, "tool_call_id", None) or "call"
-        call_seq = index.calls.get(call_id)
-        _append(session, index, "step/start", {"turn": turn, "step": step})
-        _append(session, index, "tool/result",
-                {"turn": turn, "step": step, "callId": call_id,
-                 "content": blocks(message.content) or [{"type": "text", "text": ""}],
-                 "isError": getattr(message, "status", "success") == "error"},
-                surface_op="append",
-                source_event_seqs=(call_seq,) if call_seq is not None else source)
-    _append(session, index, "step/end", {"turn": turn, "step": step})
-    return step

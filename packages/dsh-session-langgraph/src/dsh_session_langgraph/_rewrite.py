@@ -10,10 +10,22 @@ and what follows), and a pending ``langgraph/removed`` marker is appended to it 
 the lock is released: the saver's writers, in any process, wait while it ends the log.
 The log is then deleted (the store's delete takes the writer lock without waiting: a
 writer that took it to look at the marker lets go, and the delete is tried again) and
-written anew through the same turns a ``put`` writes: each kept checkpoint, oldest
-first, with the blobs of its channels that no earlier kept checkpoint carries (a value
-written by a checkpoint that is dropped moves to the first kept one needing it), its
-new messages recorded again, then its writes. The parent ids stay as they were: a kept
+written anew: the marker (a turn of its own, an injection from the plugin), then what
+is kept, recorded again in the order the old log holds it, as the saver records a
+``put`` and a ``put_writes`` (:mod:`._turns`), so the new log's turns are the runs', as
+a log written live reads: a turn a run, a step a model call, a pause's ``awaiting
+input`` end, a resume's ``langgraph/resume``. Each kept checkpoint (where the old log
+first holds it) carries the blobs of its channels that no earlier kept checkpoint
+carries (a value written by a checkpoint that is dropped moves to the first kept one
+needing it) and records again the messages not recorded before; each ``put_writes`` on
+a kept checkpoint is recorded with the writes the checkpoint still holds from it (one
+a later write replaced is not). A turn the old log ended because its run was known to
+have stopped (by ``close()``, the next run, a rewrite: ``awaiting input: the run
+stopped ...``; by crash repair: ``interrupted``) is ended there too, the new log's
+reason being the one its kept checkpoints give (see :func:`~._turns.stop_reason`); the
+last turn left open is ended so. What is dropped leaves no event: a run whose
+checkpoints are all dropped has no turn, except for its writes on a kept checkpoint
+(a resume's, on the checkpoint it resumed). The parent ids stay as they were: a kept
 checkpoint whose parent was dropped names a checkpoint the thread no longer holds, as
 LangGraph's own savers leave it.
 
@@ -28,23 +40,24 @@ from __future__ import annotations
 
 __all__ = ["Keep", "rewrite"]
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import msgspec
 from langgraph.checkpoint.base.id import uuid6
 
-from dsh_session_core import Session
+from dsh_session_core import AbortedReason, Event, InterruptedReason, Session
+from dsh_session_core.events import TurnEnd
 
 from ._codec import Codec
-from ._index import StoredWrite, ThreadIndex
+from ._index import ThreadIndex
 from ._lease import Threads, retrying
-from ._messages import new_messages, write_turn
-from ._turns import close_open
+from ._messages import human_input, new_messages, write_turn
+from ._turns import AWAITING, RESUME, close_open, record_put, record_writes
 from .events import (
+    LanggraphCheckpoint,
     LanggraphCheckpointData,
     LanggraphRemovedData,
-    LanggraphWrite,
-    LanggraphWritesData,
+    LanggraphWrites,
     TypedBlob,
 )
 
@@ -68,19 +81,19 @@ def rewrite(threads: Threads, codec: Codec, thread_id: str,
             return
         old = w.index
         order = list(old.checkpoints)  # as first stored
-        kept = [old.checkpoints[key] for key in order if keep(old, old.checkpoints[key])]
+        kept = {key for key in order if keep(old, old.checkpoints[key])}
         if len(kept) == len(order):
             return
         # The horizon is now, as a LangGraph id (they sort by time): a checkpoint made
         # before this rewrite and stored after it is late, even one made after the
         # newest removed (a put under way while the thread was deleted).
-        through = max(str(uuid6()), *(cid for ns, cid in order
-                                      if not keep(old, old.checkpoints[(ns, cid)])))
+        through = max(str(uuid6()), *(cid for ns, cid in order if (ns, cid) not in kept))
         if old.horizon is not None:
             through = max(through, old.horizon)
         removed = LanggraphRemovedData(through=through, checkpoints=len(order) - len(kept),
                                        reason=reason)
         close_open(w.session, old, codec.value)  # the run's turn ends before the marker
+        events = list(w.session.events)
         write_turn(w.session, old, "langgraph/removed",
                    msgspec.structs.replace(removed, pending=True))
     threads.forget(thread_id)
@@ -92,18 +105,61 @@ def rewrite(threads: Threads, codec: Codec, thread_id: str,
         assert w is not None
         close_open(w.session, w.index, codec.value)
         write_turn(w.session, w.index, "langgraph/removed", removed)
-        copies: dict[int, TypedBlob] = {}
-        for d in kept:
-            _write_kept(w.session, w.index, old, codec, d, copies)
+        _replay(w.session, w.index, old, codec, events, kept)
+        close_open(w.session, w.index, codec.value)
 
 
-def _write_kept(session: Session, new: ThreadIndex, old: ThreadIndex, codec: Codec,
-                d: LanggraphCheckpointData, copies: dict[int, TypedBlob]) -> None:
-    """Append a kept checkpoint to the new log, with the blobs it needs that the new log
-    does not hold yet (as ``d`` would find them there), its messages not recorded yet,
-    then its writes (one turn a task). ``copies`` maps each old blob carried (by
-    ``id``) to its copy in the new log; a delta is carried as it is when the new log
-    holds its base as ``d`` finds it, else as the full value."""
+def _stopped(event: TurnEnd) -> bool:
+    """Whether a ``turn/end`` of the old log ended a turn because its run was known to
+    have stopped, not because the run was seen to end (see the module's docstring)."""
+    reason = event.data.reason
+    return isinstance(reason, InterruptedReason) or (
+        isinstance(reason, AbortedReason) and isinstance(reason.reason, str)
+        and reason.reason.startswith(f"{AWAITING}: the run stopped"))
+
+
+def _replay(session: Session, new: ThreadIndex, old: ThreadIndex, codec: Codec,
+            events: Sequence[Event], kept: set[tuple[str, str]]) -> None:
+    """Record again, in ``events``' order (the old log), the kept checkpoints and the
+    writes on them (see the module's docstring)."""
+    # Which writes event last wrote each (ns, checkpoint, task, idx): the one whose
+    # write the checkpoint holds.
+    last: dict[tuple[str, str, str, int], int] = {}
+    for event in events:
+        if isinstance(event, LanggraphWrites):
+            w = event.data
+            for x in w.writes:
+                last[(w.ns, w.checkpoint_id, w.task_id, x.idx)] = event.seq
+    copies: dict[int, TypedBlob] = {}
+    done: set[tuple[str, str]] = set()
+    for event in events:
+        if isinstance(event, LanggraphCheckpoint):
+            key = (event.data.ns, event.data.id)
+            if key in kept and key not in done:
+                done.add(key)
+                _put_kept(session, new, old, codec, old.checkpoints[key], copies)
+        elif isinstance(event, LanggraphWrites):
+            w = event.data
+            if (w.ns, w.checkpoint_id) not in kept:
+                continue
+            writes = [x for x in w.writes
+                      if last[(w.ns, w.checkpoint_id, w.task_id, x.idx)] == event.seq]
+            if writes:
+                resume = [x.value for x in writes if x.channel == RESUME]
+                record_writes(session, new, msgspec.structs.replace(w, writes=writes),
+                              codec.value(resume[-1]) if resume else None, bool(resume),
+                              codec.value)
+        elif isinstance(event, TurnEnd) and _stopped(event):
+            close_open(session, new, codec.value)
+
+
+def _put_kept(session: Session, new: ThreadIndex, old: ThreadIndex, codec: Codec,
+              d: LanggraphCheckpointData, copies: dict[int, TypedBlob]) -> None:
+    """Record a kept checkpoint in the new log, with the blobs it needs that the new log
+    does not hold yet (as ``d`` would find them there), and its messages not recorded
+    yet. ``copies`` maps each old blob carried (by ``id``) to its copy in the new log; a
+    delta is carried as it is when the new log holds its base as ``d`` finds it, else
+    as the full value."""
     parent = new.checkpoints.get((d.ns, d.parent_id)) if d.parent_id else None
     blobs: dict[str, TypedBlob] = {}
     carried: dict[str, TypedBlob] = {}
@@ -120,14 +176,11 @@ def _write_kept(session: Session, new: ThreadIndex, old: ThreadIndex, codec: Cod
              if d.ns == "" and "messages" in blobs else [])
     data = msgspec.structs.replace(d, blobs=blobs, recorded=[m.id for m in found])
     data = msgspec.structs.replace(data, sources=new.sources(data))
-    write_turn(session, new, "langgraph/checkpoint", data, found)
+    # The input, read only for an input checkpoint (the only one whose trigger it makes).
+    start = (old.chain(d, "__start__")
+             if d.ns == "" and d.metadata.get("source") == "input" else [])
+    record_put(session, new, data, found,
+               bool(start) and human_input(codec.joined(start)), codec.value)
     written = new.checkpoints[(d.ns, d.id)].blobs
     for ch, held in carried.items():
         copies[id(held)] = written[ch]
-    tasks: dict[tuple[str, str], list[StoredWrite]] = {}
-    for w in old.writes.get((d.ns, d.id), {}).values():
-        tasks.setdefault((w[0], w[3]), []).append(w)
-    for (task_id, task_path), writes in tasks.items():
-        write_turn(session, new, "langgraph/writes", LanggraphWritesData(
-            ns=d.ns, checkpoint_id=d.id, task_id=task_id, task_path=task_path,
-            writes=[LanggraphWrite(idx=w[4], channel=w[1], value=w[2]) for w in writes]))

@@ -36,7 +36,7 @@ from dsh_session_core.errors import SessionForkError, UnknownProjectionError
 from ._codec import Chains, Codec, Shared, config_of
 from ._index import StoredWrite, ThreadIndex
 from ._lease import Threads, Writing, retrying
-from ._messages import new_messages
+from ._messages import human_input, new_messages
 from ._projection import CHECKPOINTS
 from ._rewrite import Keep, rewrite
 from ._rows import RowReader, Stash, _Unfollowable, adopt, stash
@@ -120,7 +120,7 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
             found = new_messages(w.index, messages) if messages is not None else []
             data = msgspec.structs.replace(data, recorded=[m.id for m in found],
                                            sources=w.index.sources(data))
-            record_put(w.session, w.index, data, found, ns == "" and _human(
+            record_put(w.session, w.index, data, found, ns == "" and human_input(
                 checkpoint["channel_values"].get("__start__")), self._codec.value)
             self._opened.add(tid)
             self._codec.keep_tails(w.index, ns, checkpoint, planned)
@@ -438,15 +438,6 @@ class DshCheckpointSaver(BaseCheckpointSaver[int]):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-
-def _human(value: Any) -> bool:
-    """Whether a graph's input (the ``__start__`` channel's value) holds a human
-    message: in its ``messages``, or as itself (a list of messages)."""
-    if isinstance(value, dict):
-        value = value.get("messages")
-    items = value if isinstance(value, list | tuple) else [value]
-    return any(getattr(m, "type", None) == "human" for m in items)
 
 
 def _none(index: ThreadIndex, d: LanggraphCheckpointData) -> bool:

@@ -5,27 +5,36 @@ A checkpointer sees ``put`` and ``put_writes`` only, so a run (one ``invoke`` or
 
 - **a run starts** with a ``put`` whose metadata ``source`` is ``input`` (a graph given
   an input), ``update`` (``update_state``) or ``fork``; with a write of ``__resume__``
-  by the null task (``Command(resume=...)``, its value recorded as ``langgraph/resume``);
-  or with a ``put`` whose ``versions_seen["__interrupt__"]`` differs from its parent's
-  (LangGraph marks so the first checkpoint of a run that continued a paused one, as
-  ``invoke(None)`` after ``interrupt_before``). A start closes the turn still open when
-  it holds a checkpoint (see :func:`stop_reason`); otherwise it goes on in it (a run's
-  write stored ahead of its input checkpoint's ``put``, which LangGraph makes in
+  (``Command(resume=...)``: the null task's, its value recorded as ``langgraph/resume``,
+  or that of a task the resume runs again); or with a ``put`` whose
+  ``versions_seen["__interrupt__"]`` differs from its parent's (LangGraph marks so the
+  first checkpoint of a run that continued a paused one, as ``invoke(None)`` after
+  ``interrupt_before``). A start closes the turn still open when it holds a checkpoint
+  (see :func:`stop_reason`), and, for a run that continued or resumed a paused
+  checkpoint, only when it holds that one; otherwise it goes on in it (a run's writes
+  and ``put`` calls stored ahead of the one that starts it, which LangGraph makes in
   parallel).
-- **a run ends** when its latest root checkpoint shows it, once the writes of the tasks
-  that made that checkpoint are stored (their ``put_writes`` may come after the
-  ``put``): an ``__interrupt__`` write on it made in the turn (``interrupt()``: the turn
-  ends ``aborted``, ``awaiting input: interrupt(...)`` with the interrupt's value), an
-  ``__error__`` write (``error``), or nothing next (``completed``): none of the channels
-  the checkpoint's step updated triggers a node (a ``branch:to:``/``join:`` channel,
-  ``__start__``, ``__pregel_tasks``, or a channel a node's ``versions_seen`` names).
+- **a run ends** when its latest root checkpoint shows it, once every task the run is
+  known to have run stored its writes (LangGraph stores a task's writes in a background
+  worker, beside its ``put`` calls: they may come after any later ``put``): the tasks
+  that made each root checkpoint of the turn (the nodes whose ``versions_seen``
+  changed), each having stored a write saying it finished on the checkpoint it ran on
+  (:attr:`~._index.ThreadIndex.awaited`), and, for an end by an interrupt or an error,
+  the tasks run on the latest (see :func:`_ran_on`). It ends by an ``__interrupt__``
+  write on it made in the turn (``interrupt()``: the turn ends ``aborted``, ``awaiting
+  input: interrupt(...)`` with the interrupt's value), an ``__error__`` write
+  (``error``), or nothing next (``completed``): none of the channels the checkpoint's
+  step updated triggers a node (a ``branch:to:``/``join:`` channel, ``__start__``,
+  ``__pregel_tasks``, or a channel a node's ``versions_seen`` names). So no write of
+  the run's tasks comes after its turn ended.
 - **otherwise** the turn stays open: the run goes on, or it paused before its next
   tasks (``interrupt_before``/``interrupt_after``, which store nothing), or it stopped
   (an exception outside a task, a dead process). The next run's start, or the saver's
   :meth:`~._saver.DshCheckpointSaver.close`, ends it with :func:`stop_reason`.
 
 Any other write goes into the open turn, or opens one (its trigger a message from this
-plugin). Messages (``._messages``) make the steps: a step per model call (an
+plugin, or from the user for the input's write stored ahead of its checkpoint, see
+:func:`_trigger`). Messages (``._messages``) make the steps: a step per model call (an
 ``AIMessage``), holding the ``tool/call`` and ``tool/result`` of each call it made whose
 ``ToolMessage`` comes while it is open; a result for a call of an earlier step (a run
 resumed before its tools) opens a step of its own.
@@ -33,7 +42,7 @@ resumed before its tools) opens a step of its own.
 
 from __future__ import annotations
 
-__all__ = ["close_open", "record_put", "record_writes", "stop_reason"]
+__all__ = ["AWAITING", "RESUME", "close_open", "record_put", "record_writes", "stop_reason"]
 
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -42,18 +51,18 @@ import msgspec
 
 from dsh_session_core import Event, Session
 
-from ._index import ThreadIndex
-from ._messages import ai_content, blocks, usage
+from ._index import NULL_TASK_ID, ThreadIndex, makers, node_of
+from ._messages import ai_content, blocks, human_input, usage
 from .events import LanggraphCheckpointData, LanggraphResumeData, LanggraphWritesData, TypedBlob
 
 INTERRUPT, ERROR, RESUME = "__interrupt__", "__error__", "__resume__"
-NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
+TASKS = "__pregel_tasks"
 #: The reason's prefix of a turn that ended waiting for the graph's caller.
 AWAITING = "awaiting input"
 _USER = {"kind": "message", "source": {"kind": "user"}}
 _PLUGIN = {"kind": "message", "source": {"kind": "plugin", "plugin": "langgraph"}}
 _TRIGGER_PREFIXES = ("branch:to:", "join:")
-_TRIGGERS = frozenset({"__start__", "__pregel_tasks"})
+_TRIGGERS = frozenset({"__start__", TASKS})
 _STARTS = frozenset({"input", "update", "fork"})
 
 #: Decodes a stored blob (the saver's serializer).
@@ -81,16 +90,42 @@ def _next(d: LanggraphCheckpointData) -> list[str] | None:
             if c in _TRIGGERS or c in watched or c.startswith(_TRIGGER_PREFIXES)]
 
 
-def _writes_in(index: ThreadIndex, d: LanggraphCheckpointData) -> bool:
-    """Whether the writes of the tasks that made ``d`` (the nodes whose
-    ``versions_seen`` changed from its parent's) are stored on its parent."""
+def _made(index: ThreadIndex, d: LanggraphCheckpointData) -> bool:
+    """Whether the tasks that made ``d``, and those that made each root checkpoint of
+    the open turn (:attr:`~._index.ThreadIndex.awaited`), stored the writes saying they
+    finished on the checkpoints they ran on (their ``put_writes`` may come after any
+    later ``put``)."""
+    if index.awaited:
+        return False
     parent = index.checkpoints.get(("", d.parent_id)) if d.parent_id else None
-    if parent is None:
+    return parent is None or all(index.finished(parent.id, node)
+                                 for node in makers(d, parent))
+
+
+def _ran_on(index: ThreadIndex, d: LanggraphCheckpointData) -> bool:
+    """Whether each task run on ``d`` stored a write on it (a run that ends on ``d``
+    by an interrupt or an error: the tasks beside the one that paused or failed run to
+    their end, or are cancelled, and write all the same). The tasks are the nodes that
+    a channel ``d``'s step updated triggers (``branch:to:<node>``, or a channel in the
+    node's ``versions_seen``), and one a ``Send`` (``__pregel_tasks``) written on
+    ``d``'s parent; ``True`` when ``d`` does not say (no ``updated_channels``)."""
+    if not d.updated_channels:
         return True
-    stored = {path.rsplit(", ", 1)[-1]
-              for _, _, _, path, _ in index.writes.get(("", parent.id), {}).values()}
-    return all(node in stored for node, seen in d.versions_seen.items()
-               if node != INTERRUPT and parent.versions_seen.get(node) != seen)
+    stored = index.writes.get(("", d.id), {}).values()
+    wrote = {node_of(path) for _, _, _, path, _ in stored}
+    updated = set(d.updated_channels)
+    for channel in updated:
+        if channel.startswith("branch:to:") and channel.removeprefix("branch:to:") not in wrote:
+            return False
+    if any(node != INTERRUPT and node not in wrote and not updated.isdisjoint(seen)
+           for node, seen in d.versions_seen.items()):
+        return False
+    if TASKS in updated:
+        parent = index.writes.get(("", d.parent_id or ""), {}).values()
+        sends = sum(1 for _, channel, _, _, _ in parent if channel == TASKS)
+        pushed = {task for task, _, _, path, _ in stored if path.startswith("~__pregel_push")}
+        return len(pushed) >= sends
+    return True
 
 
 def _shown(value: Any) -> str:
@@ -127,12 +162,14 @@ def _reason(index: ThreadIndex, decode: Decode, *, eager: bool) -> dict[str, Any
     d = index.checkpoints.get(("", latest)) if latest is not None else None
     if d is None:
         return None if eager else {"kind": "completed"}
-    if eager and not _writes_in(index, d):
+    if eager and not _made(index, d):
         return None
     interrupt = _mark(index, d, INTERRUPT)
+    error = _mark(index, d, ERROR) if interrupt is None else None
+    if (interrupt is not None or error is not None) and eager and not _ran_on(index, d):
+        return None
     if interrupt is not None:
         return {"kind": "aborted", "reason": _interrupted(decode(interrupt))}
-    error = _mark(index, d, ERROR)
     if error is not None:
         failure = decode(error)
         message = (f"{type(failure).__name__}: {failure}" if isinstance(failure, BaseException)
@@ -182,7 +219,8 @@ def _begin(session: Session, index: ThreadIndex, start: bool, trigger: dict[str,
            decode: Decode, paused: str | None = None) -> None:
     """Before a write: end the open turn if the write starts a run and the turn is
     another run's (it holds a checkpoint, or is not a run's early write; for a run that
-    continued checkpoint ``paused``, it holds that one), then open one if none is."""
+    continued checkpoint ``paused``, or resumed it, it holds that one), then open one if
+    none is."""
     turn = index.open_turn is not None
     if start and turn and (paused in index.turn_checkpoints if paused is not None
                            else index.turn_checkpoints or not index.turn_early):
@@ -225,15 +263,31 @@ def record_writes(session: Session, index: ThreadIndex, data: LanggraphWritesDat
                   resume: Any, resumed: bool, decode: Decode) -> None:
     """Append a ``put_writes``: its ``langgraph/writes`` (and, for a
     ``Command(resume=...)``, its value as ``langgraph/resume``), in the open turn or
-    the one it starts."""
-    start = resumed and data.ns == "" and data.task_id == NULL_TASK_ID
-    _begin(session, index, start, _PLUGIN, decode)
+    the one it starts. A write of ``__resume__`` starts a run: the null task's, or that
+    of a task the resume ran again, which may be stored first."""
+    start = resumed and data.ns == ""
+    _begin(session, index, start, _trigger(index, data, decode), decode,
+           data.checkpoint_id if start else None)
     _append(session, index, "langgraph/writes", data)
-    if start:
+    if start and data.task_id == NULL_TASK_ID:
         _append(session, index, "langgraph/resume", LanggraphResumeData(
             checkpoint_id=data.checkpoint_id, value=_shown(resume)))
     if data.ns == "":
         _end(session, index, decode)
+
+
+def _trigger(index: ThreadIndex, data: LanggraphWritesData, decode: Decode
+             ) -> dict[str, Any]:
+    """The trigger of the turn a write opens: a message from the user when it is the
+    input's, written by the ``__start__`` task on an input checkpoint not stored yet
+    (LangGraph may store it before the checkpoint), and the input holds a human
+    message; else a message from the plugin."""
+    if (index.open_turn is None and data.ns == "" and node_of(data.task_path) == "__start__"
+            and ("", data.checkpoint_id) not in index.checkpoints
+            and any(w.channel == "messages" and human_input(decode(w.value))
+                    for w in data.writes)):
+        return _USER
+    return _PLUGIN
 
 
 def _step(session: Session, index: ThreadIndex) -> int:
