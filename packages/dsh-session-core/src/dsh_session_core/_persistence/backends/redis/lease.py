@@ -165,7 +165,8 @@ class Leases:
         import redis
 
         try:
-            return not conn.client_list(client_id=[int(client)])
+            # The id as a string: redis-py 5 joins the ids it is given as text.
+            return not conn.client_list(client_id=[str(int(client))])
         except (redis.ResponseError, ValueError):
             return False
 

@@ -23,6 +23,7 @@ batch stays buffered).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 from ....errors import PersistenceError, StoreUrlError
@@ -107,6 +108,22 @@ class Reach:
                    "db": self.target.db or 0},
                 single_connection_client=True)
         return conn
+
+    def by_node(self, keys: Sequence[str]) -> list[tuple[Any, list[int]]]:
+        """The positions of ``keys``, grouped by the node that holds their slots, each
+        with that node's client (one group, the server's, when not a cluster): for
+        pipelines of scripts, which redis-py's cluster pipeline does not send (before
+        redis-py 8), so each node gets a pipeline of its own."""
+        if not self.cluster:
+            return [(self.client, list(range(len(keys))))]
+        groups: dict[str, tuple[Any, list[int]]] = {}
+        for at, key in enumerate(keys):
+            node = self.client.get_node_from_key(key)
+            group = groups.get(node.name)
+            if group is None:
+                group = groups[node.name] = (self.client.get_redis_connection(node), [])
+            group[1].append(at)
+        return list(groups.values())
 
     def refresh(self) -> None:
         """Learn the cluster's slots again (after a ``MOVED``: a slot moved, a replica

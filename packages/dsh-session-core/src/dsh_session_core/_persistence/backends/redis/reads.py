@@ -26,6 +26,7 @@ from .keys import SessionKeys, seq_of
 if TYPE_CHECKING:
     from ...._schema.header import SessionHeader
     from ....events import Event
+    from .nodes import Reach
 
 __all__ = ["BLOCK_SECONDS", "RedisReads", "cut_note", "time_of"]
 
@@ -71,6 +72,7 @@ class RedisReads:
 
     _client: Any
     _redis: Any
+    _reach: Reach
 
     if TYPE_CHECKING:
         @property
@@ -108,22 +110,34 @@ class RedisReads:
 
     def _states(self, ids: Sequence[str], last: int) -> builtins.list[_State]:
         """Each session's :data:`~.scripts.STATE` with its ``last`` entries, in one
-        pipeline (not a transaction: each reply is one snapshot already)."""
-        state = self.script("state")
-        for attempt in (1, 2):
-            pipe = self._client.pipeline(transaction=False)
-            for sid in ids:
-                keys = self.keys(sid)
-                pipe.evalsha(state.sha, 2, keys.log, keys.head, last)
-            try:
-                return [_State(reply) for reply in pipe.execute()]
-            except self._redis.exceptions.NoScriptError:
-                if attempt == 2:
-                    raise
-                # Not loaded on a node yet (or lost with its restart): load it on
-                # every one (every primary of a cluster) and send the pipeline again.
-                state.sha = self._client.script_load(state.script)
-        raise AssertionError  # pragma: no cover - the loop returns or raises
+        pipeline a node (not a transaction: each reply is one snapshot already); again
+        once, after learning the slots anew, when a node says a slot moved."""
+        try:
+            return self._states_once(ids, last)
+        except self._redis.exceptions.AskError:  # MOVED or ASK: resharded, failed over
+            self._reach.refresh()
+            return self._states_once(ids, last)
+
+    def _states_once(self, ids: Sequence[str], last: int) -> builtins.list[_State]:
+        script = self.script("state")
+        keys = [self.keys(sid) for sid in ids]
+        found: builtins.list[_State | None] = [None] * len(ids)
+        for client, places in self._reach.by_node([k.head for k in keys]):
+            for attempt in (1, 2):
+                pipe = client.pipeline(transaction=False)
+                for at in places:
+                    pipe.evalsha(script.sha, 2, keys[at].log, keys[at].head, last)
+                try:
+                    replies = pipe.execute()
+                    break
+                except self._redis.exceptions.NoScriptError:
+                    if attempt == 2:
+                        raise
+                    # Not loaded on this node yet (or lost with its restart).
+                    script.sha = client.script_load(script.script)
+            for at, reply in zip(places, replies, strict=True):
+                found[at] = _State(reply)
+        return [state for state in found if state is not None]
 
     def _state_of(self, keys: SessionKeys, last: int) -> _State:
         return _State(self.script("state")(keys=[keys.log, keys.head], args=[last]))
