@@ -241,7 +241,14 @@ class RedisBackend(RedisReads, RedisProjections):
         own slot: no script can write both), then the session; a refused batch takes
         back the entry it added (see the module)."""
         score = _score(header)
-        added = self._client.zadd(self.index_key, {header.id: score}, nx=True)
+        if self.target.wait:  # a failover must not lose the entry of a session it keeps
+            added, acked = self._reach.then_wait(
+                self.index_key, lambda pipe: pipe.zadd(self.index_key, {header.id: score},
+                                                       nx=True),
+                self.target.wait, self.target.wait_timeout)
+            self._replicated(header.id, acked, "its index entry")
+        else:
+            added = self._client.zadd(self.index_key, {header.id: score}, nx=True)
         try:
             self._append_script(header, events, jsonl, False, changes)
         except (PersistenceError, SessionLockedError):
@@ -266,13 +273,14 @@ class RedisBackend(RedisReads, RedisProjections):
         lease = self._leases.held(header.id)
         for attempt in (1, 2):
             token = "" if lease is None else lease.token
-            got = self.script("append")(
-                keys=[keys.log, keys.head, keys.lease, keys.marks, keys.summaries,
-                      index, *extra_keys],
-                args=[token, self._leases.ttl_ms, before, head, header.id, score,
-                      turns, len(jsonl), len(lines), *lines, *extra_args])
+            got, acked = self._eval(
+                "append", [keys.log, keys.head, keys.lease, keys.marks, keys.summaries,
+                           index, *extra_keys],
+                [token, self._leases.ttl_ms, before, head, header.id, score, turns,
+                 len(jsonl), len(lines), *lines, *extra_args])
             why = got[0]
             if why == b"ok":
+                self._replicated(header.id, acked, "the batch")
                 return
             if why == b"lost" and lease is not None and attempt == 1:
                 # Expired or released, and nobody holds it: take it again and retry;
@@ -281,6 +289,41 @@ class RedisBackend(RedisReads, RedisProjections):
                 continue
             break
         self._refused(header.id, got, keys, before, lines)
+        # A retry that found its batch stored (its reply was lost): waited for too.
+        self._replicated(header.id, acked, "the batch")
+
+    def _eval(self, name: str, keys: Sequence[Any], args: Sequence[Any]
+              ) -> tuple[Any, int | None]:
+        """Script ``name``'s reply, and, with the URL's ``wait``, how many replicas had
+        its writes after it (``WAIT`` on its connection; ``None``: no waiting)."""
+        script = self.script(name)
+        if not self.target.wait:
+            return script(keys=keys, args=args), None
+        for attempt in (1, 2):
+            try:
+                got, acked = self._reach.then_wait(
+                    keys[0], lambda pipe: pipe.evalsha(script.sha, len(keys), *keys, *args),
+                    self.target.wait, self.target.wait_timeout)
+                return got, acked
+            except self._redis.exceptions.NoScriptError:
+                if attempt == 2:
+                    raise
+                script.sha = self._reach.client_of(keys[0]).script_load(script.script)
+        raise AssertionError  # pragma: no cover - the loop returns or raises
+
+    def _replicated(self, session_id: str, acked: int | None, what: str) -> None:
+        """Refuse to report durable what fewer replicas have than the URL's ``wait``
+        asks (an :class:`OSError`: the store keeps the batch buffered)."""
+        if acked is None or acked >= self.target.wait:
+            return
+        failed = builtins.ConnectionError(
+            f"{what} of session {session_id!r} is on the Redis primary, but {acked} of the "
+            f"{self.target.wait} replicas the URL waits for (wait={self.target.wait}) had "
+            f"it after {self.target.wait_timeout:g} s; not reported durable: a failover "
+            f"now could lose it")
+        failed.add_note("flushing again finds the batch stored and waits for the "
+                        "replicas again")
+        raise failed
 
     def _refused(self, session_id: str, got: Sequence[Any], keys: SessionKeys,
                  before: int, lines: Sequence[bytes]) -> None:

@@ -23,7 +23,7 @@ batch stays buffered).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from ....errors import PersistenceError, StoreUrlError
@@ -108,6 +108,33 @@ class Reach:
                    "db": self.target.db or 0},
                 single_connection_client=True)
         return conn
+
+    def client_of(self, key: str) -> Any:
+        """The client of the node that holds ``key``'s slot (the server's)."""
+        if not self.cluster:
+            return self.client
+        return self.client.get_redis_connection(self.client.get_node_from_key(key))
+
+    def then_wait(self, key: str, queue: Callable[[Any], object], replicas: int,
+                  timeout: float) -> tuple[Any, int]:
+        """What ``queue`` puts in a pipeline, then ``WAIT replicas timeout``, on one
+        connection to the primary that holds ``key``'s slot (``WAIT`` counts the
+        replicas that have that connection's writes): the first command's reply, and
+        how many replicas acknowledged; again once, after learning the slots anew, when
+        the node says the slot moved."""
+        for attempt in (1, 2):
+            pipe = self.client_of(key).pipeline(transaction=False)
+            queue(pipe)
+            pipe.execute_command("WAIT", replicas, max(1, round(timeout * 1000)))
+            try:
+                reply, acked = pipe.execute()
+            except self._redis.exceptions.AskError:  # MOVED: resharded, failed over
+                if attempt == 2:
+                    raise
+                self.refresh()
+                continue
+            return reply, int(acked)
+        raise AssertionError  # pragma: no cover - the loop returns or raises
 
     def by_node(self, keys: Sequence[str]) -> list[tuple[Any, list[int]]]:
         """The positions of ``keys``, grouped by the node that holds their slots, each
