@@ -180,13 +180,18 @@ class RedisBackend(RedisReads, RedisProjections):
 
     def list(self) -> builtins.list[SessionHeader]:
         """Every session's header, oldest first (the index, by ``createdAt``)."""
-        ids = self._client.zrange(self.index_key, 0, -1)
+        heads = [self.keys(sid.decode("utf-8", "surrogatepass")).head
+                 for sid in self._client.zrange(self.index_key, 0, -1)]
         headers = []
-        for chunk in range(0, len(ids), 1000):
-            pipe = self._client.pipeline(transaction=False)
-            for sid in ids[chunk:chunk + 1000]:
-                pipe.hget(self.keys(sid.decode("utf-8", "surrogatepass")).head, "h")
-            headers += [parse_header(h) for h in pipe.execute() if h is not None]
+        for chunk in range(0, len(heads), 1000):
+            some = heads[chunk:chunk + 1000]
+
+            def queue(pipe: Any, at: int, some: list[str] = some) -> None:
+                pipe.hget(some[at], "h")
+
+            found = self._reach.pipelined(some, queue, 1)
+            # An entry with no session (see the module) has no header: left out.
+            headers += [parse_header(h) for (h,) in found if h is not None]
         return headers
 
     def location(self, header: SessionHeader) -> str:

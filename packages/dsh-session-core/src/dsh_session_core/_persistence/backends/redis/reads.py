@@ -110,34 +110,20 @@ class RedisReads:
 
     def _states(self, ids: Sequence[str], last: int) -> builtins.list[_State]:
         """Each session's :data:`~.scripts.STATE` with its ``last`` entries, in one
-        pipeline a node (not a transaction: each reply is one snapshot already); again
-        once, after learning the slots anew, when a node says a slot moved."""
-        try:
-            return self._states_once(ids, last)
-        except self._redis.exceptions.AskError:  # MOVED or ASK: resharded, failed over
-            self._reach.refresh()
-            return self._states_once(ids, last)
-
-    def _states_once(self, ids: Sequence[str], last: int) -> builtins.list[_State]:
+        pipeline a node (not a transaction: each reply is one snapshot already)."""
         script = self.script("state")
         keys = [self.keys(sid) for sid in ids]
-        found: builtins.list[_State | None] = [None] * len(ids)
-        for client, places in self._reach.by_node([k.head for k in keys]):
-            for attempt in (1, 2):
-                pipe = client.pipeline(transaction=False)
-                for at in places:
-                    pipe.evalsha(script.sha, 2, keys[at].log, keys[at].head, last)
-                try:
-                    replies = pipe.execute()
-                    break
-                except self._redis.exceptions.NoScriptError:
-                    if attempt == 2:
-                        raise
-                    # Not loaded on this node yet (or lost with its restart).
-                    script.sha = client.script_load(script.script)
-            for at, reply in zip(places, replies, strict=True):
-                found[at] = _State(reply)
-        return [state for state in found if state is not None]
+
+        def queue(pipe: Any, at: int) -> None:
+            pipe.evalsha(script.sha, 2, keys[at].log, keys[at].head, last)
+
+        try:
+            found = self._reach.pipelined([k.head for k in keys], queue, 1)
+        except self._redis.exceptions.NoScriptError:
+            # Not loaded on a node yet (or lost with its restart).
+            script.sha = self._reach.load_script(script.script)
+            found = self._reach.pipelined([k.head for k in keys], queue, 1)
+        return [_State(reply) for (reply,) in found]
 
     def _state_of(self, keys: SessionKeys, last: int) -> _State:
         return _State(self.script("state")(keys=[keys.log, keys.head], args=[last]))
