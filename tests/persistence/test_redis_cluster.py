@@ -73,6 +73,23 @@ def test_a_url_naming_any_node_finds_the_cluster(redis_cluster: RedisCluster,
         single.close()
 
 
+def test_urls_naming_two_nodes_of_a_cluster_are_one_store(redis_cluster: RedisCluster,
+                                                          redis_cluster_url: str) -> None:
+    from dsh_session_core._persistence.copy import same_store
+
+    prefix = _prefix(redis_cluster_url)
+    first, _, last = redis_cluster.servers
+    a = RedisBackend(f"redis://127.0.0.1:{first.port}?prefix={prefix}")
+    b = RedisBackend(f"redis://localhost:{last.port}/0?prefix={prefix}&lease=5")
+    other = RedisBackend(f"redis://127.0.0.1:{first.port}?prefix=other-{prefix}")
+    try:
+        assert same_store(a, b)
+        assert not same_store(a, other)
+    finally:
+        for backend in (a, b, other):
+            backend.close()
+
+
 def test_a_database_number_on_a_cluster_is_refused(redis_cluster_url: str) -> None:
     server, _, query = redis_cluster_url.partition("?")
     with pytest.raises(StoreUrlError, match=r"names database 3 of a Redis Cluster, which "

@@ -207,7 +207,10 @@ class RedisBackend(RedisReads, RedisProjections):
         return True
 
     def store_identity(self) -> Hashable | None:
-        """The server, the database and the prefix, whatever else the URL says."""
+        """The server, the database and the prefix, whatever else the URL says; on a
+        cluster, its nodes and the prefix, whichever node the URL names."""
+        if self.cluster:
+            return ("redis-cluster", *self._reach.cluster_nodes(), self.prefix)
         return self.target.identity()
 
     # --- writing ------------------------------------------------------------------------

@@ -109,6 +109,12 @@ class Reach:
                 single_connection_client=True)
         return conn
 
+    def cluster_nodes(self) -> tuple[str, ...]:
+        """A cluster's nodes (``host:port``, as the cluster names them; primaries and
+        replicas, so a failover does not change them): the same whichever node a URL
+        named."""
+        return tuple(sorted(node.name for node in self.client.get_nodes()))
+
     def client_of(self, key: str) -> Any:
         """The client of the node that holds ``key``'s slot (the server's)."""
         if not self.cluster:
