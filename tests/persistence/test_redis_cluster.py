@@ -12,6 +12,9 @@ writers' suite (test_crash.py) run on the cluster too.
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +31,22 @@ from dsh_session_core.errors import PersistenceError, StoreUrlError, StoreWriteE
 from dsh_session_core.events import Event
 from dsh_session_core.testing import run_cli
 from dsh_session_core.testing.redis import RedisCluster, RedisServer
+
+
+def _command(port: int, *args: object) -> Any:
+    client: Any = redis.Redis(port=port)  # typed loosely
+    try:
+        return client.execute_command(*args)
+    finally:
+        client.close()
+
+
+def _wait_for(condition: Callable[[], bool]) -> None:
+    """Wait until ``condition()`` holds (a bound: 30 s)."""
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.01)  # polling a condition (the cluster's state), not a race
 
 
 def _prefix(url: str) -> str:
@@ -283,3 +302,43 @@ def test_a_batch_refused_on_a_cluster_is_not_an_unreachable_node(redis_cluster_u
         assert not isinstance(refused.value, OSError)
     finally:
         backend.close()
+
+
+def _serves(port: int, key: str) -> bool:
+    """Whether the node on ``port`` serves ``key``'s slot (no MOVED)."""
+    client: Any = redis.Redis(port=port)
+    try:
+        client.exists(key)
+        return True
+    except redis.exceptions.AskError:  # MOVED
+        return False
+    finally:
+        client.close()
+
+
+def test_a_slot_moved_to_another_primary_is_followed(tmp_path: Path) -> None:
+    """The session's (empty) slot moves to the other primary after the backend learned
+    the slots: its lease, its appends and the listings find it there (each after a
+    MOVED, once)."""
+    with RedisCluster(tmp_path / "cluster", primaries=2) as cluster:
+        url = f"{cluster.url}?prefix=m:"
+        keys = SessionKeys.of("m:", "moved")
+        source = cluster.server_of(keys.log)
+        target = next(s for s in cluster.servers if s is not source)
+        backend = RedisBackend(url)  # it knows the slots as they are now
+        try:
+            slot = int(_command(source.port, "CLUSTER", "KEYSLOT", keys.log))
+            ident = _command(target.port, "CLUSTER", "MYID")
+            for server in (target, source):  # an empty slot: given, then given up
+                _command(server.port, "CLUSTER", "SETSLOT", slot, "NODE", ident)
+            _wait_for(lambda: _serves(target.port, keys.log)
+                      and not _serves(source.port, keys.log))
+            lease = backend.acquire(meta("moved", "/w"))
+            backend.append_batch(meta("moved", "/w"), _events(ONE_TURN), b"", False)
+            assert _serves(target.port, keys.lease)
+            assert _command(target.port, "EXISTS", keys.lease) == 1
+            assert [h.id for h in backend.list()] == ["moved"]
+            assert [s.events for s in backend.summaries()] == [6]
+            lease.release()
+        finally:
+            backend.close()

@@ -29,7 +29,7 @@ from typing import Any, Final
 from ....errors import PersistenceError, StoreUrlError
 from .url import RedisTarget
 
-__all__ = ["MIN_VERSION", "Reach", "is_moved", "unavailable"]
+__all__ = ["MIN_VERSION", "Reach", "unavailable"]
 
 #: The oldest server the scripts run on (``#!lua``, ``XSETID`` to a lower id).
 MIN_VERSION: Final = (7, 0)
@@ -207,11 +207,6 @@ class Reach:
     def close(self) -> None:
         self.close_leases()
         self.client.close()
-
-
-def is_moved(exc: BaseException) -> bool:
-    """Whether a node answered that another holds the key's slot now."""
-    return str(exc).startswith(("MOVED ", "ASK "))
 
 
 def unavailable(redis: Any, exc: BaseException) -> str | None:
