@@ -25,6 +25,7 @@ from persist_support import ONE_TURN, TE, TS, meta
 from dsh_session_core import core_registry, open_store
 from dsh_session_core._persistence.backends.redis.backend import RedisBackend
 from dsh_session_core._persistence.backends.redis.keys import SessionKeys
+from dsh_session_core._persistence.backends.redis.nodes import moved
 from dsh_session_core._persistence.store.coordinator import PersistencePlugin
 from dsh_session_core._schema.decode import decode_wire
 from dsh_session_core.errors import PersistenceError, StoreUrlError, StoreWriteError
@@ -310,7 +311,9 @@ def _serves(port: int, key: str) -> bool:
     try:
         client.exists(key)
         return True
-    except redis.exceptions.AskError:  # MOVED
+    except redis.ResponseError as exc:  # MOVED (its own class on redis-py 8)
+        if not moved(exc):
+            raise
         return False
     finally:
         client.close()

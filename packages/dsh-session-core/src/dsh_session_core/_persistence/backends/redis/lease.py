@@ -36,6 +36,7 @@ from typing import Any, Protocol, TypeVar
 
 from ....errors import SessionLockedError
 from .keys import SessionKeys
+from .nodes import moved
 
 _T = TypeVar("_T")
 
@@ -106,8 +107,10 @@ class Leases:
 
         try:
             return call(self._nodes.lease_connection(keys.lease))
-        except redis.exceptions.AskError:  # MOVED (its subclass) or ASK
-            self._nodes.refresh()
+        except redis.ResponseError as exc:
+            if not moved(exc):
+                raise
+        self._nodes.refresh()
         return call(self._nodes.lease_connection(keys.lease))
 
     def token_of(self, session_id: str) -> str:

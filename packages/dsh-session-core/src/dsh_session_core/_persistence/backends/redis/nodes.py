@@ -29,7 +29,7 @@ from typing import Any, Final
 from ....errors import PersistenceError, StoreUrlError
 from .url import RedisTarget
 
-__all__ = ["MIN_VERSION", "Reach", "unavailable"]
+__all__ = ["MIN_VERSION", "Reach", "moved", "unavailable"]
 
 #: The oldest server the scripts run on (``#!lua``, ``XSETID`` to a lower id).
 MIN_VERSION: Final = (7, 0)
@@ -134,8 +134,8 @@ class Reach:
             pipe.execute_command("WAIT", replicas, max(1, round(timeout * 1000)))
             try:
                 reply, acked = pipe.execute()
-            except self._redis.exceptions.AskError:  # MOVED: resharded, failed over
-                if attempt == 2:
+            except self._redis.ResponseError as exc:
+                if attempt == 2 or not moved(exc):
                     raise
                 self.refresh()
                 continue
@@ -158,9 +158,11 @@ class Reach:
         """
         try:
             return self._pipelined(keys, queue, per)
-        except self._redis.exceptions.AskError:  # MOVED or ASK: resharded, failed over
-            self.refresh()
-            return self._pipelined(keys, queue, per)
+        except self._redis.ResponseError as exc:
+            if not moved(exc):
+                raise
+        self.refresh()
+        return self._pipelined(keys, queue, per)
 
     def _pipelined(self, keys: Sequence[str], queue: Callable[[Any, int], object],
                    per: int) -> list[list[Any]]:
@@ -207,6 +209,17 @@ class Reach:
     def close(self) -> None:
         self.close_leases()
         self.client.close()
+
+
+def moved(exc: BaseException) -> bool:
+    """Whether a node answered that another holds the key's slot now (``MOVED``, or
+    ``ASK`` while it moves): a resharding, a replica that took over. redis-py 8 raises
+    it as ``MovedError`` (an ``AskError``) whose text lacks the word; redis-py 5, from
+    a plain client, as a ``ResponseError`` whose text has it."""
+    import redis
+
+    return isinstance(exc, redis.exceptions.AskError) or str(exc).startswith(
+        ("MOVED ", "ASK "))
 
 
 def unavailable(redis: Any, exc: BaseException) -> str | None:
