@@ -66,8 +66,6 @@ __all__ = ["RedisBackend"]
 
 #: How a log line of a ``turn/start`` begins (every writer writes ``type`` first).
 _TURN: Final = b'{"type":"turn/start",'
-
-
 #: What flushing again does after a write that could not reach its node.
 _AGAIN: Final = ("the batch may have landed before the failure: flushing again finds it "
                  "stored and writes it once")

@@ -16,9 +16,12 @@ before anything is written.
 
 Leases are held on a connection of their own to the node that holds the session's slot
 (:meth:`Reach.lease_connection`): a lease names its holder's connection id, which is
-a node's. :func:`unavailable` tells what a write's failure to reach its node is, for
-the backend to raise as an :class:`OSError` (the store names the session and says the
-batch stays buffered).
+a node's. Listings send their commands in one plain pipeline a node
+(:meth:`Reach.pipelined`), and ``WAIT`` goes on the connection that wrote
+(:meth:`Reach.then_wait`); each follows a slot that moved (:func:`moved`) once.
+:func:`unavailable` tells what a write's failure to reach its node is, for the backend
+to raise as an :class:`OSError` (the store names the session and says the batch stays
+buffered).
 """
 
 from __future__ import annotations
@@ -231,8 +234,11 @@ def unavailable(redis: Any, exc: BaseException) -> str | None:
         return "the Redis server is loading its data (it was restarted)"
     if isinstance(exc, errors.ConnectionError | errors.TimeoutError):
         return "the Redis server did not answer"
+    # From a plain client (a lease's, a pipeline's), redis-py 5 raises the cluster's
+    # answers as ResponseErrors whose text begins with the answer's word.
     if isinstance(exc, errors.ClusterError | errors.RedisClusterException
-                  | errors.TryAgainError | errors.AskError):
+                  | errors.TryAgainError) or moved(exc) or str(exc).startswith(
+                      ("CLUSTERDOWN ", "TRYAGAIN ", "MASTERDOWN ")):
         return "the Redis Cluster could not serve the session's slot"
     if isinstance(exc, errors.ReadOnlyError):
         return "the Redis node is a replica now (a failover)"
