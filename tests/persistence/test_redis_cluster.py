@@ -1,9 +1,10 @@
 """The Redis backend on a Redis Cluster (three primaries, no replicas, every one with
 ``appendfsync always``, started by the testing kit): a URL naming any node finds the
 cluster, a database number is refused, sessions spread over every primary are listed
-(the index, a key of its own slot), and a primary killed and restarted while a session
-of its slots is written loses nothing a flush reported durable; a flush while it is
-down fails with a clear error and is written once when flushed again.
+(the index, a key of its own slot), URLs naming two nodes are one store, a slot moved
+to another primary is followed, and a primary killed and restarted while a session of
+its slots is written loses nothing a flush reported durable; a flush while it is down
+fails with a clear error and is written once when flushed again.
 
 The contract suite, the lease and fencing tests (test_redis_backend.py) and the killed
 writers' suite (test_crash.py) run on the cluster too.
@@ -62,7 +63,7 @@ def _cluster_client(cluster: RedisCluster) -> Any:
     return redis.cluster.RedisCluster.from_url(cluster.url)
 
 
-def _turn(store: Any, session: Any, turn: int) -> None:
+def _turn(session: Any, turn: int) -> None:
     session.append("turn/start", {"turn": turn, "trigger": {"kind": "message",
                                                             "source": {"kind": "user"}}})
     session.append("user/message", {"content": [{"type": "text", "text": f"q{turn}"}],
@@ -127,7 +128,7 @@ def test_a_database_number_on_a_cluster_is_refused(redis_cluster_url: str) -> No
         client.close()
     with open_store(f"{server}/0?{query}") as store:  # database 0 is the cluster's
         s = store.create("zero", cwd="/w")
-        _turn(store, s, 1)
+        _turn(s, 1)
         store.flush(s)
         assert [h.id for h in store.stored()] == ["zero"]
 
@@ -176,7 +177,7 @@ def test_an_index_entry_with_no_session_is_left_out_of_listings(
         client.close()
     with open_store(redis_cluster_url) as store:
         s = store.create("real", cwd="/w")
-        _turn(store, s, 1)
+        _turn(s, 1)
         store.flush(s)
         assert [h.id for h in store.stored()] == ["real"]
     code, out, _ = run_cli("ls", "--store", redis_cluster_url)
@@ -212,11 +213,11 @@ def test_a_flush_while_the_sessions_primary_is_down_fails_clearly_and_is_written
     server = _session_server(redis_cluster, redis_cluster_url, "down")
     with open_store(redis_cluster_url) as store:
         s = store.create("down", cwd="/w")
-        _turn(store, s, 1)
+        _turn(s, 1)
         store.flush(s)
         server.kill()  # SIGKILL: what it acknowledged is on disk (appendfsync always)
         try:
-            _turn(store, s, 2)
+            _turn(s, 2)
             with pytest.raises(StoreWriteError) as failed:
                 store.flush(s)
             assert isinstance(failed.value, PersistenceError)
@@ -255,7 +256,7 @@ def test_a_primary_restarted_mid_run_loses_nothing_reported_durable(
             while not stop.is_set():
                 if len(s.events) == durable[0]:  # a failed flush's turn is still buffered
                     turn += 1
-                    _turn(store, s, turn)
+                    _turn(s, turn)
                 try:
                     store.flush(s)
                 except StoreWriteError as exc:
