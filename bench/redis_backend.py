@@ -19,6 +19,7 @@ figure is the best of ``--repeat`` runs::
 
     python bench/redis_backend.py              # a table
     python bench/redis_backend.py --json       # one JSON object
+    python bench/redis_backend.py --cluster    # on a Redis Cluster instead (redis_cluster.py)
 
 (Not ``bench/redis.py``: this folder is on the path of the benchmarks, of mypy and of
 ruff, where a module named ``redis`` would stand for the client.)
@@ -99,8 +100,32 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--items", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cluster", action="store_true",
+                        help="appends, loads and listings on a Redis Cluster instead")
+    parser.add_argument("--sessions", type=int, default=10_000,
+                        help="sessions a --cluster listing lists")
+    parser.add_argument("--foreign", type=int, default=200_000,
+                        help="keys of another application beside them (--cluster)")
     args = parser.parse_args()
     figures: dict[str, Any] = {}
+    if args.cluster:
+        from redis_cluster import cluster_figures
+
+        figures = cluster_figures(args.turns, args.sessions, args.foreign, args.repeat,
+                                  append_and_load)
+    else:
+        agents_figures(args, figures)
+    if args.json:
+        print(json.dumps(figures))
+        return
+    for name, value in figures.items():
+        print(f"{name:40} {value}")
+    if not args.cluster:
+        print(f"{'targets':40} adds >= 1x the SDK's RedisSession, reloads >= 2x")
+
+
+def agents_figures(args: argparse.Namespace, figures: dict[str, Any]) -> None:
+    """The figures of a server: appends, loads, and the Agents workload."""
     with tempfile.TemporaryDirectory() as folder, \
             RedisServer(Path(folder) / "redis", durable=True) as server:
         raw = redis_py.Redis(port=server.port)
@@ -144,12 +169,6 @@ def main() -> None:
                                             / figures["agents_sdk_add_items_per_s"], 2)
         figures["agents_reload_ratio"] = round(figures["agents_sdk_reload_ms"]
                                                / figures["agents_dsh_reload_ms"], 2)
-    if args.json:
-        print(json.dumps(figures))
-        return
-    for name, value in figures.items():
-        print(f"{name:32} {value}")
-    print(f"{'targets':32} adds >= 1x the SDK's RedisSession, reloads >= 2x")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,16 @@
 """The persistence contract (spec plugins-persistence §8.2, scenarios 1-24) on every
-built-in backend: the testing kit's :class:`BackendContract`, as a third-party backend
-runs it (tests/test_third_party_backend.py)."""
+built-in backend (the Redis one on a server and on a Redis Cluster): the testing kit's
+:class:`BackendContract`, as a third-party backend runs it
+(tests/test_third_party_backend.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from dsh_session_core.testing import BackendContract, BackendFactory
+from dsh_session_core.testing import KINDS, BackendContract, BackendFactory
+
+# Every kind, and the Redis backend on a Redis Cluster too.
+pytestmark = pytest.mark.store_kinds(*KINDS, "redis-cluster")
 
 
 class TestBuiltinBackends(BackendContract):

@@ -55,8 +55,9 @@ def _kind(store_url: str) -> str:
     return scheme if scheme in ("sqlite", "jsonl+zstd", "redis") else "jsonl"
 
 
-# Each test taking ``store_url`` (the testing kit's) runs on each of these kinds.
-pytestmark = pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "redis")
+# Each test taking ``store_url`` (the testing kit's) runs on each of these kinds (a
+# Redis Cluster's store as many times as a Redis server's: its URL is a redis:// too).
+pytestmark = pytest.mark.store_kinds("jsonl", "jsonl+zstd", "sqlite", "redis", "redis-cluster")
 
 @pytest.fixture(params=[False, True], ids=["plain", "encrypted"])
 def keys(request: pytest.FixtureRequest) -> Keyring | None:

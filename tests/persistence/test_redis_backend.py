@@ -1,8 +1,9 @@
 """What the Redis backend adds to the contract suite (which it passes too): the lease that
 keeps one writer per session across hosts, its fencing (a writer whose lease was taken
 over is refused before anything lands), the seq checks, a follower blocked on XREAD,
-the keys a cut back or a removal resets. Every test runs against a real server, started
-by the testing kit's fixtures, in a key prefix of its own."""
+the keys a cut back or a removal resets. Every test runs against a real server and a
+real Redis Cluster (three primaries), started by the testing kit's fixtures, in a key
+prefix of its own."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 import redis
+import redis.cluster
 from persist_support import ONE_TURN, TE, TS, meta
 
 from dsh_session_core import core_registry, to_wire
@@ -44,8 +46,32 @@ def _stored(url: str, sid: str) -> list[dict[str, Any]]:
         backend.close()
 
 
+@pytest.fixture(params=["redis_url", "redis_cluster_url"], ids=["server", "cluster"])
+def url(request: pytest.FixtureRequest) -> str:
+    """A store of the test's own on the run's server, then on the run's cluster."""
+    found: str = request.getfixturevalue(request.param)
+    return found
+
+
 def _raw(url: str) -> Any:  # redis-py is typed loosely: its replies are bytes here
-    return redis.Redis.from_url(url.partition("?")[0])
+    """A client of the store's server, or of its cluster."""
+    server = url.partition("?")[0]
+    probe = redis.Redis.from_url(server)
+    if not probe.info("cluster").get("cluster_enabled"):
+        return probe
+    probe.close()
+    return redis.cluster.RedisCluster.from_url(server)
+
+
+def _kill_client(raw: Any, key: str, client_id: bytes) -> None:
+    """Close the connection ``client_id`` of the node that holds ``key`` (connection
+    ids are a node's)."""
+    command = ("CLIENT", "KILL", "ID", client_id.decode())
+    cluster: Any = raw  # redis-py is typed loosely
+    if isinstance(raw, redis.cluster.RedisCluster):
+        cluster.execute_command(*command, target_nodes=cluster.get_node_from_key(key))
+    else:
+        raw.execute_command(*command)
 
 
 def _keys(url: str, sid: str) -> SessionKeys:
@@ -55,8 +81,8 @@ def _keys(url: str, sid: str) -> SessionKeys:
 # --- the lease ----------------------------------------------------------------------------
 
 
-def test_a_second_writer_is_refused_and_named(redis_url: str) -> None:
-    first, second = RedisBackend(redis_url), RedisBackend(redis_url)
+def test_a_second_writer_is_refused_and_named(url: str) -> None:
+    first, second = RedisBackend(url), RedisBackend(url)
     try:
         lease = first.acquire(meta("one"))
         with pytest.raises(SessionLockedError, match=rf"lease held by .*:{os.getpid()} on the "
@@ -70,16 +96,17 @@ def test_a_second_writer_is_refused_and_named(redis_url: str) -> None:
         second.close()
 
 
-def test_a_dead_writers_lease_is_taken_over_at_once(redis_url: str) -> None:
+def test_a_dead_writers_lease_is_taken_over_at_once(url: str) -> None:
     """The holder's connection is gone (the server killed it, as when its process dies):
     the lease is taken at once, long before it would expire."""
-    first = RedisBackend(redis_url + "&lease=600")
+    first = RedisBackend(url + "&lease=600")
     first.acquire(meta("orphan"))
-    raw = _raw(redis_url)
-    holder = raw.hget(_keys(redis_url, "orphan").lease, "c")
+    raw = _raw(url)
+    lease = _keys(url, "orphan").lease
+    holder = raw.hget(lease, "c")
     assert holder is not None
-    raw.execute_command("CLIENT", "KILL", "ID", holder.decode())
-    second = RedisBackend(redis_url)
+    _kill_client(raw, lease, holder)
+    second = RedisBackend(url)
     try:
         second.acquire(meta("orphan")).release()
     finally:
@@ -102,11 +129,11 @@ _WRITER = textwrap.dedent("""
 
 
 def test_a_writer_killed_by_sigkill_leaves_its_session_to_the_next_at_once(
-    redis_url: str,
+    url: str,
 ) -> None:
     from dsh_session_core import open_store
 
-    url = redis_url + "&lease=600"  # nothing expires during the test
+    url = url + "&lease=600"  # nothing expires during the test
     child = subprocess.Popen([sys.executable, "-c", _WRITER, url], stdout=subprocess.PIPE)
     try:
         assert child.stdout is not None
@@ -129,23 +156,23 @@ def test_a_writer_killed_by_sigkill_leaves_its_session_to_the_next_at_once(
 
 
 def test_a_writer_whose_lease_was_taken_over_is_refused_and_writes_nothing(
-    redis_url: str,
+    url: str,
 ) -> None:
     """The writer stalls past its lease (played by removing the lease key, as its expiry
     does); another takes the session. The stalled writer's next batch follows the stored
     log exactly, so the seq check alone would let it in: the lease check refuses it."""
-    p = PersistencePlugin(RedisBackend(redis_url), core_registry())
+    p = PersistencePlugin(RedisBackend(url), core_registry())
     p.create(meta("taken", "/w"))
     p.append("taken", ONE_TURN[:3])
-    raw = _raw(redis_url)
-    raw.delete(_keys(redis_url, "taken").lease)
-    thief = RedisBackend(redis_url)
+    raw = _raw(url)
+    raw.delete(_keys(url, "taken").lease)
+    thief = RedisBackend(url)
     lease = thief.acquire(meta("taken"))
     try:
         for _ in range(2):
             with pytest.raises(SessionLockedError, match=r"lease was taken over .*epoch 2"):
                 p.append("taken", ONE_TURN[3:])
-        assert _stored(redis_url, "taken") == ONE_TURN[:3]
+        assert _stored(url, "taken") == ONE_TURN[:3]
         lease.release()  # the thief is gone: the writer takes its lease back and goes on
         p.append("taken", ONE_TURN[3:])
     finally:
@@ -153,27 +180,27 @@ def test_a_writer_whose_lease_was_taken_over_is_refused_and_writes_nothing(
         thief.close()
         p.close()
         raw.close()
-    assert _stored(redis_url, "taken") == ONE_TURN
+    assert _stored(url, "taken") == ONE_TURN
 
 
-def test_a_writer_whose_lease_expired_untaken_takes_it_back(redis_url: str) -> None:
-    p = PersistencePlugin(RedisBackend(redis_url), core_registry())
+def test_a_writer_whose_lease_expired_untaken_takes_it_back(url: str) -> None:
+    p = PersistencePlugin(RedisBackend(url), core_registry())
     p.create(meta("lapsed", "/w"))
     p.append("lapsed", ONE_TURN[:3])
-    raw = _raw(redis_url)
-    raw.delete(_keys(redis_url, "lapsed").lease)
+    raw = _raw(url)
+    raw.delete(_keys(url, "lapsed").lease)
     p.append("lapsed", ONE_TURN[3:])
-    assert raw.hget(_keys(redis_url, "lapsed").lease, "e") == b"2"  # a new lease, epoch 2
+    assert raw.hget(_keys(url, "lapsed").lease, "e") == b"2"  # a new lease, epoch 2
     p.close()
     raw.close()
-    assert _stored(redis_url, "lapsed") == ONE_TURN
+    assert _stored(url, "lapsed") == ONE_TURN
 
 
 # --- seq checks ---------------------------------------------------------------------------
 
 
-def test_a_batch_that_does_not_follow_the_stored_log_writes_nothing(redis_url: str) -> None:
-    backend = RedisBackend(redis_url)
+def test_a_batch_that_does_not_follow_the_stored_log_writes_nothing(url: str) -> None:
+    backend = RedisBackend(url)
     try:
         h = meta("gap", "/w")
         backend.append_batch(h, _events(ONE_TURN[:2]), b"", materialized=False)
@@ -186,16 +213,16 @@ def test_a_batch_that_does_not_follow_the_stored_log_writes_nothing(redis_url: s
             backend.append_batch(h, _events(rewritten), b"", materialized=True)
     finally:
         backend.close()
-    assert _stored(redis_url, "gap") == ONE_TURN[:2]
+    assert _stored(url, "gap") == ONE_TURN[:2]
 
 
-def test_the_server_refuses_an_entry_id_not_above_the_top(redis_url: str) -> None:
+def test_the_server_refuses_an_entry_id_not_above_the_top(url: str) -> None:
     """The ids are the seqs: a client going around the script cannot add a duplicate."""
-    backend = RedisBackend(redis_url)
-    raw = _raw(redis_url)
+    backend = RedisBackend(url)
+    raw = _raw(url)
     try:
         backend.append_batch(meta("ids"), _events(ONE_TURN), b"", materialized=False)
-        log = _keys(redis_url, "ids").log
+        log = _keys(url, "ids").log
         assert [i for i, _ in raw.xrange(log)] == [f"{s}-1".encode() for s in range(6)]
         with pytest.raises(redis.ResponseError, match="equal or smaller"):
             raw.xadd(log, {"l": b"{}"}, id="3-1")
@@ -204,8 +231,8 @@ def test_the_server_refuses_an_entry_id_not_above_the_top(redis_url: str) -> Non
         raw.close()
 
 
-def test_a_retry_of_a_landed_batch_succeeds_without_duplicates(redis_url: str) -> None:
-    backend = RedisBackend(redis_url)
+def test_a_retry_of_a_landed_batch_succeeds_without_duplicates(url: str) -> None:
+    backend = RedisBackend(url)
     try:
         h = meta("retry", "/w")
         batch = _events(ONE_TURN)
@@ -213,11 +240,11 @@ def test_a_retry_of_a_landed_batch_succeeds_without_duplicates(redis_url: str) -
         backend.append_batch(h, batch, b"", materialized=False)  # the reply was lost
     finally:
         backend.close()
-    assert _stored(redis_url, "retry") == ONE_TURN
+    assert _stored(url, "retry") == ONE_TURN
 
 
-def test_a_refused_first_batch_leaves_no_session(redis_url: str) -> None:
-    backend = RedisBackend(redis_url)
+def test_a_refused_first_batch_leaves_no_session(url: str) -> None:
+    backend = RedisBackend(url)
     try:
         with pytest.raises(PersistenceError):
             backend.append_batch(meta("late", "/w"), _events(ONE_TURN[2:]), b"",
@@ -225,20 +252,20 @@ def test_a_refused_first_batch_leaves_no_session(redis_url: str) -> None:
         assert backend.list() == []
     finally:
         backend.close()
-    raw = _raw(redis_url)
-    assert raw.keys(redis_url.partition("prefix=")[2] + "*") == []
+    raw = _raw(url)
+    assert raw.keys(url.partition("prefix=")[2] + "*") == []
     raw.close()
 
 
-def test_racing_writers_never_leave_a_gap_or_a_duplicate(redis_url: str) -> None:
+def test_racing_writers_never_leave_a_gap_or_a_duplicate(url: str) -> None:
     """Writers with no lease, each appending turns from where it believes the log ends."""
     h = meta("race", "/w")
-    seed = RedisBackend(redis_url)
+    seed = RedisBackend(url)
     seed.append_batch(h, _events([TS(0, 1), TE(1, 1)]), b"", materialized=False)
     seed.close()
 
     def writer() -> None:
-        backend = RedisBackend(redis_url)
+        backend = RedisBackend(url)
         try:
             for _ in range(40):
                 tail = backend.tail_lines("race", 0)
@@ -256,7 +283,7 @@ def test_racing_writers_never_leave_a_gap_or_a_duplicate(redis_url: str) -> None
         t.start()
     for t in threads:
         t.join()
-    seqs = [e["seq"] for e in _stored(redis_url, "race")]
+    seqs = [e["seq"] for e in _stored(url, "race")]
     assert seqs == list(range(len(seqs)))
     assert len(seqs) >= 2 + 2 * 40
 
@@ -264,14 +291,14 @@ def test_racing_writers_never_leave_a_gap_or_a_duplicate(redis_url: str) -> None
 # --- cut back, removed, made again --------------------------------------------------------
 
 
-def test_a_cut_back_resets_the_stream_so_the_next_append_lands(redis_url: str) -> None:
-    backend = RedisBackend(redis_url)
+def test_a_cut_back_resets_the_stream_so_the_next_append_lands(url: str) -> None:
+    backend = RedisBackend(url)
     try:
         h = meta("cut", "/w")
         backend.append_batch(h, _events(ONE_TURN), b"", materialized=False)
         closer = {**ONE_TURN[3], "time": 5000}
         backend.commit_repair(h, 3, _events([closer]), b"")
-        assert _stored(redis_url, "cut") == [*ONE_TURN[:3], closer]
+        assert _stored(url, "cut") == [*ONE_TURN[:3], closer]
         backend.append_batch(h, _events([{**ONE_TURN[4], "time": 5001}]), b"", True)
         summary = backend.summaries()[0]
         assert (summary.events, summary.turns, summary.last_activity) == (5, 1, 5001)
@@ -279,8 +306,8 @@ def test_a_cut_back_resets_the_stream_so_the_next_append_lands(redis_url: str) -
         backend.close()
 
 
-def test_a_session_made_again_after_rm_starts_at_seq_0(redis_url: str) -> None:
-    backend = RedisBackend(redis_url)
+def test_a_session_made_again_after_rm_starts_at_seq_0(url: str) -> None:
+    backend = RedisBackend(url)
     try:
         h = meta("again", "/w")
         backend.append_batch(h, _events(ONE_TURN), b"", materialized=False)
@@ -289,14 +316,14 @@ def test_a_session_made_again_after_rm_starts_at_seq_0(redis_url: str) -> None:
         backend.append_batch(h, _events(ONE_TURN[:2]), b"", materialized=False)
     finally:
         backend.close()
-    assert _stored(redis_url, "again") == ONE_TURN[:2]
+    assert _stored(url, "again") == ONE_TURN[:2]
 
 
 # --- following ----------------------------------------------------------------------------
 
 
-def test_a_follower_blocked_on_xread_gets_each_batch_and_a_cut(redis_url: str) -> None:
-    writer, reader = RedisBackend(redis_url), RedisBackend(redis_url)
+def test_a_follower_blocked_on_xread_gets_each_batch_and_a_cut(url: str) -> None:
+    writer, reader = RedisBackend(url), RedisBackend(url)
     h = meta("live", "/w")
     writer.append_batch(h, _events(ONE_TURN[:2]), b"", materialized=False)
     tail = reader.tail_lines("live", 5)
@@ -320,10 +347,10 @@ def test_a_follower_blocked_on_xread_gets_each_batch_and_a_cut(redis_url: str) -
         reader.close()
 
 
-def test_the_url_picks_this_backend(redis_url: str) -> None:
-    backend = backend_for(redis_url)
+def test_the_url_picks_this_backend(url: str) -> None:
+    backend = backend_for(url)
     try:
         assert isinstance(backend, RedisBackend)
-        assert backend.location(meta("x")) == redis_url
+        assert backend.location(meta("x")) == url
     finally:
         backend.close()

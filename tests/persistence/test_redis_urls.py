@@ -28,6 +28,9 @@ def test_a_url_names_the_user_password_database_prefix_and_lease() -> None:
     defaults = parse_redis_url("redis://localhost")
     assert (defaults.port, defaults.db, defaults.prefix, defaults.lease) == (
         6379, None, "dsh:", 20.0)
+    assert (defaults.wait, defaults.wait_timeout) == (0, 2.0)
+    waiting = parse_redis_url("redis://cache.example?wait=2&wait_timeout=0.5")
+    assert (waiting.wait, waiting.wait_timeout) == (2, 0.5)
 
 
 def test_a_password_alone_is_the_default_users_and_never_shown() -> None:
@@ -60,6 +63,9 @@ def test_the_store_is_the_server_database_and_prefix_however_the_url_is_spelt() 
     ("redis://host?lease=0.5", "under a second"),
     ("redis://host?socket_timeout=soon", "no number"),
     ("rediss://host?ssl_cert_reqs=maybe", "ssl_cert_reqs"),
+    ("redis://host?wait=one", "wait='one'"),
+    ("redis://host?wait=-1", "wait='-1'"),
+    ("redis://host?wait=1&wait_timeout=0", "wait_timeout='0'"),
 ])
 def test_a_url_that_names_no_store_is_refused(url: str, problem: str) -> None:
     with pytest.raises(StoreUrlError, match=problem):

@@ -6,10 +6,12 @@ A suite asks for it in its root ``conftest.py``::
 
 - ``store_kind``: the kind of store a test runs on; every test that uses it (or a
   fixture below) runs once per kind: ``jsonl``, ``jsonl+zstd``, ``memory``, ``sqlite``,
-  ``postgresql``. Mark a module or a test ``@pytest.mark.store_kinds("jsonl", ...)``
-  to run on fewer; a test that parametrizes ``store_kind`` itself is left alone. A
-  compact store skips without zstandard, a PostgreSQL one without psycopg or a server
-  (fails, under CI), each saying why;
+  ``postgresql``, ``redis``. Mark a module or a test
+  ``@pytest.mark.store_kinds("jsonl", ...)`` to run on fewer, or on ``redis-cluster``
+  too (a kind only a mark names: a Redis Cluster is started for it); a test that
+  parametrizes ``store_kind`` itself is left alone. A compact store skips without
+  zstandard, a PostgreSQL one without psycopg or a server (fails, under CI), each
+  saying why;
 - ``store_url``: the URL of a fresh, empty store of that kind;
 - ``store``: a :class:`~dsh_session_core.DurableStore` open on it (the installed
   plugins loaded), closed after the test;
@@ -24,7 +26,11 @@ A suite asks for it in its root ``conftest.py``::
   dropped after it (see :mod:`dsh_session_core.testing.postgresql`);
 - ``redis_server``, ``redis_url``: a ``redis-server`` the run starts on a free port
   (stopped at its end), and a store of its own on it for one test (a key prefix of its
-  own, its keys removed after it; see :mod:`dsh_session_core.testing.redis`).
+  own, its keys removed after it; see :mod:`dsh_session_core.testing.redis`);
+- ``redis_cluster``, ``redis_cluster_url``: a Redis Cluster of three primaries without
+  replicas the run starts when a test first asks for it (the
+  :class:`~dsh_session_core.testing.redis.RedisCluster`; stopped at the run's end),
+  and a store of its own on it for one test, the same way.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ __all__ = [
     "postgresql_url",
     "pytest_configure",
     "pytest_generate_tests",
+    "redis_cluster",
+    "redis_cluster_url",
     "redis_server",
     "redis_url",
     "store",
@@ -44,17 +52,25 @@ __all__ = [
     "store_url",
 ]
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .stores import KINDS, BackendFactory, _need_driver, make_backend_factory, make_store_url
+from .stores import (
+    KINDS,
+    OPT_IN_KINDS,
+    BackendFactory,
+    _need_driver,
+    make_backend_factory,
+    make_store_url,
+)
 
 if TYPE_CHECKING:
     from .. import DurableStore
     from .postgresql import Databases
+    from .redis import RedisCluster
 
 _MARKER = "store_kinds"
 
@@ -62,7 +78,7 @@ _MARKER = "store_kinds"
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{_MARKER}(*kinds): the kinds of store the test's store_kind takes "
-                   f"(default: {', '.join(KINDS)})")
+                   f"(default: {', '.join(KINDS)}; also {', '.join(OPT_IN_KINDS)})")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -77,7 +93,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             return  # the test chose its kinds itself
     marker = metafunc.definition.get_closest_marker(_MARKER)
     kinds = tuple(marker.args) if marker is not None else KINDS
-    unknown = sorted(set(kinds) - set(KINDS))
+    unknown = sorted(set(kinds) - set(KINDS) - set(OPT_IN_KINDS))
     if unknown:
         msg = f"{metafunc.definition.nodeid}: unknown kinds of store {unknown}"
         raise pytest.UsageError(msg)
@@ -178,14 +194,47 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def redis_url(request: pytest.FixtureRequest, redis_server: str) -> Iterator[str]:
     """The URL of a store of its own for this test on the run's server: a fresh key
     prefix, whose keys are removed after the test."""
-    import uuid
-
     import redis
 
-    prefix = f"t{uuid.uuid4().hex[:12]}:"
-    yield f"{redis_server}?prefix={prefix}"
-    client = redis.Redis.from_url(redis_server)
+    yield from _prefixed(redis_server, redis.Redis.from_url)
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
+    """The run's Redis Cluster: three durable primaries, no replicas (started here, on
+    first use, stopped at the end of the run). A test may restart one of its primaries,
+    and waits on :meth:`~.redis.RedisCluster.wait_ok` after. Without ``redis-server``
+    or redis-py: skip, or fail under CI."""
+    _need_driver("redis")
+    from .redis import RedisCluster
+
+    cluster = RedisCluster(tmp_path_factory.mktemp("redis-cluster")).start()
     try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def redis_cluster_url(redis_cluster: RedisCluster) -> Iterator[str]:
+    """The URL of a store of its own for this test on the run's cluster: a fresh key
+    prefix, whose keys (on every primary) are removed after the test."""
+    import redis.cluster
+
+    redis_cluster.wait_ok()  # a test before may have restarted a primary
+    yield from _prefixed(redis_cluster.url, redis.cluster.RedisCluster.from_url)
+
+
+def _prefixed(url: str, connect: Callable[[str], Any]) -> Iterator[str]:
+    """A store URL of a fresh key prefix on the server (cluster) of ``url``; after the
+    test, its keys are removed."""
+    import uuid
+
+    prefix = f"t{uuid.uuid4().hex[:12]}:"
+    yield f"{url}?prefix={prefix}"
+    client = connect(url)
+    try:
+        # A cluster's client scans every primary; DEL of keys in many slots is split.
         keys = list(client.scan_iter(match=prefix + "*", count=1000))
         for at in range(0, len(keys), 1000):
             client.delete(*keys[at:at + 1000])

@@ -16,8 +16,8 @@ without a server).
 
 from __future__ import annotations
 
-__all__ = ["DURABLE_KINDS", "KINDS", "BackendFactory", "make_backend_factory",
-           "make_store_url"]
+__all__ = ["DURABLE_KINDS", "KINDS", "OPT_IN_KINDS", "BackendFactory",
+           "make_backend_factory", "make_store_url"]
 
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +30,10 @@ if TYPE_CHECKING:
 
 #: Every built-in kind of store, as the fixtures run them (memory among them).
 KINDS: tuple[str, ...] = ("jsonl", "jsonl+zstd", "memory", "sqlite", "postgresql", "redis")
+#: The kinds a test runs on only when it names them (``store_kinds``), beyond
+#: :data:`KINDS`: the Redis backend on a Redis Cluster (a store of the run's cluster, as
+#: ``redis`` is of the run's server), for the suites that must hold there too.
+OPT_IN_KINDS: tuple[str, ...] = ("redis-cluster",)
 #: The kinds that outlive their process.
 DURABLE_KINDS: tuple[str, ...] = ("jsonl", "jsonl+zstd", "sqlite", "postgresql",
                                   "redis")
@@ -43,6 +47,7 @@ _DRIVERS: dict[str, tuple[str, str]] = {
     "jsonl+zstd": ("zstandard", "zstd"),
     "postgresql": ("psycopg", "postgresql"),
     "redis": ("redis", "redis"),
+    "redis-cluster": ("redis", "redis"),
 }
 
 
@@ -74,7 +79,9 @@ def make_store_url(kind: str, request: pytest.FixtureRequest, tmp: Path,
     """The URL of a fresh store ``name`` of kind ``kind`` under the folder ``tmp``:
     ``jsonl`` (a folder path), ``jsonl+zstd``, ``sqlite`` (``name.db``), ``postgresql``
     (a brand-new database of the test server: the ``postgresql_url`` fixture, so it
-    skips without a server) or ``memory``.
+    skips without a server), ``redis`` (a key prefix of its own on the run's server:
+    ``redis_url``), ``redis-cluster`` (the same on the run's cluster:
+    ``redis_cluster_url``) or ``memory``.
 
     :raises ValueError: an unknown kind.
     """
@@ -88,12 +95,12 @@ def make_store_url(kind: str, request: pytest.FixtureRequest, tmp: Path,
     if kind == "postgresql":
         url: str = request.getfixturevalue("postgresql_url")
         return url
-    if kind == "redis":
-        url = request.getfixturevalue("redis_url")
+    if kind in ("redis", "redis-cluster"):
+        url = request.getfixturevalue(_REDIS_FIXTURES[kind])
         return url
     if kind == "memory":
         return "memory:"
-    msg = f"unknown kind of store {kind!r}: one of {', '.join(KINDS)}"
+    msg = f"unknown kind of store {kind!r}: one of {', '.join(KINDS + OPT_IN_KINDS)}"
     raise ValueError(msg)
 
 
@@ -127,9 +134,9 @@ def make_backend_factory(kind: str, request: pytest.FixtureRequest,
         return lambda: SqliteBackend(tmp / "sessions.db")
     if kind == "postgresql":
         return _postgresql_factory(request)
-    if kind == "redis":
-        return _redis_factory(request)
-    msg = f"unknown kind of store {kind!r}: one of {', '.join(KINDS)}"
+    if kind in ("redis", "redis-cluster"):
+        return _redis_factory(request, _REDIS_FIXTURES[kind])
+    msg = f"unknown kind of store {kind!r}: one of {', '.join(KINDS + OPT_IN_KINDS)}"
     raise ValueError(msg)
 
 
@@ -139,10 +146,14 @@ def _postgresql_factory(request: pytest.FixtureRequest) -> BackendFactory:
     return _server_factory(request, "postgresql_url", PostgresBackend)
 
 
-def _redis_factory(request: pytest.FixtureRequest) -> BackendFactory:
+#: The fixture that gives a fresh store's URL, for each kind of Redis store.
+_REDIS_FIXTURES = {"redis": "redis_url", "redis-cluster": "redis_cluster_url"}
+
+
+def _redis_factory(request: pytest.FixtureRequest, fixture: str) -> BackendFactory:
     from .._persistence.backends.redis.backend import RedisBackend
 
-    return _server_factory(request, "redis_url", RedisBackend)
+    return _server_factory(request, fixture, RedisBackend)
 
 
 def _server_factory(request: pytest.FixtureRequest, fixture: str,

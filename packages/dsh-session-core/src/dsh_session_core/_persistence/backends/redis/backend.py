@@ -1,10 +1,11 @@
-"""The Redis persistence backend: sessions as streams on one Redis server, shared by
-many hosts.
+"""The Redis persistence backend: sessions as streams on one Redis server or a Redis
+Cluster, shared by many hosts.
 
-This module is the backend class, its connections, its loads and its writes; the key
-names are :mod:`.keys`', the scripts :mod:`.scripts`', the lease :mod:`.lease`'s, the
-reads that never write :mod:`.reads`' (the ``XREAD`` follower among them), the
-projections' rows :mod:`.projections`' and the scrub after a forget :mod:`.scrub`'s.
+This module is the backend class, its loads and its writes; the key names are
+:mod:`.keys`', the scripts :mod:`.scripts`', the lease :mod:`.lease`'s, the server or
+the cluster's nodes :mod:`.nodes`', the reads that never write :mod:`.reads`' (the
+``XREAD`` follower among them), the projections' rows :mod:`.projections`' and the
+scrub after a forget :mod:`.scrub`'s.
 
 Many hosts, one session, one writer:
 
@@ -21,15 +22,28 @@ Many hosts, one session, one writer:
   client retries a command whose connection dropped) is recognised and succeeds
   without writing twice.
 
-Loading reads the header and the whole stream in one ``MULTI`` (one snapshot), and
+Loading reads the header and the whole stream in one script (one snapshot), and
 decodes the lines in one msgspec call, as the memory backend does.
+
+**On a Redis Cluster** every script's keys are one session's, in its slot (the hash
+tag), on one node. The index that listing reads (``P:sessions``) is a key of its own,
+in a slot of its own, so no script can write it with a session's keys: a session's
+first append adds it to the index (``ZADD NX``) *before* the script that stores it, and
+``rm`` takes it out after the script that removes it. So the index never misses a
+stored session; what a crash between the two steps leaves is an entry with no session,
+which listing skips (and a refused first batch takes back the entry it added).
+A write that cannot reach its node (gone, restarting, failing over) raises an
+:class:`OSError`, which the store raises as a :class:`~.errors.StoreWriteError`: its
+events stay buffered, and flushing again writes them once (a batch that did land
+before the failure is recognised).
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import threading
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Any, Final
 
 from ...._logformat.logfile import parse_header
@@ -44,6 +58,7 @@ from ...rows import RowChanges
 from . import scripts
 from .keys import INDEX, SessionKeys
 from .lease import Lease, Leases, holder_text
+from .nodes import Reach, unavailable
 from .projections import RedisProjections, change_args
 from .reads import RedisReads, time_of
 from .url import RedisTarget, parse_redis_url
@@ -52,8 +67,14 @@ __all__ = ["RedisBackend"]
 
 #: How a log line of a ``turn/start`` begins (every writer writes ``type`` first).
 _TURN: Final = b'{"type":"turn/start",'
-#: The oldest server the scripts run on (``#!lua``, ``XSETID`` to a lower id).
-_MIN_VERSION: Final = (7, 0)
+#: What flushing again does after a write that could not reach its node.
+_AGAIN: Final = ("the batch may have landed before the failure: flushing again finds it "
+                 "stored and writes it once")
+
+
+def _score(header: SessionHeader) -> int | float:
+    """The session's score in the index: its ``createdAt`` (0 when it has none)."""
+    return header.created_at if isinstance(header.created_at, int | float) else 0
 
 
 def _lines(jsonl: bytes, events: Sequence[Event]) -> tuple[bytes, list[bytes]]:
@@ -67,13 +88,15 @@ def _lines(jsonl: bytes, events: Sequence[Event]) -> tuple[bytes, list[bytes]]:
 
 
 class RedisBackend(RedisReads, RedisProjections):
-    """Sessions on one Redis server (a database of it, keys under a prefix), shared by
-    every host that connects to it.
+    """Sessions on one Redis server (a database of it, keys under a prefix) or a Redis
+    Cluster (keys under a prefix), shared by every host that connects to it.
 
-    :param url: a ``redis://`` or ``rediss://`` URL (:mod:`.url`).
+    :param url: a ``redis://`` or ``rediss://`` URL (:mod:`.url`), naming a server or
+        any node of a cluster (:mod:`.nodes`).
     :param create: unused: a Redis store needs nothing made (a prefix with no key holds
         no session).
-    :raises StoreUrlError: the URL is not one (:func:`parse_redis_url`).
+    :raises StoreUrlError: the URL is not one (:func:`parse_redis_url`), or it names a
+        database other than 0 of a cluster.
     :raises MissingExtraError: redis-py is not installed.
     :raises PersistenceError: the server is older than Redis 7.0.
     :raises redis.ConnectionError: the server cannot be reached.
@@ -91,32 +114,34 @@ class RedisBackend(RedisReads, RedisProjections):
         self.target: RedisTarget = parse_redis_url(url)
         self.prefix = self.target.prefix
         self._redis = redis
-        self._client: Any = redis.Redis(**self.target.options)
+        self._reach = Reach(redis, self.target)
+        #: Whether the store is on a Redis Cluster.
+        self.cluster: bool = self._reach.cluster
+        self._client: Any = self._reach.client
         self._registered = {name: self._client.register_script(text) for name, text in (
             ("append", scripts.APPEND), ("write_rows", scripts.WRITE_ROWS),
             ("replace", scripts.REPLACE), ("delete", scripts.DELETE),
             ("acquire", scripts.ACQUIRE), ("renew", scripts.RENEW),
             ("release", scripts.RELEASE), ("drop_rows", scripts.DROP_ROWS),
-            ("rows", scripts.ROWS), ("lines", scripts.LINES))}
-        try:
-            self._check_server()
-        except BaseException:
-            self._client.close()
-            raise
-        self._leases = Leases(self._lease_connection, self._registered.__getitem__,
-                              self.keys, self.target.lease)
+            ("rows", scripts.ROWS), ("lines", scripts.LINES), ("state", scripts.STATE))}
+        self._leases = Leases(self._reach, self._registered.__getitem__, self.keys,
+                              self.target.lease)
         self._closed = threading.Event()
 
-    def _check_server(self) -> None:
-        version = str(self._client.info("server").get("redis_version", "0"))
-        numbers = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
-        if numbers < _MIN_VERSION:
-            msg = (f"the Redis backend needs Redis 7.0 or later; {self.location_url} runs "
-                   f"{version}")
-            raise PersistenceError(msg, session_id="")
-
-    def _lease_connection(self) -> Any:
-        return self._redis.Redis(**self.target.options, single_connection_client=True)
+    @contextlib.contextmanager
+    def _reaching(self, again: str) -> Iterator[None]:
+        """Raise a write's failure to reach its node as an :class:`OSError` (the store
+        names the session, and keeps the batch buffered), noting ``again``: what doing
+        it again does; any other error as it is."""
+        try:
+            yield
+        except Exception as exc:
+            why = unavailable(self._redis, exc)
+            if why is None:
+                raise
+            failed = builtins.ConnectionError(f"{why} ({type(exc).__name__}: {exc})")
+            failed.add_note(again)
+            raise failed from exc
 
     @property
     def location_url(self) -> str:
@@ -154,13 +179,18 @@ class RedisBackend(RedisReads, RedisProjections):
 
     def list(self) -> builtins.list[SessionHeader]:
         """Every session's header, oldest first (the index, by ``createdAt``)."""
-        ids = self._client.zrange(self.index_key, 0, -1)
+        heads = [self.keys(sid.decode("utf-8", "surrogatepass")).head
+                 for sid in self._client.zrange(self.index_key, 0, -1)]
         headers = []
-        for chunk in range(0, len(ids), 1000):
-            pipe = self._client.pipeline(transaction=False)
-            for sid in ids[chunk:chunk + 1000]:
-                pipe.hget(self.keys(sid.decode("utf-8", "surrogatepass")).head, "h")
-            headers += [parse_header(h) for h in pipe.execute() if h is not None]
+        for chunk in range(0, len(heads), 1000):
+            some = heads[chunk:chunk + 1000]
+
+            def queue(pipe: Any, at: int, some: list[str] = some) -> None:
+                pipe.hget(some[at], "h")
+
+            found = self._reach.pipelined(some, queue, 1)
+            # An entry with no session (see the module) has no header: left out.
+            headers += [parse_header(h) for (h,) in found if h is not None]
         return headers
 
     def location(self, header: SessionHeader) -> str:
@@ -176,7 +206,10 @@ class RedisBackend(RedisReads, RedisProjections):
         return True
 
     def store_identity(self) -> Hashable | None:
-        """The server, the database and the prefix, whatever else the URL says."""
+        """The server, the database and the prefix, whatever else the URL says; on a
+        cluster, its nodes and the prefix, whichever node the URL names."""
+        if self.cluster:
+            return ("redis-cluster", *self._reach.cluster_nodes(), self.prefix)
         return self.target.identity()
 
     # --- writing ------------------------------------------------------------------------
@@ -203,23 +236,58 @@ class RedisBackend(RedisReads, RedisProjections):
             if changes:
                 self.write_rows(header, changes)
             return
+        with self._reaching(_AGAIN):
+            if self.cluster and not materialized:
+                self._append_indexed(header, events, jsonl, changes)
+            else:
+                self._append_script(header, events, jsonl, materialized, changes)
+
+    def _append_indexed(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes,
+                        changes: Sequence[RowChanges]) -> None:
+        """A session's first append on a cluster: its index entry first (a key of its
+        own slot: no script can write both), then the session; a refused batch takes
+        back the entry it added (see the module)."""
+        score = _score(header)
+        if self.target.wait:  # a failover must not lose the entry of a session it keeps
+            added, acked = self._reach.then_wait(
+                self.index_key, lambda pipe: pipe.zadd(self.index_key, {header.id: score},
+                                                       nx=True),
+                self.target.wait, self.target.wait_timeout)
+            self._replicated(header.id, acked, "its index entry")
+        else:
+            added = self._client.zadd(self.index_key, {header.id: score}, nx=True)
+        try:
+            self._append_script(header, events, jsonl, False, changes)
+        except (PersistenceError, SessionLockedError):
+            if added and not self._client.exists(self.keys(header.id).head):
+                self._client.zrem(self.index_key, header.id)
+            raise
+        if not added:  # an entry left before (a retry's, a crash's): this one's score
+            self._client.zadd(self.index_key, {header.id: score}, xx=True)
+
+    def _append_script(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes,
+                       materialized: bool, changes: Sequence[RowChanges]) -> None:
         keys = self.keys(header.id)
         jsonl, lines = _lines(jsonl, events)
         before = events[0].seq - 1
         head = b"" if materialized else ENCODER.encode(header)
-        score = header.created_at if isinstance(header.created_at, int | float) else 0
+        # On a cluster the index is not in the session's slot: the script is given the
+        # head in its place, and no score (it adds no entry; _append_indexed does).
+        index, score = ((keys.head, "") if self.cluster
+                        else (self.index_key, repr(_score(header))))
         extra_keys, extra_args = change_args(keys, changes)
         turns = sum(line.startswith(_TURN) for line in lines)
         lease = self._leases.held(header.id)
         for attempt in (1, 2):
             token = "" if lease is None else lease.token
-            got = self.script("append")(
-                keys=[keys.log, keys.head, keys.lease, keys.marks, keys.summaries,
-                      self.index_key, *extra_keys],
-                args=[token, self._leases.ttl_ms, before, head, header.id, repr(score),
-                      turns, len(jsonl), len(lines), *lines, *extra_args])
+            got, acked = self._eval(
+                "append", [keys.log, keys.head, keys.lease, keys.marks, keys.summaries,
+                           index, *extra_keys],
+                [token, self._leases.ttl_ms, before, head, header.id, score, turns,
+                 len(jsonl), len(lines), *lines, *extra_args])
             why = got[0]
             if why == b"ok":
+                self._replicated(header.id, acked, "the batch")
                 return
             if why == b"lost" and lease is not None and attempt == 1:
                 # Expired or released, and nobody holds it: take it again and retry;
@@ -228,6 +296,41 @@ class RedisBackend(RedisReads, RedisProjections):
                 continue
             break
         self._refused(header.id, got, keys, before, lines)
+        # A retry that found its batch stored (its reply was lost): waited for too.
+        self._replicated(header.id, acked, "the batch")
+
+    def _eval(self, name: str, keys: Sequence[Any], args: Sequence[Any]
+              ) -> tuple[Any, int | None]:
+        """Script ``name``'s reply, and, with the URL's ``wait``, how many replicas had
+        its writes after it (``WAIT`` on its connection; ``None``: no waiting)."""
+        script = self.script(name)
+        if not self.target.wait:
+            return script(keys=keys, args=args), None
+        for attempt in (1, 2):
+            try:
+                got, acked = self._reach.then_wait(
+                    keys[0], lambda pipe: pipe.evalsha(script.sha, len(keys), *keys, *args),
+                    self.target.wait, self.target.wait_timeout)
+                return got, acked
+            except self._redis.exceptions.NoScriptError:
+                if attempt == 2:
+                    raise
+                script.sha = self._reach.client_of(keys[0]).script_load(script.script)
+        raise AssertionError  # pragma: no cover - the loop returns or raises
+
+    def _replicated(self, session_id: str, acked: int | None, what: str) -> None:
+        """Refuse to report durable what fewer replicas have than the URL's ``wait``
+        asks (an :class:`OSError`: the store keeps the batch buffered)."""
+        if acked is None or acked >= self.target.wait:
+            return
+        failed = builtins.ConnectionError(
+            f"{what} of session {session_id!r} is on the Redis primary, but {acked} of the "
+            f"{self.target.wait} replicas the URL waits for (wait={self.target.wait}) had "
+            f"it after {self.target.wait_timeout:g} s; not reported durable: a failover "
+            f"now could lose it")
+        failed.add_note("flushing again finds the batch stored and waits for the "
+                        "replicas again")
+        raise failed
 
     def _refused(self, session_id: str, got: Sequence[Any], keys: SessionKeys,
                  before: int, lines: Sequence[bytes]) -> None:
@@ -256,8 +359,9 @@ class RedisBackend(RedisReads, RedisProjections):
             return
         keys = self.keys(header.id)
         extra_keys, extra_args = change_args(keys, changes)
-        self.script("write_rows")(keys=[keys.marks, keys.summaries, *extra_keys],
-                                  args=extra_args)
+        with self._reaching("writing the rows again writes the same rows"):
+            self.script("write_rows")(keys=[keys.marks, keys.summaries, *extra_keys],
+                                      args=extra_args)
 
     def commit_repair(self, header: SessionHeader, torn: object | None,
                       closers: Sequence[Event], jsonl: bytes) -> None:
@@ -281,10 +385,12 @@ class RedisBackend(RedisReads, RedisProjections):
         keys = self.keys(header.id)
         jsonl, lines = _lines(jsonl, events)
         turns = sum(line.startswith(_TURN) for line in lines)
-        got = self.script("replace")(
-            keys=[keys.log, keys.head, keys.lease, keys.marks, keys.summaries],
-            args=[self._leases.token_of(header.id), self._leases.ttl_ms, mode, torn, head,
-                  keys.base, turns, len(jsonl), len(lines), *lines])
+        with self._reaching(f"the {mode} may have landed before the failure: the session's "
+                            f"next load shows which"):
+            got = self.script("replace")(
+                keys=[keys.log, keys.head, keys.lease, keys.marks, keys.summaries],
+                args=[self._leases.token_of(header.id), self._leases.ttl_ms, mode, torn,
+                      head, keys.base, turns, len(jsonl), len(lines), *lines])
         if got[0] == b"missing":
             raise not_found(header.id, self.location_url)
         if got[0] != b"ok":
@@ -297,7 +403,9 @@ class RedisBackend(RedisReads, RedisProjections):
 
         :raises SessionLockedError: another writer, on any host, holds it.
         """
-        lease: WriterLock = self._leases.take(header.id)
+        with self._reaching("the lease may have been taken before the failure: taking it "
+                            "again finds this process's lease gone with its connection"):
+            lease: WriterLock = self._leases.take(header.id)
         return lease
 
     # --- deleting -----------------------------------------------------------------------
@@ -327,14 +435,18 @@ class RedisBackend(RedisReads, RedisProjections):
 
     def _remove(self, session_id: str, lease: Lease, *, dry_run: bool) -> Deleted:
         keys = self.keys(session_id)
+        # On a cluster the index is not in the session's slot: its entry goes after the
+        # script (a crash between leaves an entry with no session, which listing skips).
         got = self.script("delete")(
             keys=[keys.log, keys.head, keys.lease, keys.epoch, keys.marks, keys.summaries,
-                  self.index_key],
+                  keys.head if self.cluster else self.index_key],
             args=[lease.token, "1" if dry_run else "0", keys.base, session_id])
         if got[0] == b"missing":
             raise not_found(session_id, self.location_url)
         if got[0] != b"ok":
             self._refused(session_id, got, keys, -2, [])
+        if self.cluster and not dry_run:
+            self._client.zrem(self.index_key, session_id)
         header = parse_header(got[1])
         events, size, last = int(got[2]), int(got[3]), got[4]
         where = self.location_url
@@ -348,14 +460,27 @@ class RedisBackend(RedisReads, RedisProjections):
         """Make what deletes left in the server's files unreadable
         (:class:`~..capabilities.Scrubbable`, :func:`~.scrub.scrub_server`): its
         append-only file rewritten and its snapshot saved anew, as far as it keeps them,
-        each waited for; what the server keeps beyond them is said.
+        each waited for (on a cluster, on each primary); what the server keeps beyond
+        them is said.
 
         :raises PersistenceError: the server refused a step, or a step failed: the
             message says what was done and what was not.
         """
         from .scrub import scrub_server
 
-        return scrub_server(self._client, self.location_url)
+        if not self.cluster:
+            return scrub_server(self._client, self.location_url)
+        # A cluster: each primary keeps the files of its own slots.
+        done, failed = [], []
+        for node in self._client.get_primaries():
+            try:
+                done.append(scrub_server(self._client.get_redis_connection(node),
+                                         f"the primary {node.name}"))
+            except PersistenceError as exc:
+                failed.append(str(exc))
+        if failed:
+            raise PersistenceError("; ".join([*failed, *done]), session_id="")
+        return "; ".join(done)
 
     # --- lifetime -----------------------------------------------------------------------
 
@@ -365,4 +490,4 @@ class RedisBackend(RedisReads, RedisProjections):
             return
         self._closed.set()
         self._leases.close()
-        self._client.close()
+        self._reach.close()

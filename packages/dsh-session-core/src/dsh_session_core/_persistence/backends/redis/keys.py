@@ -24,7 +24,9 @@ key                    type      what it holds
 ``P{T}:pkeys:<name>``  zset      the same row keys, every score 0: the keys in order,
                                  for ranges (``ZRANGE ... BYLEX``)
 ``P:sessions``         zset      the store's index: every session id, scored by its
-                                 ``createdAt`` (what ``list`` reads)
+                                 ``createdAt`` (what ``list`` reads); no hash tag: on a
+                                 cluster, a key of its own slot, written beside a
+                                 session's scripts (:mod:`.backend`)
 =====================  ========  ===========================================================
 
 The entry id's first part is the event's seq, so the server itself refuses an append

@@ -16,21 +16,29 @@ names; a lease found taken over at a renewal is marked lost. The lease's time to
 is the URL's ``lease`` option.
 
 A process holds its leases on one connection of its own (``single_connection_client``),
-so that its id names every lease the process holds.
+so that its id names every lease the process holds; on a Redis Cluster, one to each
+node that holds a leased session's slot (:meth:`~.nodes.Reach.lease_connection`: a
+connection id is a node's). A lease's scripts go to its node; one that answers
+``MOVED`` (the slot moved, a replica took over) has them sent again once to the node
+that holds it now.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import secrets
 import socket
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from ....errors import SessionLockedError
 from .keys import SessionKeys
+from .nodes import moved
+
+_T = TypeVar("_T")
 
 __all__ = ["Lease", "Leases", "holder_text"]
 
@@ -61,32 +69,49 @@ class Lease:
         self._leases.release(self)
 
 
-class Leases:
-    """The leases one backend holds, the connection they are held on, their renewal.
+class Nodes(Protocol):
+    """Where leases are held (:class:`~.nodes.Reach`)."""
 
-    :param connect: makes the connection the leases are held on (one connection).
+    def lease_connection(self, key: str) -> Any: ...
+
+    def refresh(self) -> None: ...
+
+    def close_leases(self) -> None: ...
+
+
+class Leases:
+    """The leases one backend holds, the connections they are held on, their renewal.
+
+    :param nodes: the connections the leases are held on (one a node).
     :param scripts: the backend's registered scripts, by name.
     :param ttl: the leases' time to live, in seconds.
     """
 
-    def __init__(self, connect: Callable[[], Any], scripts: Callable[[str], Any],
+    def __init__(self, nodes: Nodes, scripts: Callable[[str], Any],
                  keys_of: Callable[[str], SessionKeys], ttl: float) -> None:
-        self._connect = connect
+        self._nodes = nodes
         self._scripts = scripts
         self._keys_of = keys_of
         self.ttl_ms = max(1000, round(ttl * 1000))
-        self._conn: Any = None
         self._lock = threading.Lock()
         self._held: dict[str, Lease] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.holder = f"{socket.gethostname()}:{os.getpid()}"
 
-    def _connection(self) -> Any:
-        """The leases' connection (made on first use); the caller holds the lock."""
-        if self._conn is None:
-            self._conn = self._connect()
-        return self._conn
+    def _on_node(self, keys: SessionKeys, call: Callable[[Any], _T]) -> _T:
+        """``call(connection)`` on the connection to the node of the session's slot;
+        again once on the node that holds it now, when that node answered ``MOVED``.
+        The caller holds the lock."""
+        import redis
+
+        try:
+            return call(self._nodes.lease_connection(keys.lease))
+        except redis.ResponseError as exc:
+            if not moved(exc):
+                raise
+        self._nodes.refresh()
+        return call(self._nodes.lease_connection(keys.lease))
 
     def token_of(self, session_id: str) -> str:
         """The token of the lease held on the session, ``''`` when none is."""
@@ -104,8 +129,8 @@ class Leases:
         """
         keys = self._keys_of(session_id)
         token = secrets.token_hex(16)
-        with self._lock:
-            conn = self._connection()
+
+        def acquire(conn: Any) -> Any:
             gone = ""
             for _ in range(2):  # a second time only to take over a dead holder's lease
                 me = str(conn.client_id())
@@ -113,12 +138,14 @@ class Leases:
                     keys=[keys.lease, keys.epoch],
                     args=[token, me, self.holder, self.ttl_ms, gone], client=conn)
                 if int(got[0]) == 1:
-                    break
+                    return got
                 if gone or not got[1] or not self._gone(conn, got[1]):
                     raise SessionLockedError(session_id, holder_text(got[2], got[3]))
                 gone = got[1].decode() if isinstance(got[1], bytes) else str(got[1])
-            else:  # pragma: no cover - the loop breaks or raises
-                raise AssertionError
+            raise AssertionError  # pragma: no cover - the loop returns or raises
+
+        with self._lock:
+            got = self._on_node(keys, acquire)
             lease = Lease(self, session_id, keys, token, int(got[1]))
             self._held[session_id] = lease
             self._start()
@@ -138,7 +165,8 @@ class Leases:
         import redis
 
         try:
-            return not conn.client_list(client_id=[int(client)])
+            # The id as a string: redis-py 5 joins the ids it is given as text.
+            return not conn.client_list(client_id=[str(int(client))])
         except (redis.ResponseError, ValueError):
             return False
 
@@ -147,12 +175,11 @@ class Leases:
         with self._lock:
             if self._held.get(lease.session_id) is lease:
                 del self._held[lease.session_id]
-            conn = self._connection()
             import redis
 
             with contextlib.suppress(redis.RedisError):
-                self._scripts("release")(keys=[lease.keys.lease], args=[lease.token],
-                                         client=conn)
+                self._on_node(lease.keys, lambda conn: self._scripts("release")(
+                    keys=[lease.keys.lease], args=[lease.token], client=conn))
 
     def _start(self) -> None:
         if self._thread is None:
@@ -166,27 +193,30 @@ class Leases:
 
         while not self._stop.wait(self.ttl_ms / 3000):
             with self._lock:
-                if not self._held:
-                    continue
-                try:
-                    conn = self._connection()
-                    me = str(conn.client_id())
-                    for lease in list(self._held.values()):
-                        kept = self._scripts("renew")(
-                            keys=[lease.keys.lease], args=[lease.token, me, self.ttl_ms],
-                            client=conn)
-                        lease.lost = not kept
-                except redis.RedisError:
-                    continue  # the next round tries again; an append retakes or refuses
+                ids: dict[int, str] = {}  # each connection's id, asked once a round
+                for lease in list(self._held.values()):
+                    try:
+                        lease.lost = not self._on_node(lease.keys, functools.partial(
+                            self._renew_one, lease, ids))
+                    except redis.RedisError:
+                        # Its node is down (restarting, failing over): the next round
+                        # tries again, and the others' leases are renewed meanwhile; an
+                        # append retakes it or is refused.
+                        continue
+
+    def _renew_one(self, lease: Lease, ids: dict[int, str], conn: Any) -> bool:
+        me = ids.get(id(conn))
+        if me is None:
+            me = ids[id(conn)] = str(conn.client_id())
+        return bool(self._scripts("renew")(keys=[lease.keys.lease],
+                                           args=[lease.token, me, self.ttl_ms], client=conn))
 
     def close(self) -> None:
-        """Release every lease held, stop renewing, close the connection."""
+        """Release every lease held, stop renewing, close the connections."""
         for lease in list(self._held.values()):
             lease.release()
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            self._nodes.close_leases()

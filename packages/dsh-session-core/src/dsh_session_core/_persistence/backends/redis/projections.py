@@ -19,6 +19,7 @@ from .keys import SessionKeys
 
 if TYPE_CHECKING:
     from ...._schema.header import SessionHeader
+    from .nodes import Reach
 
 __all__ = ["RedisProjections", "change_args"]
 
@@ -48,6 +49,7 @@ class RedisProjections:
     """The rows (:class:`~.redis.backend.RedisBackend` sets what is declared here)."""
 
     _client: Any
+    _reach: Reach
 
     if TYPE_CHECKING:
         @property
@@ -105,14 +107,14 @@ class RedisProjections:
         found = []
         for at in range(0, len(ids), 1000):
             chunk = ids[at:at + 1000]
-            pipe = self._client.pipeline(transaction=False)
-            for sid in chunk:
-                keys = self.keys(sid)
-                pipe.hget(keys.summaries, name)
-                pipe.hget(keys.marks, name)
-            got = pipe.execute()
-            for i, sid in enumerate(chunk):
-                summary, mark = got[2 * i], got[2 * i + 1]
+            keys = [self.keys(sid) for sid in chunk]
+
+            def queue(pipe: Any, i: int, keys: list[SessionKeys] = keys) -> None:
+                pipe.hget(keys[i].summaries, name)
+                pipe.hget(keys[i].marks, name)
+
+            got = self._reach.pipelined([k.summaries for k in keys], queue, 2)
+            for sid, (summary, mark) in zip(chunk, got, strict=True):
                 if summary is not None and mark is not None:
                     found.append((sid, mark, summary))
         return found

@@ -6,6 +6,10 @@ added), never polls the log. A cut back (a repair) adds no entry above the follo
 position, so the follower also reads the session's count of cuts each time ``XREAD``
 returns or a bounded block ends (:data:`BLOCK_SECONDS`), and reports a cut back when it
 changed. A mixin of :class:`~.redis.backend.RedisBackend`.
+
+A session's counts and last entries are one script's reply (:data:`~.scripts.STATE`),
+so each is read in one snapshot, on a server or a cluster alike; a listing sends one
+for each session, in pipelines (on a cluster, redis-py splits them among the nodes).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from .keys import SessionKeys, seq_of
 if TYPE_CHECKING:
     from ...._schema.header import SessionHeader
     from ....events import Event
+    from .nodes import Reach
 
 __all__ = ["BLOCK_SECONDS", "RedisReads", "cut_note", "time_of"]
 
@@ -46,10 +51,28 @@ def _lines(entries: Sequence[Any]) -> builtins.list[bytes]:
     return [fields[b"l"] for _, fields in entries]
 
 
+class _State:
+    """A :data:`~.scripts.STATE` reply: a session's counts, its last entries."""
+
+    __slots__ = ("count", "cut", "cuts", "head", "lines", "top", "turns")
+
+    def __init__(self, reply: Sequence[Any]) -> None:
+        #: The header's line (``b''``: the session is not stored).
+        self.head: bytes = reply[0]
+        self.turns, self.cuts, self.cut = int(reply[1]), int(reply[2]), int(reply[3])
+        self.count = int(reply[4])
+        #: The last stored seq (``-1``: none, or no entry asked for).
+        self.top = seq_of(reply[5]) if len(reply) > 5 else -1
+        #: The last entries' lines, newest first.
+        self.lines: builtins.list[bytes] = builtins.list(reply[6::2])
+
+
 class RedisReads:
     """The reads (:class:`~.redis.backend.RedisBackend` sets what is declared here)."""
 
     _client: Any
+    _redis: Any
+    _reach: Reach
 
     if TYPE_CHECKING:
         @property
@@ -77,34 +100,41 @@ class RedisReads:
     def _summaries(self, ids: Sequence[str]) -> builtins.list[SessionSummary]:
         found = []
         for at in range(0, len(ids), _CHUNK):
-            pipe = self._client.pipeline(transaction=True)  # each session consistent
-            for sid in ids[at:at + _CHUNK]:
-                keys = self.keys(sid)
-                pipe.hmget(keys.head, "h", "turns")
-                pipe.xlen(keys.log)
-                pipe.xrevrange(keys.log, count=1)
-            got = pipe.execute()
-            for i in range(0, len(got), 3):
-                (head, turns), count, top = got[i], got[i + 1], got[i + 2]
-                if head is None:
-                    continue  # removed since it was listed
-                found.append(SessionSummary(parse_header(head), int(count), int(turns or 0),
-                                            time_of(_lines(top)[0]) if top else None))
+            for state in self._states(ids[at:at + _CHUNK], 1):
+                if not state.head:
+                    continue  # removed since it was listed (or an index entry left)
+                found.append(SessionSummary(
+                    parse_header(state.head), state.count, state.turns,
+                    time_of(state.lines[0]) if state.lines else None))
         return found
+
+    def _states(self, ids: Sequence[str], last: int) -> builtins.list[_State]:
+        """Each session's :data:`~.scripts.STATE` with its ``last`` entries, in one
+        pipeline a node (not a transaction: each reply is one snapshot already)."""
+        script = self.script("state")
+        keys = [self.keys(sid) for sid in ids]
+
+        def queue(pipe: Any, at: int) -> None:
+            pipe.evalsha(script.sha, 2, keys[at].log, keys[at].head, last)
+
+        try:
+            found = self._reach.pipelined([k.head for k in keys], queue, 1)
+        except self._redis.exceptions.NoScriptError:
+            # Not loaded on a node yet (or lost with its restart).
+            script.sha = self._reach.load_script(script.script)
+            found = self._reach.pipelined([k.head for k in keys], queue, 1)
+        return [_State(reply) for (reply,) in found]
+
+    def _state_of(self, keys: SessionKeys, last: int) -> _State:
+        return _State(self.script("state")(keys=[keys.log, keys.head], args=[last]))
 
     def tail_lines(self, session_id: str, count: int) -> LogTail | None:
         """The last ``count`` entries' lines; the position is the last stored seq
         (``-1`` when none is), from the same read."""
-        keys = self.keys(session_id)
-        pipe = self._client.pipeline(transaction=True)
-        pipe.exists(keys.head)
-        pipe.xrevrange(keys.log, count=max(count, 1))
-        found, top = pipe.execute()
-        if not found:
+        state = self._state_of(self.keys(session_id), max(count, 1))
+        if not state.head:
             return None
-        last = seq_of(top[0][0]) if top else -1
-        lines = _lines(top)[::-1] if count > 0 else []
-        return LogTail(lines, last)
+        return LogTail(state.lines[::-1] if count > 0 else [], state.top)
 
     def tail(self, session_id: str, count: int) -> builtins.list[bytes] | None:
         """The last ``count`` events' log lines, oldest first; ``None`` when the session
@@ -146,12 +176,8 @@ class RedisReads:
     def _state(self, keys: SessionKeys) -> tuple[bool, int, int, int]:
         """Whether the session is stored, how many times it was cut back, the seq the
         last cut kept last, and its last stored seq (``-1``: none), in one read."""
-        pipe = self._client.pipeline(transaction=True)
-        pipe.hmget(keys.head, "h", "cuts", "cut")
-        pipe.xrevrange(keys.log, count=1)
-        (head, cuts, cut), top = pipe.execute()
-        return (head is not None, int(cuts or 0), int(cut if cut is not None else -1),
-                seq_of(top[0][0]) if top else -1)
+        state = self._state_of(keys, 1)
+        return bool(state.head), state.cuts, state.cut, state.top
 
     def follow_lines(self, session_id: str, position: object, *,
                      timeout: float | None = None) -> Iterator[LogNews]:

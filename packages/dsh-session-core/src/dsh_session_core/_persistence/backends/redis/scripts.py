@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = ["ACQUIRE", "APPEND", "DELETE", "DROP_ROWS", "LINES", "RELEASE", "RENEW", "REPLACE",
-           "ROWS", "WRITE_ROWS"]
+           "ROWS", "STATE", "WRITE_ROWS"]
 
 #: What the scripts share: the last seq of a log, the lease check, the rows' changes.
 _COMMON: Final = r"""
@@ -267,4 +267,23 @@ end
 local lines = {}
 for i, entry in ipairs(entries) do lines[i] = entry[2][2] end
 return {1, head, table.concat(lines, '\n'), #lines}
+"""
+
+#: A session's counts and its last entries, in one snapshot (one script a session, so a
+#: listing's pipeline of them is consistent per session on a cluster too, where one
+#: transaction cannot span sessions). KEYS: log, head. ARGV: how many of the last
+#: entries (0: none). Returns the header (``''``: the session is not stored), the count
+#: of turns, of cuts, the seq the last cut kept last (``-1``: none), the stream's
+#: length, then the last entries' ids and lines, newest first.
+STATE: Final = r"""#!lua flags=no-writes
+local found = redis.call('HMGET', KEYS[2], 'h', 'turns', 'cuts', 'cut')
+local out = {found[1] or '', found[2] or '0', found[3] or '0', found[4] or '-1',
+             redis.call('XLEN', KEYS[1])}
+if ARGV[1] ~= '0' then
+  for _, entry in ipairs(redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', ARGV[1])) do
+    out[#out + 1] = entry[1]
+    out[#out + 1] = entry[2][2]
+  end
+end
+return out
 """

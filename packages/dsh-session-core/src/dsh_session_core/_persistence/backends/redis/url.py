@@ -7,8 +7,12 @@ The URL is written as Redis users write it, and as redis-py reads it::
     rediss://...   (TLS)
 
 Options of the store: ``prefix`` (every key of the store starts with it; default
-``dsh:``, so that several stores share a database) and ``lease`` (the writer lease's
-time to live, in seconds; default 20). Options of the connection, passed to redis-py:
+``dsh:``, so that several stores share a database), ``lease`` (the writer lease's
+time to live, in seconds; default 20), ``wait`` (how many replicas must have a flush's
+batch before the flush returns: Redis's ``WAIT``, sent after the batch on its
+connection; default 0, none) and ``wait_timeout`` (how long a flush waits for them, in
+seconds; default 2: then it fails, its batch on the primary only). Options of the
+connection, passed to redis-py:
 ``socket_timeout``, ``socket_connect_timeout``, ``health_check_interval``, and, for
 ``rediss://`` only, ``ssl_ca_certs``, ``ssl_ca_path``, ``ssl_certfile``,
 ``ssl_keyfile``, ``ssl_cert_reqs`` (``required``, ``optional``, ``none``),
@@ -25,12 +29,16 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from ....errors import StoreUrlError
 from ...urls import printable_url
 
-__all__ = ["DEFAULT_LEASE", "DEFAULT_PREFIX", "RedisTarget", "parse_redis_url"]
+__all__ = ["DEFAULT_LEASE", "DEFAULT_PREFIX", "DEFAULT_WAIT_TIMEOUT", "RedisTarget",
+           "parse_redis_url"]
 
 #: The key prefix of a store whose URL names none.
 DEFAULT_PREFIX: Final = "dsh:"
 #: The writer lease's time to live, in seconds, when the URL sets none.
 DEFAULT_LEASE: Final = 20.0
+#: How long a flush waits for its replicas (``wait``), in seconds, when the URL sets no
+#: ``wait_timeout``.
+DEFAULT_WAIT_TIMEOUT: Final = 2.0
 
 _FLOATS: Final = ("socket_timeout", "socket_connect_timeout", "health_check_interval")
 _TLS: Final = ("ssl_ca_certs", "ssl_ca_path", "ssl_certfile", "ssl_keyfile",
@@ -52,6 +60,8 @@ class RedisTarget:
     :ivar lease: the writer lease's time to live, in seconds.
     :ivar options: redis-py's keyword arguments for the connection (the password among
         them).
+    :ivar wait: how many replicas a flush waits for (0: none).
+    :ivar wait_timeout: how long it waits for them, in seconds.
     """
 
     url: str
@@ -63,6 +73,8 @@ class RedisTarget:
     prefix: str
     lease: float
     options: dict[str, Any]
+    wait: int = 0
+    wait_timeout: float = DEFAULT_WAIT_TIMEOUT
 
     def identity(self) -> tuple[str, ...]:
         """What picks the sessions: the server, the database and the prefix (not the
@@ -106,6 +118,7 @@ def parse_redis_url(url: str) -> RedisTarget:
     if parts.password:
         options["password"] = unquote(parts.password)
     prefix, lease = DEFAULT_PREFIX, DEFAULT_LEASE
+    wait, wait_timeout = 0, DEFAULT_WAIT_TIMEOUT
     for name, value in parse_qsl(parts.query, keep_blank_values=True):
         if name == "prefix":
             if "{" in value or "}" in value:
@@ -118,6 +131,13 @@ def parse_redis_url(url: str) -> RedisTarget:
             if lease < 1:
                 raise _refuse(url, f"has lease={value}, under a second",
                               "lease=20 (seconds; the lease is renewed every third of it)")
+        elif name == "wait":
+            if not value.isdigit():
+                raise _refuse(url, f"has wait={value!r}",
+                              "wait=<how many replicas must have each flush: 0, 1, 2...>")
+            wait = int(value)
+        elif name == "wait_timeout":
+            wait_timeout = _number(url, name, value)
         elif name in _FLOATS:
             options[name] = _number(url, name, value)
         elif name in _TLS:
@@ -126,13 +146,13 @@ def parse_redis_url(url: str) -> RedisTarget:
                               "use rediss:// for TLS")
             options[name] = _tls_value(url, name, value)
         else:
-            known = ", ".join(("prefix", "lease", *_FLOATS, *_TLS))
+            known = ", ".join(("prefix", "lease", "wait", "wait_timeout", *_FLOATS, *_TLS))
             raise _refuse(url, f"has the option {name!r}, which a Redis store does not take",
                           f"one of {known}")
     if scheme == "rediss":
         options["ssl"] = True
     return RedisTarget(url, printable_url(url), scheme == "rediss", host, port, db,
-                       prefix, lease, options)
+                       prefix, lease, options, wait, wait_timeout)
 
 
 def _number(url: str, name: str, value: str) -> float:
