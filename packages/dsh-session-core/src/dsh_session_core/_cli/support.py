@@ -96,6 +96,11 @@ def not_stored_failure(exc: SessionNotStoredError, url: str | None = None) -> Fa
 #: What is said of an error of dsh-session no row below names, and of any other.
 _DEBUG_HINT = "run again with --debug to see where it came from"
 _BUG_HINT = "run again with --debug for the traceback, and report it"
+#: The database servers' drivers whose errors are a server's answer, not a bug.
+_DRIVERS = ("psycopg", "redis")
+#: What to check when a store's server cannot be reached or refuses.
+SERVER_HINT = ("check that the server runs, and the URL's host, port, user, password "
+               "and database")
 
 
 def failure_for(exc: Exception) -> Failure:
@@ -109,6 +114,8 @@ def failure_for(exc: Exception) -> Failure:
     - :class:`~.errors.SessionNotStoredError`: :func:`not_stored_failure`;
     - any other error of dsh-session (e.g. two plugins clash): its one line, a
       rejection, and how to see where it came from;
+    - a database server's driver's error (psycopg, redis-py: the server went away, or
+      refused): its one line, said to be the store's server's, and what to check;
     - anything else is a bug (ours or a plugin's): still one line, never a traceback.
     """
     from ..errors import DshSessionError, InspectError, SessionNotStoredError
@@ -121,6 +128,9 @@ def failure_for(exc: Exception) -> Failure:
         return not_stored_failure(exc)
     if isinstance(exc, DshSessionError):
         return Failure(one_line(exc), EXIT_REJECTED, hint=_DEBUG_HINT)
+    if type(exc).__module__.startswith(_DRIVERS):
+        return Failure(f"the store's server: {one_line(exc)}", EXIT_REJECTED,
+                       hint=SERVER_HINT)
     return Failure(f"internal error: {one_line(exc)}", EXIT_REJECTED, hint=_BUG_HINT)
 
 

@@ -95,10 +95,11 @@ def open_store(url: str, *, must_exist: bool = True, empty_if_missing: bool = Fa
     except ImportError as exc:  # the PostgreSQL backend without psycopg
         raise SourceReadError(str(exc), hint="pip install 'dsh-session[postgresql]'") from exc
     except Exception as exc:
-        if type(exc).__module__.startswith("psycopg"):  # a PostgreSQL driver's error
+        if type(exc).__module__.startswith(("psycopg", "redis")):  # a server's driver's
             msg = f"cannot open the store {printable_url(url)}: {one_line(exc)}"
             raise SourceReadError(msg, hint="check that the server runs, and the URL's "
-                                            "host, port, user and database") from exc
+                                            "host, port, user, password and "
+                                            "database") from exc
         import sqlite3  # already loaded when a SQLite store raised it
 
         if not isinstance(exc, sqlite3.Error):
