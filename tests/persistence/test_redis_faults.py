@@ -1,0 +1,475 @@
+"""Faults on the Redis backend, each against a ``redis-server`` the test starts itself
+(durable: ``appendonly yes``, ``appendfsync always``, so a write it acknowledged
+outlives a SIGKILL), as the other backends' fault suites inject theirs
+(test_faults.py, test_write_faults.py, test_fault_regressions.py):
+
+- **The server killed** between batches, and under a writer streaming appends: the
+  flush fails, in a bounded time, as a :class:`StoreWriteError` naming the session and
+  the store (never the driver's error); nothing reported durable is lost when the
+  server starts again on its files; the writer goes on, or, killed with the server, a
+  new writer after its lease.
+- **A connection dropped in the middle of a script**, by a TCP proxy between the
+  client and the server (:class:`Proxy`): the server ran the batch and the reply was
+  lost (the retry recognises it, and writes nothing twice), or the request never
+  reached it (the retry writes it once), or every reply is lost (the flush fails; the
+  next one writes the batch once). The same for a crash repair's closers.
+- **A lease that expires during a batch**: the writer's process is stopped between
+  building its batch and sending it (SIGSTOP), until its lease has expired (the test
+  waits on the lease key) and another writer took the session; resumed, its batch is
+  refused, and nothing of it lands.
+- **A stream damaged by hand** (an entry that is no log line, one out of order): a load
+  refuses it, naming the session, the seq and the entry, and changes nothing.
+
+After each, the stored log is checked as a fresh process reads it: its seqs contiguous,
+no problem in a strict validation, the header's counts (turns, bytes, events) those of
+its lines, and, where the store keeps the contract projection, its rows the fold of the
+log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from projection_support import assert_rows_are_the_fold, plugins
+
+from dsh_session_core import DurableStore, Session, core_registry, to_wire
+from dsh_session_core._logformat.check import check_log
+from dsh_session_core._persistence.backends.redis import scripts
+from dsh_session_core._persistence.backends.redis.backend import RedisBackend
+from dsh_session_core._persistence.backends.redis.keys import SessionKeys
+from dsh_session_core.errors import StoreWriteError
+from dsh_session_core.testing import user_turn
+from dsh_session_core.testing.redis import RedisServer
+
+PREFIX = "f:"
+#: The longest a flush may take to give up on a server that is gone (redis-py retries a
+#: command whose connection failed, a few seconds in all).
+GIVE_UP = 60.0
+#: The longest a test waits for a condition (a lease to expire, a process to stop).
+PATIENCE = 60.0
+
+
+def _sha(text: str) -> bytes:
+    return hashlib.sha1(text.encode()).hexdigest().encode()
+
+
+#: The append script's SHA1, as ``EVALSHA`` sends it: what the proxy watches for.
+APPEND = _sha(scripts.APPEND)
+
+
+@pytest.fixture(params=[False, True], ids=["no-projection", "projecting"])
+def projecting(request: pytest.FixtureRequest) -> bool:
+    """Whether the store keeps the contract projection (its rows in the batch's script)."""
+    return bool(request.param)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A durable ``redis-server`` of this test's own, on a free port."""
+    srv = RedisServer(tmp_path / "redis", durable=True).start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+def raw(server: RedisServer) -> Iterator[Any]:
+    """A plain client of the server (its replies bytes), every script loaded, so that
+    the first ``EVALSHA`` of each runs it (not a ``NOSCRIPT`` reply)."""
+    client: Any = redis.Redis(port=server.port)
+    for text in (scripts.APPEND, scripts.REPLACE, scripts.LINES, scripts.ACQUIRE,
+                 scripts.RENEW, scripts.RELEASE, scripts.WRITE_ROWS, scripts.ROWS):
+        client.script_load(text)
+    yield client
+    client.close()
+
+
+def _url(port: int, lease: float | None = None) -> str:
+    extra = "" if lease is None else f"&lease={lease:g}"
+    return f"redis://127.0.0.1:{port}/0?prefix={PREFIX}{extra}"
+
+
+def _store(url: str, projecting: bool = False) -> DurableStore:
+    return DurableStore(RedisBackend(url), plugins(projecting))
+
+
+def _keys(sid: str) -> SessionKeys:
+    return SessionKeys.of(PREFIX, sid)
+
+
+def _wait(condition: Callable[[], bool], what: str) -> None:
+    """Wait until ``condition()`` holds (polled), or fail saying ``what`` never came."""
+    deadline = time.monotonic() + PATIENCE
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not within {PATIENCE} s"
+        time.sleep(0.01)  # polling a condition, not waiting out a race
+
+
+def _lines(url: str, sid: str) -> list[bytes]:
+    """The session's log lines, as a fresh backend loads them."""
+    backend = RedisBackend(url)
+    try:
+        stored = backend.load_stored(sid, core_registry())
+        assert stored is not None
+        assert stored.jsonl is not None
+        return stored.jsonl.splitlines()
+    finally:
+        backend.close()
+
+
+def _check(url: str, sid: str, want: list[bytes] | None = None,
+           projecting: bool = False) -> list[dict[str, Any]]:
+    """The stored session as a fresh store reads it: its lines ``want`` (when given),
+    its seqs contiguous, valid by a strict check, the head's counts its lines', and its
+    projection the fold of its log; its events (wire)."""
+    store = _store(url, projecting)
+    try:
+        stored = store.backend.load_stored(sid, store.registry)
+        assert stored is not None
+        assert stored.jsonl is not None
+        lines = stored.jsonl.splitlines()
+        if want is not None:
+            assert lines == want
+        assert [e.seq for e in stored.events] == list(range(len(lines)))
+        assert check_log(stored.events, store.registry, strict=True) == []
+        client: Any = redis.Redis.from_url(url.partition("?")[0])
+        try:
+            keys = _keys(sid)
+            turns, size = client.hmget(keys.head, "turns", "bytes")
+            assert (int(turns), int(size)) == (
+                sum(e.type == "turn/start" for e in stored.events), len(stored.jsonl))
+            assert client.xlen(keys.log) == len(lines)
+        finally:
+            client.close()
+        [summary] = [x for x in store.backend.summaries() if x.header.id == sid]
+        assert (summary.events, summary.turns) == (len(lines), int(turns))
+        if projecting:
+            assert_rows_are_the_fold(store, sid, fresh=lambda: _store(url, True))
+        return [to_wire(e) for e in stored.events]
+    finally:
+        store.close()
+
+
+def _texts(events: list[dict[str, Any]]) -> list[str]:
+    """The user messages' texts, in log order."""
+    return [e["data"]["content"][0]["text"] for e in events if e["type"] == "user/message"]
+
+
+# --- the proxy ------------------------------------------------------------------------------
+
+
+class Proxy:
+    """A TCP proxy on a free loopback port, in front of a Redis server, that drops
+    connections where a test says: the reply to a request holding a given script's
+    SHA1 (the server ran it, the client never hears), such a request itself (the
+    server never sees it), or the next connections (refused: a server restarting).
+
+    One thread accepts, two a connection pump its bytes; ``close`` ends them all. A
+    request is recognised by the SHA1 in its first bytes (``EVALSHA <sha> ...``): a
+    client sends one command at a time on a connection and waits for its reply, so
+    the next bytes the server sends on it are that reply.
+    """
+
+    def __init__(self, upstream: int) -> None:
+        self.upstream = upstream
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._listener.getsockname()[1]
+        self._lock = threading.Lock()
+        #: How many more replies, or requests, of each script to drop.
+        self.drop_reply: Counter[bytes] = Counter()
+        self.drop_request: Counter[bytes] = Counter()
+        #: How many more connections to refuse.
+        self.refuse = 0
+        #: The requests of each script that reached the server, and were dropped.
+        self.sent: Counter[bytes] = Counter()
+        self.dropped: Counter[bytes] = Counter()
+        self.watch: tuple[bytes, ...] = (APPEND,)
+        self._sockets: list[socket.socket] = []
+        self._threads = [threading.Thread(target=self._accept, daemon=True)]
+        self._threads[0].start()
+
+    @property
+    def url(self) -> str:
+        return _url(self.port)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:  # closed
+                return
+            with self._lock:
+                self._sockets.append(client)
+                if self.refuse > 0:
+                    self.refuse -= 1
+                    client.shutdown(socket.SHUT_RDWR)
+                    continue
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.upstream))
+            except OSError:  # the server is down: the client sees its connection end
+                client.shutdown(socket.SHUT_RDWR)
+                continue
+            doomed = threading.Event()  # the next reply on this connection is dropped
+            with self._lock:
+                self._sockets.append(upstream)
+                for src, dst, up in ((client, upstream, True), (upstream, client, False)):
+                    pump = threading.Thread(target=self._pump, args=(src, dst, up, doomed),
+                                            daemon=True)
+                    self._threads.append(pump)
+                    pump.start()
+
+    def _seen(self, data: bytes, doomed: threading.Event) -> bool:
+        """Count a watched request; whether to drop it. Arms ``doomed`` when its reply
+        is to be dropped (before the request is forwarded: the reply may come at once)."""
+        with self._lock:
+            for sha in self.watch:
+                if sha not in data:
+                    continue
+                if self.drop_request[sha] > 0:
+                    self.drop_request[sha] -= 1
+                    self.dropped[sha] += 1
+                    return True
+                self.sent[sha] += 1
+                if self.drop_reply[sha] > 0:
+                    self.drop_reply[sha] -= 1
+                    self.dropped[sha] += 1
+                    doomed.set()
+        return False
+
+    def _pump(self, src: socket.socket, dst: socket.socket, up: bool,
+              doomed: threading.Event) -> None:
+        try:
+            while data := src.recv(65536):
+                if up and self._seen(data, doomed):
+                    break
+                if not up and doomed.is_set():
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        for sock in (src, dst):  # one side ended: end both
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def heal(self) -> None:
+        """Drop and refuse nothing more."""
+        with self._lock:
+            self.drop_reply.clear()
+            self.drop_request.clear()
+            self.refuse = 0
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):  # wakes the accepting thread (close does not)
+            self._listener.shutdown(socket.SHUT_RDWR)
+        self._listener.close()
+        with self._lock:
+            for sock in self._sockets:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+        for thread in self._threads:
+            thread.join()
+        for sock in self._sockets:
+            sock.close()
+
+
+@pytest.fixture
+def proxy(server: RedisServer, raw: Any) -> Iterator[Proxy]:
+    """A proxy in front of this test's server (its scripts loaded)."""
+    px = Proxy(server.port)
+    yield px
+    px.close()
+
+
+def _retries(store: DurableStore) -> int:
+    """How many times the backend's client retries a command whose connection failed
+    (redis-py 6 and later do, by default; 5 does not)."""
+    policy = store.backend._client.get_retry()  # type: ignore[attr-defined]
+    return 0 if policy is None else int(policy.get_retries())
+
+
+def _flush_through(store: DurableStore, s: Session, proxy: Proxy, failures: int = 1) -> None:
+    """Flush through ``failures`` connections dropped or refused in a row: within the
+    client's retries, the flush succeeds; beyond them, it fails clearly, and the next
+    flush, the fault over, is the retry."""
+    if _retries(store) >= failures:
+        store.flush(s)
+        return
+    with pytest.raises(StoreWriteError):
+        store.flush(s)
+    proxy.heal()
+    store.flush(s)
+
+
+# --- a connection dropped in the middle of a script -----------------------------------------
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["first-write", "later-batch"])
+def test_a_batch_whose_reply_is_lost_is_recognised_not_written_twice(
+    proxy: Proxy, projecting: bool, first: bool
+) -> None:
+    """The server ran the batch (its rows too) and the connection dropped before its
+    reply: the retry finds the batch stored, and succeeds without writing it again."""
+    store = _store(proxy.url, projecting)
+    s = store.create("lost", cwd="/w")
+    user_turn(s, 1, "one")
+    if not first:
+        store.flush(s)
+        user_turn(s, 2, "two")
+    sent = proxy.sent[APPEND]
+    proxy.drop_reply[APPEND] = 1
+    _flush_through(store, s, proxy)
+    assert proxy.dropped[APPEND] == 1
+    # The server ran it twice: the batch, then the retry, refused and recognised.
+    assert proxy.sent[APPEND] - sent == 2
+    user_turn(s, 3, "three")
+    store.flush(s)
+    store.close()
+    events = _check(proxy.url, "lost", s.jsonl().splitlines(), projecting)
+    assert _texts(events) == (["one", "three"] if first else ["one", "two", "three"])
+
+
+@pytest.mark.parametrize("outage", [0, 2], ids=["dropped", "dropped-then-refused"])
+def test_a_batch_whose_request_is_lost_is_written_once(
+    proxy: Proxy, projecting: bool, outage: int
+) -> None:
+    """The request never reaches the server (and, ``outage``, the next connections are
+    refused, as by a server starting again): the retry writes the batch, once."""
+    store = _store(proxy.url, projecting)
+    s = store.create("unsent", cwd="/w")
+    user_turn(s, 1, "one")
+    store.flush(s)
+    user_turn(s, 2, "two")
+    sent = proxy.sent[APPEND]
+    proxy.drop_request[APPEND] = 1
+    proxy.refuse = outage
+    _flush_through(store, s, proxy, 1 + outage)
+    assert proxy.dropped[APPEND] == 1
+    assert proxy.sent[APPEND] - sent == 1  # it reached the server once
+    store.close()
+    events = _check(proxy.url, "unsent", s.jsonl().splitlines(), projecting)
+    assert _texts(events) == ["one", "two"]
+
+
+# --- a lease that expires during a batch ----------------------------------------------------
+
+_STALLED = textwrap.dedent("""
+    import os, signal, sys
+    from dsh_session_core import DurableStore, create_plugin_manager
+    from dsh_session_core._persistence.backends.redis.backend import RedisBackend
+    from dsh_session_core.errors import DshSessionError, PersistenceError, SessionLockedError
+    from dsh_session_core.testing import user_turn
+    from dsh_session_core.testing.projection_contract import ContractPlugin
+
+    class Stalling(RedisBackend):
+        # Stops this process once the store built its batch, before the batch is sent:
+        # a writer frozen mid-flush (a pause, a suspended host), past its lease.
+        stall = False
+
+        def _stop(self):
+            if self.stall:
+                self.stall = False
+                os.kill(os.getpid(), signal.SIGSTOP)
+
+        def append_batch(self, *args):
+            self._stop()
+            return super().append_batch(*args)
+
+        def append_projected(self, *args):
+            self._stop()
+            return super().append_projected(*args)
+
+    pm = create_plugin_manager(autoload=False)
+    if sys.argv[2] == "1":
+        pm.register(ContractPlugin(), "contract")
+    backend = Stalling(sys.argv[1])
+    store = DurableStore(backend, pm)
+    s = store.create("fenced", cwd="/w")
+    user_turn(s, 1, "mine")
+    store.flush(s)
+    print("ready", flush=True)
+    user_turn(s, 2, "stalled")
+    backend.stall = True
+    try:
+        store.flush(s)
+        print("written", flush=True)
+    except SessionLockedError as exc:
+        print("locked", exc, flush=True)
+    except PersistenceError as exc:
+        print("refused", exc, flush=True)
+    try:
+        store.close()
+    except* DshSessionError:  # its flush of what is buffered: refused again, if it was
+        pass
+""")
+
+#: What the stalled writer's flush says, and whose texts the log then holds, by what
+#: the second writer did while the first was stopped.
+_STALLS = {
+    "taken-and-written": ("locked", ["mine", "thief"]),
+    "taken-and-held": ("locked", ["mine"]),
+    "taken-written-released": ("refused", ["mine", "thief"]),
+    "untaken": ("written", ["mine", "stalled"]),
+}
+
+
+@pytest.mark.parametrize("stall", list(_STALLS))
+def test_a_writer_whose_lease_expires_during_a_batch_is_fenced_out(
+    server: RedisServer, raw: Any, projecting: bool, stall: str
+) -> None:
+    url = _url(server.port, lease=1)
+    lease = _keys("fenced").lease
+    writer = subprocess.Popen([sys.executable, "-c", _STALLED, url, str(int(projecting))],
+                              stdout=subprocess.PIPE, text=True)
+    thief: DurableStore | None = None
+    assert writer.stdout is not None
+    try:
+        assert writer.stdout.readline() == "ready\n"
+        _, status = os.waitpid(writer.pid, os.WUNTRACED)  # it stopped itself, mid-flush
+        assert os.WIFSTOPPED(status)
+        # Its renewals stopped with it; its connection stays open: the lease expires.
+        _wait(lambda: not raw.exists(lease), "the stopped writer's lease never expired")
+        if stall != "untaken":
+            thief = _store(url, projecting)
+            t = thief.open("fenced")
+            if stall != "taken-and-held":
+                user_turn(t, 2, "thief")
+                thief.flush(t)
+            if stall == "taken-written-released":
+                thief.close()
+                thief = None
+        os.kill(writer.pid, signal.SIGCONT)
+        said = writer.stdout.readline()
+        assert writer.wait(timeout=PATIENCE) == 0
+    finally:
+        if writer.poll() is None:
+            os.kill(writer.pid, signal.SIGCONT)
+            writer.kill()
+            writer.wait()
+        writer.stdout.close()
+        if thief is not None:
+            thief.close()
+    verdict, texts = _STALLS[stall]
+    assert said.split()[0] == verdict, said
+    if verdict == "locked":
+        assert "lease was taken over" in said
+        assert "nothing of it written" in said
+    if verdict == "refused":
+        assert "written by another writer" in said
+    events = _check(url, "fenced", projecting=projecting)
+    assert _texts(events) == texts
