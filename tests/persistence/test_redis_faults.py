@@ -52,7 +52,12 @@ from dsh_session_core._logformat.check import check_log
 from dsh_session_core._persistence.backends.redis import scripts
 from dsh_session_core._persistence.backends.redis.backend import RedisBackend
 from dsh_session_core._persistence.backends.redis.keys import SessionKeys
-from dsh_session_core.errors import StoreWriteError
+from dsh_session_core.errors import (
+    PersistenceError,
+    SessionExistsError,
+    SessionLockedError,
+    StoreWriteError,
+)
 from dsh_session_core.testing import user_turn
 from dsh_session_core.testing.redis import RedisServer
 
@@ -316,6 +321,132 @@ def _flush_through(store: DurableStore, s: Session, proxy: Proxy, failures: int 
     store.flush(s)
 
 
+# --- the server killed ----------------------------------------------------------------------
+
+
+def test_a_flush_while_the_server_is_down_fails_clearly_and_the_next_writes_once(
+    server: RedisServer, projecting: bool
+) -> None:
+    url = _url(server.port)
+    store = _store(url, projecting)
+    s = store.create("down", cwd="/w")
+    user_turn(s, 1, "one")
+    store.flush(s)
+    durable = s.jsonl().splitlines()
+    server.kill()
+    user_turn(s, 2, "two")
+    began = time.monotonic()
+    with pytest.raises(StoreWriteError) as info:
+        store.flush(s)
+    assert time.monotonic() - began < GIVE_UP
+    exc = info.value
+    assert isinstance(exc, PersistenceError)
+    assert isinstance(exc, OSError)
+    assert not isinstance(exc.__cause__, redis.RedisError)  # ours, the driver's below it
+    assert isinstance(exc.__cause__.__cause__, redis.ConnectionError)  # type: ignore[union-attr]
+    assert (exc.session_id, exc.path) == ("down", url)
+    message = str(exc)
+    assert f'flushing session "down" at {url} failed: the Redis server did not answer' in message
+    assert "not written twice" in message
+    assert "flush again" in message
+    server.start()  # on its port and its files
+    _check(url, "down", durable, projecting)  # what was durable; nothing of the failed batch
+    store.flush(s)  # the retry: once
+    user_turn(s, 3, "three")
+    store.flush(s)
+    store.close()
+    events = _check(url, "down", s.jsonl().splitlines(), projecting)
+    assert _texts(events) == ["one", "two", "three"]
+
+
+_STREAMER = textwrap.dedent("""
+    import sys
+    from dsh_session_core import DurableStore, create_plugin_manager
+    from dsh_session_core._persistence.backends.redis.backend import RedisBackend
+    from dsh_session_core.testing import user_turn
+
+    store = DurableStore(RedisBackend(sys.argv[1]), create_plugin_manager(autoload=False))
+    s = store.create("stream", cwd="/w")
+    turn = 0
+    while True:
+        turn += 1
+        user_turn(s, turn, f"q{turn} " + "x" * 2000)
+        while True:
+            try:
+                store.flush(s)
+                break
+            except Exception as exc:
+                print("failed", type(exc).__name__, flush=True)
+                if sys.stdin.readline().strip() != "go":
+                    sys.exit(1)
+        print("durable", s.seq, flush=True)  # the log's length
+""")
+
+
+def test_a_writer_streaming_appends_loses_nothing_durable_when_the_server_is_killed(
+    server: RedisServer,
+) -> None:
+    """The server is killed three times under a writer appending a turn a flush. Twice
+    the writer's flush fails, the server starts again, and the writer goes on (its
+    failed batch written once, whether it had landed or not); the third time the
+    writer is killed too (its host lost), and a new writer takes the session after its
+    lease. Every event reported durable is there each time."""
+    url = _url(server.port, lease=1)
+    writer = subprocess.Popen([sys.executable, "-c", _STREAMER, url], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    assert writer.stdin is not None
+    assert writer.stdout is not None
+    durable = 0  # the longest log a flush reported durable
+    try:
+        for round_ in range(3):
+            for _ in range(3 + 2 * round_):  # the kill lands in the next turn
+                word, length = writer.stdout.readline().split()
+                assert word == "durable"
+                durable = int(length)
+            server.kill()
+            while (line := writer.stdout.readline().split())[0] == "durable":
+                durable = int(line[1])  # flushed before the kill
+            assert line == ["failed", "StoreWriteError"]
+            if round_ == 2:
+                writer.kill()  # its host lost, and with it the process
+                writer.wait()
+            server.start()
+            stored = _lines(url, "stream")
+            assert len(stored) >= durable  # nothing reported durable is lost
+            if round_ < 2:
+                writer.stdin.write("go\n")  # flush again, and go on
+                writer.stdin.flush()
+        # The new writer waits out the dead writer's lease (1 s), then goes on.
+        store = _store(url)
+
+        def taken() -> bool:
+            try:
+                store.open("stream")
+            except SessionLockedError:
+                return False
+            return True
+
+        _wait(taken, "the dead writer's lease never ended")
+        s = store.get("stream")
+        assert s is not None
+        assert s.seq >= durable
+        turn = sum(e.type == "turn/start" for e in s.events) + 1
+        user_turn(s, turn, "after")
+        store.flush(s)
+        store.close()
+    finally:
+        writer.kill()
+        writer.wait()
+        writer.stdin.close()
+        writer.stdout.close()
+    events = _check(url, "stream")
+    texts = _texts(events)
+    assert len(events) >= durable + 3
+    # Each turn once, in order: a batch retried after a kill was not written twice.
+    assert [t.split()[0] for t in texts[:-1]] == [f"q{n}" for n in range(1, len(texts))]
+    assert texts[-1] == "after"
+
+
 # --- a connection dropped in the middle of a script -----------------------------------------
 
 
@@ -364,6 +495,35 @@ def test_a_batch_whose_request_is_lost_is_written_once(
     store.close()
     events = _check(proxy.url, "unsent", s.jsonl().splitlines(), projecting)
     assert _texts(events) == ["one", "two"]
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["first-write", "later-batch"])
+def test_a_batch_whose_every_reply_is_lost_fails_clearly_and_is_written_once(
+    proxy: Proxy, first: bool
+) -> None:
+    """The server runs the batch but no reply gets through, retry after retry: the
+    flush fails as a write that failed (never as another writer's session, which a
+    first write found stored would otherwise be taken for), and the next flush, the
+    replies back, writes nothing twice. (The first write keeps the contract projection:
+    its rows ride in the same script.)"""
+    store = _store(proxy.url, projecting=first)
+    s = store.create("mute", cwd="/w")
+    user_turn(s, 1, "one")
+    if not first:
+        store.flush(s)
+        user_turn(s, 2, "two")
+    proxy.drop_reply[APPEND] = 1000
+    with pytest.raises(StoreWriteError, match='flushing session "mute"') as info:
+        store.flush(s)
+    assert not isinstance(info.value, SessionExistsError)
+    assert proxy.dropped[APPEND] >= 1
+    proxy.heal()
+    store.flush(s)
+    user_turn(s, 3, "three")
+    store.flush(s)
+    store.close()
+    events = _check(proxy.url, "mute", s.jsonl().splitlines(), projecting=first)
+    assert _texts(events) == (["one", "three"] if first else ["one", "two", "three"])
 
 
 # --- a lease that expires during a batch ----------------------------------------------------

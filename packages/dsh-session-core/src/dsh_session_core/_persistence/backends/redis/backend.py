@@ -42,6 +42,7 @@ from ....events import Event
 from ...base import Deleted, StoredLog, WriterLock, check_common_id, not_found
 from ...rows import RowChanges
 from . import scripts
+from .faults import reaching
 from .keys import INDEX, SessionKeys
 from .lease import Lease, Leases, holder_text
 from .projections import RedisProjections, change_args
@@ -181,6 +182,7 @@ class RedisBackend(RedisReads, RedisProjections):
 
     # --- writing ------------------------------------------------------------------------
 
+    @reaching
     def append_batch(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes,
                      materialized: bool) -> None:
         """Append a contiguous batch: one script, which checks the lease and the stored
@@ -188,9 +190,11 @@ class RedisBackend(RedisReads, RedisProjections):
 
         :raises SessionLockedError: another writer took the session's lease over.
         :raises PersistenceError: the stored log does not end right before the batch.
+        :raises ConnectionError: the server could not be reached (:mod:`.faults`).
         """
         self._append(header, events, jsonl, materialized, ())
 
+    @reaching
     def append_projected(self, header: SessionHeader, events: Sequence[Event],
                          jsonl: bytes, materialized: bool,
                          changes: Sequence[RowChanges]) -> None:
@@ -250,6 +254,7 @@ class RedisBackend(RedisReads, RedisProjections):
                f"session to continue from what is stored")
         raise PersistenceError(msg, session_id=session_id)
 
+    @reaching
     def write_rows(self, header: SessionHeader, changes: Sequence[RowChanges]) -> None:
         """Apply ``changes`` to the session's rows alone, in one script."""
         if not changes:
@@ -259,6 +264,7 @@ class RedisBackend(RedisReads, RedisProjections):
         self.script("write_rows")(keys=[keys.marks, keys.summaries, *extra_keys],
                                   args=extra_args)
 
+    @reaching
     def commit_repair(self, header: SessionHeader, torn: object | None,
                       closers: Sequence[Event], jsonl: bytes) -> None:
         """Cut the entries from seq ``torn`` on (iff it is not ``None``: the stream's top
@@ -292,6 +298,7 @@ class RedisBackend(RedisReads, RedisProjections):
 
     # --- the lease ----------------------------------------------------------------------
 
+    @reaching
     def acquire(self, header: SessionHeader) -> WriterLock:
         """Take the session's writer lease (:mod:`.lease`), without waiting.
 
