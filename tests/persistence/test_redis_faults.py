@@ -73,8 +73,9 @@ def _sha(text: str) -> bytes:
     return hashlib.sha1(text.encode()).hexdigest().encode()
 
 
-#: The append script's SHA1, as ``EVALSHA`` sends it: what the proxy watches for.
+#: The scripts' SHA1s, as ``EVALSHA`` sends them: what the proxy watches for.
 APPEND = _sha(scripts.APPEND)
+REPLACE = _sha(scripts.REPLACE)
 
 
 @pytest.fixture(params=[False, True], ids=["no-projection", "projecting"])
@@ -524,6 +525,35 @@ def test_a_batch_whose_every_reply_is_lost_fails_clearly_and_is_written_once(
     store.close()
     events = _check(proxy.url, "mute", s.jsonl().splitlines(), projecting=first)
     assert _texts(events) == (["one", "three"] if first else ["one", "two", "three"])
+
+
+def test_a_crash_repair_whose_reply_is_lost_adds_its_closers_once(
+    proxy: Proxy, raw: Any
+) -> None:
+    """A writer died in a turn; the next one's repair closes it. The repair's reply is
+    lost: the client's retry must not add the closers again (under seqs above their
+    own: a log no one could load)."""
+    crashed = _store(proxy.url)
+    s = crashed.create("torn", cwd="/w")
+    user_turn(s, 1, "one")
+    user_turn(s, 2, "two", end=False)
+    crashed.flush(s)
+    crashed.persistence.backend.close()  # the process dies: its lease goes, its turn stays open
+    # The closers go as an append, or (as they once did) by the repair's own script.
+    proxy.watch = (APPEND, REPLACE)
+    proxy.drop_reply.update({APPEND: 1, REPLACE: 1})
+    store = _store(proxy.url)
+    if _retries(store) < 1:  # the client gives up: the next open is the retry
+        with pytest.raises(StoreWriteError, match="writing the crash repair of"):
+            store.open("torn")
+        proxy.heal()
+    reopened = store.open("torn")
+    assert proxy.dropped.total() == 1
+    assert reopened.events[-1].type == "turn/end"
+    store.close()
+    events = _check(proxy.url, "torn")
+    assert [e["type"] for e in events][-3:] == ["turn/start", "user/message", "turn/end"]
+    assert events[-1]["data"]["reason"] == {"kind": "interrupted"}
 
 
 # --- a lease that expires during a batch ----------------------------------------------------

@@ -274,8 +274,13 @@ class RedisBackend(RedisReads, RedisProjections):
         if torn is not None and type(torn) is not int:
             msg = f"a Redis torn marker is a seq (int), got {torn!r}"
             raise TypeError(msg)
-        self._replace(header, "repair", "" if torn is None else str(torn), b"", closers,
-                      jsonl)
+        if torn is None:
+            # Nothing to cut: the closers are a batch after the stored log, appended as
+            # one (its seq checked), so that the client's retry of one that landed (its
+            # reply lost) is recognised, not added twice under seqs above their own.
+            self._append(header, closers, jsonl, True, ())
+            return
+        self._replace(header, "repair", str(torn), b"", closers, jsonl)
 
     def rewrite(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes) -> None:
         """Replace the stream with ``events`` and the header with ``header``, and drop
