@@ -45,14 +45,19 @@ from typing import Any
 
 import pytest
 import redis
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from projection_support import assert_rows_are_the_fold, plugins
 
 from dsh_session_core import DurableStore, Session, core_registry, to_wire
 from dsh_session_core._logformat.check import check_log
 from dsh_session_core._persistence.backends.redis import scripts
 from dsh_session_core._persistence.backends.redis.backend import RedisBackend
+from dsh_session_core._persistence.backends.redis.faults import checked_events
 from dsh_session_core._persistence.backends.redis.keys import SessionKeys
+from dsh_session_core._schema.codec import ENCODER
 from dsh_session_core.errors import (
+    LogFormatError,
     PersistenceError,
     SessionExistsError,
     SessionLockedError,
@@ -663,3 +668,88 @@ def test_a_writer_whose_lease_expires_during_a_batch_is_fenced_out(
         assert "written by another writer" in said
     events = _check(url, "fenced", projecting=projecting)
     assert _texts(events) == texts
+
+
+# --- a stream damaged by hand ---------------------------------------------------------------
+
+_TS = (b'{"type":"turn/start","seq":%d,"time":1,"data":{"turn":3,"trigger":'
+       b'{"kind":"message","source":{"kind":"user"}}}}')
+
+#: An entry added after the six of two turns (seqs 0-5): its id, its fields, and what
+#: the load's error says of it.
+_DAMAGE = {
+    "not-json": ("6-1", {"l": b"{not json"}, "unparsable committed event at seq 6", "6-1"),
+    "invalid-utf8": ("6-1", {"l": (_TS % 6)[:-20] + b"\xff\xfe" + (_TS % 6)[-20:]},
+                     "unparsable committed event at seq 6", "6-1"),
+    "seq-gap": ("7-1", {"l": _TS % 7}, "seq gap in committed region (expected 6, got 7)",
+                "7-1"),
+    "seq-not-the-id": ("6-1", {"l": _TS % 9},
+                       "seq gap in committed region (expected 6, got 9)", "6-1"),
+    "seq-twice": ("5-2", {"l": _TS % 5}, "seq gap in committed region (expected 6, got 5)",
+                  "5-2"),
+    "another-field": ("6-1", {"x": b"1"},
+                      "seq gap in committed region (expected 6, got no seq)", "6-1"),
+}
+
+
+@pytest.mark.parametrize("damage", list(_DAMAGE))
+def test_a_damaged_entry_is_refused_naming_the_session_and_the_seq(
+    server: RedisServer, raw: Any, damage: str
+) -> None:
+    url = _url(server.port)
+    with _store(url) as store:
+        s = store.create("bad", cwd="/w")
+        user_turn(s, 1)
+        user_turn(s, 2)
+    entry, fields, problem, named = _DAMAGE[damage]
+    log = _keys("bad").log
+    raw.xadd(log, fields, id=entry)
+    before = (raw.xrange(log), raw.hgetall(_keys("bad").head))
+    for how in ("open", "read_session"):
+        with _store(url) as store, pytest.raises(LogFormatError) as info:
+            getattr(store, how)("bad")
+        message = str(info.value)
+        assert message.startswith(f"corrupt session log: {problem}"), message
+        assert f'session "bad", stream entry {named} of {log}' in message
+        assert info.value.path == url
+    assert (raw.xrange(log), raw.hgetall(_keys("bad").head)) == before  # nothing changed
+
+
+_SEQS = st.one_of(st.integers(-2, 12), st.sampled_from([True, False, None, 1.0, "3", 2.5]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(seqs=st.one_of(st.integers(0, 10).map(lambda n: list(range(n))),
+                      st.lists(_SEQS, max_size=10)),
+       bad=st.one_of(st.none(), st.integers(0, 9)))
+def test_a_load_takes_a_stream_only_when_each_line_is_of_the_seq_of_its_place(
+    seqs: list[Any], bad: int | None
+) -> None:
+    """The load's check, on lines of any seqs (or one line that is no JSON at ``bad``):
+    it takes them exactly when each seq is its place's (an integer), else names the
+    first place that is not."""
+    lines = [b'{"type":"x/y","seq":%s,"time":1,"data":{}}' % ENCODER.encode(seq)
+             for seq in seqs]
+    if bad is not None and bad < len(lines):
+        lines[bad] = b'{"type":'
+    jsonl = b"".join(line + b"\n" for line in lines)
+    named: list[int] = []
+
+    def entry_at(at: int) -> str:
+        named.append(at)
+        return f"{at}-1 of log"
+
+    places = [i for i, seq in enumerate(seqs)
+              if i == bad or type(seq) is not int or seq != i]
+    if not places:
+        events = checked_events(core_registry(), jsonl, "s", "redis://h/0", entry_at)
+        assert [e.seq for e in events] == seqs
+        return
+    with pytest.raises(LogFormatError) as info:
+        checked_events(core_registry(), jsonl, "s", "redis://h/0", entry_at)
+    first = places[0] if bad is None or bad >= len(lines) else min(bad, places[0])
+    problem = ("unparsable committed event" if first == bad else "seq gap in committed region")
+    assert str(info.value).startswith(f"corrupt session log: {problem}")
+    assert named == [first]
+    assert f'session "s", stream entry {first}-1 of log' in str(info.value)
+    assert info.value.path == "redis://h/0"

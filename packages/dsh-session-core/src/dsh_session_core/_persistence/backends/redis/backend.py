@@ -34,7 +34,6 @@ from typing import Any, Final
 
 from ...._logformat.logfile import parse_header
 from ...._schema.codec import ENCODER, encode_events
-from ...._schema.decode import decode_body
 from ...._schema.header import SessionHeader
 from ...._schema.registry import EventRegistry
 from ....errors import MissingExtraError, PersistenceError, SessionLockedError
@@ -42,7 +41,7 @@ from ....events import Event
 from ...base import Deleted, StoredLog, WriterLock, check_common_id, not_found
 from ...rows import RowChanges
 from . import scripts
-from .faults import reaching
+from .faults import checked_events, reaching
 from .keys import INDEX, SessionKeys
 from .lease import Lease, Leases, holder_text
 from .projections import RedisProjections, change_args
@@ -146,7 +145,13 @@ class RedisBackend(RedisReads, RedisProjections):
         head, lines = found
         header = parse_header(head, path=self.location_url)
         jsonl = b"".join(line + b"\n" for line in lines)
-        return StoredLog(header, decode_body(registry, jsonl), None, jsonl)
+        log = self.keys(session_id).log
+
+        def entry_at(at: int) -> str:  # only for a damaged stream's error
+            return f"{self._client.xrange(log, count=at + 1)[-1][0].decode()} of {log}"
+
+        events = checked_events(registry, jsonl, session_id, self.location_url, entry_at)
+        return StoredLog(header, events, None, jsonl)
 
     def load_live(self, session_id: str, cwd: str | None, registry: EventRegistry
                   ) -> StoredLog | None:
