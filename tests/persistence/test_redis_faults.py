@@ -63,7 +63,7 @@ from dsh_session_core.errors import (
     SessionLockedError,
     StoreWriteError,
 )
-from dsh_session_core.testing import user_turn
+from dsh_session_core.testing import run_cli, user_turn
 from dsh_session_core.testing.redis import RedisServer
 
 PREFIX = "f:"
@@ -451,6 +451,20 @@ def test_a_writer_streaming_appends_loses_nothing_durable_when_the_server_is_kil
     # Each turn once, in order: a batch retried after a kill was not written twice.
     assert [t.split()[0] for t in texts[:-1]] == [f"q{n}" for n in range(1, len(texts))]
     assert texts[-1] == "after"
+
+
+def test_cli_on_a_killed_server_says_so_in_one_line(server: RedisServer) -> None:
+    url = _url(server.port)
+    store = _store(url)
+    user_turn(store.create("cli", cwd="/w"), 1)
+    store.close()
+    server.kill()
+    code, out, err = run_cli("ls", "--store", url)
+    assert (code, out) == (1, b"")
+    assert err.startswith(f"dsh-session: cannot open the store {url}: ConnectionError: ")
+    assert "check that the server runs" in err
+    assert "internal error" not in err
+    assert "Traceback" not in err
 
 
 # --- a connection dropped in the middle of a script -----------------------------------------

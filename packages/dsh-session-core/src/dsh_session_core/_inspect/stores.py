@@ -95,7 +95,7 @@ def open_store(url: str, *, must_exist: bool = True, empty_if_missing: bool = Fa
     except ImportError as exc:  # the PostgreSQL backend without psycopg
         raise SourceReadError(str(exc), hint="pip install 'dsh-session[postgresql]'") from exc
     except Exception as exc:
-        if type(exc).__module__.startswith("psycopg"):  # a PostgreSQL driver's error
+        if type(exc).__module__.startswith(("psycopg", "redis")):  # a server driver's error
             msg = f"cannot open the store {printable_url(url)}: {one_line(exc)}"
             raise SourceReadError(msg, hint="check that the server runs, and the URL's "
                                             "host, port, user and database") from exc
