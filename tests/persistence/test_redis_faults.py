@@ -63,7 +63,7 @@ from dsh_session_core.errors import (
     SessionLockedError,
     StoreWriteError,
 )
-from dsh_session_core.testing import run_cli, user_turn
+from dsh_session_core.testing import run_cli, session_header, user_turn
 from dsh_session_core.testing.redis import RedisServer
 
 PREFIX = "f:"
@@ -105,7 +105,8 @@ def raw(server: RedisServer) -> Iterator[Any]:
     the first ``EVALSHA`` of each runs it (not a ``NOSCRIPT`` reply)."""
     client: Any = redis.Redis(port=server.port)
     for text in (scripts.APPEND, scripts.REPLACE, scripts.LINES, scripts.ACQUIRE,
-                 scripts.RENEW, scripts.RELEASE, scripts.WRITE_ROWS, scripts.ROWS):
+                 scripts.RENEW, scripts.RELEASE, scripts.WRITE_ROWS, scripts.ROWS,
+                 scripts.DELETE):
         client.script_load(text)
     yield client
     client.close()
@@ -207,6 +208,10 @@ class Proxy:
         self.drop_request: Counter[bytes] = Counter()
         #: How many more connections to refuse.
         self.refuse = 0
+        #: The scripts every other reply of which is dropped, from the next: each
+        #: command answered on its retry only.
+        self.every_other: set[bytes] = set()
+        self._parity: Counter[bytes] = Counter()
         #: The requests of each script that reached the server, and were dropped.
         self.sent: Counter[bytes] = Counter()
         self.dropped: Counter[bytes] = Counter()
@@ -257,8 +262,12 @@ class Proxy:
                     self.dropped[sha] += 1
                     return True
                 self.sent[sha] += 1
-                if self.drop_reply[sha] > 0:
+                drop = sha in self.every_other and self._parity[sha] % 2 == 0
+                self._parity[sha] += 1
+                if not drop and self.drop_reply[sha] > 0:
                     self.drop_reply[sha] -= 1
+                    drop = True
+                if drop:
                     self.dropped[sha] += 1
                     doomed.set()
         return False
@@ -283,6 +292,7 @@ class Proxy:
         with self._lock:
             self.drop_reply.clear()
             self.drop_request.clear()
+            self.every_other.clear()
             self.refuse = 0
 
     def close(self) -> None:
@@ -573,6 +583,35 @@ def test_a_crash_repair_whose_reply_is_lost_adds_its_closers_once(
     events = _check(proxy.url, "torn")
     assert [e["type"] for e in events][-3:] == ["turn/start", "user/message", "turn/end"]
     assert events[-1]["data"]["reason"] == {"kind": "interrupted"}
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["delete", "delete-held"])
+def test_a_removal_whose_reply_is_lost_reports_the_removal(
+    proxy: Proxy, raw: Any, held: bool
+) -> None:
+    """Every reply of the removal's script is lost once, each command answered on its
+    retry: the removal's retry finds the session gone with the lease it held, and says
+    it removed it (not that its lease was taken over)."""
+    store = _store(proxy.url)
+    user_turn(store.create("gone", cwd="/w"), 1)
+    store.close()
+    delete = _sha(scripts.DELETE)
+    proxy.watch = (delete,)
+    proxy.every_other.add(delete)
+    backend = RedisBackend(proxy.url)
+    try:
+        if _retries(store) < 1:
+            pytest.skip("a client that does not retry: the removal fails, clearly")
+        if held:
+            removed = backend.delete_held("gone", backend.acquire(session_header("gone")))
+        else:
+            removed = backend.delete("gone")
+    finally:
+        backend.close()
+    assert proxy.dropped[delete] >= 1
+    assert raw.keys(PREFIX + "*") == []
+    assert removed.header is not None
+    assert (removed.status, removed.events, removed.header.id) == ("deleted", 3, "gone")
 
 
 # --- a lease that expires during a batch ----------------------------------------------------

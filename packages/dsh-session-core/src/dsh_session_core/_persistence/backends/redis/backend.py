@@ -28,6 +28,7 @@ decodes the lines in one msgspec call, as the memory backend does.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import threading
 from collections.abc import Hashable, Sequence
 from typing import Any, Final
@@ -344,10 +345,16 @@ class RedisBackend(RedisReads, RedisProjections):
 
     def _remove(self, session_id: str, lease: Lease, *, dry_run: bool) -> Deleted:
         keys = self.keys(session_id)
+        # Measured first: the client retries a removal whose reply was lost, and the
+        # retry finds the session gone with the lease it held; what it removed is this.
+        measured = None if dry_run else self._remove(session_id, lease, dry_run=True)
         got = self.script("delete")(
             keys=[keys.log, keys.head, keys.lease, keys.epoch, keys.marks, keys.summaries,
                   self.index_key],
             args=[lease.token, "1" if dry_run else "0", keys.base, session_id])
+        if (got[0] != b"ok" and measured is not None
+                and not self._client.exists(keys.head, keys.lease)):
+            return dataclasses.replace(measured, status="deleted")
         if got[0] == b"missing":
             raise not_found(session_id, self.location_url)
         if got[0] != b"ok":
