@@ -7,12 +7,14 @@ outlives a SIGKILL), as the other backends' fault suites inject theirs
   flush fails, in a bounded time, as a :class:`StoreWriteError` naming the session and
   the store (never the driver's error); nothing reported durable is lost when the
   server starts again on its files; the writer goes on, or, killed with the server, a
-  new writer after its lease.
+  new writer after its lease. The command line says so in one line.
 - **A connection dropped in the middle of a script**, by a TCP proxy between the
   client and the server (:class:`Proxy`): the server ran the batch and the reply was
   lost (the retry recognises it, and writes nothing twice), or the request never
   reached it (the retry writes it once), or every reply is lost (the flush fails; the
-  next one writes the batch once). The same for a crash repair's closers.
+  next one writes the batch once). The same for a crash repair's closers and a
+  removal. Where the client does not retry (redis-py 5), the flush fails clearly and
+  the next one is the retry: both are accepted, nothing else.
 - **A lease that expires during a batch**: the writer's process is stopped between
   building its batch and sending it (SIGSTOP), until its lease has expired (the test
   waits on the lease key) and another writer took the session; resumed, its batch is
