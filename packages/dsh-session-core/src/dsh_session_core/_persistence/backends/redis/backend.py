@@ -42,13 +42,13 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import dataclasses
 import threading
 from collections.abc import Hashable, Iterator, Sequence
 from typing import Any, Final
 
 from ...._logformat.logfile import parse_header
 from ...._schema.codec import ENCODER, encode_events
-from ...._schema.decode import decode_body
 from ...._schema.header import SessionHeader
 from ...._schema.registry import EventRegistry
 from ....errors import MissingExtraError, PersistenceError, SessionLockedError
@@ -56,6 +56,7 @@ from ....events import Event
 from ...base import Deleted, StoredLog, WriterLock, check_common_id, not_found
 from ...rows import RowChanges
 from . import scripts
+from .faults import checked_events, reaching
 from .keys import INDEX, SessionKeys
 from .lease import Lease, Leases, holder_text
 from .nodes import Reach, unavailable
@@ -170,7 +171,13 @@ class RedisBackend(RedisReads, RedisProjections):
         head, lines = found
         header = parse_header(head, path=self.location_url)
         jsonl = b"".join(line + b"\n" for line in lines)
-        return StoredLog(header, decode_body(registry, jsonl), None, jsonl)
+        log = self.keys(session_id).log
+
+        def entry_at(at: int) -> str:  # only for a damaged stream's error
+            return f"{self._client.xrange(log, count=at + 1)[-1][0].decode()} of {log}"
+
+        events = checked_events(registry, jsonl, session_id, self.location_url, entry_at)
+        return StoredLog(header, events, None, jsonl)
 
     def load_live(self, session_id: str, cwd: str | None, registry: EventRegistry
                   ) -> StoredLog | None:
@@ -214,6 +221,7 @@ class RedisBackend(RedisReads, RedisProjections):
 
     # --- writing ------------------------------------------------------------------------
 
+    @reaching
     def append_batch(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes,
                      materialized: bool) -> None:
         """Append a contiguous batch: one script, which checks the lease and the stored
@@ -221,9 +229,11 @@ class RedisBackend(RedisReads, RedisProjections):
 
         :raises SessionLockedError: another writer took the session's lease over.
         :raises PersistenceError: the stored log does not end right before the batch.
+        :raises ConnectionError: the server could not be reached (:mod:`.faults`).
         """
         self._append(header, events, jsonl, materialized, ())
 
+    @reaching
     def append_projected(self, header: SessionHeader, events: Sequence[Event],
                          jsonl: bytes, materialized: bool,
                          changes: Sequence[RowChanges]) -> None:
@@ -353,6 +363,7 @@ class RedisBackend(RedisReads, RedisProjections):
                f"session to continue from what is stored")
         raise PersistenceError(msg, session_id=session_id)
 
+    @reaching
     def write_rows(self, header: SessionHeader, changes: Sequence[RowChanges]) -> None:
         """Apply ``changes`` to the session's rows alone, in one script."""
         if not changes:
@@ -363,6 +374,7 @@ class RedisBackend(RedisReads, RedisProjections):
             self.script("write_rows")(keys=[keys.marks, keys.summaries, *extra_keys],
                                       args=extra_args)
 
+    @reaching
     def commit_repair(self, header: SessionHeader, torn: object | None,
                       closers: Sequence[Event], jsonl: bytes) -> None:
         """Cut the entries from seq ``torn`` on (iff it is not ``None``: the stream's top
@@ -372,8 +384,13 @@ class RedisBackend(RedisReads, RedisProjections):
         if torn is not None and type(torn) is not int:
             msg = f"a Redis torn marker is a seq (int), got {torn!r}"
             raise TypeError(msg)
-        self._replace(header, "repair", "" if torn is None else str(torn), b"", closers,
-                      jsonl)
+        if torn is None:
+            # Nothing to cut: the closers are a batch after the stored log, appended as
+            # one (its seq checked), so that the client's retry of one that landed (its
+            # reply lost) is recognised, not added twice under seqs above their own.
+            self._append(header, closers, jsonl, True, ())
+            return
+        self._replace(header, "repair", str(torn), b"", closers, jsonl)
 
     def rewrite(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes) -> None:
         """Replace the stream with ``events`` and the header with ``header``, and drop
@@ -398,6 +415,7 @@ class RedisBackend(RedisReads, RedisProjections):
 
     # --- the lease ----------------------------------------------------------------------
 
+    @reaching
     def acquire(self, header: SessionHeader) -> WriterLock:
         """Take the session's writer lease (:mod:`.lease`), without waiting.
 
@@ -435,12 +453,20 @@ class RedisBackend(RedisReads, RedisProjections):
 
     def _remove(self, session_id: str, lease: Lease, *, dry_run: bool) -> Deleted:
         keys = self.keys(session_id)
-        # On a cluster the index is not in the session's slot: its entry goes after the
-        # script (a crash between leaves an entry with no session, which listing skips).
+        # Measured first: the client retries a removal whose reply was lost, and the
+        # retry finds the session gone with the lease it held; what it removed is this.
+        measured = None if dry_run else self._remove(session_id, lease, dry_run=True)
         got = self.script("delete")(
             keys=[keys.log, keys.head, keys.lease, keys.epoch, keys.marks, keys.summaries,
                   keys.head if self.cluster else self.index_key],
             args=[lease.token, "1" if dry_run else "0", keys.base, session_id])
+        # On a cluster the index is not in the session's slot: its entry goes after the
+        # script (a crash between leaves an entry with no session, which listing skips).
+        if (got[0] != b"ok" and measured is not None
+                and not self._client.exists(keys.head, keys.lease)):
+            if self.cluster:
+                self._client.zrem(self.index_key, session_id)
+            return dataclasses.replace(measured, status="deleted")
         if got[0] == b"missing":
             raise not_found(session_id, self.location_url)
         if got[0] != b"ok":
