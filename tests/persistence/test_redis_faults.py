@@ -365,7 +365,7 @@ def test_a_flush_while_the_server_is_down_fails_clearly_and_the_next_writes_once
     assert (exc.session_id, exc.path) == ("down", url)
     message = str(exc)
     assert f'flushing session "down" at {url} failed: the Redis server did not answer' in message
-    assert "not written twice" in message
+    assert "writes it once, never twice" in message
     assert "flush again" in message
     server.start()  # on its port and its files
     _check(url, "down", durable, projecting)  # what was durable; nothing of the failed batch

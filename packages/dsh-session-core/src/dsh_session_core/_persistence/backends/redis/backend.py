@@ -56,7 +56,7 @@ from ....events import Event
 from ...base import Deleted, StoredLog, WriterLock, check_common_id, not_found
 from ...rows import RowChanges
 from . import scripts
-from .faults import checked_events, reaching
+from .faults import checked_events
 from .keys import INDEX, SessionKeys
 from .lease import Lease, Leases, holder_text
 from .nodes import Reach, unavailable
@@ -69,8 +69,9 @@ __all__ = ["RedisBackend"]
 #: How a log line of a ``turn/start`` begins (every writer writes ``type`` first).
 _TURN: Final = b'{"type":"turn/start",'
 #: What flushing again does after a write that could not reach its node.
-_AGAIN: Final = ("the batch may have landed before the failure: flushing again finds it "
-                 "stored and writes it once")
+_AGAIN: Final = ("check that the server runs and can be reached; the batch may have landed "
+                 "before the failure: flushing again finds it stored and writes it once, "
+                 "never twice")
 
 
 def _score(header: SessionHeader) -> int | float:
@@ -221,7 +222,6 @@ class RedisBackend(RedisReads, RedisProjections):
 
     # --- writing ------------------------------------------------------------------------
 
-    @reaching
     def append_batch(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes,
                      materialized: bool) -> None:
         """Append a contiguous batch: one script, which checks the lease and the stored
@@ -229,11 +229,10 @@ class RedisBackend(RedisReads, RedisProjections):
 
         :raises SessionLockedError: another writer took the session's lease over.
         :raises PersistenceError: the stored log does not end right before the batch.
-        :raises ConnectionError: the server could not be reached (:mod:`.faults`).
+        :raises ConnectionError: the server could not be reached (:meth:`_reaching`).
         """
         self._append(header, events, jsonl, materialized, ())
 
-    @reaching
     def append_projected(self, header: SessionHeader, events: Sequence[Event],
                          jsonl: bytes, materialized: bool,
                          changes: Sequence[RowChanges]) -> None:
@@ -363,7 +362,6 @@ class RedisBackend(RedisReads, RedisProjections):
                f"session to continue from what is stored")
         raise PersistenceError(msg, session_id=session_id)
 
-    @reaching
     def write_rows(self, header: SessionHeader, changes: Sequence[RowChanges]) -> None:
         """Apply ``changes`` to the session's rows alone, in one script."""
         if not changes:
@@ -374,7 +372,6 @@ class RedisBackend(RedisReads, RedisProjections):
             self.script("write_rows")(keys=[keys.marks, keys.summaries, *extra_keys],
                                       args=extra_args)
 
-    @reaching
     def commit_repair(self, header: SessionHeader, torn: object | None,
                       closers: Sequence[Event], jsonl: bytes) -> None:
         """Cut the entries from seq ``torn`` on (iff it is not ``None``: the stream's top
@@ -415,7 +412,6 @@ class RedisBackend(RedisReads, RedisProjections):
 
     # --- the lease ----------------------------------------------------------------------
 
-    @reaching
     def acquire(self, header: SessionHeader) -> WriterLock:
         """Take the session's writer lease (:mod:`.lease`), without waiting.
 

@@ -1,13 +1,10 @@
-"""What the Redis backend raises when its server fails it, or a stream was damaged.
+"""What the Redis backend's load refuses: a stream damaged by hand.
 
-- **A server that cannot be reached**, or that died in the middle of a command (redis-py
-  retries it first, as its retry policy says): a write raises a :class:`ConnectionError`
-  (an :class:`OSError`), which the store names as a
-  :class:`~dsh_session_core.errors.StoreWriteError` (the session, the store's URL, and
-  that a retry writes the batch once), as it names a failed write of a file. A driver's
-  error would pass as it is, and a first write whose reply was lost would read as
-  another writer's session (the store takes a write's error that is no ``OSError`` for
-  a refusal).
+(A server that cannot be reached is the backend's ``_reaching`` and
+:func:`~.nodes.unavailable`'s: a write raises a :class:`ConnectionError`, an
+:class:`OSError`, which the store names as a
+:class:`~dsh_session_core.errors.StoreWriteError`.)
+
 - **A stream damaged by hand** (an entry that is no log line, one added out of order):
   a load refuses it with a :class:`~dsh_session_core.errors.LogFormatError` naming the
   session, the seq and the stream entry, as the SQL backends name a damaged row,
@@ -16,10 +13,9 @@
 
 from __future__ import annotations
 
-import functools
 import operator
 from collections.abc import Callable
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 from ...._schema.decode import decode_body
 from ...._schema.registry import EventRegistry
@@ -27,28 +23,11 @@ from ...._schema.seq_text import event_seq, got_seq
 from ....errors import LogFormatError
 from ....events import Event
 
-__all__ = ["checked_events", "reaching"]
+__all__ = ["checked_events"]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 _SEQ = operator.attrgetter("seq")
-
-
-def reaching(method: Callable[Concatenate[Any, _P], _R]) -> Callable[Concatenate[Any, _P], _R]:
-    """A write of the backend whose server could not be reached raises a
-    :class:`ConnectionError` (an :class:`OSError`, the driver's error its cause)."""
-
-    @functools.wraps(method)
-    def write(self: Any, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        try:
-            return method(self, *args, **kwargs)
-        except (self._redis.ConnectionError, self._redis.TimeoutError) as exc:
-            error = ConnectionError(f"the Redis server did not answer ({exc})")
-            error.add_note("check that it runs and can be reached; a batch whose reply was "
-                           "lost is recognised when it is written again, not written twice")
-            raise error from exc
-
-    return write
 
 
 def checked_events(registry: EventRegistry, jsonl: bytes, session_id: str, where: str,
