@@ -37,13 +37,13 @@ from ...._schema.codec import ENCODER, encode_events
 from ...._schema.decode import decode_body
 from ...._schema.header import SessionHeader
 from ...._schema.registry import EventRegistry
-from ....errors import MissingExtraError, PersistenceError, SessionLockedError
+from ....errors import MissingExtraError, PersistenceError
 from ....events import Event
 from ...base import Deleted, StoredLog, WriterLock, check_common_id, not_found
 from ...rows import RowChanges
 from . import scripts
 from .keys import INDEX, SessionKeys
-from .lease import Lease, Leases, holder_text
+from .lease import Lease, Leases
 from .projections import RedisProjections, change_args
 from .reads import RedisReads, time_of
 from .url import RedisTarget, parse_redis_url
@@ -203,21 +203,12 @@ class RedisBackend(RedisReads, RedisProjections):
             if changes:
                 self.write_rows(header, changes)
             return
-        keys = self.keys(header.id)
-        jsonl, lines = _lines(jsonl, events)
-        before = events[0].seq - 1
-        head = b"" if materialized else ENCODER.encode(header)
-        score = header.created_at if isinstance(header.created_at, int | float) else 0
-        extra_keys, extra_args = change_args(keys, changes)
-        turns = sum(line.startswith(_TURN) for line in lines)
+        call_keys, args, before, lines = self._append_call(header, events, jsonl,
+                                                           materialized, changes)
         lease = self._leases.held(header.id)
         for attempt in (1, 2):
-            token = "" if lease is None else lease.token
-            got = self.script("append")(
-                keys=[keys.log, keys.head, keys.lease, keys.marks, keys.summaries,
-                      self.index_key, *extra_keys],
-                args=[token, self._leases.ttl_ms, before, head, header.id, repr(score),
-                      turns, len(jsonl), len(lines), *lines, *extra_args])
+            args[0] = "" if lease is None else lease.token
+            got = self.script("append")(keys=call_keys, args=args)
             why = got[0]
             if why == b"ok":
                 return
@@ -227,28 +218,38 @@ class RedisBackend(RedisReads, RedisProjections):
                 self._leases.retake(lease)
                 continue
             break
-        self._refused(header.id, got, keys, before, lines)
+        self._refused(header.id, got, self.keys(header.id), before, lines)
+
+    def _append_call(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes,
+                     materialized: bool, changes: Sequence[RowChanges]
+                     ) -> tuple[builtins.list[str], builtins.list[Any], int,
+                                builtins.list[bytes]]:
+        """The append script's keys and arguments for a batch (the first argument, the
+        lease's token, is the caller's to set at each attempt), the seq the stored log
+        must end at, and the batch's lines: what :meth:`_append` and its asyncio twin
+        (:meth:`~.aio.RedisAsync.aappend_batch`) send."""
+        keys = self.keys(header.id)
+        jsonl, lines = _lines(jsonl, events)
+        before = events[0].seq - 1
+        head = b"" if materialized else ENCODER.encode(header)
+        score = header.created_at if isinstance(header.created_at, int | float) else 0
+        extra_keys, extra_args = change_args(keys, changes)
+        turns = sum(line.startswith(_TURN) for line in lines)
+        return ([keys.log, keys.head, keys.lease, keys.marks, keys.summaries, self.index_key,
+                 *extra_keys],
+                ["", self._leases.ttl_ms, before, head, header.id, repr(score), turns,
+                 len(jsonl), len(lines), *lines, *extra_args],
+                before, lines)
 
     def _refused(self, session_id: str, got: Sequence[Any], keys: SessionKeys,
                  before: int, lines: Sequence[bytes]) -> None:
-        why = got[0]
-        if why in (b"locked", b"lost"):
-            holder = holder_text(got[1], got[2]) if why == b"locked" else (
-                "its lease expired and could not be taken back")
-            msg = (f'session "{session_id}": this writer\'s lease was taken over '
-                   f"({holder}); its batch was refused and nothing of it written")
-            raise SessionLockedError(session_id, msg)
-        last = int(got[1])
-        if last >= before + len(lines):
+        landed = scripts.landed_ids(got, before, len(lines))
+        if landed is not None:
             # Already there? A retry of a batch whose reply was lost finds its own lines.
-            stored = self._client.xrange(keys.log, f"{before + 1}-1",
-                                         f"{before + len(lines)}-1")
+            stored = self._client.xrange(keys.log, *landed)
             if [fields[b"l"] for _, fields in stored] == list(lines):
                 return
-        msg = (f'session "{session_id}" was written by another writer: the stored log ends '
-               f"at seq {last}, but this batch starts at seq {before + 1}; reopen the "
-               f"session to continue from what is stored")
-        raise PersistenceError(msg, session_id=session_id)
+        raise scripts.refusal(session_id, got, before)
 
     def write_rows(self, header: SessionHeader, changes: Sequence[RowChanges]) -> None:
         """Apply ``changes`` to the session's rows alone, in one script."""
