@@ -42,6 +42,7 @@ from ....events import Event
 from ...base import Deleted, StoredLog, WriterLock, check_common_id, not_found
 from ...rows import RowChanges
 from . import scripts
+from .aio import RedisAsync
 from .keys import INDEX, SessionKeys
 from .lease import Lease, Leases
 from .projections import RedisProjections, change_args
@@ -66,7 +67,7 @@ def _lines(jsonl: bytes, events: Sequence[Event]) -> tuple[bytes, list[bytes]]:
     return jsonl, lines
 
 
-class RedisBackend(RedisReads, RedisProjections):
+class RedisBackend(RedisReads, RedisProjections, RedisAsync):
     """Sessions on one Redis server (a database of it, keys under a prefix), shared by
     every host that connects to it.
 
@@ -361,9 +362,12 @@ class RedisBackend(RedisReads, RedisProjections):
     # --- lifetime -----------------------------------------------------------------------
 
     def close(self) -> None:
-        """Release every lease still held, and close the connections."""
+        """Release every lease still held, and close the connections (each event loop's
+        asyncio client on its loop: :meth:`~.aio.RedisAsync.aclose` closes the running
+        loop's at once)."""
         if self._closed.is_set():
             return
         self._closed.set()
         self._leases.close()
         self._client.close()
+        self._close_loops()
