@@ -25,7 +25,7 @@ import asyncio
 import builtins
 import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...._logformat.logfile import parse_header
@@ -45,6 +45,10 @@ __all__ = ["RedisAsync"]
 
 #: Guards every backend's table of loops (two threads' loops may make theirs at once).
 _GUARD = threading.Lock()
+
+#: The tasks :meth:`RedisAsync._close_loops` handed to loops, held until done (a loop
+#: holds its tasks weakly).
+_CLOSING: set[asyncio.Task[None]] = set()
 
 T = TypeVar("T")
 
@@ -67,14 +71,12 @@ class _LoopClient:
     """One event loop's client, its scripts, and the asynchronous generator whose end
     closes the client (:meth:`RedisAsync._keep`)."""
 
-    __slots__ = ("client", "closing", "keeper", "scripts")
+    __slots__ = ("client", "keeper", "scripts")
 
     def __init__(self, client: Any, texts: dict[str, str]) -> None:
         self.client = client
         self.scripts = {name: client.register_script(text) for name, text in texts.items()}
         self.keeper: AsyncGenerator[None, None] | None = None
-        #: The task closing it, when :meth:`RedisAsync.close` handed one to its loop.
-        self.closing: asyncio.Task[None] | None = None
 
 
 class RedisAsync:
@@ -222,7 +224,8 @@ class RedisAsync:
                 seq_of(top[0][0]) if top else -1)
 
     async def afollow_lines(self, session_id: str, position: object, *,
-                            timeout: float | None = None) -> AsyncIterator[LogNews]:
+                            timeout: float | None = None
+                            ) -> AsyncGenerator[LogNews, None]:
         """:meth:`~.reads.RedisReads.follow_lines` for asyncio hosts: ``XREAD`` blocks
         on the event loop (at most :data:`~.reads.BLOCK_SECONDS` at a time, between
         which it looks for a cut back), a cut back reported with a note. Closing it, or
@@ -281,9 +284,14 @@ class RedisAsync:
                 continue
             keeper = made.keeper
 
-            def close(made: _LoopClient = made, keeper: AsyncGenerator[None, None] = keeper,
-                      loop: asyncio.AbstractEventLoop = loop) -> None:
-                made.closing = loop.create_task(keeper.aclose())
+            async def shut(keeper: AsyncGenerator[None, None] = keeper) -> None:
+                await keeper.aclose()  # its finally closes the client
+
+            def close(loop: asyncio.AbstractEventLoop = loop,
+                      shut: Callable[[], Coroutine[Any, Any, None]] = shut) -> None:
+                task = loop.create_task(shut())
+                _CLOSING.add(task)
+                task.add_done_callback(_CLOSING.discard)
 
             try:
                 loop.call_soon_threadsafe(close)
