@@ -380,9 +380,9 @@ def test_two_event_loops_use_one_store_each_with_a_client_of_its_own(
     own_server: RedisServer,
 ) -> None:
     """Two threads, each running its own loop (``asyncio.run``), write, list and follow
-    through one store: each loop's operations take a client of that loop's (one bound
-    to another would refuse: its futures belong to the other loop), closed as the loop
-    shuts down."""
+    through one store: each loop's operations take a client of that loop's, closed as
+    that loop shuts down (a client shared by both would outlive the first loop, its
+    connections left open)."""
     url = own_server.url + "?prefix=l:"
     backend = Named(url)
     spies = _spy(backend, "aappend_batch", *SYNC_TWINS)
