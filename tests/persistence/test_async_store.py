@@ -11,9 +11,10 @@ How "never blocked" is shown, with no wall-clock margin (it holds on a loaded ma
   thread, or a loop blocked waiting for the worker thread, gives no tick at all (the
   first is recorded at once, the second when :data:`STALL` runs out, a bound that only
   a hang reaches);
-- PostgreSQL's native operations make no synchronous call at all (asserted); that they
-  wait on the loop is shown by holding a table lock on the server that only another
-  coroutine of the same loop releases: a blocked loop could never finish them.
+- PostgreSQL's and Redis's native operations make no synchronous call at all
+  (asserted); that PostgreSQL's wait on the loop is shown by holding a table lock on
+  the server that only another coroutine of the same loop releases: a blocked loop
+  could never finish them (Redis's: ``test_redis_async.py``).
 """
 
 from __future__ import annotations
@@ -75,8 +76,8 @@ class Recorder:
 
 class Slow:
     """A backend whose every synchronous call first waits as :meth:`Recorder.slow` says,
-    recorded in a :class:`Recorder`; its async hooks (PostgreSQL's) pass through untouched, so the
-    store's native paths are the ones taken."""
+    recorded in a :class:`Recorder`; its async hooks (PostgreSQL's, Redis's) pass through
+    untouched, so the store's native paths are the ones taken."""
 
     def __init__(self, inner: Backend, recorder: Recorder) -> None:
         self._inner = inner
@@ -197,15 +198,21 @@ def _is_postgres(backend: Backend) -> bool:
     return type(backend).__name__ == "PostgresBackend"
 
 
-#: The operations PostgreSQL awaits natively (the others run in the worker thread).
-PG_NATIVE = {"aflush", "astored", "astored-iter", "afollow"}
+def _is_native(backend: Backend) -> bool:
+    """Whether the backend has the asyncio twins (PostgreSQL's and Redis's)."""
+    return type(backend).__name__ in ("PostgresBackend", "RedisBackend")
+
+
+#: The operations PostgreSQL and Redis await natively (the others run in the worker
+#: thread).
+NATIVE = {"aflush", "astored", "astored-iter", "afollow"}
 
 
 def test_every_operation_leaves_the_loop_running(storage: Callable[[], Backend]) -> None:
     recorder = Recorder()
     inner = storage()
-    pg = _is_postgres(inner)
-    probe = Probe(recorder, PG_NATIVE if pg else set(), {"aclose"} if pg else set())
+    native = _is_native(inner)
+    probe = Probe(recorder, NATIVE if native else set(), {"aclose"} if native else set())
 
     async def main() -> None:
         store = _store(Slow(inner, recorder))

@@ -86,6 +86,16 @@ def test_postgresql_has_every_capability() -> None:
         backend.close()
 
 
+def test_redis_has_every_capability_but_a_search_index(redis_url: str) -> None:
+    """Its reads, its delete, and the asyncio twins (on redis-py's asyncio client); no
+    index of its own: a search loads each session."""
+    backend = backend_for(redis_url)
+    try:
+        assert _has(Capabilities.of(backend)) == (READING - {"searchable"}) | ASYNC
+    finally:
+        backend.close()
+
+
 class _Minimal(Backend):
     """A backend written with the required methods only: every reading method is the
     protocol's default, ``delete`` too (it cannot delete)."""

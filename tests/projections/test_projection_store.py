@@ -207,7 +207,7 @@ def test_a_key_no_backend_can_store_fails_its_projection_not_the_write() -> None
             store.projection(sid, "test/surrogate")
 
 
-@pytest.mark.store_kinds("sqlite", "postgresql", "jsonl")
+@pytest.mark.store_kinds("sqlite", "postgresql", "jsonl", "redis")
 def test_an_asyncio_flush_keeps_the_rows(store_url: str) -> None:
     import asyncio
 

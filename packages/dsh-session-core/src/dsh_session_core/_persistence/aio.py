@@ -10,7 +10,8 @@ methods run them elsewhere:
 - **natively**, when the backend has an optional async capability for the operation
   (:mod:`.capabilities`): ``aappend_batch`` (a flush), ``alist`` (the stored headers),
   ``atail_lines`` and ``afollow_lines`` (following a session), ``aclose``. PostgreSQL
-  has them all, on psycopg's ``AsyncConnection``. They are not part of the
+  has them all, on psycopg's ``AsyncConnection``, and Redis, on redis-py's asyncio
+  client. They are not part of the
   :class:`~.base.Backend` protocol: a third-party backend without them works
   unchanged, through the worker thread. Which ones a backend has is the store's
   :class:`~.capabilities.Capabilities` record, made once;

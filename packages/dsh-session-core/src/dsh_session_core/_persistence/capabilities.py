@@ -274,7 +274,8 @@ class AsyncTail(Protocol):
 
 @runtime_checkable
 class AsyncFollow(Protocol):
-    """:meth:`~.base.Backend.follow_lines` on asyncio (PostgreSQL waits on NOTIFY).
+    """:meth:`~.base.Backend.follow_lines` on asyncio (PostgreSQL waits on NOTIFY, Redis
+    on ``XREAD``).
     Without it, the loop polls, each poll a short call in a thread."""
 
     def afollow_lines(self, session_id: str, position: object, *,

@@ -113,8 +113,8 @@ class StoreBase(SessionStore, ClosesOnExit):
     async def aclose(self) -> None:
         """:meth:`close` for asyncio hosts: the final flushes and the lock releases run
         in the store's worker thread, after the awaited operations queued before; the
-        backend is closed natively when it can (PostgreSQL closes its asyncio
-        connections politely), else in that thread.
+        backend is closed natively when it can (PostgreSQL and Redis close their
+        asyncio connections politely), else in that thread.
 
         :raises ExceptionGroup: ``<backend name> dispose failed``, with every failure.
         """

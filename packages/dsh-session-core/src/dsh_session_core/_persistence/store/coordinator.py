@@ -20,7 +20,7 @@ the adoption of live sessions.
 
 The backend hooks are synchronous (file and SQLite I/O are); ``DurableStore.aflush``
 awaits a backend's native asyncio append where it has one
-(:class:`~.capabilities.AsyncAppend`: PostgreSQL) and otherwise runs
+(:class:`~.capabilities.AsyncAppend`: PostgreSQL, Redis) and otherwise runs
 the flush in a worker thread, so an asyncio loop is never blocked. The store's other
 ``a*`` methods (:mod:`.aio`) run this coordinator's synchronous service in the store's
 worker thread; :meth:`PersistencePlugin.serialized` lets a reader in another thread keep
@@ -245,7 +245,7 @@ class PersistencePlugin(IdleWindows):
 
     async def aflush(self, session: Session) -> None:
         """:meth:`flush` for asyncio hosts. With a backend that appends natively in
-        asyncio (``aappend_batch``: PostgreSQL) the write is awaited on the loop; else,
+        asyncio (``aappend_batch``: PostgreSQL, Redis) the write is awaited on the loop; else,
         and for a session's first write (adoption and the writer lock are synchronous),
         the flush runs in a worker thread. Flushes of one session never overlap."""
         import asyncio

@@ -359,7 +359,8 @@ class DurableStore(StoredReads, StoredProjections, StoreRetention, StoreForget):
 
     async def aflush(self, session: Session) -> None:
         """Flush from asyncio: the durable write is awaited natively where the backend
-        can (PostgreSQL, on psycopg's ``AsyncConnection``), else in a worker thread; then
+        can (PostgreSQL on psycopg's ``AsyncConnection``, Redis on redis-py's asyncio
+        client), else in a worker thread; then
         every other ``session_flush`` implementation runs, as :meth:`SessionStore.aflush`
         runs them. It does not queue behind the store's other awaited operations:
         flushes of different sessions run at once, each session's one at a time."""
@@ -389,7 +390,8 @@ class DurableStore(StoredReads, StoredProjections, StoreRetention, StoreForget):
     def astored(self) -> StoredHeaders:
         """:meth:`stored` for asyncio hosts: ``await store.astored()`` for the list, or
         ``async for header in store.astored()``. Listed natively on PostgreSQL (one
-        query on psycopg's ``AsyncConnection``), else in the store's worker thread."""
+        query on psycopg's ``AsyncConnection``) and Redis (redis-py's asyncio client),
+        else in the store's worker thread."""
         from ..aio import StoredHeaders
 
         return StoredHeaders(self._astored)

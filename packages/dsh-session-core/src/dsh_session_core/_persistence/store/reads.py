@@ -112,9 +112,10 @@ class StoredReads(StoreBase):
         committed (by this store or any other writer), decoded with this store's event
         types: what ``dsh-session tail -n LAST -f`` prints, as events.
 
-        PostgreSQL waits on the session's NOTIFY channel natively; the other backends
-        are polled every :data:`~.base.POLL_SECONDS`, each poll a short call in a thread
-        (nothing waits in a thread, so a cancelled follower leaves nothing running).
+        PostgreSQL waits on the session's NOTIFY channel natively, Redis on ``XREAD``;
+        the other backends are polled every :data:`~.base.POLL_SECONDS`, each poll a
+        short call in a thread (nothing waits in a thread, so a cancelled follower
+        leaves nothing running).
 
         It ends after ``timeout`` seconds without news (``None``: never), or when its
         consumer is cancelled, closing what it opened (PostgreSQL: its listening

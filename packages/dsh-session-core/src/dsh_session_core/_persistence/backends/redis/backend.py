@@ -56,9 +56,10 @@ from ....events import Event
 from ...base import Deleted, StoredLog, WriterLock, check_common_id, not_found
 from ...rows import RowChanges
 from . import scripts
+from .aio import RedisAsync
 from .faults import checked_events
 from .keys import INDEX, SessionKeys
-from .lease import Lease, Leases, holder_text
+from .lease import Lease, Leases
 from .nodes import Reach, unavailable
 from .projections import RedisProjections, change_args
 from .reads import RedisReads, time_of
@@ -89,7 +90,7 @@ def _lines(jsonl: bytes, events: Sequence[Event]) -> tuple[bytes, list[bytes]]:
     return jsonl, lines
 
 
-class RedisBackend(RedisReads, RedisProjections):
+class RedisBackend(RedisReads, RedisProjections, RedisAsync):
     """Sessions on one Redis server (a database of it, keys under a prefix) or a Redis
     Cluster (keys under a prefix), shared by every host that connects to it.
 
@@ -276,24 +277,12 @@ class RedisBackend(RedisReads, RedisProjections):
 
     def _append_script(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes,
                        materialized: bool, changes: Sequence[RowChanges]) -> None:
-        keys = self.keys(header.id)
-        jsonl, lines = _lines(jsonl, events)
-        before = events[0].seq - 1
-        head = b"" if materialized else ENCODER.encode(header)
-        # On a cluster the index is not in the session's slot: the script is given the
-        # head in its place, and no score (it adds no entry; _append_indexed does).
-        index, score = ((keys.head, "") if self.cluster
-                        else (self.index_key, repr(_score(header))))
-        extra_keys, extra_args = change_args(keys, changes)
-        turns = sum(line.startswith(_TURN) for line in lines)
+        call_keys, args, before, lines = self._append_call(header, events, jsonl,
+                                                           materialized, changes)
         lease = self._leases.held(header.id)
         for attempt in (1, 2):
-            token = "" if lease is None else lease.token
-            got, acked = self._eval(
-                "append", [keys.log, keys.head, keys.lease, keys.marks, keys.summaries,
-                           index, *extra_keys],
-                [token, self._leases.ttl_ms, before, head, header.id, score, turns,
-                 len(jsonl), len(lines), *lines, *extra_args])
+            args[0] = "" if lease is None else lease.token
+            got, acked = self._eval("append", call_keys, args)
             why = got[0]
             if why == b"ok":
                 self._replicated(header.id, acked, "the batch")
@@ -304,7 +293,7 @@ class RedisBackend(RedisReads, RedisProjections):
                 self._leases.retake(lease)
                 continue
             break
-        self._refused(header.id, got, keys, before, lines)
+        self._refused(header.id, got, self.keys(header.id), before, lines)
         # A retry that found its batch stored (its reply was lost): waited for too.
         self._replicated(header.id, acked, "the batch")
 
@@ -341,26 +330,39 @@ class RedisBackend(RedisReads, RedisProjections):
                         "replicas again")
         raise failed
 
+    def _append_call(self, header: SessionHeader, events: Sequence[Event], jsonl: bytes,
+                     materialized: bool, changes: Sequence[RowChanges]
+                     ) -> tuple[builtins.list[str], builtins.list[Any], int,
+                                builtins.list[bytes]]:
+        """The append script's keys and arguments for a batch (the first argument, the
+        lease's token, is the caller's to set at each attempt), the seq the stored log
+        must end at, and the batch's lines: what :meth:`_append_script` and its asyncio
+        twin (:meth:`~.aio.RedisAsync.aappend_batch`) send."""
+        keys = self.keys(header.id)
+        jsonl, lines = _lines(jsonl, events)
+        before = events[0].seq - 1
+        head = b"" if materialized else ENCODER.encode(header)
+        # On a cluster the index is not in the session's slot: the script is given the
+        # head in its place, and no score (it adds no entry; _append_indexed does).
+        index, score = ((keys.head, "") if self.cluster
+                        else (self.index_key, repr(_score(header))))
+        extra_keys, extra_args = change_args(keys, changes)
+        turns = sum(line.startswith(_TURN) for line in lines)
+        return ([keys.log, keys.head, keys.lease, keys.marks, keys.summaries, index,
+                 *extra_keys],
+                ["", self._leases.ttl_ms, before, head, header.id, score, turns,
+                 len(jsonl), len(lines), *lines, *extra_args],
+                before, lines)
+
     def _refused(self, session_id: str, got: Sequence[Any], keys: SessionKeys,
                  before: int, lines: Sequence[bytes]) -> None:
-        why = got[0]
-        if why in (b"locked", b"lost"):
-            holder = holder_text(got[1], got[2]) if why == b"locked" else (
-                "its lease expired and could not be taken back")
-            msg = (f'session "{session_id}": this writer\'s lease was taken over '
-                   f"({holder}); its batch was refused and nothing of it written")
-            raise SessionLockedError(session_id, msg)
-        last = int(got[1])
-        if last >= before + len(lines):
+        landed = scripts.landed_ids(got, before, len(lines))
+        if landed is not None:
             # Already there? A retry of a batch whose reply was lost finds its own lines.
-            stored = self._client.xrange(keys.log, f"{before + 1}-1",
-                                         f"{before + len(lines)}-1")
+            stored = self._client.xrange(keys.log, *landed)
             if [fields[b"l"] for _, fields in stored] == list(lines):
                 return
-        msg = (f'session "{session_id}" was written by another writer: the stored log ends '
-               f"at seq {last}, but this batch starts at seq {before + 1}; reopen the "
-               f"session to continue from what is stored")
-        raise PersistenceError(msg, session_id=session_id)
+        raise scripts.refusal(session_id, got, before)
 
     def write_rows(self, header: SessionHeader, changes: Sequence[RowChanges]) -> None:
         """Apply ``changes`` to the session's rows alone, in one script."""
@@ -507,9 +509,12 @@ class RedisBackend(RedisReads, RedisProjections):
     # --- lifetime -----------------------------------------------------------------------
 
     def close(self) -> None:
-        """Release every lease still held, and close the connections."""
+        """Release every lease still held, and close the connections (each event loop's
+        asyncio client on its loop: :meth:`~.aio.RedisAsync.aclose` closes the running
+        loop's at once)."""
         if self._closed.is_set():
             return
         self._closed.set()
         self._leases.close()
         self._reach.close()
+        self._close_loops()

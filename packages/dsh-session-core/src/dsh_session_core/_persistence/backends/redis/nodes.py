@@ -32,13 +32,13 @@ from typing import Any, Final
 from ....errors import PersistenceError, StoreUrlError
 from .url import RedisTarget
 
-__all__ = ["MIN_VERSION", "Reach", "moved", "unavailable"]
+__all__ = ["MIN_VERSION", "NOT_ON_A_CLUSTER", "Reach", "moved", "unavailable"]
 
 #: The oldest server the scripts run on (``#!lua``, ``XSETID`` to a lower id).
 MIN_VERSION: Final = (7, 0)
 #: Options of a server's client that redis-py's cluster client does not take (its nodes'
 #: connections are made by it): dropped on a cluster.
-_NOT_ON_A_CLUSTER: Final = ("db", "host", "port", "health_check_interval")
+NOT_ON_A_CLUSTER: Final = ("db", "host", "port", "health_check_interval")
 
 
 def _version(info: dict[str, Any]) -> tuple[int, ...]:
@@ -72,7 +72,7 @@ class Reach:
             raise
         if self.cluster:
             probe.close()
-            options = {k: v for k, v in target.options.items() if k not in _NOT_ON_A_CLUSTER}
+            options = {k: v for k, v in target.options.items() if k not in NOT_ON_A_CLUSTER}
             self.client: Any = redis.cluster.RedisCluster(
                 host=target.host, port=target.port, **options)
         elif target.db:

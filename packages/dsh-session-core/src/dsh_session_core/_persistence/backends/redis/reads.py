@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from ....events import Event
     from .nodes import Reach
 
-__all__ = ["BLOCK_SECONDS", "RedisReads", "cut_note", "time_of"]
+__all__ = ["BLOCK_SECONDS", "RedisReads", "block_ms", "cut_note", "cut_to", "entry_lines",
+           "read_after", "time_of"]
 
 #: The longest a follower's ``XREAD`` blocks before it looks for a cut back.
 BLOCK_SECONDS: Final = 2.0
@@ -47,7 +48,8 @@ def cut_note(top: int) -> str:
     return f"the session was cut back to seq {top} (a repair?); following from there"
 
 
-def _lines(entries: Sequence[Any]) -> builtins.list[bytes]:
+def entry_lines(entries: Sequence[Any]) -> builtins.list[bytes]:
+    """The log lines of stream entries (``XRANGE``'s, ``XREAD``'s)."""
     return [fields[b"l"] for _, fields in entries]
 
 
@@ -65,6 +67,35 @@ class _State:
         self.top = seq_of(reply[5]) if len(reply) > 5 else -1
         #: The last entries' lines, newest first.
         self.lines: builtins.list[bytes] = builtins.list(reply[6::2])
+
+
+def block_ms(timeout: float | None, quiet_since: float) -> int | None:
+    """How long a follower's next ``XREAD`` blocks, in milliseconds: at most
+    :data:`BLOCK_SECONDS`, and not past its ``timeout`` (counted from ``quiet_since``,
+    a ``time.monotonic()``); ``None`` past it: one read that does not wait."""
+    wait = BLOCK_SECONDS
+    if timeout is not None:
+        wait = min(wait, timeout - (time.monotonic() - quiet_since))
+    return max(1, round(wait * 1000)) if wait > 0 else None
+
+
+def read_after(seen: int) -> str:
+    """The id a follower at seq ``seen`` reads after (``XREAD``'s)."""
+    return f"{seen}-1" if seen >= 0 else "0-0"
+
+
+def cut_to(seen: int, stored: bool, cuts: int, now: tuple[bool, int, int, int]
+           ) -> int | None:
+    """Where a follower at seq ``seen``, which last found the session ``stored`` and
+    cut back ``cuts`` times, follows from, when the session's state ``now``
+    (:meth:`RedisReads._state`'s) says it was cut back (a repair), removed (the cut
+    count of a session made again starts again), or is shorter than the position (cut
+    before this follower started): what was read may be of the old log, so from the
+    cut. ``None``: none of these."""
+    now_stored, now_cuts, cut, last = now
+    if now_cuts == cuts and not (stored and not now_stored) and last >= seen:
+        return None
+    return min(seen, cut if now_cuts != cuts else seen, last if now_stored else -1)
 
 
 class RedisReads:
@@ -192,29 +223,22 @@ class RedisReads:
         stored, cuts, _, _ = self._state(keys)
         quiet_since = time.monotonic()
         while True:
-            wait = BLOCK_SECONDS
-            if timeout is not None:
-                wait = min(wait, timeout - (time.monotonic() - quiet_since))
             # Blocks while it may; past the timeout, one read that does not wait.
-            got = self._client.xread({keys.log: f"{seen}-1" if seen >= 0 else "0-0"},
-                                     block=max(1, round(wait * 1000)) if wait > 0 else None)
-            now_stored, now_cuts, cut, last = self._state(keys)
-            if now_cuts != cuts or (stored and not now_stored) or last < seen:
-                # Cut back, or removed (the cut count of a re-made session starts again),
-                # or shorter than the position (cut before this follower started): what
-                # was read may be of the old log; follow from the cut.
-                top = min(seen, cut if now_cuts != cuts else seen,
-                          last if now_stored else -1)
-                stored, cuts, seen = now_stored, now_cuts, top
+            got = self._client.xread({keys.log: read_after(seen)},
+                                     block=block_ms(timeout, quiet_since))
+            now = self._state(keys)
+            top = cut_to(seen, stored, cuts, now)
+            stored, cuts = now[0], now[1]
+            if top is not None:
+                seen = top
                 quiet_since = time.monotonic()
                 yield LogNews([], top, cut_note(top))
                 continue
-            stored = now_stored
             entries = got[0][1] if got else []
             if entries:
                 seen = seq_of(entries[-1][0])
                 quiet_since = time.monotonic()
-                yield LogNews(_lines(entries), seen)
+                yield LogNews(entry_lines(entries), seen)
                 continue
             if timeout is not None and time.monotonic() - quiet_since >= timeout:
                 return

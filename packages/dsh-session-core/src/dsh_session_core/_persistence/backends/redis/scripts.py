@@ -14,14 +14,50 @@ A refusal is returned, never raised, as a list whose first item says why:
 ``{'seq', last}`` (the stored log does not end right before the batch), ``{'lost'}``
 (the writer's lease is gone: expired, or released, and nobody holds it),
 ``{'locked', holder, epoch}`` (another writer holds the lease), ``{'missing'}``.
+:func:`refusal` is the error a refusal raises, and :func:`landed_ids` where to look
+first for a refused batch that had landed already; the synchronous writes and their
+asyncio twins (:mod:`.aio`) both use them.
 """
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Sequence
+from typing import Any, Final
+
+from ....errors import PersistenceError, SessionLockedError
+from .lease import holder_text
 
 __all__ = ["ACQUIRE", "APPEND", "DELETE", "DROP_ROWS", "LINES", "RELEASE", "RENEW", "REPLACE",
-           "ROWS", "STATE", "WRITE_ROWS"]
+           "ROWS", "STATE", "WRITE_ROWS", "landed_ids", "refusal"]
+
+
+def landed_ids(got: Sequence[Any], before: int, count: int) -> tuple[str, str] | None:
+    """The entry ids a batch of ``count`` lines after seq ``before`` would have, when the
+    script's refusal ``got`` (``{'seq', last}``) says the stored log reaches past them:
+    a retry of a batch whose reply was lost (the client retries a command whose
+    connection dropped) finds its own lines there, and succeeds. ``None``: it cannot
+    have landed."""
+    if got[0] in (b"locked", b"lost") or int(got[1]) < before + count:
+        return None
+    return f"{before + 1}-1", f"{before + count}-1"
+
+
+def refusal(session_id: str, got: Sequence[Any], before: int
+            ) -> SessionLockedError | PersistenceError:
+    """The error a script's refusal ``got`` raises, for the batch after seq ``before``:
+    a lease taken over (or lost and not taken back) is a :class:`SessionLockedError`,
+    a log that does not end at ``before`` a :class:`PersistenceError`."""
+    why = got[0]
+    if why in (b"locked", b"lost"):
+        holder = holder_text(got[1], got[2]) if why == b"locked" else (
+            "its lease expired and could not be taken back")
+        msg = (f'session "{session_id}": this writer\'s lease was taken over '
+               f"({holder}); its batch was refused and nothing of it written")
+        return SessionLockedError(session_id, msg)
+    msg = (f'session "{session_id}" was written by another writer: the stored log ends '
+           f"at seq {int(got[1])}, but this batch starts at seq {before + 1}; reopen the "
+           f"session to continue from what is stored")
+    return PersistenceError(msg, session_id=session_id)
 
 #: What the scripts share: the last seq of a log, the lease check, the rows' changes.
 _COMMON: Final = r"""
