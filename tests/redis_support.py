@@ -74,3 +74,26 @@ def acl_store(folder: Any, password: str, prefix: str) -> Iterator[str]:
         yield f"redis://agent:{password}@127.0.0.1:{server.port}/0?prefix={prefix}"
     finally:
         server.stop()
+
+
+def stored_wires(url: str, sid: str) -> list[dict[str, Any]]:
+    """Session ``sid`` of the Redis store at ``url`` as a fresh backend loads it, each
+    event as its wire dict (``[]``: not stored)."""
+    from dsh_session_core import core_registry, to_wire
+    from dsh_session_core._persistence.backends.redis.backend import RedisBackend
+
+    backend = RedisBackend(url)
+    try:
+        stored = backend.load_stored(sid, core_registry())
+        return [] if stored is None else [to_wire(e) for e in stored.events]
+    finally:
+        backend.close()
+
+
+def wire_events(wires: list[dict[str, Any]]) -> list[Any]:
+    """Wire dicts decoded into core's events."""
+    from dsh_session_core import core_registry
+    from dsh_session_core._schema.decode import decode_wire
+
+    registry = core_registry()
+    return [decode_wire(registry, w) for w in wires]

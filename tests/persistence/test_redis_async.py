@@ -27,14 +27,13 @@ import redis
 import redis.asyncio
 from persist_support import ONE_TURN, meta
 
-from dsh_session_core import DurableStore, Session, core_registry, create_plugin_manager, to_wire
+from dsh_session_core import DurableStore, Session, create_plugin_manager
 from dsh_session_core._persistence.backends.redis.backend import RedisBackend
 from dsh_session_core._persistence.backends.redis.keys import SessionKeys
-from dsh_session_core._schema.decode import decode_wire
 from dsh_session_core.errors import SessionLockedError
-from dsh_session_core.events import Event
 from dsh_session_core.testing import user_turn
 from dsh_session_core.testing.redis import RedisServer
+from redis_support import stored_wires, wire_events
 
 #: A bound for what should take a few round trips: only a hang reaches it.
 PATIENCE = 60.0
@@ -103,18 +102,8 @@ def _turn(s: Session, turn: int) -> None:
     user_turn(s, turn, f"hi {turn}")
 
 
-def _events(wires: list[dict[str, Any]]) -> list[Event]:
-    reg = core_registry()
-    return [decode_wire(reg, w) for w in wires]
 
 
-def _stored(url: str, sid: str) -> list[dict[str, Any]]:
-    backend = RedisBackend(url)
-    try:
-        stored = backend.load_stored(sid, core_registry())
-        return [] if stored is None else [to_wire(e) for e in stored.events]
-    finally:
-        backend.close()
 
 
 @pytest.fixture
@@ -198,7 +187,7 @@ def test_aflush_is_awaited_on_the_loop_while_the_server_holds_it(
     loop_thread = asyncio.run(main())
     assert spies["aappend_batch"].threads == [loop_thread, loop_thread]
     assert {name: spies[name].calls for name in SYNC_TWINS} == dict.fromkeys(SYNC_TWINS, 0)
-    assert [e["seq"] for e in _stored(url, "held")] == list(range(6))
+    assert [e["seq"] for e in stored_wires(url, "held")] == list(range(6))
 
 
 def test_a_writer_whose_lease_was_taken_over_is_refused_natively(redis_url: str) -> None:
@@ -226,7 +215,7 @@ def test_a_writer_whose_lease_was_taken_over_is_refused_natively(redis_url: str)
                                        match=r"lease was taken over .*epoch 2.*nothing of "
                                              r"it written"):
                         await store.aflush(s)
-                assert len(_stored(redis_url, "taken")) == 3
+                assert len(stored_wires(redis_url, "taken")) == 3
             finally:
                 lease.release()
             await store.aflush(s)  # the lease is free: taken back, the batch retried
@@ -238,7 +227,7 @@ def test_a_writer_whose_lease_was_taken_over_is_refused_natively(redis_url: str)
         raw.close()
     assert spies["aappend_batch"].calls == 4
     assert {name: spies[name].calls for name in SYNC_TWINS} == dict.fromkeys(SYNC_TWINS, 0)
-    assert [e["seq"] for e in _stored(redis_url, "taken")] == list(range(6))
+    assert [e["seq"] for e in stored_wires(redis_url, "taken")] == list(range(6))
 
 
 def test_a_batch_that_does_not_follow_the_stored_log_is_refused_natively(
@@ -253,19 +242,19 @@ def test_a_batch_that_does_not_follow_the_stored_log_is_refused_natively(
     h = meta("gap", "/w")
 
     async def main() -> None:
-        await backend.aappend_batch(h, _events(ONE_TURN[:2]), b"", False)
+        await backend.aappend_batch(h, wire_events(ONE_TURN[:2]), b"", False)
         with pytest.raises(PersistenceError, match=r"ends at seq 1, but this batch starts at "
                                                    r"seq 3"):
-            await backend.aappend_batch(h, _events(ONE_TURN[3:]), b"", True)
+            await backend.aappend_batch(h, wire_events(ONE_TURN[3:]), b"", True)
         rewritten = [{**ONE_TURN[1], "time": 99}, ONE_TURN[2]]
         with pytest.raises(PersistenceError, match="written by another writer"):
-            await backend.aappend_batch(h, _events(rewritten), b"", True)
-        await backend.aappend_batch(h, _events(ONE_TURN[2:]), b"", True)
-        await backend.aappend_batch(h, _events(ONE_TURN[2:]), b"", True)  # reply lost
+            await backend.aappend_batch(h, wire_events(rewritten), b"", True)
+        await backend.aappend_batch(h, wire_events(ONE_TURN[2:]), b"", True)
+        await backend.aappend_batch(h, wire_events(ONE_TURN[2:]), b"", True)  # reply lost
         await backend.aclose()
 
     asyncio.run(main())
-    assert _stored(redis_url, "gap") == ONE_TURN
+    assert stored_wires(redis_url, "gap") == ONE_TURN
 
 
 # --- reading ------------------------------------------------------------------------------
@@ -276,7 +265,7 @@ def test_a_follower_waits_on_xread_on_the_loop_and_gets_each_batch_and_a_cut(
 ) -> None:
     writer, reader = RedisBackend(redis_url), RedisBackend(redis_url)
     h = meta("live", "/w")
-    writer.append_batch(h, _events(ONE_TURN[:2]), b"", materialized=False)
+    writer.append_batch(h, wire_events(ONE_TURN[:2]), b"", materialized=False)
 
     async def main() -> None:
         tail = await reader.atail_lines("live", 5)
@@ -288,12 +277,12 @@ def test_a_follower_waits_on_xread_on_the_loop_and_gets_each_batch_and_a_cut(
             first = asyncio.ensure_future(anext(news))
             await _until_held(admin, "xread")  # seen from the loop, while it waits
             assert not first.done()
-            await asyncio.to_thread(writer.append_batch, h, _events(ONE_TURN[2:4]), b"",
+            await asyncio.to_thread(writer.append_batch, h, wire_events(ONE_TURN[2:4]), b"",
                                     True)
             got = await asyncio.wait_for(first, PATIENCE)
             assert (len(got.lines), got.position, got.note) == (2, 3, None)
             await asyncio.to_thread(writer.commit_repair, h, 2,
-                                    _events([{**ONE_TURN[2], "time": 70}]), b"")
+                                    wire_events([{**ONE_TURN[2], "time": 70}]), b"")
             got = await asyncio.wait_for(anext(news), PATIENCE)
             assert (got.lines, got.position) == ([], 1)
             assert "cut back" in (got.note or "")
@@ -316,7 +305,7 @@ def test_a_cancelled_follower_ends_wherever_the_cancel_finds_it(redis_url: str) 
     ``asyncio.wait_for``, which on Python 3.11 loses a cancellation that comes as the
     write is done: the follower raises it again, else it would follow on forever."""
     backend = RedisBackend(redis_url)
-    backend.append_batch(meta("c", "/w"), _events(ONE_TURN[:2]), b"", materialized=False)
+    backend.append_batch(meta("c", "/w"), wire_events(ONE_TURN[:2]), b"", materialized=False)
 
     async def follow() -> None:
         async with contextlib.aclosing(backend.afollow_lines("c", 1)) as news:
@@ -423,7 +412,7 @@ def test_two_event_loops_use_one_store_each_with_a_client_of_its_own(
     finally:
         store.close()
     for sid in ("one", "two"):
-        assert [e["seq"] for e in _stored(url, sid)] == list(range(9))
+        assert [e["seq"] for e in stored_wires(url, sid)] == list(range(9))
 
 
 def test_closing_the_store_from_another_thread_closes_a_running_loops_client(
@@ -454,4 +443,4 @@ def test_closing_the_store_from_another_thread_closes_a_running_loops_client(
         runner.join(PATIENCE)
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
-    assert [e["seq"] for e in _stored(url, "kept")] == [0, 1, 2]
+    assert [e["seq"] for e in stored_wires(url, "kept")] == [0, 1, 2]

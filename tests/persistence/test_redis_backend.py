@@ -21,29 +21,13 @@ import redis
 import redis.cluster
 from persist_support import ONE_TURN, TE, TS, meta
 
-from dsh_session_core import core_registry, to_wire
+from dsh_session_core import core_registry
 from dsh_session_core._persistence.backends.redis.backend import RedisBackend
 from dsh_session_core._persistence.backends.redis.keys import SessionKeys
 from dsh_session_core._persistence.opening import backend_for
 from dsh_session_core._persistence.store.coordinator import PersistencePlugin
 from dsh_session_core.errors import PersistenceError, SessionLockedError
-from dsh_session_core.events import Event
-
-
-def _events(wires: list[dict[str, Any]]) -> list[Event]:
-    from dsh_session_core._schema.decode import decode_wire
-
-    reg = core_registry()
-    return [decode_wire(reg, w) for w in wires]
-
-
-def _stored(url: str, sid: str) -> list[dict[str, Any]]:
-    backend = RedisBackend(url)
-    try:
-        stored = backend.load_stored(sid, core_registry())
-        return [] if stored is None else [to_wire(e) for e in stored.events]
-    finally:
-        backend.close()
+from redis_support import stored_wires, wire_events
 
 
 @pytest.fixture(params=["redis_url", "redis_cluster_url"], ids=["server", "cluster"])
@@ -172,7 +156,7 @@ def test_a_writer_whose_lease_was_taken_over_is_refused_and_writes_nothing(
         for _ in range(2):
             with pytest.raises(SessionLockedError, match=r"lease was taken over .*epoch 2"):
                 p.append("taken", ONE_TURN[3:])
-        assert _stored(url, "taken") == ONE_TURN[:3]
+        assert stored_wires(url, "taken") == ONE_TURN[:3]
         lease.release()  # the thief is gone: the writer takes its lease back and goes on
         p.append("taken", ONE_TURN[3:])
     finally:
@@ -180,7 +164,7 @@ def test_a_writer_whose_lease_was_taken_over_is_refused_and_writes_nothing(
         thief.close()
         p.close()
         raw.close()
-    assert _stored(url, "taken") == ONE_TURN
+    assert stored_wires(url, "taken") == ONE_TURN
 
 
 def test_a_writer_whose_lease_expired_untaken_takes_it_back(url: str) -> None:
@@ -193,7 +177,7 @@ def test_a_writer_whose_lease_expired_untaken_takes_it_back(url: str) -> None:
     assert raw.hget(_keys(url, "lapsed").lease, "e") == b"2"  # a new lease, epoch 2
     p.close()
     raw.close()
-    assert _stored(url, "lapsed") == ONE_TURN
+    assert stored_wires(url, "lapsed") == ONE_TURN
 
 
 # --- seq checks ---------------------------------------------------------------------------
@@ -203,17 +187,17 @@ def test_a_batch_that_does_not_follow_the_stored_log_writes_nothing(url: str) ->
     backend = RedisBackend(url)
     try:
         h = meta("gap", "/w")
-        backend.append_batch(h, _events(ONE_TURN[:2]), b"", materialized=False)
+        backend.append_batch(h, wire_events(ONE_TURN[:2]), b"", materialized=False)
         # No lease: a misbehaving writer. A gap and a duplicate are both refused.
         with pytest.raises(PersistenceError, match=r"ends at seq 1, but this batch starts at "
                                                    r"seq 3"):
-            backend.append_batch(h, _events(ONE_TURN[3:]), b"", materialized=True)
+            backend.append_batch(h, wire_events(ONE_TURN[3:]), b"", materialized=True)
         rewritten = [{**ONE_TURN[1], "time": 99}, ONE_TURN[2]]
         with pytest.raises(PersistenceError, match="written by another writer"):
-            backend.append_batch(h, _events(rewritten), b"", materialized=True)
+            backend.append_batch(h, wire_events(rewritten), b"", materialized=True)
     finally:
         backend.close()
-    assert _stored(url, "gap") == ONE_TURN[:2]
+    assert stored_wires(url, "gap") == ONE_TURN[:2]
 
 
 def test_the_server_refuses_an_entry_id_not_above_the_top(url: str) -> None:
@@ -221,7 +205,7 @@ def test_the_server_refuses_an_entry_id_not_above_the_top(url: str) -> None:
     backend = RedisBackend(url)
     raw = _raw(url)
     try:
-        backend.append_batch(meta("ids"), _events(ONE_TURN), b"", materialized=False)
+        backend.append_batch(meta("ids"), wire_events(ONE_TURN), b"", materialized=False)
         log = _keys(url, "ids").log
         assert [i for i, _ in raw.xrange(log)] == [f"{s}-1".encode() for s in range(6)]
         with pytest.raises(redis.ResponseError, match="equal or smaller"):
@@ -235,19 +219,19 @@ def test_a_retry_of_a_landed_batch_succeeds_without_duplicates(url: str) -> None
     backend = RedisBackend(url)
     try:
         h = meta("retry", "/w")
-        batch = _events(ONE_TURN)
+        batch = wire_events(ONE_TURN)
         backend.append_batch(h, batch, b"", materialized=False)
         backend.append_batch(h, batch, b"", materialized=False)  # the reply was lost
     finally:
         backend.close()
-    assert _stored(url, "retry") == ONE_TURN
+    assert stored_wires(url, "retry") == ONE_TURN
 
 
 def test_a_refused_first_batch_leaves_no_session(url: str) -> None:
     backend = RedisBackend(url)
     try:
         with pytest.raises(PersistenceError):
-            backend.append_batch(meta("late", "/w"), _events(ONE_TURN[2:]), b"",
+            backend.append_batch(meta("late", "/w"), wire_events(ONE_TURN[2:]), b"",
                                  materialized=False)
         assert backend.list() == []
     finally:
@@ -261,7 +245,7 @@ def test_racing_writers_never_leave_a_gap_or_a_duplicate(url: str) -> None:
     """Writers with no lease, each appending turns from where it believes the log ends."""
     h = meta("race", "/w")
     seed = RedisBackend(url)
-    seed.append_batch(h, _events([TS(0, 1), TE(1, 1)]), b"", materialized=False)
+    seed.append_batch(h, wire_events([TS(0, 1), TE(1, 1)]), b"", materialized=False)
     seed.close()
 
     def writer() -> None:
@@ -274,7 +258,7 @@ def test_racing_writers_never_leave_a_gap_or_a_duplicate(url: str) -> None:
                 turn = top // 2 + 1
                 with contextlib.suppress(PersistenceError):  # lost: nothing written
                     backend.append_batch(
-                        h, _events([TS(top + 1, turn), TE(top + 2, turn)]), b"", True)
+                        h, wire_events([TS(top + 1, turn), TE(top + 2, turn)]), b"", True)
         finally:
             backend.close()
 
@@ -283,7 +267,7 @@ def test_racing_writers_never_leave_a_gap_or_a_duplicate(url: str) -> None:
         t.start()
     for t in threads:
         t.join()
-    seqs = [e["seq"] for e in _stored(url, "race")]
+    seqs = [e["seq"] for e in stored_wires(url, "race")]
     assert seqs == list(range(len(seqs)))
     assert len(seqs) >= 2 + 2 * 40
 
@@ -295,11 +279,11 @@ def test_a_cut_back_resets_the_stream_so_the_next_append_lands(url: str) -> None
     backend = RedisBackend(url)
     try:
         h = meta("cut", "/w")
-        backend.append_batch(h, _events(ONE_TURN), b"", materialized=False)
+        backend.append_batch(h, wire_events(ONE_TURN), b"", materialized=False)
         closer = {**ONE_TURN[3], "time": 5000}
-        backend.commit_repair(h, 3, _events([closer]), b"")
-        assert _stored(url, "cut") == [*ONE_TURN[:3], closer]
-        backend.append_batch(h, _events([{**ONE_TURN[4], "time": 5001}]), b"", True)
+        backend.commit_repair(h, 3, wire_events([closer]), b"")
+        assert stored_wires(url, "cut") == [*ONE_TURN[:3], closer]
+        backend.append_batch(h, wire_events([{**ONE_TURN[4], "time": 5001}]), b"", True)
         summary = backend.summaries()[0]
         assert (summary.events, summary.turns, summary.last_activity) == (5, 1, 5001)
     finally:
@@ -310,13 +294,13 @@ def test_a_session_made_again_after_rm_starts_at_seq_0(url: str) -> None:
     backend = RedisBackend(url)
     try:
         h = meta("again", "/w")
-        backend.append_batch(h, _events(ONE_TURN), b"", materialized=False)
+        backend.append_batch(h, wire_events(ONE_TURN), b"", materialized=False)
         assert backend.delete("again").deleted
         assert backend.list() == []
-        backend.append_batch(h, _events(ONE_TURN[:2]), b"", materialized=False)
+        backend.append_batch(h, wire_events(ONE_TURN[:2]), b"", materialized=False)
     finally:
         backend.close()
-    assert _stored(url, "again") == ONE_TURN[:2]
+    assert stored_wires(url, "again") == ONE_TURN[:2]
 
 
 # --- following ----------------------------------------------------------------------------
@@ -325,17 +309,17 @@ def test_a_session_made_again_after_rm_starts_at_seq_0(url: str) -> None:
 def test_a_follower_blocked_on_xread_gets_each_batch_and_a_cut(url: str) -> None:
     writer, reader = RedisBackend(url), RedisBackend(url)
     h = meta("live", "/w")
-    writer.append_batch(h, _events(ONE_TURN[:2]), b"", materialized=False)
+    writer.append_batch(h, wire_events(ONE_TURN[:2]), b"", materialized=False)
     tail = reader.tail_lines("live", 5)
     assert tail is not None
     assert len(tail.lines) == 2
     assert tail.position == 1
     news = reader.follow_lines("live", tail.position, timeout=30)
     try:
-        writer.append_batch(h, _events(ONE_TURN[2:4]), b"", True)
+        writer.append_batch(h, wire_events(ONE_TURN[2:4]), b"", True)
         got = next(news)
         assert (len(got.lines), got.position, got.note) == (2, 3, None)
-        writer.commit_repair(h, 2, _events([{**ONE_TURN[2], "time": 70}]), b"")
+        writer.commit_repair(h, 2, wire_events([{**ONE_TURN[2], "time": 70}]), b"")
         got = next(news)
         assert (got.lines, got.position) == ([], 1)
         assert "cut back" in (got.note or "")
