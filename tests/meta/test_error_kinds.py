@@ -37,6 +37,17 @@ ALLOWED: dict[tuple[str, str], str] = {
         "its text (no attribute, no subclass): the path is cut out of it, and an unknown "
         "union tag is told by it"
     ),
+    ("dsh-session-core/src/dsh_session_core/_persistence/backends/redis/nodes.py", "moved"): (
+        "a Redis error reply's kind is the reply's first word, the protocol's error code "
+        "(MOVED, ASK); redis-py 5's plain client raises a cluster's as a bare "
+        "ResponseError, with that code in its text alone"
+    ),
+    ("dsh-session-core/src/dsh_session_core/_persistence/backends/redis/nodes.py",
+     "unavailable"): (
+        "a Redis error reply's kind is the reply's first word, the protocol's error code "
+        "(CLUSTERDOWN, TRYAGAIN, MASTERDOWN); redis-py 5's plain client raises them as a "
+        "bare ResponseError, with that code in its text alone"
+    ),
 }
 
 #: The methods that search a string (or, on a compiled pattern, search their argument).
