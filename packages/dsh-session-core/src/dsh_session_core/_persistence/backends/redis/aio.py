@@ -37,7 +37,7 @@ from ...base import LogNews, LogTail
 from . import scripts
 from .keys import SessionKeys, seq_of
 from .nodes import NOT_ON_A_CLUSTER, unavailable
-from .reads import _State, block_ms, cut_note, cut_to, entry_lines, read_after
+from .reads import SessionState, block_ms, cut_note, cut_to, entry_lines, read_after
 
 if TYPE_CHECKING:
     from ...rows import RowChanges
@@ -236,14 +236,14 @@ class RedisAsync:
         """:meth:`~.reads.RedisReads.tail_lines` for asyncio hosts: the session's state
         script (one snapshot), awaited on the event loop."""
         keys = self.keys(session_id)
-        state = _State(await self._ascript("state", [keys.log, keys.head], [max(count, 1)]))
+        state = SessionState(await self._ascript("state", [keys.log, keys.head], [max(count, 1)]))
         if not state.head:
             return None
         return LogTail(state.lines[::-1] if count > 0 else [], state.top)
 
     async def _astate(self, keys: SessionKeys) -> tuple[bool, int, int, int]:
         """:meth:`~.reads.RedisReads._state`, awaited."""
-        state = _State(await self._ascript("state", [keys.log, keys.head], [1]))
+        state = SessionState(await self._ascript("state", [keys.log, keys.head], [1]))
         return bool(state.head), state.cuts, state.cut, state.top
 
     async def afollow_lines(self, session_id: str, position: object, *,

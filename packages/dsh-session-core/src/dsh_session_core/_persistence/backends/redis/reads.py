@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from ....events import Event
     from .nodes import Reach
 
-__all__ = ["BLOCK_SECONDS", "RedisReads", "block_ms", "cut_note", "cut_to", "entry_lines",
-           "read_after", "time_of"]
+__all__ = ["BLOCK_SECONDS", "RedisReads", "SessionState", "block_ms", "cut_note", "cut_to",
+           "entry_lines", "read_after", "time_of"]
 
 #: The longest a follower's ``XREAD`` blocks before it looks for a cut back.
 BLOCK_SECONDS: Final = 2.0
@@ -53,7 +53,7 @@ def entry_lines(entries: Sequence[Any]) -> builtins.list[bytes]:
     return [fields[b"l"] for _, fields in entries]
 
 
-class _State:
+class SessionState:
     """A :data:`~.scripts.STATE` reply: a session's counts, its last entries."""
 
     __slots__ = ("count", "cut", "cuts", "head", "lines", "top", "turns")
@@ -139,7 +139,7 @@ class RedisReads:
                     time_of(state.lines[0]) if state.lines else None))
         return found
 
-    def _states(self, ids: Sequence[str], last: int) -> builtins.list[_State]:
+    def _states(self, ids: Sequence[str], last: int) -> builtins.list[SessionState]:
         """Each session's :data:`~.scripts.STATE` with its ``last`` entries, in one
         pipeline a node (not a transaction: each reply is one snapshot already)."""
         script = self.script("state")
@@ -154,10 +154,10 @@ class RedisReads:
             # Not loaded on a node yet (or lost with its restart).
             script.sha = self._reach.load_script(script.script)
             found = self._reach.pipelined([k.head for k in keys], queue, 1)
-        return [_State(reply) for (reply,) in found]
+        return [SessionState(reply) for (reply,) in found]
 
-    def _state_of(self, keys: SessionKeys, last: int) -> _State:
-        return _State(self.script("state")(keys=[keys.log, keys.head], args=[last]))
+    def _state_of(self, keys: SessionKeys, last: int) -> SessionState:
+        return SessionState(self.script("state")(keys=[keys.log, keys.head], args=[last]))
 
     def tail_lines(self, session_id: str, count: int) -> LogTail | None:
         """The last ``count`` entries' lines; the position is the last stored seq
