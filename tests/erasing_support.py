@@ -31,6 +31,13 @@ def files_holding(root: Path, needle: str) -> list[str]:
     return found
 
 
+def no_file_holds(store_url: str, *needles: str) -> None:
+    """Assert that no file of the store at ``store_url`` holds any of ``needles``."""
+    root = store_root(store_url)
+    for needle in needles:
+        assert files_holding(root, needle) == [], needle
+
+
 def _unzstd(raw: bytes) -> bytes:
     import zstandard
 

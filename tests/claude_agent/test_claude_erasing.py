@@ -15,7 +15,7 @@ from sdk_transcript import transcript
 
 from dsh_session_claude_agent import DshSessionStore, dsh_session_id
 from dsh_session_core import open_store
-from erasing_support import files_holding, new_marker, store_root
+from erasing_support import files_holding, new_marker, no_file_holds, store_root
 
 pytestmark = pytest.mark.store_kinds("jsonl", "sqlite")
 
@@ -79,6 +79,4 @@ def test_forget_of_the_session_and_each_subagent_leaves_no_byte_of_them(
         done = store.forget_all(ids=ids)
         assert [d.complete for d in done] == [True, True]
         assert [h.id for h in store.stored()] == ["dsh-session.retention"]
-    root = store_root(store_url)
-    assert files_holding(root, marker) == []
-    assert files_holding(root, "9d2e7c4a") == []
+    no_file_holds(store_url, marker, "9d2e7c4a")

@@ -15,7 +15,7 @@ from langgraph.graph.message import add_messages
 
 from dsh_session_core import open_store
 from dsh_session_langgraph import DshCheckpointSaver, LanggraphRemoved
-from erasing_support import files_holding, new_marker, store_root
+from erasing_support import files_holding, new_marker, no_file_holds, store_root
 
 pytestmark = pytest.mark.store_kinds("jsonl", "sqlite")
 
@@ -70,6 +70,4 @@ def test_forget_leaves_no_byte_of_the_thread(store_url: str) -> None:
     with open_store(store_url) as store:
         done = store.forget(THREAD)
         assert done.complete
-    root = store_root(store_url)
-    assert files_holding(root, marker) == []
-    assert files_holding(root, THREAD) == []
+    no_file_holds(store_url, marker, THREAD)

@@ -11,7 +11,7 @@ import pytest
 
 from dsh_session_core import open_store
 from dsh_session_openai_agents import DshSession
-from erasing_support import files_holding, new_marker, store_root
+from erasing_support import files_holding, new_marker, no_file_holds, store_root
 
 pytestmark = pytest.mark.store_kinds("jsonl", "sqlite")
 
@@ -53,4 +53,4 @@ def test_forget_leaves_no_byte_of_the_session(store_url: str) -> None:
         done = store.forget("chat")
         assert done.complete
         assert list(store.search(marker)) == []
-    assert files_holding(store_root(store_url), marker) == []
+    no_file_holds(store_url, marker)

@@ -333,6 +333,18 @@ def _run(scenario: Scenario, make: Callable[[Injector], Any], plan: Plan | None,
 
 # --- JSONL: system calls --------------------------------------------------------------------
 
+#: What both checks' children define: the contract projection as a fresh process reads
+#: it (stored rows, mark checked).
+_PROJECTED = textwrap.dedent("""
+    def projected(backend):
+        pm = create_plugin_manager(autoload=False)
+        pm.register(ContractPlugin(), "contract")
+        view = DurableStore(backend, pm).projection("s", contract_projection.name)
+        got = view.summary()
+        return {"rows": {k: v.text for k, v in view.rows()},
+                "summary": None if got is None else [got.seq, got.text]}
+    """)
+
 _CHECK = textwrap.dedent("""
     import json, os, sys
     from dsh_session_core import Keyring, core_registry
@@ -340,14 +352,7 @@ _CHECK = textwrap.dedent("""
     from dsh_session_core import DurableStore, create_plugin_manager
     from dsh_session_core.testing.projection_contract import ContractPlugin, contract_projection
 
-    def projected(backend):
-        # The contract projection as a fresh process reads it (stored rows, mark checked).
-        pm = create_plugin_manager(autoload=False)
-        pm.register(ContractPlugin(), "contract")
-        view = DurableStore(backend, pm).projection("s", contract_projection.name)
-        got = view.summary()
-        return {"rows": {k: v.text for k, v in view.rows()},
-                "summary": None if got is None else [got.seq, got.text]}
+    {projected}
 
     out = {}
     for root in sys.argv[2:]:
@@ -367,7 +372,7 @@ _CHECK = textwrap.dedent("""
         except Exception as exc:
             out[root] = {"error": repr(exc)}
     print(json.dumps(out))
-""")
+""").replace("{projected}\n", _PROJECTED)
 
 
 def _torn_writer(root: Path, compact: bool) -> Callable[[], None]:
@@ -446,14 +451,7 @@ _CHECK_SQLITE = textwrap.dedent("""
     from dsh_session_core import DurableStore, create_plugin_manager
     from dsh_session_core.testing.projection_contract import ContractPlugin, contract_projection
 
-    def projected(backend):
-        # The contract projection as a fresh process reads it (stored rows, mark checked).
-        pm = create_plugin_manager(autoload=False)
-        pm.register(ContractPlugin(), "contract")
-        view = DurableStore(backend, pm).projection("s", contract_projection.name)
-        got = view.summary()
-        return {"rows": {k: v.text for k, v in view.rows()},
-                "summary": None if got is None else [got.seq, got.text]}
+    {projected}
 
     out = {}
     for path in sys.argv[1:]:
@@ -474,7 +472,7 @@ _CHECK_SQLITE = textwrap.dedent("""
         finally:
             backend.close()
     print(json.dumps(out))
-""")
+""").replace("{projected}\n", _PROJECTED)
 
 
 @pytest.mark.parametrize("sealed", [False, True], ids=["plain", "encrypted"])

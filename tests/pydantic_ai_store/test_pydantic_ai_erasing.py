@@ -15,7 +15,7 @@ from pydantic_ai.models.test import TestModel
 from dsh_session_core import open_store
 from dsh_session_core.errors import SessionNotStoredError
 from dsh_session_pydantic_ai import DshConversationStore
-from erasing_support import files_holding, new_marker, store_root
+from erasing_support import files_holding, new_marker, no_file_holds, store_root
 
 pytestmark = pytest.mark.store_kinds("jsonl", "sqlite")
 
@@ -57,15 +57,10 @@ def test_delete_removes_the_session_and_leaves_what_a_delete_leaves(store_url: s
     with open_store(store_url) as store:
         # Deleted, it is no longer stored, but the ledger names it: forget finds what
         # the delete left, and takes it (the ledger's records too).
-        other = store.create("other")
-        with other.turn() as turn:
-            turn.user("someone else")
-        store.release(other)
         done = store.forget(CID)
         assert done.complete, done.left
         assert done.deleted is None
-    assert files_holding(root, marker) == []
-    assert files_holding(root, CID) == []
+    no_file_holds(store_url, marker, CID)
 
 
 def test_forget_leaves_no_byte_of_the_conversation(store_url: str) -> None:
@@ -74,6 +69,4 @@ def test_forget_leaves_no_byte_of_the_conversation(store_url: str) -> None:
     with open_store(store_url) as store:
         done = store.forget(CID)
         assert done.complete
-    root = store_root(store_url)
-    assert files_holding(root, marker) == []
-    assert files_holding(root, CID) == []
+    no_file_holds(store_url, marker, CID)
