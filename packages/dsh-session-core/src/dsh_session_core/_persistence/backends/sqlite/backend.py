@@ -98,6 +98,7 @@ from .schema import (
     batch_lines,
     insert_kept,
     insert_rows,
+    set_journal_mode,
 )
 from .search import SqliteSearch
 
@@ -214,7 +215,7 @@ class SqliteBackend(SqliteReads, SqliteProjections, SqliteSearch):
         # mode name is interpolated. `synchronous` is left at its default (FULL): a
         # commit is on disk when COMMIT returns, which append_batch promises.
         conn.execute("PRAGMA foreign_keys = ON")  # per connection, off by default
-        conn.execute(f"PRAGMA journal_mode = {journal_mode.upper()}")
+        set_journal_mode(conn, journal_mode.upper())
         self._indexed = open_database(conn, self.path, self._transaction)
 
     @contextlib.contextmanager

@@ -93,10 +93,12 @@ __all__ = [
     "UPSERT_SESSION",
     "JournalMode",
     "batch_lines",
+    "busy",
     "insert_kept",
     "insert_rows",
     "lines_sql",
     "read_only",
+    "set_journal_mode",
 ]
 
 #: ``PRAGMA user_version`` of a database this build reads and writes. The reference
@@ -480,6 +482,37 @@ def batch_lines(params: Sequence[object], jsonl: bytes) -> list[bytes]:
     return [row_line((params[i], params[i + 1], params[i + 2], params[i + 3],  # type: ignore[arg-type]
                       params[i + 4] or None, params[i + 5] or None))
             for i in range(0, len(params), n)]
+
+
+def busy(exc: BaseException) -> bool:
+    """Whether SQLite refused a write because another connection holds the lock."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in (sqlite3.SQLITE_BUSY,
+                                                      sqlite3.SQLITE_LOCKED)
+
+
+def set_journal_mode(conn: sqlite3.Connection, mode: str, patience: float = 5.0) -> None:
+    """``PRAGMA journal_mode = mode``, waited for while another connection holds the
+    database (a store made a moment ago, which a follower in another process opened to
+    read): SQLite's busy handler does not wait for this change of mode, so it is retried
+    until it is taken, for up to ``patience`` seconds (the busy timeout's), as the
+    handler would.
+
+    :raises sqlite3.OperationalError: still busy after ``patience``; any other refusal.
+    """
+    import time
+
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            conn.execute(f"PRAGMA journal_mode = {mode}")
+            return
+        except sqlite3.OperationalError as exc:
+            if not busy(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.01)  # a lock wait, as SQLite's own busy handler sleeps
 
 
 def read_only(exc: BaseException) -> bool:

@@ -25,27 +25,18 @@ from ..sql import index as sql_index
 from ..sql.search_index import Behind
 from ..sql.trail import Trail
 from .index import INDEX_SQL
-from .schema import SELECT_ANY, read_only
+from .schema import SELECT_ANY, busy, read_only
 
 if TYPE_CHECKING:
     from ...._search import SearchHit, SearchQuery
 
-__all__ = ["CATCH_UP_WAIT_MS", "SqliteSearch", "busy"]
+__all__ = ["CATCH_UP_WAIT_MS", "SqliteSearch"]
 
 #: How long a search waits for the write lock to catch the index up (SQLite's busy
 #: timeout, in ms), instead of the connection's 5 s: past it, the rows the index lags
 #: behind are checked one by one (a few thousand rows at most from each writer of
 #: ours, :data:`~.sql.trail.TRAIL_LIMIT`), which takes milliseconds.
 CATCH_UP_WAIT_MS: Final = 200
-
-
-def busy(exc: BaseException) -> bool:
-    """Whether SQLite refused a write because another connection holds the lock."""
-    if not isinstance(exc, sqlite3.OperationalError):
-        return False
-    code = getattr(exc, "sqlite_errorcode", None)
-    return isinstance(code, int) and code & 0xFF in (sqlite3.SQLITE_BUSY,
-                                                      sqlite3.SQLITE_LOCKED)
 
 
 def _refused(exc: Exception) -> bool:
